@@ -1,0 +1,15 @@
+"""gemm_engine: a multi-level, composable GEMM engine (Tile, Stage, Global, Batch) that renders
+CUDA or OpenCL kernels from one description.
+
+    >>> import numpy as np, gemm_engine
+    >>> c = gemm_engine.matmul(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
+"""
+from . import algorithms
+from .algorithms import Algorithm, register
+from .engine import Engine, default_engine, matmul
+from .errors import BackendUnavailableError, GemmEngineError, SetupError
+from .problem import Layout, MatmulProblem
+
+__all__ = ["Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError", "Layout",
+           "MatmulProblem", "SetupError", "algorithms", "default_engine", "matmul", "register"]
+__version__ = "0.1.0"

@@ -1,0 +1,6 @@
+"""The algorithm family. Importing this package registers every built-in algorithm by name."""
+from .base import REGISTRY, Algorithm, KernelConfig, register, resolve
+from .simple import SimpleAlgorithm, UnitSelection
+
+__all__ = ["Algorithm", "KernelConfig", "REGISTRY", "SimpleAlgorithm", "UnitSelection", "register",
+           "resolve"]

@@ -1,0 +1,106 @@
+"""Algorithms: one component per level plus a selection rule, registered by name.
+
+An `Algorithm` names its components as class attributes (tile, stage, global, batch, loaders) and
+composes them in `build()`. A subclass that swaps one attribute is a new algorithm: that is how
+users add compositions without editing the package (see README, "Adding an algorithm"). Each
+algorithm is a family of kernels: its tiling comes from a selection (a frozen dataclass) that the
+caller may pass (`SimpleAlgorithm(UnitSelection(...))`) and that `select` chooses otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..batch.base import BatchConfig, BatchMatmul
+from ..batch.partitioned import PartitionedBatchMatmul
+from ..codegen.dialect import Dialect
+from ..global_.base import GlobalMatmul
+from ..global_.loaders import CyclicLoader, Loader
+from ..global_.simple import SimpleGlobalMatmul
+from ..problem import MatmulProblem
+from ..stage.base import StageMatmul
+from ..stage.unit_partitioned import UnitPartitionedStage
+from ..tile.base import TileMatmul
+from ..tile.register import RegisterTile
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Everything that determines a kernel's source: the compile-cache key."""
+
+    algorithm: str          # qualified class name: user subclasses never collide with built-ins
+    dialect: tuple
+    batch: BatchConfig
+
+    @property
+    def units(self) -> int:
+        return self.batch.units
+
+
+class Algorithm:
+    name: ClassVar[str] = "algorithm"
+    tile: ClassVar[type[TileMatmul]] = RegisterTile
+    stage: ClassVar[type[StageMatmul]] = UnitPartitionedStage
+    global_: ClassVar[type[GlobalMatmul]] = SimpleGlobalMatmul
+    lhs_loader: ClassVar[type[Loader]] = CyclicLoader
+    rhs_loader: ClassVar[type[Loader]] = CyclicLoader
+    batch: ClassVar[type[BatchMatmul]] = PartitionedBatchMatmul
+
+    def __init__(self, selection=None):
+        self.selection = selection
+        self.components = self.build()
+
+    def build(self) -> BatchMatmul:
+        """Compose the four levels. Override to compose differently (e.g. extra constructor args)."""
+        stage = self.stage(self.tile())
+        global_ = self.global_(stage, self.lhs_loader(), self.rhs_loader())
+        return self.batch(global_)
+
+    # -- selection ---------------------------------------------------------------------------
+    def select(self, problem: MatmulProblem, dialect: Dialect):
+        """The tiling this algorithm picks for a problem when the caller gave none."""
+        raise NotImplementedError
+
+    def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
+        """Configure every level for the problem; raises SetupError when a level refuses."""
+        selection = self.selection if self.selection is not None else self.select(problem, dialect)
+        cls = type(self)
+        return KernelConfig(algorithm=f"{cls.__module__}.{cls.__qualname__}", dialect=dialect.key,
+                            batch=self.components.setup(problem, selection, dialect))
+
+    # -- codegen ----------------------------------------------------------------------------
+    def render(self, cfg: KernelConfig, dialect: Dialect) -> str:
+        """Full kernel source: the dialect preamble plus the batch level's kernel."""
+        g = cfg.batch.global_
+        ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out)
+        header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
+        return header + dialect.preamble(ets) + self.components.kernel(cfg.batch, dialect) + "\n"
+
+    def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
+        return self.components.cube_count(cfg.batch, problem)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.selection!r})"
+
+
+REGISTRY: dict[str, type[Algorithm]] = {}
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator: make an algorithm reachable by name in `matmul(..., algorithm=name)`."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def resolve(algorithm) -> Algorithm:
+    """An Algorithm instance from a registered name, an Algorithm subclass or an instance."""
+    if isinstance(algorithm, Algorithm):
+        return algorithm
+    if isinstance(algorithm, type) and issubclass(algorithm, Algorithm):
+        return algorithm()
+    if isinstance(algorithm, str):
+        if algorithm not in REGISTRY:
+            raise ValueError(f"algorithm: unknown name {algorithm!r}; registered: {sorted(REGISTRY)}")
+        return REGISTRY[algorithm]()
+    raise TypeError(f"algorithm: expected a registered name, an Algorithm subclass or instance, "
+                    f"got {type(algorithm).__name__}")

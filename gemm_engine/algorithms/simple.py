@@ -1,0 +1,46 @@
+"""Simple: register tiles, a unit-partitioned stage, a single-stage global matmul, row-major dispatch."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..problem import MatmulProblem
+from .base import Algorithm, register
+
+
+@dataclass(frozen=True)
+class UnitSelection:
+    """Tiling of the unit algorithms: each unit computes tile_m x tile_n of a stage_m x stage_n tile."""
+
+    tile_m: int = 4
+    tile_n: int = 4
+    stage_m: int = 64
+    stage_n: int = 64
+    stage_k: int = 16
+    dispatch: str = "row_major"
+
+
+def _fit(extent: int, full: int, units: int) -> tuple[int, int]:
+    """(stage, tile) along one axis: shrink the stage for small extents so fewer units idle."""
+    stage = full
+    while stage > units and stage // 2 >= extent:
+        stage //= 2
+    return stage, max(1, stage // units)
+
+
+def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
+    big = problem.m >= 128 and problem.n >= 128
+    if dialect.device.backend == "cuda" and problem.lhs.compute == "f32" and big:
+        # 8 x 8 per thread on 128 x 128: 64 FMAs per 16 shared-memory reads, the classic SGEMM shape.
+        return UnitSelection(tile_m=8, tile_n=8, stage_m=128, stage_n=128, stage_k=8)
+    stage_m, tile_m = _fit(problem.m, 64, 16)
+    stage_n, tile_n = _fit(problem.n, 64, 16)
+    return UnitSelection(tile_m=tile_m, tile_n=tile_n, stage_m=stage_m, stage_n=stage_n, stage_k=16)
+
+
+@register
+class SimpleAlgorithm(Algorithm):
+    name = "simple"
+
+    def select(self, problem, dialect):
+        return select_unit_tiling(problem, dialect)

@@ -1,0 +1,95 @@
+"""CUDA runtime through CuPy: `RawModule` compiles (NVRTC, with CuPy's on-disk cache), kernels run
+on CuPy's current stream, and arrays are `cupy.ndarray`."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import BackendUnavailableError
+from .device import DeviceInfo
+from .runtime import Runtime, span_of
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError as exc:
+        raise BackendUnavailableError("the CUDA backend needs CuPy (pip install 'gemm_engine[cuda]')") from exc
+    return cupy
+
+
+def cuda_available() -> bool:
+    try:
+        cupy = _cupy()
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+class CudaRuntime(Runtime):
+    backend = "cuda"
+
+    def __init__(self, device=None):
+        super().__init__()
+        cp = self.cp = _cupy()
+        try:
+            count = cp.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            raise BackendUnavailableError(f"CuPy sees no CUDA device: {exc}") from exc
+        index = 0 if device is None else int(device)
+        if not 0 <= index < count:
+            raise ValueError(f"device: CUDA device index {index} out of range (0..{count - 1})")
+        self.cuda_device = cp.cuda.Device(index)
+        props = cp.cuda.runtime.getDeviceProperties(index)
+        name = props["name"]
+        self.device = DeviceInfo(
+            backend="cuda",
+            name=name.decode() if isinstance(name, bytes) else str(name),
+            compute_units=int(props["multiProcessorCount"]),
+            max_shared_memory=int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])),
+            max_threads_per_cube=int(props["maxThreadsPerBlock"]),
+            plane_size=int(props["warpSize"]),
+            compute_capability=(int(props["major"]), int(props["minor"])),
+        )
+
+    def _compile(self, source, name):
+        arch = self.device.arch
+        with self.cuda_device:
+            module = self.cp.RawModule(code=source, options=("--std=c++17", f"--gpu-architecture={arch}"))
+            return module.get_function(name)
+
+    def launch(self, kernel, cubes, units, args):
+        conv = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args]
+        with self.cuda_device:
+            kernel((cubes,), (units,), tuple(conv))
+
+    def is_native(self, x):
+        return isinstance(x, self.cp.ndarray)
+
+    def to_device(self, host):
+        with self.cuda_device:
+            return self.cp.asarray(host)
+
+    def to_host(self, x):
+        return self.cp.asnumpy(x)
+
+    def empty(self, shape, dtype):
+        with self.cuda_device:
+            return self.cp.empty(shape, dtype=dtype)
+
+    def fill_zero(self, x):
+        x.fill(0)
+
+    def contiguous(self, x, dtype=None):
+        with self.cuda_device:
+            return self.cp.array(x, dtype=dtype, order="C", copy=True)
+
+    def copy_into(self, dst, src):
+        dst[...] = src
+
+    def ptr_arg(self, x):
+        # CuPy passes an ndarray argument as the pointer to its first element.
+        return x, 0
+
+    def byte_span(self, x):
+        lo, hi = span_of(x.data.ptr, x.shape, x.strides, x.itemsize)
+        return "cuda", lo, hi

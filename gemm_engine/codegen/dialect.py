@@ -1,0 +1,186 @@
+"""Dialects: the only place where CUDA and OpenCL words are written.
+
+Templates are written once against a neutral vocabulary (in the manner of PyOpenCL's CLUDA and
+tinygrad's C-style renderer). A dialect supplies:
+
+* a preamble of macros that define the neutral words for its backend:
+  `KERNEL`, `LAUNCH_BOUNDS(n)`, `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
+  `SYNC_CUBE()` and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
+* C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`);
+* expressions that read and write one element of global memory with conversion to the compute
+  type (half precision without headers or `cl_khr_fp16`);
+* capability queries (`supports("fp64")`, later `"mma_sync"`...) used by component setup.
+
+A test greps every other module for backend words, so keep them here.
+"""
+from __future__ import annotations
+
+from ..dtypes import ElementType
+from .device import DeviceInfo
+
+# Conversions shared by both dialects, written with the neutral words defined in each preamble.
+_BF16_HELPERS = """
+INLINE float bf16_to_f32(unsigned short bits) { return UINT_AS_FLOAT(((unsigned int)bits) << 16); }
+INLINE unsigned short f32_to_bf16(float value) {
+    unsigned int u = FLOAT_AS_UINT(value);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);  /* round to nearest, ties to even */
+    return (unsigned short)(u >> 16);
+}
+"""
+
+
+class Dialect:
+    """Base dialect: what both backends share. Subclasses fill in the words."""
+
+    backend: str = ""
+    _preamble: str = ""
+    _c_types: dict[str, str] = {}
+
+    def __init__(self, device: DeviceInfo):
+        if device.backend != self.backend:
+            raise ValueError(f"{type(self).__name__} needs a {self.backend} device, got {device.backend}")
+        self.device = device
+
+    # -- identity --------------------------------------------------------------------------
+    @property
+    def key(self) -> tuple:
+        """What makes rendered source differ between two dialect instances (part of cache keys)."""
+        return (self.backend, self.device.compute_capability)
+
+    # -- capabilities ----------------------------------------------------------------------
+    def supports(self, feature: str) -> bool:
+        if feature == "fp64":
+            return self.device.fp64
+        return False
+
+    # -- words -----------------------------------------------------------------------------
+    def c_type(self, word: str) -> str:
+        return self._c_types[word]
+
+    def storage_type(self, et: ElementType) -> str:
+        return self.c_type(et.storage)
+
+    def compute_type(self, et: ElementType) -> str:
+        return self.c_type(et.compute)
+
+    def zero(self, et: ElementType) -> str:
+        return "0.0" if et.compute == "f64" else "0.0f"
+
+    def preamble(self, element_types) -> str:
+        """Macros and helpers for a kernel that touches these element types."""
+        parts = [self._preamble]
+        storages = {et.storage for et in element_types}
+        if "f64" in storages:
+            parts.append(self._fp64_enable())
+        if "f16_bits" in storages:
+            parts.append(self._f16_helpers())
+        if "bf16_bits" in storages:
+            parts.append(_BF16_HELPERS)
+        return "\n".join(p.strip("\n") for p in parts if p) + "\n"
+
+    def load_global(self, et: ElementType, ptr: str, index: str) -> str:
+        """Expression: element `index` of global array `ptr`, converted to the compute type."""
+        if et.storage == "f16_bits":
+            return self._load_f16(ptr, index)
+        if et.storage == "bf16_bits":
+            return f"bf16_to_f32({ptr}[{index}])"
+        return f"{ptr}[{index}]"
+
+    def store_global(self, et: ElementType, ptr: str, index: str, value: str) -> str:
+        """Statement: convert compute-type `value` and store it at element `index` of `ptr`."""
+        if et.storage == "f16_bits":
+            return self._store_f16(ptr, index, value)
+        if et.storage == "bf16_bits":
+            return f"{ptr}[{index}] = f32_to_bf16({value});"
+        return f"{ptr}[{index}] = {value};"
+
+    # -- backend hooks ----------------------------------------------------------------------
+    def _fp64_enable(self) -> str:
+        return ""
+
+    def _f16_helpers(self) -> str:
+        return ""
+
+    def _load_f16(self, ptr: str, index: str) -> str:
+        raise NotImplementedError
+
+    def _store_f16(self, ptr: str, index: str, value: str) -> str:
+        raise NotImplementedError
+
+
+class CudaDialect(Dialect):
+    backend = "cuda"
+    _preamble = r"""
+#define KERNEL extern "C" __global__
+#define LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define GLOBAL
+#define LOCAL __shared__
+#define RESTRICT __restrict__
+#define INLINE static __device__ __forceinline__
+#define UNIT_ID ((int)threadIdx.x)
+#define CUBE_ID ((i64)blockIdx.x)
+#define SYNC_CUBE() __syncthreads()
+#define FLOAT_AS_UINT(x) __float_as_uint(x)
+#define UINT_AS_FLOAT(x) __uint_as_float(x)
+typedef long long i64;
+"""
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short"}
+
+    def supports(self, feature: str) -> bool:
+        cc = self.device.compute_capability or (0, 0)
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma"):
+            return cc >= (8, 0)
+        if feature == "wgmma":
+            return cc >= (9, 0)
+        return super().supports(feature)
+
+    def _f16_helpers(self) -> str:
+        # Inline PTX conversions need no cuda_fp16.h (NVRTC has no CUDA include path by default).
+        return r"""
+INLINE float f16_to_f32(unsigned short bits) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f;
+}
+INLINE unsigned short f32_to_f16(float value) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(value)); return h;
+}
+"""
+
+    def _load_f16(self, ptr, index):
+        return f"f16_to_f32({ptr}[{index}])"
+
+    def _store_f16(self, ptr, index, value):
+        return f"{ptr}[{index}] = f32_to_f16({value});"
+
+
+class OpenCLDialect(Dialect):
+    backend = "opencl"
+    _preamble = r"""
+#define KERNEL __kernel
+#define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1)))
+#define GLOBAL __global
+#define LOCAL __local
+#define RESTRICT restrict
+#define INLINE static inline
+#define UNIT_ID ((int)get_local_id(0))
+#define CUBE_ID ((i64)get_group_id(0))
+#define SYNC_CUBE() barrier(CLK_LOCAL_MEM_FENCE)
+#define FLOAT_AS_UINT(x) as_uint(x)
+#define UINT_AS_FLOAT(x) as_float(x)
+typedef long i64;
+"""
+    # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort"}
+
+    def _fp64_enable(self) -> str:
+        return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
+
+    def _load_f16(self, ptr, index):
+        return f"vload_half(0, {ptr} + ({index}))"
+
+    def _store_f16(self, ptr, index, value):
+        return f"vstore_half_rte({value}, 0, {ptr} + ({index}));"
+
+
+def dialect_for(device: DeviceInfo) -> Dialect:
+    return {"cuda": CudaDialect, "opencl": OpenCLDialect}[device.backend](device)

@@ -1,0 +1,93 @@
+"""What the engine needs from a backend runtime: device facts, compiled kernels and arrays.
+
+`CudaRuntime` (CuPy) and `OpenCLRuntime` (PyOpenCL) implement it. Compiled kernels are kept per
+source text in memory; the compilers' own on-disk binary caches (CuPy's kernel cache and
+PyOpenCL's) make later processes fast, so no cache of our own is written.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from .device import DeviceInfo
+from .dialect import Dialect, dialect_for
+
+
+class Runtime(ABC):
+    backend = ""
+    device: DeviceInfo
+
+    def __init__(self):
+        self._kernels: dict[str, object] = {}
+
+    @property
+    def dialect(self) -> Dialect:
+        d = getattr(self, "_dialect", None)
+        if d is None:
+            d = self._dialect = dialect_for(self.device)
+        return d
+
+    def kernel(self, source: str, name: str):
+        """The compiled kernel for ``source`` (compiled once per runtime)."""
+        key = source + "\0" + name
+        fn = self._kernels.get(key)
+        if fn is None:
+            fn = self._kernels[key] = self._compile(source, name)
+        return fn
+
+    @abstractmethod
+    def _compile(self, source: str, name: str): ...
+
+    @abstractmethod
+    def launch(self, kernel, cubes: int, units: int, args: list) -> None:
+        """Run ``kernel`` on ``cubes`` cubes of ``units`` units. ``args`` holds `DeviceArray`
+        pointer arguments (as `ptr_arg` returns them) and Python ints (passed as 64-bit)."""
+
+    # -- arrays ------------------------------------------------------------------------------
+    @abstractmethod
+    def is_native(self, x) -> bool: ...
+
+    @abstractmethod
+    def to_device(self, host: np.ndarray): ...
+
+    @abstractmethod
+    def to_host(self, x) -> np.ndarray: ...
+
+    @abstractmethod
+    def empty(self, shape, dtype): ...
+
+    @abstractmethod
+    def fill_zero(self, x) -> None: ...
+
+    @abstractmethod
+    def contiguous(self, x, dtype=None):
+        """A C-contiguous copy of x (materializing broadcasts), cast to ``dtype`` if given."""
+
+    @abstractmethod
+    def copy_into(self, dst, src) -> None:
+        """``dst[...] = src`` with numpy's same-kind cast; dst may be strided."""
+
+    @abstractmethod
+    def ptr_arg(self, x) -> tuple[object, int]:
+        """(kernel argument for x's buffer, element offset of x's first element from it)."""
+
+    @abstractmethod
+    def byte_span(self, x) -> tuple[object, int, int]:
+        """(buffer identity, first byte, one past last byte) that x's elements can touch."""
+
+    def may_overlap(self, x, y) -> bool:
+        bx, lo_x, hi_x = self.byte_span(x)
+        by, lo_y, hi_y = self.byte_span(y)
+        return bx == by and lo_x < hi_y and lo_y < hi_x
+
+
+def span_of(base: int, shape, strides, itemsize: int) -> tuple[int, int]:
+    """First and one-past-last byte an array with these strides can touch."""
+    lo = hi = base
+    for size, stride in zip(shape, strides):
+        if size == 0:
+            return base, base
+        extent = (size - 1) * stride
+        lo, hi = (lo + extent, hi) if extent < 0 else (lo, hi + extent)
+    return lo, hi + itemsize

@@ -1,0 +1,58 @@
+"""Element types the engine computes with, independent of backend.
+
+Each `ElementType` names how an element is stored in global memory (`storage`), the type the tile
+level multiplies and accumulates in (`compute`), and which conversion the dialect must render when
+an element is read or written. Storage names are neutral (`f16_bits` is 16 raw bits); the dialect
+maps them to C types, so neither CUDA headers nor `cl_khr_fp16` are needed for half precision.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ElementType:
+    name: str       # numpy-style name: "float32", "bfloat16", ...
+    storage: str    # neutral storage word the dialect maps: f32, f64, f16_bits, bf16_bits
+    compute: str    # neutral compute word: f32 or f64
+    itemsize: int
+
+
+FLOAT32 = ElementType("float32", "f32", "f32", 4)
+FLOAT64 = ElementType("float64", "f64", "f64", 8)
+FLOAT16 = ElementType("float16", "f16_bits", "f32", 2)
+BFLOAT16 = ElementType("bfloat16", "bf16_bits", "f32", 2)
+
+BY_NAME = {t.name: t for t in (FLOAT32, FLOAT64, FLOAT16, BFLOAT16)}
+SUPPORTED_NAMES = tuple(BY_NAME)
+
+
+def bfloat16_dtype():
+    """numpy's dtype for bfloat16 (from ml_dtypes, which CuPy and JAX use too), or None."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def element_type(dtype) -> ElementType:
+    """The ElementType of a numpy-compatible dtype, or TypeError naming what is supported."""
+    name = np.dtype(dtype).name
+    if name not in BY_NAME:
+        raise TypeError(
+            f"gemm_engine.matmul: unsupported dtype {name!r}; supported dtypes are "
+            f"{', '.join(SUPPORTED_NAMES)}"
+        )
+    return BY_NAME[name]
+
+
+def numpy_dtype(et: ElementType) -> np.dtype:
+    if et is BFLOAT16:
+        dt = bfloat16_dtype()
+        if dt is None:
+            raise TypeError("bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
+        return dt
+    return np.dtype(et.name)

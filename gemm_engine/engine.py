@@ -1,0 +1,216 @@
+"""`Engine`: numpy-style matmul on one backend and device, and the module-level `matmul`.
+
+A call goes: check shapes, dtypes and ``out`` (frontend, numpy's rules and messages) -> move or
+view the operands on the device without copies where their strides allow -> choose an algorithm and
+configure it for the problem (setup; SetupError says why a choice cannot work) -> render and compile
+(cached per config) -> launch -> return the result as the caller's array type.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
+from .algorithms.base import Algorithm, KernelConfig, resolve
+from .batch.base import KERNEL_NAME
+from .dtypes import BFLOAT16, element_type
+from .errors import SetupError
+from .frontend import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype
+from .problem import MatmulProblem
+
+#: Environment variable that sets the backend `Engine(backend="auto")` and `matmul` use.
+BACKEND_ENV = "GEMM_ENGINE_BACKEND"
+
+
+def _make_runtime(backend: str, device):
+    if backend == "auto":
+        backend = os.environ.get(BACKEND_ENV, "auto")
+    if backend == "auto":
+        from .codegen.cuda_runtime import cuda_available
+        backend = "cuda" if cuda_available() else "opencl"
+    if backend == "cuda":
+        from .codegen.cuda_runtime import CudaRuntime
+        return CudaRuntime(device)
+    if backend == "opencl":
+        from .codegen.opencl_runtime import OpenCLRuntime
+        return OpenCLRuntime(device)
+    raise ValueError(f"backend: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
+
+
+@dataclass
+class _Operand:
+    array: object            # device array read by the kernel
+    view: OperandView
+
+
+class Engine:
+    """A matmul engine bound to one backend ("auto", "cuda", "opencl") and device."""
+
+    default_algorithm = "simple"
+
+    def __init__(self, backend: str = "auto", device=None):
+        self.runtime = _make_runtime(backend, device)
+        self._plans: dict = {}
+        self.last_choice: tuple[Algorithm, KernelConfig] | None = None
+
+    @property
+    def backend(self) -> str:
+        return self.runtime.backend
+
+    @property
+    def device(self):
+        return self.runtime.device
+
+    @property
+    def dialect(self):
+        return self.runtime.dialect
+
+    # -- public API --------------------------------------------------------------------------
+    def matmul(self, a, b, *, out=None, algorithm=None):
+        """numpy.matmul(a, b, out=out) computed by a generated kernel on this engine's device."""
+        rt = self.runtime
+        a, a_host = self._as_array(a, "a")
+        b, b_host = self._as_array(b, "b")
+        host = a_host and b_host
+        shape = call_shape(a.shape, b.shape)
+        dtype = result_dtype(a.dtype, b.dtype)
+        if out is not None:
+            if host and not isinstance(out, np.ndarray):
+                raise TypeError(f"matmul: out must be a numpy.ndarray for numpy inputs, got {type(out).__name__}")
+            if not host and not rt.is_native(out):
+                raise TypeError(f"matmul: out must be a device array of the {rt.backend} backend, "
+                                f"got {type(out).__name__}")
+            check_out(out.shape, out.dtype, dtype, shape.out_shape)
+        alg = resolve(algorithm if algorithm is not None else self.default_algorithm)
+
+        if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
+            return self._empty_result(shape, dtype, out, host)
+
+        problem_dtype = element_type(dtype)
+        lhs = self._operand(a, a_host, dtype, shape, shape.lhs_vector, lhs=True)
+        rhs = self._operand(b, b_host, dtype, shape, shape.rhs_vector, lhs=False)
+        problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, problem_dtype, problem_dtype,
+                                problem_dtype, lhs.view.layout, rhs.view.layout)
+        alg, cfg, kernel = self._plan(alg, problem)
+
+        # Write straight into `out` when it is a C-contiguous device array of the result dtype that
+        # does not overlap an input; else into a fresh buffer copied into `out` afterwards.
+        direct = (out is not None and not host and out.dtype == dtype and out.flags.c_contiguous
+                  and not any(rt.may_overlap(out, op.array) for op in (lhs, rhs)))
+        target = out if direct else rt.empty(shape.out_shape, self._storage_dtype(dtype, host))
+        self._launch(alg, cfg, kernel, problem, lhs, rhs, target)
+        self.last_choice = (alg, cfg)
+        return self._finish(target, out, direct, host, dtype)
+
+    def plan(self, problem: MatmulProblem, algorithm=None) -> tuple[Algorithm, KernelConfig, str]:
+        """(algorithm, config, source) the engine would use for ``problem``; nothing is launched."""
+        alg, cfg = self._configure(resolve(algorithm or self.default_algorithm), problem)
+        return alg, cfg, alg.render(cfg, self.dialect)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _as_array(self, x, label):
+        if self.runtime.is_native(x):
+            return x, False
+        if type(x).__module__.split(".")[0] in ("cupy", "pyopencl"):
+            raise TypeError(f"matmul: {label} is a {type(x).__module__} array but this engine runs on "
+                            f"the {self.backend} backend")
+        return np.asarray(x), True
+
+    @staticmethod
+    def _storage_dtype(dtype, host):
+        # Device libraries may lack bfloat16: move its bits as uint16, the kernel knows the type.
+        return np.dtype(np.uint16) if element_type(dtype) is BFLOAT16 and host else dtype
+
+    def _operand(self, x, is_host, dtype, shape: CallShape, vector: bool, lhs: bool) -> _Operand:
+        rt = self.runtime
+        if is_host:
+            x = np.asarray(x, dtype=dtype)
+            if element_type(dtype) is BFLOAT16:
+                x = x.view(np.uint16)
+            x = rt.to_device(x)
+        elif x.dtype != dtype:
+            x = rt.contiguous(x, dtype)
+        if vector:
+            x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
+        view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
+        if view is None:
+            # Strides that fit no layout (or a broadcast that no single batch stride describes):
+            # one contiguous copy, materializing the broadcast batch.
+            full = shape.batch_shape + x.shape[-2:]
+            if x.shape != full:
+                host_copy = rt.to_host(x)
+                x = rt.to_device(np.ascontiguousarray(np.broadcast_to(host_copy, full)))
+            else:
+                x = rt.contiguous(x)
+            view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
+        return _Operand(x, view)
+
+    def _configure(self, alg: Algorithm, problem: MatmulProblem):
+        return alg, alg.setup(problem, self.dialect)
+
+    def _plan(self, alg: Algorithm, problem: MatmulProblem):
+        key = (type(alg), alg.selection, problem)
+        hit = self._plans.get(key)
+        if hit is None:
+            alg, cfg = self._configure(alg, problem)
+            kernel = self.runtime.kernel(alg.render(cfg, self.dialect), KERNEL_NAME)
+            hit = self._plans[key] = (alg, cfg, kernel)
+        return hit
+
+    def _launch(self, alg, cfg, kernel, problem, lhs: _Operand, rhs: _Operand, target):
+        rt = self.runtime
+        args = []
+        for op in (lhs, rhs):
+            ptr, offset = rt.ptr_arg(op.array)
+            args += [ptr, offset, op.view.ld, op.view.batch_stride]
+        ptr, offset = rt.ptr_arg(target)
+        args += [ptr, offset, problem.n, problem.m * problem.n, problem.m, problem.n, problem.k]
+        rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, args)
+
+    def _empty_result(self, shape, dtype, out, host):
+        rt = self.runtime
+        if out is not None:
+            target = out
+        elif host:
+            target = np.empty(shape.out_shape, dtype)
+        else:
+            target = rt.empty(shape.out_shape, dtype)
+        if shape.k == 0 and target.size:
+            if host:
+                target[...] = 0
+            else:
+                rt.fill_zero(target)
+        return target
+
+    def _finish(self, target, out, direct, host, dtype):
+        rt = self.runtime
+        if host:
+            result = rt.to_host(target)
+            if result.dtype != dtype:
+                result = result.view(dtype)
+            if out is None:
+                return result
+            out[...] = result
+            return out
+        if direct or out is None:
+            return target if out is None else out
+        rt.copy_into(out, target)
+        return out
+
+
+_default_engine: Engine | None = None
+
+
+def default_engine() -> Engine:
+    """The engine `matmul` uses: backend "auto" (or $GEMM_ENGINE_BACKEND), created on first use."""
+    global _default_engine
+    if _default_engine is None:
+        _default_engine = Engine()
+    return _default_engine
+
+
+def matmul(a, b, *, out=None, algorithm=None):
+    """numpy.matmul semantics on the default engine. See `Engine.matmul`."""
+    return default_engine().matmul(a, b, out=out, algorithm=algorithm)

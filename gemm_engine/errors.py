@@ -1,0 +1,24 @@
+"""Errors raised by gemm_engine.
+
+`SetupError` is raised on the host, before any source is rendered or any kernel launched, when a
+component cannot be configured for a problem on a device (too much shared memory, a dtype the
+dialect lacks, a tile that does not divide the stage...). Its message says which component refused
+and why, so selection can fall back and a caller can read the reason.
+"""
+
+
+class GemmEngineError(Exception):
+    """Base class of the engine's own errors."""
+
+
+class SetupError(GemmEngineError, ValueError):
+    """A component refused a (problem, selection, dialect) combination; `reason` says why."""
+
+    def __init__(self, component: str, reason: str):
+        self.component = component
+        self.reason = reason
+        super().__init__(f"{component}: {reason}")
+
+
+class BackendUnavailableError(GemmEngineError, RuntimeError):
+    """The requested backend (CUDA through CuPy, OpenCL through PyOpenCL) cannot be used here."""

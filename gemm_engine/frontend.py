@@ -1,0 +1,123 @@
+"""numpy's matmul semantics, on shapes, strides and dtypes only (no device, no launch).
+
+Everything a call can get wrong is checked here, before any data moves: operand ranks, the core
+dimension, broadcast of batch dimensions, dtypes, and ``out``. The messages follow numpy's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dtypes import SUPPORTED_NAMES, element_type
+from .problem import Layout
+
+_SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """The shape side of one matmul call after numpy's rules."""
+
+    batch_shape: tuple[int, ...]
+    m: int
+    n: int
+    k: int
+    out_shape: tuple[int, ...]
+    lhs_vector: bool    # lhs was 1-D: a row of length k was prepended a 1 and is removed again
+    rhs_vector: bool
+
+    @property
+    def batch(self) -> int:
+        return int(np.prod(self.batch_shape, dtype=np.int64))
+
+
+def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
+    for i, shape in enumerate((a_shape, b_shape)):
+        if len(shape) == 0:
+            raise ValueError(f"matmul: Input operand {i} does not have enough dimensions "
+                             f"(has 0, gufunc core with signature {_SIGNATURE} requires 1)")
+    lhs_vector, rhs_vector = len(a_shape) == 1, len(b_shape) == 1
+    a2 = (1,) + tuple(a_shape) if lhs_vector else tuple(a_shape)
+    b2 = tuple(b_shape) + (1,) if rhs_vector else tuple(b_shape)
+    m, k = a2[-2:]
+    k2, n = b2[-2:]
+    if k != k2:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+                         f"signature {_SIGNATURE} (size {k2} is different from {k})")
+    try:
+        batch_shape = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+    except ValueError:
+        raise ValueError(f"matmul: operands could not be broadcast together with remapped shapes "
+                         f"[original->remapped]: {tuple(a_shape)}->{a2} {tuple(b_shape)}->{b2}") from None
+    out_shape = batch_shape + (() if lhs_vector else (m,)) + (() if rhs_vector else (n,))
+    return CallShape(batch_shape, int(m), int(n), int(k), out_shape, lhs_vector, rhs_vector)
+
+
+def result_dtype(a_dtype, b_dtype) -> np.dtype:
+    """numpy's result dtype, if both operands and the result are types the engine computes."""
+    for i, dt in enumerate((a_dtype, b_dtype)):
+        if np.dtype(dt).name not in SUPPORTED_NAMES:
+            raise TypeError(f"matmul: operand {i} has unsupported dtype {np.dtype(dt).name!r}; "
+                            f"supported dtypes are {', '.join(SUPPORTED_NAMES)}")
+    try:
+        dt = np.result_type(a_dtype, b_dtype)
+    except Exception as exc:  # numpy's DTypePromotionError (bfloat16 with float16, say)
+        raise TypeError(f"matmul: no common dtype for {np.dtype(a_dtype).name} and "
+                        f"{np.dtype(b_dtype).name}") from exc
+    element_type(dt)  # raises TypeError for anything we cannot compute in
+    return dt
+
+
+def check_out(out_shape, out_dtype, result: np.dtype, expected_shape) -> None:
+    if tuple(out_shape) != tuple(expected_shape):
+        raise ValueError(f"matmul: out has shape {tuple(out_shape)}, expected {tuple(expected_shape)}")
+    if not np.can_cast(result, out_dtype, casting="same_kind"):
+        raise TypeError(f"matmul: cannot cast the result from dtype {result.name!r} to out's dtype "
+                        f"{np.dtype(out_dtype).name!r} with casting rule 'same_kind'")
+
+
+@dataclass(frozen=True)
+class OperandView:
+    """How the kernel reads one operand without a copy: element (b, r, c) lives at
+    ``offset + b * batch_stride + r * ld + c`` (row layout) or ``... + c * ld + r`` (col layout)."""
+
+    layout: Layout
+    ld: int
+    batch_stride: int
+
+
+def operand_view(shape, strides, itemsize: int, batch_shape) -> OperandView | None:
+    """The stride-only view of an operand (already 2-D or more) broadcast to ``batch_shape``, or
+    None when its strides fit no layout the kernel reads (then it must be copied once)."""
+    if any(s % itemsize for s in strides):
+        return None
+    st = [s // itemsize for s in strides]
+    rows, cols = shape[-2:]
+    s_r, s_c = st[-2:]
+    # A dimension of extent 1 has no meaningful stride: pick the one that makes a layout fit.
+    if cols == 1 and rows == 1:
+        layout, ld = Layout.ROW, 1
+    elif s_c == 1 or cols == 1:
+        layout, ld = Layout.ROW, (s_r if rows > 1 else cols)
+    elif s_r == 1 or rows == 1:
+        layout, ld = Layout.COL, (s_c if cols > 1 else rows)
+    else:
+        return None
+    # Batch dims: right-align with the output's, stride 0 for broadcast (or absent) ones, then find
+    # one stride s with offset(b) = b * s for the flattened index.
+    nb = len(batch_shape)
+    own = list(zip(shape[:-2], st[:-2]))
+    own = [(1, 0)] * (nb - len(own)) + own
+    dims = [(size, 0 if own_size == 1 else stride)
+            for size, (own_size, stride) in zip(batch_shape, own)]
+    dims = [(size, stride) for size, stride in dims if size != 1]
+    if not dims:
+        return OperandView(layout, ld, 0)
+    unit = dims[-1][1]
+    span = 1
+    for size, stride in reversed(dims):
+        if stride != unit * span:
+            return None
+        span *= size
+    return OperandView(layout, ld, unit)

@@ -1,0 +1,77 @@
+"""Global level: one cube computes one ``stage_m x stage_n`` output tile over the whole K.
+
+Contract
+--------
+On entry (inside the kernel body the batch level rendered) these names are in scope:
+``lhs``/``rhs`` (global pointers already moved to this batch entry), ``out`` likewise,
+``lhs_ld``/``rhs_ld``/``out_ld`` (leading dimensions in elements), ``M``/``N``/``K``, and
+``cube_m0``/``cube_n0`` (first output row and column of this cube). Shared memory is declared by
+``shared_declarations`` at kernel scope (OpenCL requires it there).
+
+The global matmul loops over K in steps of ``stage_k``: its loaders move the lhs and rhs slices of
+global memory into the shared stages (zero-filling anything outside the problem, so the stage never
+needs bounds checks), synchronizes the cube, runs the stage matmul (possibly injecting its next
+loads through the stage event listener) and finally writes the accumulators with bounds checks only
+on the axes the problem does not divide. On exit every in-range output element of the cube's tile
+has been written exactly once and nothing outside it has.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..dtypes import ElementType
+from ..problem import MatmulProblem
+from ..stage.base import StageConfig, StageMatmul
+from .loaders import Loader, LoaderConfig
+
+
+@dataclass(frozen=True)
+class GlobalConfig:
+    stage: StageConfig
+    lhs_loader: LoaderConfig
+    rhs_loader: LoaderConfig
+    out: ElementType
+    check_m: bool
+    check_n: bool
+    check_k: bool
+
+    @property
+    def shared_memory_bytes(self) -> int:
+        return self.lhs_loader.smem_bytes + self.rhs_loader.smem_bytes
+
+
+class GlobalMatmul(ABC):
+    """A global matmul family, generic over its stage matmul and its two loaders."""
+
+    name = "global"
+
+    def __init__(self, stage: StageMatmul, lhs_loader: Loader, rhs_loader: Loader):
+        self.stage = stage
+        self.lhs_loader = lhs_loader
+        self.rhs_loader = rhs_loader
+
+    @abstractmethod
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig: ...
+
+    @abstractmethod
+    def shared_declarations(self, cfg: GlobalConfig, d: Dialect) -> str: ...
+
+    @abstractmethod
+    def body(self, cfg: GlobalConfig, d: Dialect) -> str: ...
+
+    # -- shared by every global matmul ----------------------------------------------------------
+    def write_output(self, cfg: GlobalConfig, d: Dialect) -> str:
+        """Store the stage's accumulators, bounds-checked only where the problem needs it."""
+
+        def writer(row: str, col: str, value: str) -> str:
+            store = d.store_global(cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}", value)
+            conds = []
+            if cfg.check_m:
+                conds.append(f"cube_m0 + {row} < M")
+            if cfg.check_n:
+                conds.append(f"cube_n0 + {col} < N")
+            return f"if ({' && '.join(conds)}) {store}" if conds else store
+
+        return self.stage.write(cfg.stage, d, writer)

@@ -1,0 +1,109 @@
+"""Loaders: how a cube moves one operand's slice of global memory into its shared-memory stage.
+
+A loader renders a list of *tasks*, each a self-contained block of code that moves a few elements.
+The simple global matmul emits all tasks before its barrier; the double-buffering one hands them to
+a stage event listener that spreads them between tile executions. Both kinds are the same code.
+
+Operands are described in their own orientation: lhs is ``rows = m, cols = k``, rhs is
+``rows = k, cols = n``. The stage stores both k-major, so the lhs store is transposed.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..dtypes import ElementType
+from ..errors import SetupError
+from ..problem import Layout
+
+
+@dataclass(frozen=True)
+class OperandTile:
+    """One operand's stage tile: extent, layout in global memory and place in shared memory."""
+
+    ident: str            # "lhs" or "rhs": names the kernel's pointer and leading-dimension args
+    element: ElementType
+    layout: Layout
+    rows: int
+    cols: int
+    check_rows: bool      # the problem does not divide rows: guard the row index
+    check_cols: bool
+    smem_ld: int
+    k_along_rows: bool    # rhs: True (smem[row * ld + col]); lhs: False (smem[col * ld + row])
+
+    def global_index(self, r: str, c: str) -> str:
+        ld = f"{self.ident}_ld"
+        return f"({r}) * {ld} + ({c})" if self.layout is Layout.ROW else f"({c}) * {ld} + ({r})"
+
+    def smem_index(self, r: str, c: str) -> str:
+        return f"({r}) * {self.smem_ld} + ({c})" if self.k_along_rows else f"({c}) * {self.smem_ld} + ({r})"
+
+    @property
+    def k_extent(self) -> int:
+        return self.rows if self.k_along_rows else self.cols
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    operand: OperandTile
+    units: int            # how many units share the loading
+    tasks: int            # tasks per unit
+
+    @property
+    def smem_bytes(self) -> int:
+        size = 8 if self.operand.element.compute == "f64" else 4
+        return self.operand.k_extent * self.operand.smem_ld * size
+
+
+class Loader(ABC):
+    name = "loader"
+
+    @abstractmethod
+    def setup(self, operand: OperandTile, units: int) -> LoaderConfig: ...
+
+    @abstractmethod
+    def tasks(self, cfg: LoaderConfig, d: Dialect, smem: str, row0: str, col0: str,
+              rows_bound: str, cols_bound: str) -> list[str]:
+        """Code blocks that, all run by every unit, fill ``smem`` with the operand's stage tile
+        whose first global element is (``row0``, ``col0``); out-of-range elements become zero."""
+
+
+class CyclicLoader(Loader):
+    """Every unit in turn takes the next element, walking the contiguous axis fastest, so a plane's
+    reads of global memory are consecutive addresses (coalesced) whatever the layout."""
+
+    name = "cyclic"
+
+    def setup(self, operand: OperandTile, units: int) -> LoaderConfig:
+        if units < 1:
+            raise SetupError(self.name, "needs at least one unit")
+        total = operand.rows * operand.cols
+        return LoaderConfig(operand=operand, units=units, tasks=-(-total // units))
+
+    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound):
+        op = cfg.operand
+        total = op.rows * op.cols
+        ctype = d.compute_type(op.element)
+        out = []
+        for t in range(cfg.tasks):
+            lines = [f"const int idx = UNIT_ID + {t * cfg.units};"]
+            partial = (t + 1) * cfg.units > total
+            if op.layout is Layout.ROW:
+                lines += [f"const int r = idx / {op.cols};", f"const int c = idx % {op.cols};"]
+            else:
+                lines += [f"const int r = idx % {op.rows};", f"const int c = idx / {op.rows};"]
+            lines += [f"const i64 gr = {row0} + r;", f"const i64 gc = {col0} + c;"]
+            conds = []
+            if op.check_rows:
+                conds.append(f"gr < {rows_bound}")
+            if op.check_cols:
+                conds.append(f"gc < {cols_bound}")
+            load = d.load_global(op.element, op.ident, op.global_index("gr", "gc"))
+            if conds:
+                load = f"({' && '.join(conds)}) ? ({ctype})({load}) : ({ctype}){d.zero(op.element)}"
+            lines.append(f"{smem}[{op.smem_index('r', 'c')}] = {load};")
+            body = "\n    ".join(lines)
+            out.append(f"if (UNIT_ID + {t * cfg.units} < {total}) {{\n    {body}\n}}" if partial
+                       else f"{{\n    {body}\n}}")
+        return out

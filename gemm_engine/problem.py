@@ -1,0 +1,46 @@
+"""The problem a kernel is configured for, as the components see it.
+
+`MatmulProblem` is what setup reads: sizes, element types, the memory layout of each operand and
+whether its base and leading dimension allow vector access. The numpy-facing front end
+(`frontend.py`) builds it from arrays; tests and the CLI may build it directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .dtypes import ElementType
+
+
+class Layout(str, Enum):
+    """How an operand's (rows, cols) are laid out: row-major means cols are contiguous."""
+
+    ROW = "row"
+    COL = "col"
+
+
+@dataclass(frozen=True)
+class MatmulProblem:
+    batch: int
+    m: int
+    n: int
+    k: int
+    lhs: ElementType
+    rhs: ElementType
+    out: ElementType
+    lhs_layout: Layout = Layout.ROW
+    rhs_layout: Layout = Layout.ROW
+    # Largest power of two (in elements, up to 8) dividing each operand's base offset and leading
+    # dimension: the widest vector a loader may use. 1 means scalar access only.
+    lhs_align: int = 1
+    rhs_align: int = 1
+
+    def __post_init__(self):
+        for name in ("batch", "m", "n", "k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"MatmulProblem.{name} must be a non-negative int, got {value!r}")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k

@@ -1,0 +1,75 @@
+"""Stage level: one cube (block / work-group) multiplies the operands held in shared memory.
+
+Contract
+--------
+On entry to ``execute`` the lhs stage (``stage_m x stage_k``) and rhs stage (``stage_k x stage_n``)
+are in shared memory, both stored k-major (element ``(k, x)`` at ``array[k * ld + x]``, ``ld`` from
+the config, so the global level's loaders know where to put data), and every unit of the cube has
+passed a barrier since they were written. The stage decides which unit or plane runs which tile
+matmuls (its *partition*), has the tile level read fragments and execute, and adds the result into
+accumulators it declared with ``declare``/``init``. It moves no global memory and issues no barrier
+itself; between tile executions it asks its `StageEventListener` for code (``Begin``,
+``LhsLoaded``, ``RhsLoaded``, ``TileMatmulCompleted(i, n)``, ``Finish``) so the global level can
+interleave its own work. On exit the shared stages may be overwritten once all units pass a barrier.
+
+``write`` hands every accumulator element, with its row and column inside the stage, to a writer
+callback (the global level's, which owns bounds and the epilogue).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable
+
+from ..codegen.dialect import Dialect
+from ..problem import MatmulProblem
+from ..tile.base import TileConfig, TileMatmul
+from .events import StageEventListener
+
+#: writer(row_expr, col_expr, value_expr) -> C statement storing one accumulator element.
+Writer = Callable[[str, str, str], str]
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    tile: TileConfig
+    stage_m: int
+    stage_n: int
+    stage_k: int
+    units: int          # threads / work-items per cube
+    lhs_ld: int         # shared-memory leading dimension of the k-major lhs stage (>= stage_m)
+    rhs_ld: int         # ... of the rhs stage (>= stage_n)
+
+    @property
+    def lhs_smem_elems(self) -> int:
+        return self.stage_k * self.lhs_ld
+
+    @property
+    def rhs_smem_elems(self) -> int:
+        return self.stage_k * self.rhs_ld
+
+
+class StageMatmul(ABC):
+    """A stage matmul family, generic over its tile matmul."""
+
+    name = "stage"
+
+    def __init__(self, tile: TileMatmul):
+        self.tile = tile
+
+    @abstractmethod
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> StageConfig: ...
+
+    @abstractmethod
+    def declare(self, cfg: StageConfig, d: Dialect) -> str:
+        """Declare (in registers) the accumulators and fragments this unit needs, and its partition."""
+
+    @abstractmethod
+    def init_accumulators(self, cfg: StageConfig, d: Dialect) -> str: ...
+
+    @abstractmethod
+    def execute(self, cfg: StageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
+                listener: StageEventListener) -> str: ...
+
+    @abstractmethod
+    def write(self, cfg: StageConfig, d: Dialect, writer: Writer) -> str: ...

@@ -1,0 +1,88 @@
+"""Tile level: the smallest multiply-accumulate, held in registers.
+
+Contract
+--------
+A tile matmul computes ``acc += lhs_tile @ rhs_tile`` for one small ``(tile_m x tile_n x tile_k)``
+block, executed either by one unit (a thread / work-item: register FMA) or by one plane (a warp /
+sub-group: tensor-core instructions). It owns three kinds of register storage, all named by the
+caller so that a stage can hold several of each (one accumulator per tile of its partition, a second
+rhs fragment for double buffering):
+
+* on entry to ``load_lhs`` / ``load_rhs`` the operands are in shared memory, described by a
+  ``SmemTile`` (which array, its leading dimension, and where the tile starts); the tile level reads
+  them into its fragments and nothing else;
+* ``execute`` touches registers only: it adds ``lhs_frag @ rhs_frag`` into ``acc``;
+* ``acc_elements`` says, for the writer, which output element (row, col within the tile, possibly
+  depending on the lane) each accumulator register holds. The tile level never writes global memory.
+
+Each method returns C source in the neutral vocabulary of `gemm_engine.codegen.dialect`; the
+host-side ``setup`` returns a frozen config or raises `SetupError` with the reason.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..codegen.dialect import Dialect
+from ..problem import MatmulProblem
+
+
+@dataclass(frozen=True)
+class SmemTile:
+    """Where a tile's operand lies in shared memory.
+
+    Element ``(k, x)`` of the tile (``x`` along m for lhs, along n for rhs) is
+    ``array[(k) * ld + (origin) + x]``: the stage stores both operands k-major.
+    """
+
+    array: str
+    ld: int
+    k: str        # expression: the k row inside the stage
+    origin: str   # expression: the first m (lhs) or n (rhs) index of the tile inside the stage
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Base of tile configs. Subclasses add their own fields; all are frozen and hashable."""
+
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    compute: str  # neutral compute type word: f32 / f64
+
+
+class TileMatmul(ABC):
+    """A tile matmul family: host setup plus the code pieces a stage assembles."""
+
+    name: str = "tile"
+    #: "unit" tiles are executed by one thread each, "plane" tiles by a whole warp / sub-group.
+    scope: str = "unit"
+
+    @abstractmethod
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> TileConfig: ...
+
+    @abstractmethod
+    def declare_lhs(self, cfg: TileConfig, d: Dialect, frag: str) -> str: ...
+
+    @abstractmethod
+    def declare_rhs(self, cfg: TileConfig, d: Dialect, frag: str) -> str: ...
+
+    @abstractmethod
+    def declare_acc(self, cfg: TileConfig, d: Dialect, acc: str) -> str: ...
+
+    @abstractmethod
+    def init_acc(self, cfg: TileConfig, d: Dialect, acc: str) -> str: ...
+
+    @abstractmethod
+    def load_lhs(self, cfg: TileConfig, d: Dialect, frag: str, src: SmemTile) -> str: ...
+
+    @abstractmethod
+    def load_rhs(self, cfg: TileConfig, d: Dialect, frag: str, src: SmemTile) -> str: ...
+
+    @abstractmethod
+    def execute(self, cfg: TileConfig, d: Dialect, lhs: str, rhs: str, acc: str) -> str: ...
+
+    @abstractmethod
+    def acc_elements(self, cfg: TileConfig, acc: str) -> Iterator[tuple[str, str, str]]:
+        """Yield ``(row_expr, col_expr, value_expr)`` for every accumulator element this unit holds."""
