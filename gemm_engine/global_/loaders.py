@@ -18,6 +18,9 @@ from ..errors import SetupError
 from ..problem import Layout
 
 
+_WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2}
+
+
 @dataclass(frozen=True)
 class OperandTile:
     """One operand's stage tile: extent, layout in global memory and place in shared memory."""
@@ -31,6 +34,16 @@ class OperandTile:
     check_cols: bool
     smem_ld: int
     k_along_rows: bool    # rhs: True (smem[row * ld + col]); lhs: False (smem[col * ld + row])
+    smem_word: str = ""   # element word held in shared memory (default: the compute type)
+
+    @property
+    def smem_type_word(self) -> str:
+        return self.smem_word or self.element.compute
+
+    @property
+    def converts(self) -> bool:
+        """Whether the loader converts to the compute type (else it copies the stored bits)."""
+        return self.smem_type_word != self.element.storage
 
     def global_index(self, r: str, c: str) -> str:
         ld = f"{self.ident}_ld"
@@ -52,7 +65,7 @@ class LoaderConfig:
 
     @property
     def smem_bytes(self) -> int:
-        size = 8 if self.operand.element.compute == "f64" else 4
+        size = _WORD_BYTES[self.operand.smem_type_word]
         return self.operand.k_extent * self.operand.smem_ld * size
 
 
@@ -84,7 +97,7 @@ class CyclicLoader(Loader):
     def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound):
         op = cfg.operand
         total = op.rows * op.cols
-        ctype = d.compute_type(op.element)
+        ctype = d.c_type(op.smem_type_word)
         out = []
         for t in range(cfg.tasks):
             lines = [f"const int idx = UNIT_ID + {t * cfg.units};"]
@@ -99,9 +112,11 @@ class CyclicLoader(Loader):
                 conds.append(f"gr < {rows_bound}")
             if op.check_cols:
                 conds.append(f"gc < {cols_bound}")
-            load = d.load_global(op.element, op.ident, op.global_index("gr", "gc"))
+            index = op.global_index("gr", "gc")
+            load = d.load_global(op.element, op.ident, index) if op.converts else f"{op.ident}[{index}]"
             if conds:
-                load = f"({' && '.join(conds)}) ? ({ctype})({load}) : ({ctype}){d.zero(op.element)}"
+                zero = d.zero(op.element) if op.converts else "0"
+                load = f"({' && '.join(conds)}) ? ({ctype})({load}) : ({ctype}){zero}"
             lines.append(f"{smem}[{op.smem_index('r', 'c')}] = {load};")
             body = "\n    ".join(lines)
             out.append(f"if (UNIT_ID + {t * cfg.units} < {total}) {{\n    {body}\n}}" if partial

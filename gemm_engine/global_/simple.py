@@ -17,10 +17,11 @@ def operand_tiles(problem: MatmulProblem, stage) -> tuple[OperandTile, OperandTi
     """The lhs and rhs stage tiles a global matmul loads, with the bounds checks the problem needs."""
     check_m, check_n, check_k = (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0,
                                  problem.k % stage.stage_k != 0)
+    smem = stage.tile.smem_word
     lhs = OperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, stage.stage_k,
-                      check_m, check_k, stage.lhs_ld, k_along_rows=False)
+                      check_m, check_k, stage.lhs_ld, k_along_rows=False, smem_word=smem)
     rhs = OperandTile("rhs", problem.rhs, Layout(problem.rhs_layout), stage.stage_k, stage.stage_n,
-                      check_k, check_n, stage.rhs_ld, k_along_rows=True)
+                      check_k, check_n, stage.rhs_ld, k_along_rows=True, smem_word=smem)
     return lhs, rhs
 
 
@@ -51,9 +52,10 @@ class SimpleGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"needs {need} bytes of shared memory, the device allows {limit}")
 
     def shared_declarations(self, cfg, d):
-        ct = d.compute_type(cfg.lhs_loader.operand.element)
-        return (f"LOCAL {ct} lhs_smem[{cfg.stage.lhs_smem_elems}];\n"
-                f"LOCAL {ct} rhs_smem[{cfg.stage.rhs_smem_elems}];")
+        lt = d.c_type(cfg.lhs_loader.operand.smem_type_word)
+        rt = d.c_type(cfg.rhs_loader.operand.smem_type_word)
+        return (f"LOCAL {lt} lhs_smem[{cfg.stage.lhs_smem_elems}];\n"
+                f"LOCAL {rt} rhs_smem[{cfg.stage.rhs_smem_elems}];")
 
     def load_tasks(self, cfg: GlobalConfig, d: Dialect, lhs_smem: str, rhs_smem: str, k0: str) -> list[str]:
         """Every task (lhs then rhs) that fills one stage with the K slice starting at ``k0``."""

@@ -50,6 +50,14 @@ class TileConfig:
     tile_n: int
     tile_k: int
     compute: str  # neutral compute type word: f32 / f64
+    # Neutral word of the element type the stage must hold in shared memory for this tile: the
+    # compute type for register tiles (converted once by the loader), the raw storage type
+    # (f16_bits...) for tensor-core tiles that read half precision straight from shared memory.
+    smem: str = ""
+
+    @property
+    def smem_word(self) -> str:
+        return self.smem or self.compute
 
 
 class TileMatmul(ABC):
