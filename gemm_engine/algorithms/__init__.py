@@ -1,5 +1,6 @@
 """The algorithm family. Importing this package registers every built-in algorithm by name."""
 from .base import REGISTRY, Algorithm, KernelConfig, register, resolve
+from .double_buffering import DoubleBufferingAlgorithm  # noqa: F401  (registers "double_buffering")
 from .simple import SimpleAlgorithm, UnitSelection
 
 __all__ = ["Algorithm", "KernelConfig", "REGISTRY", "SimpleAlgorithm", "UnitSelection", "register",

@@ -1,0 +1,40 @@
+"""Shared test helpers: random operands, float64 references, relative error, tolerances."""
+from __future__ import annotations
+
+import numpy as np
+
+from gemm_engine.dtypes import bfloat16_dtype
+
+BF16 = bfloat16_dtype()
+
+#: Relative Frobenius-norm error allowed per dtype (the output is rounded to its dtype, so the
+#: bound is a few units of that dtype's rounding, not of the float32 accumulation).
+TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2}
+
+DTYPES = ["float32", "float64", "float16"] + (["bfloat16"] if BF16 is not None else [])
+
+
+def np_dtype(name: str) -> np.dtype:
+    return BF16 if name == "bfloat16" else np.dtype(name)
+
+
+def random(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Fresh standard-normal data (never zeros or ones alone), rounded to ``dtype``."""
+    return rng.standard_normal(shape).astype(np_dtype(dtype) if isinstance(dtype, str) else dtype)
+
+
+def reference(a, b) -> np.ndarray:
+    return np.matmul(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+
+
+def rel_error(result, ref) -> float:
+    result = np.asarray(result, dtype=np.float64)
+    assert result.shape == ref.shape, (result.shape, ref.shape)
+    assert np.all(np.isfinite(result)), "non-finite values (unwritten poisoned elements?)"
+    denom = np.linalg.norm(ref)
+    return float(np.linalg.norm(result - ref) / (denom if denom else 1.0))
+
+
+def assert_close(result, a, b, dtype: str):
+    err = rel_error(result, reference(a, b))
+    assert err <= TOLERANCE[dtype], f"relative error {err:.3e} > {TOLERANCE[dtype]:.1e} for {dtype}"

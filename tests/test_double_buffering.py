@@ -1,0 +1,187 @@
+"""The "double_buffering" algorithm: numerics on OpenCL, the shape of its rendered kernel (loads of
+the next K slice interleaved with the tile executions, one barrier per K step), its listener, and
+nvcc compile checks of its CUDA source.
+
+Only a few distinct kernels are compiled (each PoCL build costs about a second): float32 runs every
+shape of `cases.SHAPES` (four configs), the other dtypes two of them.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from cases import SHAPES
+from cuda_compile import ARCHS, compile_cuda, device_for
+from gemm_engine.algorithms import DoubleBufferingAlgorithm, SimpleAlgorithm, resolve
+from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME
+from gemm_engine.errors import SetupError
+from gemm_engine.global_.double_buffering import DoubleBufferingGlobalMatmul
+from gemm_engine.global_.listeners import DoubleBufferingListener
+from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.stage.events import Begin, Finish, TileMatmulCompleted
+from helpers import DTYPES, assert_close, random
+
+ALG = "double_buffering"
+SHAPE_IDS = ["x".join(map(str, s)) for s in SHAPES]
+OPENCL_DEVICE = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,
+                           max_shared_memory=64 * 1024, max_threads_per_cube=1024, plane_size=1)
+
+
+def operands(rng, shape, dtype):
+    batch, m, n, k = shape
+    lead = (batch,) if batch > 1 else ()
+    return random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
+
+
+# -- numerics (OpenCL / PoCL) -----------------------------------------------------------------------
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_float32_shapes(opencl_engine, rng, shape):
+    a, b = operands(rng, shape, "float32")
+    assert_close(opencl_engine.matmul(a, b, algorithm=ALG), a, b, "float32")
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "float32"])
+@pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[2]], ids=[SHAPE_IDS[0], SHAPE_IDS[2]])
+def test_other_dtypes(opencl_engine, rng, dtype, shape):
+    a, b = operands(rng, shape, dtype)
+    assert_close(opencl_engine.matmul(a, b, algorithm=ALG), a, b, dtype)
+
+
+def test_many_k_steps_and_column_major(opencl_engine, rng):
+    # 10 K steps: both buffers are reused several times; a transposed lhs exercises the other
+    # loader path for the next-slice loads.
+    a, b = random(rng, (96, 160), "float32"), random(rng, (160, 70), "float32")
+    assert_close(opencl_engine.matmul(a, b, algorithm=ALG), a, b, "float32")
+    at = np.ascontiguousarray(a.T).T
+    assert_close(opencl_engine.matmul(at, b, algorithm=ALG), at, b, "float32")
+
+
+def test_broadcast_batch(opencl_engine, rng):
+    m, n, k = SHAPES[1][1:]   # the config of SHAPES[1]: no new compile
+    a, b = random(rng, (3, 1, m, k), "float32"), random(rng, (4, k, n), "float32")
+    assert_close(opencl_engine.matmul(a, b, algorithm=ALG), a, b, "float32")
+    a2 = random(rng, (2, m, k), "float32")
+    b2 = random(rng, (k, n), "float32")
+    assert_close(opencl_engine.matmul(a2, b2, algorithm=ALG), a2, b2, "float32")
+
+
+# -- rendered source (no device) --------------------------------------------------------------------
+def render(problem, device, algorithm=ALG):
+    alg = resolve(algorithm)
+    dialect = dialect_for(device)
+    cfg = alg.setup(problem, dialect)
+    return alg, cfg, dialect, alg.render(cfg, dialect)
+
+
+def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
+    et = BY_NAME[dtype]
+    return MatmulProblem(1, m, n, k, et, et, et, lhs_layout=lhs_layout)
+
+
+@pytest.mark.parametrize("device", [nominal_cuda_device(), OPENCL_DEVICE], ids=["cuda", "opencl"])
+@pytest.mark.parametrize("shape", [(256, 256, 512), (65, 63, 33)], ids=["big", "odd"])
+def test_loads_interleaved_with_tile_executions(device, shape):
+    alg, cfg, dialect, src = render(problem(*shape), device)
+    g, stage = cfg.batch.global_, cfg.batch.global_.stage
+    tile_exec = alg.components.global_.stage.tile.execute(stage.tile, dialect, "lhs_frag", "rhs_frag", "acc")
+    loop = src.index("for (i64 k0 = 0;")
+    execs = [i for i in range(len(src)) if src.startswith(tile_exec, i)]
+    assert len(execs) == stage.stage_k and execs[0] > loop, "expected the stage's k loop unrolled"
+    for ident, loader in (("lhs", g.lhs_loader), ("rhs", g.rhs_loader)):
+        reads = [m.start() for m in re.finditer(rf"\b{ident}\[", src)]   # global reads only
+        before = [i for i in reads if i < loop]
+        between = [i for i in reads if execs[0] < i < execs[-1]]
+        # Prologue loads slice 0; every task of the next slice lands between two tile executions.
+        assert len(before) == loader.tasks and len(between) == loader.tasks, (ident, before, between)
+    sk = stage.stage_k
+    assert src.count(f"if (k0 + {sk} < K) {{") == g.lhs_loader.tasks + g.rhs_loader.tasks
+    # One barrier after the prologue and one per K step.
+    assert src.count("SYNC_CUBE();") == 2
+    assert f"lhs_smem[{2 * stage.lhs_smem_elems}]" in src
+    assert f"rhs_smem[{2 * stage.rhs_smem_elems}]" in src
+
+
+class RecordingDoubleBufferingListener(DoubleBufferingListener):
+    """Records the events it is shown and the code it answers, per instance."""
+
+    instances: list = []
+
+    def __init__(self, tasks):
+        super().__init__(tasks)
+        self.events, self.answers = [], []
+        type(self).instances.append(self)
+
+    def on_event(self, event):
+        code = super().on_event(event)
+        self.events.append(event)
+        self.answers.append(code)
+        return code
+
+
+class RecordingGlobal(DoubleBufferingGlobalMatmul):
+    listener_class = RecordingDoubleBufferingListener
+
+
+class RecordingAlgorithm(DoubleBufferingAlgorithm):   # not registered: a swap of one attribute
+    global_ = RecordingGlobal
+
+
+def test_listener_sees_tile_events_in_order():
+    RecordingDoubleBufferingListener.instances.clear()
+    alg, cfg, _, src = render(problem(65, 63, 33), OPENCL_DEVICE, RecordingAlgorithm())
+    (listener,) = RecordingDoubleBufferingListener.instances
+    n = cfg.batch.global_.stage.stage_k
+    tiles = [e for e in listener.events if isinstance(e, TileMatmulCompleted)]
+    assert tiles == [TileMatmulCompleted(i, n) for i in range(n)]
+    assert listener.events[0] == Begin() and listener.events[-1] == Finish()
+    assert listener.emitted == len(listener.tasks)
+    assert all(task in src for task in listener.tasks)
+    # Spread, not bunched: more than one event carries loads.
+    assert sum(bool(a) for a in listener.answers) > 1
+
+
+@pytest.mark.parametrize("tasks, n", [(8, 16), (16, 8), (5, 3), (1, 4), (0, 4)])
+def test_listener_spreads_evenly_and_emits_each_task_once(tasks, n):
+    listener = DoubleBufferingListener([f"t{j};" for j in range(tasks)])
+    chunks = [listener.on_event(TileMatmulCompleted(i, n)) for i in range(n)]
+    assert listener.on_event(Finish()) == ""
+    emitted = [t for c in chunks for t in c.split("\n") if t]
+    assert emitted == [f"t{j};" for j in range(tasks)]
+    sizes = [len([t for t in c.split("\n") if t]) for c in chunks]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_listener_flushes_at_finish():
+    # A stage that offers no tile events (or fewer than planned) still gets every load.
+    listener = DoubleBufferingListener(["a;", "b;", "c;"])
+    assert listener.on_event(Begin()) == ""
+    assert listener.on_event(TileMatmulCompleted(0, 3)) == "a;"
+    assert listener.on_event(Finish()) == "b;\nc;"
+
+
+def test_refuses_when_two_buffers_do_not_fit():
+    small = DeviceInfo(backend="opencl", name="small", compute_units=1, max_shared_memory=12 * 1024,
+                       max_threads_per_cube=1024, plane_size=1)
+    p = problem(128, 128, 64)
+    render(p, small, SimpleAlgorithm())   # one buffer of 64 x 64 x 16 f32 (8.5 KiB) fits
+    with pytest.raises(SetupError, match="shared memory"):
+        render(p, small)
+
+
+# -- CUDA compile checks (nvcc, no GPU) -------------------------------------------------------------
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("dtype, shape, lhs_layout", [
+    ("float32", (256, 256, 512), Layout.ROW),   # the 128 x 128 x 8 SGEMM tiling
+    ("float32", (65, 63, 33), Layout.COL),      # bounds checks, column-major loads
+    ("float64", (97, 61, 53), Layout.ROW),
+    ("float16", (1, 70, 40), Layout.ROW),
+    ("bfloat16", (70, 1, 40), Layout.ROW),
+], ids=["f32-big", "f32-odd-col", "f64", "f16-m1", "bf16-n1"])
+def test_cuda_source_compiles(arch, dtype, shape, lhs_layout):
+    *_, src = render(problem(*shape, dtype=dtype, lhs_layout=lhs_layout), device_for(arch))
+    assert compile_cuda(src, arch)
