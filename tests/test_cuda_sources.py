@@ -1,0 +1,50 @@
+"""Every CUDA kernel the tests use compiles with nvcc for sm_80 and sm_90a (no GPU needed)."""
+from __future__ import annotations
+
+import pytest
+
+from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
+from cuda_compile import compile_all, nvcc_or_skip
+from gemm_engine.algorithms import REGISTRY
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME
+from gemm_engine.errors import SetupError
+from gemm_engine.problem import Layout, MatmulProblem
+
+#: Extra shapes the semantics tests run (vectors, broadcast batches, big enough for 128 x 128 tiles).
+EXTRA_SHAPES = [(1, 1, 1, 5), (1, 4, 1, 5), (2, 4, 1, 5), (6, 4, 6, 5), (1, 9, 5, 7), (1, 300, 257, 40)]
+
+
+def problems():
+    for shape in SHAPES + EXTRA_SHAPES:
+        for dtype in BY_NAME:
+            yield MatmulProblem(*shape, BY_NAME[dtype], BY_NAME[dtype], BY_NAME[dtype])
+    for shape in LAYOUT_SHAPES:
+        for dtype in ("float32", "float16"):
+            for lhs, rhs in LAYOUTS:
+                et = BY_NAME[dtype]
+                yield MatmulProblem(*shape, et, et, et, Layout(lhs), Layout(rhs))
+
+
+def sources_for(algorithm_name: str, cc: tuple[int, int]) -> dict:
+    dialect = dialect_for(nominal_cuda_device(*cc))
+    alg = REGISTRY[algorithm_name]()
+    sources = {}
+    for p in problems():
+        try:
+            cfg = alg.setup(p, dialect)
+        except SetupError:
+            continue  # a combination this algorithm refuses is tested by its own setup tests
+        sources.setdefault(cfg, (p, alg.render(cfg, dialect)))
+    return {f"{algorithm_name} {p}": src for p, src in sources.values()}
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("algorithm_name", sorted(REGISTRY))
+def test_cuda_sources_compile(algorithm_name):
+    nvcc = nvcc_or_skip()
+    sources = sources_for(algorithm_name, (9, 0))
+    assert sources, f"{algorithm_name} set up no CUDA config at all"
+    failures = compile_all(sources, nvcc)
+    assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

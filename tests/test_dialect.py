@@ -1,0 +1,64 @@
+"""Backend words live only in the dialect module; dialects render what both compilers accept."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
+from gemm_engine.codegen.dialect import CudaDialect, OpenCLDialect, dialect_for
+from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT64
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "gemm_engine"
+DIALECT_MODULE = PACKAGE / "codegen" / "dialect.py"
+BACKEND_WORDS = [
+    "__syncthreads", "__shared__", "__global__", "threadIdx", "blockIdx", "blockDim", "gridDim",
+    "__launch_bounds__", "__restrict__", "__kernel", "__local", "get_local_id", "get_group_id",
+    "get_global_id", "barrier(", "CLK_LOCAL_MEM_FENCE", "vload_half", "vstore_half",
+]
+
+
+def test_backend_words_only_in_dialect():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == DIALECT_MODULE:
+            continue
+        text = path.read_text()
+        for word in BACKEND_WORDS:
+            if word in text:
+                offenders.append(f"{path.relative_to(PACKAGE)}: {word}")
+    assert not offenders, "backend words outside codegen/dialect.py:\n" + "\n".join(offenders)
+
+
+def test_every_neutral_word_is_defined_by_both_preambles():
+    cuda = CudaDialect(nominal_cuda_device())
+    ocl = OpenCLDialect(DeviceInfo("opencl", "x", 1, 65536, 256, 1))
+    words = ["KERNEL", "LAUNCH_BOUNDS", "GLOBAL", "LOCAL", "RESTRICT", "INLINE", "UNIT_ID", "CUBE_ID",
+             "SYNC_CUBE", "FLOAT_AS_UINT", "UINT_AS_FLOAT"]
+    for d in (cuda, ocl):
+        pre = d.preamble([FLOAT32])
+        for word in words:
+            assert re.search(rf"#define {word}\b", pre), (d.backend, word)
+        assert "typedef" in pre and "i64" in pre
+
+
+def test_half_and_bf16_helpers_only_when_needed():
+    d = dialect_for(nominal_cuda_device())
+    assert "f16_to_f32" not in d.preamble([FLOAT32])
+    assert "f16_to_f32" in d.preamble([FLOAT16])
+    assert "bf16_to_f32" in d.preamble([BFLOAT16])
+    ocl = OpenCLDialect(DeviceInfo("opencl", "x", 1, 65536, 256, 1))
+    assert "cl_khr_fp64" in ocl.preamble([FLOAT64])
+
+
+@pytest.mark.parametrize("cc,expect", [((7, 5), False), ((8, 0), True), ((9, 0), True)])
+def test_capabilities(cc, expect):
+    d = CudaDialect(nominal_cuda_device(*cc))
+    assert d.supports("mma_sync") is expect
+    assert OpenCLDialect(DeviceInfo("opencl", "x", 1, 65536, 256, 1)).supports("mma_sync") is False
+
+
+def test_dialect_device_mismatch():
+    with pytest.raises(ValueError, match="cuda device"):
+        CudaDialect(DeviceInfo("opencl", "x", 1, 65536, 256, 1))
