@@ -2,6 +2,7 @@
 from .base import REGISTRY, Algorithm, KernelConfig, register, resolve
 from .double_buffering import DoubleBufferingAlgorithm  # noqa: F401  (registers "double_buffering")
 from .simple import SimpleAlgorithm, UnitSelection
+from .accelerated import PlaneSelection, SimpleMmaAlgorithm
 
-__all__ = ["Algorithm", "KernelConfig", "REGISTRY", "SimpleAlgorithm", "UnitSelection", "register",
-           "resolve"]
+__all__ = ["Algorithm", "KernelConfig", "PlaneSelection", "REGISTRY", "SimpleAlgorithm", "SimpleMmaAlgorithm",
+           "UnitSelection", "register", "resolve"]

@@ -62,6 +62,10 @@ class CudaRuntime(Runtime):
         with self.cuda_device:
             kernel((cubes,), (units,), tuple(conv))
 
+    def synchronize(self):
+        with self.cuda_device:
+            self.cp.cuda.get_current_stream().synchronize()
+
     def is_native(self, x):
         return isinstance(x, self.cp.ndarray)
 

@@ -135,6 +135,11 @@ typedef long long i64;
             return cc >= (9, 0)
         return super().supports(feature)
 
+    def shared_address(self, pointer: str) -> str:
+        """Expression: the 32-bit shared-window address of a generic pointer into shared memory,
+        the operand form PTX instructions such as ldmatrix take."""
+        return f"((unsigned)__cvta_generic_to_shared({pointer}))"
+
     def _f16_helpers(self) -> str:
         # Inline PTX conversions need no cuda_fp16.h (NVRTC has no CUDA include path by default).
         return r"""

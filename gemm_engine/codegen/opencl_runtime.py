@@ -80,6 +80,9 @@ class OpenCLRuntime(Runtime):
         conv = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args]
         kernel(self.queue, (cubes * units,), (units,), *conv)
 
+    def synchronize(self):
+        self.queue.finish()
+
     def is_native(self, x):
         return isinstance(x, self.cla.Array)
 

@@ -44,6 +44,10 @@ class Runtime(ABC):
         """Run ``kernel`` on ``cubes`` cubes of ``units`` units. ``args`` holds `DeviceArray`
         pointer arguments (as `ptr_arg` returns them) and Python ints (passed as 64-bit)."""
 
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait until all work queued by this runtime has finished (for host-side timing)."""
+
     # -- arrays ------------------------------------------------------------------------------
     @abstractmethod
     def is_native(self, x) -> bool: ...

@@ -12,11 +12,12 @@ from ..stage.events import Finish, StageEvent, StageEventListener, TileMatmulCom
 class DoubleBufferingListener(StageEventListener):
     """Splices ``tasks`` (self-contained code blocks) after the stage's tile executions.
 
-    After the i-th of n tile executions the first ``ceil((i + 1) * T / n)`` of the T tasks have
-    been emitted: the spread is even and front-loaded (rounding up), so the loads are issued as
-    early as possible and the last tile executions have the most latency left to hide. Whatever a
-    stage did not give room for (fewer events than expected, or none) is flushed at ``Finish``, so
-    every task is emitted exactly once whatever the stage.
+    The T tasks are spread evenly over the ``n - 1`` gaps *between* tile executions: after the
+    i-th execution the first ``ceil((i + 1) * T / (n - 1))`` have been emitted. A load placed after
+    the last execution would have no compute of this stage left to hide behind, so it gets nothing
+    unless n is 1; rounding up issues loads as early as possible. Whatever a stage did not give room
+    for (fewer events than expected, or none) is flushed at ``Finish``, so every task is emitted
+    exactly once whatever the stage.
     """
 
     def __init__(self, tasks: list[str]):
@@ -31,7 +32,8 @@ class DoubleBufferingListener(StageEventListener):
 
     def on_event(self, event: StageEvent) -> str:
         if isinstance(event, TileMatmulCompleted):
-            return self._emit_until(-(-(event.i + 1) * len(self.tasks) // event.n))
+            gaps = max(event.n - 1, 1)
+            return self._emit_until(-(-(event.i + 1) * len(self.tasks) // gaps))
         if isinstance(event, Finish):
             return self._emit_until(len(self.tasks))
         return ""

@@ -1,0 +1,143 @@
+"""Plane-partitioned stage: every plane (warp) owns ``partition_m x partition_n`` plane-scoped tiles.
+
+Planes are laid out row-major over the stage (``planes_m x planes_n``); plane p covers rows
+``(p / planes_n) * partition_m * tile_m`` onwards and columns ``(p % planes_n) * partition_n *
+tile_n`` onwards. For every k tile of the stage a plane reads its ``partition_m`` lhs fragments,
+then walks the n tiles of its partition with the rhs fragment double-buffered: the fragment of
+n tile j+1 is requested from shared memory before the ``partition_m`` tile matmuls of n tile j are
+issued, so its latency hides behind them.
+
+Events (in execution order): ``Begin``; per k tile ``LhsLoaded`` once per lhs fragment (n = k tiles
+* partition_m), ``RhsLoaded`` once per rhs fragment (n = k tiles * partition_n) and
+``TileMatmulCompleted`` after each tile matmul (n = k tiles * partition_m * partition_n); ``Finish``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from ..tile.base import SmemTile
+from .base import StageConfig, StageMatmul, Writer
+from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
+                     TileMatmulCompleted)
+
+# Pad shared-memory rows by 8 elements. For 16-bit operands a row stays a multiple of 16 bytes
+# (ldmatrix reads 16-byte aligned rows) and consecutive k rows start 4 banks apart, so the 8 rows of
+# one ldmatrix block hit 8 distinct 4-bank groups. For tf32 (32-bit, scalar reads) ld = 8 mod 32
+# words puts lane (g, t)'s element (t, g) on bank 8t + g: all 32 lanes distinct.
+SMEM_PAD = 8
+PLANE = 32
+# Accumulator registers per lane beyond which the partition would spill (4 per 16 x 8 tile).
+_MAX_ACC_REGS = 128
+
+
+@dataclass(frozen=True)
+class PlaneStageConfig(StageConfig):
+    planes_m: int = 1
+    planes_n: int = 1
+    partition_m: int = 1
+    partition_n: int = 1
+
+    @property
+    def k_tiles(self) -> int:
+        return self.stage_k // self.tile.tile_k
+
+
+class PlanePartitionedStage(StageMatmul):
+    name = "plane_partitioned_stage"
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> PlaneStageConfig:
+        tile_cfg = self.tile.setup(problem, selection, dialect)
+        if self.tile.scope != "plane":
+            raise SetupError(self.name, f"tile {self.tile.name!r} is unit-scoped; use a unit-partitioned stage")
+        pm, pn = selection.partition_m, selection.partition_n
+        plm, pln, sk = selection.planes_m, selection.planes_n, selection.stage_k
+        for label, value in (("partition_m", pm), ("partition_n", pn), ("planes_m", plm),
+                             ("planes_n", pln), ("stage_k", sk)):
+            if value < 1:
+                raise SetupError(self.name, f"{label}={value} must be positive")
+        if pm * pn * 4 > _MAX_ACC_REGS:
+            raise SetupError(self.name, f"partition {pm}x{pn} needs {pm * pn * 4} accumulator registers "
+                                        f"per lane (at most {_MAX_ACC_REGS} without spilling)")
+        if sk % tile_cfg.tile_k:
+            raise SetupError(self.name, f"stage_k={sk} is not a multiple of tile_k={tile_cfg.tile_k}")
+        units = plm * pln * PLANE
+        if units > dialect.device.max_threads_per_cube:
+            raise SetupError(self.name, f"{plm * pln} planes ({units} units) exceed the device's "
+                                        f"{dialect.device.max_threads_per_cube} units per cube")
+        sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
+        return PlaneStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
+                                lhs_ld=sm + SMEM_PAD, rhs_ld=sn + SMEM_PAD, planes_m=plm,
+                                planes_n=pln, partition_m=pm, partition_n=pn)
+
+    def declare(self, cfg: PlaneStageConfig, d: Dialect) -> str:
+        t, tc = self.tile, cfg.tile
+        lines = [
+            f"const int plane_m0 = ((UNIT_ID / {PLANE}) / {cfg.planes_n}) * {cfg.partition_m * tc.tile_m};",
+            f"const int plane_n0 = ((UNIT_ID / {PLANE}) % {cfg.planes_n}) * {cfg.partition_n * tc.tile_n};",
+        ]
+        lines += [t.declare_acc(tc, d, f"acc_{i}_{j}")
+                  for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
+        lines += [t.declare_lhs(tc, d, f"lhs_frag_{i}") for i in range(cfg.partition_m)]
+        lines += [t.declare_rhs(tc, d, f"rhs_frag_{b}") for b in range(min(2, cfg.partition_n))]
+        return "\n".join(lines)
+
+    def init_accumulators(self, cfg, d):
+        return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}_{j}")
+                         for i in range(cfg.partition_m) for j in range(cfg.partition_n))
+
+    def _k_tile(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
+                k: str, kt: int) -> list[tuple[str, StageEvent]]:
+        """(code, event that follows it) for every step of k tile ``kt`` whose first k row is ``k``."""
+        t, tc = self.tile, cfg.tile
+        pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
+
+        def rhs_load(j: int) -> tuple[str, StageEvent]:
+            src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}")
+            return t.load_rhs(tc, d, f"rhs_frag_{j % 2}", src), RhsLoaded(kt * pn + j, nk * pn)
+
+        steps = []
+        for i in range(pm):
+            src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}")
+            steps.append((t.load_lhs(tc, d, f"lhs_frag_{i}", src), LhsLoaded(kt * pm + i, nk * pm)))
+        steps.append(rhs_load(0))
+        for j in range(pn):
+            if j + 1 < pn:
+                steps.append(rhs_load(j + 1))  # double buffer: the next fragment is in flight
+            for i in range(pm):
+                code = t.execute(tc, d, f"lhs_frag_{i}", f"rhs_frag_{j % 2}", f"acc_{i}_{j}")
+                steps.append((code, TileMatmulCompleted((kt * pn + j) * pm + i, nk * pm * pn)))
+        return steps
+
+    def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener) -> str:
+        nk, tk = cfg.k_tiles, cfg.tile.tile_k
+        unrolled = [self._k_tile(cfg, d, lhs_smem, rhs_smem, str(kt * tk), kt) for kt in range(nk)]
+        # Ask in execution order, so a listener sees the events as the kernel will run them.
+        begin = listener.on_event(Begin())
+        injected = [[listener.on_event(ev) for _, ev in steps] for steps in unrolled]
+        finish = listener.on_event(Finish())
+        out = [begin] if begin else []
+        if not any(code for per_tile in injected for code in per_tile):
+            # Nothing to interleave: a k-tile loop (unrolled by the compiler) keeps sources small.
+            body = self._k_tile(cfg, d, lhs_smem, rhs_smem, f"kt * {tk}", 0)
+            out += [f"#pragma unroll\nfor (int kt = 0; kt < {nk}; ++kt) {{", *(c for c, _ in body), "}"]
+        else:
+            for steps, extra in zip(unrolled, injected):
+                for (code, _), inject in zip(steps, extra):
+                    out.append(code)
+                    if inject:
+                        out.append(inject)
+        if finish:
+            out.append(finish)
+        return "\n".join(out)
+
+    def write(self, cfg, d, writer: Writer) -> str:
+        tc, lines = cfg.tile, []
+        for i in range(cfg.partition_m):
+            for j in range(cfg.partition_n):
+                for row, col, value in self.tile.acc_elements(tc, f"acc_{i}_{j}"):
+                    lines.append(writer(f"plane_m0 + {i * tc.tile_m} + {row}",
+                                        f"plane_n0 + {j * tc.tile_n} + {col}", value))
+        return "\n".join(lines)

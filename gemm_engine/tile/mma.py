@@ -1,0 +1,157 @@
+"""Accelerated (tensor-core) tile: one plane (warp) runs ``mma.sync`` on a 16 x 8 output tile.
+
+Shapes (PTX ISA, "Warp-level matrix multiply-accumulate", ``mma.sync.aligned.row.col``):
+
+* f16 / bf16 inputs: ``m16n8k16`` with an f32 accumulator. The operands stay half precision in
+  shared memory (the config's ``smem`` word is the raw storage word) and reach registers through
+  ``ldmatrix``;
+* f32 inputs only when the selection opts into ``precision="tf32"``: ``m16n8k8`` on tf32, the f32
+  values being rounded with ``cvt.rna.tf32.f32`` as the fragment is read. Plain f32 is refused so
+  that callers fall back to the register tile instead of losing precision silently.
+
+Register fragments per lane (groupID g = lane >> 2, thread-in-group t = lane & 3), from the ISA:
+
+* A (16 x k, "row"): f16 -- four b32 registers of two halves: (row g, k 2t..2t+1), (row g+8, same k),
+  (row g, k 2t+8..), (row g+8, k 2t+8..); tf32 -- (g, t), (g+8, t), (g, t+4), (g+8, t+4).
+* B (k x 8, "col"): f16 -- (k 2t..2t+1, col g), (k 2t+8..2t+9, col g); tf32 -- (t, g), (t+4, g).
+* C (16 x 8, f32): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at (g+8, 2t), (g+8, 2t+1).
+
+The stage stores both operands k-major (rows of shared memory are k, contiguous along m or n), while
+every A/B register pairs two consecutive k for one m (n). ``ldmatrix ... .trans`` gives exactly
+that: it hands lane l the elements (2t, g), (2t+1, g) of each stored 8 x 8 block, i.e. row g and
+columns 2t, 2t+1 of the transposed block. Each lane addresses one 16-byte row of one block, so the
+stage's leading dimension and tile origins must be multiples of 8 halves.
+
+PTX only exists on CUDA, so the inline ``asm`` strings live here; the one CUDA builtin needed (the
+shared-window address ldmatrix takes) comes from the dialect.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from .base import SmemTile, TileConfig, TileMatmul
+
+#: The lane id inside the plane, as every fragment expression uses it.
+LANE = "(UNIT_ID & 31)"
+
+#: kind -> (instruction k, PTX operand type, neutral word held in shared memory)
+_KINDS = {
+    "f16": (16, "f16", "f16_bits"),
+    "bf16": (16, "bf16", "bf16_bits"),
+    "tf32": (8, "tf32", "f32"),
+}
+_PRECISIONS = ("default", "tf32")
+
+
+@dataclass(frozen=True)
+class MmaTileConfig(TileConfig):
+    kind: str = "f16"   # one of _KINDS
+
+
+class MmaTile(TileMatmul):
+    name = "mma"
+    scope = "plane"
+
+    # -- host ---------------------------------------------------------------------------------
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> MmaTileConfig:
+        dev = dialect.device
+        if dialect.backend != "cuda" or not dialect.supports("mma_sync"):
+            cc = "" if dev.compute_capability is None else " sm_%d%d" % dev.compute_capability
+            raise SetupError(self.name, f"needs mma.sync (CUDA sm_80 or newer); device {dev.name!r} "
+                                        f"({dialect.backend}{cc}) has none")
+        if dev.plane_size != 32:
+            raise SetupError(self.name, f"mma.sync needs 32-wide planes, device has {dev.plane_size}")
+        if problem.lhs != problem.rhs:
+            raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
+        precision = getattr(selection, "precision", "default")
+        if precision not in _PRECISIONS:
+            raise SetupError(self.name, f"precision={precision!r}; expected one of {_PRECISIONS}")
+        kind = self._kind(problem.lhs.storage, precision)
+        if not dialect.supports(f"{kind}_mma" if kind != "f16" else "mma_sync"):
+            raise SetupError(self.name, f"device {dev.name!r} has no {kind} mma.sync")
+        inst_k, _, smem = _KINDS[kind]
+        tm, tn = selection.tile_m, selection.tile_n
+        tk = getattr(selection, "tile_k", 0) or inst_k
+        if (tm, tn, tk) != (16, 8, inst_k):
+            raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} instruction shape "
+                                        f"16x8x{inst_k} (tile_k=0 picks it)")
+        return MmaTileConfig(tile_m=16, tile_n=8, tile_k=inst_k, compute="f32", smem=smem, kind=kind)
+
+    def _kind(self, storage: str, precision: str) -> str:
+        if storage == "f16_bits":
+            return "f16"
+        if storage == "bf16_bits":
+            return "bf16"
+        if storage == "f32":
+            if precision == "tf32":
+                return "tf32"
+            raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
+                                        "opt in with precision='tf32' or use a register tile")
+        raise SetupError(self.name, f"no mma.sync for storage type {storage!r} (f16, bf16, tf32 only)")
+
+    # -- registers ------------------------------------------------------------------------------
+    def declare_lhs(self, cfg, d, frag):
+        return f"unsigned {frag}[4];"
+
+    def declare_rhs(self, cfg, d, frag):
+        return f"unsigned {frag}[2];"
+
+    def declare_acc(self, cfg, d, acc):
+        return f"{d.c_type('f32')} {acc}[4];"
+
+    def init_acc(self, cfg, d, acc):
+        return f"{acc}[0] = 0.0f; {acc}[1] = 0.0f; {acc}[2] = 0.0f; {acc}[3] = 0.0f;"
+
+    # -- shared memory -> fragments -------------------------------------------------------------
+    @staticmethod
+    def _at(src: SmemTile, k_off: str, x_off: str) -> str:
+        """Element (k_off, x_off) of the tile in shared memory (k-major, see SmemTile)."""
+        return f"{src.array}[(({src.k}) + {k_off}) * {src.ld} + ({src.origin}) + {x_off}]"
+
+    def load_lhs(self, cfg, d, frag, src):
+        if cfg.kind == "tf32":
+            g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
+            return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, t, f"{g} + 8"),
+                                           self._at(src, f"{t} + 4", g), self._at(src, f"{t} + 4", f"{g} + 8")])
+        # Four 8 x 8 blocks, lanes 8j..8j+7 addressing the 8 k rows of block j; block j is register
+        # a_j: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+        addr = d.shared_address("&" + self._at(src, f"((({LANE} >> 4) << 3) + ({LANE} & 7))",
+                                               f"((({LANE} >> 3) & 1) << 3)"))
+        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];"\n'
+                f'    : "=r"({frag}[0]), "=r"({frag}[1]), "=r"({frag}[2]), "=r"({frag}[3]) : "r"({addr}));')
+
+    def load_rhs(self, cfg, d, frag, src):
+        if cfg.kind == "tf32":
+            g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
+            return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, f"{t} + 4", g)])
+        # Two 8 x 8 blocks (k 0-7 -> b0, k 8-15 -> b1), rows addressed by lanes 0-15; lanes 16-31
+        # repeat those addresses (ignored by .x2, but kept valid).
+        addr = d.shared_address("&" + self._at(src, f"({LANE} & 15)", "0"))
+        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{%0, %1}}, [%2];"\n'
+                f'    : "=r"({frag}[0]), "=r"({frag}[1]) : "r"({addr}));')
+
+    @staticmethod
+    def _tf32_loads(frag: str, elements: list[str]) -> str:
+        # Round to nearest (ties away from zero) rather than hand raw f32 bits to the tensor core,
+        # which would use only the upper 19 bits (truncation: a bias of half an ulp on average).
+        return "\n".join(f'asm("cvt.rna.tf32.f32 %0, %1;" : "=r"({frag}[{i}]) : "f"({e}));'
+                         for i, e in enumerate(elements))
+
+    # -- compute ----------------------------------------------------------------------------------
+    def execute(self, cfg, d, lhs, rhs, acc):
+        inst_k, ptx, _ = _KINDS[cfg.kind]
+        return (f'asm("mma.sync.aligned.m16n8k{inst_k}.row.col.f32.{ptx}.{ptx}.f32 '
+                f'{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"\n'
+                f'    : "+f"({acc}[0]), "+f"({acc}[1]), "+f"({acc}[2]), "+f"({acc}[3])\n'
+                f'    : "r"({lhs}[0]), "r"({lhs}[1]), "r"({lhs}[2]), "r"({lhs}[3]), '
+                f'"r"({rhs}[0]), "r"({rhs}[1]));')
+
+    def acc_elements(self, cfg, acc):
+        row, col = f"({LANE} >> 2)", f"(({LANE} & 3) << 1)"
+        yield row, col, f"{acc}[0]"
+        yield row, f"{col} + 1", f"{acc}[1]"
+        yield f"{row} + 8", col, f"{acc}[2]"
+        yield f"{row} + 8", f"{col} + 1", f"{acc}[3]"
