@@ -1,0 +1,178 @@
+"""Benchmark: gemm_engine's algorithms beside the native library on the same device.
+
+CUDA: every registered algorithm that sets up for the problem vs cupy.matmul (cuBLAS), timed with
+CUDA events. OpenCL: the algorithms vs numpy (OpenBLAS, host) and CLBlast through pyclblast when
+installed, timed on the host around queue.finish(). Median of ``--repeat`` runs after a warm-up,
+fresh random inputs, and every engine result checked against the native one first.
+
+    python3 bench/matmul_bench.py --backend opencl --sizes 256,512,1024
+    python3 bench/matmul_bench.py --backend cuda --suite issue3 --json bench/results/h100.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from datetime import date
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])  # run from a checkout without installing
+
+import gemm_engine  # noqa: E402
+from gemm_engine.algorithms import REGISTRY  # noqa: E402
+from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
+from gemm_engine.errors import SetupError  # noqa: E402
+
+SUITES = {
+    "quick": [(1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024)],
+    "issue3": [(1, 4096, 4096, 4096), (1, 1000, 1000, 1000), (1, 4093, 4093, 4093),
+               (1, 1024, 1024, 1024), (1, 2048, 2048, 2048)],
+}
+
+
+def np_dtype(name):
+    return bfloat16_dtype() if name == "bfloat16" else np.dtype(name)
+
+
+class Timer:
+    """Median seconds of ``fn()`` on the engine's device."""
+
+    def __init__(self, engine, repeat, warmup=2):
+        self.rt, self.repeat, self.warmup = engine.runtime, repeat, warmup
+        self.cuda = engine.backend == "cuda"
+
+    def __call__(self, fn) -> float:
+        for _ in range(self.warmup):
+            fn()
+        self.rt.synchronize()
+        times = []
+        for _ in range(self.repeat):
+            if self.cuda:
+                cp = self.rt.cp
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                fn()
+                stop.record()
+                stop.synchronize()
+                times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+            else:
+                t0 = time.perf_counter()
+                fn()
+                self.rt.synchronize()
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+
+def native_baselines(engine, a_host, b_host, da, db):
+    """{name: callable} of the native libraries to compare with on this backend."""
+    out = {}
+    if engine.backend == "cuda":
+        cp = engine.runtime.cp
+        out["cuBLAS (cupy.matmul)"] = lambda: cp.matmul(da, db)
+    else:
+        out["numpy (host)"] = lambda: np.matmul(a_host, b_host)
+        try:
+            import pyclblast
+        except ImportError:
+            pyclblast = None
+        if pyclblast is not None and a_host.ndim == 2 and a_host.dtype in (np.float32, np.float64):
+            c = engine.runtime.empty((a_host.shape[0], b_host.shape[1]), a_host.dtype)
+            out["CLBlast"] = lambda: pyclblast.gemm(engine.runtime.queue, a_host.shape[0], b_host.shape[1],
+                                                     a_host.shape[1], da, db, c)
+    return out
+
+
+def bench_problem(engine, timer, shape, dtype, algorithms, precision=None):
+    batch, m, n, k = shape
+    rng = np.random.default_rng(0)
+    lead = (batch,) if batch > 1 else ()
+    a = rng.standard_normal(lead + (m, k)).astype(np_dtype(dtype))
+    b = rng.standard_normal(lead + (k, n)).astype(np_dtype(dtype))
+    rt = engine.runtime
+    try:
+        da, db = rt.to_device(a), rt.to_device(b)
+    except Exception as exc:  # e.g. bfloat16 where the device array library lacks it
+        return [{"shape": shape, "dtype": dtype, "name": "-", "skipped": f"no device arrays: {exc}"}]
+    flops = 2.0 * batch * m * n * k
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64)) if m * n * k <= 2048 ** 3 else None
+    rows = []
+    for name, fn in native_baselines(engine, a, b, da, db).items():
+        t = timer(fn)
+        rows.append({"shape": shape, "dtype": dtype, "name": name, "ms": t * 1e3, "tflops": flops / t / 1e12})
+    for alg_name in algorithms:
+        alg = REGISTRY[alg_name]()
+        try:
+            result = engine.matmul(da, db, algorithm=alg)
+        except SetupError as exc:
+            rows.append({"shape": shape, "dtype": dtype, "name": alg_name, "skipped": str(exc)})
+            continue
+        err = None
+        if ref is not None:
+            res = rt.to_host(result).astype(np.float64)
+            err = float(np.linalg.norm(res - ref) / np.linalg.norm(ref))
+        t = timer(lambda: engine.matmul(da, db, algorithm=alg))
+        _, cfg = engine.last_choice
+        st = cfg.batch.global_.stage
+        rows.append({"shape": shape, "dtype": dtype, "name": alg_name, "ms": t * 1e3,
+                     "tflops": flops / t / 1e12, "rel_error": err,
+                     "tiling": f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{cfg.units}u"})
+    return rows
+
+
+def markdown(rows, device, backend) -> str:
+    lines = [f"# gemm_engine benchmark on {device} ({backend}), {date.today()}", "",
+             "| shape (b x m x n x k) | dtype | implementation | tiling | ms | TFLOP/s | vs native | rel err |",
+             "|---|---|---|---|---|---|---|---|"]
+    best_native = {}
+    for r in rows:
+        if "tflops" in r and not r["name"] in REGISTRY:
+            key = (tuple(r["shape"]), r["dtype"])
+            best_native[key] = max(best_native.get(key, 0), r["tflops"])
+    for r in rows:
+        shape = "x".join(map(str, r["shape"]))
+        if "skipped" in r:
+            lines.append(f"| {shape} | {r['dtype']} | {r['name']} | | | | | skipped: {r['skipped'][:80]} |")
+            continue
+        native = best_native.get((tuple(r["shape"]), r["dtype"]))
+        ratio = f"{r['tflops'] / native:.2f}" if native and r["name"] in REGISTRY else ""
+        err = f"{r['rel_error']:.1e}" if r.get("rel_error") is not None else ""
+        lines.append(f"| {shape} | {r['dtype']} | {r['name']} | {r.get('tiling', '')} | {r['ms']:.3f} | "
+                     f"{r['tflops']:.3f} | {ratio} | {err} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", default="auto")
+    p.add_argument("--suite", choices=sorted(SUITES), default="quick")
+    p.add_argument("--sizes", help="comma list of square sizes (overrides --suite)")
+    p.add_argument("--dtypes", default="float32")
+    p.add_argument("--algorithms", default=",".join(sorted(REGISTRY)))
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--json", help="write the rows and device facts to this JSON file")
+    p.add_argument("--markdown", help="write the table to this markdown file")
+    args = p.parse_args(argv)
+    engine = gemm_engine.Engine(args.backend)
+    timer = Timer(engine, args.repeat)
+    shapes = ([(1, s, s, s) for s in map(int, args.sizes.split(","))] if args.sizes else SUITES[args.suite])
+    rows = []
+    for dtype in args.dtypes.split(","):
+        for shape in shapes:
+            rows += bench_problem(engine, timer, shape, dtype, args.algorithms.split(","))
+    table = markdown(rows, engine.device.name, engine.backend)
+    print(table)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": engine.device.name, "backend": engine.backend, "date": str(date.today()),
+                       "host": platform.node(), "repeat": args.repeat, "rows": rows}, f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table)
+
+
+if __name__ == "__main__":
+    main()
