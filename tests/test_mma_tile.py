@@ -121,12 +121,17 @@ class _Marking(StageEventListener):
 def test_injected_code_lands_after_its_event():
     stage = PlanePartitionedStage(MmaTile())
     cfg = stage.setup(problem(FLOAT16), PlaneSelection(partition_m=1, partition_n=2), SM90)
-    code = stage.execute(cfg, SM90, "lhs_smem", "rhs_smem", _Marking()).splitlines()
-    marks = [i for i, line in enumerate(code) if line.startswith("/* after")]
-    steps = [code[i - 1] for i in marks[1:-1]]     # the line before each mark (not Begin / Finish)
-    assert "x4.trans" in steps[0] and "x2.trans" in steps[1] and "x2.trans" in steps[2]
-    assert "mma.sync" in steps[3] and "mma.sync" in steps[4]
-    assert "rhs_frag_1" in code[marks[3] - 1] and "rhs_frag_0" in code[marks[4] - 2]
+    text = stage.execute(cfg, SM90, "lhs_smem", "rhs_smem", _Marking())
+    marks = re.findall(r"/\* after (\w+)", text)
+    assert marks == ["Begin", "LhsLoaded", "RhsLoaded", "RhsLoaded", "TileMatmulCompleted",
+                     "TileMatmulCompleted", "Finish"]
+    parts = [p.strip() for p in re.split(r"/\* after [^\n]*\*/", text)]
+    assert parts[0] == "" and parts[-2:] == ["", ""]
+    lhs, rhs0, rhs1, mma0, mma1 = parts[1:6]
+    assert "x4.trans" in lhs and "lhs_frag_0" in lhs
+    assert "x2.trans" in rhs0 and "rhs_frag_0" in rhs0 and "rhs_frag_1" in rhs1
+    assert "mma.sync" in mma0 and "acc_0_0" in mma0 and "rhs_frag_0" in mma0
+    assert "acc_0_1" in mma1 and "rhs_frag_1" in mma1
 
 
 def test_no_backend_words_outside_the_dialect():

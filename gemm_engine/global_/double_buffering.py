@@ -8,8 +8,6 @@ zero-fill outside the problem, so the stage still needs no bounds checks.
 """
 from __future__ import annotations
 
-from ..codegen.dialect import Dialect
-from ..problem import MatmulProblem
 from .base import GlobalConfig
 from .listeners import DoubleBufferingListener
 from .simple import SimpleGlobalMatmul
@@ -20,17 +18,8 @@ class DoubleBufferingGlobalMatmul(SimpleGlobalMatmul):
 
     #: Built with the next slice's task blocks; spreads them over the stage's events.
     listener_class = DoubleBufferingListener
-
-    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig:
-        # The simple setup checks one buffer; two must fit as well.
-        cfg = super().setup(problem, selection, dialect)
-        self.check_shared_memory(cfg, dialect, buffers=2)
-        return cfg
-
-    def shared_declarations(self, cfg, d):
-        ct = d.compute_type(cfg.lhs_loader.operand.element)
-        return (f"LOCAL {ct} lhs_smem[{2 * cfg.stage.lhs_smem_elems}];\n"
-                f"LOCAL {ct} rhs_smem[{2 * cfg.stage.rhs_smem_elems}];")
+    #: Two shared-memory stages per operand (declared and checked by the simple matmul's code).
+    buffers = 2
 
     @staticmethod
     def _buffer(cfg: GlobalConfig, which: str) -> tuple[str, str]:

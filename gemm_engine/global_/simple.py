@@ -30,6 +30,8 @@ class SimpleGlobalMatmul(GlobalMatmul):
 
     #: The listener handed to the stage; subclasses (or users) may swap it.
     listener_class = StageEventListener
+    #: Shared-memory stages per operand (double buffering uses two).
+    buffers = 1
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig:
         stage_cfg = self.stage.setup(problem, selection, dialect)
@@ -41,11 +43,11 @@ class SimpleGlobalMatmul(GlobalMatmul):
             out=problem.out,
             check_m=lhs.check_rows, check_n=rhs.check_cols, check_k=lhs.check_cols,
         )
-        self.check_shared_memory(cfg, dialect, buffers=1)
+        self.check_shared_memory(cfg, dialect)
         return cfg
 
-    def check_shared_memory(self, cfg: GlobalConfig, dialect: Dialect, buffers: int):
-        need = cfg.shared_memory_bytes * buffers
+    def check_shared_memory(self, cfg: GlobalConfig, dialect: Dialect):
+        need = cfg.shared_memory_bytes * self.buffers
         # Static shared memory is capped at 48 KiB per cube on CUDA without an opt-in.
         limit = min(dialect.device.max_shared_memory, 48 * 1024)
         if need > limit:
@@ -54,8 +56,8 @@ class SimpleGlobalMatmul(GlobalMatmul):
     def shared_declarations(self, cfg, d):
         lt = d.c_type(cfg.lhs_loader.operand.smem_type_word)
         rt = d.c_type(cfg.rhs_loader.operand.smem_type_word)
-        return (f"LOCAL {lt} lhs_smem[{cfg.stage.lhs_smem_elems}];\n"
-                f"LOCAL {rt} rhs_smem[{cfg.stage.rhs_smem_elems}];")
+        return (f"LOCAL {lt} lhs_smem[{self.buffers * cfg.stage.lhs_smem_elems}];\n"
+                f"LOCAL {rt} rhs_smem[{self.buffers * cfg.stage.rhs_smem_elems}];")
 
     def load_tasks(self, cfg: GlobalConfig, d: Dialect, lhs_smem: str, rhs_smem: str, k0: str) -> list[str]:
         """Every task (lhs then rhs) that fills one stage with the K slice starting at ``k0``."""

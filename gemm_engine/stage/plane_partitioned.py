@@ -49,9 +49,9 @@ class PlanePartitionedStage(StageMatmul):
     name = "plane_partitioned_stage"
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> PlaneStageConfig:
-        tile_cfg = self.tile.setup(problem, selection, dialect)
         if self.tile.scope != "plane":
             raise SetupError(self.name, f"tile {self.tile.name!r} is unit-scoped; use a unit-partitioned stage")
+        tile_cfg = self.tile.setup(problem, selection, dialect)
         pm, pn = selection.partition_m, selection.partition_n
         plm, pln, sk = selection.planes_m, selection.planes_n, selection.stage_k
         for label, value in (("partition_m", pm), ("partition_n", pn), ("planes_m", plm),
