@@ -13,8 +13,8 @@ try:
 except Exception as e: print('cupy bfloat16: no', type(e).__name__, e)" 2>&1 | tee -a "$OUT/gpu.txt"
 
 echo "== CUDA numerics (pytest, CUDA backend only)"
-GEMM_ENGINE_TEST_BACKENDS=cuda timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -x -p no:cacheprovider \
-  -k "not nvcc" tests ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_cuda.log" | tail -25
+GEMM_ENGINE_TEST_BACKENDS=cuda timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -m "not nvcc" \
+  tests ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_cuda.log" | tail -25
 
 echo "== benchmark"
 timeout ${BENCH_TIMEOUT:-240} python3 bench/matmul_bench.py --backend cuda --suite ${SUITE:-issue3} \
