@@ -17,7 +17,8 @@ from .algorithms.base import Algorithm, KernelConfig, resolve
 from .batch.base import KERNEL_NAME
 from .dtypes import BFLOAT16, element_type
 from .errors import SetupError
-from .frontend import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype
+from .frontend import (CallShape, OperandView, call_shape, check_out, operand_view, result_dtype,
+                       vector_alignment)
 from .problem import MatmulProblem
 
 #: Environment variable that sets the backend `Engine(backend="auto")` and `matmul` use.
@@ -43,6 +44,7 @@ def _make_runtime(backend: str, device):
 class _Operand:
     array: object            # device array read by the kernel
     view: OperandView
+    align: int = 1           # widest aligned vector access, in elements
 
 
 class Engine:
@@ -92,7 +94,7 @@ class Engine:
         lhs = self._operand(a, a_host, dtype, shape, shape.lhs_vector, lhs=True)
         rhs = self._operand(b, b_host, dtype, shape, shape.rhs_vector, lhs=False)
         problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, problem_dtype, problem_dtype,
-                                problem_dtype, lhs.view.layout, rhs.view.layout)
+                                problem_dtype, lhs.view.layout, rhs.view.layout, lhs.align, rhs.align)
         alg, cfg, kernel = self._plan(alg, problem)
 
         # Write straight into `out` when it is a C-contiguous device array of the result dtype that
@@ -145,7 +147,8 @@ class Engine:
             else:
                 x = rt.contiguous(x)
             view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
-        return _Operand(x, view)
+        align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
+        return _Operand(x, view, align)
 
     def _configure(self, alg: Algorithm, problem: MatmulProblem):
         return alg, alg.setup(problem, self.dialect)

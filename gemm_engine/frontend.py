@@ -121,3 +121,13 @@ def operand_view(shape, strides, itemsize: int, batch_shape) -> OperandView | No
             return None
         span *= size
     return OperandView(layout, ld, unit)
+
+
+def vector_alignment(address: int, view: OperandView, itemsize: int, max_bytes: int = 16) -> int:
+    """Widest vector (in elements, a power of two, at most ``max_bytes``) that every row (or column)
+    start of the operand is aligned to: it must divide the first element's address, the leading
+    dimension and the batch stride."""
+    width = max(1, max_bytes // itemsize)
+    while width > 1 and (address % width or view.ld % width or view.batch_stride % width):
+        width //= 2
+    return width

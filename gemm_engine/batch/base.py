@@ -29,7 +29,7 @@ class BatchConfig:
 
     @property
     def units(self) -> int:
-        return self.global_.stage.units
+        return self.global_.units
 
 
 class BatchMatmul(ABC):

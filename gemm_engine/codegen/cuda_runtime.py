@@ -94,6 +94,9 @@ class CudaRuntime(Runtime):
         # CuPy passes an ndarray argument as the pointer to its first element.
         return x, 0
 
+    def element_address(self, x):
+        return x.data.ptr // x.itemsize
+
     def byte_span(self, x):
         lo, hi = span_of(x.data.ptr, x.shape, x.strides, x.itemsize)
         return "cuda", lo, hi

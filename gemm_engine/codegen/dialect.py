@@ -5,7 +5,7 @@ tinygrad's C-style renderer). A dialect supplies:
 
 * a preamble of macros that define the neutral words for its backend:
   `KERNEL`, `LAUNCH_BOUNDS(n)`, `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
-  `SYNC_CUBE()` and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
+  `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
 * C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`);
 * expressions that read and write one element of global memory with conversion to the compute
   type (half precision without headers or `cl_khr_fp16`);
@@ -121,6 +121,7 @@ class CudaDialect(Dialect):
 #define UNIT_ID ((int)threadIdx.x)
 #define CUBE_ID ((i64)blockIdx.x)
 #define SYNC_CUBE() __syncthreads()
+#define ALIGN16 __attribute__((aligned(16)))
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
@@ -170,6 +171,7 @@ class OpenCLDialect(Dialect):
 #define UNIT_ID ((int)get_local_id(0))
 #define CUBE_ID ((i64)get_group_id(0))
 #define SYNC_CUBE() barrier(CLK_LOCAL_MEM_FENCE)
+#define ALIGN16 __attribute__((aligned(16)))
 #define FLOAT_AS_UINT(x) as_uint(x)
 #define UINT_AS_FLOAT(x) as_float(x)
 typedef long i64;

@@ -136,6 +136,9 @@ class OpenCLRuntime(Runtime):
             raise ValueError("operand's offset is not a multiple of its item size")
         return x.base_data, x.offset // x.dtype.itemsize
 
+    def element_address(self, x):
+        return x.offset // x.dtype.itemsize
+
     def byte_span(self, x):
         lo, hi = span_of(x.offset, x.shape, x.strides, x.dtype.itemsize)
         return x.base_data.int_ptr, lo, hi

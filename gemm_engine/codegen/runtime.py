@@ -77,6 +77,10 @@ class Runtime(ABC):
         """(kernel argument for x's buffer, element offset of x's first element from it)."""
 
     @abstractmethod
+    def element_address(self, x) -> int:
+        """x's first element's address in elements (buffers assumed 256-byte aligned on OpenCL)."""
+
+    @abstractmethod
     def byte_span(self, x) -> tuple[object, int, int]:
         """(buffer identity, first byte, one past last byte) that x's elements can touch."""
 

@@ -41,6 +41,12 @@ class GlobalConfig:
     def shared_memory_bytes(self) -> int:
         return self.lhs_loader.smem_bytes + self.rhs_loader.smem_bytes
 
+    @property
+    def units(self) -> int:
+        """Units per cube the kernel is launched with: the stage's, unless a global matmul adds
+        units of its own (e.g. load-only units)."""
+        return self.stage.units
+
 
 class GlobalMatmul(ABC):
     """A global matmul family, generic over its stage matmul and its two loaders."""

@@ -28,6 +28,10 @@ class DoubleBufferingGlobalMatmul(SimpleGlobalMatmul):
         return (f"(lhs_smem + ({which}) * {cfg.stage.lhs_smem_elems})",
                 f"(rhs_smem + ({which}) * {cfg.stage.rhs_smem_elems})")
 
+    def listener(self, cfg: GlobalConfig, d, next_tasks: list[str]):
+        """The listener of one K step, given the next slice's guarded load tasks to spread."""
+        return self.listener_class(next_tasks)
+
     def body(self, cfg, d):
         sk = cfg.stage.stage_k
         lhs_cur, rhs_cur = self._buffer(cfg, "cur")
@@ -44,7 +48,7 @@ class DoubleBufferingGlobalMatmul(SimpleGlobalMatmul):
             "SYNC_CUBE();",
             "int cur = 0;",
             f"for (i64 k0 = 0; k0 < K; k0 += {sk}) {{",
-            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, self.listener_class(next_tasks)),
+            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, self.listener(cfg, d, next_tasks)),
             # Why one barrier per step is enough. In step s the cube reads buffer cur = s % 2 and
             # writes buffer cur ^ 1. (a) Write-after-read: buffer cur ^ 1 was last read in step
             # s - 1 and every unit passed this barrier at the end of step s - 1 before any unit

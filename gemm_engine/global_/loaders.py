@@ -56,6 +56,22 @@ class OperandTile:
     def k_extent(self) -> int:
         return self.rows if self.k_along_rows else self.cols
 
+    def read(self, d: Dialect, gr: str, gc: str, rows_bound: str, cols_bound: str) -> str:
+        """Expression: global element (``gr``, ``gc``) as the shared-memory type, zero where a checked
+        axis is out of range (``rows_bound`` / ``cols_bound``)."""
+        ctype = d.c_type(self.smem_type_word)
+        conds = []
+        if self.check_rows:
+            conds.append(f"{gr} < {rows_bound}")
+        if self.check_cols:
+            conds.append(f"{gc} < {cols_bound}")
+        index = self.global_index(gr, gc)
+        load = d.load_global(self.element, self.ident, index) if self.converts else f"{self.ident}[{index}]"
+        if conds:
+            zero = d.zero(self.element) if self.converts else "0"
+            load = f"({' && '.join(conds)}) ? ({ctype})({load}) : ({ctype}){zero}"
+        return load
+
 
 @dataclass(frozen=True)
 class LoaderConfig:
@@ -77,9 +93,11 @@ class Loader(ABC):
 
     @abstractmethod
     def tasks(self, cfg: LoaderConfig, d: Dialect, smem: str, row0: str, col0: str,
-              rows_bound: str, cols_bound: str) -> list[str]:
-        """Code blocks that, all run by every unit, fill ``smem`` with the operand's stage tile
-        whose first global element is (``row0``, ``col0``); out-of-range elements become zero."""
+              rows_bound: str, cols_bound: str, unit: str = "UNIT_ID") -> list[str]:
+        """Code blocks that, all run by every loading unit, fill ``smem`` with the operand's stage
+        tile whose first global element is (``row0``, ``col0``); out-of-range elements become zero.
+        ``unit`` is the loading unit's index expression, in ``[0, cfg.units)`` (every unit of the
+        cube by default; a global matmul whose loading units are a subset passes their own index)."""
 
 
 class CyclicLoader(Loader):
@@ -94,31 +112,20 @@ class CyclicLoader(Loader):
         total = operand.rows * operand.cols
         return LoaderConfig(operand=operand, units=units, tasks=-(-total // units))
 
-    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound):
+    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         op = cfg.operand
         total = op.rows * op.cols
-        ctype = d.c_type(op.smem_type_word)
         out = []
         for t in range(cfg.tasks):
-            lines = [f"const int idx = UNIT_ID + {t * cfg.units};"]
+            lines = [f"const int idx = {unit} + {t * cfg.units};"]
             partial = (t + 1) * cfg.units > total
             if op.layout is Layout.ROW:
                 lines += [f"const int r = idx / {op.cols};", f"const int c = idx % {op.cols};"]
             else:
                 lines += [f"const int r = idx % {op.rows};", f"const int c = idx / {op.rows};"]
-            lines += [f"const i64 gr = {row0} + r;", f"const i64 gc = {col0} + c;"]
-            conds = []
-            if op.check_rows:
-                conds.append(f"gr < {rows_bound}")
-            if op.check_cols:
-                conds.append(f"gc < {cols_bound}")
-            index = op.global_index("gr", "gc")
-            load = d.load_global(op.element, op.ident, index) if op.converts else f"{op.ident}[{index}]"
-            if conds:
-                zero = d.zero(op.element) if op.converts else "0"
-                load = f"({' && '.join(conds)}) ? ({ctype})({load}) : ({ctype}){zero}"
-            lines.append(f"{smem}[{op.smem_index('r', 'c')}] = {load};")
+            lines += [f"const i64 gr = {row0} + r;", f"const i64 gc = {col0} + c;",
+                      f"{smem}[{op.smem_index('r', 'c')}] = {op.read(d, 'gr', 'gc', rows_bound, cols_bound)};"]
             body = "\n    ".join(lines)
-            out.append(f"if (UNIT_ID + {t * cfg.units} < {total}) {{\n    {body}\n}}" if partial
+            out.append(f"if ({unit} + {t * cfg.units} < {total}) {{\n    {body}\n}}" if partial
                        else f"{{\n    {body}\n}}")
         return out

@@ -10,7 +10,7 @@ from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..stage.events import StageEventListener
 from .base import GlobalConfig, GlobalMatmul
-from .loaders import OperandTile
+from .loaders import LoaderConfig, OperandTile
 
 
 def operand_tiles(problem: MatmulProblem, stage) -> tuple[OperandTile, OperandTile]:
@@ -32,19 +32,30 @@ class SimpleGlobalMatmul(GlobalMatmul):
     listener_class = StageEventListener
     #: Shared-memory stages per operand (double buffering uses two).
     buffers = 1
+    #: The config `setup` builds: a subclass may add properties (e.g. more units per cube).
+    config_class = GlobalConfig
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig:
         stage_cfg = self.stage.setup(problem, selection, dialect)
-        lhs, rhs = operand_tiles(problem, stage_cfg)
-        cfg = GlobalConfig(
+        lhs, rhs = self.operand_tiles(problem, stage_cfg)
+        units = self.loading_units(stage_cfg, selection, dialect)
+        cfg = self.config_class(
             stage=stage_cfg,
-            lhs_loader=self.lhs_loader.setup(lhs, stage_cfg.units),
-            rhs_loader=self.rhs_loader.setup(rhs, stage_cfg.units),
+            lhs_loader=self.lhs_loader.setup(lhs, units),
+            rhs_loader=self.rhs_loader.setup(rhs, units),
             out=problem.out,
             check_m=lhs.check_rows, check_n=rhs.check_cols, check_k=lhs.check_cols,
         )
         self.check_shared_memory(cfg, dialect)
         return cfg
+
+    def operand_tiles(self, problem: MatmulProblem, stage_cfg) -> tuple[OperandTile, OperandTile]:
+        """The tiles the two loaders move (the stage's, by default)."""
+        return operand_tiles(problem, stage_cfg)
+
+    def loading_units(self, stage_cfg, selection, dialect: Dialect) -> int:
+        """How many units share the loads: every unit of the stage, by default."""
+        return stage_cfg.units
 
     def check_shared_memory(self, cfg: GlobalConfig, dialect: Dialect):
         need = cfg.shared_memory_bytes * self.buffers
@@ -54,15 +65,21 @@ class SimpleGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"needs {need} bytes of shared memory, the device allows {limit}")
 
     def shared_declarations(self, cfg, d):
-        lt = d.c_type(cfg.lhs_loader.operand.smem_type_word)
-        rt = d.c_type(cfg.rhs_loader.operand.smem_type_word)
-        return (f"LOCAL {lt} lhs_smem[{self.buffers * cfg.stage.lhs_smem_elems}];\n"
-                f"LOCAL {rt} rhs_smem[{self.buffers * cfg.stage.rhs_smem_elems}];")
+        return "\n".join([self.shared_array(cfg.lhs_loader, d, "lhs_smem", cfg.stage.lhs_smem_elems),
+                          self.shared_array(cfg.rhs_loader, d, "rhs_smem", cfg.stage.rhs_smem_elems)])
 
-    def load_tasks(self, cfg: GlobalConfig, d: Dialect, lhs_smem: str, rhs_smem: str, k0: str) -> list[str]:
-        """Every task (lhs then rhs) that fills one stage with the K slice starting at ``k0``."""
-        return (self.lhs_loader.tasks(cfg.lhs_loader, d, lhs_smem, "cube_m0", k0, "M", "K")
-                + self.rhs_loader.tasks(cfg.rhs_loader, d, rhs_smem, k0, "cube_n0", "K", "N"))
+    def shared_array(self, loader: LoaderConfig, d: Dialect, name: str, elems: int) -> str:
+        """Declaration of one operand's shared-memory stages (``self.buffers`` of ``elems``)."""
+        # 16-byte aligned: vector and ldmatrix accesses need it, whatever the element type.
+        ctype = d.c_type(loader.operand.smem_type_word)
+        return f"LOCAL {ctype} {name}[{self.buffers * elems}] ALIGN16;"
+
+    def load_tasks(self, cfg: GlobalConfig, d: Dialect, lhs_smem: str, rhs_smem: str, k0: str,
+                   unit: str = "UNIT_ID") -> list[str]:
+        """Every task (lhs then rhs) that fills one stage with the K slice starting at ``k0``,
+        run by the loading unit ``unit`` (see `Loader.tasks`)."""
+        return (self.lhs_loader.tasks(cfg.lhs_loader, d, lhs_smem, "cube_m0", k0, "M", "K", unit)
+                + self.rhs_loader.tasks(cfg.rhs_loader, d, rhs_smem, k0, "cube_n0", "K", "N", unit))
 
     def body(self, cfg, d):
         sk = cfg.stage.stage_k

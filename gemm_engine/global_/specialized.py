@@ -1,0 +1,100 @@
+"""Specialized global matmul: the cube's units split into compute units and load-only units.
+
+The stage's units (``UNIT_ID < C``, C = the stage's unit count) only compute; ``L`` load-only units
+appended after them (``UNIT_ID >= C``) only move global memory into shared memory. Two shared-memory
+stages per operand, as in double buffering: in step ``s`` the loaders fill buffer ``(s + 1) % 2``
+with K slice ``s + 1`` while the compute units run the stage on buffer ``s % 2``. The loop starts at
+step -1 (loaders fill slice 0, compute units wait), so the role branch is written once, inside the
+loop, with the one barrier per step after it where every unit reaches it.
+
+On CUDA the split falls on a plane (warp) boundary, so every warp takes one side of the branch and
+none diverges; setup refuses a stage whose unit count is not a multiple of the plane size. The
+launch has ``C + L`` units (`SpecializedGlobalConfig.units`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SetupError
+from ..stage.events import StageEventListener
+from .base import GlobalConfig
+from .double_buffering import DoubleBufferingGlobalMatmul
+
+
+@dataclass(frozen=True)
+class SpecializedGlobalConfig(GlobalConfig):
+    """Both loaders are set up with the load-only units, so their count is the loaders'."""
+
+    @property
+    def compute_units(self) -> int:
+        return self.stage.units
+
+    @property
+    def load_units(self) -> int:
+        return self.lhs_loader.units
+
+    @property
+    def units(self) -> int:
+        return self.compute_units + self.load_units
+
+
+def default_load_units(compute_units: int, plane_size: int) -> int:
+    """A quarter as many loaders as compute units, rounded up to whole planes (no partial warp)."""
+    quarter = -(-compute_units // 4)
+    return -(-quarter // plane_size) * plane_size
+
+
+class SpecializedGlobalMatmul(DoubleBufferingGlobalMatmul):
+    name = "specialized_global"
+
+    #: Loads run on other units, so the stage has nothing to interleave: the base listener.
+    listener_class = StageEventListener
+    config_class = SpecializedGlobalConfig
+
+    def loading_units(self, stage_cfg, selection, dialect) -> int:
+        """The load-only units: ``selection.load_units``, or a quarter of the compute units when it
+        is 0 (or absent, for a plain unit selection)."""
+        compute, plane = stage_cfg.units, dialect.device.plane_size
+        if compute % plane:
+            raise SetupError(self.name, f"the role split after {compute} compute units is not on a "
+                                        f"plane boundary (plane size {plane})")
+        load = getattr(selection, "load_units", 0) or default_load_units(compute, plane)
+        if load < 1:
+            raise SetupError(self.name, f"load_units={load} must be positive")
+        if compute + load > dialect.device.max_threads_per_cube:
+            raise SetupError(self.name, f"{compute} compute + {load} load units exceed the device's "
+                                        f"{dialect.device.max_threads_per_cube} per cube")
+        return load
+
+    def body(self, cfg: SpecializedGlobalConfig, d):
+        sk, compute = cfg.stage.stage_k, cfg.compute_units
+        lhs_cur, rhs_cur = self._buffer(cfg, "cur")
+        lhs_next, rhs_next = self._buffer(cfg, "cur ^ 1")
+        loads = self.load_tasks(cfg, d, lhs_next, rhs_next, f"(k0 + {sk})", unit="load_unit")
+        return "\n".join([
+            # Declared by every unit (the branch below must not hide declarations), used by compute units.
+            self.stage.declare(cfg.stage, d),
+            self.stage.init_accumulators(cfg.stage, d),
+            "int cur = 1;   /* step -1 loads slice 0 into buffer cur ^ 1 = 0 */",
+            f"for (i64 k0 = -{sk}; k0 < K; k0 += {sk}) {{",
+            f"if (UNIT_ID >= {compute}) {{",
+            # Loaders index themselves from 0 (the loader tasks' unit index).
+            f"const int load_unit = UNIT_ID - {compute};",
+            f"if (k0 + {sk} < K) {{", *loads, "}",
+            "} else {",
+            "if (k0 >= 0) {",
+            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, self.listener_class()),
+            "}",
+            # The last step: accumulators are final; stores go to global memory, no barrier needed.
+            f"if (k0 + {sk} >= K) {{", self.write_output(cfg, d), "}",
+            "}",
+            # Why one barrier per step is enough (step s reads buffer s % 2, writes (s + 1) % 2):
+            # (a) slice s + 1, written in step s, is read in step s + 1, after this barrier;
+            # (b) buffer (s + 1) % 2 was last read in step s - 1, and every unit passed this
+            # barrier at the end of step s - 1 before a loader writes it in step s;
+            # (c) within a step the two roles touch different buffers. Every unit runs the same
+            # number of steps (k0 is uniform), so every unit reaches every barrier.
+            "SYNC_CUBE();",
+            "cur ^= 1;",
+            "}",
+        ])
