@@ -52,7 +52,10 @@ class Engine:
 
     default_algorithm = "simple"
 
-    def __init__(self, backend: str = "auto", device=None):
+    def __init__(self, backend: str = "auto", device=None, precision: str = "default"):
+        if precision not in MatmulProblem.PRECISIONS:
+            raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
+        self.precision = precision
         self.runtime = _make_runtime(backend, device)
         self._plans: dict = {}
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
@@ -70,9 +73,16 @@ class Engine:
         return self.runtime.dialect
 
     # -- public API --------------------------------------------------------------------------
-    def matmul(self, a, b, *, out=None, algorithm=None):
-        """numpy.matmul(a, b, out=out) computed by a generated kernel on this engine's device."""
+    def matmul(self, a, b, *, out=None, algorithm=None, precision=None):
+        """numpy.matmul(a, b, out=out) computed by a generated kernel on this engine's device.
+
+        ``algorithm``: a registered name, an Algorithm subclass or instance (default "simple").
+        ``precision``: "tf32" lets float32 run on tensor cores; default: the engine's setting.
+        """
         rt = self.runtime
+        precision = self.precision if precision is None else precision
+        if precision not in MatmulProblem.PRECISIONS:
+            raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         a, a_host = self._as_array(a, "a")
         b, b_host = self._as_array(b, "b")
         host = a_host and b_host
@@ -94,7 +104,8 @@ class Engine:
         lhs = self._operand(a, a_host, dtype, shape, shape.lhs_vector, lhs=True)
         rhs = self._operand(b, b_host, dtype, shape, shape.rhs_vector, lhs=False)
         problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, problem_dtype, problem_dtype,
-                                problem_dtype, lhs.view.layout, rhs.view.layout, lhs.align, rhs.align)
+                                problem_dtype, lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
+                                precision)
         alg, cfg, kernel = self._plan(alg, problem)
 
         # Write straight into `out` when it is a C-contiguous device array of the result dtype that
@@ -158,6 +169,7 @@ class Engine:
         hit = self._plans.get(key)
         if hit is None:
             alg, cfg = self._configure(alg, problem)
+            alg = alg.chosen(cfg)
             kernel = self.runtime.kernel(alg.render(cfg, self.dialect), KERNEL_NAME)
             hit = self._plans[key] = (alg, cfg, kernel)
         return hit
@@ -170,7 +182,9 @@ class Engine:
             args += [ptr, offset, op.view.ld, op.view.batch_stride]
         ptr, offset = rt.ptr_arg(target)
         args += [ptr, offset, problem.n, problem.m * problem.n, problem.m, problem.n, problem.k]
-        rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, args)
+        # Global matmuls whose shared memory is sized at launch (e.g. the pipelined ring) say how much.
+        shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
+        rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, args, shared_bytes=shared)
 
     def _empty_result(self, shape, dtype, out, host):
         rt = self.runtime
@@ -214,6 +228,6 @@ def default_engine() -> Engine:
     return _default_engine
 
 
-def matmul(a, b, *, out=None, algorithm=None):
+def matmul(a, b, *, out=None, algorithm=None, precision=None):
     """numpy.matmul semantics on the default engine. See `Engine.matmul`."""
-    return default_engine().matmul(a, b, out=out, algorithm=algorithm)
+    return default_engine().matmul(a, b, out=out, algorithm=algorithm, precision=precision)

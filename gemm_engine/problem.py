@@ -34,8 +34,15 @@ class MatmulProblem:
     # dimension: the widest vector a loader may use. 1 means scalar access only.
     lhs_align: int = 1
     rhs_align: int = 1
+    # "tf32" lets float32 operands run on tensor cores rounded to tf32 (10 mantissa bits); the
+    # default keeps float32 exact (register FMA).
+    precision: str = "default"
+
+    PRECISIONS = ("default", "tf32")
 
     def __post_init__(self):
+        if self.precision not in self.PRECISIONS:
+            raise ValueError(f"precision: expected one of {self.PRECISIONS}, got {self.precision!r}")
         for name in ("batch", "m", "n", "k"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:

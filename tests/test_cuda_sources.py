@@ -5,7 +5,7 @@ import pytest
 
 from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
 from cuda_compile import compile_all, nvcc_or_skip
-from gemm_engine.algorithms import REGISTRY
+from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
@@ -40,8 +40,20 @@ def sources_for(algorithm_name: str, cc: tuple[int, int]) -> dict:
     return {f"{algorithm_name} {p}": src for p, src in sources.values()}
 
 
+#: Families ("simple", "double_buffering") only pick among their members' configs: compiling the
+#: concrete algorithms covers them.
+CONCRETE = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily))
+
+
+def test_families_pick_only_member_configs():
+    families = [cls for cls in REGISTRY.values() if issubclass(cls, AlgorithmFamily)]
+    assert families
+    for family in families:
+        assert all(v.name in CONCRETE for v in family.variants), family.name
+
+
 @pytest.mark.nvcc
-@pytest.mark.parametrize("algorithm_name", sorted(REGISTRY))
+@pytest.mark.parametrize("algorithm_name", CONCRETE)
 def test_cuda_sources_compile(algorithm_name):
     nvcc = nvcc_or_skip()
     sources = sources_for(algorithm_name, (9, 0))

@@ -14,7 +14,7 @@ import pytest
 
 from cases import SHAPES
 from cuda_compile import compile_all, nvcc_or_skip
-from gemm_engine.algorithms import DoubleBufferingAlgorithm, SimpleAlgorithm, resolve
+from gemm_engine.algorithms import DoubleBufferingUnitAlgorithm as DoubleBufferingAlgorithm, SimpleAlgorithm, resolve
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
@@ -74,7 +74,7 @@ def render(problem, device, algorithm=ALG):
     alg = resolve(algorithm)
     dialect = dialect_for(device)
     cfg = alg.setup(problem, dialect)
-    return alg, cfg, dialect, alg.render(cfg, dialect)
+    return alg.chosen(cfg), cfg, dialect, alg.render(cfg, dialect)
 
 
 def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 import gemm_engine
-from gemm_engine.algorithms.double_buffering import DoubleBufferingAlgorithm
+from gemm_engine.algorithms.double_buffering import DoubleBufferingUnitAlgorithm
 from gemm_engine.global_.double_buffering import DoubleBufferingGlobalMatmul
 from gemm_engine.global_.listeners import DoubleBufferingListener
 from gemm_engine.stage.events import TileMatmulCompleted
@@ -26,7 +26,7 @@ class CountingGlobal(DoubleBufferingGlobalMatmul):
     listener_class = CountingListener
 
 
-class CountingDoubleBuffering(DoubleBufferingAlgorithm):
+class CountingDoubleBuffering(DoubleBufferingUnitAlgorithm):
     name = "counting_double_buffering"
     global_ = CountingGlobal
 
@@ -57,6 +57,6 @@ def test_user_algorithm_does_not_share_cache_with_builtin(engine):
     from gemm_engine.dtypes import FLOAT32
     p = MatmulProblem(1, 64, 64, 64, FLOAT32, FLOAT32, FLOAT32)
     ours = CountingDoubleBuffering().setup(p, engine.dialect)
-    theirs = DoubleBufferingAlgorithm().setup(p, engine.dialect)
+    theirs = DoubleBufferingUnitAlgorithm().setup(p, engine.dialect)
     assert ours != theirs and ours.batch == theirs.batch
     assert np.isscalar(hash(ours))

@@ -1,8 +1,13 @@
 """The algorithm family. Importing this package registers every built-in algorithm by name."""
-from .base import REGISTRY, Algorithm, KernelConfig, register, resolve
-from .double_buffering import DoubleBufferingAlgorithm  # noqa: F401  (registers "double_buffering")
-from .simple import SimpleAlgorithm, UnitSelection
+from .base import REGISTRY, Algorithm, AlgorithmFamily, KernelConfig, register, resolve
 from .accelerated import PlaneSelection, SimpleMmaAlgorithm
+from .double_buffering import (DoubleBufferingAlgorithm, DoubleBufferingMmaAlgorithm,
+                               DoubleBufferingUnitAlgorithm)
+from .simple import SimpleAlgorithm, SimpleUnitAlgorithm, UnitSelection
+from .specialized import SpecializedAlgorithm, SpecializedSelection  # noqa: F401  (registers "specialized")
+from .ordered import OrderedAlgorithm  # noqa: F401  (registers "ordered")
+from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  (registers "pipelined_mma")
 
-__all__ = ["Algorithm", "KernelConfig", "PlaneSelection", "REGISTRY", "SimpleAlgorithm", "SimpleMmaAlgorithm",
-           "UnitSelection", "register", "resolve"]
+__all__ = ["Algorithm", "AlgorithmFamily", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",
+           "DoubleBufferingUnitAlgorithm", "KernelConfig", "PlaneSelection", "REGISTRY", "SimpleAlgorithm",
+           "SimpleMmaAlgorithm", "SimpleUnitAlgorithm", "UnitSelection", "register", "resolve"]

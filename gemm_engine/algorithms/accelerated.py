@@ -62,8 +62,9 @@ def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str
 @register
 class SimpleMmaAlgorithm(Algorithm):
     name = "simple_mma"
+    selection_class = PlaneSelection
     tile = MmaTile
     stage = PlanePartitionedStage
 
     def select(self, problem, dialect):
-        return select_plane_tiling(problem, dialect)
+        return select_plane_tiling(problem, dialect, problem.precision)

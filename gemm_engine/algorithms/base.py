@@ -17,6 +17,7 @@ from ..codegen.dialect import Dialect
 from ..global_.base import GlobalMatmul
 from ..global_.loaders import CyclicLoader, Loader
 from ..global_.simple import SimpleGlobalMatmul
+from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..stage.base import StageMatmul
 from ..stage.unit_partitioned import UnitPartitionedStage
@@ -39,6 +40,8 @@ class KernelConfig:
 
 class Algorithm:
     name: ClassVar[str] = "algorithm"
+    #: The selection type this algorithm's components read (None: any).
+    selection_class: ClassVar[type | None] = None
     tile: ClassVar[type[TileMatmul]] = RegisterTile
     stage: ClassVar[type[StageMatmul]] = UnitPartitionedStage
     global_: ClassVar[type[GlobalMatmul]] = SimpleGlobalMatmul
@@ -79,8 +82,54 @@ class Algorithm:
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
         return self.components.cube_count(cfg.batch, problem)
 
+    def chosen(self, cfg: KernelConfig) -> "Algorithm":
+        """The concrete algorithm that produced ``cfg`` (itself; a family returns its member)."""
+        return self
+
     def __repr__(self):
         return f"{type(self).__name__}({self.selection!r})"
+
+
+class AlgorithmFamily(Algorithm):
+    """One name for several compositions: setup takes the first variant that accepts the problem.
+
+    E.g. "simple" = (tensor-core variant, register variant): f16 on an sm_80+ GPU gets tensor cores,
+    float64 or OpenCL gets register FMA. A selection passed by the caller goes only to the variants
+    whose `selection_class` it is an instance of. When no variant accepts, the SetupError lists
+    every variant's reason.
+    """
+
+    variants: ClassVar[tuple[type[Algorithm], ...]] = ()
+
+    def __init__(self, selection=None):
+        self.selection = selection
+        self.members = [v(selection) for v in self.variants
+                        if selection is None or v.selection_class is None
+                        or isinstance(selection, v.selection_class)]
+        if not self.members:
+            raise TypeError(f"{self.name}: no variant takes a {type(selection).__name__} selection")
+
+    def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
+        reasons = []
+        for member in self.members:
+            try:
+                return member.setup(problem, dialect)
+            except SetupError as exc:
+                reasons.append(f"{member.name}: {exc.reason if exc.component == member.name else exc}")
+        raise SetupError(self.name, "no variant can run this problem: " + "; ".join(reasons))
+
+    def chosen(self, cfg: KernelConfig) -> Algorithm:
+        for member in self.members:
+            cls = type(member)
+            if cfg.algorithm == f"{cls.__module__}.{cls.__qualname__}":
+                return member
+        raise ValueError(f"{self.name}: config {cfg.algorithm} is not one of this family's")
+
+    def render(self, cfg, dialect):
+        return self.chosen(cfg).render(cfg, dialect)
+
+    def cube_count(self, cfg, problem):
+        return self.chosen(cfg).cube_count(cfg, problem)
 
 
 REGISTRY: dict[str, type[Algorithm]] = {}

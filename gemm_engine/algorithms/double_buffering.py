@@ -1,21 +1,33 @@
-"""Double buffering: the simple algorithm's register tiles and unit stage, with the global matmul
-that overlaps the next K slice's loads with the current slice's compute.
+"""Double buffering: two shared-memory stages; the next K slice's loads are spread between the
+current slice's tile executions through the stage event listener.
 
-Same tiling rule as "simple": its largest stages (f64, 64 x 64 x 16) need 2 x 17 KiB of shared
-memory with two buffers, inside the 48 KiB static limit. A tensor-core variant swaps
-`tile`/`stage` and `select`.
+``double_buffering_unit``: register tiles, unit stage (every backend and dtype). Its largest stages
+(f64, 64 x 64 x 16) need 2 x 17 KiB of shared memory, inside the 48 KiB static limit.
+``double_buffering_mma``: mma.sync tiles on a plane-partitioned stage (CUDA sm_80+, f16 / bf16,
+f32 with tf32 opted in).
+``double_buffering``: the family taking the tensor-core variant where it sets up, else the unit one.
 """
 from __future__ import annotations
 
 from ..global_.double_buffering import DoubleBufferingGlobalMatmul
-from .base import Algorithm, register
-from .simple import select_unit_tiling
+from .accelerated import SimpleMmaAlgorithm
+from .base import AlgorithmFamily, register
+from .simple import SimpleUnitAlgorithm
 
 
 @register
-class DoubleBufferingAlgorithm(Algorithm):
-    name = "double_buffering"
+class DoubleBufferingUnitAlgorithm(SimpleUnitAlgorithm):
+    name = "double_buffering_unit"
     global_ = DoubleBufferingGlobalMatmul
 
-    def select(self, problem, dialect):
-        return select_unit_tiling(problem, dialect)
+
+@register
+class DoubleBufferingMmaAlgorithm(SimpleMmaAlgorithm):
+    name = "double_buffering_mma"
+    global_ = DoubleBufferingGlobalMatmul
+
+
+@register
+class DoubleBufferingAlgorithm(AlgorithmFamily):
+    name = "double_buffering"
+    variants = (DoubleBufferingMmaAlgorithm, DoubleBufferingUnitAlgorithm)

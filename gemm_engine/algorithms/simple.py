@@ -1,11 +1,17 @@
-"""Simple: register tiles, a unit-partitioned stage, a single-stage global matmul, row-major dispatch."""
+"""Simple: a single-stage global matmul (load, barrier, compute, barrier) under a partitioned batch.
+
+``simple_unit``: register tiles on a unit-partitioned stage (every backend and dtype).
+``simple``: the family that takes the tensor-core variant (``simple_mma``) where it sets up and
+the unit variant everywhere else.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .base import Algorithm, register
+from .accelerated import SimpleMmaAlgorithm
+from .base import Algorithm, AlgorithmFamily, register
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,15 @@ def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelectio
 
 
 @register
-class SimpleAlgorithm(Algorithm):
-    name = "simple"
+class SimpleUnitAlgorithm(Algorithm):
+    name = "simple_unit"
+    selection_class = UnitSelection
 
     def select(self, problem, dialect):
         return select_unit_tiling(problem, dialect)
+
+
+@register
+class SimpleAlgorithm(AlgorithmFamily):
+    name = "simple"
+    variants = (SimpleMmaAlgorithm, SimpleUnitAlgorithm)

@@ -1,17 +1,18 @@
 """Specialized: the double-buffering pipeline with its loads moved onto load-only units.
 
 The stage's units only compute (register tiles, unit-partitioned stage); extra units appended after
-them only load, one K slice ahead. ``SpecializedSelection.load_units`` sets how many (0: a quarter of
-the compute units, rounded up to whole planes). Same tiling rule as "simple": its stages have 256
-compute units (64 on CPU OpenCL for large problems), a multiple of the CUDA warp.
+them only load, one K slice ahead. ``SpecializedSelection.load_units`` sets how many (0, or a plain
+`UnitSelection`: half as many as compute units, rounded up to whole planes). Same tiling rule as
+"simple_unit": its stages have 256 compute units (64 on CPU OpenCL for large problems), a multiple
+of the CUDA warp.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..global_.specialized import SpecializedGlobalMatmul
-from .base import Algorithm, register
-from .simple import UnitSelection, select_unit_tiling
+from .base import register
+from .simple import SimpleUnitAlgorithm, UnitSelection
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,6 @@ class SpecializedSelection(UnitSelection):
 
 
 @register
-class SpecializedAlgorithm(Algorithm):
+class SpecializedAlgorithm(SimpleUnitAlgorithm):
     name = "specialized"
     global_ = SpecializedGlobalMatmul
-
-    def select(self, problem, dialect):
-        return SpecializedSelection(**asdict(select_unit_tiling(problem, dialect)))

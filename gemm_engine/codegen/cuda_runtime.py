@@ -30,6 +30,7 @@ class CudaRuntime(Runtime):
 
     def __init__(self, device=None):
         super().__init__()
+        self._dyn_smem: dict[int, int] = {}   # id(kernel) -> dynamic shared bytes it may take
         cp = self.cp = _cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()
@@ -57,10 +58,23 @@ class CudaRuntime(Runtime):
             module = self.cp.RawModule(code=source, options=("--std=c++17", f"--gpu-architecture={arch}"))
             return module.get_function(name)
 
-    def launch(self, kernel, cubes, units, args):
+    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
         conv = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args]
         with self.cuda_device:
-            kernel((cubes,), (units,), tuple(conv))
+            if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
+                self._raise_shared_limit(kernel, shared_bytes)
+            kernel((cubes,), (units,), tuple(conv), shared_mem=shared_bytes)
+
+    def _raise_shared_limit(self, kernel, shared_bytes):
+        """A block gets more than 48 KiB of dynamic shared memory only after an opt-in per kernel
+        (cudaFuncSetAttribute). Kernels stay alive in the runtime's cache, so their id is a key."""
+        if hasattr(kernel, "max_dynamic_shared_size_bytes"):     # cupy.RawKernel
+            kernel.max_dynamic_shared_size_bytes = shared_bytes
+        else:                                                    # cupy.cuda.function.Function
+            driver = self.cp.cuda.driver
+            attr = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+            driver.funcSetAttribute(kernel.ptr, attr, shared_bytes)
+        self._dyn_smem[id(kernel)] = shared_bytes
 
     def synchronize(self):
         with self.cuda_device:

@@ -136,6 +136,11 @@ typedef long long i64;
             return cc >= (9, 0)
         return super().supports(feature)
 
+    def dynamic_shared(self, name: str) -> str:
+        """Declaration (at kernel scope) of the cube's dynamic shared memory as 16-byte aligned
+        bytes, sized at launch (a config's ``dynamic_shared_bytes``): the only way past 48 KiB."""
+        return f"extern __shared__ __align__(16) unsigned char {name}[];"
+
     def shared_address(self, pointer: str) -> str:
         """Expression: the 32-bit shared-window address of a generic pointer into shared memory,
         the operand form PTX instructions such as ldmatrix take."""

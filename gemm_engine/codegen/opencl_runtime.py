@@ -76,7 +76,8 @@ class OpenCLRuntime(Runtime):
         program = self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
         return getattr(program, name)
 
-    def launch(self, kernel, cubes, units, args):
+    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
+        # shared_bytes: CUDA's dynamic shared memory; no OpenCL component asks for it.
         conv = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args]
         kernel(self.queue, (cubes * units,), (units,), *conv)
 

@@ -40,9 +40,10 @@ class Runtime(ABC):
     def _compile(self, source: str, name: str): ...
 
     @abstractmethod
-    def launch(self, kernel, cubes: int, units: int, args: list) -> None:
+    def launch(self, kernel, cubes: int, units: int, args: list, shared_bytes: int = 0) -> None:
         """Run ``kernel`` on ``cubes`` cubes of ``units`` units. ``args`` holds `DeviceArray`
-        pointer arguments (as `ptr_arg` returns them) and Python ints (passed as 64-bit)."""
+        pointer arguments (as `ptr_arg` returns them) and Python ints (passed as 64-bit).
+        ``shared_bytes``: dynamic shared memory per cube (CUDA; a config's ``dynamic_shared_bytes``)."""
 
     @abstractmethod
     def synchronize(self) -> None:

@@ -3,10 +3,11 @@
 `DoubleBufferingListener` interleaves the loads of the next K slice with the current stage's tile
 executions: it spreads the loader's task blocks over the ``TileMatmulCompleted(i, n)`` events, so
 global-memory latency is overlapped with register FMAs instead of being paid in front of them.
+`OrderedListener` does the same and also places the ordered matmul's lhs register loads at ``Begin``.
 """
 from __future__ import annotations
 
-from ..stage.events import Finish, StageEvent, StageEventListener, TileMatmulCompleted
+from ..stage.events import Begin, Finish, StageEvent, StageEventListener, TileMatmulCompleted
 
 
 class DoubleBufferingListener(StageEventListener):
@@ -37,3 +38,17 @@ class DoubleBufferingListener(StageEventListener):
         if isinstance(event, Finish):
             return self._emit_until(len(self.tasks))
         return ""
+
+
+class OrderedListener(DoubleBufferingListener):
+    """A `DoubleBufferingListener` that also answers ``Begin`` with ``begin``: code the stage must
+    run before its first tile of the step (the ordered matmul's loads of lhs into registers)."""
+
+    def __init__(self, tasks: list[str], begin: str = ""):
+        super().__init__(tasks)
+        self.begin = begin
+
+    def on_event(self, event: StageEvent) -> str:
+        if isinstance(event, Begin):
+            return self.begin
+        return super().on_event(event)

@@ -3,8 +3,10 @@
 Contract
 --------
 On entry to ``execute`` the lhs stage (``stage_m x stage_k``) and rhs stage (``stage_k x stage_n``)
-are in shared memory, both stored k-major (element ``(k, x)`` at ``array[k * ld + x]``, ``ld`` from
-the config, so the global level's loaders know where to put data), and every unit of the cube has
+are in shared memory, stored k-major by default (element ``(k, x)`` at ``array[k * ld + x]``, ``ld``
+from the config, so the global level's loaders know where to put data) or, where the config's
+``lhs_k_contiguous`` / ``rhs_k_contiguous`` says so (a stage sets them only when its selection asks
+for it and its tile reads that orientation), k-contiguous (``array[x * ld + k]``), and every unit of the cube has
 passed a barrier since they were written. The stage decides which unit or plane runs which tile
 matmuls (its *partition*), has the tile level read fragments and execute, and adds the result into
 accumulators it declared with ``declare``/``init``. It moves no global memory and issues no barrier
@@ -37,16 +39,19 @@ class StageConfig:
     stage_n: int
     stage_k: int
     units: int          # threads / work-items per cube
-    lhs_ld: int         # shared-memory leading dimension of the k-major lhs stage (>= stage_m)
-    rhs_ld: int         # ... of the rhs stage (>= stage_n)
+    lhs_ld: int         # shared-memory leading dimension of the lhs stage (>= stage_m k-major,
+                        # >= stage_k k-contiguous)
+    rhs_ld: int         # ... of the rhs stage (>= stage_n, or >= stage_k)
+    lhs_k_contiguous: bool = False   # lhs stored [m][k] instead of the default k-major [k][m]
+    rhs_k_contiguous: bool = False   # rhs stored [n][k] instead of [k][n]
 
     @property
     def lhs_smem_elems(self) -> int:
-        return self.stage_k * self.lhs_ld
+        return (self.stage_m if self.lhs_k_contiguous else self.stage_k) * self.lhs_ld
 
     @property
     def rhs_smem_elems(self) -> int:
-        return self.stage_k * self.rhs_ld
+        return (self.stage_n if self.rhs_k_contiguous else self.stage_k) * self.rhs_ld
 
 
 class StageMatmul(ABC):

@@ -68,9 +68,26 @@ class PlanePartitionedStage(StageMatmul):
             raise SetupError(self.name, f"{plm * pln} planes ({units} units) exceed the device's "
                                         f"{dialect.device.max_threads_per_cube} units per cube")
         sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
+        lhs_kc, rhs_kc = self.orientation(problem, selection)
         return PlaneStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
-                                lhs_ld=sm + SMEM_PAD, rhs_ld=sn + SMEM_PAD, planes_m=plm,
+                                lhs_ld=(sk if lhs_kc else sm) + SMEM_PAD,
+                                rhs_ld=(sk if rhs_kc else sn) + SMEM_PAD,
+                                lhs_k_contiguous=lhs_kc, rhs_k_contiguous=rhs_kc, planes_m=plm,
                                 planes_n=pln, partition_m=pm, partition_n=pn)
+
+    def orientation(self, problem: MatmulProblem, selection) -> tuple[bool, bool]:
+        """(lhs, rhs) k-contiguous in shared memory? k-major (False, False) unless the selection's
+        ``smem_layout`` is "global": then each operand is stored as it lies in global memory (a
+        row-major lhs and a column-major rhs are k-contiguous), so a loader can copy 16-byte chunks
+        straight through. The padding above keeps ldmatrix conflict-free either way: a row of
+        stage_k + 8 halves (stage_k a multiple of 16) puts the 8 rows of one 8 x 8 block on 8
+        distinct 4-bank groups."""
+        mode = getattr(selection, "smem_layout", "k_major")
+        if mode == "k_major":
+            return False, False
+        if mode != "global":
+            raise SetupError(self.name, f"smem_layout={mode!r}; expected 'k_major' or 'global'")
+        return problem.lhs_layout == "row", problem.rhs_layout == "col"
 
     def declare(self, cfg: PlaneStageConfig, d: Dialect) -> str:
         t, tc = self.tile, cfg.tile
@@ -95,12 +112,12 @@ class PlanePartitionedStage(StageMatmul):
         pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
 
         def rhs_load(j: int) -> tuple[str, StageEvent]:
-            src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}")
+            src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
             return t.load_rhs(tc, d, f"rhs_frag_{j % 2}", src), RhsLoaded(kt * pn + j, nk * pn)
 
         steps = []
         for i in range(pm):
-            src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}")
+            src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
             steps.append((t.load_lhs(tc, d, f"lhs_frag_{i}", src), LhsLoaded(kt * pm + i, nk * pm)))
         steps.append(rhs_load(0))
         for j in range(pn):

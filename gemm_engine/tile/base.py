@@ -9,8 +9,10 @@ caller so that a stage can hold several of each (one accumulator per tile of its
 rhs fragment for double buffering):
 
 * on entry to ``load_lhs`` / ``load_rhs`` the operands are in shared memory, described by a
-  ``SmemTile`` (which array, its leading dimension, and where the tile starts); the tile level reads
-  them into its fragments and nothing else;
+  ``SmemTile`` (which array, its leading dimension, its orientation and where the tile starts); the
+  tile level reads them into its fragments and nothing else. Every tile reads k-major tiles (the
+  default orientation); a tile may also accept k-contiguous ones (``SmemTile.k_contiguous``), which
+  a stage only hands it when the global level stores the operand that way;
 * ``execute`` touches registers only: it adds ``lhs_frag @ rhs_frag`` into ``acc``;
 * ``acc_elements`` says, for the writer, which output element (row, col within the tile, possibly
   depending on the lane) each accumulator register holds. The tile level never writes global memory.
@@ -33,13 +35,24 @@ class SmemTile:
     """Where a tile's operand lies in shared memory.
 
     Element ``(k, x)`` of the tile (``x`` along m for lhs, along n for rhs) is
-    ``array[(k) * ld + (origin) + x]``: the stage stores both operands k-major.
+    ``array[(k) * ld + (origin) + x]`` when the stage stores the operand k-major (the default), or
+    ``array[((origin) + x) * ld + (k)]`` when ``k_contiguous`` (rows of shared memory are m or n,
+    contiguous along k: the layout of a row-major lhs or a column-major rhs in global memory, so
+    16-byte chunks copy straight through).
     """
 
     array: str
     ld: int
     k: str        # expression: the k row inside the stage
     origin: str   # expression: the first m (lhs) or n (rhs) index of the tile inside the stage
+    k_contiguous: bool = False
+
+    def at(self, k_off: str, x_off: str) -> str:
+        """Expression: element (``k + k_off``, ``origin + x_off``) of the tile."""
+        k, x = f"({self.k}) + {k_off}", f"({self.origin}) + {x_off}"
+        if self.k_contiguous:
+            return f"{self.array}[({x}) * {self.ld} + {k}]"
+        return f"{self.array}[({k}) * {self.ld} + {x}]"
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,13 @@ Register fragments per lane (groupID g = lane >> 2, thread-in-group t = lane & 3
 * B (k x 8, "col"): f16 -- (k 2t..2t+1, col g), (k 2t+8..2t+9, col g); tf32 -- (t, g), (t+4, g).
 * C (16 x 8, f32): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at (g+8, 2t), (g+8, 2t+1).
 
-The stage stores both operands k-major (rows of shared memory are k, contiguous along m or n), while
-every A/B register pairs two consecutive k for one m (n). ``ldmatrix ... .trans`` gives exactly
-that: it hands lane l the elements (2t, g), (2t+1, g) of each stored 8 x 8 block, i.e. row g and
-columns 2t, 2t+1 of the transposed block. Each lane addresses one 16-byte row of one block, so the
-stage's leading dimension and tile origins must be multiples of 8 halves.
+By default the stage stores both operands k-major (rows of shared memory are k, contiguous along m
+or n), while every A/B register pairs two consecutive k for one m (n). ``ldmatrix ... .trans`` gives
+exactly that: it hands lane l the elements (2t, g), (2t+1, g) of each stored 8 x 8 block, i.e. row g
+and columns 2t, 2t+1 of the transposed block. A k-contiguous operand (``SmemTile.k_contiguous``:
+rows are m or n, contiguous along k) is already in register order, so plain ``ldmatrix`` reads it
+(lane l gets row g, columns 2t, 2t+1 of each block). Each lane addresses one 16-byte row of one
+block, so the stage's leading dimension and tile origins must be multiples of 8 halves.
 
 PTX only exists on CUDA, so the inline ``asm`` strings live here; the one CUDA builtin needed (the
 shared-window address ldmatrix takes) comes from the dialect.
@@ -66,7 +68,8 @@ class MmaTile(TileMatmul):
             raise SetupError(self.name, f"mma.sync needs 32-wide planes, device has {dev.plane_size}")
         if problem.lhs != problem.rhs:
             raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
-        precision = getattr(selection, "precision", "default")
+        # The problem's precision (the caller's matmul(..., precision=)) or the selection's opt-in.
+        precision = problem.precision if problem.precision != "default" else getattr(selection, "precision", "default")
         if precision not in _PRECISIONS:
             raise SetupError(self.name, f"precision={precision!r}; expected one of {_PRECISIONS}")
         kind = self._kind(problem.lhs.storage, precision)
@@ -108,30 +111,60 @@ class MmaTile(TileMatmul):
     # -- shared memory -> fragments -------------------------------------------------------------
     @staticmethod
     def _at(src: SmemTile, k_off: str, x_off: str) -> str:
-        """Element (k_off, x_off) of the tile in shared memory (k-major, see SmemTile)."""
-        return f"{src.array}[(({src.k}) + {k_off}) * {src.ld} + ({src.origin}) + {x_off}]"
+        """Element (k_off, x_off) of the tile in shared memory (either orientation, see SmemTile)."""
+        return src.at(k_off, x_off)
+
+    @staticmethod
+    def _ldmatrix(d: Dialect, count: int, src: SmemTile, frag: str, k_off: str, x_off: str) -> str:
+        """``ldmatrix.x{count}`` into ``frag[0..count)``, this lane addressing element (k_off, x_off);
+        transposing only when the tile is stored k-major."""
+        trans = "" if src.k_contiguous else ".trans"
+        addr = d.shared_address("&" + src.at(k_off, x_off))
+        regs = ", ".join(f"%{i}" for i in range(count))
+        outs = ", ".join(f'"=r"({frag}[{i}])' for i in range(count))
+        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{regs}}}, [%{count}];"\n'
+                f'    : {outs} : "r"({addr}));')
 
     def load_lhs(self, cfg, d, frag, src):
         if cfg.kind == "tf32":
             g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
             return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, t, f"{g} + 8"),
                                            self._at(src, f"{t} + 4", g), self._at(src, f"{t} + 4", f"{g} + 8")])
-        # Four 8 x 8 blocks, lanes 8j..8j+7 addressing the 8 k rows of block j; block j is register
-        # a_j: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
-        addr = d.shared_address("&" + self._at(src, f"((({LANE} >> 4) << 3) + ({LANE} & 7))",
-                                               f"((({LANE} >> 3) & 1) << 3)"))
-        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];"\n'
-                f'    : "=r"({frag}[0]), "=r"({frag}[1]), "=r"({frag}[2]), "=r"({frag}[3]) : "r"({addr}));')
+        # Four 8 x 8 blocks, lanes 8j..8j+7 addressing the 8 rows of block j (k rows when k-major,
+        # m rows when k-contiguous); block j is register a_j: (m 0-7, k 0-7), (m 8-15, k 0-7),
+        # (m 0-7, k 8-15), (m 8-15, k 8-15).
+        if src.k_contiguous:
+            return self._ldmatrix(d, 4, src, frag, f"(({LANE} >> 4) << 3)",
+                                  f"((({LANE} >> 3) & 1) << 3) + ({LANE} & 7)")
+        return self._ldmatrix(d, 4, src, frag, f"((({LANE} >> 4) << 3) + ({LANE} & 7))",
+                              f"((({LANE} >> 3) & 1) << 3)")
 
     def load_rhs(self, cfg, d, frag, src):
         if cfg.kind == "tf32":
             g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
             return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, f"{t} + 4", g)])
-        # Two 8 x 8 blocks (k 0-7 -> b0, k 8-15 -> b1), rows addressed by lanes 0-15; lanes 16-31
-        # repeat those addresses (ignored by .x2, but kept valid).
-        addr = d.shared_address("&" + self._at(src, f"({LANE} & 15)", "0"))
-        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{%0, %1}}, [%2];"\n'
-                f'    : "=r"({frag}[0]), "=r"({frag}[1]) : "r"({addr}));')
+        # Two 8 x 8 blocks (k 0-7 -> b0, k 8-15 -> b1), rows addressed by lanes 0-15 (k rows when
+        # k-major, n rows when k-contiguous); lanes 16-31 repeat those addresses (ignored by .x2,
+        # but kept valid).
+        if src.k_contiguous:
+            return self._ldmatrix(d, 2, src, frag, f"((({LANE} >> 3) & 1) << 3)", f"({LANE} & 7)")
+        return self._ldmatrix(d, 2, src, frag, f"({LANE} & 15)", "0")
+
+    def load_rhs_pair(self, cfg, d, frag_a, frag_b, src):
+        """Fragments of two adjacent n tiles (``src.origin`` and 8 columns on) with one
+        ``ldmatrix.x4``, or None for tf32 (scalar reads). Blocks: (k 0-7, n 0-7) -> a[0],
+        (k 8-15, n 0-7) -> a[1], (k 0-7, n 8-15) -> b[0], (k 8-15, n 8-15) -> b[1]; lanes 8j..8j+7
+        address block j's rows (k rows when k-major, n rows when k-contiguous)."""
+        if cfg.kind == "tf32":
+            return None
+        trans = "" if src.k_contiguous else ".trans"
+        if src.k_contiguous:
+            at = src.at(f"((({LANE} >> 3) & 1) << 3)", f"(({LANE} >> 4) << 3) + ({LANE} & 7)")
+        else:
+            at = src.at(f"((({LANE} >> 3) & 1) << 3) + ({LANE} & 7)", f"(({LANE} >> 4) << 3)")
+        addr = d.shared_address("&" + at)
+        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {{%0, %1, %2, %3}}, [%4];"\n'
+                f'    : "=r"({frag_a}[0]), "=r"({frag_a}[1]), "=r"({frag_b}[0]), "=r"({frag_b}[1]) : "r"({addr}));')
 
     @staticmethod
     def _tf32_loads(frag: str, elements: list[str]) -> str:

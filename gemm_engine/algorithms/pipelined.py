@@ -1,0 +1,75 @@
+"""Pipelined tensor-core algorithm: ``mma.sync`` tiles fed by a multi-stage ``cp.async`` ring.
+
+``pipelined_mma`` = `MmaTile` under `PlanePartitionedStage` (operands stored in shared memory in
+their global layout, read by ldmatrix with or without .trans) under `PipelinedGlobalMatmul` with
+`ChunkLoader`s (16-byte ``cp.async`` copies; narrower copies or a register path where the operand's
+alignment does not allow 16 bytes; zero-fill at every edge). CUDA sm_80+, float16 and bfloat16
+(float32 when the caller opts into tf32, as for ``simple_mma``).
+
+Tiling rule (`select_pipelined_tiling`): warps of 64 x 64 (4 x 8 mma tiles of 16 x 8: 128
+accumulator registers per lane) on 128 x 256 stages for large problems; smaller stages as the
+problem shrinks, so that the grid still fills the device's multiprocessors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..global_.async_loader import ChunkLoader
+from ..global_.pipelined import PipelinedGlobalMatmul
+from ..problem import MatmulProblem
+from ..stage.plane_partitioned import PlanePartitionedStage
+from ..tile.mma import MmaTile
+from .accelerated import PlaneSelection
+from .base import Algorithm, register
+
+
+@dataclass(frozen=True)
+class PipelinedSelection(PlaneSelection):
+    """A plane tiling plus the ring depth; shared memory follows the operands' global layout."""
+
+    partition_m: int = 4
+    partition_n: int = 8
+    planes_m: int = 2
+    planes_n: int = 4
+    stage_k: int = 32
+    stages: int = 3
+    smem_layout: str = "global"
+
+
+#: (planes_m, planes_n, partition_m, partition_n, stages), largest stage first.
+_CANDIDATES = [
+    (2, 4, 4, 8, 3),     # 128 x 256, 8 warps of 64 x 64
+    (2, 2, 4, 8, 4),     # 128 x 128, 4 warps of 64 x 64
+    (2, 2, 2, 8, 4),     # 64 x 128, 4 warps of 32 x 64
+    (2, 2, 2, 4, 4),     # 64 x 64, 4 warps of 32 x 32
+]
+
+
+def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> PipelinedSelection:
+    """The largest candidate stage whose grid gives every multiprocessor a cube (the last one
+    otherwise): big stages reuse each loaded element most, small ones keep small problems parallel."""
+    sms = max(1, dialect.device.compute_units)
+    for plm, pln, pm, pn, stages in _CANDIDATES:
+        sm, sn = plm * pm * 16, pln * pn * 8
+        cubes = problem.batch * -(-problem.m // sm) * -(-problem.n // sn)
+        if cubes >= sms:
+            break
+    # 64 bytes of k per stage row: 32 halves, 16 tf32 words (the ring's shared memory stays the same).
+    stage_k = 16 if problem.lhs.storage == "f32" else 32
+    return PipelinedSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
+                              stage_k=stage_k, stages=stages, precision=precision)
+
+
+@register
+class PipelinedMmaAlgorithm(Algorithm):
+    name = "pipelined_mma"
+    selection_class = PipelinedSelection
+    tile = MmaTile
+    stage = PlanePartitionedStage
+    global_ = PipelinedGlobalMatmul
+    lhs_loader = ChunkLoader
+    rhs_loader = ChunkLoader
+
+    def select(self, problem, dialect):
+        return select_pipelined_tiling(problem, dialect, getattr(problem, "precision", "default"))

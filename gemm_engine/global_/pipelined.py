@@ -1,0 +1,141 @@
+"""Pipelined global matmul: a ring of ``stages`` shared-memory slices filled by ``cp.async``.
+
+CUDA sm_80+ only. Both operands are moved by `ChunkLoader` (16-byte chunks, shared memory in the
+operand's global layout) into a ring of S slots per operand. The loop keeps S - 1 K slices in
+flight while the stage computes on the oldest:
+
+    prologue: slices 0 .. S-2 -> slots 0 .. S-2, one cp.async group each
+    step i:   wait until at most S-2 groups are pending (slice i has landed, for this unit)
+              barrier            (every unit's copies of slice i are visible; every unit is done
+                                  computing slice i-1, so its slot (i-1) % S = (i+S-1) % S is free)
+              issue slice i+S-1 into slot (i+S-1) % S; commit a group (possibly empty, so the
+              group count stays one per step and the wait above stays exact)
+              compute slot i % S
+              register-path loaders store their staged slice i+S-1 now (after the compute that hid
+              their global loads); the next barrier publishes it, long before step i+S-1 reads it
+
+One barrier per K step. The ring lives in dynamic shared memory (``dynamic_shared_bytes``, asked
+for at launch): three or four 128 x 256 x 32 half-precision slices need far more than the 48 KiB a
+static declaration may take.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import Layout, MatmulProblem
+from ..stage.events import StageEventListener
+from .async_loader import ChunkLoader, ChunkOperandTile
+from .base import GlobalConfig, GlobalMatmul
+
+# PTX of the cp.async group bookkeeping (the loader's copies join the open group).
+CP_ASYNC_COMMIT = 'asm volatile("cp.async.commit_group;" ::: "memory");'
+
+
+def cp_async_wait(pending: int) -> str:
+    return f'asm volatile("cp.async.wait_group {pending};" ::: "memory");'
+
+
+@dataclass(frozen=True)
+class PipelinedGlobalConfig(GlobalConfig):
+    stages: int = 3
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        """Shared memory the launch must provide: the whole ring of both operands."""
+        return self.stages * self.shared_memory_bytes
+
+
+class PipelinedGlobalMatmul(GlobalMatmul):
+    name = "pipelined_global"
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> PipelinedGlobalConfig:
+        if dialect.backend != "cuda" or not dialect.supports("cp_async"):
+            raise SetupError(self.name, f"needs cp.async (CUDA sm_80 or newer); device "
+                                        f"{dialect.device.name!r} ({dialect.backend}) has none")
+        if not isinstance(self.lhs_loader, ChunkLoader) or not isinstance(self.rhs_loader, ChunkLoader):
+            raise SetupError(self.name, "needs chunk loaders (shared memory in the global layout)")
+        stages = getattr(selection, "stages", 3)
+        if stages < 2:
+            raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
+        stage = self.stage.setup(problem, selection, dialect)
+        lhs_kc = problem.lhs_layout == Layout.ROW
+        rhs_kc = problem.rhs_layout == Layout.COL
+        if (stage.lhs_k_contiguous, stage.rhs_k_contiguous) != (lhs_kc, rhs_kc):
+            raise SetupError(self.name, "the stage must store operands in their global layout "
+                                        "(selection smem_layout='global')")
+        check_m, check_n, check_k = (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0,
+                                     problem.k % stage.stage_k != 0)
+        smem = stage.tile.smem_word
+        lhs = ChunkOperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, stage.stage_k,
+                               check_m, check_k, stage.lhs_ld, k_along_rows=False, smem_word=smem,
+                               align=problem.lhs_align)
+        rhs = ChunkOperandTile("rhs", problem.rhs, Layout(problem.rhs_layout), stage.stage_k, stage.stage_n,
+                               check_k, check_n, stage.rhs_ld, k_along_rows=True, smem_word=smem,
+                               align=problem.rhs_align)
+        cfg = PipelinedGlobalConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, stage.units),
+                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units), out=problem.out,
+                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages)
+        for loader, elems in ((cfg.lhs_loader, stage.lhs_smem_elems), (cfg.rhs_loader, stage.rhs_smem_elems)):
+            assert loader.smem_bytes == elems * loader.size, "loader and stage disagree on the slot size"
+        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
+            raise SetupError(self.name, f"{stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
+                                        f"memory, the device allows {dialect.device.max_shared_memory}")
+        return cfg
+
+    def shared_declarations(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
+        ctype = d.c_type(cfg.lhs_loader.operand.smem_type_word)
+        lhs_ring = cfg.stages * cfg.lhs_loader.smem_bytes
+        return "\n".join([d.dynamic_shared("gemm_ring"),
+                          f"{ctype}* lhs_smem = ({ctype}*)gemm_ring;",
+                          f"{ctype}* rhs_smem = ({ctype}*)(gemm_ring + {lhs_ring});"])
+
+    def _issue(self, cfg: PipelinedGlobalConfig, d: Dialect, slot: str, k0: str) -> str:
+        lhs, rhs = self.lhs_loader, self.rhs_loader
+        return "\n".join([lhs.issue(cfg.lhs_loader, d, slot, "cube_m0", k0, "M", "K"),
+                          rhs.issue(cfg.rhs_loader, d, slot, k0, "cube_n0", "K", "N"),
+                          lhs.advance(cfg.lhs_loader, cfg.stage.stage_k),
+                          rhs.advance(cfg.rhs_loader, cfg.stage.stage_k)])
+
+    def _commit(self, cfg: PipelinedGlobalConfig, d: Dialect, slot: str) -> str:
+        return "\n".join(c for c in (self.lhs_loader.commit(cfg.lhs_loader, d, slot),
+                                     self.rhs_loader.commit(cfg.rhs_loader, d, slot)) if c)
+
+    def body(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
+        s, sk, st = cfg.stages, cfg.stage.stage_k, cfg.stage
+        commit_now = self._commit(cfg, d, "pre")
+        commit_later = self._commit(cfg, d, "load_slot")
+        lhs_cur = f"(lhs_smem + cur_slot * {st.lhs_smem_elems})"
+        rhs_cur = f"(rhs_smem + cur_slot * {st.rhs_smem_elems})"
+        return "\n".join([
+            self.stage.declare(st, d),
+            self.stage.init_accumulators(st, d),
+            self.lhs_loader.declare(cfg.lhs_loader, d, "lhs_smem", "cube_m0", "0"),
+            self.rhs_loader.declare(cfg.rhs_loader, d, "rhs_smem", "0", "cube_n0"),
+            f"const int k_steps = (int)((K + {sk - 1}) / {sk});",
+            f"#pragma unroll\nfor (int pre = 0; pre < {s - 1}; ++pre) {{",
+            "if (pre < k_steps) {",
+            f"const i64 k0 = (i64)pre * {sk};",
+            self._issue(cfg, d, "pre", "k0"),
+            commit_now,
+            "}",
+            CP_ASYNC_COMMIT,
+            "}",
+            f"int cur_slot = 0, load_slot = {s - 1};",
+            "for (int step = 0; step < k_steps; ++step) {",
+            cp_async_wait(s - 2),
+            "SYNC_CUBE();",
+            f"const bool more = step + {s - 1} < k_steps;",
+            "if (more) {",
+            f"const i64 k0 = (i64)(step + {s - 1}) * {sk};",
+            self._issue(cfg, d, "load_slot", "k0"),
+            "}",
+            CP_ASYNC_COMMIT,
+            self.stage.execute(st, d, lhs_cur, rhs_cur, StageEventListener()),
+            *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
+            f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",
+            f"load_slot = load_slot + 1 == {s} ? 0 : load_slot + 1;",
+            "}",
+            self.write_output(cfg, d),
+        ])

@@ -1,0 +1,40 @@
+"""Unit-partitioned stage whose lhs comes from registers the unit filled itself, not shared memory.
+
+For the "ordered" global matmul: each unit holds the lhs values of its own ``tile_m`` rows of the
+stage for the whole K slice in a register array ``lhs_regs[stage_k][tile_m]`` (declared here,
+flattened k-major: element ``(k, i)`` at ``lhs_regs[k * tile_m + i]``), filled by the global level
+before ``execute``. Only the lhs fragment load differs from `UnitPartitionedStage`: it reads that
+array at a compile-time k (the stage renders its k loop unrolled, or with ``#pragma unroll``), so
+the array stays in registers. Rhs is read from shared memory as before.
+
+Within this stage ``execute``'s lhs argument names the register array rather than a shared-memory
+stage; the stage still moves no global memory itself.
+"""
+from __future__ import annotations
+
+from ..tile.base import SmemTile
+from .unit_partitioned import UnitPartitionedStage, UnitStageConfig
+
+#: The register array holding this unit's lhs rows for one K slice.
+LHS_REGS = "lhs_regs"
+
+
+class OrderedPartitionedStage(UnitPartitionedStage):
+    name = "ordered_partitioned_stage"
+
+    @staticmethod
+    def unit_rows(cfg: UnitStageConfig) -> tuple[str, int]:
+        """(first stage row, row count) of the lhs this unit reads: what the global level loads
+        into ``lhs_regs``. Units with the same ``part_m0`` need (and load) the same rows."""
+        return "part_m0", cfg.tile.tile_m
+
+    def declare(self, cfg: UnitStageConfig, d) -> str:
+        ctype = d.c_type(cfg.tile.compute)
+        return "\n".join([super().declare(cfg, d),
+                          f"{ctype} {LHS_REGS}[{cfg.stage_k * cfg.tile.tile_m}];"])
+
+    def _k_step(self, cfg, d, lhs_regs, rhs_smem, k: str) -> tuple[str, str, str]:
+        _, load_r, execute = super()._k_step(cfg, d, lhs_regs, rhs_smem, k)
+        # The register array read like a k-major tile of leading dimension tile_m, origin 0.
+        load_l = self.tile.load_lhs(cfg.tile, d, "lhs_frag", SmemTile(lhs_regs, cfg.tile.tile_m, k, "0"))
+        return load_l, load_r, execute
