@@ -12,9 +12,16 @@ try:
     cupy.asarray(numpy.ones(2, ml_dtypes.bfloat16)); print('cupy bfloat16: yes')
 except Exception as e: print('cupy bfloat16: no', type(e).__name__, e)" 2>&1 | tee -a "$OUT/gpu.txt"
 
-echo "== CUDA numerics (pytest, CUDA backend only)"
-GEMM_ENGINE_TEST_BACKENDS=cuda timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -m "not nvcc" \
-  tests ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_cuda.log" | tail -25
+BACKENDS=cuda
+if [ -d .whl ]; then  # PyOpenCL wheels carried along (shared/tools/gpu_machine_wheels.sh): NVIDIA's OpenCL too
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site \
+    && mkdir -p /tmp/ocl && echo libnvidia-opencl.so.1 > /tmp/ocl/nvidia.icd \
+    && export OCL_ICD_VENDORS=/tmp/ocl GEMM_ENGINE_OPENCL_DEVICE=NVIDIA && BACKENDS=cuda,opencl
+fi
+echo "== numerics (pytest, backends: $BACKENDS)"
+GEMM_ENGINE_TEST_BACKENDS=$BACKENDS timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -m "not nvcc" \
+  -rfE tests ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
 
 echo "== benchmark"
 timeout ${BENCH_TIMEOUT:-240} python3 bench/matmul_bench.py --backend cuda --suite ${SUITE:-issue3} \
