@@ -35,6 +35,7 @@ class PipelinedSelection(PlaneSelection):
     stage_k: int = 32
     stages: int = 3
     smem_layout: str = "global"
+    fragment_buffering: bool = True
 
 
 #: (planes_m, planes_n, partition_m, partition_n, stages), largest stage first.

@@ -102,6 +102,41 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         return "\n".join(c for c in (self.lhs_loader.commit(cfg.lhs_loader, d, slot),
                                      self.rhs_loader.commit(cfg.rhs_loader, d, slot)) if c)
 
+    def write_output(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
+        """Half-precision outputs: the two accumulators a lane holds at (row, col) and (row, col + 1)
+        (col even) leave as one 32-bit store of both, converted by one ``cvt.rn.{f16,bf16}x2``,
+        when the output's base and leading dimension are 4-byte aligned (checked once, at run time:
+        the problem does not describe the output) and col + 1 is in range; else one by one."""
+        cvt = {"f16_bits": "f16x2", "bf16_bits": "bf16x2"}.get(cfg.out.storage)
+        if cvt is None:
+            return super().write_output(cfg, d)
+        pending: list = []
+
+        def single(row, col, value):
+            store = d.store_global(cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}", value)
+            conds = ([f"cube_m0 + {row} < M"] if cfg.check_m else []) + ([f"cube_n0 + {col} < N"] if cfg.check_n else [])
+            return f"if ({' && '.join(conds)}) {store}" if conds else store
+
+        def writer(row, col, value):
+            if not pending:
+                pending.append((row, col, value))
+                return ""
+            (r0, c0, v0), = pending
+            pending.clear()
+            if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
+                return single(r0, c0, v0) + "\n" + single(row, col, value)
+            conds = (["out_pairs"] + ([f"cube_m0 + {r0} < M"] if cfg.check_m else [])
+                     + ([f"cube_n0 + {c0} + 1 < N"] if cfg.check_n else []))
+            index = f"(cube_m0 + {r0}) * out_ld + cube_n0 + {c0}"
+            pair = (f"{{ unsigned p; asm(\"cvt.rn.{cvt}.f32 %0, %1, %2;\" : \"=r\"(p) : \"f\"({value}), \"f\"({v0}));"
+                    f" *(GLOBAL unsigned*)(out + {index}) = p; }}")
+            return (f"if ({' && '.join(conds)}) {pair}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}")
+
+        code = self.stage.write(cfg.stage, d, writer)
+        if pending:
+            code += "\n" + single(*pending.pop())
+        return "const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;\n" + code
+
     def body(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
         s, sk, st = cfg.stages, cfg.stage.stage_k, cfg.stage
         commit_now = self._commit(cfg, d, "pre")

@@ -7,6 +7,12 @@ then walks the n tiles of its partition with the rhs fragment double-buffered: t
 n tile j+1 is requested from shared memory before the ``partition_m`` tile matmuls of n tile j are
 issued, so its latency hides behind them.
 
+With ``fragment_buffering`` (a selection field, off by default) a plane instead keeps two sets of
+fragments: every fragment of k tile kt+1 (rhs fragments two n tiles per ``ldmatrix.x4`` where the
+tile offers ``load_rhs_pair``) is requested before the partition_m x partition_n tile matmuls of k
+tile kt, so shared-memory latency hides behind a whole k tile of tensor-core work (it costs one
+more set of fragment registers). Same events, each load's event right after it.
+
 Events (in execution order): ``Begin``; per k tile ``LhsLoaded`` once per lhs fragment (n = k tiles
 * partition_m), ``RhsLoaded`` once per rhs fragment (n = k tiles * partition_n) and
 ``TileMatmulCompleted`` after each tile matmul (n = k tiles * partition_m * partition_n); ``Finish``.
@@ -39,6 +45,7 @@ class PlaneStageConfig(StageConfig):
     planes_n: int = 1
     partition_m: int = 1
     partition_n: int = 1
+    fragment_buffering: bool = False
 
     @property
     def k_tiles(self) -> int:
@@ -73,7 +80,8 @@ class PlanePartitionedStage(StageMatmul):
                                 lhs_ld=(sk if lhs_kc else sm) + SMEM_PAD,
                                 rhs_ld=(sk if rhs_kc else sn) + SMEM_PAD,
                                 lhs_k_contiguous=lhs_kc, rhs_k_contiguous=rhs_kc, planes_m=plm,
-                                planes_n=pln, partition_m=pm, partition_n=pn)
+                                planes_n=pln, partition_m=pm, partition_n=pn,
+                                fragment_buffering=bool(getattr(selection, "fragment_buffering", False)))
 
     def orientation(self, problem: MatmulProblem, selection) -> tuple[bool, bool]:
         """(lhs, rhs) k-contiguous in shared memory? k-major (False, False) unless the selection's
@@ -97,9 +105,54 @@ class PlanePartitionedStage(StageMatmul):
         ]
         lines += [t.declare_acc(tc, d, f"acc_{i}_{j}")
                   for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
+        if cfg.fragment_buffering:
+            lines += [t.declare_lhs(tc, d, f"lhs_frag_{b}_{i}") for b in range(2) for i in range(cfg.partition_m)]
+            lines += [t.declare_rhs(tc, d, f"rhs_frag_{b}_{j}") for b in range(2) for j in range(cfg.partition_n)]
+            return "\n".join(lines)
         lines += [t.declare_lhs(tc, d, f"lhs_frag_{i}") for i in range(cfg.partition_m)]
         lines += [t.declare_rhs(tc, d, f"rhs_frag_{b}") for b in range(min(2, cfg.partition_n))]
         return "\n".join(lines)
+
+    def _buffered_steps(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str,
+                        rhs_smem: str) -> list[list[tuple[str, StageEvent]]]:
+        """Steps of every k tile with fragment buffering: k tile kt loads set (kt + 1) % 2 (the
+        fragments of k tile kt + 1, the first k tile's loads running ahead of it) and computes on
+        set kt % 2. Set b of k tile kt is only overwritten by the loads in k tile kt + 1, after
+        its last tile matmul was issued (mma.sync reads its registers at issue)."""
+        t, tc = self.tile, cfg.tile
+        pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
+
+        def loads(kt: int) -> list[tuple[str, StageEvent]]:
+            b, k = kt % 2, str(kt * tc.tile_k)
+            out = []
+            for i in range(pm):
+                src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
+                out.append((t.load_lhs(tc, d, f"lhs_frag_{b}_{i}", src), LhsLoaded(kt * pm + i, nk * pm)))
+            pair = getattr(t, "load_rhs_pair", None)
+            j = 0
+            while j < pn:
+                src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
+                code = pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if pair and j + 1 < pn else None
+                if code:
+                    out += [(code, RhsLoaded(kt * pn + j, nk * pn)), ("", RhsLoaded(kt * pn + j + 1, nk * pn))]
+                    j += 2
+                else:
+                    out.append((t.load_rhs(tc, d, f"rhs_frag_{b}_{j}", src), RhsLoaded(kt * pn + j, nk * pn)))
+                    j += 1
+            return out
+
+        tiles = []
+        for kt in range(nk):
+            steps = loads(0) if kt == 0 else []
+            if kt + 1 < nk:
+                steps += loads(kt + 1)
+            b = kt % 2
+            for j in range(pn):
+                for i in range(pm):
+                    code = t.execute(tc, d, f"lhs_frag_{b}_{i}", f"rhs_frag_{b}_{j}", f"acc_{i}_{j}")
+                    steps.append((code, TileMatmulCompleted((kt * pn + j) * pm + i, nk * pm * pn)))
+            tiles.append(steps)
+        return tiles
 
     def init_accumulators(self, cfg, d):
         return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}_{j}")
@@ -130,20 +183,24 @@ class PlanePartitionedStage(StageMatmul):
 
     def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener) -> str:
         nk, tk = cfg.k_tiles, cfg.tile.tile_k
-        unrolled = [self._k_tile(cfg, d, lhs_smem, rhs_smem, str(kt * tk), kt) for kt in range(nk)]
+        if cfg.fragment_buffering:
+            unrolled = self._buffered_steps(cfg, d, lhs_smem, rhs_smem)
+        else:
+            unrolled = [self._k_tile(cfg, d, lhs_smem, rhs_smem, str(kt * tk), kt) for kt in range(nk)]
         # Ask in execution order, so a listener sees the events as the kernel will run them.
         begin = listener.on_event(Begin())
         injected = [[listener.on_event(ev) for _, ev in steps] for steps in unrolled]
         finish = listener.on_event(Finish())
         out = [begin] if begin else []
-        if not any(code for per_tile in injected for code in per_tile):
+        if not cfg.fragment_buffering and not any(code for per_tile in injected for code in per_tile):
             # Nothing to interleave: a k-tile loop (unrolled by the compiler) keeps sources small.
             body = self._k_tile(cfg, d, lhs_smem, rhs_smem, f"kt * {tk}", 0)
             out += [f"#pragma unroll\nfor (int kt = 0; kt < {nk}; ++kt) {{", *(c for c, _ in body), "}"]
         else:
             for steps, extra in zip(unrolled, injected):
                 for (code, _), inject in zip(steps, extra):
-                    out.append(code)
+                    if code:
+                        out.append(code)
                     if inject:
                         out.append(inject)
         if finish:
