@@ -31,6 +31,8 @@ SEL = {  # name -> selection (None: the algorithm's own rule)
     "auto": None,
     "128x256s3": PipelinedSelection(),
     "128x256s4": PipelinedSelection(stages=4),
+    "128x256nofb": PipelinedSelection(fragment_buffering=False),
+    "128x256k64s3": PipelinedSelection(stage_k=64, stages=3),
     "128x128s4": PipelinedSelection(planes_n=2, stages=4),
     "128x128k64s3": PipelinedSelection(planes_n=2, stage_k=64, stages=3),
     "256x128s3": PipelinedSelection(planes_m=4, planes_n=2, stages=3),

@@ -38,26 +38,38 @@ class PipelinedSelection(PlaneSelection):
     fragment_buffering: bool = True
 
 
-#: (planes_m, planes_n, partition_m, partition_n, stages), largest stage first.
+#: (planes_m, planes_n, partition_m, partition_n, stage_k in 16-bit elements, stages), largest
+#: stage first. Measured on the H100 (bench/results/h100_pipelined_mma.md): 128 x 256 x 64 in 3
+#: stages was the fastest at 4096^3, 128 x 128 x 32 in 4 stages at 2048^3, the small ones at 1000^3.
 _CANDIDATES = [
-    (2, 4, 4, 8, 3),     # 128 x 256, 8 warps of 64 x 64
-    (2, 2, 4, 8, 4),     # 128 x 128, 4 warps of 64 x 64
-    (2, 2, 2, 8, 4),     # 64 x 128, 4 warps of 32 x 64
-    (2, 2, 2, 4, 4),     # 64 x 64, 4 warps of 32 x 32
+    (2, 4, 4, 8, 64, 3),     # 128 x 256, 8 warps of 64 x 64
+    (2, 2, 4, 8, 32, 4),     # 128 x 128, 4 warps of 64 x 64
+    (2, 2, 2, 8, 32, 4),     # 64 x 128, 4 warps of 32 x 64
+    (2, 2, 2, 4, 32, 4),     # 64 x 64, 4 warps of 32 x 32
 ]
+#: Operands that cannot take 16-byte copies: 128 x 128 stages. With 4- or 8-byte copies, x 64 in 3
+#: stages (measured best at 4093^3). The register path (half precision on an odd leading dimension)
+#: stages each chunk in 4 registers per task: x 64 would need 64 of them and spills, x 32 needs 32.
+_UNALIGNED_LARGE = (2, 2, 4, 8, 64, 3)
+_REGISTER_PATH_LARGE = (2, 2, 4, 8, 32, 4)
 
 
 def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> PipelinedSelection:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last one
     otherwise): big stages reuse each loaded element most, small ones keep small problems parallel."""
     sms = max(1, dialect.device.compute_units)
-    for plm, pln, pm, pn, stages in _CANDIDATES:
+    wide = 8 if problem.lhs.storage != "f32" else 4          # elements per 16 bytes
+    candidates = list(_CANDIDATES)
+    align = min(problem.lhs_align, problem.rhs_align)
+    if align < wide:
+        candidates[0] = _REGISTER_PATH_LARGE if align * 16 // wide < 4 else _UNALIGNED_LARGE
+    for plm, pln, pm, pn, sk, stages in candidates:
         sm, sn = plm * pm * 16, pln * pn * 8
         cubes = problem.batch * -(-problem.m // sm) * -(-problem.n // sn)
         if cubes >= sms:
             break
-    # 64 bytes of k per stage row: 32 halves, 16 tf32 words (the ring's shared memory stays the same).
-    stage_k = 16 if problem.lhs.storage == "f32" else 32
+    # Rows of the same bytes for tf32: half the k (so the ring's shared memory stays the same).
+    stage_k = sk // 2 if problem.lhs.storage == "f32" else sk
     return PipelinedSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
                               stage_k=stage_k, stages=stages, precision=precision)
 

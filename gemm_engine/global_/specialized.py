@@ -21,6 +21,10 @@ from .base import GlobalConfig
 from .double_buffering import DoubleBufferingGlobalMatmul
 
 
+#: Most unrolled load tasks one loader may run per operand and K slice.
+MAX_LOAD_TASKS = 64
+
+
 @dataclass(frozen=True)
 class SpecializedGlobalConfig(GlobalConfig):
     """Both loaders are set up with the load-only units, so their count is the loaders'."""
@@ -69,6 +73,12 @@ class SpecializedGlobalMatmul(DoubleBufferingGlobalMatmul):
         if compute + load > dialect.device.max_threads_per_cube:
             raise SetupError(self.name, f"{compute} compute + {load} load units exceed the device's "
                                         f"{dialect.device.max_threads_per_cube} per cube")
+        # The loaders' tasks are unrolled: one loader for a 64 x 16 slice is 1024 blocks per
+        # operand, which nvcc's front end takes minutes over (and ptxas spills anyway).
+        elements = max(stage_cfg.stage_m, stage_cfg.stage_n) * stage_cfg.stage_k
+        if -(-elements // load) > MAX_LOAD_TASKS:
+            raise SetupError(self.name, f"{load} load units would unroll {-(-elements // load)} load "
+                                        f"tasks each per operand (at most {MAX_LOAD_TASKS})")
         return load
 
     def body(self, cfg: SpecializedGlobalConfig, d):
