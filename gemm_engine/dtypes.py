@@ -40,6 +40,9 @@ def bfloat16_dtype():
 
 def element_type(dtype) -> ElementType:
     """The ElementType of a numpy-compatible dtype, or TypeError naming what is supported."""
+    found = _BY_DTYPE.get(dtype)  # the per-call path: a dict hit for the dtypes we know
+    if found is not None:
+        return found
     name = np.dtype(dtype).name
     if name not in BY_NAME:
         raise TypeError(
@@ -47,6 +50,11 @@ def element_type(dtype) -> ElementType:
             f"{', '.join(SUPPORTED_NAMES)}"
         )
     return BY_NAME[name]
+
+
+_BY_DTYPE = {np.dtype(name): et for name, et in BY_NAME.items() if name != "bfloat16"}
+if bfloat16_dtype() is not None:
+    _BY_DTYPE[bfloat16_dtype()] = BFLOAT16
 
 
 def numpy_dtype(et: ElementType) -> np.dtype:

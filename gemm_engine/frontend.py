@@ -5,6 +5,7 @@ dimension, broadcast of batch dimensions, dtypes, and ``out``. The messages foll
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,7 @@ class CallShape:
 
     @property
     def batch(self) -> int:
-        return int(np.prod(self.batch_shape, dtype=np.int64))
+        return math.prod(self.batch_shape)
 
 
 def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
@@ -56,6 +57,8 @@ def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
 
 def result_dtype(a_dtype, b_dtype) -> np.dtype:
     """numpy's result dtype, if both operands and the result are types the engine computes."""
+    if a_dtype == b_dtype and a_dtype in _KNOWN:
+        return np.dtype(a_dtype)  # the common case, without numpy's promotion machinery
     for i, dt in enumerate((a_dtype, b_dtype)):
         if np.dtype(dt).name not in SUPPORTED_NAMES:
             raise TypeError(f"matmul: operand {i} has unsupported dtype {np.dtype(dt).name!r}; "
@@ -67,6 +70,9 @@ def result_dtype(a_dtype, b_dtype) -> np.dtype:
                         f"{np.dtype(b_dtype).name}") from exc
     element_type(dt)  # raises TypeError for anything we cannot compute in
     return dt
+
+
+_KNOWN = {np.dtype(n) for n in ("float32", "float64", "float16")}
 
 
 def check_out(out_shape, out_dtype, result: np.dtype, expected_shape) -> None:
