@@ -24,7 +24,14 @@ GEMM_ENGINE_TEST_BACKENDS=$BACKENDS timeout ${TEST_TIMEOUT:-240} python3 -m pyte
   -rfE tests ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
 
 echo "== benchmark"
-timeout ${BENCH_TIMEOUT:-240} python3 bench/matmul_bench.py --backend cuda --suite ${SUITE:-issue3} \
-  --dtypes ${DTYPES:-float32,float16,bfloat16} --repeat ${REPEAT:-20} \
-  --json "$OUT/bench_cuda.json" --markdown "$OUT/bench_cuda.md" > "$OUT/bench_stdout.log" 2>&1
-tail -40 "$OUT/bench_cuda.md" 2>/dev/null || tail -40 "$OUT/bench_stdout.log"
+# Unit (register FMA) algorithms on exact float32; tensor-core ones on f16 / bf16 / tf32 (opt-in).
+UNIT_ALGS=${UNIT_ALGS:-simple_unit,double_buffering_unit,specialized,ordered}
+MMA_ALGS=${MMA_ALGS:-simple_mma,double_buffering_mma,pipelined_mma}
+bench() {  # bench NAME DTYPES ALGORITHMS
+  timeout ${BENCH_TIMEOUT:-200} python3 bench/matmul_bench.py --backend cuda --suite ${SUITE:-issue3} \
+    --dtypes "$2" --algorithms "$3" --repeat ${REPEAT:-20} \
+    --json "$OUT/bench_$1.json" --markdown "$OUT/bench_$1.md" > "$OUT/bench_$1.log" 2>&1
+  tail -n +3 "$OUT/bench_$1.md" 2>/dev/null || tail -20 "$OUT/bench_$1.log"
+}
+bench f32 float32 "$UNIT_ALGS"
+bench mma ${MMA_DTYPES:-float16,bfloat16,tf32} "$MMA_ALGS"

@@ -35,7 +35,8 @@ SUITES = {
 
 
 def np_dtype(name):
-    return bfloat16_dtype() if name == "bfloat16" else np.dtype(name)
+    """numpy dtype of a bench dtype name; "tf32" is float32 data run with precision="tf32"."""
+    return bfloat16_dtype() if name == "bfloat16" else np.dtype("float32" if name == "tf32" else name)
 
 
 class Timer:
@@ -103,10 +104,11 @@ def bench_problem(engine, timer, shape, dtype, algorithms, precision=None):
     for name, fn in native_baselines(engine, a, b, da, db).items():
         t = timer(fn)
         rows.append({"shape": shape, "dtype": dtype, "name": name, "ms": t * 1e3, "tflops": flops / t / 1e12})
+    precision = "tf32" if dtype == "tf32" else "default"
     for alg_name in algorithms:
         alg = REGISTRY[alg_name]()
         try:
-            result = engine.matmul(da, db, algorithm=alg)
+            result = engine.matmul(da, db, algorithm=alg, precision=precision)
         except SetupError as exc:
             rows.append({"shape": shape, "dtype": dtype, "name": alg_name, "skipped": str(exc)})
             continue
@@ -114,7 +116,7 @@ def bench_problem(engine, timer, shape, dtype, algorithms, precision=None):
         if ref is not None:
             res = rt.to_host(result).astype(np.float64)
             err = float(np.linalg.norm(res - ref) / np.linalg.norm(ref))
-        t = timer(lambda: engine.matmul(da, db, algorithm=alg))
+        t = timer(lambda: engine.matmul(da, db, algorithm=alg, precision=precision))
         _, cfg = engine.last_choice
         st = cfg.batch.global_.stage
         rows.append({"shape": shape, "dtype": dtype, "name": alg_name, "ms": t * 1e3,
