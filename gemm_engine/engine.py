@@ -45,6 +45,23 @@ class _Operand:
     array: object            # device array read by the kernel
     view: OperandView
     align: int = 1           # widest aligned vector access, in elements
+    copied: bool = False     # the kernel reads a copy (converted, contiguous or moved), not the input
+
+
+@dataclass(frozen=True)
+class _FastPlan:
+    """Everything a repeated call with the same operand metadata needs: no checks, no setup."""
+
+    alg: Algorithm
+    cfg: KernelConfig
+    kernel: object
+    out_shape: tuple
+    dtype: np.dtype
+    lhs: OperandView
+    rhs: OperandView
+    cubes: int
+    sizes: tuple             # (out_ld, out_batch_stride, M, N, K)
+    shared_bytes: int
 
 
 class Engine:
@@ -58,6 +75,8 @@ class Engine:
         self.precision = precision
         self.runtime = _make_runtime(backend, device)
         self._plans: dict = {}
+        self._fast: dict = {}        # call metadata -> _FastPlan (device arrays only)
+        self._resolved: dict = {}    # algorithm name or class -> instance
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
 
     @property
@@ -81,6 +100,21 @@ class Engine:
         """
         rt = self.runtime
         precision = self.precision if precision is None else precision
+        fast_key = None
+        if rt.is_native(a) and rt.is_native(b):
+            # Repeated calls on device arrays with the same metadata skip every check and setup:
+            # everything the checks depend on is in the key (shapes, strides, dtypes, alignment).
+            fast_key = (algorithm, precision, a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
+                        b.shape, b.strides, b.dtype, rt.element_address(b) % 8,
+                        None if out is None else (type(out), out.shape, out.strides, out.dtype))
+            try:
+                plan = self._fast.get(fast_key)
+            except TypeError:  # an unhashable algorithm argument: the general path reports it
+                plan, fast_key = None, None
+            if plan is not None:
+                result = self._run_fast(plan, a, b, out)
+                if result is not None:
+                    return result
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         a, a_host = self._as_array(a, "a")
@@ -95,7 +129,7 @@ class Engine:
                 raise TypeError(f"matmul: out must be a device array of the {rt.backend} backend, "
                                 f"got {type(out).__name__}")
             check_out(out.shape, out.dtype, dtype, shape.out_shape)
-        alg = resolve(algorithm if algorithm is not None else self.default_algorithm)
+        alg = self._resolve(algorithm)
 
         if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
             return self._empty_result(shape, dtype, out, host)
@@ -113,9 +147,41 @@ class Engine:
         direct = (out is not None and not host and out.dtype == dtype and out.flags.c_contiguous
                   and not any(rt.may_overlap(out, op.array) for op in (lhs, rhs)))
         target = out if direct else rt.empty(shape.out_shape, self._storage_dtype(dtype, host))
-        self._launch(alg, cfg, kernel, problem, lhs, rhs, target)
+        plan = self._launch(alg, cfg, kernel, problem, lhs, rhs, target, shape.out_shape, dtype)
         self.last_choice = (alg, cfg)
+        if fast_key is not None and not (lhs.copied or rhs.copied) and (out is None or direct):
+            self._fast[fast_key] = plan
         return self._finish(target, out, direct, host, dtype)
+
+    def _run_fast(self, plan: _FastPlan, a, b, out):
+        """Launch a cached plan; None when ``out`` overlaps an input (the general path copes)."""
+        rt = self.runtime
+        if out is not None and (rt.may_overlap(out, a) or rt.may_overlap(out, b)):
+            return None
+        target = out if out is not None else rt.empty(plan.out_shape, plan.dtype)
+        args = []
+        for x, view in ((a, plan.lhs), (b, plan.rhs)):
+            ptr, offset = rt.ptr_arg(x)
+            args += [ptr, offset, view.ld, view.batch_stride]
+        ptr, offset = rt.ptr_arg(target)
+        rt.launch(plan.kernel, plan.cubes, plan.cfg.units, args + [ptr, offset, *plan.sizes],
+                  shared_bytes=plan.shared_bytes)
+        self.last_choice = (plan.alg, plan.cfg)
+        return target
+
+    def _resolve(self, algorithm) -> Algorithm:
+        """An Algorithm instance; names and classes resolve once per engine (instances are used as given)."""
+        key = self.default_algorithm if algorithm is None else algorithm
+        if isinstance(key, Algorithm):
+            return key
+        try:
+            found = self._resolved.get(key)
+        except TypeError:
+            found = None
+        if found is None:
+            found = resolve(key)
+            self._resolved[key] = found
+        return found
 
     def plan(self, problem: MatmulProblem, algorithm=None) -> tuple[Algorithm, KernelConfig, str]:
         """(algorithm, config, source) the engine would use for ``problem``; nothing is launched."""
@@ -143,8 +209,9 @@ class Engine:
             if element_type(dtype) is BFLOAT16:
                 x = x.view(np.uint16)
             x = rt.to_device(x)
-        elif x.dtype != dtype:
-            x = rt.contiguous(x, dtype)
+        copied = is_host
+        if not is_host and x.dtype != dtype:
+            x, copied = rt.contiguous(x, dtype), True
         if vector:
             x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
         view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
@@ -157,9 +224,10 @@ class Engine:
                 x = rt.to_device(np.ascontiguousarray(np.broadcast_to(host_copy, full)))
             else:
                 x = rt.contiguous(x)
+            copied = True
             view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
         align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
-        return _Operand(x, view, align)
+        return _Operand(x, view, align, copied)
 
     def _configure(self, alg: Algorithm, problem: MatmulProblem):
         return alg, alg.setup(problem, self.dialect)
@@ -174,17 +242,20 @@ class Engine:
             hit = self._plans[key] = (alg, cfg, kernel)
         return hit
 
-    def _launch(self, alg, cfg, kernel, problem, lhs: _Operand, rhs: _Operand, target):
+    def _launch(self, alg, cfg, kernel, problem, lhs: _Operand, rhs: _Operand, target, out_shape,
+                dtype) -> _FastPlan:
         rt = self.runtime
         args = []
         for op in (lhs, rhs):
             ptr, offset = rt.ptr_arg(op.array)
             args += [ptr, offset, op.view.ld, op.view.batch_stride]
         ptr, offset = rt.ptr_arg(target)
-        args += [ptr, offset, problem.n, problem.m * problem.n, problem.m, problem.n, problem.k]
+        sizes = (problem.n, problem.m * problem.n, problem.m, problem.n, problem.k)
         # Global matmuls whose shared memory is sized at launch (e.g. the pipelined ring) say how much.
         shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
-        rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, args, shared_bytes=shared)
+        cubes = alg.cube_count(cfg, problem)
+        rt.launch(kernel, cubes, cfg.units, args + [ptr, offset, *sizes], shared_bytes=shared)
+        return _FastPlan(alg, cfg, kernel, out_shape, dtype, lhs.view, rhs.view, cubes, sizes, shared)
 
     def _empty_result(self, shape, dtype, out, host):
         rt = self.runtime

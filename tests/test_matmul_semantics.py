@@ -189,3 +189,23 @@ def test_module_level_matmul_uses_default_engine(rng):
     except gemm_engine.BackendUnavailableError as exc:
         pytest.skip(f"no backend available: {exc}")
     assert_close(result, a, b, "float32")
+
+
+def test_repeated_device_calls_use_fresh_data(engine, rng):
+    """The per-call fast path (same shapes, strides, dtypes) must read the new operands each time,
+    notice a changed alignment, and still refuse to write into an overlapping out directly."""
+    rt = engine.runtime
+    for _ in range(3):
+        ha, hb = random(rng, (33, 20), "float32"), random(rng, (20, 17), "float32")
+        assert_close(rt.to_host(engine.matmul(rt.to_device(ha), rt.to_device(hb))), ha, hb, "float32")
+    big = random(rng, (34, 20), "float32")
+    dbig = rt.to_device(big)
+    for offset in (0, 1):   # same shape and strides, first element moved by one (alignment differs)
+        ha = big[offset:offset + 33]
+        hb = random(rng, (20, 17), "float32")
+        assert_close(rt.to_host(engine.matmul(dbig[offset:offset + 33], rt.to_device(hb))), ha, hb, "float32")
+    sq_a, sq_b = random(rng, (16, 16), "float32"), random(rng, (16, 16), "float32")
+    da, db, dout = rt.to_device(sq_a), rt.to_device(sq_b), rt.to_device(np.zeros((16, 16), np.float32))
+    engine.matmul(da, db, out=dout)                      # caches the direct-out plan
+    engine.matmul(da, db, out=da)                        # same metadata, but out aliases a
+    assert_close(rt.to_host(da), sq_a, sq_b, "float32")
