@@ -68,12 +68,23 @@ class Timer:
         return statistics.median(times)
 
 
-def native_baselines(engine, a_host, b_host, da, db):
+def native_baselines(engine, a_host, b_host, da, db, dtype):
     """{name: callable} of the native libraries to compare with on this backend."""
     out = {}
     if engine.backend == "cuda":
         cp = engine.runtime.cp
-        out["cuBLAS (cupy.matmul)"] = lambda: cp.matmul(da, db)
+        if dtype != "tf32":
+            out["cuBLAS (cupy.matmul)"] = lambda: cp.matmul(da, db)
+        try:  # cuBLAS through torch too; for tf32 rows it is the only tf32 baseline
+            import torch
+            ta, tb = torch.from_dlpack(da), torch.from_dlpack(db)
+
+            def torch_matmul(tf32=dtype == "tf32"):
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                return torch.matmul(ta, tb)
+            out["cuBLAS tf32 (torch.matmul)" if dtype == "tf32" else "cuBLAS (torch.matmul)"] = torch_matmul
+        except Exception:
+            pass
     else:
         out["numpy (host)"] = lambda: np.matmul(a_host, b_host)
         try:
@@ -101,7 +112,7 @@ def bench_problem(engine, timer, shape, dtype, algorithms, precision=None):
     flops = 2.0 * batch * m * n * k
     ref = np.matmul(a.astype(np.float64), b.astype(np.float64)) if m * n * k <= 2048 ** 3 else None
     rows = []
-    for name, fn in native_baselines(engine, a, b, da, db).items():
+    for name, fn in native_baselines(engine, a, b, da, db, dtype).items():
         t = timer(fn)
         rows.append({"shape": shape, "dtype": dtype, "name": name, "ms": t * 1e3, "tflops": flops / t / 1e12})
     precision = "tf32" if dtype == "tf32" else "default"
