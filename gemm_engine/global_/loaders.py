@@ -112,13 +112,19 @@ class CyclicLoader(Loader):
         total = operand.rows * operand.cols
         return LoaderConfig(operand=operand, units=units, tasks=-(-total // units))
 
+    def element(self, cfg: LoaderConfig, t: int, unit: str) -> tuple[str, str | None]:
+        """(index expression of the element task ``t`` moves, guard expression or None): the one
+        thing loaders of this shape differ in. Cyclic: unit u takes elements u, u + units, ..."""
+        total = cfg.operand.rows * cfg.operand.cols
+        guard = f"{unit} + {t * cfg.units} < {total}" if (t + 1) * cfg.units > total else None
+        return f"{unit} + {t * cfg.units}", guard
+
     def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         op = cfg.operand
-        total = op.rows * op.cols
         out = []
         for t in range(cfg.tasks):
-            lines = [f"const int idx = {unit} + {t * cfg.units};"]
-            partial = (t + 1) * cfg.units > total
+            index, guard = self.element(cfg, t, unit)
+            lines = [f"const int idx = {index};"]
             if op.layout is Layout.ROW:
                 lines += [f"const int r = idx / {op.cols};", f"const int c = idx % {op.cols};"]
             else:
@@ -126,6 +132,38 @@ class CyclicLoader(Loader):
             lines += [f"const i64 gr = {row0} + r;", f"const i64 gc = {col0} + c;",
                       f"{smem}[{op.smem_index('r', 'c')}] = {op.read(d, 'gr', 'gc', rows_bound, cols_bound)};"]
             body = "\n    ".join(lines)
-            out.append(f"if ({unit} + {t * cfg.units} < {total}) {{\n    {body}\n}}" if partial
-                       else f"{{\n    {body}\n}}")
+            out.append(f"if ({guard}) {{\n    {body}\n}}" if guard else f"{{\n    {body}\n}}")
         return out
+
+
+class TilewiseLoader(CyclicLoader):
+    """Each group of ``width`` consecutive units (a plane on GPUs) loads its own contiguous chunk of
+    the stage tile, its lanes cycling inside the chunk. A plane touches one region of the tile, so
+    (with a partition-aligned chunking) it need not wait for other planes' loads; reads stay
+    coalesced within the chunk because lanes walk the contiguous axis."""
+
+    name = "tilewise"
+
+    def __init__(self, width: int = 32):
+        self.width = width
+
+    def setup(self, operand: OperandTile, units: int) -> LoaderConfig:
+        if units < 1:
+            raise SetupError(self.name, "needs at least one unit")
+        width = min(self.width, units)
+        if units % width:
+            raise SetupError(self.name, f"{units} units are not whole groups of {width}")
+        chunk = -(-(operand.rows * operand.cols) // (units // width))
+        return LoaderConfig(operand=operand, units=units, tasks=-(-chunk // width))
+
+    def element(self, cfg, t, unit):
+        width = min(self.width, cfg.units)
+        total = cfg.operand.rows * cfg.operand.cols
+        chunk = -(-total // (cfg.units // width))
+        index = f"({unit}) / {width} * {chunk} + ({unit}) % {width} + {t * width}"
+        conds = []
+        if (t + 1) * width > chunk:
+            conds.append(f"({unit}) % {width} + {t * width} < {chunk}")
+        if chunk * (cfg.units // width) > total:
+            conds.append(f"{index} < {total}")
+        return index, " && ".join(conds) or None
