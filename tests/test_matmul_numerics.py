@@ -23,11 +23,11 @@ def poisoned_out(engine, shape, dtype):
     return out
 
 
-def run_device(engine, a, b, layouts, algorithm=None):
+def run_device(engine, a, b, layouts, algorithm=None, precision=None):
     da, db = device_operand(engine, a, layouts[0]), device_operand(engine, b, layouts[1])
     out = poisoned_out(engine, np.matmul(a[..., :1, :1], b[..., :1, :1]).shape[:-2]
                        + (a.shape[-2], b.shape[-1]), a.dtype)
-    result = engine.matmul(da, db, out=out, algorithm=algorithm)
+    result = engine.matmul(da, db, out=out, algorithm=algorithm, precision=precision)
     assert result is out
     return engine.runtime.to_host(out)
 
