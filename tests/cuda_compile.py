@@ -38,16 +38,31 @@ def compile_cuda(source: str, nvcc: str, arch: str) -> tuple[bool, str]:
 
 def bundle(sources: list[str]) -> str:
     """Several kernel sources in one translation unit: each in its own namespace (macros may be
-    redefined identically; helpers and kernels must not clash), so nvcc starts once per bundle."""
-    return "\n".join(f"namespace bundle{i} {{\n{src.replace(KERNEL_NAME, f'{KERNEL_NAME}_{i}')}\n}}"
-                     for i, src in enumerate(sources))
+    redefined identically; helpers and kernels must not clash), so nvcc starts once per bundle.
+    ``#include`` lines are hoisted out of the namespaces (a header must be seen at file scope)."""
+    includes, bodies = [], []
+    for i, src in enumerate(sources):
+        lines = src.splitlines()
+        includes += [ln for ln in lines if ln.startswith("#include") and ln not in includes]
+        body = "\n".join(ln for ln in lines if not ln.startswith("#include"))
+        bodies.append(f"namespace bundle{i} {{\n{body.replace(KERNEL_NAME, f'{KERNEL_NAME}_{i}')}\n}}")
+    return "\n".join(includes + bodies)
 
 
-def compile_all(sources: dict, nvcc: str, per_bundle: int = 24) -> dict:
+def archs_for(min_arch: str | None) -> tuple[str, ...]:
+    """The -gencode flags of ARCHS an algorithm's kernels are valid for: all of them, or (for an
+    algorithm whose class declares ``min_arch = "sm_90a"``: wgmma is arch-specific PTX that no
+    compute_80 pass accepts) only those of that target."""
+    if min_arch is None:
+        return ARCHS
+    return tuple(a for a in ARCHS if a.endswith(f"code={min_arch}"))
+
+
+def compile_all(sources: dict, nvcc: str, per_bundle: int = 24, archs: tuple[str, ...] = ARCHS) -> dict:
     """{names: error text} for every bundle of sources that failed on an arch; {} when all compiled."""
     items = list(sources.items())
     bundles = [items[i:i + per_bundle] for i in range(0, len(items), per_bundle)]
-    jobs = [(chunk, arch) for chunk in bundles for arch in ARCHS]
+    jobs = [(chunk, arch) for chunk in bundles for arch in archs]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda j: compile_cuda(bundle([s for _, s in j[0]]), nvcc, j[1]), jobs))
     return {f"{[n for n, _ in chunk]} [{arch}]": log

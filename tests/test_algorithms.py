@@ -15,7 +15,7 @@ from test_matmul_numerics import run_device
 
 #: Ragged on every axis with several cubes and K steps; and a broadcast-free batch.
 SHAPES = [(1, 129, 67, 45), (3, 33, 47, 29)]
-TENSOR_CORE = {"simple_mma", "double_buffering_mma", "pipelined_mma", "pipelined_wgmma"}
+TENSOR_CORE = {"simple_mma", "simple_wmma", "double_buffering_mma", "pipelined_mma", "pipelined_wgmma"}
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tf32"}
 
 

@@ -4,6 +4,7 @@ from .accelerated import PlaneSelection, SimpleMmaAlgorithm
 from .double_buffering import (DoubleBufferingAlgorithm, DoubleBufferingMmaAlgorithm,
                                DoubleBufferingUnitAlgorithm)
 from .simple import SimpleAlgorithm, SimpleUnitAlgorithm, UnitSelection
+from .wmma import SimpleWmmaAlgorithm  # noqa: F401  (registers "simple_wmma")
 from .specialized import SpecializedAlgorithm, SpecializedSelection  # noqa: F401  (registers "specialized")
 from .ordered import OrderedAlgorithm  # noqa: F401  (registers "ordered")
 from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  (registers "pipelined_mma")
@@ -11,3 +12,4 @@ from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  
 __all__ = ["Algorithm", "AlgorithmFamily", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",
            "DoubleBufferingUnitAlgorithm", "KernelConfig", "PlaneSelection", "REGISTRY", "SimpleAlgorithm",
            "SimpleMmaAlgorithm", "SimpleUnitAlgorithm", "UnitSelection", "register", "resolve"]
+from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (registers "pipelined_wgmma")

@@ -77,7 +77,8 @@ class Algorithm:
         g = cfg.batch.global_
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out)
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
-        return header + dialect.preamble(ets) + self.components.kernel(cfg.batch, dialect) + "\n"
+        return (header + dialect.preamble(ets, self.tile.headers)
+                + self.components.kernel(cfg.batch, dialect) + "\n")
 
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
         return self.components.cube_count(cfg.batch, problem)

@@ -2,10 +2,13 @@
 on CuPy's current stream, and arrays are `cupy.ndarray`."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..errors import BackendUnavailableError
 from .device import DeviceInfo
+from .dialect import cuda_target_arch
 from .runtime import Runtime, span_of
 
 
@@ -31,6 +34,7 @@ class CudaRuntime(Runtime):
     def __init__(self, device=None):
         super().__init__()
         self._dyn_smem: dict[int, int] = {}   # id(kernel) -> dynamic shared bytes it may take
+        self._modules: list = []              # modules compiled outside RawModule (arch-specific)
         cp = self.cp = _cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()
@@ -53,9 +57,36 @@ class CudaRuntime(Runtime):
         )
 
     def _compile(self, source, name):
-        arch = self.device.arch
+        arch = cuda_target_arch(self.device, source)
+        if arch != self.device.arch:
+            return self._compile_arch_specific(source, name, arch)
+        options = ["--std=c++17", f"--gpu-architecture={arch}"]
+        if "#include <" in source:
+            # NVRTC has no CUDA include path of its own: headers such as <mma.h> need it given.
+            options.append(f"-I{os.path.join(self.cp.cuda.get_cuda_path() or '/usr/local/cuda', 'include')}")
         with self.cuda_device:
-            module = self.cp.RawModule(code=source, options=("--std=c++17", f"--gpu-architecture={arch}"))
+            module = self.cp.RawModule(code=source, options=tuple(options))
+            return module.get_function(name)
+
+    def _compile_arch_specific(self, source, name, arch):
+        """Kernels that need an arch-specific target ("sm_90a": wgmma) are compiled to a cubin by
+        NVRTC directly: CuPy's RawModule appends its own ``-arch=sm_XY`` after our options, which
+        would drop the suffix. (Not cached on disk: NVRTC takes about a second for such a kernel.)"""
+        from cupy_backends.cuda.libs import nvrtc
+        prog = nvrtc.createProgram(source, "gemm_engine_kernel.cu", (), ())
+        try:
+            try:
+                nvrtc.compileProgram(prog, ("--std=c++17", f"--gpu-architecture={arch}"))
+            except nvrtc.NVRTCError as exc:
+                raise RuntimeError(f"NVRTC could not compile the kernel for {arch}:\n"
+                                   f"{nvrtc.getProgramLog(prog)}") from exc
+            cubin = nvrtc.getCUBIN(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+        with self.cuda_device:
+            module = self.cp.cuda.function.Module()
+            module.load(cubin)
+            self._modules.append(module)      # a Function does not keep its module alive everywhere
             return module.get_function(name)
 
     def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):

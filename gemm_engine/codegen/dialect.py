@@ -67,9 +67,9 @@ class Dialect:
     def zero(self, et: ElementType) -> str:
         return "0.0" if et.compute == "f64" else "0.0f"
 
-    def preamble(self, element_types) -> str:
-        """Macros and helpers for a kernel that touches these element types."""
-        parts = [self._preamble]
+    def preamble(self, element_types, headers=()) -> str:
+        """Macros and helpers for a kernel that touches these element types (after ``headers``)."""
+        parts = [f"#include {h}" for h in headers] + [self._preamble]
         storages = {et.storage for et in element_types}
         if "f64" in storages:
             parts.append(self._fp64_enable())
@@ -94,6 +94,18 @@ class Dialect:
         if et.storage == "bf16_bits":
             return f"{ptr}[{index}] = f32_to_bf16({value});"
         return f"{ptr}[{index}] = {value};"
+
+    #: Address-space qualifier a pointer into shared (local) memory needs in a cast: OpenCL's
+    #: pointers carry their space, CUDA's generic pointers reach shared memory unqualified.
+    _local_pointer_space: str = ""
+
+    def vector_ref(self, space: str, word: str, width: int, pointer: str, const: bool = False) -> str:
+        """Lvalue: the ``width``-wide vector of element word ``word`` (``float4``, ``double2``: the
+        same type names in both backends, components ``.x .y .z .w``) at ``pointer``, an element
+        pointer into ``space`` ("global" or "local") memory aligned to the whole vector."""
+        qualifier = {"global": "GLOBAL", "local": self._local_pointer_space}[space]
+        vec = f"{'const ' if const else ''}{qualifier} {self.c_type(word)}{width}".strip()
+        return f"(*({vec}*)({pointer}))"
 
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:
@@ -121,6 +133,7 @@ class CudaDialect(Dialect):
 #define UNIT_ID ((int)threadIdx.x)
 #define CUBE_ID ((i64)blockIdx.x)
 #define SYNC_CUBE() __syncthreads()
+#define SYNC_PLANE() __syncwarp()
 #define ALIGN16 __attribute__((aligned(16)))
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
@@ -181,6 +194,7 @@ class OpenCLDialect(Dialect):
 #define UINT_AS_FLOAT(x) as_float(x)
 typedef long i64;
 """
+    _local_pointer_space = "__local"
     # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort"}
 
@@ -192,6 +206,20 @@ typedef long i64;
 
     def _store_f16(self, ptr, index, value):
         return f"vstore_half_rte({value}, 0, {ptr} + ({index}));"
+
+
+#: PTX that exists only on an architecture-specific target (sm_90a: wgmma, setmaxnreg). A kernel
+#: using it must be compiled for that target, whose code runs on exactly that compute capability.
+_ARCH_SPECIFIC_PTX = ("wgmma.", "setmaxnreg.")
+
+
+def cuda_target_arch(device: DeviceInfo, source: str) -> str | None:
+    """The CUDA target a kernel's source needs on ``device``: its arch ("sm_90"), with the "a"
+    suffix ("sm_90a") when the source uses architecture-specific PTX on a 9.0 device."""
+    arch = device.arch
+    if device.compute_capability == (9, 0) and any(w in source for w in _ARCH_SPECIFIC_PTX):
+        return arch + "a"
+    return arch
 
 
 def dialect_for(device: DeviceInfo) -> Dialect:

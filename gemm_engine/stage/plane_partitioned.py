@@ -208,10 +208,12 @@ class PlanePartitionedStage(StageMatmul):
         return "\n".join(out)
 
     def write(self, cfg, d, writer: Writer) -> str:
-        tc, lines = cfg.tile, []
+        tc = cfg.tile
+        lines = [self.tile.write_prologue(tc, d, cfg.planes_m * cfg.planes_n)]
         for i in range(cfg.partition_m):
             for j in range(cfg.partition_n):
+                lines.append(self.tile.stage_accumulator(tc, d, f"acc_{i}_{j}"))
                 for row, col, value in self.tile.acc_elements(tc, f"acc_{i}_{j}"):
                     lines.append(writer(f"plane_m0 + {i * tc.tile_m} + {row}",
                                         f"plane_n0 + {j * tc.tile_n} + {col}", value))
-        return "\n".join(lines)
+        return "\n".join(line for line in lines if line)

@@ -104,6 +104,18 @@ class TileMatmul(ABC):
     @abstractmethod
     def execute(self, cfg: TileConfig, d: Dialect, lhs: str, rhs: str, acc: str) -> str: ...
 
+    #: Headers the tile's code needs (e.g. ``<mma.h>`` for WMMA); the algorithm puts them first.
+    headers: tuple[str, ...] = ()
+
+    def write_prologue(self, cfg: TileConfig, d: Dialect, planes: int) -> str:
+        """Code run once before any accumulator is written (e.g. declaring a staging buffer)."""
+        return ""
+
+    def stage_accumulator(self, cfg: TileConfig, d: Dialect, acc: str) -> str:
+        """Code run before ``acc``'s elements are written: a tile whose register layout is opaque
+        (WMMA) stores the accumulator somewhere ``acc_elements`` can then address."""
+        return ""
+
     @abstractmethod
     def acc_elements(self, cfg: TileConfig, acc: str) -> Iterator[tuple[str, str, str]]:
         """Yield ``(row_expr, col_expr, value_expr)`` for every accumulator element this unit holds."""

@@ -1,0 +1,124 @@
+"""WMMA tile: one plane (warp) runs ``nvcuda::wmma`` on a 16 x 16 output tile (CUDA only).
+
+The portable tensor-core API: f16 (sm_70+) and bf16 (sm_80+) inputs as ``m16n16k16``, float32 as
+tf32 ``m16n16k8`` when the caller opts in (``precision="tf32"``), always with a float32
+accumulator. The stage keeps both operands k-major in shared memory, so lhs (m x k, element (m, k)
+at ``k * ld + m``) is a column-major ``matrix_a`` and rhs (k x n at ``k * ld + n``) a row-major
+``matrix_b``; ``load_matrix_sync`` wants 256-bit aligned tile starts, which the plane stage's
+16-row tiles and padded rows give (see `setup`).
+
+Where each accumulator element lives in a lane's registers is unspecified by WMMA, so the writer
+cannot address them directly: before each accumulator is written it is stored, row-major, to a
+per-plane 16 x 16 staging buffer in shared memory (``stage_accumulator``), and ``acc_elements``
+reads lane ``l``'s eight consecutive elements back from there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from .base import SmemTile, TileConfig, TileMatmul
+
+LANE = "(UNIT_ID & 31)"
+PLANE_SLOT = "((UNIT_ID >> 5) * 256)"     # this plane's 16 x 16 staging block
+W = "nvcuda::wmma"
+
+#: kind -> (k of the instruction, fragment element type, shared-memory word, C type read from smem)
+_KINDS = {
+    "f16": (16, "__half", "f16_bits", "__half"),
+    "bf16": (16, "__nv_bfloat16", "bf16_bits", "__nv_bfloat16"),
+    "tf32": (8, f"{W}::precision::tf32", "f32", "float"),
+}
+
+
+@dataclass(frozen=True)
+class WmmaTileConfig(TileConfig):
+    kind: str = "f16"
+
+
+class WmmaTile(TileMatmul):
+    name = "wmma"
+    scope = "plane"
+    headers = ("<mma.h>",)
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WmmaTileConfig:
+        dev = dialect.device
+        if dialect.backend != "cuda":
+            raise SetupError(self.name, f"WMMA needs CUDA tensor cores; {dialect.backend} has none")
+        if problem.lhs != problem.rhs:
+            raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
+        precision = problem.precision if problem.precision != "default" else getattr(selection, "precision", "default")
+        storage = problem.lhs.storage
+        if storage == "f16_bits":
+            kind, need = "f16", (7, 0)
+        elif storage == "bf16_bits":
+            kind, need = "bf16", (8, 0)
+        elif storage == "f32" and precision == "tf32":
+            kind, need = "tf32", (8, 0)
+        elif storage == "f32":
+            raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
+                                        "opt in with precision='tf32' or use a register tile")
+        else:
+            raise SetupError(self.name, f"no WMMA shape for {problem.lhs.name}")
+        cc = dev.compute_capability or (0, 0)
+        if cc < need:
+            raise SetupError(self.name, f"{kind} WMMA needs sm_{need[0]}{need[1]}+, device is sm_{cc[0]}{cc[1]}")
+        inst_k, _, smem, _ = _KINDS[kind]
+        tm, tn, tk = selection.tile_m, selection.tile_n, getattr(selection, "tile_k", 0) or inst_k
+        if (tm, tn, tk) != (16, 16, inst_k):
+            raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} WMMA shape 16x16x{inst_k}")
+        return WmmaTileConfig(tile_m=16, tile_n=16, tile_k=inst_k, compute="f32", smem=smem, kind=kind)
+
+    # -- fragments -----------------------------------------------------------------------------
+    def _frag(self, cfg, use: str, layout: str) -> str:
+        _, elem, _, _ = _KINDS[cfg.kind]
+        return f"{W}::fragment<{W}::{use}, 16, 16, {cfg.tile_k}, {elem}, {W}::{layout}>"
+
+    def declare_lhs(self, cfg, d, frag):
+        return f"{self._frag(cfg, 'matrix_a', 'col_major')} {frag};"
+
+    def declare_rhs(self, cfg, d, frag):
+        return f"{self._frag(cfg, 'matrix_b', 'row_major')} {frag};"
+
+    def declare_acc(self, cfg, d, acc):
+        return f"{W}::fragment<{W}::accumulator, 16, 16, {cfg.tile_k}, float> {acc};"
+
+    def init_acc(self, cfg, d, acc):
+        return f"{W}::fill_fragment({acc}, 0.0f);"
+
+    def _load(self, cfg, frag: str, src: SmemTile) -> str:
+        if src.k_contiguous:
+            raise ValueError("WmmaTile reads k-major shared memory only")
+        _, _, _, ctype = _KINDS[cfg.kind]
+        load = (f"{W}::load_matrix_sync({frag}, reinterpret_cast<const {ctype}*>("
+                f"&{src.array}[({src.k}) * {src.ld} + ({src.origin})]), {src.ld});")
+        if cfg.kind == "tf32":  # round the loaded float32 values to tf32, as the instruction expects
+            load += (f"\n#pragma unroll\nfor (int e = 0; e < {frag}.num_elements; ++e) "
+                     f"{frag}.x[e] = {W}::__float_to_tf32({frag}.x[e]);")
+        return load
+
+    def load_lhs(self, cfg, d, frag, src):
+        return self._load(cfg, frag, src)
+
+    def load_rhs(self, cfg, d, frag, src):
+        return self._load(cfg, frag, src)
+
+    def execute(self, cfg, d, lhs, rhs, acc):
+        return f"{W}::mma_sync({acc}, {lhs}, {rhs}, {acc});"
+
+    # -- writing through the staging buffer ----------------------------------------------------
+    def write_prologue(self, cfg, d, planes):
+        return f"LOCAL float wmma_staging[{planes * 256}] ALIGN16;"
+
+    def stage_accumulator(self, cfg, d, acc):
+        # The first sync keeps this store from overwriting elements other lanes still read for the
+        # previous accumulator; the second makes the store visible to every lane of the plane.
+        return (f"SYNC_PLANE();\n{W}::store_matrix_sync(&wmma_staging[{PLANE_SLOT}], {acc}, 16, "
+                f"{W}::mem_row_major);\nSYNC_PLANE();")
+
+    def acc_elements(self, cfg, acc):
+        for e in range(8):  # lane l reads elements 8l .. 8l+7: row l / 2, columns 8 (l % 2) + e
+            yield (f"({LANE} >> 1)", f"(({LANE} & 1) * 8 + {e})",
+                   f"wmma_staging[{PLANE_SLOT} + {LANE} * 8 + {e}]")
