@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
-from cuda_compile import compile_all, nvcc_or_skip
+from cuda_compile import archs_for, compile_all, nvcc_or_skip
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
@@ -58,5 +58,6 @@ def test_cuda_sources_compile(algorithm_name):
     nvcc = nvcc_or_skip()
     sources = sources_for(algorithm_name, (9, 0))
     assert sources, f"{algorithm_name} set up no CUDA config at all"
-    failures = compile_all(sources, nvcc)
+    # An algorithm may declare the CUDA target it needs (``min_arch``, e.g. "sm_90a" for wgmma).
+    failures = compile_all(sources, nvcc, archs=archs_for(getattr(REGISTRY[algorithm_name], "min_arch", None)))
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

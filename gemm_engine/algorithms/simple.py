@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..global_.vector_loader import VectorLoader
 from ..problem import MatmulProblem
 from .accelerated import SimpleMmaAlgorithm
 from .base import Algorithm, AlgorithmFamily, register
@@ -16,7 +17,10 @@ from .base import Algorithm, AlgorithmFamily, register
 
 @dataclass(frozen=True)
 class UnitSelection:
-    """Tiling of the unit algorithms: each unit computes tile_m x tile_n of a stage_m x stage_n tile."""
+    """Tiling of the unit algorithms: each unit computes ``partition_m x partition_n`` register tiles
+    of ``tile_m x tile_n`` of a ``stage_m x stage_n`` tile, laid out by ``partition`` ("contiguous"
+    or "strided", see `stage.unit_partitioned`). ``vector_width`` caps the global loads' vector width
+    in elements (`VectorLoader`; the operand's alignment narrows it; 1 keeps scalar loads)."""
 
     tile_m: int = 4
     tile_n: int = 4
@@ -24,6 +28,10 @@ class UnitSelection:
     stage_n: int = 64
     stage_k: int = 16
     dispatch: str = "row_major"
+    partition_m: int = 1
+    partition_n: int = 1
+    partition: str = "contiguous"
+    vector_width: int = 1
 
 
 def _fit(extent: int, full: int, units: int) -> tuple[int, int]:
@@ -34,24 +42,47 @@ def _fit(extent: int, full: int, units: int) -> tuple[int, int]:
     return stage, max(1, stage // units)
 
 
+def _cubes(problem: MatmulProblem, stage_m: int, stage_n: int) -> int:
+    return problem.batch * -(-problem.m // stage_m) * -(-problem.n // stage_n)
+
+
+def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
+    """The CUDA float32 register-FMA tiling: 8 x 8 outputs per unit as 2 x 2 strided 4 x 4 tiles
+    (64 FMAs per four 16-byte shared reads, conflict-free), float4 global loads where aligned.
+
+    128 x 128 x 8 stages of 256 units when the problem gives at least two cubes per multiprocessor;
+    smaller problems (1024^2 makes only 64 such cubes on 132 SMs) take 128 x 64 and then 64 x 64
+    stages (128 and 64 units) so that every multiprocessor gets work."""
+    sms = max(1, dialect.device.compute_units)
+    for stage_m, stage_n, stage_k in ((128, 128, 8), (128, 64, 16), (64, 64, 16)):
+        if _cubes(problem, stage_m, stage_n) >= 2 * sms:
+            break
+    return UnitSelection(tile_m=4, tile_n=4, stage_m=stage_m, stage_n=stage_n, stage_k=stage_k,
+                         partition_m=2, partition_n=2, partition="strided", vector_width=4)
+
+
 def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
     big = problem.m >= 128 and problem.n >= 128
     if dialect.device.backend == "cuda" and problem.lhs.compute == "f32" and big:
-        # 8 x 8 per thread on 128 x 128: 64 FMAs per 16 shared-memory reads, the classic SGEMM shape.
-        return UnitSelection(tile_m=8, tile_n=8, stage_m=128, stage_n=128, stage_k=8)
+        return sgemm_tiling(problem, dialect)
     if dialect.device.plane_size == 1 and big:
         # CPU OpenCL (PoCL): fewer, fatter work-items measured fastest at 1024^3 f32
         # (8.7 GFLOP/s vs 4.8 for 4x4 on 64x64 with 2 cores; bench/README.md has the sweep).
-        return UnitSelection(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16)
+        return UnitSelection(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4)
     stage_m, tile_m = _fit(problem.m, 64, 16)
     stage_n, tile_n = _fit(problem.n, 64, 16)
-    return UnitSelection(tile_m=tile_m, tile_n=tile_n, stage_m=stage_m, stage_n=stage_n, stage_k=16)
+    return UnitSelection(tile_m=tile_m, tile_n=tile_n, stage_m=stage_m, stage_n=stage_n, stage_k=16,
+                         vector_width=4)
 
 
 @register
 class SimpleUnitAlgorithm(Algorithm):
     name = "simple_unit"
     selection_class = UnitSelection
+    # 16-byte global reads where the selection's vector_width and the operands' alignment allow,
+    # the cyclic loader's scalar reads otherwise.
+    lhs_loader = VectorLoader
+    rhs_loader = VectorLoader
 
     def select(self, problem, dialect):
         return select_unit_tiling(problem, dialect)

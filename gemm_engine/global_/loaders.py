@@ -35,6 +35,9 @@ class OperandTile:
     smem_ld: int
     k_along_rows: bool    # rhs: True (smem[row * ld + col]); lhs: False (smem[col * ld + row])
     smem_word: str = ""   # element word held in shared memory (default: the compute type)
+    # Widest vector (elements) a loader may read along the contiguous axis: what the problem's
+    # alignment and the selection allow (see `SimpleGlobalMatmul.setup`); 1: scalar reads only.
+    vector: int = 1
 
     @property
     def smem_type_word(self) -> str:

@@ -5,6 +5,8 @@ overlaps across cubes). Double buffering and specialization refine exactly this 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
@@ -38,6 +40,11 @@ class SimpleGlobalMatmul(GlobalMatmul):
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig:
         stage_cfg = self.stage.setup(problem, selection, dialect)
         lhs, rhs = self.operand_tiles(problem, stage_cfg)
+        # The widest global vector each loader may read: the operand's alignment, capped by the
+        # selection (1 unless it asks: a plain selection keeps scalar loads).
+        cap = getattr(selection, "vector_width", 1)
+        lhs, rhs = (replace(lhs, vector=min(cap, problem.lhs_align)),
+                    replace(rhs, vector=min(cap, problem.rhs_align)))
         units = self.loading_units(stage_cfg, selection, dialect)
         cfg = self.config_class(
             stage=stage_cfg,

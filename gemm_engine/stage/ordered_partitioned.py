@@ -12,6 +12,7 @@ stage; the stage still moves no global memory itself.
 """
 from __future__ import annotations
 
+from ..errors import SetupError
 from ..tile.base import SmemTile
 from .unit_partitioned import UnitPartitionedStage, UnitStageConfig
 
@@ -27,6 +28,14 @@ class OrderedPartitionedStage(UnitPartitionedStage):
         """(first stage row, row count) of the lhs this unit reads: what the global level loads
         into ``lhs_regs``. Units with the same ``part_m0`` need (and load) the same rows."""
         return "part_m0", cfg.tile.tile_m
+
+    def setup(self, problem, selection, dialect) -> UnitStageConfig:
+        cfg = super().setup(problem, selection, dialect)
+        if cfg.partition_m != 1:
+            # lhs_regs holds one tile's rows (`unit_rows`); more tiles along m would need more.
+            raise SetupError(self.name, f"partition_m={cfg.partition_m}: the ordered stage holds the "
+                                        f"lhs rows of one tile per unit (partition_m must be 1)")
+        return cfg
 
     def declare(self, cfg: UnitStageConfig, d) -> str:
         ctype = d.c_type(cfg.tile.compute)

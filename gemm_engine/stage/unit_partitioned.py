@@ -3,6 +3,13 @@
 Units are laid out row-major over the stage (``units_m x units_n``). With the register tile, a unit
 with partition 1 x 1 computes a ``tile_m x tile_n`` block; the stage's tile loop over k is rendered
 unrolled whenever the listener injects code, so each event lands at its exact place.
+
+Where a unit's tiles lie is the partition *layout*. "contiguous" (the default): side by side, one
+``partition_m * tile_m x partition_n * tile_n`` block per unit. "strided": tile ``p`` of unit ``u``
+along an axis sits at ``(p * units + u) * tile``, i.e. a unit's tiles are a whole grid of units
+apart. Why strided: with 4-wide register tiles, consecutive units then read consecutive 16-byte
+fragments of a shared-memory row (a quarter-warp's 16-byte reads cover 128 contiguous bytes: no
+bank conflict), where an 8-wide contiguous block puts them 32 bytes apart (2-way conflicts).
 """
 from __future__ import annotations
 
@@ -21,10 +28,17 @@ from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEventListener,
 SMEM_PAD = 4
 
 
+#: Partition layouts (see the module docstring).
+LAYOUTS = ("contiguous", "strided")
+
+
 @dataclass(frozen=True)
 class UnitStageConfig(StageConfig):
     units_m: int = 1
     units_n: int = 1
+    partition_m: int = 1     # tiles per unit along m
+    partition_n: int = 1
+    strided: bool = False    # the "strided" partition layout
 
 
 class UnitPartitionedStage(StageMatmul):
@@ -35,10 +49,18 @@ class UnitPartitionedStage(StageMatmul):
         if self.tile.scope != "unit":
             raise SetupError(self.name, f"tile {self.tile.name!r} is plane-scoped; use a plane-partitioned stage")
         sm, sn, sk = selection.stage_m, selection.stage_n, selection.stage_k
-        if sm % tile_cfg.tile_m or sn % tile_cfg.tile_n:
-            raise SetupError(self.name, f"tile {tile_cfg.tile_m}x{tile_cfg.tile_n} does not divide "
-                                        f"stage {sm}x{sn}")
-        units_m, units_n = sm // tile_cfg.tile_m, sn // tile_cfg.tile_n
+        # Selections without partition fields get the 1 x 1 contiguous partition.
+        pm, pn = getattr(selection, "partition_m", 1), getattr(selection, "partition_n", 1)
+        layout = getattr(selection, "partition", "contiguous")
+        if layout not in LAYOUTS:
+            raise SetupError(self.name, f"unknown partition layout {layout!r}; known: {LAYOUTS}")
+        if pm < 1 or pn < 1:
+            raise SetupError(self.name, f"partition {pm}x{pn} must be positive")
+        block_m, block_n = tile_cfg.tile_m * pm, tile_cfg.tile_n * pn
+        if sm % block_m or sn % block_n:
+            raise SetupError(self.name, f"partition {pm}x{pn} of tile {tile_cfg.tile_m}x{tile_cfg.tile_n} "
+                                        f"does not divide stage {sm}x{sn}")
+        units_m, units_n = sm // block_m, sn // block_n
         units = units_m * units_n
         if units > dialect.device.max_threads_per_cube:
             raise SetupError(self.name, f"{units} units per cube exceed the device's "
@@ -47,26 +69,58 @@ class UnitPartitionedStage(StageMatmul):
             raise SetupError(self.name, f"stage_k={sk} must be positive")
         return UnitStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
                                lhs_ld=sm + SMEM_PAD, rhs_ld=sn + SMEM_PAD,
-                               units_m=units_m, units_n=units_n)
+                               units_m=units_m, units_n=units_n, partition_m=pm, partition_n=pn,
+                               strided=layout == "strided")
+
+    # -- the partition: names and origins of this unit's tiles -----------------------------------
+    # A 1 x 1 partition keeps the historical names (acc, lhs_frag, rhs_frag) that subclasses use.
+    @staticmethod
+    def _acc(cfg, i, j) -> str:
+        return "acc" if cfg.partition_m * cfg.partition_n == 1 else f"acc_{i}_{j}"
+
+    @staticmethod
+    def _lhs_frag(cfg, i) -> str:
+        return "lhs_frag" if cfg.partition_m == 1 else f"lhs_frag{i}"
+
+    @staticmethod
+    def _rhs_frag(cfg, j) -> str:
+        return "rhs_frag" if cfg.partition_n == 1 else f"rhs_frag{j}"
+
+    @staticmethod
+    def _origin(cfg, axis: str, p: int) -> str:
+        """Expression: first row (axis "m") or column ("n") inside the stage of this unit's tile p."""
+        tile = cfg.tile.tile_m if axis == "m" else cfg.tile.tile_n
+        units = cfg.units_m if axis == "m" else cfg.units_n
+        step = units * tile if cfg.strided else tile
+        return f"part_{axis}0" if p == 0 else f"part_{axis}0 + {p * step}"
 
     def declare(self, cfg: UnitStageConfig, d: Dialect) -> str:
-        t = self.tile
-        return "\n".join([
-            f"const int part_m0 = (UNIT_ID / {cfg.units_n}) * {cfg.tile.tile_m};",
-            f"const int part_n0 = (UNIT_ID % {cfg.units_n}) * {cfg.tile.tile_n};",
-            t.declare_acc(cfg.tile, d, "acc"),
-            t.declare_lhs(cfg.tile, d, "lhs_frag"),
-            t.declare_rhs(cfg.tile, d, "rhs_frag"),
-        ])
+        t, tc = self.tile, cfg.tile
+        # part_m0 / part_n0: the first row / column of the unit's first tile.
+        block_m = tc.tile_m * (1 if cfg.strided else cfg.partition_m)
+        block_n = tc.tile_n * (1 if cfg.strided else cfg.partition_n)
+        lines = [f"const int part_m0 = (UNIT_ID / {cfg.units_n}) * {block_m};",
+                 f"const int part_n0 = (UNIT_ID % {cfg.units_n}) * {block_n};"]
+        lines += [t.declare_acc(tc, d, self._acc(cfg, i, j))
+                  for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
+        lines += [t.declare_lhs(tc, d, self._lhs_frag(cfg, i)) for i in range(cfg.partition_m)]
+        lines += [t.declare_rhs(tc, d, self._rhs_frag(cfg, j)) for j in range(cfg.partition_n)]
+        return "\n".join(lines)
 
     def init_accumulators(self, cfg, d):
-        return self.tile.init_acc(cfg.tile, d, "acc")
+        return "\n".join(self.tile.init_acc(cfg.tile, d, self._acc(cfg, i, j))
+                         for i in range(cfg.partition_m) for j in range(cfg.partition_n))
 
     def _k_step(self, cfg, d, lhs_smem, rhs_smem, k: str) -> tuple[str, str, str]:
+        """(lhs fragment loads, rhs fragment loads, tile executions) of one k step."""
         t, tc = self.tile, cfg.tile
-        return (t.load_lhs(tc, d, "lhs_frag", SmemTile(lhs_smem, cfg.lhs_ld, k, "part_m0")),
-                t.load_rhs(tc, d, "rhs_frag", SmemTile(rhs_smem, cfg.rhs_ld, k, "part_n0")),
-                t.execute(tc, d, "lhs_frag", "rhs_frag", "acc"))
+        load_l = [t.load_lhs(tc, d, self._lhs_frag(cfg, i), SmemTile(lhs_smem, cfg.lhs_ld, k, self._origin(cfg, "m", i)))
+                  for i in range(cfg.partition_m)]
+        load_r = [t.load_rhs(tc, d, self._rhs_frag(cfg, j), SmemTile(rhs_smem, cfg.rhs_ld, k, self._origin(cfg, "n", j)))
+                  for j in range(cfg.partition_n)]
+        execute = [t.execute(tc, d, self._lhs_frag(cfg, i), self._rhs_frag(cfg, j), self._acc(cfg, i, j))
+                   for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
+        return "\n".join(load_l), "\n".join(load_r), "\n".join(execute)
 
     def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener) -> str:
         n = cfg.stage_k
@@ -96,6 +150,9 @@ class UnitPartitionedStage(StageMatmul):
 
     def write(self, cfg, d, writer: Writer) -> str:
         lines = []
-        for row, col, value in self.tile.acc_elements(cfg.tile, "acc"):
-            lines.append(writer(f"part_m0 + {row}", f"part_n0 + {col}", value))
+        for i in range(cfg.partition_m):
+            for j in range(cfg.partition_n):
+                m0, n0 = self._origin(cfg, "m", i), self._origin(cfg, "n", j)
+                for row, col, value in self.tile.acc_elements(cfg.tile, self._acc(cfg, i, j)):
+                    lines.append(writer(f"{m0} + {row}", f"{n0} + {col}", value))
         return "\n".join(lines)
