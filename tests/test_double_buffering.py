@@ -87,12 +87,16 @@ def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
 def test_loads_interleaved_with_tile_executions(device, shape):
     alg, cfg, dialect, src = render(problem(*shape), device)
     g, stage = cfg.batch.global_, cfg.batch.global_.stage
-    tile_exec = alg.components.global_.stage.tile.execute(stage.tile, dialect, "lhs_frag", "rhs_frag", "acc")
+    # The first tile execution of each k step (a unit's partition may hold several tiles).
+    st = alg.components.global_.stage
+    tile_exec = st.tile.execute(stage.tile, dialect, st._lhs_frag(stage, 0), st._rhs_frag(stage, 0),
+                                st._acc(stage, 0, 0))
     loop = src.index("for (i64 k0 = 0;")
     execs = [i for i in range(len(src)) if src.startswith(tile_exec, i)]
     assert len(execs) == stage.stage_k and execs[0] > loop, "expected the stage's k loop unrolled"
     for ident, loader in (("lhs", g.lhs_loader), ("rhs", g.rhs_loader)):
-        reads = [m.start() for m in re.finditer(rf"\b{ident}\[", src)]   # global reads only
+        # Global reads only: an element (lhs[...]) or a vector (lhs + ...) of the operand.
+        reads = [m.start() for m in re.finditer(rf"\b{ident}(\[| \+ )", src)]
         before = [i for i in reads if i < loop]
         between = [i for i in reads if execs[0] < i < execs[-1]]
         # Prologue loads slice 0; every task of the next slice lands between two tile executions.

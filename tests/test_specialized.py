@@ -78,10 +78,13 @@ def test_one_role_branch_with_barriers_outside(device, shape):
     # Global reads only in the loader branch, indexed from the first loader; the stage's tile
     # executions and the output stores only in the compute branch.
     for ident in ("lhs", "rhs"):
-        reads = [m.start() for m in re.finditer(rf"\b{ident}\[", src)]
+        # An element (lhs[...]) or a vector (lhs + ...) read of the operand.
+        reads = [m.start() for m in re.finditer(rf"\b{ident}(\[| \+ )", src)]
         assert reads and all(split < i < loader_end for i in reads), ident
     assert "UNIT_ID + " not in src and f"const int load_unit = UNIT_ID - {compute};" in src
-    tile_exec = alg.components.global_.stage.tile.execute(g.stage.tile, dialect, "lhs_frag", "rhs_frag", "acc")
+    st = alg.components.global_.stage   # the first tile of the unit's partition
+    tile_exec = st.tile.execute(g.stage.tile, dialect, st._lhs_frag(g.stage, 0), st._rhs_frag(g.stage, 0),
+                                st._acc(g.stage, 0, 0))
     stores = [m.start() for m in re.finditer(r"\bout\[", src)]
     assert stores and all(loader_end < i < compute_end for i in stores + [src.index(tile_exec)])
     # Two shared-memory stages per operand.
@@ -89,7 +92,8 @@ def test_one_role_branch_with_barriers_outside(device, shape):
 
 
 def test_default_loaders_are_half_the_compute_units_in_whole_planes():
-    _, cfg, _, _ = render(problem(256, 256, 512), CUDA, ALG)
+    # 4096 x 4096 (unaligned): the rule's 256-unit stage (smaller problems get smaller stages).
+    _, cfg, _, _ = render(problem(4096, 4096, 512), CUDA, ALG)
     assert (cfg.batch.global_.compute_units, cfg.batch.global_.load_units) == (256, 128)
     _, cfg, _, _ = render(problem(256, 256, 512), OPENCL_DEVICE, ALG)   # 64 compute units on CPU
     assert (cfg.batch.global_.compute_units, cfg.batch.global_.load_units) == (64, 32)

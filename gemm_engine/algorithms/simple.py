@@ -50,13 +50,21 @@ def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
     """The CUDA float32 register-FMA tiling: 8 x 8 outputs per unit as 2 x 2 strided 4 x 4 tiles
     (64 FMAs per four 16-byte shared reads, conflict-free), float4 global loads where aligned.
 
-    128 x 128 x 8 stages of 256 units when the problem gives at least two cubes per multiprocessor;
-    smaller problems (1024^2 makes only 64 such cubes on 132 SMs) take 128 x 64 and then 64 x 64
-    stages (128 and 64 units) so that every multiprocessor gets work."""
+    Measured on the H100 (bench/results/h100_2026-11-20_sgemm_sweep.md): 128 x 64 x 16 stages of
+    128 units beat 128 x 128 x 8 of 256 at 4096^3 (0.91 vs 0.85 x cuBLAS) and 4093^3 (0.62 vs
+    0.52 with branchy loads); when they give fewer than two cubes per multiprocessor (1024^2 makes 128 on 132 SMs)
+    64 x 64 x 16 stages of 64 units (256 cubes) keep every multiprocessor busy (0.72 at 1024^3)."""
     sms = max(1, dialect.device.compute_units)
-    for stage_m, stage_n, stage_k in ((128, 128, 8), (128, 64, 16), (64, 64, 16)):
-        if _cubes(problem, stage_m, stage_n) >= 2 * sms:
-            break
+    if min(problem.lhs_align, problem.rhs_align) < 4 and _cubes(problem, 128, 128) >= 2 * sms:
+        # Scalar reads (an unaligned operand): 128 x 64 x 16 would give each of its 128 units 24
+        # element loads per stage, all in flight at once (the loader has no branches), and ptxas
+        # spills (12 to 840 bytes); 256 units over 128 x 128 x 16 have 16 each. Measured at
+        # 4093^3: 0.61 x cuBLAS (128 x 128 x 8: 0.50, 128 x 64 x 16: 0.36).
+        stage_m, stage_n, stage_k = 128, 128, 16
+    elif _cubes(problem, 128, 64) >= 2 * sms:
+        stage_m, stage_n, stage_k = 128, 64, 16
+    else:
+        stage_m, stage_n, stage_k = 64, 64, 16
     return UnitSelection(tile_m=4, tile_n=4, stage_m=stage_m, stage_n=stage_n, stage_k=stage_k,
                          partition_m=2, partition_n=2, partition="strided", vector_width=4)
 

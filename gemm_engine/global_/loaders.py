@@ -36,7 +36,8 @@ class OperandTile:
     k_along_rows: bool    # rhs: True (smem[row * ld + col]); lhs: False (smem[col * ld + row])
     smem_word: str = ""   # element word held in shared memory (default: the compute type)
     # Widest vector (elements) a loader may read along the contiguous axis: what the problem's
-    # alignment and the selection allow (see `SimpleGlobalMatmul.setup`); 1: scalar reads only.
+    # alignment and the selection allow, dividing the problem's extent along that axis (so no
+    # vector straddles a bound; see `SimpleGlobalMatmul.setup`); 1: scalar reads only.
     vector: int = 1
 
     @property

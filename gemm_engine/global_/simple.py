@@ -42,9 +42,20 @@ class SimpleGlobalMatmul(GlobalMatmul):
         lhs, rhs = self.operand_tiles(problem, stage_cfg)
         # The widest global vector each loader may read: the operand's alignment, capped by the
         # selection (1 unless it asks: a plain selection keeps scalar loads).
+        # Narrowed to divide the problem's extent along the contiguous axis: a vector is then
+        # wholly inside or outside the problem, and the loader needs no element-wise fallback.
         cap = getattr(selection, "vector_width", 1)
-        lhs, rhs = (replace(lhs, vector=min(cap, problem.lhs_align)),
-                    replace(rhs, vector=min(cap, problem.rhs_align)))
+
+        def width(align: int, extent: int) -> int:
+            w = min(cap, align)
+            while w > 1 and extent % w:
+                w //= 2
+            return max(w, 1)
+
+        lhs_extent = problem.k if lhs.layout is Layout.ROW else problem.m
+        rhs_extent = problem.n if rhs.layout is Layout.ROW else problem.k
+        lhs, rhs = (replace(lhs, vector=width(problem.lhs_align, lhs_extent)),
+                    replace(rhs, vector=width(problem.rhs_align, rhs_extent)))
         units = self.loading_units(stage_cfg, selection, dialect)
         cfg = self.config_class(
             stage=stage_cfg,

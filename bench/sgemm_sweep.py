@@ -1,0 +1,108 @@
+"""Sweep of float32 register-FMA (unit) tilings on CUDA against cuBLAS, in one process.
+
+    python3 bench/sgemm_sweep.py --json out.json            # on the GPU machine
+
+For each shape and each named `UnitSelection` variant (partition layout, global vector width, stage
+size), runs ``simple_unit`` and ``double_buffering_unit`` on device arrays, checks the result
+against cuBLAS (relative Frobenius error, on fresh random data) and times it with CUDA events
+(median of ``--repeat`` after a warm-up), beside cupy.matmul. Prints a short table last. What it
+measures chose the rule in `gemm_engine.algorithms.simple.sgemm_tiling`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import gemm_engine  # noqa: E402
+from gemm_engine.algorithms import DoubleBufferingUnitAlgorithm, SimpleUnitAlgorithm  # noqa: E402
+from gemm_engine.algorithms.simple import UnitSelection  # noqa: E402
+
+S = dict(partition_m=2, partition_n=2, partition="strided", vector_width=4, tile_m=4, tile_n=4)
+VARIANTS = {
+    "old 8x8 contiguous, scalar": UnitSelection(8, 8, 128, 128, 8),
+    "8x8 contiguous, float4": UnitSelection(8, 8, 128, 128, 8, vector_width=4),
+    "strided 128x128x8": UnitSelection(stage_m=128, stage_n=128, stage_k=8, **S),
+    "strided 128x128x16": UnitSelection(stage_m=128, stage_n=128, stage_k=16, **S),
+    "strided 128x64x8": UnitSelection(stage_m=128, stage_n=64, stage_k=8, **S),
+    "strided 128x64x16": UnitSelection(stage_m=128, stage_n=64, stage_k=16, **S),
+    "strided 64x64x16": UnitSelection(stage_m=64, stage_n=64, stage_k=16, **S),
+    "4x4 64x64x16 256u": UnitSelection(4, 4, 64, 64, 16, vector_width=4),
+}
+SMALL = ("old 8x8 contiguous, scalar", "strided 128x128x8", "strided 128x64x8", "strided 128x64x16",
+         "strided 64x64x16", "4x4 64x64x16 256u")
+
+
+def timed(cp, fn, repeat):
+    for _ in range(2):
+        fn()
+    cp.cuda.runtime.deviceSynchronize()
+    times = []
+    for _ in range(repeat):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="4096,4093,1000,1024")
+    p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    engine = gemm_engine.Engine("cuda")
+    cp = engine.runtime.cp
+    rows = []
+    for size in map(int, args.sizes.split(",")):
+        rng = np.random.default_rng(size)
+        a = cp.asarray(rng.standard_normal((size, size)).astype(np.float32))
+        b = cp.asarray(rng.standard_normal((size, size)).astype(np.float32))
+        ref = cp.matmul(a, b)
+        flops = 2.0 * size ** 3
+        t = timed(cp, lambda: cp.matmul(a, b), args.repeat)
+        native = flops / t / 1e12
+        rows.append(dict(size=size, name="cuBLAS", alg="", ms=t * 1e3, tflops=native, vs=1.0))
+        names = ["rule"] + [n for n in VARIANTS if size > 2048 or n in SMALL]
+        for name in names:
+            for alg_cls in (SimpleUnitAlgorithm, DoubleBufferingUnitAlgorithm):
+                sel = VARIANTS.get(name)
+                alg = alg_cls(sel)
+                out = cp.full((size, size), np.nan, np.float32)   # poisoned: unwritten elements fail
+                try:
+                    engine.matmul(a, b, algorithm=alg, out=out)
+                except Exception as exc:  # a refused variant is reported, not fatal
+                    rows.append(dict(size=size, name=name, alg=alg_cls.name, error=str(exc)[:200]))
+                    continue
+                err = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
+                t = timed(cp, lambda: engine.matmul(a, b, algorithm=alg, out=out), args.repeat)
+                st = engine.last_choice[1].batch.global_.stage
+                tiling = (f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{st.units}u "
+                          f"{st.partition_m}x{st.partition_n}{' strided' if st.strided else ''} "
+                          f"v{engine.last_choice[1].batch.global_.lhs_loader.operand.vector}")
+                rows.append(dict(size=size, name=name, alg=alg_cls.name, ms=t * 1e3,
+                                 tflops=flops / t / 1e12, vs=flops / t / 1e12 / native, err=err, tiling=tiling))
+                print(f"{size} {name:28s} {alg_cls.name:22s} {rows[-1]['tflops']:6.2f} TFLOP/s "
+                      f"{rows[-1]['vs']:.2f} x cuBLAS err {err:.1e} {tiling}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": engine.runtime.device.name, "repeat": args.repeat, "rows": rows}, f, indent=1)
+    print("\n| size | variant | algorithm | TFLOP/s | x cuBLAS | err |\n|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['size']} | {r['name']} | {r['alg']} | refused: {r['error'][:60]} | | |")
+        else:
+            print(f"| {r['size']} | {r['name']} {r.get('tiling', '')} | {r['alg']} | {r['tflops']:.1f} | {r['vs']:.2f} | {r.get('err', 0):.1e} |")
+
+
+if __name__ == "__main__":
+    main()
