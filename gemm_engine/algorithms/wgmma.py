@@ -1,0 +1,85 @@
+"""Pipelined Hopper algorithm: warpgroup ``wgmma`` tiles fed by a ring of swizzled ``cp.async`` stages.
+
+``pipelined_wgmma`` = `WgmmaTile` (64 x tile_n x 16 per warpgroup, operands read from shared memory
+through descriptors) under `WarpgroupPartitionedStage` under `WgmmaPipelinedGlobalMatmul` with
+`SwizzledChunkLoader`s, under the partitioned batch. CUDA sm_90a only (the H100 / H200), float16
+and bfloat16 with float32 accumulation, any layout (a column-major lhs or row-major rhs sets the
+instruction's transpose bit), any shape (zero-filled edges), any alignment (odd leading
+dimensions take the slower register path). Everything else is refused with a SetupError, so
+callers can fall back to ``pipelined_mma``.
+
+Tiling rule (`select_wgmma_tiling`): the largest stage whose grid still gives every multiprocessor
+a cube: 256 x 128 (two warpgroups of two 64 x 128 tiles, 128 accumulators per unit) in 4 stages
+of 64 k for large problems, then 128 x 128, 64 x 128 and 64 x 64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..global_.swizzled_loader import SwizzledChunkLoader
+from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
+from ..problem import MatmulProblem
+from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
+from ..tile.wgmma import WgmmaTile
+from .base import Algorithm, register
+
+
+@dataclass(frozen=True)
+class WgmmaSelection:
+    """warpgroups_m x warpgroups_n warpgroups per cube, each computing partition_m tiles of
+    64 x tile_n (stacked along m), over stage_k = 64 k per slot of a ``stages``-deep ring;
+    ``wgmma_pending`` wgmma batches may still run when the next step starts."""
+
+    warpgroups_m: int = 2
+    warpgroups_n: int = 1
+    partition_m: int = 1
+    tile_n: int = 256
+    stage_k: int = 64
+    stages: int = 4
+    wgmma_pending: int = 1
+    dispatch: str = "row_major"
+
+    @property
+    def stage_m(self) -> int:
+        return self.warpgroups_m * self.partition_m * 64
+
+    @property
+    def stage_n(self) -> int:
+        return self.warpgroups_n * self.tile_n
+
+
+#: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest stage first.
+#: Measured on the H100 (bench/results/h100_2026-11-20_wgmma.md): 256 x 128 (two warpgroups of two
+#: 64 x 128 tiles) matched 128 x 256 at 4096^3 and beat it by ~8% at 8192^3.
+_CANDIDATES = [
+    (2, 1, 2, 128, 4),     # 256 x 128: 48 KiB per slot, 193 KiB ring
+    (2, 1, 1, 128, 4),     # 128 x 128
+    (1, 1, 1, 128, 4),     # 64 x 128
+    (1, 1, 1, 64, 4),      # 64 x 64
+]
+
+
+def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
+    sms = max(1, dialect.device.compute_units)
+    for wm, wn, pm, tn, stages in _CANDIDATES:
+        sm, sn = wm * pm * 64, wn * tn
+        if problem.batch * -(-problem.m // sm) * -(-problem.n // sn) >= sms:
+            break
+    return WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages)
+
+
+@register
+class PipelinedWgmmaAlgorithm(Algorithm):
+    name = "pipelined_wgmma"
+    #: The CUDA target its kernels need (wgmma is sm_90a-only PTX); compile checks use it.
+    min_arch = "sm_90a"
+    selection_class = WgmmaSelection
+    tile = WgmmaTile
+    stage = WarpgroupPartitionedStage
+    global_ = WgmmaPipelinedGlobalMatmul
+    lhs_loader = SwizzledChunkLoader
+    rhs_loader = SwizzledChunkLoader
+
+    def select(self, problem, dialect):
+        return select_wgmma_tiling(problem, dialect)

@@ -1,0 +1,200 @@
+"""Swizzled chunk loader: 16-byte chunks of one operand into the 128-byte-swizzled layout wgmma reads.
+
+CUDA only (``cp.async``). The operand's stage is a set of *lines* (global rows of a row-major
+operand, columns of a column-major one), each cut into 16-byte chunks of 8 contiguous 16-bit
+elements. `SwizzledOperandLayout` (tile/wgmma.py) says where a chunk goes: line ``l``, chunk ``c``
+lands at ``(c >> 3) * stage_k * 128 + l * 128 + (((c & 7) ^ (l & 7)) << 4)`` bytes into the stage
+(K-major: a line is an m or n row of 64 k, c < 8; MN-major: a line is a k row of the whole m or n
+extent, c >> 3 its 64-wide atom). Unit u moves chunk ``u % chunks_per_line`` of lines
+``u / chunks_per_line + t * step`` (t < tasks), so one warp reads whole global lines (coalesced)
+and all of a unit's chunks share one source pointer and one shared offset plus constants.
+
+How a chunk moves depends on the operand's alignment (the widest vector, in elements, dividing its
+address, leading dimension and batch stride), as in `ChunkLoader`: 8 -> one ``cp.async.cg`` of 16
+bytes; 4 or 2 -> 2 or 4 ``cp.async.ca`` of 8 or 4 bytes into the same (swizzled, still contiguous)
+16-byte chunk; 1 -> the register path: ``issue`` reads the elements into registers, ``commit``
+(run after the stage issued its asynchronous wgmma batch) stores them with one 16-byte store.
+
+Edges: the line axis is all-or-nothing, the contiguous axis a count ``n`` of valid elements;
+``cp.async`` with a smaller source size zero-fills the rest, a chunk with nothing valid reads the
+operand's base pointer (always valid) with source size 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import Layout
+from ..tile.wgmma import SWIZZLE_BYTES, SwizzledOperandLayout
+from .loaders import Loader, LoaderConfig, OperandTile
+
+
+@dataclass(frozen=True)
+class SwizzledOperandTile(OperandTile):
+    swizzle: SwizzledOperandLayout | None = None
+    align: int = 1
+
+    @property
+    def line_axis(self) -> str:
+        return "rows" if self.layout is Layout.ROW else "cols"
+
+    @property
+    def lines(self) -> int:
+        return self.rows if self.layout is Layout.ROW else self.cols
+
+    @property
+    def contiguous_extent(self) -> int:
+        return self.cols if self.layout is Layout.ROW else self.rows
+
+    @property
+    def k_contiguous(self) -> bool:
+        return self.k_along_rows == (self.layout is Layout.COL)
+
+
+@dataclass(frozen=True)
+class SwizzledLoaderConfig(LoaderConfig):
+    piece: int = 8                 # elements per copy instruction (1: register path)
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.operand.swizzle.smem_bytes
+
+    @property
+    def chunks_per_line(self) -> int:
+        return self.operand.contiguous_extent // 8
+
+    @property
+    def step(self) -> int:
+        return self.units // self.chunks_per_line
+
+    @property
+    def registers(self) -> bool:
+        return self.piece < 2
+
+
+class SwizzledChunkLoader(Loader):
+    name = "swizzled_chunk_loader"
+
+    def setup(self, operand: OperandTile, units: int) -> SwizzledLoaderConfig:
+        if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
+            raise SetupError(self.name, "needs a SwizzledOperandTile")
+        if operand.converts or operand.element.storage not in ("f16_bits", "bf16_bits"):
+            raise SetupError(self.name, f"copies 16-bit elements; got {operand.element.name}")
+        cpl = operand.contiguous_extent // 8
+        if operand.contiguous_extent % 8 or units % cpl:
+            raise SetupError(self.name, f"{operand.ident}: {units} units do not tile lines of "
+                                        f"{operand.contiguous_extent} elements")
+        total = operand.lines * cpl
+        if total % units:
+            raise SetupError(self.name, f"{operand.ident}: {total} chunks do not split over {units} units")
+        return SwizzledLoaderConfig(operand=operand, units=units, tasks=total // units,
+                                    piece=min(8, max(1, operand.align)))
+
+    def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, row0: str, col0: str) -> str:
+        """Loop-invariant state: this unit's source pointer (moved by `advance`), its first shared
+        offset inside a stage (swizzle included) and, on the register path, staging registers."""
+        op, p, cpl = cfg.operand, cfg.operand.ident + "_sw", cfg.chunks_per_line
+        r, c = (f"{p}_line0", f"{p}_cc * 8") if op.layout is Layout.ROW else (f"{p}_cc * 8", f"{p}_line0")
+        ctype = d.c_type(op.smem_type_word)
+        lines = [f"const int {p}_line0 = UNIT_ID / {cpl};",
+                 f"const int {p}_cc = UNIT_ID % {cpl};",
+                 f"const GLOBAL {ctype}* {p}_src = {op.ident} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}')};",
+                 f"const unsigned {p}_dst = {self._offset(cfg, f'{p}_line0')};"]
+        if cfg.registers:
+            lines.append(f"unsigned {p}_stage[{cfg.tasks * 4}];")
+        return "\n".join(lines)
+
+    def _offset(self, cfg: SwizzledLoaderConfig, line: str) -> str:
+        p, sw = cfg.operand.ident + "_sw", cfg.operand.swizzle
+        atom = sw.stage_k * SWIZZLE_BYTES
+        return (f"(unsigned)(({p}_cc >> 3) * {atom} + ({line}) * {SWIZZLE_BYTES} + "
+                f"(((({p}_cc) & 7) ^ (({line}) & 7)) << 4))")
+
+    def _dst(self, cfg: SwizzledLoaderConfig, t: int) -> str:
+        """Shared offset (inside a stage) of task t's chunk: a constant step when the line step
+        keeps the swizzle row (a multiple of 8 lines), else recomputed."""
+        p = cfg.operand.ident + "_sw"
+        if (t * cfg.step) % 8 == 0:
+            return f"{p}_dst + {t * cfg.step * SWIZZLE_BYTES}"
+        return self._offset(cfg, f"{p}_line0 + {t * cfg.step}")
+
+    def _valid(self, cfg: SwizzledLoaderConfig, t: int, bounds: dict) -> str | None:
+        op, p = cfg.operand, cfg.operand.ident + "_sw"
+        conds, rem = [], None
+        for axis, check in (("rows", op.check_rows), ("cols", op.check_cols)):
+            if not check:
+                continue
+            start, bound = bounds[axis]
+            if axis == op.line_axis:
+                conds.append(f"({start}) + {p}_line0 + {t * cfg.step} < {bound}")
+            else:
+                rem = f"({bound}) - ({start}) - {p}_cc * 8"
+        if not conds and rem is None:
+            return None
+        count = "8" if rem is None else "(rem <= 0 ? 0 : rem >= 8 ? 8 : (int)rem)"
+        head = f"const i64 rem = {rem}; " if rem is not None else ""
+        return head + (f"const int n = ({' && '.join(conds)}) ? {count} : 0;" if conds else f"const int n = {count};")
+
+    def issue(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str, row0: str, col0: str,
+              rows_bound: str, cols_bound: str) -> str:
+        """Start moving this unit's chunks of the slice whose first global element is (row0, col0)
+        (the source pointer already points there) into the stage at shared address ``stage_base``."""
+        op, p = cfg.operand, cfg.operand.ident + "_sw"
+        bounds = {"rows": (row0, rows_bound), "cols": (col0, cols_bound)}
+        out = []
+        for t in range(cfg.tasks):
+            valid = self._valid(cfg, t, bounds)
+            body = [valid] if valid else []
+            src = f"{p}_src + {t * cfg.step} * {op.ident}_ld"
+            if cfg.registers:
+                body.append(f"const GLOBAL unsigned short* gsrc = (const GLOBAL unsigned short*)({src});")
+                for j in range(4):
+                    halves = [f"(unsigned)gsrc[{2 * j + h}]" for h in range(2)]
+                    if valid:
+                        halves = [f"(n > {2 * j + h} ? {x} : 0u)" for h, x in enumerate(halves)]
+                    body.append(f"{p}_stage[{t * 4 + j}] = {halves[0]} | ({halves[1]} << 16);")
+            else:
+                body += self._copies(cfg, src, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
+            out.append("{\n" + "\n".join(body) + "\n}")
+        return "\n".join(out)
+
+    def _copies(self, cfg, src, dst, checked) -> list[str]:
+        op, piece = cfg.operand, cfg.piece
+        nbytes = piece * 2
+        cache = "cg" if nbytes == 16 else "ca"      # .cg takes 16-byte copies only
+        lines = [f"const char* gsrc = (const char*)({src});"]
+        if checked:
+            lines.append(f"if (n <= 0) gsrc = (const char*){op.ident};")
+        for i in range(8 // piece):
+            off = i * piece
+            if checked:
+                size = f"min(max(n - {off}, 0), {piece}) * 2"
+                sptr = f"(n > {off} ? gsrc + {off * 2} : gsrc)"
+                lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;"'
+                             f' :: "r"({dst} + {off * 2}), "l"({sptr}), "r"({size}) : "memory");')
+            else:
+                lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes};"'
+                             f' :: "r"({dst} + {off * 2}), "l"(gsrc + {off * 2}) : "memory");')
+        return lines
+
+    def commit(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str) -> str:
+        """Register path only: store the staged chunks (one 16-byte shared store each)."""
+        if not cfg.registers:
+            return ""
+        p = cfg.operand.ident + "_sw"
+        out = []
+        for t in range(cfg.tasks):
+            regs = ", ".join(f'"r"({p}_stage[{t * 4 + j}])' for j in range(4))
+            out.append(f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};" :: '
+                       f'"r"({stage_base} + {self._dst(cfg, t)}), {regs} : "memory");')
+        return "\n".join(out)
+
+    def advance(self, cfg: SwizzledLoaderConfig, stage_k: int) -> str:
+        op = cfg.operand
+        step = str(stage_k) if op.k_contiguous else f"{stage_k} * {op.ident}_ld"
+        return f"{op.ident}_sw_src += {step};"
+
+    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
+        raise NotImplementedError("the swizzled loader moves chunks through declare / issue / commit "
+                                  "(see WgmmaPipelinedGlobalMatmul)")

@@ -1,0 +1,131 @@
+"""Warpgroup-partitioned stage: every warpgroup (4 consecutive warps) owns ``partition_m`` wgmma
+tiles of 64 x tile_n, stacked along m.
+
+Warpgroups are laid out row-major over the stage (``warpgroups_m x warpgroups_n``); warpgroup w
+covers rows ``(w / warpgroups_n) * partition_m * 64`` onwards and columns ``(w % warpgroups_n) *
+tile_n`` onwards. Warpgroup w is units 128w..128w+127, so it starts at a warp index divisible by 4,
+as wgmma requires.
+
+Operands are not read into registers: the stage hands the tile a descriptor per (k slice, m tile)
+built from the slot's base descriptor (``lhs_smem`` / ``rhs_smem`` in ``execute`` are 64-bit
+descriptor expressions of the current slot's lhs and rhs stage) plus compile-time offsets, laid out
+by `SwizzledOperandLayout`. Differences from the `StageMatmul` contract, because wgmma is
+asynchronous: ``execute`` fences, issues every wgmma of the stage and commits them as one batch but
+does not wait; the global level calls ``wait(pending)`` before shared memory they read may be
+overwritten, and ``finish`` (wait for everything, pin the accumulators) before ``write``.
+
+Events: ``Begin``; ``TileMatmulCompleted`` after each wgmma issue (n = k tiles * partition_m);
+``Finish``. No fragment loads, so no ``LhsLoaded`` / ``RhsLoaded``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from ..tile.wgmma import WARPGROUP, SwizzledOperandLayout, WgmmaTile
+from .base import StageConfig, StageMatmul, Writer
+from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
+
+# Accumulator registers per unit beyond which ptxas spills (255 in all, addresses need some).
+_MAX_ACC_REGS = 128
+
+
+@dataclass(frozen=True)
+class WarpgroupStageConfig(StageConfig):
+    warpgroups_m: int = 2
+    warpgroups_n: int = 1
+    partition_m: int = 1
+    lhs_layout: SwizzledOperandLayout | None = None
+    rhs_layout: SwizzledOperandLayout | None = None
+
+    @property
+    def lhs_smem_elems(self) -> int:
+        return self.lhs_layout.smem_bytes // 2
+
+    @property
+    def rhs_smem_elems(self) -> int:
+        return self.rhs_layout.smem_bytes // 2
+
+
+class WarpgroupPartitionedStage(StageMatmul):
+    name = "warpgroup_partitioned_stage"
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WarpgroupStageConfig:
+        if self.tile.scope != "warpgroup" or not isinstance(self.tile, WgmmaTile):
+            raise SetupError(self.name, f"tile {self.tile.name!r} is not warpgroup-scoped (wgmma)")
+        tc = self.tile.setup(problem, selection, dialect)
+        wm, wn = getattr(selection, "warpgroups_m", 2), getattr(selection, "warpgroups_n", 1)
+        pm, sk = getattr(selection, "partition_m", 1), getattr(selection, "stage_k", 64)
+        for label, value in (("warpgroups_m", wm), ("warpgroups_n", wn), ("partition_m", pm)):
+            if value < 1:
+                raise SetupError(self.name, f"{label}={value} must be positive")
+        if sk != 64:
+            # A K-major operand's swizzled row is exactly 64 16-bit elements; one ring layout for
+            # both orientations keeps the loader simple.
+            raise SetupError(self.name, f"stage_k={sk}; the 128-byte swizzled layout needs stage_k=64")
+        if pm * tc.acc_regs > _MAX_ACC_REGS:
+            raise SetupError(self.name, f"partition_m={pm} x tile_n={tc.tile_n} needs {pm * tc.acc_regs} "
+                                        f"accumulator registers per unit (at most {_MAX_ACC_REGS})")
+        units = wm * wn * WARPGROUP
+        if units > dialect.device.max_threads_per_cube:
+            raise SetupError(self.name, f"{wm * wn} warpgroups ({units} units) exceed the device's "
+                                        f"{dialect.device.max_threads_per_cube} units per cube")
+        sm, sn = wm * pm * 64, wn * tc.tile_n
+        lhs = SwizzledOperandLayout(tc.lhs_mn_major, sm, sk)
+        rhs = SwizzledOperandLayout(tc.rhs_mn_major, sn, sk)
+        return WarpgroupStageConfig(tile=tc, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
+                                    lhs_ld=64, rhs_ld=64,   # elements per swizzled row
+                                    lhs_k_contiguous=not tc.lhs_mn_major,
+                                    rhs_k_contiguous=not tc.rhs_mn_major,
+                                    warpgroups_m=wm, warpgroups_n=wn, partition_m=pm,
+                                    lhs_layout=lhs, rhs_layout=rhs)
+
+    def declare(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
+        tc = cfg.tile
+        lines = [
+            f"const int wg_index = UNIT_ID / {WARPGROUP};",
+            f"const int wg_m0 = (wg_index / {cfg.warpgroups_n}) * {cfg.partition_m * 64};",
+            f"const int wg_n0 = (wg_index % {cfg.warpgroups_n}) * {tc.tile_n};",
+            # This warpgroup's first tile, as a descriptor start-address increment (bytes >> 4).
+            f"const unsigned long long wg_lhs_desc = (unsigned long long)(({cfg.lhs_layout.tile_offset('wg_m0', 0)}) >> 4);",
+            f"const unsigned long long wg_rhs_desc = (unsigned long long)(({cfg.rhs_layout.tile_offset('wg_n0', 0)}) >> 4);",
+        ]
+        lines += [self.tile.declare_acc(tc, d, f"acc_{i}") for i in range(cfg.partition_m)]
+        return "\n".join(lines)
+
+    def init_accumulators(self, cfg, d):
+        return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}") for i in range(cfg.partition_m))
+
+    def execute(self, cfg: WarpgroupStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
+                listener: StageEventListener) -> str:
+        t, tc = self.tile, cfg.tile
+        nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
+        out = [listener.on_event(Begin()), t.fence()]
+        for kk in range(nk):
+            # Parenthesized: in C, + binds tighter than >>.
+            rhs_off = f"(({cfg.rhs_layout.tile_offset('0', kk * 16)}) >> 4)"
+            for i in range(pm):
+                lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), kk * 16)}) >> 4)"
+                lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
+                rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
+                out.append(t.execute(tc, d, lhs, rhs, f"acc_{i}"))
+                out.append(listener.on_event(TileMatmulCompleted(kk * pm + i, nk * pm)))
+        out += [t.commit(), listener.on_event(Finish())]
+        return "\n".join(c for c in out if c)
+
+    def wait(self, cfg: WarpgroupStageConfig, pending: int) -> str:
+        """Until at most ``pending`` committed batches (stages) are still running."""
+        return self.tile.wait(pending)
+
+    def finish(self, cfg: WarpgroupStageConfig) -> str:
+        """Every batch done and the accumulators pinned: ``write`` may read them."""
+        return "\n".join([self.tile.wait(0)] + [self.tile.pin(cfg.tile, f"acc_{i}") for i in range(cfg.partition_m)])
+
+    def write(self, cfg, d, writer: Writer) -> str:
+        lines = []
+        for i in range(cfg.partition_m):
+            for row, col, value in self.tile.acc_elements(cfg.tile, f"acc_{i}"):
+                lines.append(writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value))
+        return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""Hopper tile: one warpgroup (4 consecutive warps, 128 units) runs ``wgmma.mma_async`` on 64 x N.
+
+PTX ISA, "Asynchronous warpgroup level matrix multiply-accumulate" (sm_90a only):
+``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`` reads both operands from
+shared memory through 64-bit *matrix descriptors* and accumulates into N / 2 f32 registers per
+unit. The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesses before it,
+``wgmma.commit_group`` closes a batch, ``wgmma.wait_group n`` waits until at most n batches are
+pending (only then may the shared memory they read be overwritten, or the accumulators be read).
+
+Shared-memory layout (`SwizzledOperandLayout`): 128-byte swizzle, the mode the descriptor's bits
+62-63 = 1 name. Shared memory is cut into 128-byte rows of 64 contiguous 16-bit elements; 8 rows
+form a 1024-byte atom, and inside an atom the 16-byte chunk c of row r is stored at chunk
+``c ^ (r & 7)`` (the hardware applies that XOR to address bits 4-6 from bits 7-9, so atoms must
+start 1024-byte aligned). Two operand orientations (CUTLASS cute's canonical GMMA layouts):
+
+* K-major (k contiguous: a row-major lhs, a column-major rhs): row x (an m or n index) holds k
+  0..63, so stage_k is exactly 64. Consecutive 8-row groups are SBO = 1024 bytes apart; LBO is
+  unused with swizzling. The instruction's k slice kk (16 elements = 32 bytes) starts 32 * kk bytes
+  into the row: the swizzle is a function of the address, so that lands on the right chunks.
+* MN-major (m or n contiguous: a column-major lhs, a row-major rhs; the instruction's transpose
+  bit is set): row k holds 64 consecutive x; 64-wide x atoms are LBO = stage_k * 128 bytes apart,
+  8-row k groups SBO = 1024 bytes apart, and k slice kk starts 16 * 128 * kk bytes in.
+
+Descriptor: bits 0-13 start address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 49-51 base offset (0:
+atoms are 1024-aligned), 62-63 swizzle mode. Tile origins are added to the start-address field
+(shared addresses stay below 256 KiB, so the 14-bit field never carries into LBO).
+
+Accumulator layout (m64nNk16, f32): warp w of the warpgroup owns rows 16w..16w+15; for every 8
+columns j, registers 4j..4j+3 hold (16w + g, 8j + 2t), (.., + 1), (16w + g + 8, 8j + 2t), (.., + 1)
+with g = lane >> 2, t = lane & 3 (the mma.sync C layout, stacked).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from .base import TileConfig, TileMatmul
+
+WARPGROUP = 128
+SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit elements
+ATOM_BYTES = 1024            # 8 rows: the swizzle pattern repeats (alignment of every atom)
+_KINDS = {"f16_bits": ("f16", "f16_bits"), "bf16_bits": ("bf16", "bf16_bits")}
+_INSTRUCTION_N = (64, 128, 256)
+
+
+@dataclass(frozen=True)
+class SwizzledOperandLayout:
+    """Where one operand's stage lies in shared memory (128-byte swizzle, 16-bit elements).
+
+    ``extent``: the stage's m (lhs) or n (rhs); ``mn_major``: x (m or n) is the contiguous axis."""
+
+    mn_major: bool
+    extent: int
+    stage_k: int
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.extent * self.stage_k * 2
+
+    @property
+    def lbo(self) -> int:
+        # MN-major: the stride between 64-wide x atoms (CUTLASS cute's canonical layout; checked
+        # on the H100: the other way round reads outside the stage and faults). K-major: unused
+        # with swizzling (field value 1).
+        return self.stage_k * SWIZZLE_BYTES if self.mn_major else 16
+
+    @property
+    def sbo(self) -> int:
+        return ATOM_BYTES          # between 8-row groups: of x (K-major) or of k (MN-major)
+
+    def tile_offset(self, x0: str, k0: int) -> str:
+        """Bytes from the stage's start to the tile whose first x is ``x0`` (an expression, a
+        multiple of 64) and first k is ``k0`` (a multiple of 16)."""
+        if self.mn_major:
+            return f"(({x0}) / 64) * {self.stage_k * SWIZZLE_BYTES} + {k0 * SWIZZLE_BYTES}"
+        return f"({x0}) * {SWIZZLE_BYTES} + {k0 * 2}"
+
+    def descriptor_bits(self) -> int:
+        """The constant fields of the descriptor (everything but the start address)."""
+        return ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32) | (1 << 62)
+
+
+@dataclass(frozen=True)
+class WgmmaTileConfig(TileConfig):
+    kind: str = "f16"              # PTX operand type: f16 / bf16
+    lhs_mn_major: bool = False     # instruction's imm-trans-a
+    rhs_mn_major: bool = False     # imm-trans-b
+
+    @property
+    def acc_regs(self) -> int:
+        return self.tile_n // 2
+
+
+def check_wgmma_device(name: str, dialect: Dialect) -> None:
+    """wgmma exists on sm_90a only (not on sm_80, nor on later majors): refuse anything else."""
+    dev = dialect.device
+    cc = dev.compute_capability
+    if dialect.backend != "cuda" or cc is None or cc[0] != 9:
+        where = f"{dialect.backend}" + ("" if cc is None else " sm_%d%d" % cc)
+        raise SetupError(name, f"needs wgmma (CUDA sm_90a); device {dev.name!r} ({where}) has none")
+    if dev.plane_size != 32:
+        raise SetupError(name, f"a warpgroup is 4 warps of 32 units; device planes are {dev.plane_size}")
+
+
+class WgmmaTile(TileMatmul):
+    """A 64 x tile_n x 16 warpgroup tile. Fragments are descriptors: ``load_lhs`` / ``load_rhs``
+    take a descriptor expression (the stage builds it from `SwizzledOperandLayout`), not a
+    `SmemTile`; wgmma reads shared memory itself."""
+
+    name = "wgmma"
+    scope = "warpgroup"
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WgmmaTileConfig:
+        check_wgmma_device(self.name, dialect)
+        if problem.lhs != problem.rhs:
+            raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
+        if problem.lhs.storage not in _KINDS:
+            raise SetupError(self.name, f"wgmma here takes float16 / bfloat16, not {problem.lhs.name}")
+        ptx, smem = _KINDS[problem.lhs.storage]
+        tn = getattr(selection, "tile_n", 128)
+        if tn not in _INSTRUCTION_N:
+            raise SetupError(self.name, f"tile_n={tn}; expected one of {_INSTRUCTION_N}")
+        return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=16, compute="f32", smem=smem, kind=ptx,
+                               lhs_mn_major=problem.lhs_layout == "col",
+                               rhs_mn_major=problem.rhs_layout == "row")
+
+    # -- registers ------------------------------------------------------------------------------
+    def declare_lhs(self, cfg, d, frag):
+        return f"unsigned long long {frag};"
+
+    def declare_rhs(self, cfg, d, frag):
+        return f"unsigned long long {frag};"
+
+    def declare_acc(self, cfg, d, acc):
+        return f"{d.c_type('f32')} {acc}[{cfg.acc_regs}];"
+
+    def init_acc(self, cfg, d, acc):
+        return f"#pragma unroll\nfor (int r = 0; r < {cfg.acc_regs}; ++r) {acc}[r] = 0.0f;"
+
+    def load_lhs(self, cfg, d, frag, src):
+        return f"{frag} = {src};"
+
+    def load_rhs(self, cfg, d, frag, src):
+        return f"{frag} = {src};"
+
+    # -- compute ----------------------------------------------------------------------------------
+    def execute(self, cfg, d, lhs, rhs, acc):
+        n = cfg.acc_regs
+        regs = ", ".join(f"%{i}" for i in range(n))
+        outs = ", ".join(f'"+f"({acc}[{i}])' for i in range(n))
+        ta, tb = int(cfg.lhs_mn_major), int(cfg.rhs_mn_major)
+        return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n + 2}, 0;\\n'
+                f'wgmma.mma_async.sync.aligned.m64n{cfg.tile_n}k16.f32.{cfg.kind}.{cfg.kind} '
+                f'{{{regs}}}, %{n}, %{n + 1}, p, 1, 1, {ta}, {tb};\\n}}\\n"\n'
+                f'    : {outs}\n    : "l"({lhs}), "l"({rhs}), "r"(1));')
+
+    @staticmethod
+    def fence() -> str:
+        """Before the first wgmma of a batch: order earlier accesses to the accumulators."""
+        return 'asm volatile("wgmma.fence.sync.aligned;" ::: "memory");'
+
+    @staticmethod
+    def commit() -> str:
+        return 'asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");'
+
+    @staticmethod
+    def wait(pending: int) -> str:
+        return f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");'
+
+    def pin(self, cfg, acc: str) -> str:
+        """Keep the compiler from touching the accumulators across a wait: it does not know that
+        wgmma writes them asynchronously (CUTLASS's warpgroup_fence_operand)."""
+        return "\n".join(f'asm volatile("" : "+f"({acc}[{i}]) :: "memory");' for i in range(cfg.acc_regs))
+
+    def acc_elements(self, cfg, acc):
+        lane, warp = "(UNIT_ID & 31)", "((UNIT_ID >> 5) & 3)"
+        row, col = f"({warp} * 16 + ({lane} >> 2))", f"(({lane} & 3) << 1)"
+        for j in range(cfg.tile_n // 8):
+            base = 4 * j
+            yield row, f"{8 * j} + {col}", f"{acc}[{base}]"
+            yield row, f"{8 * j} + {col} + 1", f"{acc}[{base + 1}]"
+            yield f"{row} + 8", f"{8 * j} + {col}", f"{acc}[{base + 2}]"
+            yield f"{row} + 8", f"{8 * j} + {col} + 1", f"{acc}[{base + 3}]"

@@ -1,0 +1,168 @@
+"""``pipelined_wgmma``: setup refusals, generated-code structure, nvcc (sm_90a) compile checks, and
+CUDA numerics (on an sm_90 GPU only) against a float64 reference."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import get_engine
+from cuda_compile import archs_for, compile_all, nvcc_or_skip
+from helpers import BF16, assert_close, np_dtype, random
+from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection, select_wgmma_tiling
+from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
+from gemm_engine.codegen.dialect import cuda_target_arch, dialect_for
+from gemm_engine.dtypes import BY_NAME
+from gemm_engine.errors import SetupError
+from gemm_engine.problem import Layout, MatmulProblem
+
+SM90 = dialect_for(nominal_cuda_device(9, 0))
+HALF = ["float16"] + (["bfloat16"] if BF16 is not None else [])
+
+
+def problem(b=1, m=256, n=256, k=128, dtype="float16", layouts=("row", "row"), align=8):
+    et = BY_NAME[dtype]
+    return MatmulProblem(b, m, n, k, et, et, et, Layout(layouts[0]), Layout(layouts[1]),
+                         lhs_align=align, rhs_align=align)
+
+
+def render(p, selection=None, dialect=SM90):
+    alg = PipelinedWgmmaAlgorithm(selection)
+    cfg = alg.setup(p, dialect)
+    return cfg, alg.render(cfg, dialect)
+
+
+# -- setup ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", [
+    nominal_cuda_device(8, 0),
+    nominal_cuda_device(10, 0),
+    DeviceInfo(backend="opencl", name="pocl", compute_units=2, max_shared_memory=65536,
+               max_threads_per_cube=1024, plane_size=32),
+], ids=["sm80", "sm100", "opencl"])
+def test_refuses_devices_without_wgmma(device):
+    with pytest.raises(SetupError, match="wgmma"):
+        PipelinedWgmmaAlgorithm().setup(problem(), dialect_for(device))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_refuses_other_dtypes(dtype):
+    with pytest.raises(SetupError, match="float16 / bfloat16"):
+        PipelinedWgmmaAlgorithm().setup(problem(dtype=dtype), SM90)
+
+
+@pytest.mark.parametrize("selection, words", [
+    (WgmmaSelection(tile_n=96), "tile_n"),
+    (WgmmaSelection(stage_k=32), "stage_k"),
+    (WgmmaSelection(partition_m=2, tile_n=256), "accumulator registers"),
+    (WgmmaSelection(stages=2, wgmma_pending=1), "prefetches nothing"),
+    (WgmmaSelection(stages=6), "shared memory"),
+])
+def test_refuses_bad_selections(selection, words):
+    with pytest.raises(SetupError, match=words):
+        PipelinedWgmmaAlgorithm(selection).setup(problem(), SM90)
+
+
+def test_tiling_rule_fills_the_device():
+    big = select_wgmma_tiling(problem(m=4096, n=4096, k=4096), SM90)
+    assert (big.stage_m, big.stage_n) == (256, 128)
+    small = select_wgmma_tiling(problem(m=256, n=256), SM90)
+    assert (small.stage_m, small.stage_n) == (64, 64)
+
+
+# -- generated code ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("layouts, trans", [(("row", "row"), "0, 1"), (("col", "col"), "1, 0"),
+                                            (("row", "col"), "0, 0"), (("col", "row"), "1, 1")])
+def test_transpose_bits_follow_layouts(layouts, trans):
+    _, src = render(problem(layouts=layouts))
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 .*p, 1, 1, " + trans, src)
+
+
+def test_pipeline_structure():
+    cfg, src = render(problem(m=4096, n=4096, k=4096), WgmmaSelection())
+    assert cfg.units == 256 and cfg.batch.global_.stage.stage_n == 256
+    body = src[src.index("for (int step"):]
+    # slice landed -> proxy fence -> barrier, before any wgmma of the step; one batch per step
+    assert body.index("cp.async.wait_group 1") < body.index("fence.proxy.async") < body.index("SYNC_CUBE()")
+    assert body.count("wgmma.commit_group") == 1 and "wgmma.wait_group.sync.aligned 1" in body
+    assert src.count("m64n256k16") == 4                          # stage_k 64 / 16, one warpgroup tile
+    assert "cp.async.cg.shared.global" in src and "st.shared.v4" not in src
+    assert cuda_target_arch(SM90.device, src) == "sm_90a"
+
+
+@pytest.mark.parametrize("align, copy", [(8, "cp.async.cg.shared.global [%0], [%1], 16"),
+                                         (4, "cp.async.ca.shared.global [%0], [%1], 8"),
+                                         (2, "cp.async.ca.shared.global [%0], [%1], 4"),
+                                         (1, "st.shared.v4.b32")])
+def test_alignment_picks_copy_width(align, copy):
+    _, src = render(problem(m=255, n=257, k=100, align=align))
+    assert copy in src
+
+
+# -- nvcc -------------------------------------------------------------------------------------------
+COMPILE_CASES = {
+    "4096 rr": (problem(m=4096, n=4096, k=4096), None),
+    "edges cc a4": (problem(m=257, n=255, k=100, layouts=("col", "col"), align=4), None),
+    "edges rc a2 bf16": (problem(m=129, n=127, k=63, layouts=("row", "col"), align=2, dtype="bfloat16"), None),
+    "odd cr a1": (problem(b=3, m=97, n=61, k=53, layouts=("col", "row"), align=1), None),
+    "128x128 pending0": (problem(), WgmmaSelection(tile_n=128, wgmma_pending=0, stages=3)),
+    "64x128 pm2": (problem(), WgmmaSelection(warpgroups_m=1, partition_m=2, tile_n=128)),
+    "wg 2x2": (problem(m=300, n=600), WgmmaSelection(warpgroups_m=2, warpgroups_n=2, tile_n=128, stages=3)),
+}
+
+
+@pytest.mark.nvcc
+def test_sources_compile_for_sm90a():
+    nvcc = nvcc_or_skip()
+    sources = {name: render(p, sel)[1] for name, (p, sel) in COMPILE_CASES.items()}
+    failures = compile_all(sources, nvcc, per_bundle=4, archs=archs_for(PipelinedWgmmaAlgorithm.min_arch))
+    assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:2])
+
+
+# -- numerics on an H100 / H200 -------------------------------------------------------------------------
+def hopper_engine():
+    engine = get_engine("cuda")
+    if engine.runtime.device.compute_capability != (9, 0):
+        pytest.skip(f"wgmma needs an sm_90 GPU, not {engine.runtime.device.name}")
+    return engine
+
+
+def operand(engine, host, layout, pad=0):
+    """``host`` on the device in ``layout`` (col: a transposed view), its leading dimension
+    padded by ``pad`` elements (a sliced view: pad 1 gives odd leading dimensions)."""
+    t = host if layout == "row" else np.swapaxes(host, -1, -2)
+    buf = np.zeros(t.shape[:-1] + (t.shape[-1] + pad,), t.dtype)
+    buf[..., :t.shape[-1]] = t
+    dev = engine.runtime.to_device(buf)[..., :t.shape[-1]]
+    return dev if layout == "row" else dev.swapaxes(-1, -2)
+
+
+NUMERIC_CASES = [  # (batch, m, n, k, layouts, pad, selection)
+    (1, 256, 256, 128, ("row", "row"), 0, WgmmaSelection()),                 # 4096-style 128x256 tiling
+    (1, 256, 256, 128, ("row", "row"), 0, None),
+    (1, 257, 255, 129, ("row", "row"), 0, WgmmaSelection()),                 # +-1 edges, K % 64 != 0
+    (1, 255, 257, 100, ("col", "col"), 0, WgmmaSelection(tile_n=128)),
+    (1, 130, 200, 70, ("row", "col"), 0, WgmmaSelection(tile_n=128, wgmma_pending=0, stages=3)),
+    (1, 130, 200, 70, ("col", "row"), 0, WgmmaSelection(warpgroups_m=1, partition_m=2, tile_n=64)),
+    (3, 65, 130, 200, ("row", "row"), 0, None),                              # batch
+    (1, 300, 600, 190, ("row", "row"), 0, WgmmaSelection(warpgroups_m=2, warpgroups_n=2, tile_n=128, stages=3)),
+    (1, 97, 61, 53, ("row", "row"), 1, None),                                # odd ld: register path
+    (1, 97, 61, 52, ("col", "row"), 4, None),                                # align 4: 8-byte copies
+    (1, 1, 70, 40, ("row", "row"), 0, None),
+    (1, 70, 1, 40, ("row", "col"), 0, None),
+    (1, 50, 60, 1, ("row", "row"), 0, None),
+]
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("case", NUMERIC_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{''.join(x[0] for x in c[4])}-p{c[5]}"
+                                                            + ("" if c[6] is None else f"-{c[6].stage_m}x{c[6].stage_n}"))
+def test_numerics(rng, dtype, case):
+    engine = hopper_engine()
+    b, m, n, k, layouts, pad, selection = case
+    lead = (b,) if b > 1 else ()
+    a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
+    da, db = operand(engine, a, layouts[0], pad), operand(engine, bb, layouts[1], pad)
+    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
+    engine.matmul(da, db, out=out, algorithm=PipelinedWgmmaAlgorithm(selection))
+    assert_close(engine.runtime.to_host(out), a, bb, dtype)
