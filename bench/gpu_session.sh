@@ -25,13 +25,13 @@ GEMM_ENGINE_TEST_BACKENDS=$BACKENDS timeout ${TEST_TIMEOUT:-240} python3 -m pyte
 
 echo "== benchmark"
 # Unit (register FMA) algorithms on exact float32; tensor-core ones on f16 / bf16 / tf32 (opt-in).
-UNIT_ALGS=${UNIT_ALGS:-simple_unit,double_buffering_unit,specialized,ordered}
-MMA_ALGS=${MMA_ALGS:-simple_mma,double_buffering_mma,pipelined_mma}
+UNIT_ALGS=${UNIT_ALGS:-simple_unit,double_buffering_unit,specialized,ordered,auto}
+MMA_ALGS=${MMA_ALGS:-simple_mma,simple_wmma,double_buffering_mma,pipelined_mma,pipelined_wgmma,auto}
 bench() {  # bench NAME DTYPES ALGORITHMS
-  timeout ${BENCH_TIMEOUT:-200} python3 bench/matmul_bench.py --backend cuda --suite ${SUITE:-issue3} \
+  timeout ${4:-${BENCH_TIMEOUT:-200}} python3 bench/matmul_bench.py --backend cuda --suite ${SUITE:-issue3} \
     --dtypes "$2" --algorithms "$3" --repeat ${REPEAT:-20} \
     --json "$OUT/bench_$1.json" --markdown "$OUT/bench_$1.md" > "$OUT/bench_$1.log" 2>&1
   tail -n +3 "$OUT/bench_$1.md" 2>/dev/null || tail -20 "$OUT/bench_$1.log"
 }
-bench f32 float32 "$UNIT_ALGS"
-bench mma ${MMA_DTYPES:-float16,bfloat16,tf32} "$MMA_ALGS"
+bench f32 float32 "$UNIT_ALGS" ${F32_TIMEOUT:-110}
+bench mma ${MMA_DTYPES:-float16,bfloat16,tf32} "$MMA_ALGS" ${MMA_TIMEOUT:-240}

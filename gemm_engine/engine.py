@@ -67,7 +67,8 @@ class _FastPlan:
 class Engine:
     """A matmul engine bound to one backend ("auto", "cuda", "opencl") and device."""
 
-    default_algorithm = "simple"
+    #: The family that picks the fastest composition that sets up (see algorithms/auto.py).
+    default_algorithm = "auto"
 
     def __init__(self, backend: str = "auto", device=None, precision: str = "default"):
         if precision not in MatmulProblem.PRECISIONS:
@@ -95,7 +96,7 @@ class Engine:
     def matmul(self, a, b, *, out=None, algorithm=None, precision=None):
         """numpy.matmul(a, b, out=out) computed by a generated kernel on this engine's device.
 
-        ``algorithm``: a registered name, an Algorithm subclass or instance (default "simple").
+        ``algorithm``: a registered name, an Algorithm subclass or instance (default "auto").
         ``precision``: "tf32" lets float32 run on tensor cores; default: the engine's setting.
         """
         rt = self.runtime

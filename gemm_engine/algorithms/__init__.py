@@ -8,8 +8,9 @@ from .wmma import SimpleWmmaAlgorithm  # noqa: F401  (registers "simple_wmma")
 from .specialized import SpecializedAlgorithm, SpecializedSelection  # noqa: F401  (registers "specialized")
 from .ordered import OrderedAlgorithm  # noqa: F401  (registers "ordered")
 from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  (registers "pipelined_mma")
+from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (registers "pipelined_wgmma")
+from .auto import AutoAlgorithm  # noqa: F401  (registers "auto")
 
-__all__ = ["Algorithm", "AlgorithmFamily", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",
+__all__ = ["Algorithm", "AlgorithmFamily", "AutoAlgorithm", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",
            "DoubleBufferingUnitAlgorithm", "KernelConfig", "PlaneSelection", "REGISTRY", "SimpleAlgorithm",
            "SimpleMmaAlgorithm", "SimpleUnitAlgorithm", "UnitSelection", "register", "resolve"]
-from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (registers "pipelined_wgmma")

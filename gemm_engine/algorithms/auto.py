@@ -1,0 +1,20 @@
+"""``auto``: the engine's default choice, the fastest composition that sets up for the problem.
+
+In order: ``pipelined_wgmma`` (Hopper sm_90a, float16 / bfloat16), ``pipelined_mma`` (CUDA sm_80+,
+float16 / bfloat16, float32 with tf32 opted in), then ``simple_unit`` (register FMA: every backend
+and dtype; its tiling rule picks the vectorized SGEMM shapes on CUDA). The order follows the H100
+measurements in bench/results/ (wgmma 0.85x cuBLAS at f16 4096^3 against 0.40-0.45 for mma.sync;
+simple_unit 0.89x at f32 4096^3, ahead of double_buffering_unit's 0.81).
+"""
+from __future__ import annotations
+
+from .base import AlgorithmFamily, register
+from .pipelined import PipelinedMmaAlgorithm
+from .simple import SimpleUnitAlgorithm
+from .wgmma import PipelinedWgmmaAlgorithm
+
+
+@register
+class AutoAlgorithm(AlgorithmFamily):
+    name = "auto"
+    variants = (PipelinedWgmmaAlgorithm, PipelinedMmaAlgorithm, SimpleUnitAlgorithm)
