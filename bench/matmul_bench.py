@@ -173,19 +173,21 @@ def main(argv=None):
     timer = Timer(engine, args.repeat)
     shapes = ([(1, s, s, s) for s in map(int, args.sizes.split(","))] if args.sizes else SUITES[args.suite])
     rows = []
+
+    def save():  # after every problem, so a run stopped by a time limit keeps what it measured
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": engine.device.name, "backend": engine.backend, "date": str(date.today()),
+                           "host": platform.node(), "repeat": args.repeat, "rows": rows}, f, indent=1)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(markdown(rows, engine.device.name, engine.backend))
+
     for dtype in args.dtypes.split(","):
         for shape in shapes:
             rows += bench_problem(engine, timer, shape, dtype, args.algorithms.split(","))
-    table = markdown(rows, engine.device.name, engine.backend)
-    print(table)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": engine.device.name, "backend": engine.backend, "date": str(date.today()),
-                       "host": platform.node(), "repeat": args.repeat, "rows": rows}, f, indent=1)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(table)
-
+            save()
+    print(markdown(rows, engine.device.name, engine.backend))
 
 if __name__ == "__main__":
     main()
