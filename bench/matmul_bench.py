@@ -123,6 +123,10 @@ def bench_problem(engine, timer, shape, dtype, algorithms, precision=None):
         except SetupError as exc:
             rows.append({"shape": shape, "dtype": dtype, "name": alg_name, "skipped": str(exc)})
             continue
+        except Exception as exc:  # a compile or launch failure is a result too: record, go on
+            rows.append({"shape": shape, "dtype": dtype, "name": alg_name,
+                         "skipped": f"FAILED {type(exc).__name__}: {str(exc)[:200]}"})
+            continue
         err = None
         if ref is not None:
             res = rt.to_host(result).astype(np.float64)

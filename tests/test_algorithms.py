@@ -24,7 +24,8 @@ def must_run(name: str, backend: str, dtype: str, device) -> bool:
     if name in TENSOR_CORE:
         cc = device.compute_capability or (0, 0)
         need = (9, 0) if "wgmma" in name else (8, 0)
-        return backend == "cuda" and dtype in TENSOR_CORE_DTYPES and cc >= need
+        dtypes = {"float16", "bfloat16"} if "wgmma" in name else TENSOR_CORE_DTYPES
+        return backend == "cuda" and dtype in dtypes and cc >= need
     return dtype != "tf32"  # unit algorithms and families run every exact dtype everywhere
 
 

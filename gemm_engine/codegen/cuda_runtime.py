@@ -20,6 +20,15 @@ def _cupy():
     return cupy
 
 
+def _cuda_include_dir(cp) -> str:
+    """The toolkit's include folder. /usr/local/cuda first: CuPy's own CUDA path may point at the
+    pip wheels' headers, whose <mma.h> lacks the crt/ headers it includes (seen on the H100 box)."""
+    for root in ("/usr/local/cuda", os.environ.get("CUDA_PATH"), cp.cuda.get_cuda_path()):
+        if root and os.path.exists(os.path.join(root, "include", "crt", "mma.h")):
+            return os.path.join(root, "include")
+    return os.path.join(cp.cuda.get_cuda_path() or "/usr/local/cuda", "include")
+
+
 def cuda_available() -> bool:
     try:
         cupy = _cupy()
@@ -63,7 +72,7 @@ class CudaRuntime(Runtime):
         options = ["--std=c++17", f"--gpu-architecture={arch}"]
         if "#include <" in source:
             # NVRTC has no CUDA include path of its own: headers such as <mma.h> need it given.
-            options.append(f"-I{os.path.join(self.cp.cuda.get_cuda_path() or '/usr/local/cuda', 'include')}")
+            options.append(f"-I{_cuda_include_dir(self.cp)}")
         with self.cuda_device:
             module = self.cp.RawModule(code=source, options=tuple(options))
             return module.get_function(name)
