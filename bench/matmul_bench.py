@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
-import time
 from datetime import date
 
 import numpy as np
@@ -26,6 +24,7 @@ import gemm_engine  # noqa: E402
 from gemm_engine.algorithms import REGISTRY  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
 from gemm_engine.errors import SetupError  # noqa: E402
+from common import Timer  # noqa: E402  (bench/ is first on sys.path when run as a script)
 
 SUITES = {
     "quick": [(1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024)],
@@ -37,35 +36,6 @@ SUITES = {
 def np_dtype(name):
     """numpy dtype of a bench dtype name; "tf32" is float32 data run with precision="tf32"."""
     return bfloat16_dtype() if name == "bfloat16" else np.dtype("float32" if name == "tf32" else name)
-
-
-class Timer:
-    """Median seconds of ``fn()`` on the engine's device."""
-
-    def __init__(self, engine, repeat, warmup=2):
-        self.rt, self.repeat, self.warmup = engine.runtime, repeat, warmup
-        self.cuda = engine.backend == "cuda"
-
-    def __call__(self, fn) -> float:
-        for _ in range(self.warmup):
-            fn()
-        self.rt.synchronize()
-        times = []
-        for _ in range(self.repeat):
-            if self.cuda:
-                cp = self.rt.cp
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                start.record()
-                fn()
-                stop.record()
-                stop.synchronize()
-                times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-            else:
-                t0 = time.perf_counter()
-                fn()
-                self.rt.synchronize()
-                times.append(time.perf_counter() - t0)
-        return statistics.median(times)
 
 
 def native_baselines(engine, a_host, b_host, da, db, dtype):

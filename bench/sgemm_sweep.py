@@ -13,16 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
 
 import gemm_engine  # noqa: E402
 from gemm_engine.algorithms import DoubleBufferingUnitAlgorithm, SimpleUnitAlgorithm  # noqa: E402
 from gemm_engine.algorithms.simple import UnitSelection  # noqa: E402
+from common import events_time  # noqa: E402
 
 S = dict(partition_m=2, partition_n=2, partition="strided", vector_width=4, tile_m=4, tile_n=4)
 VARIANTS = {
@@ -39,21 +40,6 @@ SMALL = ("old 8x8 contiguous, scalar", "strided 128x128x8", "strided 128x64x8", 
          "strided 64x64x16", "4x4 64x64x16 256u")
 
 
-def timed(cp, fn, repeat):
-    for _ in range(2):
-        fn()
-    cp.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(repeat):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
-
-
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="4096,4093,1000,1024")
@@ -62,6 +48,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     engine = gemm_engine.Engine("cuda")
     cp = engine.runtime.cp
+
+    def timed(fn):
+        return events_time(cp, fn, args.repeat, warmup=2, sync=cp.cuda.runtime.deviceSynchronize)
+
     rows = []
     for size in map(int, args.sizes.split(",")):
         rng = np.random.default_rng(size)
@@ -69,7 +59,7 @@ def main(argv=None):
         b = cp.asarray(rng.standard_normal((size, size)).astype(np.float32))
         ref = cp.matmul(a, b)
         flops = 2.0 * size ** 3
-        t = timed(cp, lambda: cp.matmul(a, b), args.repeat)
+        t = timed(lambda: cp.matmul(a, b))
         native = flops / t / 1e12
         rows.append(dict(size=size, name="cuBLAS", alg="", ms=t * 1e3, tflops=native, vs=1.0))
         names = ["rule"] + [n for n in VARIANTS if size > 2048 or n in SMALL]
@@ -84,7 +74,7 @@ def main(argv=None):
                     rows.append(dict(size=size, name=name, alg=alg_cls.name, error=str(exc)[:200]))
                     continue
                 err = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
-                t = timed(cp, lambda: engine.matmul(a, b, algorithm=alg, out=out), args.repeat)
+                t = timed(lambda: engine.matmul(a, b, algorithm=alg, out=out))
                 st = engine.last_choice[1].batch.global_.stage
                 tiling = (f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{st.units}u "
                           f"{st.partition_m}x{st.partition_n}{' strided' if st.strided else ''} "

@@ -21,6 +21,9 @@ from .frontend import (CallShape, OperandView, call_shape, check_out, operand_vi
                        vector_alignment)
 from .problem import MatmulProblem
 
+#: Cached per-call plans kept per engine before the cache is emptied and refilled.
+_FAST_PLANS_MAX = 4096
+
 #: Environment variable that sets the backend `Engine(backend="auto")` and `matmul` use.
 BACKEND_ENV = "GEMM_ENGINE_BACKEND"
 
@@ -126,6 +129,8 @@ class Engine:
         if out is not None:
             if host and not isinstance(out, np.ndarray):
                 raise TypeError(f"matmul: out must be a numpy.ndarray for numpy inputs, got {type(out).__name__}")
+            if host and not out.flags.writeable:   # else found only after the launch, or never (K = 0)
+                raise ValueError("matmul: out is read-only")
             if not host and not rt.is_native(out):
                 raise TypeError(f"matmul: out must be a device array of the {rt.backend} backend, "
                                 f"got {type(out).__name__}")
@@ -151,6 +156,8 @@ class Engine:
         plan = self._launch(alg, cfg, kernel, problem, lhs, rhs, target, shape.out_shape, dtype)
         self.last_choice = (alg, cfg)
         if fast_key is not None and not (lhs.copied or rhs.copied) and (out is None or direct):
+            if len(self._fast) >= _FAST_PLANS_MAX:  # bounded: a process with ever new shapes
+                self._fast.clear()                  # must not grow without limit
             self._fast[fast_key] = plan
         return self._finish(target, out, direct, host, dtype)
 
@@ -280,7 +287,8 @@ class Engine:
             if result.dtype != dtype:
                 result = result.view(dtype)
             if out is None:
-                return result
+                # numpy returns a scalar, not a 0-d array, for vector @ vector.
+                return result[()] if result.ndim == 0 else result
             out[...] = result
             return out
         if direct or out is None:

@@ -23,6 +23,7 @@ def test_shapes_like_numpy(engine, rng, a_shape, b_shape):
     result = engine.matmul(a, b)
     expect = np.matmul(a, b)
     assert np.shape(result) == expect.shape
+    assert type(result) is type(expect)      # vector . vector: a numpy scalar, as numpy gives
     assert_close(result, a, b, "float32")
 
 
@@ -111,6 +112,17 @@ def test_out_checked_before_launch(engine, rng, out, error):
     with pytest.raises(error, match="out"):
         engine.matmul(a, b, out=out)
     assert (out == 7).all(), "out was modified by a rejected call"
+
+
+@pytest.mark.parametrize("k", [7, 0])
+def test_read_only_out_rejected_before_launch(engine, rng, k):
+    # Checked with the other out checks, not found (or not) when the result is copied in.
+    a, b = random(rng, (9, k), "float32"), random(rng, (k, 5), "float32")
+    out = np.full((9, 5), 7, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="matmul: out is read-only"):
+        engine.matmul(a, b, out=out)
+    assert (out == 7).all()
 
 
 def test_out_device_array_for_numpy_inputs_rejected(engine, rng):

@@ -32,11 +32,13 @@ from ..problem import Layout
 from .loaders import _WORD_BYTES, Loader, LoaderConfig, OperandTile
 
 
-@dataclass(frozen=True)
-class ChunkOperandTile(OperandTile):
-    """An operand tile stored in shared memory in its global layout, with its vector alignment."""
+class ChunkLines:
+    """Mixin of the operand tiles chunk loaders move: the tile as *lines* (global rows of a
+    row-major operand, columns of a column-major one) of ``contiguous_extent`` elements."""
 
-    align: int = 1
+    @property
+    def line_axis(self) -> str:
+        return "rows" if self.layout is Layout.ROW else "cols"
 
     @property
     def contiguous_extent(self) -> int:
@@ -50,6 +52,13 @@ class ChunkOperandTile(OperandTile):
     def k_contiguous(self) -> bool:
         """Is k the contiguous axis (row-major lhs, column-major rhs)?"""
         return self.k_along_rows == (self.layout is Layout.COL)
+
+
+@dataclass(frozen=True)
+class ChunkOperandTile(ChunkLines, OperandTile):
+    """An operand tile stored in shared memory in its global layout, with its vector alignment."""
+
+    align: int = 1
 
     def smem_index(self, r: str, c: str) -> str:
         return f"({r}) * {self.smem_ld} + ({c})" if self.layout is Layout.ROW else f"({c}) * {self.smem_ld} + ({r})"
@@ -132,13 +141,7 @@ class ChunkLoader(Loader):
                 rem = f"({bound}) - ({start}) - {p}_off0"
             else:                                               # a line axis: all or nothing
                 conds.append(f"({start}) + {line} < {bound}")
-        if not conds and rem is None:
-            return None
-        count = str(cfg.vec)
-        if rem is not None:
-            count = f"(rem <= 0 ? 0 : rem >= {cfg.vec} ? {cfg.vec} : (int)rem)"
-        head = f"const i64 rem = {rem}; " if rem is not None else ""
-        return head + (f"const int n = ({' && '.join(conds)}) ? {count} : 0;" if conds else f"const int n = {count};")
+        return valid_count(conds, rem, cfg.vec)
 
     def issue(self, cfg: ChunkLoaderConfig, d: Dialect, slot: str, row0: str, col0: str,
               rows_bound: str, cols_bound: str) -> str:
@@ -154,7 +157,7 @@ class ChunkLoader(Loader):
             valid = self._valid(cfg, t, bounds)
             body = [valid] if valid else []
             if cfg.registers:
-                body += self._register_loads(cfg, t, src, valid is not None)
+                body += register_loads(op_prefix(cfg), t, src, valid is not None)
             else:
                 body += self._async_copies(cfg, src, dst, valid is not None, op.ident)
             out.append("{\n" + "\n".join(body) + "\n}")
@@ -178,18 +181,6 @@ class ChunkLoader(Loader):
                              f' :: "r"({dst} + {off * cfg.size}), "l"((const char*)gsrc + {off * cfg.size}) : "memory");')
         return lines
 
-    def _register_loads(self, cfg, t, src, checked) -> list[str]:
-        p = op_prefix(cfg)
-        lines = [f"const GLOBAL unsigned short* gsrc = (const GLOBAL unsigned short*)({src});"]
-        for j in range(4):
-            halves = []
-            for h in range(2):
-                e = 2 * j + h
-                load = f"(unsigned)gsrc[{e}]"
-                halves.append(f"(n > {e} ? {load} : 0u)" if checked else load)
-            lines.append(f"{p}_stage[{t * 4 + j}] = {halves[0]} | ({halves[1]} << 16);")
-        return lines
-
     def commit(self, cfg: ChunkLoaderConfig, d: Dialect, slot: str) -> str:
         """Register path only: store the staged chunks into stage ``slot`` (one 16-byte store each)."""
         if not cfg.registers:
@@ -198,8 +189,7 @@ class ChunkLoader(Loader):
         out = []
         for t in range(cfg.tasks):
             dst = f"{p}_dst + ({slot}) * {cfg.smem_bytes} + {t * cfg.line_step * op.smem_ld * cfg.size}"
-            regs = ", ".join(f'"r"({p}_stage[{t * 4 + j}])' for j in range(4))
-            store = (f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};" :: "r"({dst}), {regs} : "memory");')
+            store = store_staged(p, t, dst)
             if cfg.tasks * cfg.units > op.lines * cfg.chunks_per_line and t == cfg.tasks - 1:
                 store = f"if ({p}_line0 + {t * cfg.line_step} < {op.lines}) {store}"
             out.append(store)
@@ -207,9 +197,7 @@ class ChunkLoader(Loader):
 
     def advance(self, cfg: ChunkLoaderConfig, stage_k: int) -> str:
         """Move the source pointer to the next K slice."""
-        op, p = cfg.operand, op_prefix(cfg)
-        step = str(stage_k) if op.k_contiguous else f"{stage_k} * {op.ident}_ld"
-        return f"{p}_src += {step};"
+        return advance_source(cfg.operand, op_prefix(cfg), stage_k)
 
     def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         raise NotImplementedError("the chunk loader moves chunks through declare / issue / commit "
@@ -218,3 +206,43 @@ class ChunkLoader(Loader):
 
 def op_prefix(cfg: ChunkLoaderConfig) -> str:
     return f"{cfg.operand.ident}_ld8"
+
+
+# -- code both chunk loaders (this one and the swizzled one) render ---------------------------------
+def valid_count(conds: list, rem: str | None, vec: int) -> str | None:
+    """Statement declaring ``n``, the valid elements of a chunk of ``vec``: none unless every line
+    condition of ``conds`` holds, then all, or (``rem``: elements left on the contiguous axis) at
+    most ``rem``. None when nothing is checked."""
+    if not conds and rem is None:
+        return None
+    count = str(vec)
+    if rem is not None:
+        count = f"(rem <= 0 ? 0 : rem >= {vec} ? {vec} : (int)rem)"
+    head = f"const i64 rem = {rem}; " if rem is not None else ""
+    return head + (f"const int n = ({' && '.join(conds)}) ? {count} : 0;" if conds else f"const int n = {count};")
+
+
+def register_loads(p: str, t: int, src: str, checked: bool) -> list[str]:
+    """Register path: read task t's 8 16-bit elements at ``src`` (zero past ``n`` when ``checked``)
+    into the 4 staging registers ``{p}_stage[4t ..]``."""
+    lines = [f"const GLOBAL unsigned short* gsrc = (const GLOBAL unsigned short*)({src});"]
+    for j in range(4):
+        halves = []
+        for h in range(2):
+            e = 2 * j + h
+            load = f"(unsigned)gsrc[{e}]"
+            halves.append(f"(n > {e} ? {load} : 0u)" if checked else load)
+        lines.append(f"{p}_stage[{t * 4 + j}] = {halves[0]} | ({halves[1]} << 16);")
+    return lines
+
+
+def store_staged(p: str, t: int, dst: str) -> str:
+    """Register path: one 16-byte shared store of task t's staging registers at address ``dst``."""
+    regs = ", ".join(f'"r"({p}_stage[{t * 4 + j}])' for j in range(4))
+    return f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};" :: "r"({dst}), {regs} : "memory");'
+
+
+def advance_source(op: OperandTile, p: str, stage_k: int) -> str:
+    """Move the source pointer ``{p}_src`` to the next K slice."""
+    step = str(stage_k) if op.k_contiguous else f"{stage_k} * {op.ident}_ld"
+    return f"{p}_src += {step};"

@@ -65,8 +65,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         if (stage.lhs_k_contiguous, stage.rhs_k_contiguous) != (lhs_kc, rhs_kc):
             raise SetupError(self.name, "the stage must store operands in their global layout "
                                         "(selection smem_layout='global')")
-        check_m, check_n, check_k = (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0,
-                                     problem.k % stage.stage_k != 0)
+        check_m, check_n, check_k = edge_checks(problem, stage)
         smem = stage.tile.smem_word
         lhs = ChunkOperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, stage.stage_k,
                                check_m, check_k, stage.lhs_ld, k_along_rows=False, smem_word=smem,
@@ -79,10 +78,13 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                                     check_m=check_m, check_n=check_n, check_k=check_k, stages=stages)
         for loader, elems in ((cfg.lhs_loader, stage.lhs_smem_elems), (cfg.rhs_loader, stage.rhs_smem_elems)):
             assert loader.smem_bytes == elems * loader.size, "loader and stage disagree on the slot size"
-        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
-            raise SetupError(self.name, f"{stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
-                                        f"memory, the device allows {dialect.device.max_shared_memory}")
+        self._check_ring_fits(cfg, dialect)
         return cfg
+
+    def _check_ring_fits(self, cfg: PipelinedGlobalConfig, dialect: Dialect) -> None:
+        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
+            raise SetupError(self.name, f"{cfg.stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
+                                        f"memory, the device allows {dialect.device.max_shared_memory}")
 
     def shared_declarations(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
         ctype = d.c_type(cfg.lhs_loader.operand.smem_type_word)
@@ -138,18 +140,30 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         return "const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;\n" + code
 
     def body(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
-        s, sk, st = cfg.stages, cfg.stage.stage_k, cfg.stage
+        st = cfg.stage
+        return self._ring_body(
+            cfg, d, prefetch=cfg.stages - 1,
+            loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, "lhs_smem", "cube_m0", "0"),
+                                 self.rhs_loader.declare(cfg.rhs_loader, d, "rhs_smem", "0", "cube_n0")],
+            lhs_cur=f"(lhs_smem + cur_slot * {st.lhs_smem_elems})",
+            rhs_cur=f"(rhs_smem + cur_slot * {st.rhs_smem_elems})")
+
+    def _ring_body(self, cfg: PipelinedGlobalConfig, d: Dialect, prefetch: int, loader_declarations: list,
+                   lhs_cur: str, rhs_cur: str, before_barrier: tuple = (), after_compute: tuple = (),
+                   after_loop: tuple = ()) -> str:
+        """The ring loop both pipelines run (see the module docstrings): slices are issued
+        ``prefetch`` steps ahead through ``_issue`` / ``_commit``; the stage computes on
+        ``lhs_cur`` / ``rhs_cur`` (expressions of ``cur_slot``). The subclass hooks: code before the
+        step's barrier, after the step's compute and register-path commits, and after the loop."""
+        s, p, sk, st = cfg.stages, prefetch, cfg.stage.stage_k, cfg.stage
         commit_now = self._commit(cfg, d, "pre")
         commit_later = self._commit(cfg, d, "load_slot")
-        lhs_cur = f"(lhs_smem + cur_slot * {st.lhs_smem_elems})"
-        rhs_cur = f"(rhs_smem + cur_slot * {st.rhs_smem_elems})"
         return "\n".join([
             self.stage.declare(st, d),
             self.stage.init_accumulators(st, d),
-            self.lhs_loader.declare(cfg.lhs_loader, d, "lhs_smem", "cube_m0", "0"),
-            self.rhs_loader.declare(cfg.rhs_loader, d, "rhs_smem", "0", "cube_n0"),
+            *loader_declarations,
             f"const int k_steps = (int)((K + {sk - 1}) / {sk});",
-            f"#pragma unroll\nfor (int pre = 0; pre < {s - 1}; ++pre) {{",
+            f"#pragma unroll\nfor (int pre = 0; pre < {p}; ++pre) {{",
             "if (pre < k_steps) {",
             f"const i64 k0 = (i64)pre * {sk};",
             self._issue(cfg, d, "pre", "k0"),
@@ -157,20 +171,28 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             "}",
             CP_ASYNC_COMMIT,
             "}",
-            f"int cur_slot = 0, load_slot = {s - 1};",
+            f"int cur_slot = 0, load_slot = {p};",
             "for (int step = 0; step < k_steps; ++step) {",
-            cp_async_wait(s - 2),
+            cp_async_wait(p - 1),
+            *before_barrier,
             "SYNC_CUBE();",
-            f"const bool more = step + {s - 1} < k_steps;",
+            f"const bool more = step + {p} < k_steps;",
             "if (more) {",
-            f"const i64 k0 = (i64)(step + {s - 1}) * {sk};",
+            f"const i64 k0 = (i64)(step + {p}) * {sk};",
             self._issue(cfg, d, "load_slot", "k0"),
             "}",
             CP_ASYNC_COMMIT,
             self.stage.execute(st, d, lhs_cur, rhs_cur, StageEventListener()),
             *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
+            *after_compute,
             f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",
             f"load_slot = load_slot + 1 == {s} ? 0 : load_slot + 1;",
             "}",
+            *after_loop,
             self.write_output(cfg, d),
         ])
+
+
+def edge_checks(problem: MatmulProblem, stage) -> tuple[bool, bool, bool]:
+    """(check_m, check_n, check_k): the axes the stage tile does not divide (bounds-checked)."""
+    return (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0, problem.k % stage.stage_k != 0)

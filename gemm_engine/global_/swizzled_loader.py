@@ -27,29 +27,14 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
 from ..tile.wgmma import SWIZZLE_BYTES, SwizzledOperandLayout
+from .async_loader import ChunkLines, advance_source, register_loads, store_staged, valid_count
 from .loaders import Loader, LoaderConfig, OperandTile
 
 
 @dataclass(frozen=True)
-class SwizzledOperandTile(OperandTile):
+class SwizzledOperandTile(ChunkLines, OperandTile):
     swizzle: SwizzledOperandLayout | None = None
     align: int = 1
-
-    @property
-    def line_axis(self) -> str:
-        return "rows" if self.layout is Layout.ROW else "cols"
-
-    @property
-    def lines(self) -> int:
-        return self.rows if self.layout is Layout.ROW else self.cols
-
-    @property
-    def contiguous_extent(self) -> int:
-        return self.cols if self.layout is Layout.ROW else self.rows
-
-    @property
-    def k_contiguous(self) -> bool:
-        return self.k_along_rows == (self.layout is Layout.COL)
 
 
 @dataclass(frozen=True)
@@ -130,11 +115,7 @@ class SwizzledChunkLoader(Loader):
                 conds.append(f"({start}) + {p}_line0 + {t * cfg.step} < {bound}")
             else:
                 rem = f"({bound}) - ({start}) - {p}_cc * 8"
-        if not conds and rem is None:
-            return None
-        count = "8" if rem is None else "(rem <= 0 ? 0 : rem >= 8 ? 8 : (int)rem)"
-        head = f"const i64 rem = {rem}; " if rem is not None else ""
-        return head + (f"const int n = ({' && '.join(conds)}) ? {count} : 0;" if conds else f"const int n = {count};")
+        return valid_count(conds, rem, 8)
 
     def issue(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str, row0: str, col0: str,
               rows_bound: str, cols_bound: str) -> str:
@@ -148,12 +129,7 @@ class SwizzledChunkLoader(Loader):
             body = [valid] if valid else []
             src = f"{p}_src + {t * cfg.step} * {op.ident}_ld"
             if cfg.registers:
-                body.append(f"const GLOBAL unsigned short* gsrc = (const GLOBAL unsigned short*)({src});")
-                for j in range(4):
-                    halves = [f"(unsigned)gsrc[{2 * j + h}]" for h in range(2)]
-                    if valid:
-                        halves = [f"(n > {2 * j + h} ? {x} : 0u)" for h, x in enumerate(halves)]
-                    body.append(f"{p}_stage[{t * 4 + j}] = {halves[0]} | ({halves[1]} << 16);")
+                body += register_loads(p, t, src, valid is not None)
             else:
                 body += self._copies(cfg, src, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
             out.append("{\n" + "\n".join(body) + "\n}")
@@ -185,15 +161,11 @@ class SwizzledChunkLoader(Loader):
         p = cfg.operand.ident + "_sw"
         out = []
         for t in range(cfg.tasks):
-            regs = ", ".join(f'"r"({p}_stage[{t * 4 + j}])' for j in range(4))
-            out.append(f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};" :: '
-                       f'"r"({stage_base} + {self._dst(cfg, t)}), {regs} : "memory");')
+            out.append(store_staged(p, t, f"{stage_base} + {self._dst(cfg, t)}"))
         return "\n".join(out)
 
     def advance(self, cfg: SwizzledLoaderConfig, stage_k: int) -> str:
-        op = cfg.operand
-        step = str(stage_k) if op.k_contiguous else f"{stage_k} * {op.ident}_ld"
-        return f"{op.ident}_sw_src += {step};"
+        return advance_source(cfg.operand, cfg.operand.ident + "_sw", stage_k)
 
     def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         raise NotImplementedError("the swizzled loader moves chunks through declare / issue / commit "

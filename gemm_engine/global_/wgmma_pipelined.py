@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..stage.events import StageEventListener
 from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
-from .pipelined import CP_ASYNC_COMMIT, PipelinedGlobalConfig, PipelinedGlobalMatmul, cp_async_wait
+from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, edge_checks
 from .swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 
 FENCE_PROXY_ASYNC = 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
@@ -63,8 +62,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
         if stages - 1 - pending < 1:
             raise SetupError(self.name, f"stages={stages} with wgmma_pending={pending} prefetches nothing")
         stage = self.stage.setup(problem, selection, dialect)
-        check_m, check_n, check_k = (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0,
-                                     problem.k % stage.stage_k != 0)
+        check_m, check_n, check_k = edge_checks(problem, stage)
         smem = stage.tile.smem_word
         lhs = SwizzledOperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, stage.stage_k,
                                   check_m, check_k, 64, k_along_rows=False, smem_word=smem,
@@ -76,9 +74,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
                                    pending=pending)
-        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
-            raise SetupError(self.name, f"{stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
-                                        f"memory, the device allows {dialect.device.max_shared_memory}")
+        self._check_ring_fits(cfg, dialect)
         return cfg
 
     def shared_declarations(self, cfg: WgmmaPipelinedConfig, d: Dialect) -> str:
@@ -94,7 +90,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
             f"const unsigned long long rhs_desc0 = {rhs_bits}ull | (unsigned long long)(rhs_ring >> 4);",
         ])
 
-    def _issue_slot(self, cfg: WgmmaPipelinedConfig, d: Dialect, slot: str, k0: str) -> str:
+    def _issue(self, cfg: WgmmaPipelinedConfig, d: Dialect, slot: str, k0: str) -> str:
         lhs, rhs = self.lhs_loader, self.rhs_loader
         lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
         return "\n".join([lhs.issue(cfg.lhs_loader, d, f"(lhs_ring + ({slot}) * {lb}u)", "cube_m0", k0, "M", "K"),
@@ -102,49 +98,20 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
                           lhs.advance(cfg.lhs_loader, cfg.stage.stage_k),
                           rhs.advance(cfg.rhs_loader, cfg.stage.stage_k)])
 
-    def _commit_slot(self, cfg: WgmmaPipelinedConfig, d: Dialect, slot: str) -> str:
+    def _commit(self, cfg: WgmmaPipelinedConfig, d: Dialect, slot: str) -> str:
         lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
         parts = [self.lhs_loader.commit(cfg.lhs_loader, d, f"(lhs_ring + ({slot}) * {lb}u)"),
                  self.rhs_loader.commit(cfg.rhs_loader, d, f"(rhs_ring + ({slot}) * {rb}u)")]
         return "\n".join(p for p in parts if p)
 
     def body(self, cfg: WgmmaPipelinedConfig, d: Dialect) -> str:
-        s, p, sk, st = cfg.stages, cfg.prefetch, cfg.stage.stage_k, cfg.stage
+        st = cfg.stage
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
-        commit_now, commit_later = self._commit_slot(cfg, d, "pre"), self._commit_slot(cfg, d, "load_slot")
-        lhs_desc = f"(lhs_desc0 + (unsigned long long)(cur_slot * {lb}))"
-        rhs_desc = f"(rhs_desc0 + (unsigned long long)(cur_slot * {rb}))"
-        return "\n".join([
-            self.stage.declare(st, d),
-            self.stage.init_accumulators(st, d),
-            self.lhs_loader.declare(cfg.lhs_loader, d, "cube_m0", "0"),
-            self.rhs_loader.declare(cfg.rhs_loader, d, "0", "cube_n0"),
-            f"const int k_steps = (int)((K + {sk - 1}) / {sk});",
-            f"#pragma unroll\nfor (int pre = 0; pre < {p}; ++pre) {{",
-            "if (pre < k_steps) {",
-            f"const i64 k0 = (i64)pre * {sk};",
-            self._issue_slot(cfg, d, "pre", "k0"),
-            commit_now,
-            "}",
-            CP_ASYNC_COMMIT,
-            "}",
-            f"int cur_slot = 0, load_slot = {p};",
-            "for (int step = 0; step < k_steps; ++step) {",
-            cp_async_wait(p - 1),
-            FENCE_PROXY_ASYNC,
-            "SYNC_CUBE();",
-            f"const bool more = step + {p} < k_steps;",
-            "if (more) {",
-            f"const i64 k0 = (i64)(step + {p}) * {sk};",
-            self._issue_slot(cfg, d, "load_slot", "k0"),
-            "}",
-            CP_ASYNC_COMMIT,
-            self.stage.execute(st, d, lhs_desc, rhs_desc, StageEventListener()),
-            *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
-            self.stage.wait(st, cfg.pending),
-            f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",
-            f"load_slot = load_slot + 1 == {s} ? 0 : load_slot + 1;",
-            "}",
-            self.stage.finish(st),
-            self.write_output(cfg, d),
-        ])
+        return self._ring_body(
+            cfg, d, prefetch=cfg.prefetch,
+            loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, "cube_m0", "0"),
+                                 self.rhs_loader.declare(cfg.rhs_loader, d, "0", "cube_n0")],
+            lhs_cur=f"(lhs_desc0 + (unsigned long long)(cur_slot * {lb}))",
+            rhs_cur=f"(rhs_desc0 + (unsigned long long)(cur_slot * {rb}))",
+            before_barrier=(FENCE_PROXY_ASYNC,), after_compute=(self.stage.wait(st, cfg.pending),),
+            after_loop=(self.stage.finish(st),))

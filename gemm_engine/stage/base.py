@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..codegen.dialect import Dialect
+from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..tile.base import TileConfig, TileMatmul
 from .events import StageEventListener
@@ -61,6 +62,22 @@ class StageMatmul(ABC):
 
     def __init__(self, tile: TileMatmul):
         self.tile = tile
+
+    # -- setup checks the partitioned stages share ----------------------------------------------
+    def _check_positive(self, **values: int) -> None:
+        """SetupError naming the first selection field (in the order given) that is below 1."""
+        for label, value in values.items():
+            if value < 1:
+                raise SetupError(self.name, f"{label}={value} must be positive")
+
+    def _groups_units(self, groups: int, noun: str, group_units: int, dialect: Dialect) -> int:
+        """Units of ``groups`` groups (planes, warpgroups) of ``group_units``; SetupError when the
+        device does not allow that many units per cube."""
+        units = groups * group_units
+        if units > dialect.device.max_threads_per_cube:
+            raise SetupError(self.name, f"{groups} {noun} ({units} units) exceed the device's "
+                                        f"{dialect.device.max_threads_per_cube} units per cube")
+        return units
 
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> StageConfig: ...

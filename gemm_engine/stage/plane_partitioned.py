@@ -61,19 +61,13 @@ class PlanePartitionedStage(StageMatmul):
         tile_cfg = self.tile.setup(problem, selection, dialect)
         pm, pn = selection.partition_m, selection.partition_n
         plm, pln, sk = selection.planes_m, selection.planes_n, selection.stage_k
-        for label, value in (("partition_m", pm), ("partition_n", pn), ("planes_m", plm),
-                             ("planes_n", pln), ("stage_k", sk)):
-            if value < 1:
-                raise SetupError(self.name, f"{label}={value} must be positive")
+        self._check_positive(partition_m=pm, partition_n=pn, planes_m=plm, planes_n=pln, stage_k=sk)
         if pm * pn * 4 > _MAX_ACC_REGS:
             raise SetupError(self.name, f"partition {pm}x{pn} needs {pm * pn * 4} accumulator registers "
                                         f"per lane (at most {_MAX_ACC_REGS} without spilling)")
         if sk % tile_cfg.tile_k:
             raise SetupError(self.name, f"stage_k={sk} is not a multiple of tile_k={tile_cfg.tile_k}")
-        units = plm * pln * PLANE
-        if units > dialect.device.max_threads_per_cube:
-            raise SetupError(self.name, f"{plm * pln} planes ({units} units) exceed the device's "
-                                        f"{dialect.device.max_threads_per_cube} units per cube")
+        units = self._groups_units(plm * pln, "planes", PLANE, dialect)
         sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
         lhs_kc, rhs_kc = self.orientation(problem, selection)
         return PlaneStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,

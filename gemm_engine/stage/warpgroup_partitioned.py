@@ -58,9 +58,7 @@ class WarpgroupPartitionedStage(StageMatmul):
         tc = self.tile.setup(problem, selection, dialect)
         wm, wn = getattr(selection, "warpgroups_m", 2), getattr(selection, "warpgroups_n", 1)
         pm, sk = getattr(selection, "partition_m", 1), getattr(selection, "stage_k", 64)
-        for label, value in (("warpgroups_m", wm), ("warpgroups_n", wn), ("partition_m", pm)):
-            if value < 1:
-                raise SetupError(self.name, f"{label}={value} must be positive")
+        self._check_positive(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm)
         if sk != 64:
             # A K-major operand's swizzled row is exactly 64 16-bit elements; one ring layout for
             # both orientations keeps the loader simple.
@@ -68,10 +66,7 @@ class WarpgroupPartitionedStage(StageMatmul):
         if pm * tc.acc_regs > _MAX_ACC_REGS:
             raise SetupError(self.name, f"partition_m={pm} x tile_n={tc.tile_n} needs {pm * tc.acc_regs} "
                                         f"accumulator registers per unit (at most {_MAX_ACC_REGS})")
-        units = wm * wn * WARPGROUP
-        if units > dialect.device.max_threads_per_cube:
-            raise SetupError(self.name, f"{wm * wn} warpgroups ({units} units) exceed the device's "
-                                        f"{dialect.device.max_threads_per_cube} units per cube")
+        units = self._groups_units(wm * wn, "warpgroups", WARPGROUP, dialect)
         sm, sn = wm * pm * 64, wn * tc.tile_n
         lhs = SwizzledOperandLayout(tc.lhs_mn_major, sm, sk)
         rhs = SwizzledOperandLayout(tc.rhs_mn_major, sn, sk)

@@ -1,0 +1,146 @@
+"""Helpers the benchmark scripts share: device timing, and the 16-bit tensor-core sweep loop and
+table of bench/mma_sweep.py and bench/wgmma_sweep.py.
+
+Imported by the scripts as ``common`` (a script's own folder is first on ``sys.path``).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from gemm_engine.dtypes import BFLOAT16, FLOAT16, bfloat16_dtype
+from gemm_engine.errors import SetupError
+from gemm_engine.frontend import vector_alignment
+from gemm_engine.problem import Layout, MatmulProblem
+
+
+def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
+    """Median seconds per ``fn()`` on the current CUDA stream: ``warmup`` calls, a sync (``sync``,
+    else the current stream's), then ``repeat`` batches of ``inner`` back-to-back calls, each timed
+    by a pair of CUDA events."""
+    for _ in range(warmup):
+        fn()
+    (sync or cp.cuda.get_current_stream().synchronize)()
+    times = []
+    for _ in range(repeat):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(inner):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / inner)
+    return statistics.median(times)
+
+
+class Timer:
+    """Median seconds of ``fn()`` on the engine's device: CUDA events on CUDA, the host clock
+    around ``fn(); synchronize()`` on OpenCL."""
+
+    def __init__(self, engine, repeat, warmup=2):
+        self.rt, self.repeat, self.warmup = engine.runtime, repeat, warmup
+        self.cuda = engine.backend == "cuda"
+
+    def __call__(self, fn) -> float:
+        if self.cuda:
+            return events_time(self.rt.cp, fn, self.repeat, warmup=self.warmup, sync=self.rt.synchronize)
+        for _ in range(self.warmup):
+            fn()
+        self.rt.synchronize()
+        times = []
+        for _ in range(self.repeat):
+            t0 = time.perf_counter()
+            fn()
+            self.rt.synchronize()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+
+# -- the 16-bit tensor-core sweeps ---------------------------------------------------------------
+class _View:
+    """The two attributes `vector_alignment` reads of an operand view."""
+
+    def __init__(self, ld):
+        self.ld, self.batch_stride = ld, 0
+
+
+def as_f32(cp, raw, dt):
+    """float32 copy of raw 16-bit patterns (a uint16 CuPy array) read as ``dt``."""
+    if dt == "bfloat16":
+        return (raw.astype(cp.uint32) << 16).view(cp.float32)
+    return raw.view(cp.float16).astype(cp.float32)
+
+
+def sweep(eng, dtypes, shape_names, shapes, make_algs, print_failures=False):
+    """Rows of a sweep: for every dtype and shape, cuBLAS (cupy.matmul on float16 data for both
+    dtypes) and each (name, algorithm) of ``make_algs()`` on raw 16-bit row-major operands, checked
+    against a float32 cuBLAS product of the same inputs (output poisoned first) and timed with CUDA
+    events around launches of the planned kernel (no frontend): ``call`` from the median single
+    launch, ``kern`` from the median over back-to-back batches of 50. A refusal or a compile or
+    launch failure is a ``skipped`` row (printed too with ``print_failures``)."""
+    rt, cp = eng.runtime, eng.runtime.cp
+    rows = []
+    for dt in dtypes:
+        et = BFLOAT16 if dt == "bfloat16" else FLOAT16
+        npdt = bfloat16_dtype() if dt == "bfloat16" else np.float16
+        for sname in shape_names:
+            m, n, k = shapes[sname]
+            rng = np.random.default_rng(0)
+            # Raw 16-bit patterns on the device; the kernel reads them as et.
+            a = cp.asarray(rng.standard_normal((m, k)).astype(npdt).view(np.uint16))
+            b = cp.asarray(rng.standard_normal((k, n)).astype(npdt).view(np.uint16))
+            ref = cp.matmul(as_f32(cp, a, dt), as_f32(cp, b, dt))
+            flops = 2.0 * m * n * k
+            ha, hb = a.view(cp.float16), b.view(cp.float16)   # cuBLAS times f16 for both dtypes
+            t = events_time(cp, lambda: cp.matmul(ha, hb))
+            tk = events_time(cp, lambda: cp.matmul(ha, hb), repeat=5, inner=50)
+            rows.append(dict(shape=sname, dtype=dt, name="cuBLAS", call=flops / t / 1e12, kern=flops / tk / 1e12))
+            align = vector_alignment(a.data.ptr // 2, _View(k), 2), vector_alignment(b.data.ptr // 2, _View(n), 2)
+            problem = MatmulProblem(1, m, n, k, et, et, et, Layout.ROW, Layout.ROW, *align)
+            for name, alg in make_algs():
+                out = cp.empty((m, n), cp.uint16)
+                try:
+                    alg, cfg, kernel = eng._plan(alg, problem)
+                    shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
+                    argv = [a, 0, k, 0, b, 0, n, 0, out, 0, n, m * n, m, n, k]
+                    launch = lambda: rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, argv,
+                                               shared_bytes=shared)
+                    out.fill(0x7e00)   # NaN in f16, a large value in bf16: poisoned
+                    launch()
+                    cp.cuda.get_current_stream().synchronize()
+                except SetupError as exc:
+                    rows.append(dict(shape=sname, dtype=dt, name=name, skipped=str(exc)[:90]))
+                    continue
+                except Exception as exc:  # a compile or launch failure: report, go on
+                    rows.append(dict(shape=sname, dtype=dt, name=name, skipped=f"{type(exc).__name__}: {exc}"[:300]))
+                    if print_failures:
+                        print(rows[-1], flush=True)
+                    continue
+                err = float(cp.linalg.norm(as_f32(cp, out, dt) - ref) / cp.linalg.norm(ref))
+                tk = events_time(cp, launch, repeat=5, inner=50)
+                t = events_time(cp, launch)
+                st = cfg.batch.global_.stage
+                rows.append(dict(shape=sname, dtype=dt, name=name, call=flops / t / 1e12, kern=flops / tk / 1e12,
+                                 err=err, tiling=f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{cfg.units}u"
+                                 f"/S{getattr(cfg.batch.global_, 'stages', '-')}"))
+                print(rows[-1], flush=True)
+    return rows
+
+
+def print_sweep_table(rows, vs_cublas=False, skipped_width=None):
+    """The sweep's markdown table; ``vs_cublas`` adds each row's 50-launch ratio to cuBLAS's."""
+    cublas = {(r["shape"], r["dtype"]): r["kern"] for r in rows if r["name"] == "cuBLAS"}
+    ratio_head, ratio_rule, ratio_gap = (" vs cuBLAS |", "---|", " |") if vs_cublas else ("", "", "")
+    print(f"| shape | dtype | impl | tiling | TFLOP/s 1 launch | TFLOP/s 50 launches |{ratio_head} err vs f32 |")
+    print(f"|---|---|---|---|---|---|{ratio_rule}---|")
+    for r in rows:
+        if "skipped" in r:
+            print(f"| {r['shape']} | {r['dtype']} | {r['name']} | skipped: {r['skipped'][:skipped_width]} "
+                  f"| | |{ratio_gap} |")
+            continue
+        err = f"{r['err']:.1e}" if r.get("err") is not None else ""
+        ratio = f" {r['kern'] / cublas[(r['shape'], r['dtype'])]:.2f} |" if vs_cublas else ""
+        print(f"| {r['shape']} | {r['dtype']} | {r['name']} | {r.get('tiling', '')} | {r['call']:.0f} | "
+              f"{r['kern']:.0f} |{ratio} {err} |")
