@@ -66,6 +66,13 @@ class _FastPlan:
     sizes: tuple             # (out_ld, out_batch_stride, M, N, K)
     shared_bytes: int
 
+    def __post_init__(self):
+        # Integer kernel arguments converted once, not on every call.
+        i64 = np.int64
+        object.__setattr__(self, "lhs_args", (i64(self.lhs.ld), i64(self.lhs.batch_stride)))
+        object.__setattr__(self, "rhs_args", (i64(self.rhs.ld), i64(self.rhs.batch_stride)))
+        object.__setattr__(self, "size_args", tuple(i64(v) for v in self.sizes))
+
 
 class Engine:
     """A matmul engine bound to one backend ("auto", "cuda", "opencl") and device."""
@@ -167,13 +174,10 @@ class Engine:
         if out is not None and (rt.may_overlap(out, a) or rt.may_overlap(out, b)):
             return None
         target = out if out is not None else rt.empty(plan.out_shape, plan.dtype)
-        args = []
-        for x, view in ((a, plan.lhs), (b, plan.rhs)):
-            ptr, offset = rt.ptr_arg(x)
-            args += [ptr, offset, view.ld, view.batch_stride]
-        ptr, offset = rt.ptr_arg(target)
-        rt.launch(plan.kernel, plan.cubes, plan.cfg.units, args + [ptr, offset, *plan.sizes],
-                  shared_bytes=plan.shared_bytes)
+        (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)
+        args = (pa, np.int64(oa), *plan.lhs_args, pb, np.int64(ob), *plan.rhs_args,
+                pt, np.int64(ot), *plan.size_args)
+        rt.launch_converted(plan.kernel, plan.cubes, plan.cfg.units, args, plan.shared_bytes)
         self.last_choice = (plan.alg, plan.cfg)
         return target
 

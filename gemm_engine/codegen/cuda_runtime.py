@@ -99,11 +99,17 @@ class CudaRuntime(Runtime):
             return module.get_function(name)
 
     def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
-        conv = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args]
-        with self.cuda_device:
-            if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
-                self._raise_shared_limit(kernel, shared_bytes)
-            kernel((cubes,), (units,), tuple(conv), shared_mem=shared_bytes)
+        conv = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args)
+        self.launch_converted(kernel, cubes, units, conv, shared_bytes)
+
+    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0):
+        """`launch` for arguments already converted (integers as np.int64): the per-call path."""
+        if self.cp.cuda.runtime.getDevice() != self.cuda_device.id:
+            with self.cuda_device:  # entering the device context costs more than asking
+                return self.launch_converted(kernel, cubes, units, args, shared_bytes)
+        if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
+            self._raise_shared_limit(kernel, shared_bytes)
+        kernel((cubes,), (units,), args, shared_mem=shared_bytes)
 
     def _raise_shared_limit(self, kernel, shared_bytes):
         """A block gets more than 48 KiB of dynamic shared memory only after an opt-in per kernel

@@ -78,8 +78,12 @@ class OpenCLRuntime(Runtime):
 
     def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
         # shared_bytes: CUDA's dynamic shared memory; no OpenCL component asks for it.
-        conv = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args]
-        kernel(self.queue, (cubes * units,), (units,), *conv)
+        conv = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args)
+        self.launch_converted(kernel, cubes, units, conv, shared_bytes)
+
+    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0):
+        """`launch` for arguments already converted (integers as np.int64): the per-call path."""
+        kernel(self.queue, (cubes * units,), (units,), *args)
 
     def synchronize(self):
         self.queue.finish()

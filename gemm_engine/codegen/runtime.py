@@ -46,6 +46,10 @@ class Runtime(ABC):
         ``shared_bytes``: dynamic shared memory per cube (CUDA; a config's ``dynamic_shared_bytes``)."""
 
     @abstractmethod
+    def launch_converted(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int = 0) -> None:
+        """`launch` with every integer argument already an np.int64 (the cached per-call path)."""
+
+    @abstractmethod
     def synchronize(self) -> None:
         """Wait until all work queued by this runtime has finished (for host-side timing)."""
 
