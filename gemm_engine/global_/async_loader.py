@@ -168,18 +168,7 @@ class ChunkLoader(Loader):
         lines.append(f"const GLOBAL void* gsrc = {src};")
         if checked:   # never form an address outside the operand: nothing valid reads the base
             lines.append(f"if (n <= 0) gsrc = {base};")
-        cache = "cg" if piece_bytes == 16 else "ca"   # .cg takes 16-byte copies only
-        for i in range(cfg.vec // cfg.piece):
-            off = i * cfg.piece
-            if checked:
-                size = f"min(max(n - {off}, 0), {cfg.piece}) * {cfg.size}"
-                sptr = f"(n > {off} ? (const char*)gsrc + {off * cfg.size} : (const char*)gsrc)"
-                lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {piece_bytes}, %2;"'
-                             f' :: "r"({dst} + {off * cfg.size}), "l"({sptr}), "r"({size}) : "memory");')
-            else:
-                lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {piece_bytes};"'
-                             f' :: "r"({dst} + {off * cfg.size}), "l"((const char*)gsrc + {off * cfg.size}) : "memory");')
-        return lines
+        return lines + cp_async_pieces("(const char*)gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: ChunkLoaderConfig, d: Dialect, slot: str) -> str:
         """Register path only: store the staged chunks into stage ``slot`` (one 16-byte store each)."""
@@ -202,6 +191,27 @@ class ChunkLoader(Loader):
     def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         raise NotImplementedError("the chunk loader moves chunks through declare / issue / commit "
                                   "(see PipelinedGlobalMatmul), not through self-contained tasks")
+
+
+def cp_async_pieces(src: str, dst: str, chunk: int, piece: int, size: int, checked: bool) -> list[str]:
+    """``cp.async`` copies of one ``chunk``-element chunk in ``piece``-element pieces of ``size``-byte
+    elements, from the byte pointer expression ``src`` to the shared address ``dst``. Checked: only
+    the first ``n`` elements are read (the rest of each piece zero-filled by the src-size operand),
+    and a piece with nothing valid reads from ``src`` itself with size 0."""
+    piece_bytes = piece * size
+    cache = "cg" if piece_bytes == 16 else "ca"   # .cg takes 16-byte copies only
+    lines = []
+    for i in range(chunk // piece):
+        off = i * piece
+        if checked:
+            sizes = f"min(max(n - {off}, 0), {piece}) * {size}"
+            sptr = f"(n > {off} ? {src} + {off * size} : {src})"
+            lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {piece_bytes}, %2;"'
+                         f' :: "r"({dst} + {off * size}), "l"({sptr}), "r"({sizes}) : "memory");')
+        else:
+            lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {piece_bytes};"'
+                         f' :: "r"({dst} + {off * size}), "l"({src} + {off * size}) : "memory");')
+    return lines
 
 
 def op_prefix(cfg: ChunkLoaderConfig) -> str:

@@ -27,7 +27,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
 from ..tile.wgmma import SWIZZLE_BYTES, SwizzledOperandLayout
-from .async_loader import ChunkLines, advance_source, register_loads, store_staged, valid_count
+from .async_loader import (ChunkLines, advance_source, cp_async_pieces, register_loads, store_staged,
+                           valid_count)
 from .loaders import Loader, LoaderConfig, OperandTile
 
 
@@ -136,23 +137,10 @@ class SwizzledChunkLoader(Loader):
         return "\n".join(out)
 
     def _copies(self, cfg, src, dst, checked) -> list[str]:
-        op, piece = cfg.operand, cfg.piece
-        nbytes = piece * 2
-        cache = "cg" if nbytes == 16 else "ca"      # .cg takes 16-byte copies only
         lines = [f"const char* gsrc = (const char*)({src});"]
         if checked:
-            lines.append(f"if (n <= 0) gsrc = (const char*){op.ident};")
-        for i in range(8 // piece):
-            off = i * piece
-            if checked:
-                size = f"min(max(n - {off}, 0), {piece}) * 2"
-                sptr = f"(n > {off} ? gsrc + {off * 2} : gsrc)"
-                lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;"'
-                             f' :: "r"({dst} + {off * 2}), "l"({sptr}), "r"({size}) : "memory");')
-            else:
-                lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes};"'
-                             f' :: "r"({dst} + {off * 2}), "l"(gsrc + {off * 2}) : "memory");')
-        return lines
+            lines.append(f"if (n <= 0) gsrc = (const char*){cfg.operand.ident};")
+        return lines + cp_async_pieces("gsrc", dst, 8, cfg.piece, 2, checked)
 
     def commit(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str) -> str:
         """Register path only: store the staged chunks (one 16-byte shared store each)."""
