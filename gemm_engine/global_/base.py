@@ -68,16 +68,23 @@ class GlobalMatmul(ABC):
     def body(self, cfg: GlobalConfig, d: Dialect) -> str: ...
 
     # -- shared by every global matmul ----------------------------------------------------------
+    def store(self, cfg: GlobalConfig, d: Dialect, row: str, col: str, value: str) -> str:
+        """Statement: store the accumulator ``value`` of tile element (``row``, ``col``) (relative
+        to ``cube_m0``/``cube_n0``), bounds-checked only on the axes the problem does not divide.
+        Every writer goes through here, so one change (e.g. an epilogue) reaches every kernel."""
+        return self.guarded(cfg, row, col, d.store_global(
+            cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}", value))
+
+    @staticmethod
+    def bounds(cfg: GlobalConfig, row: str, col: str) -> list[str]:
+        """Conditions that tile element (row, col) lies inside the problem (none where it divides)."""
+        return (([f"cube_m0 + {row} < M"] if cfg.check_m else [])
+                + ([f"cube_n0 + {col} < N"] if cfg.check_n else []))
+
+    def guarded(self, cfg: GlobalConfig, row: str, col: str, statement: str) -> str:
+        conds = self.bounds(cfg, row, col)
+        return f"if ({' && '.join(conds)}) {statement}" if conds else statement
+
     def write_output(self, cfg: GlobalConfig, d: Dialect) -> str:
         """Store the stage's accumulators, bounds-checked only where the problem needs it."""
-
-        def writer(row: str, col: str, value: str) -> str:
-            store = d.store_global(cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}", value)
-            conds = []
-            if cfg.check_m:
-                conds.append(f"cube_m0 + {row} < M")
-            if cfg.check_n:
-                conds.append(f"cube_n0 + {col} < N")
-            return f"if ({' && '.join(conds)}) {store}" if conds else store
-
-        return self.stage.write(cfg.stage, d, writer)
+        return self.stage.write(cfg.stage, d, lambda row, col, value: self.store(cfg, d, row, col, value))

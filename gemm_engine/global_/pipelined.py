@@ -115,9 +115,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         pending: list = []
 
         def single(row, col, value):
-            store = d.store_global(cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}", value)
-            conds = ([f"cube_m0 + {row} < M"] if cfg.check_m else []) + ([f"cube_n0 + {col} < N"] if cfg.check_n else [])
-            return f"if ({' && '.join(conds)}) {store}" if conds else store
+            return self.store(cfg, d, row, col, value)
 
         def writer(row, col, value):
             if not pending:
