@@ -104,7 +104,7 @@ def sweep(eng, dtypes, shape_names, shapes, make_algs, print_failures=False):
                 try:
                     alg, cfg, kernel = eng._plan(alg, problem)
                     shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
-                    argv = [a, 0, k, 0, b, 0, n, 0, out, 0, n, m * n, m, n, k]
+                    argv = [a, 0, k, 0, b, 0, n, 0, out, 0, n, m * n, m, n, k, 1]
                     launch = lambda: rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, argv,
                                                shared_bytes=shared)
                     out.fill(0x7e00)   # NaN in f16, a large value in bf16: poisoned

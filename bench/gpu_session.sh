@@ -35,3 +35,10 @@ bench() {  # bench NAME DTYPES ALGORITHMS
 }
 bench f32 float32 "$UNIT_ALGS" ${F32_TIMEOUT:-110}
 bench mma ${MMA_DTYPES:-float16,bfloat16,tf32} "$MMA_ALGS" ${MMA_TIMEOUT:-240}
+
+if [ "${ISSUE4:-1}" = 1 ]; then
+  echo "== issue 4 targets (fusion, skinny, batched, split-K)"
+  timeout ${ISSUE4_TIMEOUT:-180} python3 bench/issue4_bench.py --repeat ${REPEAT:-20} \
+    --json "$OUT/issue4.json" --markdown "$OUT/issue4.md" > "$OUT/issue4.log" 2>&1
+  tail -n +5 "$OUT/issue4.md" 2>/dev/null || tail -30 "$OUT/issue4.log"
+fi

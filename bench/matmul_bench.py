@@ -6,6 +6,7 @@ installed, timed on the host around queue.finish(). Median of ``--repeat`` runs 
 fresh random inputs, and every engine result checked against the native one first.
 
     python3 bench/matmul_bench.py --backend opencl --sizes 256,512,1024
+    python3 bench/matmul_bench.py --backend cuda --sizes 1x8192x8192 --dtypes bfloat16 --algorithms skinny,auto
     python3 bench/matmul_bench.py --backend cuda --suite issue3 --json bench/results/h100.json
 """
 from __future__ import annotations
@@ -132,11 +133,24 @@ def markdown(rows, device, backend) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse_size(text: str) -> tuple[int, int, int, int]:
+    """(batch, m, n, k) of a --sizes entry: "S" is S x S x S, "MxNxK" (e.g. 1x8192x8192: a 1 x 8192
+    row times an 8192 x 8192 matrix) and "BxMxNxK" name each extent."""
+    dims = tuple(int(d) for d in text.lower().split("x"))
+    if len(dims) == 1:
+        return (1,) + dims * 3
+    if len(dims) == 3:
+        return (1,) + dims
+    if len(dims) == 4:
+        return dims
+    raise ValueError(f"--sizes: {text!r} is not S, MxNxK or BxMxNxK")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="auto")
     p.add_argument("--suite", choices=sorted(SUITES), default="quick")
-    p.add_argument("--sizes", help="comma list of square sizes (overrides --suite)")
+    p.add_argument("--sizes", help="comma list of sizes (overrides --suite): S (S^3), MxNxK or BxMxNxK")
     p.add_argument("--dtypes", default="float32")
     p.add_argument("--algorithms", default=",".join(sorted(REGISTRY)))
     p.add_argument("--repeat", type=int, default=10)
@@ -145,7 +159,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     engine = gemm_engine.Engine(args.backend)
     timer = Timer(engine, args.repeat)
-    shapes = ([(1, s, s, s) for s in map(int, args.sizes.split(","))] if args.sizes else SUITES[args.suite])
+    shapes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else SUITES[args.suite]
     rows = []
 
     def save():  # after every problem, so a run stopped by a time limit keeps what it measured

@@ -8,8 +8,10 @@ from . import algorithms
 from .algorithms import Algorithm, register
 from .engine import Engine, default_engine, matmul
 from .errors import BackendUnavailableError, GemmEngineError, SetupError
+from .global_.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
 
-__all__ = ["Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError", "Layout",
-           "MatmulProblem", "SetupError", "algorithms", "default_engine", "matmul", "register"]
+__all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
+           "Layout", "MatmulProblem", "SetupError", "algorithms", "default_engine", "matmul", "register",
+           "register_activation"]
 __version__ = "0.1.0"

@@ -15,7 +15,8 @@ import numpy as np
 
 from .dtypes import SUPPORTED_NAMES, bfloat16_dtype
 
-TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2}
+TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
+             "int8": 0.0}   # int8 @ int8 -> int32 is exact
 
 
 def _np_dtype(name):
@@ -29,8 +30,12 @@ def run(args) -> int:
     rng = np.random.default_rng(args.seed)
     dtype = _np_dtype(args.dtype)
     lead = (args.batch,) if args.batch > 1 else ()
-    a = rng.standard_normal(lead + (args.m, args.k)).astype(dtype)
-    b = rng.standard_normal(lead + (args.k, args.n)).astype(dtype)
+    if dtype.kind == "i":   # int8: uniform over the whole range
+        a = rng.integers(-128, 128, lead + (args.m, args.k), dtype=dtype)
+        b = rng.integers(-128, 128, lead + (args.k, args.n), dtype=dtype)
+    else:
+        a = rng.standard_normal(lead + (args.m, args.k)).astype(dtype)
+        b = rng.standard_normal(lead + (args.k, args.n)).astype(dtype)
     result = engine.matmul(a, b, algorithm=args.algorithm)
     ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
     err = float(np.linalg.norm(result.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-300))

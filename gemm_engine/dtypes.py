@@ -4,6 +4,11 @@ Each `ElementType` names how an element is stored in global memory (`storage`), 
 level multiplies and accumulates in (`compute`), and which conversion the dialect must render when
 an element is read or written. Storage names are neutral (`f16_bits` is 16 raw bits); the dialect
 maps them to C types, so neither CUDA headers nor `cl_khr_fp16` are needed for half precision.
+
+Integers: int8 operands are multiplied and accumulated exactly in 32-bit integers (compute word
+`i32`) and give an int32 result, a GEMM library's contract rather than numpy's (whose int8 @ int8
+wraps around in int8): `WIDENED` names that result type. int32 exists as a *result* type only;
+other integer inputs are refused (`SUPPORTED_NAMES` lists the input dtypes).
 """
 from __future__ import annotations
 
@@ -15,8 +20,8 @@ import numpy as np
 @dataclass(frozen=True)
 class ElementType:
     name: str       # numpy-style name: "float32", "bfloat16", ...
-    storage: str    # neutral storage word the dialect maps: f32, f64, f16_bits, bf16_bits
-    compute: str    # neutral compute word: f32 or f64
+    storage: str    # neutral storage word the dialect maps: f32, f64, f16_bits, bf16_bits, i8, i32
+    compute: str    # neutral compute word: f32, f64 or i32
     itemsize: int
 
 
@@ -24,9 +29,16 @@ FLOAT32 = ElementType("float32", "f32", "f32", 4)
 FLOAT64 = ElementType("float64", "f64", "f64", 8)
 FLOAT16 = ElementType("float16", "f16_bits", "f32", 2)
 BFLOAT16 = ElementType("bfloat16", "bf16_bits", "f32", 2)
+INT8 = ElementType("int8", "i8", "i32", 1)
+INT32 = ElementType("int32", "i32", "i32", 4)   # the result of int8 x int8 (not an input dtype)
 
-BY_NAME = {t.name: t for t in (FLOAT32, FLOAT64, FLOAT16, BFLOAT16)}
-SUPPORTED_NAMES = tuple(BY_NAME)
+#: Every element type a kernel reads or writes, by name.
+BY_NAME = {t.name: t for t in (FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT8, INT32)}
+#: The operand dtypes `matmul` accepts (int32 is only ever a result).
+SUPPORTED_NAMES = ("float32", "float64", "float16", "bfloat16", "int8")
+#: Operand dtype -> result dtype where a product of two such operands is wider than they are:
+#: int8 x int8 accumulates and returns int32, exact (numpy would wrap around in int8).
+WIDENED = {np.dtype(np.int8): np.dtype(np.int32)}
 
 
 def bfloat16_dtype():
@@ -55,6 +67,16 @@ def element_type(dtype) -> ElementType:
 _BY_DTYPE = {np.dtype(name): et for name, et in BY_NAME.items() if name != "bfloat16"}
 if bfloat16_dtype() is not None:
     _BY_DTYPE[bfloat16_dtype()] = BFLOAT16
+
+
+def operand_dtype(result) -> np.dtype:
+    """The dtype a kernel reads its operands in for a result of dtype ``result``: the result's
+    own, except int32, which only int8 x int8 gives (`WIDENED`; int32 operands are refused)."""
+    result = np.dtype(result)
+    return _OPERAND_OF.get(result, result)
+
+
+_OPERAND_OF = {result: operand for operand, result in WIDENED.items()}
 
 
 def numpy_dtype(et: ElementType) -> np.dtype:

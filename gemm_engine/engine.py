@@ -14,11 +14,11 @@ import numpy as np
 
 from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
 from .algorithms.base import Algorithm, KernelConfig, resolve
-from .batch.base import KERNEL_NAME
-from .dtypes import BFLOAT16, element_type
+from .dtypes import BFLOAT16, element_type, numpy_dtype, operand_dtype
 from .errors import SetupError
 from .frontend import (CallShape, OperandView, call_shape, check_out, operand_view, result_dtype,
                        vector_alignment)
+from .fusion import NO_FUSION, CView, FusionRequest, c_view, check_fusion, fused_dtype, make_epilogue
 from .problem import MatmulProblem
 
 #: Cached per-call plans kept per engine before the cache is emptied and refilled.
@@ -57,14 +57,14 @@ class _FastPlan:
 
     alg: Algorithm
     cfg: KernelConfig
-    kernel: object
+    kernels: tuple           # ((compiled kernel, cubes, units, shared bytes), ...) in launch order
+    workspace: tuple | None  # (numpy dtype, elements) of the scratch buffer the kernels share
     out_shape: tuple
     dtype: np.dtype
     lhs: OperandView
     rhs: OperandView
-    cubes: int
-    sizes: tuple             # (out_ld, out_batch_stride, M, N, K)
-    shared_bytes: int
+    sizes: tuple             # (out_ld, out_batch_stride, M, N, K, batch)
+    fused: "_Fused | None" = None
 
     def __post_init__(self):
         # Integer kernel arguments converted once, not on every call.
@@ -72,6 +72,29 @@ class _FastPlan:
         object.__setattr__(self, "lhs_args", (i64(self.lhs.ld), i64(self.lhs.batch_stride)))
         object.__setattr__(self, "rhs_args", (i64(self.rhs.ld), i64(self.rhs.batch_stride)))
         object.__setattr__(self, "size_args", tuple(i64(v) for v in self.sizes))
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """How one call's epilogue arguments reach the kernel: ``alpha``, then c's pointer, offset,
+    strides and ``beta``, then bias's pointer, offset and stride (see `Epilogue.params`)."""
+
+    scaled: bool
+    c: CView | None
+    bias_stride: int | None
+    scalar: type             # np.float32 / np.float64: the epilogue's compute type
+
+    def args(self, rt, alpha: float, beta: float, c, bias) -> list:
+        out = [self.scalar(alpha)] if self.scaled else []
+        if self.c is not None:
+            ptr, offset = rt.ptr_arg(c)
+            v = self.c
+            out += [ptr, np.int64(offset), np.int64(v.row_stride), np.int64(v.col_stride),
+                    np.int64(v.batch_stride), self.scalar(beta)]
+        if self.bias_stride is not None:
+            ptr, offset = rt.ptr_arg(bias)
+            out += [ptr, np.int64(offset), np.int64(self.bias_stride)]
+        return out
 
 
 class Engine:
@@ -103,14 +126,20 @@ class Engine:
         return self.runtime.dialect
 
     # -- public API --------------------------------------------------------------------------
-    def matmul(self, a, b, *, out=None, algorithm=None, precision=None):
-        """numpy.matmul(a, b, out=out) computed by a generated kernel on this engine's device.
+    def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
+               activation=None, out_dtype=None, algorithm=None, precision=None):
+        """``act(alpha * (a @ b) + beta * c + bias)`` with numpy.matmul's semantics for ``a @ b``,
+        computed by one generated kernel on this engine's device (see fusion.py for the options'
+        conventions; with none given it is ``numpy.matmul(a, b, out=out)``).
 
+        ``out_dtype``: the result dtype (default: numpy's promotion of a, b, c and bias).
         ``algorithm``: a registered name, an Algorithm subclass or instance (default "auto").
         ``precision``: "tf32" lets float32 run on tensor cores; default: the engine's setting.
         """
         rt = self.runtime
         precision = self.precision if precision is None else precision
+        plain = (c is None and bias is None and activation is None and out_dtype is None
+                 and beta is None and type(alpha) in (float, int) and alpha == 1)
         fast_key = None
         if rt.is_native(a) and rt.is_native(b):
             # Repeated calls on device arrays with the same metadata skip every check and setup:
@@ -118,12 +147,14 @@ class Engine:
             fast_key = (algorithm, precision, a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
                         b.shape, b.strides, b.dtype, rt.element_address(b) % 8,
                         None if out is None else (type(out), out.shape, out.strides, out.dtype))
+            if not plain:
+                fast_key = self._fused_key(fast_key, alpha, beta, c, bias, bias_axis, activation, out_dtype)
             try:
-                plan = self._fast.get(fast_key)
-            except TypeError:  # an unhashable algorithm argument: the general path reports it
+                plan = self._fast.get(fast_key) if fast_key is not None else None
+            except TypeError:  # an unhashable argument: the general path reports it
                 plan, fast_key = None, None
             if plan is not None:
-                result = self._run_fast(plan, a, b, out)
+                result = self._run_fast(plan, a, b, out, alpha, beta, c, bias)
                 if result is not None:
                     return result
         if precision not in MatmulProblem.PRECISIONS:
@@ -132,7 +163,13 @@ class Engine:
         b, b_host = self._as_array(b, "b")
         host = a_host and b_host
         shape = call_shape(a.shape, b.shape)
-        dtype = result_dtype(a.dtype, b.dtype)
+        product = result_dtype(a.dtype, b.dtype)
+        in_dtype = operand_dtype(product)   # what the kernel reads: int8 for an int32 product (dtypes.WIDENED)
+        fusion = NO_FUSION if plain else check_fusion(
+            shape, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis, activation=activation,
+            out_dtype=out_dtype)
+        dtype = fused_dtype(product, fusion)
+        epilogue = make_epilogue(fusion, element_type(in_dtype).compute, element_type(dtype).compute)
         if out is not None:
             if host and not isinstance(out, np.ndarray):
                 raise TypeError(f"matmul: out must be a numpy.ndarray for numpy inputs, got {type(out).__name__}")
@@ -142,44 +179,87 @@ class Engine:
                 raise TypeError(f"matmul: out must be a device array of the {rt.backend} backend, "
                                 f"got {type(out).__name__}")
             check_out(out.shape, out.dtype, dtype, shape.out_shape)
+        for label, x in (("c", fusion.c), ("bias", fusion.bias)):
+            if x is not None:
+                self._as_array(x, label)  # the array kind check, before anything moves
         alg = self._resolve(algorithm)
 
-        if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
+        if shape.batch == 0 or shape.m == 0 or shape.n == 0:
             return self._empty_result(shape, dtype, out, host)
+        if shape.k == 0:
+            return self._k_zero(shape, dtype, out, host, fusion)
 
-        problem_dtype = element_type(dtype)
-        lhs = self._operand(a, a_host, dtype, shape, shape.lhs_vector, lhs=True)
-        rhs = self._operand(b, b_host, dtype, shape, shape.rhs_vector, lhs=False)
-        problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, problem_dtype, problem_dtype,
-                                problem_dtype, lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
-                                precision)
-        alg, cfg, kernel = self._plan(alg, problem)
+        lhs = self._operand(a, a_host, in_dtype, shape, shape.lhs_vector, lhs=True)
+        rhs = self._operand(b, b_host, in_dtype, shape, shape.rhs_vector, lhs=False)
+        c_dev, c_v, c_copied = self._c_operand(fusion.c, shape)
+        bias_dev, bias_stride, bias_copied = self._bias_operand(fusion.bias)
+        in_et = element_type(in_dtype)
+        problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, in_et, in_et, element_type(dtype),
+                                lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, precision, epilogue)
+        alg, cfg, kernels = self._plan(alg, problem)
+        fused = None if epilogue.identity else _Fused(
+            epilogue.scaled, c_v if epilogue.c is not None else None,
+            bias_stride if epilogue.bias is not None else None,
+            np.float64 if epilogue.compute == "f64" else np.float32)
 
         # Write straight into `out` when it is a C-contiguous device array of the result dtype that
-        # does not overlap an input; else into a fresh buffer copied into `out` afterwards.
+        # overlaps no input (``out`` being ``c`` itself is fine: each element reads its own c first).
+        reads = [lhs.array, rhs.array] + [x for x in (c_dev, bias_dev) if x is not None and x is not out]
         direct = (out is not None and not host and out.dtype == dtype and out.flags.c_contiguous
-                  and not any(rt.may_overlap(out, op.array) for op in (lhs, rhs)))
+                  and not any(rt.may_overlap(out, x) for x in reads))
         target = out if direct else rt.empty(shape.out_shape, self._storage_dtype(dtype, host))
-        plan = self._launch(alg, cfg, kernel, problem, lhs, rhs, target, shape.out_shape, dtype)
+        plan = self._launch(alg, cfg, kernels, problem, lhs, rhs, target, shape.out_shape, dtype,
+                            fused, fusion.alpha, fusion.beta, c_dev, bias_dev)
         self.last_choice = (alg, cfg)
-        if fast_key is not None and not (lhs.copied or rhs.copied) and (out is None or direct):
+        if (fast_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
+                and (out is None or direct)):
             if len(self._fast) >= _FAST_PLANS_MAX:  # bounded: a process with ever new shapes
                 self._fast.clear()                  # must not grow without limit
             self._fast[fast_key] = plan
         return self._finish(target, out, direct, host, dtype)
 
-    def _run_fast(self, plan: _FastPlan, a, b, out):
+    def _fused_key(self, key, alpha, beta, c, bias, bias_axis, activation, out_dtype):
+        """The fast-path key extended by the epilogue's metadata, or None (general path) when an
+        option is not a plain number or a device array of this backend."""
+        rt = self.runtime
+        if type(alpha) not in (float, int) or type(beta) not in (float, int, type(None)):
+            return None
+        meta = []
+        for x in (c, bias):
+            if x is None:
+                meta.append(None)
+            elif rt.is_native(x):
+                meta.append((x.shape, x.strides, x.dtype))
+            else:
+                return None
+        return key + (alpha == 1, None if beta is None else beta == 0, *meta, bias_axis, activation,
+                      out_dtype)
+
+    def _run_fast(self, plan: _FastPlan, a, b, out, alpha=1.0, beta=None, c=None, bias=None):
         """Launch a cached plan; None when ``out`` overlaps an input (the general path copes)."""
         rt = self.runtime
-        if out is not None and (rt.may_overlap(out, a) or rt.may_overlap(out, b)):
+        if out is not None and any(rt.may_overlap(out, x) for x in (a, b, c, bias)
+                                   if x is not None and x is not out):
             return None
         target = out if out is not None else rt.empty(plan.out_shape, plan.dtype)
         (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)
         args = (pa, np.int64(oa), *plan.lhs_args, pb, np.int64(ob), *plan.rhs_args,
                 pt, np.int64(ot), *plan.size_args)
-        rt.launch_converted(plan.kernel, plan.cubes, plan.cfg.units, args, plan.shared_bytes)
+        if plan.fused is not None:
+            args += tuple(plan.fused.args(rt, float(alpha), 1.0 if beta is None else float(beta), c, bias))
+        self._run_kernels(plan, args)
         self.last_choice = (plan.alg, plan.cfg)
         return target
+
+    def _run_kernels(self, plan: _FastPlan, args: tuple):
+        """Launch a plan's kernels in order, the workspace (fresh per call) as their last argument."""
+        rt = self.runtime
+        if plan.workspace is not None:
+            dtype, count = plan.workspace
+            args += (rt.ptr_arg(rt.empty((count,), dtype))[0],)
+        for kernel, cubes, units, shared in plan.kernels:
+            rt.launch_converted(kernel, cubes, units, args, shared)
+
 
     def _resolve(self, algorithm) -> Algorithm:
         """An Algorithm instance; names and classes resolve once per engine (instances are used as given)."""
@@ -241,6 +321,81 @@ class Engine:
         align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
         return _Operand(x, view, align, copied)
 
+    def _device_copy(self, x):
+        """A device array holding ``x`` in its own dtype (bfloat16 moved as its bits)."""
+        rt = self.runtime
+        if rt.is_native(x):
+            return x
+        x = np.asarray(x)
+        element_type(x.dtype)  # TypeError naming the supported dtypes
+        return rt.to_device(x.view(np.uint16) if element_type(x.dtype) is BFLOAT16 else x)
+
+    def _c_operand(self, c, shape: CallShape):
+        """(device array, strides view, copied) for the epilogue's ``c``, read in place where its
+        strides describe the broadcast to the output; else copied once, broadcast materialized."""
+        if c is None:
+            return None, None, False
+        rt = self.runtime
+        copied = not rt.is_native(c)
+        dev = self._device_copy(c)
+        view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
+        if view is None:
+            host = rt.to_host(dev) if not isinstance(c, np.ndarray) else np.asarray(c)
+            host = np.ascontiguousarray(np.broadcast_to(host, shape.out_shape))
+            dev, copied = self._device_copy(host), True
+            view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
+        return dev, view, copied
+
+    def _bias_operand(self, bias):
+        """(device array, element stride, copied) for the epilogue's ``bias`` vector."""
+        if bias is None:
+            return None, None, False
+        rt = self.runtime
+        copied = not rt.is_native(bias)
+        dev = self._device_copy(bias)
+        stride, itemsize = dev.strides[0], dev.dtype.itemsize
+        if stride % itemsize:
+            dev, copied = rt.contiguous(dev), True
+            stride = itemsize
+        return dev, stride // itemsize, copied
+
+    def _k_zero(self, shape: CallShape, dtype, out, host, fusion: FusionRequest):
+        """K = 0: a @ b is zeros, so the result is the epilogue of zeros, computed on the host in
+        float64 (nothing to multiply; a kernel would only read c and bias)."""
+        if fusion.plain:
+            return self._empty_result(shape, dtype, out, host)
+        rt = self.runtime
+        value = np.zeros(shape.out_shape)
+        if fusion.c is not None:
+            value = value + fusion.beta * self._host_float64(fusion.c)
+        if fusion.bias is not None:
+            vec = self._host_float64(fusion.bias)
+            if fusion.bias_axis == 1 or shape.lhs_vector:
+                value = value + vec                              # over the output's last axis
+            else:
+                value = value + (vec[:, None] if not shape.rhs_vector else vec)
+        if fusion.activation is not None:
+            value = fusion.activation.reference(value)
+        result = np.asarray(value).astype(dtype)
+        if host:
+            if out is None:
+                return result[()] if result.ndim == 0 else result
+            out[...] = result
+            return out
+        target = rt.to_device(result.view(np.uint16) if element_type(dtype) is BFLOAT16 else result)
+        if out is None:
+            return target
+        rt.copy_into(out, target)
+        return out
+
+    def _host_float64(self, x) -> np.ndarray:
+        rt = self.runtime
+        if rt.is_native(x):
+            x = rt.to_host(x)
+            if x.dtype == np.uint16:  # a bfloat16 device array comes back as its bits
+                x = x.view(numpy_dtype(BFLOAT16))
+        return np.asarray(x, dtype=np.float64)
+
     def _configure(self, alg: Algorithm, problem: MatmulProblem):
         return alg, alg.setup(problem, self.dialect)
 
@@ -250,24 +405,32 @@ class Engine:
         if hit is None:
             alg, cfg = self._configure(alg, problem)
             alg = alg.chosen(cfg)
-            kernel = self.runtime.kernel(alg.render(cfg, self.dialect), KERNEL_NAME)
-            hit = self._plans[key] = (alg, cfg, kernel)
+            source = alg.render(cfg, self.dialect)
+            # Global matmuls whose shared memory is sized at launch (the pipelined ring) say how much.
+            shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
+            kernels = tuple((self.runtime.kernel(source, launch.name), launch.cubes, launch.units,
+                             shared if launch.dynamic_shared else 0)
+                            for launch in alg.launches(cfg, problem))
+            hit = self._plans[key] = (alg, cfg, kernels)
         return hit
 
-    def _launch(self, alg, cfg, kernel, problem, lhs: _Operand, rhs: _Operand, target, out_shape,
-                dtype) -> _FastPlan:
+    def _launch(self, alg, cfg, kernels, problem, lhs: _Operand, rhs: _Operand, target, out_shape,
+                dtype, fused: _Fused | None = None, alpha=1.0, beta=0.0, c=None, bias=None) -> _FastPlan:
         rt = self.runtime
         args = []
         for op in (lhs, rhs):
             ptr, offset = rt.ptr_arg(op.array)
             args += [ptr, offset, op.view.ld, op.view.batch_stride]
         ptr, offset = rt.ptr_arg(target)
-        sizes = (problem.n, problem.m * problem.n, problem.m, problem.n, problem.k)
-        # Global matmuls whose shared memory is sized at launch (e.g. the pipelined ring) say how much.
-        shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
-        cubes = alg.cube_count(cfg, problem)
-        rt.launch(kernel, cubes, cfg.units, args + [ptr, offset, *sizes], shared_bytes=shared)
-        return _FastPlan(alg, cfg, kernel, out_shape, dtype, lhs.view, rhs.view, cubes, sizes, shared)
+        sizes = (problem.n, problem.m * problem.n, problem.m, problem.n, problem.k, problem.batch)
+        workspace = alg.workspace(cfg, problem)
+        if workspace is not None:
+            workspace = (numpy_dtype(workspace[0]), workspace[1])
+        plan = _FastPlan(alg, cfg, kernels, workspace, out_shape, dtype, lhs.view, rhs.view, sizes, fused)
+        extra = fused.args(rt, alpha, beta, c, bias) if fused is not None else []
+        args = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args + [ptr, offset, *sizes] + extra]
+        self._run_kernels(plan, tuple(args))
+        return plan
 
     def _empty_result(self, shape, dtype, out, host):
         rt = self.runtime
@@ -312,6 +475,10 @@ def default_engine() -> Engine:
     return _default_engine
 
 
-def matmul(a, b, *, out=None, algorithm=None, precision=None):
-    """numpy.matmul semantics on the default engine. See `Engine.matmul`."""
-    return default_engine().matmul(a, b, out=out, algorithm=algorithm, precision=precision)
+def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
+           out_dtype=None, algorithm=None, precision=None):
+    """numpy.matmul semantics, with an optional fused epilogue, on the default engine.
+    See `Engine.matmul`."""
+    return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
+                                   bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
+                                   algorithm=algorithm, precision=precision)

@@ -2,6 +2,9 @@
 
 Everything a call can get wrong is checked here, before any data moves: operand ranks, the core
 dimension, broadcast of batch dimensions, dtypes, and ``out``. The messages follow numpy's.
+
+The result dtype is numpy's with one deliberate exception: int8 @ int8 gives int32 (exact 32-bit
+accumulation, a GEMM library's contract; numpy wraps around in int8). See `result_dtype`.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import SUPPORTED_NAMES, element_type
+from .dtypes import SUPPORTED_NAMES, WIDENED, element_type
 from .problem import Layout
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
@@ -56,13 +59,23 @@ def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
 
 
 def result_dtype(a_dtype, b_dtype) -> np.dtype:
-    """numpy's result dtype, if both operands and the result are types the engine computes."""
-    if a_dtype == b_dtype and a_dtype in _KNOWN:
-        return np.dtype(a_dtype)  # the common case, without numpy's promotion machinery
+    """numpy's result dtype, if both operands and the result are types the engine computes.
+
+    One deliberate deviation from numpy: int8 @ int8 is int32 (`dtypes.WIDENED`), accumulated
+    exactly in 32-bit integers, as GEMM libraries do; numpy's result is int8, wrapped around. int8
+    with a float operand follows numpy's promotion (the float type, which holds int8 exactly).
+    """
+    if a_dtype == b_dtype:
+        if a_dtype in _KNOWN:
+            return np.dtype(a_dtype)  # the common case, without numpy's promotion machinery
+        if a_dtype in WIDENED:
+            return WIDENED[a_dtype]
     for i, dt in enumerate((a_dtype, b_dtype)):
         if np.dtype(dt).name not in SUPPORTED_NAMES:
             raise TypeError(f"matmul: operand {i} has unsupported dtype {np.dtype(dt).name!r}; "
                             f"supported dtypes are {', '.join(SUPPORTED_NAMES)}")
+    if np.dtype(a_dtype) == np.dtype(b_dtype) and np.dtype(a_dtype) in WIDENED:
+        return WIDENED[np.dtype(a_dtype)]   # given as scalar types (np.int8), not dtypes
     try:
         dt = np.result_type(a_dtype, b_dtype)
     except Exception as exc:  # numpy's DTypePromotionError (bfloat16 with float16, say)
@@ -115,18 +128,23 @@ def operand_view(shape, strides, itemsize: int, batch_shape) -> OperandView | No
     nb = len(batch_shape)
     own = list(zip(shape[:-2], st[:-2]))
     own = [(1, 0)] * (nb - len(own)) + own
-    dims = [(size, 0 if own_size == 1 else stride)
-            for size, (own_size, stride) in zip(batch_shape, own)]
-    dims = [(size, stride) for size, stride in dims if size != 1]
+    stride = flat_batch_stride(batch_shape, [0 if own_size == 1 else s for own_size, s in own])
+    return None if stride is None else OperandView(layout, ld, stride)
+
+
+def flat_batch_stride(batch_shape, strides) -> int | None:
+    """The one stride s with offset(i) = i * s for the flattened batch index i over axes of
+    ``batch_shape`` with element ``strides`` (0 for a broadcast axis), or None when none exists."""
+    dims = [(size, s) for size, s in zip(batch_shape, strides) if size != 1]
     if not dims:
-        return OperandView(layout, ld, 0)
+        return 0
     unit = dims[-1][1]
     span = 1
-    for size, stride in reversed(dims):
-        if stride != unit * span:
+    for size, s in reversed(dims):
+        if s != unit * span:
             return None
         span *= size
-    return OperandView(layout, ld, unit)
+    return unit
 
 
 def vector_alignment(address: int, view: OperandView, itemsize: int, max_bytes: int = 16) -> int:

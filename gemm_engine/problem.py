@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .dtypes import ElementType
+from .global_.epilogue import IDENTITY, Epilogue
 
 
 class Layout(str, Enum):
@@ -30,13 +31,15 @@ class MatmulProblem:
     out: ElementType
     lhs_layout: Layout = Layout.ROW
     rhs_layout: Layout = Layout.ROW
-    # Largest power of two (in elements, up to 8) dividing each operand's base offset and leading
-    # dimension: the widest vector a loader may use. 1 means scalar access only.
+    # Largest power of two (in elements, up to 16 bytes' worth: 16 for int8) dividing each operand's
+    # base offset and leading dimension: the widest vector a loader may use. 1: scalar access only.
     lhs_align: int = 1
     rhs_align: int = 1
     # "tf32" lets float32 operands run on tensor cores rounded to tf32 (10 mantissa bits); the
     # default keeps float32 exact (register FMA).
     precision: str = "default"
+    # What each output element goes through before it is stored (identity: plain matmul).
+    epilogue: Epilogue = IDENTITY
 
     PRECISIONS = ("default", "tf32")
 

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from gemm_engine.batch.base import KERNEL_NAME
+from gemm_engine.batch.split_k import REDUCE_KERNEL_NAME
 
 ARCHS = ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a")
 
@@ -45,7 +46,9 @@ def bundle(sources: list[str]) -> str:
         lines = src.splitlines()
         includes += [ln for ln in lines if ln.startswith("#include") and ln not in includes]
         body = "\n".join(ln for ln in lines if not ln.startswith("#include"))
-        bodies.append(f"namespace bundle{i} {{\n{body.replace(KERNEL_NAME, f'{KERNEL_NAME}_{i}')}\n}}")
+        for name in (KERNEL_NAME, REDUCE_KERNEL_NAME):   # extern "C" names ignore namespaces
+            body = body.replace(name, f"{name}_{i}")
+        bodies.append(f"namespace bundle{i} {{\n{body}\n}}")
     return "\n".join(includes + bodies)
 
 

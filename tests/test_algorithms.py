@@ -1,5 +1,5 @@
-"""Every registered algorithm x dtype (tf32 opt-in included) x operand layout x boundary shape,
-against a float64 reference, on every backend.
+"""Every registered algorithm x dtype (tf32 opt-in and int8 included) x operand layout x boundary
+shape, against a float64 reference (int8: exactly, against int64), on every backend.
 
 A combination an algorithm cannot run there (tensor cores on OpenCL, say) is skipped with its
 SetupError reason; a refusal where the algorithm is meant to run fails the test.
@@ -11,16 +11,27 @@ import pytest
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.errors import SetupError
 from helpers import DTYPES, assert_close, random
+from test_int8 import assert_exact, int8_must_run, operands as int8_operands, run_device_int8
 from test_matmul_numerics import run_device
 
 #: Ragged on every axis with several cubes and K steps; and a broadcast-free batch.
 SHAPES = [(1, 129, 67, 45), (3, 33, 47, 29)]
 TENSOR_CORE = {"simple_mma", "simple_wmma", "double_buffering_mma", "pipelined_mma", "pipelined_wgmma"}
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tf32"}
+#: FP64 tensor cores (DMMA, CUDA sm_80+): float64 only, every layout.
+DMMA = {"simple_dmma", "pipelined_dmma"}
 
 
-def must_run(name: str, backend: str, dtype: str, device) -> bool:
+def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     """Whether the algorithm is meant to run this combination (so a SetupError is a bug)."""
+    if dtype == "int8":
+        return int8_must_run(name, backend, device)
+    if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)
+        return dtype != "tf32" and shape is not None and 1 in shape[1:3]
+    if name.startswith("split_k"):   # a long K only: tests/test_split_k.py runs it where it splits
+        return False
+    if name in DMMA:
+        return backend == "cuda" and dtype == "float64" and (device.compute_capability or (0, 0)) >= (8, 0)
     if name in TENSOR_CORE:
         cc = device.compute_capability or (0, 0)
         need = (9, 0) if "wgmma" in name else (8, 0)
@@ -29,13 +40,22 @@ def must_run(name: str, backend: str, dtype: str, device) -> bool:
     return dtype != "tf32"  # unit algorithms and families run every exact dtype everywhere
 
 
-@pytest.mark.parametrize("dtype", DTYPES + ["tf32"])
+@pytest.mark.parametrize("dtype", DTYPES + ["tf32", "int8"])
 @pytest.mark.parametrize("layouts", [("row", "row"), ("col", "col")], ids="-".join)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_algorithm(engine, rng, name, dtype, layouts, shape):
     if dtype in ("bfloat16",) and layouts != ("row", "row"):
         pytest.skip("bfloat16 runs from numpy arrays (device array libraries may lack it): row-major only")
+    if dtype == "int8":   # exact: int32 accumulation, compared element for element
+        a, b = int8_operands(rng, shape)
+        try:
+            result = run_device_int8(engine, a, b, layouts, name)
+        except SetupError as exc:
+            if must_run(name, engine.backend, dtype, engine.device):
+                raise
+            pytest.skip(f"{name} cannot run {dtype} on {engine.backend}: {exc.reason}")
+        return assert_exact(result, a, b)
     batch, m, n, k = shape
     lead = (batch,) if batch > 1 else ()
     data = "float32" if dtype == "tf32" else dtype
@@ -47,7 +67,7 @@ def test_algorithm(engine, rng, name, dtype, layouts, shape):
         else:
             result = run_device(engine, a, b, layouts, name, precision)
     except SetupError as exc:
-        if must_run(name, engine.backend, dtype, engine.device):
+        if must_run(name, engine.backend, dtype, engine.device, shape):
             raise
         pytest.skip(f"{name} cannot run {dtype} on {engine.backend}: {exc.reason}")
     if dtype == "tf32":

@@ -15,7 +15,7 @@ DIALECT_MODULE = PACKAGE / "codegen" / "dialect.py"
 BACKEND_WORDS = [
     "__syncthreads", "__shared__", "__global__", "threadIdx", "blockIdx", "blockDim", "gridDim",
     "__launch_bounds__", "__restrict__", "__kernel", "__local", "get_local_id", "get_group_id",
-    "get_global_id", "barrier(", "CLK_LOCAL_MEM_FENCE", "vload_half", "vstore_half",
+    "get_global_id", "get_num_groups", "barrier(", "CLK_LOCAL_MEM_FENCE", "vload_half", "vstore_half",
 ]
 
 
@@ -35,7 +35,7 @@ def test_every_neutral_word_is_defined_by_both_preambles():
     cuda = CudaDialect(nominal_cuda_device())
     ocl = OpenCLDialect(DeviceInfo("opencl", "x", 1, 65536, 256, 1))
     words = ["KERNEL", "LAUNCH_BOUNDS", "GLOBAL", "LOCAL", "RESTRICT", "INLINE", "UNIT_ID", "CUBE_ID",
-             "SYNC_CUBE", "FLOAT_AS_UINT", "UINT_AS_FLOAT"]
+             "CUBE_COUNT", "SYNC_CUBE", "FLOAT_AS_UINT", "UINT_AS_FLOAT"]
     for d in (cuda, ocl):
         pre = d.preamble([FLOAT32])
         for word in words:

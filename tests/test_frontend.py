@@ -34,6 +34,13 @@ def test_result_dtype():
     assert result_dtype(np.float16, np.float16) == np.float16
     with pytest.raises(TypeError, match="int64"):
         result_dtype(np.int64, np.float32)
+    # int8 @ int8 is int32 (exact accumulation), not numpy's wrapped-around int8; with a float,
+    # numpy's promotion. Other integers stay unsupported.
+    assert result_dtype(np.dtype(np.int8), np.dtype(np.int8)) == np.int32
+    assert result_dtype(np.int8, np.float32) == np.result_type(np.int8, np.float32)
+    for dt in (np.int32, np.uint8, np.int16):
+        with pytest.raises(TypeError, match=f"{np.dtype(dt).name}.*supported dtypes are .*int8"):
+            result_dtype(dt, np.int8)
 
 
 def view(arr, batch_shape):

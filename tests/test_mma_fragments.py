@@ -140,3 +140,91 @@ def test_tf32_scalar_reads_conflict_free(operand):
     reads = loaded_elements("tf32", operand)
     for i in range(4 if operand == "lhs" else 2):
         assert len({reads[lane, i] % 32 for lane in range(32)}) == 32
+
+
+# -- int8: mma.m16n8k32 .s8, fragments packed from single-byte reads ---------------------------------
+def isa_s8_a(lane, j, byte):
+    """(row m, col k) of byte ``byte`` of A register ``j`` (PTX ISA, "Matrix Fragments for
+    mma.m16n8k32", .s8: a_i with i = 4 j + byte; row g for i < 4 or 8 <= i < 12, else g + 8;
+    col 4t + (i & 3), + 16 for i >= 8)."""
+    g, t, i = lane >> 2, lane & 3, 4 * j + byte
+    return g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)
+
+
+def isa_s8_b(lane, j, byte):
+    """(row k, col n) of byte ``byte`` of B register ``j``: b_i with i = 4 j + byte; row 4t + (i & 3),
+    + 16 for i >= 4; col g."""
+    g, t, i = lane >> 2, lane & 3, 4 * j + byte
+    return 4 * t + (i & 3) + 16 * (i >> 2), g
+
+
+S8_CFG = MmaTileConfig(tile_m=16, tile_n=8, tile_k=32, compute="i32", smem="i8", kind="s8")
+
+
+def s8_registers(operand: str, k_contiguous: bool, data: list[int], ld: int) -> dict:
+    """{(lane, register j): the 32-bit value the rendered load computes}, evaluated in Python for
+    every lane over shared memory ``data`` (signed bytes). The C casts ``(unsigned)(unsigned char)x``
+    become ``(x & 0xFF)``; shifts and ``|`` mean the same in both languages."""
+    tile = MmaTile()
+    load = tile.load_lhs if operand == "lhs" else tile.load_rhs
+    code = load(S8_CFG, RecordingDialect(), "frag", SmemTile("S", ld, str(K0), str(X0), k_contiguous))
+    statements = re.findall(r"frag\[(\d)\] = (.*?);", code)
+    assert [int(j) for j, _ in statements] == list(range(4 if operand == "lhs" else 2))
+    out = {}
+    for j, expr in statements:
+        py = re.sub(r"\(unsigned\)\(unsigned char\)(S\[[^\[\]]*\])", r"(\1 & 0xFF)", expr)
+        assert "unsigned" not in py, py
+        for lane in range(32):
+            out[lane, int(j)] = eval(py, {}, {"S": data, "UNIT_ID": lane})
+    return out
+
+
+@pytest.mark.parametrize("k_contiguous", [False, True], ids=["k_major", "k_contiguous"])
+@pytest.mark.parametrize("operand", ["lhs", "rhs"])
+def test_s8_fragments_match_isa(operand, k_contiguous):
+    import random as _random
+    rnd = _random.Random(7)
+    ld = LD if not k_contiguous else 64 + SMEM_PAD          # k-contiguous rows: stage_k + pad
+    data = [rnd.randrange(-128, 128) for _ in range((max(K0, X0) + 64) * ld)]
+
+    def at(k, x):   # element (k, x) of the tile, in either orientation (SmemTile's definition)
+        return data[(X0 + x) * ld + K0 + k] if k_contiguous else data[(K0 + k) * ld + X0 + x]
+
+    regs = s8_registers(operand, k_contiguous, data, ld)
+    for (lane, j), value in regs.items():
+        assert 0 <= value < 2 ** 32
+        for byte in range(4):
+            if operand == "lhs":
+                m, k = isa_s8_a(lane, j, byte)
+                want = at(k, m)
+            else:
+                k, n = isa_s8_b(lane, j, byte)
+                want = at(k, n)
+            assert (value >> (8 * byte)) & 0xFF == want & 0xFF, (lane, j, byte)
+
+
+def test_s8_instruction_and_accumulators():
+    d = RecordingDialect()
+    code = MmaTile().execute(S8_CFG, d, "a", "b", "acc")
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in code
+    assert code.count('"+r"(acc[') == 4 and '"+f"' not in code
+    assert MmaTile().declare_acc(S8_CFG, d, "acc") == "int acc[4];"
+    assert "0.0" not in MmaTile().init_acc(S8_CFG, d, "acc")
+    assert MmaTile().load_rhs_pair(S8_CFG, d, "x", "y", SmemTile("S", LD, "0", "0")) is None
+    elements = list(MmaTile().acc_elements(S8_CFG, "acc"))   # s32 C fragment: the f32 layout
+    for lane in range(32):
+        for i, (row, col, _) in enumerate(elements):
+            got = (eval(row, {}, {"UNIT_ID": lane}), eval(col, {}, {"UNIT_ID": lane}))
+            assert got == isa_c(lane, i), (lane, i)
+
+
+def test_s8_byte_reads_conflict_free():
+    # k-major with the plane stage's padded rows (128 + 8 bytes): for every byte of every register,
+    # the 32 lanes read distinct banks or the same 4-byte word (a broadcast).
+    d, tile = RecordingDialect(), MmaTile()
+    for load, count in ((tile.load_lhs, 4), (tile.load_rhs, 2)):
+        code = load(S8_CFG, d, "frag", SmemTile("S", LD, str(K0), str(X0)))
+        for j, expr in re.findall(r"frag\[(\d)\] = (.*?);", code):
+            for index_expr in re.findall(r"S\[([^\[\]]*)\]", expr):
+                words = {eval(index_expr, {}, {"UNIT_ID": lane}) // 4 for lane in range(32)}
+                assert len({w % 32 for w in words}) == len(words), (j, index_expr)

@@ -9,6 +9,9 @@ from .specialized import SpecializedAlgorithm, SpecializedSelection  # noqa: F40
 from .ordered import OrderedAlgorithm  # noqa: F401  (registers "ordered")
 from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  (registers "pipelined_mma")
 from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (registers "pipelined_wgmma")
+from .dmma import PipelinedDmmaAlgorithm, SimpleDmmaAlgorithm  # noqa: F401  (registers "simple_dmma", "pipelined_dmma")
+from .skinny import SkinnyAlgorithm, SkinnySelection  # noqa: F401  (registers "skinny")
+from .split_k import SplitKAlgorithm  # noqa: F401  (registers "split_k" and its members)
 from .auto import AutoAlgorithm  # noqa: F401  (registers "auto")
 
 __all__ = ["Algorithm", "AlgorithmFamily", "AutoAlgorithm", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",

@@ -2,8 +2,9 @@
 
 ``simple_mma`` is the simple pipeline (single-stage global matmul, partitioned batch) with the unit
 stage and register tile swapped for `PlanePartitionedStage` and `MmaTile`. It runs on CUDA sm_80+
-for float16 and bfloat16; float32 only when the caller opts into tf32 through the selection, e.g.
-``SimpleMmaAlgorithm(PlaneSelection(precision="tf32"))``, since tf32 keeps 10 mantissa bits.
+for float16 and bfloat16 and int8 (s8 x s8 -> s32, exact); float32 only when the caller opts into
+tf32 through the selection, e.g. ``SimpleMmaAlgorithm(PlaneSelection(precision="tf32"))``, since
+tf32 keeps 10 mantissa bits.
 """
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ class PlaneSelection:
     partition_m x partition_n tiles of tile_m x tile_n, over stage_k rows of k per stage.
 
     The stage is (planes_m * partition_m * tile_m) x (planes_n * partition_n * tile_n).
-    ``tile_k=0`` takes the instruction's k (16 for f16 / bf16, 8 for tf32).
+    ``tile_k=0`` takes the instruction's k (16 for f16 / bf16, 8 for tf32, 32 for int8).
     ``precision="tf32"`` lets float32 inputs run on tensor cores rounded to tf32.
+    ``dispatch``, ``dispatch_width`` and ``persistent`` pick the batch level's order of output tiles
+    and cube count (see `batch.partitioned`).
     """
 
     tile_m: int = 16
@@ -36,6 +39,9 @@ class PlaneSelection:
     stage_k: int = 16
     precision: str = "default"
     dispatch: str = "row_major"
+    dispatch_width: int = 4
+    persistent: int = 0
+    split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
 
     @property
     def stage_m(self) -> int:
@@ -55,6 +61,12 @@ def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str
     loaders' one-element tasks (16 per unit at stage_k=16, 32 at 32) take 50 to 130 more; at 32,
     ptxas reaches its 255-register cap and spills on shapes that need bounds checks.
     """
+    if problem.lhs.storage == "i8":
+        # int8: the instruction's k is 32 (16 bytes of k per row, as f16 at stage_k 16), and at
+        # most 4 x 2 tiles per plane: its fragments are read byte by byte, and with 4 x 4 ptxas
+        # reaches 255 registers and spills on shapes that need bounds checks (sm_80, -Xptxas -v).
+        return PlaneSelection(partition_m=2 if problem.m <= 64 else 4, partition_n=2,
+                              precision=precision, stage_k=32)
     return PlaneSelection(partition_m=2 if problem.m <= 64 else 4,
                           partition_n=2 if problem.n <= 64 else 4, precision=precision)
 

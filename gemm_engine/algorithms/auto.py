@@ -1,6 +1,9 @@
 """``auto``: the engine's default choice, the fastest composition that sets up for the problem.
 
-In order: ``pipelined_wgmma`` (Hopper sm_90a, float16 / bfloat16), ``pipelined_mma`` (CUDA sm_80+,
+In order: ``skinny`` (M = 1 or N = 1 only: a bandwidth-bound vector-matrix or matrix-vector
+product, which a tiled kernel runs with one of its 64-128 tile rows used), ``split_k`` (only for
+a long K against a small output: see algorithms/split_k.py), ``pipelined_wgmma``
+(Hopper sm_90a, float16 / bfloat16), ``pipelined_mma`` (CUDA sm_80+,
 float16 / bfloat16, float32 with tf32 opted in), then ``simple_unit`` (register FMA: every backend
 and dtype; its tiling rule picks the vectorized SGEMM shapes on CUDA). The order follows the H100
 measurements in bench/results/ (wgmma 0.85x cuBLAS at f16 4096^3 against 0.40-0.45 for mma.sync;
@@ -11,10 +14,13 @@ from __future__ import annotations
 from .base import AlgorithmFamily, register
 from .pipelined import PipelinedMmaAlgorithm
 from .simple import SimpleUnitAlgorithm
+from .skinny import SkinnyAlgorithm
+from .split_k import SplitKWhenWorthIt
 from .wgmma import PipelinedWgmmaAlgorithm
 
 
 @register
 class AutoAlgorithm(AlgorithmFamily):
     name = "auto"
-    variants = (PipelinedWgmmaAlgorithm, PipelinedMmaAlgorithm, SimpleUnitAlgorithm)
+    variants = (SkinnyAlgorithm, SplitKWhenWorthIt, PipelinedWgmmaAlgorithm, PipelinedMmaAlgorithm,
+                SimpleUnitAlgorithm)

@@ -75,13 +75,22 @@ class Algorithm:
     def render(self, cfg: KernelConfig, dialect: Dialect) -> str:
         """Full kernel source: the dialect preamble plus the batch level's kernel."""
         g = cfg.batch.global_
-        ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out)
+        epilogue = cfg.batch.epilogue
+        ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
+               *epilogue.element_types)
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
-        return (header + dialect.preamble(ets, self.tile.headers)
+        return (header + dialect.preamble(ets, self.tile.headers) + epilogue.helpers(dialect)
                 + self.components.kernel(cfg.batch, dialect) + "\n")
 
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
         return self.components.cube_count(cfg.batch, problem)
+
+    def launches(self, cfg: KernelConfig, problem: MatmulProblem):
+        """The kernel launches one call makes (see `BatchMatmul.launches`)."""
+        return self.components.launches(cfg.batch, problem)
+
+    def workspace(self, cfg: KernelConfig, problem: MatmulProblem):
+        return self.components.workspace(cfg.batch, problem)
 
     def chosen(self, cfg: KernelConfig) -> "Algorithm":
         """The concrete algorithm that produced ``cfg`` (itself; a family returns its member)."""
@@ -124,6 +133,11 @@ class AlgorithmFamily(Algorithm):
             cls = type(member)
             if cfg.algorithm == f"{cls.__module__}.{cls.__qualname__}":
                 return member
+            if isinstance(member, AlgorithmFamily):   # a family of families: ask it
+                try:
+                    return member.chosen(cfg)
+                except ValueError:
+                    pass
         raise ValueError(f"{self.name}: config {cfg.algorithm} is not one of this family's")
 
     def render(self, cfg, dialect):
@@ -131,6 +145,12 @@ class AlgorithmFamily(Algorithm):
 
     def cube_count(self, cfg, problem):
         return self.chosen(cfg).cube_count(cfg, problem)
+
+    def launches(self, cfg, problem):
+        return self.chosen(cfg).launches(cfg, problem)
+
+    def workspace(self, cfg, problem):
+        return self.chosen(cfg).workspace(cfg, problem)
 
 
 REGISTRY: dict[str, type[Algorithm]] = {}

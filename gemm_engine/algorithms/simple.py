@@ -20,7 +20,9 @@ class UnitSelection:
     """Tiling of the unit algorithms: each unit computes ``partition_m x partition_n`` register tiles
     of ``tile_m x tile_n`` of a ``stage_m x stage_n`` tile, laid out by ``partition`` ("contiguous"
     or "strided", see `stage.unit_partitioned`). ``vector_width`` caps the global loads' vector width
-    in elements (`VectorLoader`; the operand's alignment narrows it; 1 keeps scalar loads)."""
+    in elements (`VectorLoader`; the operand's alignment narrows it; 1 keeps scalar loads).
+    ``dispatch``, ``dispatch_width`` and ``persistent`` pick the batch level's order of output tiles
+    and cube count (see `batch.partitioned`)."""
 
     tile_m: int = 4
     tile_n: int = 4
@@ -32,6 +34,9 @@ class UnitSelection:
     partition_n: int = 1
     partition: str = "contiguous"
     vector_width: int = 1
+    dispatch_width: int = 4
+    persistent: int = 0
+    split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
 
 
 def _fit(extent: int, full: int, units: int) -> tuple[int, int]:

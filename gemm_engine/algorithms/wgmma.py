@@ -29,7 +29,9 @@ from .base import Algorithm, register
 class WgmmaSelection:
     """warpgroups_m x warpgroups_n warpgroups per cube, each computing partition_m tiles of
     64 x tile_n (stacked along m), over stage_k = 64 k per slot of a ``stages``-deep ring;
-    ``wgmma_pending`` wgmma batches may still run when the next step starts."""
+    ``wgmma_pending`` wgmma batches may still run when the next step starts. ``dispatch``,
+    ``dispatch_width`` and ``persistent`` pick the batch level's order of output tiles and cube
+    count (see `batch.partitioned`)."""
 
     warpgroups_m: int = 2
     warpgroups_n: int = 1
@@ -39,6 +41,9 @@ class WgmmaSelection:
     stages: int = 4
     wgmma_pending: int = 1
     dispatch: str = "row_major"
+    dispatch_width: int = 4
+    persistent: int = 0
+    split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
 
     @property
     def stage_m(self) -> int:

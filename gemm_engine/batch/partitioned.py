@@ -1,51 +1,101 @@
-"""Partitioned batch matmul: one cube per output tile per batch entry, in a chosen dispatch order."""
+"""Partitioned batch matmul: one cube per output tile per batch entry, in a chosen dispatch order,
+or (persistent) about one cube per compute unit, each looping over tiles in that order.
+
+The selection spells it ``dispatch`` (an order of `batch.dispatch`), ``dispatch_width`` (the strip
+or group width of the orders that have one) and ``persistent`` (0: one cube per tile; n > 0, or
+True for 1: n cubes per compute unit, never more than there are tiles).
+"""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from .base import KERNEL_NAME, BatchConfig, BatchMatmul
-from .dispatch import DISPATCHES
+from .dispatch import dispatch_for
 
 
 class PartitionedBatchMatmul(BatchMatmul):
     name = "partitioned_batch"
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
-        dispatch = getattr(selection, "dispatch", "row_major")
-        if dispatch not in DISPATCHES:
-            raise SetupError(self.name, f"unknown dispatch {dispatch!r}; known: {sorted(DISPATCHES)}")
-        return BatchConfig(global_=self.global_.setup(problem, selection, dialect), dispatch=dispatch)
+        dispatch = dispatch_for(getattr(selection, "dispatch", "row_major"),
+                                getattr(selection, "dispatch_width", 4), self.name)
+        persistent = getattr(selection, "persistent", 0)
+        if not isinstance(persistent, int) or persistent < 0:
+            raise SetupError(self.name, f"persistent={persistent!r}: expected cubes per compute unit (>= 0)")
+        if persistent and not self.global_.reentrant:
+            raise SetupError(self.name, f"persistent={persistent}: {self.global_.name} is not reentrant "
+                                        f"(its body may run only once per cube)")
+        global_ = replace(self.global_.setup(problem, selection, dialect), epilogue=problem.epilogue)
+        return BatchConfig(global_=global_, dispatch=dispatch,
+                           persistent_cubes=persistent * max(1, dialect.device.compute_units))
 
-    def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int:
+    def tiles(self, cfg: BatchConfig, problem: MatmulProblem) -> int:
         stage = cfg.global_.stage
         return problem.batch * (-(-problem.m // stage.stage_m)) * (-(-problem.n // stage.stage_n))
 
-    def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
+    def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int:
+        tiles = self.tiles(cfg, problem)
+        return min(tiles, cfg.persistent_cubes) if cfg.persistent_cubes else tiles
+
+    # -- the kernel, in pieces a subclass may replace (split-K does) -------------------------------
+    def params(self, cfg: BatchConfig, d: Dialect) -> list[str]:
+        """The kernel's parameters: the same list for every kernel of a batch matmul."""
+        g = cfg.global_
+        lhs_t = d.storage_type(g.lhs_loader.operand.element)
+        rhs_t = d.storage_type(g.rhs_loader.operand.element)
+        return [
+            f"const GLOBAL {lhs_t}* RESTRICT lhs_base, i64 lhs_offset, i64 lhs_ld, i64 lhs_batch_stride",
+            f"const GLOBAL {rhs_t}* RESTRICT rhs_base, i64 rhs_offset, i64 rhs_ld, i64 rhs_batch_stride",
+            f"GLOBAL {d.storage_type(cfg.result)}* RESTRICT out_base, i64 out_offset, i64 out_ld, "
+            "i64 out_batch_stride",
+            "i64 M, i64 N, i64 K, i64 batch",
+            *cfg.epilogue.params(d),
+        ]
+
+    def cube_index(self, cfg: BatchConfig) -> list[str]:
+        """Statements that define ``cube``, the linear tile index the dispatch order maps."""
+        return [] if cfg.persistent_cubes else ["const i64 cube = CUBE_ID;"]
+
+    def pointers(self, cfg: BatchConfig, d: Dialect) -> list[str]:
+        """Statements that move the operand pointers to batch entry ``b``."""
         g = cfg.global_
         lhs_t = d.storage_type(g.lhs_loader.operand.element)
         rhs_t = d.storage_type(g.rhs_loader.operand.element)
         out_t = d.storage_type(g.out)
+        return [f"const GLOBAL {lhs_t}* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;",
+                f"const GLOBAL {rhs_t}* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;",
+                f"GLOBAL {out_t}* out = out_base + out_offset + b * out_batch_stride;",
+                *g.epilogue.pointers(d)]
+
+    def body(self, cfg: BatchConfig, d: Dialect) -> str:
+        return self.global_.body(cfg.global_, d)
+
+    def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
+        g = cfg.global_
         stage = g.stage
-        params = ",\n    ".join([
-            f"const GLOBAL {lhs_t}* RESTRICT lhs_base, i64 lhs_offset, i64 lhs_ld, i64 lhs_batch_stride",
-            f"const GLOBAL {rhs_t}* RESTRICT rhs_base, i64 rhs_offset, i64 rhs_ld, i64 rhs_batch_stride",
-            f"GLOBAL {out_t}* RESTRICT out_base, i64 out_offset, i64 out_ld, i64 out_batch_stride",
-            "i64 M, i64 N, i64 K",
-        ])
+        persistent = cfg.persistent_cubes > 0
+        params = ",\n    ".join(self.params(cfg, d))
         return "\n".join([
             f"KERNEL LAUNCH_BOUNDS({cfg.units}) void {KERNEL_NAME}(\n    {params})",
             "{",
             self.global_.shared_declarations(g, d),
-            "const i64 cube = CUBE_ID;",
+            *self.cube_index(cfg),
             f"const i64 cubes_m = (M + {stage.stage_m - 1}) / {stage.stage_m};",
             f"const i64 cubes_n = (N + {stage.stage_n - 1}) / {stage.stage_n};",
-            DISPATCHES[cfg.dispatch].render(),
-            f"const GLOBAL {lhs_t}* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;",
-            f"const GLOBAL {rhs_t}* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;",
-            f"GLOBAL {out_t}* out = out_base + out_offset + b * out_batch_stride;",
+            # Persistent: tiles CUBE_ID, CUBE_ID + CUBE_COUNT, ... The loop body is a block, so each
+            # tile's run of the global body declares (and zeroes) its state afresh.
+            *(["for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {"]
+              if persistent else []),
+            cfg.dispatch.render(),
+            *self.pointers(cfg, d),
             f"const i64 cube_m0 = cube_row * {stage.stage_m};",
             f"const i64 cube_n0 = cube_col * {stage.stage_n};",
-            self.global_.body(g, d),
+            self.body(cfg, d),
+            # Between two tiles: no unit may load the next tile's slices into shared memory another
+            # unit still reads. Every unit of a cube runs the same tiles, so every unit gets here.
+            *(["SYNC_CUBE();", "}"] if persistent else []),
             "}",
         ])

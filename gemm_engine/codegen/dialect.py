@@ -5,8 +5,10 @@ tinygrad's C-style renderer). A dialect supplies:
 
 * a preamble of macros that define the neutral words for its backend:
   `KERNEL`, `LAUNCH_BOUNDS(n)`, `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
+  `CUBE_COUNT` (cubes in the launch),
   `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
-* C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`);
+* C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`, `i8`, `i32`)
+  and the zero literal of each compute word;
 * expressions that read and write one element of global memory with conversion to the compute
   type (half precision without headers or `cl_khr_fp16`);
 * capability queries (`supports("fp64")`, later `"mma_sync"`...) used by component setup.
@@ -64,8 +66,24 @@ class Dialect:
     def compute_type(self, et: ElementType) -> str:
         return self.c_type(et.compute)
 
-    def zero(self, et: ElementType) -> str:
-        return "0.0" if et.compute == "f64" else "0.0f"
+    def math(self, fn: str, word: str) -> str:
+        """Name of the C math function ``fn`` ("exp", "erf", "tanh", ...) for compute word
+        ``word``: OpenCL overloads one name, CUDA spells the float versions with an ``f``."""
+        return fn
+
+    @staticmethod
+    def literal(value: float, word: str) -> str:
+        """A floating literal of compute word ``word`` (a float literal needs its ``f``: a double
+        would promote the whole expression)."""
+        text = repr(float(value))
+        return text if word == "f64" else text + "f"
+
+    #: The zero literal of each compute word (integer accumulators must not start from a float).
+    _zeros = {"f32": "0.0f", "f64": "0.0", "i32": "0"}
+
+    def zero(self, et: ElementType | str) -> str:
+        """The zero literal of an element type's compute type, or of a compute word (``"i32"``)."""
+        return self._zeros[et if isinstance(et, str) else et.compute]
 
     def preamble(self, element_types, headers=()) -> str:
         """Macros and helpers for a kernel that touches these element types (after ``headers``)."""
@@ -132,6 +150,7 @@ class CudaDialect(Dialect):
 #define INLINE static __device__ __forceinline__
 #define UNIT_ID ((int)threadIdx.x)
 #define CUBE_ID ((i64)blockIdx.x)
+#define CUBE_COUNT ((i64)gridDim.x)
 #define SYNC_CUBE() __syncthreads()
 #define SYNC_PLANE() __syncwarp()
 #define ALIGN16 __attribute__((aligned(16)))
@@ -139,15 +158,19 @@ class CudaDialect(Dialect):
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
 """
-    _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short"}
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
+                "i8": "signed char", "i32": "int"}
 
     def supports(self, feature: str) -> bool:
         cc = self.device.compute_capability or (0, 0)
-        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma"):
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma"):
             return cc >= (8, 0)
         if feature == "wgmma":
             return cc >= (9, 0)
         return super().supports(feature)
+
+    def math(self, fn: str, word: str) -> str:
+        return fn + "f" if word == "f32" else fn
 
     def dynamic_shared(self, name: str) -> str:
         """Declaration (at kernel scope) of the cube's dynamic shared memory as 16-byte aligned
@@ -188,6 +211,7 @@ class OpenCLDialect(Dialect):
 #define INLINE static inline
 #define UNIT_ID ((int)get_local_id(0))
 #define CUBE_ID ((i64)get_group_id(0))
+#define CUBE_COUNT ((i64)get_num_groups(0))
 #define SYNC_CUBE() barrier(CLK_LOCAL_MEM_FENCE)
 #define ALIGN16 __attribute__((aligned(16)))
 #define FLOAT_AS_UINT(x) as_uint(x)
@@ -196,7 +220,8 @@ typedef long i64;
 """
     _local_pointer_space = "__local"
     # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
-    _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort"}
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort",
+                "i8": "char", "i32": "int"}   # OpenCL's char is signed by the spec (C leaves it open)
 
     def _fp64_enable(self) -> str:
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"

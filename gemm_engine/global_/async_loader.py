@@ -98,6 +98,9 @@ class ChunkLoader(Loader):
             raise SetupError(self.name, f"copies bits; {operand.element.name} would need converting to "
                                         f"{operand.smem_type_word}")
         size = _WORD_BYTES[operand.smem_type_word]
+        if size < 2:
+            # The register path packs 16-bit elements; 8-bit operands (int8) are not chunked yet.
+            raise SetupError(self.name, f"moves elements of 2 bytes or more; {operand.element.name} has {size}")
         vec = 16 // size
         cpl, ext = operand.contiguous_extent // vec, operand.contiguous_extent
         if ext % vec or (operand.smem_ld * size) % 16:

@@ -18,12 +18,13 @@ has been written exactly once and nothing outside it has.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
 from ..problem import MatmulProblem
 from ..stage.base import StageConfig, StageMatmul
+from .epilogue import IDENTITY, Epilogue
 from .loaders import Loader, LoaderConfig
 
 
@@ -36,6 +37,8 @@ class GlobalConfig:
     check_m: bool
     check_n: bool
     check_k: bool
+    # What happens to each accumulator on its way out (set from the problem by the batch level).
+    epilogue: Epilogue = field(default=IDENTITY, kw_only=True)
 
     @property
     def shared_memory_bytes(self) -> int:
@@ -52,6 +55,11 @@ class GlobalMatmul(ABC):
     """A global matmul family, generic over its stage matmul and its two loaders."""
 
     name = "global"
+    #: Whether ``body`` may run again in the same cube for another output tile (a persistent batch
+    #: launch puts each run in its own block and a cube barrier between runs): nothing a run leaves
+    #: behind (copies in flight, barrier phases, shared state read before it is written) may change
+    #: the next. Opt-in: an unchecked global matmul gets one cube per tile.
+    reentrant = False
 
     def __init__(self, stage: StageMatmul, lhs_loader: Loader, rhs_loader: Loader):
         self.stage = stage
@@ -73,7 +81,14 @@ class GlobalMatmul(ABC):
         to ``cube_m0``/``cube_n0``), bounds-checked only on the axes the problem does not divide.
         Every writer goes through here, so one change (e.g. an epilogue) reaches every kernel."""
         return self.guarded(cfg, row, col, d.store_global(
-            cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}", value))
+            cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}",
+            self.output_value(cfg, d, row, col, value)))
+
+    @staticmethod
+    def output_value(cfg: GlobalConfig, d: Dialect, row: str, col: str, value: str) -> str:
+        """Expression: what is stored for accumulator ``value`` of tile element (row, col): the
+        accumulator through the problem's fused epilogue."""
+        return cfg.epilogue.apply(d, value, f"cube_m0 + {row}", f"cube_n0 + {col}")
 
     @staticmethod
     def bounds(cfg: GlobalConfig, row: str, col: str) -> list[str]:

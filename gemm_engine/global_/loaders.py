@@ -18,7 +18,7 @@ from ..errors import SetupError
 from ..problem import Layout
 
 
-_WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2}
+_WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2, "i8": 1, "i32": 4}
 
 
 @dataclass(frozen=True)

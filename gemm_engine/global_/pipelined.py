@@ -49,6 +49,12 @@ class PipelinedGlobalConfig(GlobalConfig):
 
 class PipelinedGlobalMatmul(GlobalMatmul):
     name = "pipelined_global"
+    #: Every step commits one cp.async group and the last step waits for the groups of slices
+    #: 0 .. k_steps-1, so the groups a run leaves pending are empty; the loader state and the
+    #: staged registers are per run. The persistent launch's barrier between runs then orders the
+    #: next run's prologue copies after every read of the last slot, as each step's barrier does
+    #: inside a run. (The wgmma pipeline also waits for every wgmma batch before writing.)
+    reentrant = True
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> PipelinedGlobalConfig:
         if dialect.backend != "cuda" or not dialect.supports("cp_async"):
@@ -128,7 +134,8 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             conds = (["out_pairs"] + ([f"cube_m0 + {r0} < M"] if cfg.check_m else [])
                      + ([f"cube_n0 + {c0} + 1 < N"] if cfg.check_n else []))
             index = f"(cube_m0 + {r0}) * out_ld + cube_n0 + {c0}"
-            pair = (f"{{ unsigned p; asm(\"cvt.rn.{cvt}.f32 %0, %1, %2;\" : \"=r\"(p) : \"f\"({value}), \"f\"({v0}));"
+            hi, lo = self.output_value(cfg, d, row, col, value), self.output_value(cfg, d, r0, c0, v0)
+            pair = (f"{{ unsigned p; asm(\"cvt.rn.{cvt}.f32 %0, %1, %2;\" : \"=r\"(p) : \"f\"({hi}), \"f\"({lo}));"
                     f" *(GLOBAL unsigned*)(out + {index}) = p; }}")
             return (f"if ({' && '.join(conds)}) {pair}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}")
 

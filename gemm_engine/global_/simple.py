@@ -29,6 +29,10 @@ def operand_tiles(problem: MatmulProblem, stage) -> tuple[OperandTile, OperandTi
 
 class SimpleGlobalMatmul(GlobalMatmul):
     name = "simple_global"
+    #: Each run declares its accumulators and loop state afresh and ends past a barrier with no
+    #: load in flight; double buffering, ordered and specialized (checked too) only add state of
+    #: the same kind (buffers selected by a per-run ``cur``, per-run registers).
+    reentrant = True
 
     #: The listener handed to the stage; subclasses (or users) may swap it.
     listener_class = StageEventListener

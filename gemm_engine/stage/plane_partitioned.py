@@ -33,9 +33,12 @@ from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEvent
 # (ldmatrix reads 16-byte aligned rows) and consecutive k rows start 4 banks apart, so the 8 rows of
 # one ldmatrix block hit 8 distinct 4-bank groups. For tf32 (32-bit, scalar reads) ld = 8 mod 32
 # words puts lane (g, t)'s element (t, g) on bank 8t + g: all 32 lanes distinct.
+# A tile whose elements need other padding says so in its config (``smem_pad``: the f64 DMMA tile
+# pads by 4 doubles, see tile/dmma.py).
 SMEM_PAD = 8
 PLANE = 32
-# Accumulator registers per lane beyond which the partition would spill (4 per 16 x 8 tile).
+# Accumulator registers per lane beyond which the partition would spill (4 per 16 x 8 f32 tile,
+# and per 8 x 8 f64 one: two doubles).
 _MAX_ACC_REGS = 128
 
 
@@ -70,9 +73,10 @@ class PlanePartitionedStage(StageMatmul):
         units = self._groups_units(plm * pln, "planes", PLANE, dialect)
         sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
         lhs_kc, rhs_kc = self.orientation(problem, selection)
+        pad = getattr(tile_cfg, "smem_pad", SMEM_PAD)
         return PlaneStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
-                                lhs_ld=(sk if lhs_kc else sm) + SMEM_PAD,
-                                rhs_ld=(sk if rhs_kc else sn) + SMEM_PAD,
+                                lhs_ld=(sk if lhs_kc else sm) + pad,
+                                rhs_ld=(sk if rhs_kc else sn) + pad,
                                 lhs_k_contiguous=lhs_kc, rhs_k_contiguous=rhs_kc, planes_m=plm,
                                 planes_n=pln, partition_m=pm, partition_n=pn,
                                 fragment_buffering=bool(getattr(selection, "fragment_buffering", False)))

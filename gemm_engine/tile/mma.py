@@ -7,14 +7,20 @@ Shapes (PTX ISA, "Warp-level matrix multiply-accumulate", ``mma.sync.aligned.row
   ``ldmatrix``;
 * f32 inputs only when the selection opts into ``precision="tf32"``: ``m16n8k8`` on tf32, the f32
   values being rounded with ``cvt.rna.tf32.f32`` as the fragment is read. Plain f32 is refused so
-  that callers fall back to the register tile instead of losing precision silently.
+  that callers fall back to the register tile instead of losing precision silently;
+* int8 inputs: ``m16n8k32`` on s8 with an s32 accumulator (exact: the tile's compute word is
+  ``i32``). The operands stay int8 in shared memory and every register packs four consecutive k
+  of one row (column) of A (B), lowest k in the lowest byte; no ldmatrix transposes 8-bit elements
+  on sm_80 / sm_90, so each byte is read on its own (either orientation) and packed.
 
 Register fragments per lane (groupID g = lane >> 2, thread-in-group t = lane & 3), from the ISA:
 
 * A (16 x k, "row"): f16 -- four b32 registers of two halves: (row g, k 2t..2t+1), (row g+8, same k),
   (row g, k 2t+8..), (row g+8, k 2t+8..); tf32 -- (g, t), (g+8, t), (g, t+4), (g+8, t+4).
 * B (k x 8, "col"): f16 -- (k 2t..2t+1, col g), (k 2t+8..2t+9, col g); tf32 -- (t, g), (t+4, g).
-* C (16 x 8, f32): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at (g+8, 2t), (g+8, 2t+1).
+* s8: A -- (row g, k 4t..4t+3), (row g+8, same k), (row g, k 4t+16..4t+19), (row g+8, same k);
+  B -- (k 4t..4t+3, col g), (k 4t+16..4t+19, col g).
+* C (16 x 8, f32 or s32): c0, c1 at (g, 2t), (g, 2t+1); c2, c3 at (g+8, 2t), (g+8, 2t+1).
 
 By default the stage stores both operands k-major (rows of shared memory are k, contiguous along m
 or n), while every A/B register pairs two consecutive k for one m (n). ``ldmatrix ... .trans`` gives
@@ -44,7 +50,13 @@ _KINDS = {
     "f16": (16, "f16", "f16_bits"),
     "bf16": (16, "bf16", "bf16_bits"),
     "tf32": (8, "tf32", "f32"),
+    "s8": (32, "s8", "i8"),
 }
+#: Kinds whose fragments are read element by element (no ldmatrix, so no paired rhs loads).
+_SCALAR_KINDS = ("tf32", "s8")
+#: Accumulator word of a kind: compute word of the config, PTX type, inline-asm constraint.
+_ACCUMULATORS = {"s8": ("i32", "s32", "r")}
+_FLOAT_ACCUMULATOR = ("f32", "f32", "f")
 _PRECISIONS = ("default", "tf32")
 
 
@@ -81,19 +93,22 @@ class MmaTile(TileMatmul):
         if (tm, tn, tk) != (16, 8, inst_k):
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} instruction shape "
                                         f"16x8x{inst_k} (tile_k=0 picks it)")
-        return MmaTileConfig(tile_m=16, tile_n=8, tile_k=inst_k, compute="f32", smem=smem, kind=kind)
+        compute = _ACCUMULATORS.get(kind, _FLOAT_ACCUMULATOR)[0]
+        return MmaTileConfig(tile_m=16, tile_n=8, tile_k=inst_k, compute=compute, smem=smem, kind=kind)
 
     def _kind(self, storage: str, precision: str) -> str:
         if storage == "f16_bits":
             return "f16"
         if storage == "bf16_bits":
             return "bf16"
+        if storage == "i8":
+            return "s8"
         if storage == "f32":
             if precision == "tf32":
                 return "tf32"
             raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
                                         "opt in with precision='tf32' or use a register tile")
-        raise SetupError(self.name, f"no mma.sync for storage type {storage!r} (f16, bf16, tf32 only)")
+        raise SetupError(self.name, f"no mma.sync for storage type {storage!r} (f16, bf16, tf32, s8 only)")
 
     # -- registers ------------------------------------------------------------------------------
     def declare_lhs(self, cfg, d, frag):
@@ -103,10 +118,11 @@ class MmaTile(TileMatmul):
         return f"unsigned {frag}[2];"
 
     def declare_acc(self, cfg, d, acc):
-        return f"{d.c_type('f32')} {acc}[4];"
+        return f"{d.c_type(cfg.compute)} {acc}[4];"
 
     def init_acc(self, cfg, d, acc):
-        return f"{acc}[0] = 0.0f; {acc}[1] = 0.0f; {acc}[2] = 0.0f; {acc}[3] = 0.0f;"
+        zero = d.zero(cfg.compute)
+        return f"{acc}[0] = {zero}; {acc}[1] = {zero}; {acc}[2] = {zero}; {acc}[3] = {zero};"
 
     # -- shared memory -> fragments -------------------------------------------------------------
     @staticmethod
@@ -130,6 +146,9 @@ class MmaTile(TileMatmul):
             g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
             return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, t, f"{g} + 8"),
                                            self._at(src, f"{t} + 4", g), self._at(src, f"{t} + 4", f"{g} + 8")])
+        if cfg.kind == "s8":   # a_j: rows g (j even) or g + 8 (j odd), k 4t.. (j < 2) or 4t + 16..
+            g = f"({LANE} >> 2)"
+            return self._s8_loads(frag, src, [(0, g), (0, f"{g} + 8"), (16, g), (16, f"{g} + 8")])
         # Four 8 x 8 blocks, lanes 8j..8j+7 addressing the 8 rows of block j (k rows when k-major,
         # m rows when k-contiguous); block j is register a_j: (m 0-7, k 0-7), (m 8-15, k 0-7),
         # (m 0-7, k 8-15), (m 8-15, k 8-15).
@@ -143,6 +162,9 @@ class MmaTile(TileMatmul):
         if cfg.kind == "tf32":
             g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
             return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, f"{t} + 4", g)])
+        if cfg.kind == "s8":   # b_j: column g, k 4t.. (j = 0) or 4t + 16.. (j = 1)
+            g = f"({LANE} >> 2)"
+            return self._s8_loads(frag, src, [(0, g), (16, g)])
         # Two 8 x 8 blocks (k 0-7 -> b0, k 8-15 -> b1), rows addressed by lanes 0-15 (k rows when
         # k-major, n rows when k-contiguous); lanes 16-31 repeat those addresses (ignored by .x2,
         # but kept valid).
@@ -152,10 +174,10 @@ class MmaTile(TileMatmul):
 
     def load_rhs_pair(self, cfg, d, frag_a, frag_b, src):
         """Fragments of two adjacent n tiles (``src.origin`` and 8 columns on) with one
-        ``ldmatrix.x4``, or None for tf32 (scalar reads). Blocks: (k 0-7, n 0-7) -> a[0],
+        ``ldmatrix.x4``, or None for tf32 and s8 (scalar reads). Blocks: (k 0-7, n 0-7) -> a[0],
         (k 8-15, n 0-7) -> a[1], (k 0-7, n 8-15) -> b[0], (k 8-15, n 8-15) -> b[1]; lanes 8j..8j+7
         address block j's rows (k rows when k-major, n rows when k-contiguous)."""
-        if cfg.kind == "tf32":
+        if cfg.kind in _SCALAR_KINDS:
             return None
         trans = "" if src.k_contiguous else ".trans"
         if src.k_contiguous:
@@ -173,12 +195,25 @@ class MmaTile(TileMatmul):
         return "\n".join(f'asm("cvt.rna.tf32.f32 %0, %1;" : "=r"({frag}[{i}]) : "f"({e}));'
                          for i, e in enumerate(elements))
 
+    @staticmethod
+    def _s8_loads(frag: str, src: SmemTile, regs: list[tuple[int, str]]) -> str:
+        """``frag[j]`` = the four int8 at k ``4t + k_off + 0..3`` of x ``x_off`` (``regs[j]``), read
+        one byte each (either orientation of ``src``) and packed lowest k in the lowest byte."""
+        t = f"({LANE} & 3)"
+        out = []
+        for j, (k_off, x_off) in enumerate(regs):
+            parts = [f"((unsigned)(unsigned char){src.at(f'{t} * 4 + {k_off + b}', x_off)} << {8 * b})"
+                     for b in range(4)]
+            out.append(f"{frag}[{j}] = {' | '.join(parts)};")
+        return "\n".join(out)
+
     # -- compute ----------------------------------------------------------------------------------
     def execute(self, cfg, d, lhs, rhs, acc):
         inst_k, ptx, _ = _KINDS[cfg.kind]
-        return (f'asm("mma.sync.aligned.m16n8k{inst_k}.row.col.f32.{ptx}.{ptx}.f32 '
+        _, acc_ptx, c = _ACCUMULATORS.get(cfg.kind, _FLOAT_ACCUMULATOR)
+        return (f'asm("mma.sync.aligned.m16n8k{inst_k}.row.col.{acc_ptx}.{ptx}.{ptx}.{acc_ptx} '
                 f'{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"\n'
-                f'    : "+f"({acc}[0]), "+f"({acc}[1]), "+f"({acc}[2]), "+f"({acc}[3])\n'
+                f'    : "+{c}"({acc}[0]), "+{c}"({acc}[1]), "+{c}"({acc}[2]), "+{c}"({acc}[3])\n'
                 f'    : "r"({lhs}[0]), "r"({lhs}[1]), "r"({lhs}[2]), "r"({lhs}[3]), '
                 f'"r"({rhs}[0]), "r"({rhs}[1]));')
 

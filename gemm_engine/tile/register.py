@@ -2,7 +2,10 @@
 
 The accumulator is a ``tile_m * tile_n`` register array and every index into it is a compile-time
 constant (the loops are unrolled), so it stays in registers instead of spilling to local memory.
-It runs on every dialect and dtype, and is what the unit algorithms and odd shapes use.
+It runs on every dialect and dtype, and is what the unit algorithms and odd shapes use. It
+multiplies and accumulates in the compute type (``cfg.compute``): float32 for half precision,
+32-bit integers for int8 (exact: the loaders widen each int8 element once, on its way to shared
+memory; a sum of K products of int8 fits int32, so stays exact, for any values while K < 2^17).
 """
 from __future__ import annotations
 
@@ -50,8 +53,8 @@ class RegisterTile(TileMatmul):
         return f"{self._ctype(cfg, d)} {acc}[{cfg.tile_m * cfg.tile_n}];"
 
     def init_acc(self, cfg, d, acc):
-        zero = "0.0" if cfg.compute == "f64" else "0.0f"
-        return f"#pragma unroll\nfor (int i = 0; i < {cfg.tile_m * cfg.tile_n}; ++i) {acc}[i] = {zero};"
+        return (f"#pragma unroll\nfor (int i = 0; i < {cfg.tile_m * cfg.tile_n}; ++i) "
+                f"{acc}[i] = {d.zero(cfg.compute)};")
 
     @staticmethod
     def _load(frag: str, count: int, src: SmemTile) -> str:

@@ -137,7 +137,7 @@ class WgmmaTile(TileMatmul):
         return f"{d.c_type('f32')} {acc}[{cfg.acc_regs}];"
 
     def init_acc(self, cfg, d, acc):
-        return f"#pragma unroll\nfor (int r = 0; r < {cfg.acc_regs}; ++r) {acc}[r] = 0.0f;"
+        return f"#pragma unroll\nfor (int r = 0; r < {cfg.acc_regs}; ++r) {acc}[r] = {d.zero(cfg.compute)};"
 
     def load_lhs(self, cfg, d, frag, src):
         return f"{frag} = {src};"

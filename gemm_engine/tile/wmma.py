@@ -86,7 +86,7 @@ class WmmaTile(TileMatmul):
         return f"{W}::fragment<{W}::accumulator, 16, 16, {cfg.tile_k}, float> {acc};"
 
     def init_acc(self, cfg, d, acc):
-        return f"{W}::fill_fragment({acc}, 0.0f);"
+        return f"{W}::fill_fragment({acc}, {d.zero(cfg.compute)});"
 
     def _load(self, cfg, frag: str, src: SmemTile) -> str:
         if src.k_contiguous:

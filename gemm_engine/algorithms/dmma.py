@@ -1,0 +1,122 @@
+"""Double-precision tensor-core algorithms: the DMMA tile (``mma.sync`` m8n8k4 f64) under the plane stage.
+
+* ``simple_dmma``: the simple pipeline (single-stage global matmul, cyclic loaders, shared memory
+  k-major) with `PlanePartitionedStage` and `DmmaTile`;
+* ``pipelined_dmma``: the same stage and tile under `PipelinedGlobalMatmul` (a ring of ``cp.async``
+  stages; `ChunkLoader` moves 16-byte chunks of two doubles, or 8-byte copies where an operand is
+  only 8-byte aligned), shared memory in the operands' global layout.
+
+Both run float64 only, on CUDA sm_80+ (FP64 tensor cores: on the H100 about twice the FP64 FMA
+rate); everything else is refused with a SetupError. Neither is in the ``auto`` / ``simple``
+families yet: where DMMA beats register FMA is to be measured first.
+
+Tiling: a plane owns ``partition_m x partition_n`` tiles of 8 x 8. A lane holds two doubles (four
+registers) per tile and one double per fragment, so a 64 x 32 plane (8 x 4 tiles, as CUTLASS's
+SM80 DGEMM warps) takes 128 accumulator registers and reads 12 fragments (24 shared-memory
+wavefronts) per 32 DMMAs; a 32 x 32 plane (4 x 4) takes 64 and reads 8 per 16.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..global_.async_loader import ChunkLoader
+from ..global_.pipelined import PipelinedGlobalMatmul
+from ..problem import MatmulProblem
+from ..stage.plane_partitioned import PlanePartitionedStage
+from ..tile.dmma import DmmaTile
+from .accelerated import PlaneSelection
+from .base import Algorithm, register
+from .pipelined import PipelinedSelection
+
+
+@dataclass(frozen=True)
+class DmmaSelection(PlaneSelection):
+    """A plane tiling for the DMMA tile (8 x 8 x 4 instructions): 4 x 2 planes of 32 x 32 outputs,
+    a 128 x 64 x 16 stage (25.6 KiB of static shared memory: 16 rows of 128 + 4 and 64 + 4 doubles)."""
+
+    tile_m: int = 8
+    tile_n: int = 8
+    partition_m: int = 4
+    partition_n: int = 4
+    planes_m: int = 4
+    planes_n: int = 2
+    stage_k: int = 16
+
+
+@dataclass(frozen=True)
+class PipelinedDmmaSelection(PipelinedSelection):
+    """A DMMA plane tiling plus the ring depth: 2 x 4 planes of 64 x 32 outputs, a 128 x 128 x 16
+    stage in 3 slots (about 110 KiB of dynamic shared memory)."""
+
+    tile_m: int = 8
+    tile_n: int = 8
+    partition_m: int = 8
+    partition_n: int = 4
+    planes_m: int = 2
+    planes_n: int = 4
+    stage_k: int = 16
+    stages: int = 3
+
+
+def _cubes(problem: MatmulProblem, stage_m: int, stage_n: int) -> int:
+    return problem.batch * -(-problem.m // stage_m) * -(-problem.n // stage_n)
+
+
+#: simple_dmma candidates (planes_m, planes_n, partition_m, partition_n), largest stage first:
+#: 128 x 64, 64 x 64 (4 planes of 32 x 32), 32 x 32 (4 planes of 16 x 16).
+_SIMPLE_CANDIDATES = [(4, 2, 4, 4), (2, 2, 4, 4), (2, 2, 2, 2)]
+
+
+def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> DmmaSelection:
+    """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
+    sms = max(1, dialect.device.compute_units)
+    for plm, pln, pm, pn in _SIMPLE_CANDIDATES:
+        if _cubes(problem, plm * pm * 8, pln * pn * 8) >= sms:
+            break
+    return DmmaSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn)
+
+
+#: pipelined_dmma candidates (planes_m, planes_n, partition_m, partition_n, stage_k, stages),
+#: largest stage first: 128 x 128 (8 planes of 64 x 32), 128 x 64 (4 planes of 64 x 32), 64 x 64
+#: (4 planes of 32 x 32, 4 slots). Unmeasured starting points (see bench/dmma_sweep.py).
+_PIPELINED_CANDIDATES = [
+    (2, 4, 8, 4, 16, 3),
+    (2, 2, 8, 4, 16, 3),
+    (2, 2, 4, 4, 16, 4),
+]
+
+
+def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> PipelinedDmmaSelection:
+    """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
+    sms = max(1, dialect.device.compute_units)
+    for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES:
+        if _cubes(problem, plm * pm * 8, pln * pn * 8) >= sms:
+            break
+    return PipelinedDmmaSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
+                                  stage_k=sk, stages=stages)
+
+
+@register
+class SimpleDmmaAlgorithm(Algorithm):
+    name = "simple_dmma"
+    selection_class = PlaneSelection
+    tile = DmmaTile
+    stage = PlanePartitionedStage
+
+    def select(self, problem, dialect):
+        return select_dmma_tiling(problem, dialect)
+
+
+@register
+class PipelinedDmmaAlgorithm(Algorithm):
+    name = "pipelined_dmma"
+    selection_class = PipelinedSelection
+    tile = DmmaTile
+    stage = PlanePartitionedStage
+    global_ = PipelinedGlobalMatmul
+    lhs_loader = ChunkLoader
+    rhs_loader = ChunkLoader
+
+    def select(self, problem, dialect):
+        return select_pipelined_dmma_tiling(problem, dialect)

@@ -1,0 +1,53 @@
+"""Split-K: the fast compositions with the split-K batch level (batch/split_k.py) swapped in.
+
+``split_k`` is the family (wgmma, then mma.sync, then register FMA: the first that sets up);
+``split_k_unit`` / ``split_k_mma`` / ``split_k_wgmma`` are its members. Each is its base algorithm
+with one class attribute changed, as a user would compose it. ``auto`` reaches them through
+`SplitKWhenWorthIt`, which only accepts problems with little output and a long K.
+"""
+from __future__ import annotations
+
+from ..batch.split_k import SplitKBatchMatmul
+from ..errors import SetupError
+from .base import AlgorithmFamily, register
+from .pipelined import PipelinedMmaAlgorithm
+from .simple import SimpleUnitAlgorithm
+from .wgmma import PipelinedWgmmaAlgorithm
+
+
+@register
+class SplitKUnitAlgorithm(SimpleUnitAlgorithm):
+    name = "split_k_unit"
+    batch = SplitKBatchMatmul
+
+
+@register
+class SplitKMmaAlgorithm(PipelinedMmaAlgorithm):
+    name = "split_k_mma"
+    batch = SplitKBatchMatmul
+
+
+@register
+class SplitKWgmmaAlgorithm(PipelinedWgmmaAlgorithm):
+    name = "split_k_wgmma"
+    batch = SplitKBatchMatmul
+
+
+@register
+class SplitKAlgorithm(AlgorithmFamily):
+    name = "split_k"
+    variants = (SplitKWgmmaAlgorithm, SplitKMmaAlgorithm, SplitKUnitAlgorithm)
+
+
+class SplitKWhenWorthIt(SplitKAlgorithm):
+    """``split_k`` for ``auto``: only where K is long against the output (K >= 4 max(M, N) and
+    K >= 1024), so that the output tiles alone would leave compute units idle while each walks a
+    long K; the batch level then still refuses when the tiles already fill the device."""
+
+    name = "split_k_when_worth_it"
+
+    def setup(self, problem, dialect):
+        if problem.k < max(1024, 4 * max(problem.m, problem.n)):
+            raise SetupError(self.name, f"K = {problem.k} is not long against M = {problem.m}, "
+                                        f"N = {problem.n}: the output tiles carry the parallelism")
+        return super().setup(problem, dialect)

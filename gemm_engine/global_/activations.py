@@ -1,0 +1,152 @@
+"""Activations a fused epilogue applies to each output element, one small class each.
+
+An activation renders a C expression of one variable (the pre-activation value, already in a
+local, so it may appear several times) through a `Math` helper that spells functions and literals
+for the dialect and compute type. Adding one is a subclass plus `@register_activation`; no template
+changes. The numpy reference for each lives in ``reference`` so tests check every registered one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..codegen.dialect import Dialect
+
+
+@dataclass(frozen=True)
+class Math:
+    """Function names and literals of one dialect and compute word ("f32" / "f64")."""
+
+    dialect: Dialect
+    word: str
+
+    def call(self, fn: str, *args: str) -> str:
+        return f"{self.dialect.math(fn, self.word)}({', '.join(args)})"
+
+    def lit(self, value: float) -> str:
+        return self.dialect.literal(value, self.word)
+
+
+class Activation:
+    name: ClassVar[str] = "activation"
+
+    # Equal activations render equal code: compare by type and fields, so a fresh instance per
+    # call still hits the compiled-kernel caches.
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted(vars(self).items()))))
+
+    def __repr__(self):
+        return self.name
+
+    def render(self, x: str, m: Math) -> str:
+        """C expression of the activation of variable ``x``."""
+        raise NotImplementedError
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        """The same function in numpy (float64), for tests."""
+        raise NotImplementedError
+
+
+ACTIVATIONS: dict[str, type[Activation]] = {}
+
+
+def register_activation(cls: type[Activation]) -> type[Activation]:
+    """Class decorator: make an activation reachable by name in ``matmul(..., activation=name)``."""
+    ACTIVATIONS[cls.name] = cls
+    return cls
+
+
+def resolve_activation(activation) -> Activation | None:
+    if activation is None:
+        return None
+    if isinstance(activation, Activation):
+        return activation
+    if isinstance(activation, type) and issubclass(activation, Activation):
+        return activation()
+    if isinstance(activation, str) and activation in ACTIVATIONS:
+        return ACTIVATIONS[activation]()
+    raise ValueError(f"activation: expected None, an Activation or one of {sorted(ACTIVATIONS)}, "
+                     f"got {activation!r}")
+
+
+@register_activation
+class Relu(Activation):
+    name = "relu"
+
+    def render(self, x, m):
+        # Written so NaN passes through (NaN < 0 is false), as numpy.maximum(x, 0) does.
+        return f"({x} < {m.lit(0)} ? {m.lit(0)} : {x})"
+
+    def reference(self, x):
+        return np.maximum(x, 0)
+
+
+@register_activation
+class Gelu(Activation):
+    """The exact GELU, x * Phi(x), through erf."""
+
+    name = "gelu"
+
+    def render(self, x, m):
+        return f"({m.lit(0.5)} * {x} * ({m.lit(1)} + {m.call('erf', f'{x} * {m.lit(math.sqrt(0.5))}')}))"
+
+    def reference(self, x):
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        return 0.5 * x * (1 + erf(x * math.sqrt(0.5)))
+
+
+@register_activation
+class GeluTanh(Activation):
+    """GELU's tanh approximation (PyTorch's approximate="tanh")."""
+
+    name = "gelu_tanh"
+
+    def render(self, x, m):
+        inner = f"{m.lit(math.sqrt(2 / math.pi))} * ({x} + {m.lit(0.044715)} * {x} * {x} * {x})"
+        return f"({m.lit(0.5)} * {x} * ({m.lit(1)} + {m.call('tanh', inner)}))"
+
+    def reference(self, x):
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+@register_activation
+class Sigmoid(Activation):
+    name = "sigmoid"
+
+    def render(self, x, m):
+        return f"({m.lit(1)} / ({m.lit(1)} + {m.call('exp', f'-{x}')}))"
+
+    def reference(self, x):
+        with np.errstate(over="ignore"):
+            return 1 / (1 + np.exp(-x))
+
+
+@register_activation
+class Silu(Activation):
+    """x * sigmoid(x)."""
+
+    name = "silu"
+
+    def render(self, x, m):
+        return f"({x} / ({m.lit(1)} + {m.call('exp', f'-{x}')}))"
+
+    def reference(self, x):
+        with np.errstate(over="ignore"):
+            return x / (1 + np.exp(-x))
+
+
+@register_activation
+class Tanh(Activation):
+    name = "tanh"
+
+    def render(self, x, m):
+        return m.call("tanh", x)
+
+    def reference(self, x):
+        return np.tanh(x)

@@ -1,0 +1,106 @@
+"""Fused epilogue: ``act(alpha * acc + beta * c + bias)`` applied to each accumulator on its way out.
+
+Contract
+--------
+An `Epilogue` is part of the problem (and so of the compile key) and reaches every kernel through
+`GlobalMatmul.store`, the one place accumulators are written: no global matmul renders its own.
+What changes between calls without recompiling (``alpha``, ``beta``, the arrays) are kernel
+arguments; what changes the code (which terms exist, their element types, the activation) is in
+the dataclass. The batch level declares the parameters (`params`) and moves the ``c`` pointer to
+the batch entry (`pointers`); the store calls `apply` with the element's global row and column.
+
+The arithmetic is a small inline function rendered once per kernel (`helpers`), so each term is
+read once and the activation sees a plain variable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..dtypes import ElementType
+from .activations import Activation, Math
+
+_FUNCTION = "ge_epilogue"
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    scaled: bool = False                  # multiply the accumulator by the argument ``alpha``
+    c: ElementType | None = None          # add ``beta * c[b, row, col]`` (any strides, 0 = broadcast)
+    bias: ElementType | None = None       # add ``bias[col]`` (bias_axis 1) or ``bias[row]`` (0)
+    bias_axis: int = 1
+    activation: Activation | None = None
+    compute: str = "f32"                  # compute word the epilogue's arithmetic runs in
+
+    def __post_init__(self):
+        if self.bias_axis not in (0, 1):
+            raise ValueError(f"Epilogue.bias_axis must be 0 (rows) or 1 (columns), got {self.bias_axis}")
+
+    @property
+    def identity(self) -> bool:
+        return not (self.scaled or self.c or self.bias or self.activation)
+
+    @property
+    def element_types(self) -> tuple[ElementType, ...]:
+        return tuple(et for et in (self.c, self.bias) if et is not None)
+
+    # -- rendering ------------------------------------------------------------------------------
+    def params(self, d: Dialect) -> list[str]:
+        """Kernel parameter declarations, in the order `EpilogueArgs.values` passes them."""
+        t = d.c_type(self.compute)
+        out = []
+        if self.scaled:
+            out.append(f"{t} alpha")
+        if self.c is not None:
+            out.append(f"const GLOBAL {d.storage_type(self.c)}* RESTRICT c_base, i64 c_offset, "
+                       f"i64 c_row_stride, i64 c_col_stride, i64 c_batch_stride, {t} beta")
+        if self.bias is not None:
+            out.append(f"const GLOBAL {d.storage_type(self.bias)}* RESTRICT bias_base, i64 bias_offset, "
+                       "i64 bias_stride")
+        return out
+
+    def pointers(self, d: Dialect, batch: str = "b") -> list[str]:
+        """Statements (after the batch index ``batch`` is known) that define ``c`` and ``bias``."""
+        out = []
+        if self.c is not None:
+            out.append(f"const GLOBAL {d.storage_type(self.c)}* c = c_base + c_offset + {batch} * c_batch_stride;")
+        if self.bias is not None:
+            out.append(f"const GLOBAL {d.storage_type(self.bias)}* bias = bias_base + bias_offset;")
+        return out
+
+    def helpers(self, d: Dialect) -> str:
+        """The inline function `apply` calls (empty for the identity epilogue)."""
+        if self.identity:
+            return ""
+        t = d.c_type(self.compute)
+        params = [f"{t} x"]
+        lines = []
+        if self.scaled:
+            params.append(f"{t} alpha")
+            lines.append("x = alpha * x;")
+        if self.c is not None:
+            params += [f"{t} c_value", f"{t} beta"]
+            lines.append("x += beta * c_value;")
+        if self.bias is not None:
+            params.append(f"{t} bias_value")
+            lines.append("x += bias_value;")
+        result = self.activation.render("x", Math(d, self.compute)) if self.activation else "x"
+        body = "\n    ".join(lines + [f"return {result};"])
+        return f"INLINE {t} {_FUNCTION}({', '.join(params)}) {{\n    {body}\n}}\n"
+
+    def apply(self, d: Dialect, value: str, row: str, col: str) -> str:
+        """Expression: the epilogue of accumulator ``value`` at global output (``row``, ``col``)."""
+        if self.identity:
+            return value
+        args = [value]
+        if self.scaled:
+            args.append("alpha")
+        if self.c is not None:
+            args += [d.load_global(self.c, "c", f"({row}) * c_row_stride + ({col}) * c_col_stride"), "beta"]
+        if self.bias is not None:
+            index = col if self.bias_axis == 1 else row
+            args.append(d.load_global(self.bias, "bias", f"({index}) * bias_stride"))
+        return f"{_FUNCTION}({', '.join(args)})"
+
+
+IDENTITY = Epilogue()
