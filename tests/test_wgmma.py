@@ -166,3 +166,22 @@ def test_numerics(rng, dtype, case):
     out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
     engine.matmul(da, db, out=out, algorithm=PipelinedWgmmaAlgorithm(selection))
     assert_close(engine.runtime.to_host(out), a, bb, dtype)
+
+
+def test_short_k_stages_the_output_through_shared_memory():
+    """A short K is output-bound: the default tiling writes through a shared tile in 16-byte rows
+    (and a small tile on a two-slot ring); a long K keeps direct fragment stores (measured faster)."""
+    from gemm_engine.algorithms import REGISTRY
+    from gemm_engine.codegen.device import nominal_cuda_device
+    from gemm_engine.codegen.dialect import dialect_for
+    from gemm_engine.dtypes import BFLOAT16
+    from gemm_engine.problem import MatmulProblem
+
+    d = dialect_for(nominal_cuda_device(9, 0))
+    alg = REGISTRY["pipelined_wgmma"]()
+    short = MatmulProblem(1, 8192, 8192, 64, BFLOAT16, BFLOAT16, BFLOAT16, lhs_align=8, rhs_align=8)
+    cfg = alg.setup(short, d)
+    assert (cfg.batch.global_.stage.stage_m, cfg.batch.global_.stages) == (64, 2)
+    assert "out_tile" in alg.render(cfg, d)
+    long = MatmulProblem(1, 4096, 4096, 4096, BFLOAT16, BFLOAT16, BFLOAT16, lhs_align=8, rhs_align=8)
+    assert "out_tile" not in alg.render(alg.setup(long, d), d)

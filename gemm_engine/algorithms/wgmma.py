@@ -44,6 +44,7 @@ class WgmmaSelection:
     dispatch_width: int = 4
     persistent: int = 0
     split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
+    staged_output: bool = False  # accumulators leave through a shared-memory tile, in 16-byte rows
 
     @property
     def stage_m(self) -> int:
@@ -67,11 +68,26 @@ _CANDIDATES = [
 
 def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
     sms = max(1, dialect.device.compute_units)
+    # Staging the output through shared memory pays where writing the output is a large part of the
+    # work (a short K): bf16 8192 x 8192 x 64 0.147 -> 0.111 ms; at 8192^3 f16 it costs 0.91 -> 0.72x
+    # cuBLAS (bench/results/h100_2026-11-21_staged_writer.txt).
+    staged = problem.k <= 512
+    if problem.k <= 64 and problem.batch * -(-problem.m // 64) * -(-problem.n // 128) >= 2 * sms:
+        # A short K makes the kernel output-bound: 64 x 128 tiles on a two-slot ring (no wgmma left
+        # pending) let several cubes share a multiprocessor, one storing while another loads.
+        # Measured on the H100 (bench/results/h100_2026-11-21_issue4_sweep2.json): bf16
+        # 8192 x 8192 x 64 with bias + relu 0.088 ms against 0.111 for 256 x 128 on four slots.
+        return WgmmaSelection(warpgroups_m=1, warpgroups_n=1, partition_m=1, tile_n=128, stages=2,
+                              wgmma_pending=0, staged_output=True)
     for wm, wn, pm, tn, stages in _CANDIDATES:
         sm, sn = wm * pm * 64, wn * tn
+        if sm >= 2 * max(problem.m, 64) and (wm, wn, pm, tn) != _CANDIDATES[-1][:4]:
+            continue   # half the tile or more past M: idle (measured: 256 x 128^3 f16 batched,
+                       # 128 x 128 tiles 0.0175 ms against 0.0196 for 256 x 128)
         if problem.batch * -(-problem.m // sm) * -(-problem.n // sn) >= sms:
             break
-    return WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages)
+    return WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages,
+                          staged_output=staged)
 
 
 @register
