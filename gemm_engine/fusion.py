@@ -92,6 +92,9 @@ def fused_dtype(inputs: np.dtype, fusion: FusionRequest) -> np.dtype:
     if fusion.out_dtype is not None:
         return fusion.out_dtype
     dtype = inputs
+    if dtype.kind in "iu" and (fusion.c is not None or fusion.bias is not None):
+        raise TypeError(f"matmul: c and bias need a floating-point result; {dtype.name} products take "
+                        f"no epilogue terms")
     for extra in (fusion.c, fusion.bias):
         if extra is not None:
             dtype = result_dtype(dtype, extra.dtype)

@@ -271,3 +271,11 @@ def test_fused_cuda_sources_compile():
         results = list(pool.map(lambda arch: compile_cuda(bundle(list(sources[arch])), nvcc, arch), ARCHS))
     for ok, log in results:
         assert ok, log[-4000:]
+
+
+def test_integer_products_take_no_epilogue(engine):
+    a = np.ones((3, 4), np.int8)
+    with pytest.raises(TypeError, match="floating-point"):
+        engine.matmul(a, a.T, bias=np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="floating-point"):
+        engine.matmul(a, a.T, activation="relu")
