@@ -50,3 +50,45 @@ def opencl_engine() -> gemm_engine.Engine:
 def rng(request) -> np.random.Generator:
     # A fresh stream per test (seeded from its name, so failures reproduce).
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+# -- nvcc compile checks: queue every selected compile test's jobs up front (tests/cuda_compile.py) --
+def _compiles(item) -> bool:
+    return item.get_closest_marker("nvcc") is not None or hasattr(getattr(item, "function", None), "nvcc_jobs")
+
+
+def pytest_collection_modifyitems(config, items):
+    # The compile tests last: a background worker compiles their jobs on one core while the other
+    # runs the rest (mostly PoCL builds, one core), so that they mostly find their results ready.
+    items[:] = [i for i in items if not _compiles(i)] + [i for i in items if _compiles(i)]
+
+
+def pytest_collection_finish(session):
+    import inspect
+
+    import cuda_compile
+    if (cuda_compile.find_nvcc() is None or session.config.option.collectonly
+            or os.environ.get("PYTEST_XDIST_WORKER")):
+        return   # (an xdist worker runs only some of the tests: it compiles what they ask for)
+    seen = set()
+    for item in session.items:
+        provider = getattr(getattr(item, "function", None), "nvcc_jobs", None)
+        if provider is None:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        args = {k: v for k, v in params.items() if k in inspect.signature(provider).parameters}
+        key = (provider, repr(sorted(args.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            jobs = provider(**args)
+        except (Exception, pytest.skip.Exception):   # noqa: BLE001 -- the test reports it
+            continue
+        cuda_compile.prefetch(jobs)
+
+
+def pytest_unconfigure(config):
+    import sys
+    if "cuda_compile" in sys.modules:
+        sys.modules["cuda_compile"].shutdown()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
-from cuda_compile import archs_for, compile_all, nvcc_or_skip
+from cuda_compile import archs_for, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
@@ -60,12 +60,19 @@ def test_families_pick_only_member_configs():
         assert all(v.name in CONCRETE for v in leaves(family)), family.name
 
 
+def compile_jobs_for(algorithm_name: str) -> list:
+    # An algorithm may declare the CUDA target it needs (``min_arch``, e.g. "sm_90a" for wgmma).
+    archs = archs_for(getattr(REGISTRY[algorithm_name], "min_arch", None))
+    return [(name, src, arch) for name, src in sources_for(algorithm_name, (9, 0)).items() for arch in archs]
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("algorithm_name", COMPILED_HERE)
+@prefetched(compile_jobs_for)
 def test_cuda_sources_compile(algorithm_name):
     nvcc = nvcc_or_skip()
-    sources = sources_for(algorithm_name, (9, 0))
-    assert sources, f"{algorithm_name} set up no CUDA config at all"
-    # An algorithm may declare the CUDA target it needs (``min_arch``, e.g. "sm_90a" for wgmma).
-    failures = compile_all(sources, nvcc, archs=archs_for(getattr(REGISTRY[algorithm_name], "min_arch", None)))
+    jobs = compile_jobs_for(algorithm_name)
+    assert jobs, f"{algorithm_name} set up no CUDA config at all"
+    assert {arch for *_, arch in jobs} == set(archs_for(getattr(REGISTRY[algorithm_name], "min_arch", None)))
+    failures = {c.label: c.log for c in compile_jobs(jobs, nvcc).values() if not c.ok}
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from cuda_compile import archs_for, compile_all, nvcc_or_skip
+from cuda_compile import archs_for, compile_jobs, failures_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, UnitSelection
 from gemm_engine.algorithms.accelerated import PlaneSelection
 from gemm_engine.algorithms.pipelined import PipelinedSelection
@@ -218,9 +218,7 @@ def test_refusals():
 
 
 # -- CUDA sources of the new options compile ----------------------------------------------------------
-@pytest.mark.nvcc
-def test_cuda_sources_compile():
-    nvcc = nvcc_or_skip()
+def dispatch_jobs() -> list:
     d = dialect_for(nominal_cuda_device(9, 0))
     f16 = BY_NAME["float16"]
     half = MatmulProblem(2, 200, 136, 70, f16, f16, f16)
@@ -231,12 +229,18 @@ def test_cuda_sources_compile():
         ("pipelined_mma", CUDA_SELECTIONS["pipelined_mma"], half, "grouped", 1),
         ("pipelined_wgmma", CUDA_SELECTIONS["pipelined_wgmma"], half, "swizzled", 1),
     ]
-    for min_arch in (None, "sm_90a"):
-        sources = {}
-        for name, sel, problem, dispatch, persistent in cases:
-            if getattr(REGISTRY[name], "min_arch", None) != min_arch:
-                continue
-            alg = REGISTRY[name](replace(sel, dispatch=dispatch, dispatch_width=3, persistent=persistent))
-            sources[f"{name} {dispatch} persistent={persistent}"] = alg.render(alg.setup(problem, d), d)
-        failures = compile_all(sources, nvcc, archs=archs_for(min_arch))
-        assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])
+    jobs = []
+    for name, sel, problem, dispatch, persistent in cases:
+        alg = REGISTRY[name](replace(sel, dispatch=dispatch, dispatch_width=3, persistent=persistent))
+        src = alg.render(alg.setup(problem, d), d)
+        jobs += [(f"{name} {dispatch} persistent={persistent}", src, arch)
+                 for arch in archs_for(getattr(REGISTRY[name], "min_arch", None))]
+    return jobs
+
+
+@pytest.mark.nvcc
+@prefetched(dispatch_jobs)
+def test_cuda_sources_compile():
+    nvcc = nvcc_or_skip()
+    failures = failures_of(compile_jobs(dispatch_jobs(), nvcc))
+    assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

@@ -7,14 +7,10 @@ need CuPy and an sm_80+ GPU and skip otherwise; the compile checks need nvcc.
 """
 from __future__ import annotations
 
-import re
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 
-from cuda_compile import nvcc_or_skip
+from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily, PlaneSelection
 from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,
                                          SimpleDmmaAlgorithm, select_dmma_tiling,
@@ -163,30 +159,26 @@ COMPILE_CASES = [  # (algorithm, shape, lhs, rhs, align, selection): every loade
 ]
 
 
-def _compile(args):
-    src, arch, nvcc, path = args
-    path.write_text(src)
-    res = subprocess.run([nvcc, "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas", "-v",
-                          str(path), "-o", str(path.with_suffix(".cubin"))], capture_output=True, text=True)
-    return res.returncode, res.stderr
+def compile_case_jobs() -> list:
+    jobs = []
+    for i, (alg_cls, shape, lhs, rhs, align, sel) in enumerate(COMPILE_CASES):
+        for arch, dialect in ((SM80_FLAG, SM80), (SM90A_FLAG, SM90)):
+            alg = alg_cls(sel)
+            cfg = alg.setup(problem(shape, lhs, rhs, align), dialect)
+            jobs.append((f"{alg.name} case {i}", alg.render(cfg, dialect), arch))
+    return jobs
 
 
 @pytest.mark.nvcc
-def test_compiles_without_spills(tmp_path):
+@prefetched(compile_case_jobs)
+def test_compiles_without_spills():
     nvcc = nvcc_or_skip()
-    jobs = []
-    for i, (alg_cls, shape, lhs, rhs, align, sel) in enumerate(COMPILE_CASES):
-        for arch, dialect in (("80", SM80), ("90a", SM90)):
-            alg = alg_cls(sel)
-            cfg = alg.setup(problem(shape, lhs, rhs, align), dialect)
-            jobs.append((alg.render(cfg, dialect), arch, nvcc, tmp_path / f"{alg.name}{i}_{arch}.cu"))
-    with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(_compile, jobs))
-    for (src, arch, _, path), (rc, log) in zip(jobs, results):
-        assert rc == 0, f"{path.name}:\n{log[-3000:]}"
-        spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)]
-        assert spills and not any(spills), f"{path.name} spills:\n{log}"
-        assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64" in src
+    jobs = compile_case_jobs()
+    for name, src, arch in jobs:
+        assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64" in src, name
+    for (name, arch), compiled in compile_jobs(jobs, nvcc).items():
+        trouble = compiled.spill_problem()
+        assert trouble is None, f"{name} [{arch}]: {trouble}"
 
 
 # -- CUDA numerics ------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cases import SHAPES
-from cuda_compile import compile_all, nvcc_or_skip
+from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import DoubleBufferingUnitAlgorithm as DoubleBufferingAlgorithm, SimpleAlgorithm, resolve
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
@@ -190,13 +190,18 @@ CUDA_CASES = [  # (dtype, (m, n, k), lhs layout)
 ]
 
 
-@pytest.mark.nvcc
-def test_cuda_sources_compile_for_sm80_and_sm90a():
-    nvcc = nvcc_or_skip()
+def cuda_case_sources() -> dict:
     sources = {}
     for cc in ((8, 0), (9, 0)):   # rendered for each target's nominal device, built for both archs
         for dtype, shape, layout in CUDA_CASES:
             *_, src = render(problem(*shape, dtype=dtype, lhs_layout=layout), nominal_cuda_device(*cc))
             sources.setdefault(src, f"{dtype} {shape} {layout.value} sm_{cc[0]}{cc[1]}")
-    failures = compile_all({name: src for src, name in sources.items()}, nvcc)
+    return {name: src for src, name in sources.items()}
+
+
+@pytest.mark.nvcc
+@prefetched(lambda: jobs_of(cuda_case_sources()))
+def test_cuda_sources_compile_for_sm80_and_sm90a():
+    nvcc = nvcc_or_skip()
+    failures = compile_all(cuda_case_sources(), nvcc)
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

@@ -6,8 +6,6 @@ sources with every epilogue term are compile-checked with nvcc for all the CUDA 
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 
@@ -23,7 +21,7 @@ from gemm_engine.global_.activations import ACTIVATIONS, Activation, register_ac
 from gemm_engine.global_.epilogue import Epilogue
 from gemm_engine.problem import MatmulProblem
 
-from cuda_compile import ARCHS, bundle, compile_cuda, nvcc_or_skip
+from cuda_compile import ARCHS, compile_jobs, failures_of, nvcc_or_skip, prefetched
 from helpers import DTYPES, TOLERANCE, np_dtype, random, rel_error
 
 OPENCL_ALGORITHMS = ["simple_unit", "double_buffering_unit", "specialized", "ordered"]
@@ -248,11 +246,8 @@ def _fused_problems():
                             epilogue=ep)
 
 
-def test_fused_cuda_sources_compile():
-    nvcc = nvcc_or_skip()
-    if "bfloat16" not in DTYPES:
-        pytest.skip("bfloat16 needs ml_dtypes")
-    sources = {arch: {} for arch in ARCHS}   # deduplicated: families render their members' sources
+def fused_jobs() -> list:
+    jobs = {}   # deduplicated: families render their members' sources
     for name, cls in sorted(REGISTRY.items()):
         for cc in ((8, 0), (9, 0)):
             d = dialect_for(nominal_cuda_device(*cc))
@@ -265,12 +260,20 @@ def test_fused_cuda_sources_compile():
                     continue
                 src = alg.render(cfg, d)
                 assert "ge_epilogue(" in src, f"{name}: the epilogue did not reach the store"
-                sources[arch][src] = None
-    assert sources[ARCHS[1]], "no CUDA algorithm set up a fused problem"
-    with ThreadPoolExecutor(len(ARCHS)) as pool:
-        results = list(pool.map(lambda arch: compile_cuda(bundle(list(sources[arch])), nvcc, arch), ARCHS))
-    for ok, log in results:
-        assert ok, log[-4000:]
+                jobs.setdefault((src, arch), f"{name} {p.lhs.name} sm_{cc[0]}{cc[1]}")
+    return [(name, src, arch) for (src, arch), name in jobs.items()]
+
+
+@pytest.mark.nvcc
+@prefetched(fused_jobs)
+def test_fused_cuda_sources_compile():
+    nvcc = nvcc_or_skip()
+    if "bfloat16" not in DTYPES:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    jobs = fused_jobs()
+    assert any(arch == ARCHS[1] for *_, arch in jobs), "no CUDA algorithm set up a fused problem"
+    failures = failures_of(compile_jobs(jobs, nvcc))
+    assert not failures, "\n\n".join(f"{k}:\n{v[-4000:]}" for k, v in list(failures.items())[:2])
 
 
 def test_integer_products_take_no_epilogue(engine):

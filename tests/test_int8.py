@@ -13,7 +13,7 @@ import pytest
 
 import gemm_engine
 from cases import LAYOUTS
-from cuda_compile import archs_for, compile_all, nvcc_or_skip
+from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.batch.base import KERNEL_NAME
 from gemm_engine.codegen.device import nominal_cuda_device
@@ -259,11 +259,9 @@ def test_int8_kernels_are_integer_kernels():
     assert any("int8" in key for key in sources_for("simple_mma", (9, 0))), "no int8 kernel compiled"
 
 
-@pytest.mark.nvcc
-def test_int8_column_major_sources_compile():
+def column_major_sources() -> dict:
     # test_cuda_sources.py compiles int8 with both operands row-major; here both column-major
     # (the transposing loads) with no alignment.
-    nvcc = nvcc_or_skip()
     dialect = dialect_for(nominal_cuda_device(9, 0))
     problems = [MatmulProblem(1, 129, 67, 45, INT8, INT8, INT32, Layout(lhs), Layout(rhs), align, align)
                 for lhs, rhs, align in (("col", "col", 1),)]
@@ -278,7 +276,14 @@ def test_int8_column_major_sources_compile():
             except SetupError:
                 continue
             sources.setdefault(cfg, (f"{name} {p}", alg.render(cfg, dialect)))
-    failures = compile_all(dict(sources.values()), nvcc, archs=archs_for(None))
+    return dict(sources.values())
+
+
+@pytest.mark.nvcc
+@prefetched(lambda: jobs_of(column_major_sources(), archs_for(None)))
+def test_int8_column_major_sources_compile():
+    nvcc = nvcc_or_skip()
+    failures = compile_all(column_major_sources(), nvcc, archs=archs_for(None))
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])
 
 

@@ -13,6 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from cuda_compile import ARCHS, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.algorithms.accelerated import PlaneSelection, SimpleMmaAlgorithm
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
@@ -165,13 +166,26 @@ def nvcc_compile(src, arch, tmp_path):
     return cubin
 
 
+def spill_case_job(kind, arch, lhs, rhs, shape) -> tuple:
+    dialect, flag = (SM80, ARCHS[0]) if arch == "80" else (SM90, ARCHS[1])
+    return f"{kind} {lhs.value}-{rhs.value} {shape}", render(kind, dialect, shape, lhs, rhs), flag
+
+
+def spill_case_jobs() -> list:   # all of them: compiled in a few bundles, not one nvcc each
+    return [spill_case_job(kind, arch, lhs, rhs, shape)
+            for lhs, rhs, shape in COMPILE_CASES for kind in sorted(KINDS) for arch in ("80", "90a")]
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["80", "90a"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
 @pytest.mark.parametrize("lhs, rhs, shape", COMPILE_CASES)
-def test_compiles_without_spills(kind, arch, lhs, rhs, shape, tmp_path):
-    dialect = SM80 if arch == "80" else SM90
-    nvcc_compile(render(kind, dialect, shape, lhs, rhs), arch, tmp_path)
+@prefetched(spill_case_jobs)
+def test_compiles_without_spills(kind, arch, lhs, rhs, shape):
+    nvcc = nvcc_or_skip()
+    (compiled,) = compile_jobs([spill_case_job(kind, arch, lhs, rhs, shape)], nvcc).values()
+    trouble = compiled.spill_problem()
+    assert trouble is None, trouble
 
 
 @pytest.mark.nvcc

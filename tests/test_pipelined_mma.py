@@ -5,14 +5,10 @@ dimensions and pointers, column-major operands, batches). The numerics need CuPy
 and skip otherwise; the compile checks need nvcc."""
 from __future__ import annotations
 
-import re
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 
-from cuda_compile import nvcc_or_skip
+from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.algorithms.pipelined import (PipelinedMmaAlgorithm, PipelinedSelection,
                                               select_pipelined_tiling)
@@ -93,30 +89,24 @@ COMPILE_CASES = [  # (shape, lhs, rhs, align, et, selection): one per loader pat
 ]
 
 
-def _compile(args):
-    src, arch, nvcc, path = args
-    path.write_text(src)
-    res = subprocess.run([nvcc, "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas", "-v",
-                          str(path), "-o", str(path.with_suffix(".cubin"))], capture_output=True, text=True)
-    return res.returncode, res.stderr
-
-
-@pytest.mark.nvcc
-def test_edge_paths_compile_without_spills(tmp_path):
-    nvcc = nvcc_or_skip()
+def edge_path_jobs() -> list:
     jobs = []
     for i, (shape, lhs, rhs, align, et, sel) in enumerate(COMPILE_CASES):
         precision = "tf32" if et is FLOAT32 else "default"
-        for arch, dialect in (("80", SM80), ("90a", SM90)):
+        for arch, dialect in ((SM80_FLAG, SM80), (SM90A_FLAG, SM90)):
             alg = PipelinedMmaAlgorithm(sel)
             cfg = alg.setup(problem(shape, lhs, rhs, align, et, precision), dialect)
-            jobs.append((alg.render(cfg, dialect), arch, nvcc, tmp_path / f"k{i}_{arch}.cu"))
-    with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(_compile, jobs))
-    for (src, arch, _, path), (rc, log) in zip(jobs, results):
-        assert rc == 0, f"{path.name}:\n{log[-3000:]}"
-        spills = [int(n) for n in re.findall(r"(\d+) bytes spill (?:stores|loads)", log)]
-        assert spills and not any(spills), f"{path.name} spills:\n{log}"
+            jobs.append((f"case {i} {shape}", alg.render(cfg, dialect), arch))
+    return jobs
+
+
+@pytest.mark.nvcc
+@prefetched(edge_path_jobs)
+def test_edge_paths_compile_without_spills():
+    nvcc = nvcc_or_skip()
+    for (name, arch), compiled in compile_jobs(edge_path_jobs(), nvcc).items():
+        trouble = compiled.spill_problem()
+        assert trouble is None, f"{name} [{arch}]: {trouble}"
 
 
 # -- CUDA numerics ------------------------------------------------------------------------------------

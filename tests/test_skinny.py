@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuda_compile import compile_all, nvcc_or_skip
+from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.batch.base import KERNEL_NAME
 from gemm_engine.algorithms.skinny import SkinnyAlgorithm, SkinnySelection
@@ -246,11 +246,7 @@ def test_opencl_setup_fits_small_devices():
     assert g.units <= 64 and g.shared_memory_bytes <= 32768
 
 
-@pytest.mark.nvcc
-def test_cuda_sources_compile():
-    """Vector reads in every dtype x reduction shape, and bfloat16 in every orientation too, for the
-    H100 (test_cuda_sources compiles the scalar reads: its problems claim no alignment)."""
-    nvcc = nvcc_or_skip()
+def vector_read_sources() -> dict:
     alg = SkinnyAlgorithm()
     sources = {}
     for name in ("float32", "float64", "float16", "bfloat16"):
@@ -262,5 +258,14 @@ def test_cuda_sources_compile():
             cfg = alg.setup(p, H100)
             assert cfg.batch.global_.big.width == 16 // et.itemsize
             sources[f"{p}"] = alg.render(cfg, H100)
-    failures = compile_all(sources, nvcc)
+    return sources
+
+
+@pytest.mark.nvcc
+@prefetched(lambda: jobs_of(vector_read_sources()))
+def test_cuda_sources_compile():
+    """Vector reads in every dtype x reduction shape, and bfloat16 in every orientation too, for the
+    H100 (test_cuda_sources compiles the scalar reads: its problems claim no alignment)."""
+    nvcc = nvcc_or_skip()
+    failures = compile_all(vector_read_sources(), nvcc)
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from cuda_compile import compile_all, nvcc_or_skip
+from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms.specialized import SpecializedAlgorithm, SpecializedSelection
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.errors import SetupError
@@ -126,16 +126,21 @@ def test_refuses_when_two_buffers_do_not_fit():
 
 
 # -- CUDA compile checks (nvcc, no GPU) -------------------------------------------------------------
-@pytest.mark.nvcc
-def test_explicit_loader_counts_compile():
+def loader_count_sources() -> dict:
     # test_cuda_sources compiles the default selection of every test problem; these are other
     # loader counts: the most tasks allowed (64 per operand), a partial warp, one task each.
-    nvcc = nvcc_or_skip()
     sources = {}
     for load_units in (16, 40, 256):
         for dtype in ("float32", "float16"):
             _, _, _, src = render(problem(65, 63, 33, dtype), CUDA,
                                   SpecializedAlgorithm(SpecializedSelection(load_units=load_units)))
             sources[f"{dtype} load_units={load_units}"] = src
-    failures = compile_all(sources, nvcc)
+    return sources
+
+
+@pytest.mark.nvcc
+@prefetched(lambda: jobs_of(loader_count_sources()))
+def test_explicit_loader_counts_compile():
+    nvcc = nvcc_or_skip()
+    failures = compile_all(loader_count_sources(), nvcc)
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])

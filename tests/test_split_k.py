@@ -15,6 +15,7 @@ from gemm_engine.dtypes import FLOAT32
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import MatmulProblem
 
+from cuda_compile import ARCHS, compile_jobs, failures_of, nvcc_or_skip, prefetched
 from helpers import DTYPES, TOLERANCE, assert_close, np_dtype, random, rel_error
 
 SMALL = UnitSelection(tile_m=2, tile_n=2, stage_m=16, stage_n=16, stage_k=8)
@@ -94,12 +95,7 @@ def test_choose_splits_covers_k_with_whole_stages():
         assert splits >= 2
 
 
-def test_split_k_cuda_sources_compile():
-    """The members that only run on a GPU (mma.sync, wgmma) compile for sm_80 / sm_90a, with an
-    epilogue in their reduction (the unit member is also run above on every backend)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from cuda_compile import ARCHS, bundle, compile_cuda, nvcc_or_skip
+def split_k_jobs() -> list:
     from gemm_engine.algorithms import REGISTRY
     from gemm_engine.codegen.device import nominal_cuda_device
     from gemm_engine.codegen.dialect import dialect_for
@@ -107,8 +103,7 @@ def test_split_k_cuda_sources_compile():
     from gemm_engine.global_.activations import Relu
     from gemm_engine.global_.epilogue import Epilogue
 
-    nvcc = nvcc_or_skip()
-    sources = {arch: {} for arch in ARCHS}
+    jobs = {}
     for arch, cc in zip(ARCHS, ((8, 0), (9, 0))):
         d = dialect_for(nominal_cuda_device(*cc))
         for name in ("split_k_unit", "split_k_mma", "split_k_wgmma"):
@@ -120,9 +115,18 @@ def test_split_k_cuda_sources_compile():
                         cfg = REGISTRY[name]().setup(p, d)
                     except SetupError:
                         continue
-                    sources[arch][REGISTRY[name]().render(cfg, d)] = name
-    assert "split_k_wgmma" in sources[ARCHS[1]].values() and "split_k_mma" in sources[ARCHS[0]].values()
-    with ThreadPoolExecutor(len(ARCHS)) as pool:
-        results = list(pool.map(lambda arch: compile_cuda(bundle(list(sources[arch])), nvcc, arch), ARCHS))
-    for ok, log in results:
-        assert ok, log[-4000:]
+                    jobs.setdefault((REGISTRY[name]().render(cfg, d), arch), f"{name} {et.name} {m}x{n}x{k}")
+    return [(name, src, arch) for (src, arch), name in jobs.items()]
+
+
+@pytest.mark.nvcc
+@prefetched(split_k_jobs)
+def test_split_k_cuda_sources_compile():
+    """The members that only run on a GPU (mma.sync, wgmma) compile for sm_80 / sm_90a, with an
+    epilogue in their reduction (the unit member is also run above on every backend)."""
+    nvcc = nvcc_or_skip()
+    jobs = split_k_jobs()
+    compiled = {(name.split()[0], arch) for name, _, arch in jobs}
+    assert ("split_k_wgmma", ARCHS[1]) in compiled and ("split_k_mma", ARCHS[0]) in compiled
+    failures = failures_of(compile_jobs(jobs, nvcc))
+    assert not failures, "\n\n".join(f"{k}:\n{v[-4000:]}" for k, v in list(failures.items())[:2])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cases import LAYOUTS
-from cuda_compile import compile_all, nvcc_or_skip
+from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import (DoubleBufferingUnitAlgorithm, OrderedAlgorithm, REGISTRY,
                                     SimpleUnitAlgorithm)
 from gemm_engine.algorithms.simple import UnitSelection, select_unit_tiling
@@ -183,6 +183,7 @@ def aligned_sources():
 
 
 @pytest.mark.nvcc
+@prefetched(lambda: jobs_of(aligned_sources()))
 def test_aligned_cuda_sources_compile():
     nvcc = nvcc_or_skip()
     sources = aligned_sources()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import get_engine
-from cuda_compile import archs_for, compile_all, nvcc_or_skip
+from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection, select_wgmma_tiling
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
@@ -111,11 +111,15 @@ COMPILE_CASES = {
 }
 
 
+def compile_case_sources() -> dict:
+    return {name: render(p, sel)[1] for name, (p, sel) in COMPILE_CASES.items()}
+
+
 @pytest.mark.nvcc
+@prefetched(lambda: jobs_of(compile_case_sources(), archs_for(PipelinedWgmmaAlgorithm.min_arch)))
 def test_sources_compile_for_sm90a():
     nvcc = nvcc_or_skip()
-    sources = {name: render(p, sel)[1] for name, (p, sel) in COMPILE_CASES.items()}
-    failures = compile_all(sources, nvcc, per_bundle=4, archs=archs_for(PipelinedWgmmaAlgorithm.min_arch))
+    failures = compile_all(compile_case_sources(), nvcc, archs=archs_for(PipelinedWgmmaAlgorithm.min_arch))
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:2])
 
 
