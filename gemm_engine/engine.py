@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
-from .algorithms.base import Algorithm, KernelConfig, resolve
+from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .dtypes import BFLOAT16, element_type, numpy_dtype, operand_dtype
 from .errors import SetupError
 from .frontend import (CallShape, OperandView, call_shape, check_out, operand_view, result_dtype,
@@ -97,13 +97,27 @@ class _Fused:
         return out
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A checked call: what `Engine._prepare` found (operands and problem only when there is work)."""
+
+    shape: CallShape
+    dtype: np.dtype
+    fusion: FusionRequest
+    host: bool
+    lhs: _Operand | None = None
+    rhs: _Operand | None = None
+    problem: MatmulProblem | None = None
+
+
 class Engine:
     """A matmul engine bound to one backend ("auto", "cuda", "opencl") and device."""
 
     #: The family that picks the fastest composition that sets up (see algorithms/auto.py).
     default_algorithm = "auto"
 
-    def __init__(self, backend: str = "auto", device=None, precision: str = "default"):
+    def __init__(self, backend: str = "auto", device=None, precision: str = "default",
+                 use_tuning_cache: bool = True):
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         self.precision = precision
@@ -111,6 +125,10 @@ class Engine:
         self._plans: dict = {}
         self._fast: dict = {}        # call metadata -> _FastPlan (device arrays only)
         self._resolved: dict = {}    # algorithm name or class -> instance
+        #: Default calls take the tuning cache's choice for their problem class when it has one.
+        self.use_tuning_cache = use_tuning_cache
+        self._tuning_cache = None
+        self._tuned: dict = {}       # tuning key -> Algorithm from the cache, or None
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
 
     @property
@@ -127,14 +145,18 @@ class Engine:
 
     # -- public API --------------------------------------------------------------------------
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
-               activation=None, out_dtype=None, algorithm=None, precision=None):
+               activation=None, out_dtype=None, algorithm=None, precision=None, tune=False):
         """``act(alpha * (a @ b) + beta * c + bias)`` with numpy.matmul's semantics for ``a @ b``,
         computed by one generated kernel on this engine's device (see fusion.py for the options'
         conventions; with none given it is ``numpy.matmul(a, b, out=out)``).
 
         ``out_dtype``: the result dtype (default: numpy's promotion of a, b, c and bias).
-        ``algorithm``: a registered name, an Algorithm subclass or instance (default "auto").
+        ``algorithm``: a registered name, an Algorithm subclass or instance. Default: the tuned
+        choice for this problem class when the tuning cache has one, else ``"auto"`` (the heuristic;
+        naming "auto" explicitly skips the cache). See `explain`.
         ``precision``: "tf32" lets float32 run on tensor cores; default: the engine's setting.
+        ``tune``: with the default algorithm, tune this problem class first when the cache has no
+        entry for it (see `tune`); later calls, in any process, use the stored winner.
         """
         rt = self.runtime
         precision = self.precision if precision is None else precision
@@ -144,7 +166,7 @@ class Engine:
         if rt.is_native(a) and rt.is_native(b):
             # Repeated calls on device arrays with the same metadata skip every check and setup:
             # everything the checks depend on is in the key (shapes, strides, dtypes, alignment).
-            fast_key = (algorithm, precision, a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
+            fast_key = (algorithm, bool(tune), precision, a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
                         b.shape, b.strides, b.dtype, rt.element_address(b) % 8,
                         None if out is None else (type(out), out.shape, out.strides, out.dtype))
             if not plain:
@@ -157,6 +179,46 @@ class Engine:
                 result = self._run_fast(plan, a, b, out, alpha, beta, c, bias)
                 if result is not None:
                     return result
+        prep = self._prepare(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
+                             precision, plain)
+        shape, dtype, fusion, host = prep.shape, prep.dtype, prep.fusion, prep.host
+        if algorithm is not None:
+            self._resolve(algorithm)   # an unknown name fails even when there is nothing to compute
+        if prep.problem is None:     # nothing to multiply: no kernel
+            if shape.k == 0 and shape.batch and shape.m and shape.n:
+                return self._k_zero(shape, dtype, out, host, fusion)
+            return self._empty_result(shape, dtype, out, host)
+        lhs, rhs, problem, epilogue = prep.lhs, prep.rhs, prep.problem, prep.problem.epilogue
+        c_dev, c_v, c_copied = self._c_operand(fusion.c, shape)
+        bias_dev, bias_stride, bias_copied = self._bias_operand(fusion.bias)
+        alg, cfg, kernels = self._plan_call(algorithm, problem, tune)
+        fused = None if epilogue.identity else _Fused(
+            epilogue.scaled, c_v if epilogue.c is not None else None,
+            bias_stride if epilogue.bias is not None else None,
+            np.float64 if epilogue.compute == "f64" else np.float32)
+
+        # Write straight into `out` when it is a C-contiguous device array of the result dtype that
+        # overlaps no input (``out`` being ``c`` itself is fine: each element reads its own c first).
+        reads = [lhs.array, rhs.array] + [x for x in (c_dev, bias_dev) if x is not None and x is not out]
+        direct = (out is not None and not host and out.dtype == dtype and out.flags.c_contiguous
+                  and not any(rt.may_overlap(out, x) for x in reads))
+        target = out if direct else rt.empty(shape.out_shape, self._storage_dtype(dtype, host))
+        plan = self._launch(alg, cfg, kernels, problem, lhs, rhs, target, shape.out_shape, dtype,
+                            fused, fusion.alpha, fusion.beta, c_dev, bias_dev)
+        self.last_choice = (alg, cfg)
+        if (fast_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
+                and (out is None or direct)):
+            if len(self._fast) >= _FAST_PLANS_MAX:  # bounded: a process with ever new shapes
+                self._fast.clear()                  # must not grow without limit
+            self._fast[fast_key] = plan
+        return self._finish(target, out, direct, host, dtype)
+
+
+    def _prepare(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, precision,
+                 plain) -> "_Prepared":
+        """Every check of a call, then the operands on the device and the problem the kernels are
+        configured for (None when there is nothing to multiply: an empty output or K = 0)."""
+        rt = self.runtime
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         a, a_host = self._as_array(a, "a")
@@ -182,41 +244,14 @@ class Engine:
         for label, x in (("c", fusion.c), ("bias", fusion.bias)):
             if x is not None:
                 self._as_array(x, label)  # the array kind check, before anything moves
-        alg = self._resolve(algorithm)
-
-        if shape.batch == 0 or shape.m == 0 or shape.n == 0:
-            return self._empty_result(shape, dtype, out, host)
-        if shape.k == 0:
-            return self._k_zero(shape, dtype, out, host, fusion)
-
+        if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
+            return _Prepared(shape, dtype, fusion, host)
         lhs = self._operand(a, a_host, in_dtype, shape, shape.lhs_vector, lhs=True)
         rhs = self._operand(b, b_host, in_dtype, shape, shape.rhs_vector, lhs=False)
-        c_dev, c_v, c_copied = self._c_operand(fusion.c, shape)
-        bias_dev, bias_stride, bias_copied = self._bias_operand(fusion.bias)
         in_et = element_type(in_dtype)
         problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, in_et, in_et, element_type(dtype),
                                 lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, precision, epilogue)
-        alg, cfg, kernels = self._plan(alg, problem)
-        fused = None if epilogue.identity else _Fused(
-            epilogue.scaled, c_v if epilogue.c is not None else None,
-            bias_stride if epilogue.bias is not None else None,
-            np.float64 if epilogue.compute == "f64" else np.float32)
-
-        # Write straight into `out` when it is a C-contiguous device array of the result dtype that
-        # overlaps no input (``out`` being ``c`` itself is fine: each element reads its own c first).
-        reads = [lhs.array, rhs.array] + [x for x in (c_dev, bias_dev) if x is not None and x is not out]
-        direct = (out is not None and not host and out.dtype == dtype and out.flags.c_contiguous
-                  and not any(rt.may_overlap(out, x) for x in reads))
-        target = out if direct else rt.empty(shape.out_shape, self._storage_dtype(dtype, host))
-        plan = self._launch(alg, cfg, kernels, problem, lhs, rhs, target, shape.out_shape, dtype,
-                            fused, fusion.alpha, fusion.beta, c_dev, bias_dev)
-        self.last_choice = (alg, cfg)
-        if (fast_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
-                and (out is None or direct)):
-            if len(self._fast) >= _FAST_PLANS_MAX:  # bounded: a process with ever new shapes
-                self._fast.clear()                  # must not grow without limit
-            self._fast[fast_key] = plan
-        return self._finish(target, out, direct, host, dtype)
+        return _Prepared(shape, dtype, fusion, host, lhs, rhs, problem)
 
     def _fused_key(self, key, alpha, beta, c, bias, bias_axis, activation, out_dtype):
         """The fast-path key extended by the epilogue's metadata, or None (general path) when an
@@ -276,9 +311,116 @@ class Engine:
         return found
 
     def plan(self, problem: MatmulProblem, algorithm=None) -> tuple[Algorithm, KernelConfig, str]:
-        """(algorithm, config, source) the engine would use for ``problem``; nothing is launched."""
-        alg, cfg = self._configure(resolve(algorithm or self.default_algorithm), problem)
+        """(algorithm, config, source) the engine would use for ``problem``; nothing is launched
+        or compiled. The default algorithm is chosen as `matmul` chooses it (tuned, else "auto")."""
+        alg, cfg = self._setup_choice(algorithm, problem)
+        alg = alg.chosen(cfg)
         return alg, cfg, alg.render(cfg, self.dialect)
+
+    def problem_for(self, a, b, *, precision=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
+                    activation=None, out_dtype=None) -> MatmulProblem:
+        """The `MatmulProblem` ``matmul(a, b, ...)`` configures its kernels for (every check of
+        the call runs; host operands are moved to the device as a call would). ValueError when
+        the call has nothing to multiply (an empty output or K = 0)."""
+        precision = self.precision if precision is None else precision
+        prep = self._prepare(a, b, None, alpha, beta, c, bias, bias_axis, activation, out_dtype,
+                             precision, plain=False)
+        if prep.problem is None:
+            raise ValueError(f"matmul of shapes {np.shape(a)} and {np.shape(b)} runs no kernel "
+                             f"(empty output or K = 0): there is no problem to explain or tune")
+        return prep.problem
+
+    def explain(self, a, b=None, *, algorithm=None, precision=None, **options) -> "Explanation":
+        """Why ``matmul(a, b, algorithm=algorithm, ...)`` runs what it runs, without running it:
+        the chosen algorithm and its full config, where the choice came from (the caller, the
+        tuning cache or the heuristic), and for every other registered algorithm the setup error
+        that refuses it or the rule that ranks it lower. ``a`` may also be a `MatmulProblem`
+        (``b`` then None). ``str()`` of the result is a readable report."""
+        from .explain import explain_problem
+        problem = a if isinstance(a, MatmulProblem) else self.problem_for(a, b, precision=precision, **options)
+        return explain_problem(self, problem, algorithm)
+
+    def tune(self, a, b=None, *, precision=None, force=False, progress=None, repeat=10, warmup=2,
+             exhaustive=False) -> "TuneResult":
+        """Time candidate algorithms and tilings for the problem class of ``a @ b`` (or of a
+        `MatmulProblem` ``a``) on this device and store the fastest in the tuning cache, which
+        later default calls in any process use. Returns the cached result without timing anything
+        when the cache already has this class (``force=True`` tunes again).
+
+        ``progress``: True prints a progress bar to stderr, False nothing, None a bar only when
+        stderr is a terminal; a callable gets ``(done, total, label)``. ``exhaustive``: time every
+        registered algorithm, not only those the heuristic ranks (see tuning/space.py).
+        """
+        from .tuning import TuneResult, Tuner, problem_key
+        problem = a if isinstance(a, MatmulProblem) else self.problem_for(a, b, precision=precision)
+        key = problem_key(problem, self.device)
+        if not force:
+            entry = self.tuning_cache.get(key)
+            if entry is not None:
+                return TuneResult.cached(key, problem, entry)
+        result = Tuner(self, repeat=repeat, warmup=warmup, progress=progress, exhaustive=exhaustive).run(problem)
+        self.tuning_cache.put(key, result.entry())
+        self._tuned.clear()      # anchored keys: other problems of the class choose again
+        self._fast.clear()       # fast plans of default calls hold the heuristic's choice
+        return result
+
+    @property
+    def tuning_cache(self):
+        """The persistent tuning cache (tuning/cache.py), opened on first use."""
+        if self._tuning_cache is None:
+            from .tuning import TuningCache
+            self._tuning_cache = TuningCache()
+        return self._tuning_cache
+
+    # -- choice ------------------------------------------------------------------------------
+    def _tuned_algorithm(self, problem: MatmulProblem) -> Algorithm | None:
+        """The tuning cache's algorithm for ``problem``'s class, or None (no entry, or disabled)."""
+        if not self.use_tuning_cache:
+            return None
+        from .tuning import problem_key
+        key = problem_key(problem, self.device)
+        if key not in self._tuned:
+            entry = self.tuning_cache.get(key)
+            alg = None
+            if entry is not None and entry.algorithm in REGISTRY:
+                try:
+                    alg = REGISTRY[entry.algorithm](entry.selection)
+                except (TypeError, ValueError):   # a selection this algorithm no longer takes
+                    alg = None
+            self._tuned[key] = alg
+        return self._tuned[key]
+
+    def _default_choices(self, problem: MatmulProblem) -> list[Algorithm]:
+        tuned = self._tuned_algorithm(problem)
+        heuristic = self._resolve(self.default_algorithm)
+        return [heuristic] if tuned is None else [tuned, heuristic]
+
+    def _setup_choice(self, algorithm, problem: MatmulProblem) -> tuple[Algorithm, KernelConfig]:
+        """(algorithm, config) for a call: the caller's algorithm, else the tuned one, falling back
+        to the heuristic when the tuned selection does not set up for this member of its class."""
+        if algorithm is not None:
+            return self._configure(self._resolve(algorithm), problem)
+        *first, last = self._default_choices(problem)
+        for alg in first:
+            try:
+                return self._configure(alg, problem)
+            except SetupError:
+                pass
+        return self._configure(last, problem)
+
+    def _plan_call(self, algorithm, problem: MatmulProblem, tune: bool):
+        """(algorithm, config, kernels) of a call, compiled (see `_setup_choice`)."""
+        if algorithm is not None:
+            return self._plan(self._resolve(algorithm), problem)
+        if tune:
+            self.tune(problem)
+        *first, last = self._default_choices(problem)
+        for alg in first:
+            try:
+                return self._plan(alg, problem)
+            except SetupError:
+                pass
+        return self._plan(last, problem)
 
     # -- steps -------------------------------------------------------------------------------
     def _as_array(self, x, label):
@@ -416,6 +558,15 @@ class Engine:
 
     def _launch(self, alg, cfg, kernels, problem, lhs: _Operand, rhs: _Operand, target, out_shape,
                 dtype, fused: _Fused | None = None, alpha=1.0, beta=0.0, c=None, bias=None) -> _FastPlan:
+        plan, args = self._launch_args(alg, cfg, kernels, problem, lhs, rhs, target, out_shape, dtype,
+                                       fused, alpha, beta, c, bias)
+        self._run_kernels(plan, args)
+        return plan
+
+    def _launch_args(self, alg, cfg, kernels, problem, lhs: _Operand, rhs: _Operand, target, out_shape,
+                     dtype, fused: _Fused | None = None, alpha=1.0, beta=0.0, c=None, bias=None):
+        """(plan, kernel arguments) of a launch, without launching: ``_run_kernels(plan, args)``
+        runs it (the tuner times that)."""
         rt = self.runtime
         args = []
         for op in (lhs, rhs):
@@ -429,8 +580,7 @@ class Engine:
         plan = _FastPlan(alg, cfg, kernels, workspace, out_shape, dtype, lhs.view, rhs.view, sizes, fused)
         extra = fused.args(rt, alpha, beta, c, bias) if fused is not None else []
         args = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args + [ptr, offset, *sizes] + extra]
-        self._run_kernels(plan, tuple(args))
-        return plan
+        return plan, tuple(args)
 
     def _empty_result(self, shape, dtype, out, host):
         rt = self.runtime
@@ -476,9 +626,9 @@ def default_engine() -> Engine:
 
 
 def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
-           out_dtype=None, algorithm=None, precision=None):
+           out_dtype=None, algorithm=None, precision=None, tune=False):
     """numpy.matmul semantics, with an optional fused epilogue, on the default engine.
     See `Engine.matmul`."""
     return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
-                                   algorithm=algorithm, precision=precision)
+                                   algorithm=algorithm, precision=precision, tune=tune)

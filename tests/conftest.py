@@ -6,12 +6,17 @@ and a GPU, OpenCL needs PyOpenCL and an OpenCL runtime (PoCL on the CPU in CI).
 from __future__ import annotations
 
 import os
+import tempfile
 import zlib
 
 import numpy as np
 import pytest
 
-import gemm_engine
+# Hermetic choices: default calls must not pick up a tuning cache the user's machine holds (the
+# tests of the cache point GEMM_ENGINE_CACHE_DIR at their own folders).
+os.environ["GEMM_ENGINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="gemm_engine_test_cache_")
+
+import gemm_engine  # noqa: E402
 
 ALL_BACKENDS = ("opencl", "cuda")
 _engines: dict = {}

@@ -27,3 +27,30 @@ class AutoAlgorithm(AlgorithmFamily):
     name = "auto"
     variants = (SkinnyAlgorithm, SplitKWhenWorthIt, PipelinedWgmmaAlgorithm, PipelinedMmaAlgorithm,
                 PipelinedDmmaAlgorithm, SimpleUnitAlgorithm)
+
+
+#: Why each member of ``auto`` sits where it does (``engine.explain`` quotes these).
+RANKING = {
+    "skinny": "first: for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)",
+    "split_k_when_worth_it": "before the tiled kernels: with a long K against a small output, the "
+                             "output tiles alone leave compute units idle (64x64x65536 f32: 99x unsplit)",
+    "pipelined_wgmma": "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, "
+                       "against 0.40-0.45 for mma.sync)",
+    "pipelined_mma": "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)",
+    "pipelined_dmma": "float64 tensor cores on sm_80+: 2.6x register FMA on the H100",
+    "simple_unit": "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
+                   "ahead of double_buffering_unit's 0.81)",
+}
+
+#: Why a registered algorithm that sets up is not among auto's members.
+NOT_RANKED = {
+    "double_buffering_unit": "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs 0.89x cuBLAS)",
+    "simple_mma": "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster",
+    "double_buffering_mma": "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster",
+    "simple_wmma": "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster",
+    "simple_dmma": "pipelined_dmma's cp.async ring is faster for float64",
+    "ordered": "a composition of the algorithm family, slower than simple_unit in the H100 sweeps",
+    "specialized": "a composition of the algorithm family, slower than simple_unit in the H100 sweeps",
+}
+#: Registered names that are families (aliases choosing among members), not listed on their own.
+FAMILY_NOTE = "a family: chooses among its members, which are listed on their own"

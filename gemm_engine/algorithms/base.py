@@ -64,6 +64,12 @@ class Algorithm:
         """The tiling this algorithm picks for a problem when the caller gave none."""
         raise NotImplementedError
 
+    def tuning_space(self, problem: MatmulProblem, dialect: Dialect) -> list:
+        """The selections the tuner times for this algorithm: `select`'s choice first, then the
+        alternatives worth measuring (none by default). Each must be a frozen dataclass of plain
+        fields: the tuning cache stores the winner as JSON."""
+        return [self.select(problem, dialect)]
+
     def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
         """Configure every level for the problem; raises SetupError when a level refuses."""
         selection = self.selection if self.selection is not None else self.select(problem, dialect)
@@ -151,6 +157,11 @@ class AlgorithmFamily(Algorithm):
 
     def workspace(self, cfg, problem):
         return self.chosen(cfg).workspace(cfg, problem)
+
+
+def distinct(selections) -> list:
+    """``selections`` without repeats, in order (the tuner times each once)."""
+    return list(dict.fromkeys(selections))
 
 
 REGISTRY: dict[str, type[Algorithm]] = {}

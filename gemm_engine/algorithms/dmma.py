@@ -26,7 +26,7 @@ from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.dmma import DmmaTile
 from .accelerated import PlaneSelection
-from .base import Algorithm, register
+from .base import Algorithm, distinct, register
 from .pipelined import PipelinedSelection
 
 
@@ -120,3 +120,9 @@ class PipelinedDmmaAlgorithm(Algorithm):
 
     def select(self, problem, dialect):
         return select_pipelined_dmma_tiling(problem, dialect)
+
+    def tuning_space(self, problem, dialect):
+        return distinct([self.select(problem, dialect)] + [
+            PipelinedDmmaSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
+                                   stage_k=sk, stages=stages)
+            for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES])

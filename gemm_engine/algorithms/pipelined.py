@@ -12,7 +12,7 @@ problem shrinks, so that the grid still fills the device's multiprocessors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..codegen.dialect import Dialect
 from ..global_.async_loader import ChunkLoader
@@ -21,7 +21,7 @@ from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.mma import MmaTile
 from .accelerated import PlaneSelection
-from .base import Algorithm, register
+from .base import Algorithm, distinct, register
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,11 @@ class PipelinedMmaAlgorithm(Algorithm):
 
     def select(self, problem, dialect):
         return select_pipelined_tiling(problem, dialect, getattr(problem, "precision", "default"))
+
+    def tuning_space(self, problem, dialect):
+        first = self.select(problem, dialect)
+        halve = problem.lhs.storage == "f32"      # tf32: half the k, as select does
+        return distinct([first] + [
+            replace(first, planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
+                    stage_k=sk // 2 if halve else sk, stages=stages)
+            for plm, pln, pm, pn, sk, stages in _CANDIDATES])

@@ -6,13 +6,13 @@ the unit variant everywhere else.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..codegen.dialect import Dialect
 from ..global_.vector_loader import VectorLoader
 from ..problem import MatmulProblem
 from .accelerated import SimpleMmaAlgorithm
-from .base import Algorithm, AlgorithmFamily, register
+from .base import Algorithm, AlgorithmFamily, distinct, register
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,17 @@ class SimpleUnitAlgorithm(Algorithm):
 
     def select(self, problem, dialect):
         return select_unit_tiling(problem, dialect)
+
+    def tuning_space(self, problem, dialect):
+        # The three SGEMM stages of sgemm_tiling, the CPU tiling and the plain 64 x 64 one: each
+        # was the best somewhere in the sweeps behind select_unit_tiling.
+        first = self.select(problem, dialect)
+        sgemm = UnitSelection(tile_m=4, tile_n=4, partition_m=2, partition_n=2, partition="strided",
+                              vector_width=4)
+        return distinct([first] + [replace(sgemm, stage_m=sm, stage_n=sn, stage_k=16)
+                                   for sm, sn in ((128, 128), (128, 64), (64, 64))] + [
+            UnitSelection(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4),
+            UnitSelection(tile_m=4, tile_n=4, stage_m=64, stage_n=64, stage_k=16, vector_width=4)])
 
 
 @register

@@ -12,7 +12,7 @@ from ..codegen.dialect import Dialect
 from ..global_.loaders import _WORD_BYTES
 from ..global_.skinny import SkinnyGlobalMatmul, load_width, skinny_axis
 from ..problem import MatmulProblem
-from .base import Algorithm, register
+from .base import Algorithm, distinct, register
 
 #: Shared memory the staged vector may take: 32 KiB leaves room for several cubes per
 #: multiprocessor and holds all of K = 8192 in float32 (one chunk: no barrier inside the K loop).
@@ -105,3 +105,8 @@ class SkinnyAlgorithm(Algorithm):
 
     def select(self, problem, dialect):
         return SkinnySelection().resolve(problem, dialect)
+
+    def tuning_space(self, problem, dialect):
+        # Loads in flight per unit: the one knob the bandwidth sweeps found sensitive.
+        return distinct([self.select(problem, dialect)] + [
+            SkinnySelection(unroll=u).resolve(problem, dialect) for u in (2, 4, 8)])

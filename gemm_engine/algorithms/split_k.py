@@ -7,28 +7,39 @@ with one class attribute changed, as a user would compose it. ``auto`` reaches t
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..batch.split_k import SplitKBatchMatmul
 from ..errors import SetupError
-from .base import AlgorithmFamily, register
+from .base import AlgorithmFamily, distinct, register
 from .pipelined import PipelinedMmaAlgorithm
 from .simple import SimpleUnitAlgorithm
 from .wgmma import PipelinedWgmmaAlgorithm
 
 
+class _SplitCounts:
+    """Tuning space of a split-K member: the base algorithm's chosen tiling with the batch level's
+    split count (choose_splits) and a few fixed counts around it."""
+
+    def tuning_space(self, problem, dialect):
+        first = self.select(problem, dialect)
+        return distinct([first] + [replace(first, split_k=s) for s in (4, 16, 64)])
+
+
 @register
-class SplitKUnitAlgorithm(SimpleUnitAlgorithm):
+class SplitKUnitAlgorithm(_SplitCounts, SimpleUnitAlgorithm):
     name = "split_k_unit"
     batch = SplitKBatchMatmul
 
 
 @register
-class SplitKMmaAlgorithm(PipelinedMmaAlgorithm):
+class SplitKMmaAlgorithm(_SplitCounts, PipelinedMmaAlgorithm):
     name = "split_k_mma"
     batch = SplitKBatchMatmul
 
 
 @register
-class SplitKWgmmaAlgorithm(PipelinedWgmmaAlgorithm):
+class SplitKWgmmaAlgorithm(_SplitCounts, PipelinedWgmmaAlgorithm):
     name = "split_k_wgmma"
     batch = SplitKBatchMatmul
 

@@ -14,7 +14,7 @@ of 64 k for large problems, then 128 x 128, 64 x 128 and 64 x 64.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..codegen.dialect import Dialect
 from ..global_.swizzled_loader import SwizzledChunkLoader
@@ -22,7 +22,7 @@ from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from ..problem import MatmulProblem
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
 from ..tile.wgmma import WgmmaTile
-from .base import Algorithm, register
+from .base import Algorithm, distinct, register
 
 
 @dataclass(frozen=True)
@@ -104,3 +104,16 @@ class PipelinedWgmmaAlgorithm(Algorithm):
 
     def select(self, problem, dialect):
         return select_wgmma_tiling(problem, dialect)
+
+    def tuning_space(self, problem, dialect):
+        # Every tiling of the heuristic's list with either writer, the short-K two-slot tiling,
+        # and the chosen tiling in swizzled order (L2 reuse on large outputs).
+        first = self.select(problem, dialect)
+        space = [first, replace(first, dispatch="swizzled")]
+        for wm, wn, pm, tn, stages in _CANDIDATES:
+            for staged in (False, True):
+                space.append(WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn,
+                                            stages=stages, staged_output=staged))
+        space.append(WgmmaSelection(warpgroups_m=1, warpgroups_n=1, partition_m=1, tile_n=128, stages=2,
+                                    wgmma_pending=0, staged_output=True))
+        return distinct(space)
