@@ -1,8 +1,13 @@
-"""Command line: ``python -m gemm_engine run`` (or ``gemm-engine run``) runs one checked matmul.
+"""Command line: ``gemm-engine`` (or ``python -m gemm_engine``) with sub-commands
 
-It prints the backend, device, chosen algorithm, relative error against a float64 numpy reference
-and the achieved GFLOP/s (median of timed runs on device arrays after a warm-up), and exits non-zero
-when the error is above the dtype's tolerance.
+  info     backends, devices, capabilities, cache locations
+  run      one matmul checked against numpy, with the choice, error, time and TFLOP/s
+  explain  which algorithm a problem gets and why the others do not
+  source   the generated kernel source for a problem and algorithm (CUDA or OpenCL)
+  bench    the benchmark suite (gemm_engine/benchsuite), a table, JSON, markdown, a PNG plot
+  tune     tune problems into the persistent tuning cache, with a progress bar
+
+Every sub-command has ``--help``. With no sub-command, ``run`` runs with its defaults.
 """
 from __future__ import annotations
 
@@ -17,74 +22,323 @@ from .dtypes import SUPPORTED_NAMES, bfloat16_dtype
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
              "int8": 0.0}   # int8 @ int8 -> int32 is exact
+TF32_TOLERANCE = 5e-3
+BACKENDS = ("auto", "cuda", "opencl")
 
 
 def _np_dtype(name):
     return bfloat16_dtype() if name == "bfloat16" else np.dtype(name)
 
 
+# -- problem options shared by run, explain, source and tune ----------------------------------------
+def _add_problem(p, m=1024, n=1024, k=1024):
+    p.add_argument("--m", type=int, default=m, help=f"rows of a and of the result (default {m})")
+    p.add_argument("--n", type=int, default=n, help=f"columns of b and of the result (default {n})")
+    p.add_argument("--k", type=int, default=k, help=f"the reduced dimension (default {k})")
+    p.add_argument("--batch", type=int, default=1, help="batch count (default 1: a 2-D product)")
+    p.add_argument("--dtype", choices=SUPPORTED_NAMES, default="float32")
+    p.add_argument("--precision", choices=("default", "tf32"), default="default",
+                   help="tf32 lets float32 run on tensor cores (CUDA sm_80+)")
+    p.add_argument("--layouts", default="row,row", metavar="LHS,RHS",
+                   help="memory layout of a and b: row or col each (default row,row)")
+
+
+def _layouts(args):
+    from .problem import Layout
+    try:
+        lhs, rhs = (Layout(x.strip()) for x in args.layouts.split(","))
+    except ValueError:
+        raise SystemExit(f"gemm-engine: --layouts expects two of row/col, e.g. row,col; got {args.layouts!r}")
+    return lhs, rhs
+
+
+def _problem(args, m=None, n=None, k=None, batch=None, dtype=None):
+    from .frontend import dense_problem
+    lhs, rhs = _layouts(args)
+    return dense_problem(batch or args.batch, m or args.m, n or args.n, k or args.k,
+                         _np_dtype(dtype or args.dtype), precision=args.precision,
+                         lhs_layout=lhs, rhs_layout=rhs)
+
+
+def _operands(args, rng):
+    """Random host operands in the layouts asked for (a column-major operand is a transposed view)."""
+    from .problem import Layout
+    dtype = _np_dtype(args.dtype)
+    lead = (args.batch,) if args.batch > 1 else ()
+    out = []
+    for layout, rows, cols in zip(_layouts(args), (args.m, args.k), (args.k, args.n)):
+        shape = lead + ((rows, cols) if layout is Layout.ROW else (cols, rows))
+        x = (rng.integers(-128, 128, shape, dtype=dtype) if dtype.kind == "i"
+             else rng.standard_normal(shape).astype(dtype))
+        out.append(x if layout is Layout.ROW else np.swapaxes(x, -1, -2))
+    return out
+
+
+# -- run --------------------------------------------------------------------------------------------
 def run(args) -> int:
     from .engine import Engine
 
     engine = Engine(args.backend)
-    rng = np.random.default_rng(args.seed)
-    dtype = _np_dtype(args.dtype)
-    lead = (args.batch,) if args.batch > 1 else ()
-    if dtype.kind == "i":   # int8: uniform over the whole range
-        a = rng.integers(-128, 128, lead + (args.m, args.k), dtype=dtype)
-        b = rng.integers(-128, 128, lead + (args.k, args.n), dtype=dtype)
-    else:
-        a = rng.standard_normal(lead + (args.m, args.k)).astype(dtype)
-        b = rng.standard_normal(lead + (args.k, args.n)).astype(dtype)
-    result = engine.matmul(a, b, algorithm=args.algorithm)
+    a, b = _operands(args, np.random.default_rng(args.seed))
+    algorithm = args.algorithm
+    kw = {"algorithm": algorithm, "precision": args.precision, "tune": args.tune}
+    result = engine.matmul(a, b, **kw)
     ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
     err = float(np.linalg.norm(result.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-300))
     alg, cfg = engine.last_choice
+    source = "caller" if algorithm else engine.explain(engine.problem_for(a, b, precision=args.precision)).source
 
-    # Time on device arrays so host transfers stay out of the number (bfloat16 is timed through
-    # numpy arrays where the device library lacks the dtype).
+    # Time on device arrays (same layouts) so host transfers stay out of the number.
+    from .timing import device_time
     rt = engine.runtime
     try:
-        da, db = rt.to_device(a), rt.to_device(b)
-    except Exception:
+        da, db = (_on_device(rt, x) for x in (a, b))
+    except Exception:   # noqa: BLE001 -- a dtype the device library lacks: time the host call
         da, db = a, b
-    engine.matmul(da, db, algorithm=args.algorithm)
-    rt.synchronize()
-    times = []
-    for _ in range(args.repeat):
-        start = time.perf_counter()
-        engine.matmul(da, db, algorithm=args.algorithm)
-        rt.synchronize()
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    seconds = device_time(rt, lambda: engine.matmul(da, db, **kw), repeat=args.repeat, warmup=2)
     flops = 2.0 * max(args.batch, 1) * args.m * args.n * args.k
-    ok = err <= TOLERANCE[args.dtype]
+    tol = TF32_TOLERANCE if args.precision == "tf32" else TOLERANCE[args.dtype]
+    ok = err <= tol
     print(f"backend    {engine.backend}")
     print(f"device     {engine.device.name}")
-    print(f"algorithm  {alg.name}  (stage {cfg.batch.global_.stage.stage_m}x"
-          f"{cfg.batch.global_.stage.stage_n}x{cfg.batch.global_.stage.stage_k}, {cfg.units} units)")
-    print(f"problem    batch={max(args.batch, 1)} m={args.m} n={args.n} k={args.k} dtype={args.dtype}")
-    print(f"rel error  {err:.3e}  (tolerance {TOLERANCE[args.dtype]:.1e}: {'OK' if ok else 'FAILED'})")
-    print(f"time       {median * 1e3:.3f} ms (median of {args.repeat})")
-    print(f"GFLOP/s    {flops / median / 1e9:.1f}")
+    print(f"algorithm  {alg.name}  (from the {source}; {_config_line(cfg)})")
+    print(f"problem    batch={max(args.batch, 1)} m={args.m} n={args.n} k={args.k} dtype={args.dtype}"
+          f" precision={args.precision} layouts={args.layouts}")
+    print(f"rel error  {err:.3e}  (tolerance {tol:.1e}: {'OK' if ok else 'FAILED'})")
+    print(f"time       {seconds * 1e3:.4f} ms (median of {args.repeat})")
+    print(f"TFLOP/s    {flops / seconds / 1e12:.3f}")
     return 0 if ok else 1
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="gemm-engine", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command")
+def _on_device(rt, x):
+    """``x`` on the device with the same layout: a column-major view moves as its row-major base
+    and is transposed there (a view, not a copy)."""
+    if x.flags.c_contiguous:
+        return rt.to_device(x)
+    base = rt.to_device(np.ascontiguousarray(np.swapaxes(x, -1, -2)))
+    axes = list(range(x.ndim))
+    axes[-2:] = axes[-1], axes[-2]
+    return base.transpose(axes)     # (CuPy and PyOpenCL arrays both have transpose(axes))
+
+
+def _config_line(cfg) -> str:
+    from .explain import summary
+    return summary(cfg)
+
+
+# -- explain / source -----------------------------------------------------------------------------
+def explain(args) -> int:
+    from .engine import Engine
+    engine = Engine(args.backend)
+    print(engine.explain(_problem(args), algorithm=args.algorithm))
+    return 0
+
+
+def source(args) -> int:
+    """Render without a GPU when asked for a CUDA arch (--arch): a nominal device of that arch."""
+    from .algorithms.base import resolve
+    if args.arch:
+        from .codegen.device import nominal_cuda_device
+        from .codegen.dialect import dialect_for
+        major, minor = _arch_numbers(args.arch)
+        dialect = dialect_for(nominal_cuda_device(major, minor))
+        problem = _problem(args)
+        alg = resolve(args.algorithm or "auto")
+        cfg = alg.setup(problem, dialect)
+        alg = alg.chosen(cfg)
+        text = alg.render(cfg, dialect)
+    else:
+        from .engine import Engine
+        engine = Engine(args.backend)
+        alg, cfg, text = engine.plan(_problem(args), args.algorithm)
+    print(f"// {alg.name}: {_config_line(cfg)}", file=sys.stderr)
+    sys.stdout.write(text)
+    return 0
+
+
+def _arch_numbers(arch: str) -> tuple[int, int]:
+    digits = arch.lower().removeprefix("sm_").rstrip("a")
+    if not digits.isdigit() or len(digits) < 2:
+        raise SystemExit(f"gemm-engine source: --arch expects e.g. sm_80 or sm_90, got {arch!r}")
+    return int(digits[:-1]), int(digits[-1])
+
+
+# -- tune -----------------------------------------------------------------------------------------
+def _shapes(text: str) -> list[tuple[int, int, int, int]]:
+    """'MxNxK' or 'BxMxNxK', comma-separated -> [(batch, m, n, k)]."""
+    shapes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        if len(parts) not in (3, 4) or not all(p.isdigit() for p in parts):
+            raise SystemExit(f"gemm-engine tune: --shapes expects MxNxK or BxMxNxK items, got {item!r}")
+        sizes = [int(p) for p in parts]
+        shapes.append(tuple(sizes) if len(sizes) == 4 else (1, *sizes))
+    return shapes
+
+
+def tune(args) -> int:
+    from .engine import Engine
+    from .tuning import TuningCache
+
+    if args.clear:
+        TuningCache().clear()
+        print(f"cleared {TuningCache().path}")
+        return 0
+    engine = Engine(args.backend)
+    if args.list:
+        cache = engine.tuning_cache
+        for key in cache.keys():
+            e = cache.get(key)
+            print(f"{key}\n    {e.algorithm if e else '(stale entry)'}  "
+                  f"{'' if e is None else f'{e.seconds * 1e3:.4f} ms  {e.selection!r}'}")
+        print(f"{len(cache.keys())} entries in {cache.path} ({cache.status})")
+        return 0
+    problems = []
+    if args.suite:
+        from .benchsuite import rows_for
+        for row in rows_for(args.suite, args.dtypes):
+            args.precision = row.precision
+            problems.append((f"{row.name} {row.label}", _problem(args, row.m, row.n, row.k, row.batch, row.dtype)))
+    else:
+        dtypes = (args.dtypes or args.dtype).split(",")
+        shapes = _shapes(args.shapes) if args.shapes else [(args.batch, args.m, args.n, args.k)]
+        for dt in dtypes:
+            for batch, m, n, k in shapes:
+                problems.append((f"{batch}x{m}x{n}x{k} {dt}", _problem(args, m, n, k, batch, dt.strip())))
+    status = 0
+    for i, (label, problem) in enumerate(problems, 1):
+        print(f"[{i}/{len(problems)}] {label}", flush=True)
+        try:
+            result = engine.tune(problem, force=args.force, progress=not args.quiet, repeat=args.repeat,
+                                 exhaustive=args.exhaustive)
+        except Exception as exc:   # noqa: BLE001 -- one problem's failure is reported, the rest go on
+            print(f"    failed: {type(exc).__name__}: {exc}")
+            status = 1
+            continue
+        print(str(result) if args.verbose else f"    best {result.best}"
+              + ("  (already in the cache)" if result.from_cache else ""))
+    print(f"tuning cache: {engine.tuning_cache.path}")
+    return status
+
+
+# -- info -----------------------------------------------------------------------------------------
+def info(args) -> int:
+    import os
+    import platform
+
+    from . import __version__
+    from .algorithms.base import REGISTRY
+    from .tuning import CACHE_ENV, TuningCache
+
+    print(f"gemm_engine {__version__}  (python {platform.python_version()}, numpy {np.__version__})")
+    for backend in ("cuda", "opencl"):
+        print(f"\n{backend}:")
+        try:
+            from .engine import Engine
+            engine = Engine(backend)
+        except Exception as exc:   # noqa: BLE001 -- unavailable backends are reported, not raised
+            print(f"  unavailable: {exc}")
+            continue
+        d = engine.device
+        print(f"  device          {d.name}")
+        print(f"  compute units   {d.compute_units}   plane (warp / sub-group) size {d.plane_size}")
+        print(f"  shared memory   {d.max_shared_memory} bytes per cube, {d.max_threads_per_cube} units per cube")
+        cc = d.compute_capability
+        if cc:
+            feats = ["register FMA"] + (["mma.sync (f16/bf16/tf32/int8)", "DMMA (f64)", "cp.async"] if cc >= (8, 0) else []) \
+                + (["wgmma (sm_90a)"] if cc >= (9, 0) else [])
+            print(f"  architecture    {d.arch}: {', '.join(feats)}")
+        else:
+            print("  tensor cores    none through OpenCL: register FMA kernels")
+        print(f"  fp64            {'yes' if d.fp64 else 'no'}")
+        print(f"  kernel cache    {_binary_cache(engine)}")
+    cache = TuningCache()
+    cache.refresh()
+    print(f"\ntuning cache      {cache.path}  ({cache.status}; ${CACHE_ENV} overrides the folder)")
+    print(f"algorithms        {', '.join(sorted(REGISTRY))}")
+    print(f"default backend   {os.environ.get('GEMM_ENGINE_BACKEND', 'auto')} ($GEMM_ENGINE_BACKEND)")
+    print()
+    return 0
+
+
+def _binary_cache(engine) -> str:
+    import os
+    if engine.backend == "cuda":
+        folder = engine.runtime.cp.cuda.compiler.get_cache_dir()
+        return f"{folder} (CuPy's; $CUPY_CACHE_DIR; sm_90a cubins stored there too)"
+    name = engine.device.name
+    if "Portable Computing Language" in name or "pthread" in name:
+        base = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+        return f"{os.environ.get('POCL_CACHE_DIR', os.path.join(base, 'pocl'))} (PoCL's own; $POCL_CACHE_DIR)"
+    import platformdirs
+    return f"{platformdirs.user_cache_dir('pyopencl')} (PyOpenCL's binary cache)"
+
+
+# -- parser ---------------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="gemm-engine", description=__doc__.split("\n\n")[0],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter,
+                                  epilog=__doc__.split("\n\n", 1)[1])
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("info", help="backends, devices, capabilities, cache locations")
+    p.set_defaults(func=info)
+
     p = sub.add_parser("run", help="one matmul checked against numpy, with its speed")
-    p.add_argument("--m", type=int, default=1024)
-    p.add_argument("--n", type=int, default=1024)
-    p.add_argument("--k", type=int, default=1024)
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--dtype", choices=SUPPORTED_NAMES, default="float32")
+    _add_problem(p)
     p.add_argument("--algorithm", default=None, help="registered algorithm name (default: the engine's choice)")
-    p.add_argument("--backend", choices=("auto", "cuda", "opencl"), default="auto")
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--backend", choices=BACKENDS, default="auto")
+    p.add_argument("--tune", action="store_true", help="tune the problem first when the cache has no entry")
+    p.add_argument("--repeat", type=int, default=10, help="timed calls (median)")
     p.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(["run"] if argv is None and len(sys.argv) == 1 else argv)
-    if args.command != "run":
-        parser.print_help()
+    p.set_defaults(func=run)
+
+    p = sub.add_parser("explain", help="which algorithm a problem gets, and why not the others")
+    _add_problem(p)
+    p.add_argument("--algorithm", default=None)
+    p.add_argument("--backend", choices=BACKENDS, default="auto")
+    p.set_defaults(func=explain)
+
+    p = sub.add_parser("source", help="print the generated kernel source for a problem")
+    _add_problem(p)
+    p.add_argument("--algorithm", default=None, help="registered algorithm name (default: the engine's choice)")
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
+                   help="the device whose dialect renders it (ignored with --arch)")
+    p.add_argument("--arch", default=None,
+                   help="render CUDA for this architecture without a GPU, e.g. sm_80 or sm_90")
+    p.set_defaults(func=source)
+
+    p = sub.add_parser("bench", help="the benchmark suite: table, --json, --md, --plot")
+    from .benchsuite import add_arguments
+    add_arguments(p)
+    p.set_defaults(func=_bench)
+
+    p = sub.add_parser("tune", help="tune problems into the persistent tuning cache")
+    _add_problem(p, 4096, 4096, 4096)
+    p.add_argument("--shapes", help="comma list of MxNxK or BxMxNxK (default: --batch/--m/--n/--k)")
+    p.add_argument("--dtypes", help="comma list of dtypes (default: --dtype)")
+    p.add_argument("--suite", choices=("smoke", "quick", "full"), help="tune the benchmark suite's rows instead")
+    p.add_argument("--backend", choices=BACKENDS, default="auto")
+    p.add_argument("--force", action="store_true", help="tune again problems the cache already has")
+    p.add_argument("--exhaustive", action="store_true", help="time every registered algorithm")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--verbose", action="store_true", help="print every candidate's time")
+    p.add_argument("--list", action="store_true", help="list the cache's entries and stop")
+    p.add_argument("--clear", action="store_true", help="delete the tuning cache file and stop")
+    p.set_defaults(func=tune)
+    return top
+
+
+def _bench(args) -> int:
+    from .benchsuite import run_from_args
+    return run_from_args(args)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser().parse_args(argv or ["run"])
+    if args.command is None:
+        parser().print_help()
         return 2
-    return run(args)
+    return args.func(args)

@@ -155,3 +155,18 @@ def vector_alignment(address: int, view: OperandView, itemsize: int, max_bytes: 
     while width > 1 and (address % width or view.ld % width or view.batch_stride % width):
         width //= 2
     return width
+
+
+def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str = "default",
+                  lhs_layout: Layout = Layout.ROW, rhs_layout: Layout = Layout.ROW):
+    """The `MatmulProblem` of freshly allocated contiguous operands (the CLI's and the tuner's
+    problems given by sizes): each operand's alignment follows from its leading dimension."""
+    from .problem import MatmulProblem
+    dt = np.dtype(dtype)
+    et, out = element_type(dt), element_type(WIDENED.get(dt, dt))
+    aligns = []
+    for layout, rows, cols in ((Layout(lhs_layout), m, k), (Layout(rhs_layout), k, n)):
+        ld = cols if layout is Layout.ROW else rows
+        aligns.append(vector_alignment(0, OperandView(layout, ld, rows * cols), dt.itemsize))
+    return MatmulProblem(batch, m, n, k, et, et, out, Layout(lhs_layout), Layout(rhs_layout), *aligns,
+                         precision)

@@ -16,7 +16,8 @@ FIRST_CALL_KEYS = {"backend", "device", "m", "dtype", "algorithm", "import_s", "
 def test_per_call_reports_both_sides():
     engine = get_engine("opencl")
     r = overhead.per_call(engine, size=16, calls=50, repeats=3)
-    assert {"engine_us", "baseline_us", "baseline", "ratio", "size", "calls", "repeats"} <= set(r)
+    assert {"engine_us", "baseline_us", "baseline", "ratio", "engine_host_us", "baseline_host_us",
+            "size", "calls", "repeats"} <= set(r)
     assert r["engine_us"] > 0 and r["baseline_us"] > 0 and r["ratio"] > 0
     assert len(r["engine_runs_us"]) == len(r["baseline_runs_us"]) == 3
 

@@ -2,7 +2,9 @@
 on CuPy's current stream, and arrays are `cupy.ndarray`."""
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 
 import numpy as np
 
@@ -35,6 +37,45 @@ def cuda_available() -> bool:
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
+
+
+def arch_specific_cubin(cp, source: str, arch: str) -> bytes:
+    """NVRTC's cubin of ``source`` for ``arch``, through a file in CuPy's kernel cache folder
+    (``CUPY_CACHE_DIR``) keyed by the source, options and NVRTC version. Files are written to a
+    temporary name and renamed (atomic), and carry a hash of their cubin: a torn or foreign file
+    is recompiled, never loaded."""
+    from cupy_backends.cuda.libs import nvrtc
+    options = ("--std=c++17", f"--gpu-architecture={arch}")
+    key = hashlib.sha256(repr((nvrtc.getVersion(), options, source)).encode()).hexdigest()
+    folder = cp.cuda.compiler.get_cache_dir()
+    path = os.path.join(folder, f"gemm_engine_{key}.cubin")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        digest, cubin = data[:64], data[64:]
+        if digest == hashlib.sha256(cubin).hexdigest().encode():
+            return cubin
+    except OSError:
+        pass
+    prog = nvrtc.createProgram(source, "gemm_engine_kernel.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError as exc:
+            raise RuntimeError(f"NVRTC could not compile the kernel for {arch}:\n"
+                               f"{nvrtc.getProgramLog(prog)}") from exc
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gemm_engine_")
+        with os.fdopen(fd, "wb") as f:
+            f.write(hashlib.sha256(cubin).hexdigest().encode() + cubin)
+        os.replace(tmp, path)
+    except OSError:
+        pass      # a read-only cache folder costs a compile per process, not a failure
+    return cubin
 
 
 class CudaRuntime(Runtime):
@@ -80,21 +121,11 @@ class CudaRuntime(Runtime):
     def _compile_arch_specific(self, source, name, arch):
         """Kernels that need an arch-specific target ("sm_90a": wgmma) are compiled to a cubin by
         NVRTC directly: CuPy's RawModule appends its own ``-arch=sm_XY`` after our options, which
-        would drop the suffix. (Not cached on disk: NVRTC takes about a second for such a kernel.)"""
-        from cupy_backends.cuda.libs import nvrtc
-        prog = nvrtc.createProgram(source, "gemm_engine_kernel.cu", (), ())
-        try:
-            try:
-                nvrtc.compileProgram(prog, ("--std=c++17", f"--gpu-architecture={arch}"))
-            except nvrtc.NVRTCError as exc:
-                raise RuntimeError(f"NVRTC could not compile the kernel for {arch}:\n"
-                                   f"{nvrtc.getProgramLog(prog)}") from exc
-            cubin = nvrtc.getCUBIN(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
+        would drop the suffix, and its cache takes only plain numeric archs. The cubin is kept in
+        CuPy's kernel cache folder (`arch_specific_cubin`) so a new process skips NVRTC (~1 s)."""
         with self.cuda_device:
             module = self.cp.cuda.function.Module()
-            module.load(cubin)
+            module.load(arch_specific_cubin(self.cp, source, arch))
             self._modules.append(module)      # a Function does not keep its module alive everywhere
             return module.get_function(name)
 
