@@ -264,7 +264,8 @@ def info(args) -> int:
 def _binary_cache(engine) -> str:
     import os
     if engine.backend == "cuda":
-        folder = engine.runtime.cp.cuda.compiler.get_cache_dir()
+        from .codegen.cuda_runtime import _cupy_cache_dir
+        folder = _cupy_cache_dir(engine.runtime.cp)
         return f"{folder} (CuPy's; $CUPY_CACHE_DIR; sm_90a cubins stored there too)"
     name = engine.device.name
     if "Portable Computing Language" in name or "pthread" in name:

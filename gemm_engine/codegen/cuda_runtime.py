@@ -39,6 +39,16 @@ def cuda_available() -> bool:
         return False
 
 
+def _cupy_cache_dir(cp) -> str:
+    """CuPy's kernel cache folder: its own answer where this CuPy version exposes one, else the
+    documented rule ($CUPY_CACHE_DIR, default ~/.cupy/kernel_cache)."""
+    for module in (getattr(cp.cuda, "compiler", None), getattr(cp, "_environment", None)):
+        getter = getattr(module, "get_cache_dir", None)
+        if getter is not None:
+            return getter()
+    return os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
+
+
 def arch_specific_cubin(cp, source: str, arch: str) -> bytes:
     """NVRTC's cubin of ``source`` for ``arch``, through a file in CuPy's kernel cache folder
     (``CUPY_CACHE_DIR``) keyed by the source, options and NVRTC version. Files are written to a
@@ -47,7 +57,7 @@ def arch_specific_cubin(cp, source: str, arch: str) -> bytes:
     from cupy_backends.cuda.libs import nvrtc
     options = ("--std=c++17", f"--gpu-architecture={arch}")
     key = hashlib.sha256(repr((nvrtc.getVersion(), options, source)).encode()).hexdigest()
-    folder = cp.cuda.compiler.get_cache_dir()
+    folder = _cupy_cache_dir(cp)
     path = os.path.join(folder, f"gemm_engine_{key}.cubin")
     try:
         with open(path, "rb") as f:
