@@ -51,14 +51,18 @@ class SplitKAlgorithm(AlgorithmFamily):
 
 
 class SplitKWhenWorthIt(SplitKAlgorithm):
-    """``split_k`` for ``auto``: only where K is long against the output (K >= 4 max(M, N) and
-    K >= 1024), so that the output tiles alone would leave compute units idle while each walks a
-    long K; the batch level then still refuses when the tiles already fill the device."""
+    """``split_k`` for ``auto``: only where K is long against the output, so that the output tiles
+    alone would leave compute units idle while each walks a long K: K >= 4 max(M, N) and K >= 1024,
+    or a thin output (M or N at most 64) with K >= 2048 (16 x 8192 x 8192 f16 on the H100: 0.076 ms
+    split against 0.096 unsplit, bench/results/h100_2026-11-21_issue5_full_float16_bfloat16.md).
+    The batch level then still refuses when the tiles already fill the device."""
 
     name = "split_k_when_worth_it"
 
     def setup(self, problem, dialect):
-        if problem.k < max(1024, 4 * max(problem.m, problem.n)):
+        long_k = problem.k >= max(1024, 4 * max(problem.m, problem.n))
+        thin = min(problem.m, problem.n) <= 64 and problem.k >= 2048
+        if not (long_k or thin):
             raise SetupError(self.name, f"K = {problem.k} is not long against M = {problem.m}, "
                                         f"N = {problem.n}: the output tiles carry the parallelism")
         return super().setup(problem, dialect)

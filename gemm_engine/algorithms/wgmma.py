@@ -86,8 +86,12 @@ def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelect
                        # 128 x 128 tiles 0.0175 ms against 0.0196 for 256 x 128)
         if problem.batch * -(-problem.m // sm) * -(-problem.n // sn) >= sms:
             break
+    # Large outputs: the swizzled order keeps neighbouring tiles' operands in L2. The tuner picked it
+    # at 8192^3 and 8192 x 12288 x 4096 (2-7% faster), row-major at 4096^3 and 8192 x 4096 (1024
+    # tiles or fewer): bench/results/h100_2026-11-21_issue5_full_float16_bfloat16.md.
+    tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
     return WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages,
-                          staged_output=staged)
+                          staged_output=staged, dispatch="swizzled" if tiles >= 2048 else "row_major")
 
 
 @register
