@@ -63,6 +63,11 @@ def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision:
     align = min(problem.lhs_align, problem.rhs_align)
     if align < wide:
         candidates[0] = _REGISTER_PATH_LARGE if align * 16 // wide < 4 else _UNALIGNED_LARGE
+    if problem.lhs.storage == "f32" and problem.k <= 128:
+        # tf32 with a short K is output-bound: the 64 x 64 stage, with the most cubes in flight,
+        # was the tuner's choice at 8192 x 8192 x 64 (0.23 ms against 0.31 for 128 x 256) and at
+        # 256 x 128^3 (bench/results/h100_2026-11-21_issue5_full_float32_tf32.md).
+        candidates = candidates[-1:]
     for plm, pln, pm, pn, sk, stages in candidates:
         sm, sn = plm * pm * 16, pln * pn * 8
         cubes = problem.batch * -(-problem.m // sm) * -(-problem.n // sn)
