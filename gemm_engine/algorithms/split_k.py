@@ -66,7 +66,7 @@ class SplitKWhenWorthIt(SplitKAlgorithm):
         # Exact float32 on register FMA runs 64 x 64 stages: when those do not give half the compute
         # units a cube, K ranges do (512^3 f32 on the H100: 0.030 ms split in 4, 0.061 unsplit).
         tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // 64)
-        few_fma_tiles = (problem.lhs.compute == "f32" and problem.precision == "default"
+        few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
                          and problem.k >= 512 and 2 * tiles < dialect.device.compute_units)
         if not (long_k or thin or few_fma_tiles):
             raise SetupError(self.name, f"K = {problem.k} is not long against M = {problem.m}, "
