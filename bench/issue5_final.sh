@@ -12,3 +12,4 @@ GEMM_ENGINE_TEST_BACKENDS=cuda timeout 240 python3 -m pytest -q -p no:cacheprovi
 echo "elapsed $(( $(date +%s) - t0 )) s"
 python3 bench/suite.py --suite full --tune --json $OUT/full.json --md $OUT/full.md --plot $OUT/full.png | tail -75
 echo "elapsed $(( $(date +%s) - t0 )) s"
+if [ "${1:-}" = probe ]; then python3 bench/small_probe.py --json $OUT/small_probe.json; fi
