@@ -9,6 +9,7 @@ import tempfile
 import numpy as np
 
 from ..errors import BackendUnavailableError
+from .cuda_launch import DriverLauncher
 from .device import DeviceInfo
 from .dialect import cuda_target_arch
 from .runtime import Runtime, span_of
@@ -104,6 +105,9 @@ class CudaRuntime(Runtime):
         if not 0 <= index < count:
             raise ValueError(f"device: CUDA device index {index} out of range (0..{count - 1})")
         self.cuda_device = cp.cuda.Device(index)
+        # cuLaunchKernel with a reusable parameter block where CuPy exposes it (cuda_launch.py);
+        # CuPy's Function call otherwise.
+        self._driver_launch = DriverLauncher(cp) if DriverLauncher.available(cp) else None
         props = cp.cuda.runtime.getDeviceProperties(index)
         name = props["name"]
         self.device = DeviceInfo(
@@ -150,7 +154,10 @@ class CudaRuntime(Runtime):
                 return self.launch_converted(kernel, cubes, units, args, shared_bytes)
         if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
             self._raise_shared_limit(kernel, shared_bytes)
-        kernel((cubes,), (units,), args, shared_mem=shared_bytes)
+        if self._driver_launch is not None:
+            self._driver_launch(kernel, cubes, units, args, shared_bytes)
+        else:
+            kernel((cubes,), (units,), args, shared_mem=shared_bytes)
 
     def _raise_shared_limit(self, kernel, shared_bytes):
         """A block gets more than 48 KiB of dynamic shared memory only after an opt-in per kernel
@@ -178,6 +185,8 @@ class CudaRuntime(Runtime):
         return self.cp.asnumpy(x)
 
     def empty(self, shape, dtype):
+        if self.cp.cuda.runtime.getDevice() == self.cuda_device.id:   # the per-call path: no context switch
+            return self.cp.empty(shape, dtype=dtype)
         with self.cuda_device:
             return self.cp.empty(shape, dtype=dtype)
 
