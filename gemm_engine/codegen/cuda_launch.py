@@ -11,17 +11,23 @@ Argument types the engine passes: CuPy arrays (their first element's address), `
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 
 class ParamBlock:
-    """``n`` 8-byte parameter slots and the array of their addresses that cuLaunchKernel reads."""
+    """``n`` 8-byte parameter slots and the array of their addresses that cuLaunchKernel reads
+    (ctypes arrays: a slice assignment from a list of ints is the cheapest refill)."""
 
     def __init__(self, n: int):
-        self.slots = np.zeros(n, np.int64)
-        base = self.slots.ctypes.data
-        self.addresses = np.arange(base, base + 8 * n, 8, dtype=np.uint64)
-        self.address = self.addresses.ctypes.data
+        self.slots = (ctypes.c_int64 * n)()
+        base = ctypes.addressof(self.slots)
+        self.addresses = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
+        self.address = ctypes.addressof(self.addresses)
+
+    def raw(self) -> bytes:
+        return bytes(self.slots)
 
 
 def _slot_value(x, ndarray) -> int:
@@ -65,7 +71,9 @@ class DriverLauncher:
         block = self._blocks.get(len(args))
         if block is None:
             block = self._blocks[len(args)] = ParamBlock(len(args))
-        nd = self._ndarray
-        block.slots[:] = [_slot_value(x, nd) for x in args]
+        nd, i64 = self._ndarray, np.int64
+        # The two common types inline (this runs on every call), the rest through _slot_value.
+        block.slots[:] = [x.data.ptr if type(x) is nd else int(x) if type(x) is i64 else _slot_value(x, nd)
+                          for x in args]
         stream = self.cp.cuda.get_current_stream().ptr
         self._launch(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)

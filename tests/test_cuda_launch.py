@@ -1,0 +1,38 @@
+"""The driver-launch parameter block (codegen/cuda_launch.py) without a GPU: each argument lands
+in its own 8-byte slot with the bytes the kernel's parameter type reads."""
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import numpy as np
+import pytest
+
+from gemm_engine.codegen.cuda_launch import ParamBlock, _slot_value
+
+
+class FakeArray:
+    class data:
+        ptr = 0x7F0000001000
+
+
+def test_slots_hold_each_parameter_type_exactly():
+    args = (np.int64(-3), np.float32(1.5), np.float64(-2.0), 7, np.int32(9))
+    block = ParamBlock(len(args))
+    block.slots[:] = [_slot_value(x, FakeArray) for x in args]
+    raw = block.raw()
+    assert struct.unpack("<q", raw[0:8])[0] == -3
+    assert struct.unpack("<f", raw[8:12])[0] == 1.5          # a float parameter reads 4 bytes
+    assert struct.unpack("<d", raw[16:24])[0] == -2.0
+    assert struct.unpack("<q", raw[24:32])[0] == 7
+    assert struct.unpack("<q", raw[32:40])[0] == 9
+    assert _slot_value(FakeArray(), FakeArray) == FakeArray.data.ptr
+    # The address array points at consecutive slots.
+    addresses = (ctypes.c_void_p * len(args)).from_address(block.address)
+    assert [addresses[i] - addresses[0] for i in range(len(args))] == [8 * i for i in range(len(args))]
+    assert addresses[0] == ctypes.addressof(block.slots)
+
+
+def test_unknown_argument_types_are_refused():
+    with pytest.raises(TypeError, match="kernel argument of type str"):
+        _slot_value("x", FakeArray)
