@@ -6,7 +6,6 @@ Imported by the scripts as ``common`` (a script's own folder is first on ``sys.p
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 
@@ -14,48 +13,28 @@ from gemm_engine.dtypes import BFLOAT16, FLOAT16, bfloat16_dtype
 from gemm_engine.errors import SetupError
 from gemm_engine.frontend import vector_alignment
 from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.timing import time_batch, device_time
 
 
 def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
     """Median seconds per ``fn()`` on the current CUDA stream: ``warmup`` calls, a sync (``sync``,
     else the current stream's), then ``repeat`` batches of ``inner`` back-to-back calls, each timed
-    by a pair of CUDA events."""
+    by a pair of CUDA events (gemm_engine.timing's sampling)."""
     for _ in range(warmup):
         fn()
     (sync or cp.cuda.get_current_stream().synchronize)()
-    times = []
-    for _ in range(repeat):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(inner):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / inner)
-    return statistics.median(times)
+    return statistics.median(time_batch(None, fn, inner, cp) for _ in range(repeat))
 
 
 class Timer:
-    """Median seconds of ``fn()`` on the engine's device: CUDA events on CUDA, the host clock
-    around ``fn(); synchronize()`` on OpenCL."""
+    """Median seconds of one ``fn()`` on the engine's device (`gemm_engine.timing.device_time`,
+    one call per sample)."""
 
     def __init__(self, engine, repeat, warmup=2):
         self.rt, self.repeat, self.warmup = engine.runtime, repeat, warmup
-        self.cuda = engine.backend == "cuda"
 
     def __call__(self, fn) -> float:
-        if self.cuda:
-            return events_time(self.rt.cp, fn, self.repeat, warmup=self.warmup, sync=self.rt.synchronize)
-        for _ in range(self.warmup):
-            fn()
-        self.rt.synchronize()
-        times = []
-        for _ in range(self.repeat):
-            t0 = time.perf_counter()
-            fn()
-            self.rt.synchronize()
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+        return device_time(self.rt, fn, repeat=self.repeat, warmup=self.warmup, min_window=0)
 
 
 # -- the 16-bit tensor-core sweeps ---------------------------------------------------------------

@@ -398,29 +398,26 @@ class Engine:
     def _setup_choice(self, algorithm, problem: MatmulProblem) -> tuple[Algorithm, KernelConfig]:
         """(algorithm, config) for a call: the caller's algorithm, else the tuned one, falling back
         to the heuristic when the tuned selection does not set up for this member of its class."""
-        if algorithm is not None:
-            return self._configure(self._resolve(algorithm), problem)
-        *first, last = self._default_choices(problem)
-        for alg in first:
-            try:
-                return self._configure(alg, problem)
-            except SetupError:
-                pass
-        return self._configure(last, problem)
+        return self._choose(self._configure, algorithm, problem)
 
     def _plan_call(self, algorithm, problem: MatmulProblem, tune: bool):
         """(algorithm, config, kernels) of a call, compiled (see `_setup_choice`)."""
-        if algorithm is not None:
-            return self._plan(self._resolve(algorithm), problem)
-        if tune:
+        if algorithm is None and tune:
             self.tune(problem)
+        return self._choose(self._plan, algorithm, problem)
+
+    def _choose(self, step, algorithm, problem: MatmulProblem):
+        """``step(alg, problem)`` (setup, or setup and compile) for the caller's algorithm, else
+        for the first default choice that sets up."""
+        if algorithm is not None:
+            return step(self._resolve(algorithm), problem)
         *first, last = self._default_choices(problem)
         for alg in first:
             try:
-                return self._plan(alg, problem)
+                return step(alg, problem)
             except SetupError:
                 pass
-        return self._plan(last, problem)
+        return step(last, problem)
 
     # -- steps -------------------------------------------------------------------------------
     def _as_array(self, x, label):

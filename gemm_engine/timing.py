@@ -23,7 +23,9 @@ MIN_WINDOW = 2e-4
 MAX_BATCH = 64
 
 
-def _sample(runtime, fn, count: int, cp) -> float:
+def time_batch(runtime, fn, count: int, cp) -> float:
+    """Seconds per call of ``count`` back-to-back ``fn()``: CUDA events when ``cp`` (CuPy) is
+    given, else the host clock up to ``runtime.synchronize()``."""
     if cp is not None:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record()
@@ -49,6 +51,6 @@ def device_time(runtime, fn, repeat: int = 10, warmup: int = 2, min_window: floa
     cp = getattr(runtime, "cp", None) if runtime.backend == "cuda" else None
     batch = 1
     if min_window > 0:
-        first = _sample(runtime, fn, 1, cp)
+        first = time_batch(runtime, fn, 1, cp)
         batch = max(1, min(MAX_BATCH, math.ceil(min_window / max(first, 1e-7))))
-    return statistics.median(_sample(runtime, fn, batch, cp) for _ in range(repeat))
+    return statistics.median(time_batch(runtime, fn, batch, cp) for _ in range(repeat))
