@@ -221,3 +221,21 @@ def test_tune_reports_problems_it_cannot_tune(cache_env):
     engine = fresh_engine()
     with pytest.raises(ValueError, match="no problem to explain or tune"):
         engine.tune(np.ones((0, 3), np.float32), np.ones((3, 2), np.float32))
+
+
+def test_another_process_uses_the_cached_choice(cache_env, rng):
+    import subprocess
+    import sys
+    a = rng.standard_normal((40, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 24)).astype(np.float32)
+    writer = fresh_engine()
+    store(writer, writer.problem_for(a, b), "simple_unit", MARKED)
+    code = ("import numpy as np, gemm_engine\n"
+            "e = gemm_engine.Engine('opencl')\n"
+            "a = np.ones((40, 32), np.float32); b = np.ones((32, 24), np.float32)\n"
+            "assert (e.matmul(a, b) == 32).all()\n"
+            "print(repr(e.last_choice[0].selection))\n")
+    env = dict(os.environ, **{CACHE_ENV: str(cache_env)})
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == repr(MARKED)
