@@ -84,7 +84,10 @@ def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelect
         if sm >= 2 * max(problem.m, 64) and (wm, wn, pm, tn) != _CANDIDATES[-1][:4]:
             continue   # half the tile or more past M: idle (measured: 256 x 128^3 f16 batched,
                        # 128 x 128 tiles 0.0175 ms against 0.0196 for 256 x 128)
-        if problem.batch * -(-problem.m // sm) * -(-problem.n // sn) >= sms:
+        # One full wave is enough (9 in 10 multiprocessors busy): 2048^3 runs best on 128 tiles
+        # of 256 x 128 and 1000^3 on 128 of 64 x 128, not on two waves of smaller tiles (the tuner's
+        # and bench/small_probe.py's choices, bench/results/h100_2026-11-21_*).
+        if problem.batch * -(-problem.m // sm) * -(-problem.n // sn) >= 0.9 * sms:
             break
     # Large outputs: the swizzled order keeps neighbouring tiles' operands in L2. The tuner picked it
     # at 8192^3 and 8192 x 12288 x 4096 (2-7% faster), row-major at 4096^3 and 8192 x 4096 (1024
