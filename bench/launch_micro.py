@@ -47,7 +47,7 @@ def main():
                                                                       stream, block.address, 0)),
         "DriverLauncher call": us(lambda: dl(kernel, cubes, units, args, shared)),
         "rt.launch_converted": us(lambda: rt.launch_converted(kernel, cubes, units, args, shared)),
-        "engine._run_fast": us(lambda: eng._run_fast(plan, a, b)),
+        "engine._run_fast": us(lambda: eng._run_fast(plan, a, b, None)),
         "engine.matmul": us(lambda: eng.matmul(a, b)),
     }
     cp.cuda.get_current_stream().synchronize()
