@@ -65,6 +65,9 @@ class _FastPlan:
     rhs: OperandView
     sizes: tuple             # (out_ld, out_batch_stride, M, N, K, batch)
     fused: "_Fused | None" = None
+    #: ``direct(a, b, out) -> bool``: the launch with only the three addresses new, where the
+    #: runtime offers it (CUDA); False when it cannot launch now (another current device).
+    direct: object = None
 
     def __post_init__(self):
         # Integer kernel arguments converted once, not on every call.
@@ -273,6 +276,13 @@ class Engine:
     def _run_fast(self, plan: _FastPlan, a, b, out, alpha=1.0, beta=None, c=None, bias=None):
         """Launch a cached plan; None when ``out`` overlaps an input (the general path copes)."""
         rt = self.runtime
+        if plan.direct is not None and out is None:
+            # A one-kernel plan with no epilogue arguments on CUDA: only the three addresses
+            # change between calls (codegen/cuda_launch.py, `PreparedLaunch`).
+            target = rt.empty(plan.out_shape, plan.dtype)
+            if plan.direct(a, b, target):
+                self.last_choice = (plan.alg, plan.cfg)
+                return target
         if out is not None and any(rt.may_overlap(out, x) for x in (a, b, c, bias)
                                    if x is not None and x is not out):
             return None
@@ -574,10 +584,16 @@ class Engine:
         workspace = alg.workspace(cfg, problem)
         if workspace is not None:
             workspace = (numpy_dtype(workspace[0]), workspace[1])
-        plan = _FastPlan(alg, cfg, kernels, workspace, out_shape, dtype, lhs.view, rhs.view, sizes, fused)
         extra = fused.args(rt, alpha, beta, c, bias) if fused is not None else []
-        args = [np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args + [ptr, offset, *sizes] + extra]
-        return plan, tuple(args)
+        args = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a
+                     for a in args + [ptr, offset, *sizes] + extra)
+        direct = None
+        if fused is None and workspace is None and len(kernels) == 1 and hasattr(rt, "prepare_launch"):
+            kernel, cubes, units, shared = kernels[0]
+            direct = rt.prepare_launch(kernel, cubes, units, args, shared, arrays=(0, 4, 8))
+        plan = _FastPlan(alg, cfg, kernels, workspace, out_shape, dtype, lhs.view, rhs.view, sizes, fused,
+                         direct)
+        return plan, args
 
     def _empty_result(self, shape, dtype, out, host):
         rt = self.runtime

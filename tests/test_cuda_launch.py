@@ -36,3 +36,58 @@ def test_slots_hold_each_parameter_type_exactly():
 def test_unknown_argument_types_are_refused():
     with pytest.raises(TypeError, match="kernel argument of type str"):
         _slot_value("x", FakeArray)
+
+
+class _FakeRuntime:
+    """What PreparedLaunch reads of a CudaRuntime, with a recording cuLaunchKernel."""
+
+    def __init__(self):
+        self.launched = []
+        rt = self
+
+        class cp:
+            ndarray = FakeArray
+
+            class cuda:
+                class runtime:
+                    @staticmethod
+                    def getDevice():
+                        return 0
+
+                @staticmethod
+                def get_current_stream():
+                    class S:
+                        ptr = 0
+                    return S
+
+        class Launcher:
+            def _launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, address, extra):
+                n = 4
+                addresses = (ctypes.c_void_p * n).from_address(address)
+                rt.launched.append([ctypes.c_int64.from_address(addresses[i]).value for i in range(n)])
+
+            @staticmethod
+            def function(kernel):
+                return 1
+
+        self.cp, self._driver_launch = cp, Launcher()
+        self.cuda_device = type("D", (), {"id": 0})()
+
+
+def test_prepared_launch_changes_only_the_array_slots_per_thread():
+    import threading
+
+    from gemm_engine.codegen.cuda_launch import PreparedLaunch
+
+    class Arr:
+        def __init__(self, ptr):
+            self.data = type("M", (), {"ptr": ptr})()
+
+    rt = _FakeRuntime()
+    launch = PreparedLaunch(rt, None, 2, 32, (FakeArray(), np.int64(5), FakeArray(), np.int64(-1)), 0, (0, 2))
+    assert launch(Arr(100), Arr(200))
+    thread = threading.Thread(target=lambda: launch(Arr(300), Arr(400)))
+    thread.start()
+    thread.join()
+    assert launch(Arr(500), Arr(600))
+    assert rt.launched == [[100, 5, 200, -1], [300, 5, 400, -1], [500, 5, 600, -1]]

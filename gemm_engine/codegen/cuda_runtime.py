@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from .cuda_launch import DriverLauncher
+from .cuda_launch import DriverLauncher, PreparedLaunch
 from .device import DeviceInfo
 from .dialect import cuda_target_arch
 from .runtime import Runtime, span_of
@@ -158,6 +158,16 @@ class CudaRuntime(Runtime):
             self._driver_launch(kernel, cubes, units, args, shared_bytes)
         else:
             kernel((cubes,), (units,), args, shared_mem=shared_bytes)
+
+    def prepare_launch(self, kernel, cubes, units, args: tuple, shared_bytes: int, arrays):
+        """A `PreparedLaunch` of ``kernel`` with ``args`` (only the arrays at positions ``arrays``
+        change between its calls), or None where launches go through CuPy's Function call."""
+        if self._driver_launch is None:
+            return None
+        if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
+            with self.cuda_device:
+                self._raise_shared_limit(kernel, shared_bytes)
+        return PreparedLaunch(self, kernel, cubes, units, args, shared_bytes, arrays)
 
     def _raise_shared_limit(self, kernel, shared_bytes):
         """A block gets more than 48 KiB of dynamic shared memory only after an opt-in per kernel
