@@ -1,5 +1,6 @@
 """Microseconds of each step of a driver launch (codegen/cuda_launch.py) on a tiny matmul plan:
-the slot refill, the current-stream query, cuLaunchKernel itself, and the whole launch.
+the slot refill, the current-stream query, cuLaunchKernel itself, the whole launch, the prepared
+launch of a cached plan (three addresses written), and the call levels above them.
 
     python3 bench/launch_micro.py
 """
@@ -35,7 +36,7 @@ def main():
     args = (a, np.int64(0), *plan.lhs_args, b, np.int64(0), *plan.rhs_args, out, np.int64(0), *plan.size_args)
     dl = rt._driver_launch
     dl(kernel, cubes, units, args, shared)
-    block = dl._blocks[len(args)]
+    block = dl._local.blocks[len(args)]
     fn = dl.function(kernel)
     stream = cp.cuda.get_current_stream().ptr
     nd, i64 = cp.ndarray, np.int64
@@ -47,6 +48,7 @@ def main():
                                                                       stream, block.address, 0)),
         "DriverLauncher call": us(lambda: dl(kernel, cubes, units, args, shared)),
         "rt.launch_converted": us(lambda: rt.launch_converted(kernel, cubes, units, args, shared)),
+        "prepared launch (plan.direct)": us(lambda: plan.direct(a, b, out)),
         "engine._run_fast": us(lambda: eng._run_fast(plan, a, b, None)),
         "engine.matmul": us(lambda: eng.matmul(a, b)),
     }
