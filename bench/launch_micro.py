@@ -7,33 +7,18 @@ launch of a cached plan (three addresses written), and the call levels above the
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
-import gemm_engine  # noqa: E402
-
-
-def us(fn, calls=20000):
-    fn()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
+from fastpath_profile import tiny_plan, us  # noqa: E402
 
 
 def main():
-    eng = gemm_engine.Engine("cuda")
+    eng, a, b, out, plan, args = tiny_plan()
     cp, rt = eng.runtime.cp, eng.runtime
-    a = cp.asarray(np.random.rand(64, 64).astype(np.float16))
-    b = cp.asarray(np.random.rand(64, 64).astype(np.float16))
-    eng.matmul(a, b)
-    plan = next(iter(eng._fast.values()))
     kernel, cubes, units, shared = plan.kernels[0]
-    out = cp.empty((64, 64), np.float16)
-    args = (a, np.int64(0), *plan.lhs_args, b, np.int64(0), *plan.rhs_args, out, np.int64(0), *plan.size_args)
     dl = rt._driver_launch
     dl(kernel, cubes, units, args, shared)
     block = dl._local.blocks[len(args)]

@@ -66,7 +66,8 @@ class _FastPlan:
     sizes: tuple             # (out_ld, out_batch_stride, M, N, K, batch)
     fused: "_Fused | None" = None
     #: ``direct(a, b, out) -> bool``: the launch with only the three addresses new, where the
-    #: runtime offers it (CUDA); False when it cannot launch now (another current device).
+    #: runtime offers it (CUDA; prepared by the plan's first fast call, False where it cannot be);
+    #: it returns False when it cannot launch now (another current device).
     direct: object = None
 
     def __post_init__(self):
@@ -276,7 +277,7 @@ class Engine:
     def _run_fast(self, plan: _FastPlan, a, b, out, alpha=1.0, beta=None, c=None, bias=None):
         """Launch a cached plan; None when ``out`` overlaps an input (the general path copes)."""
         rt = self.runtime
-        if plan.direct is not None and out is None:
+        if plan.direct and out is None:
             # A one-kernel plan with no epilogue arguments on CUDA: only the three addresses
             # change between calls (codegen/cuda_launch.py, `PreparedLaunch`).
             target = rt.empty(plan.out_shape, plan.dtype)
@@ -292,6 +293,14 @@ class Engine:
                 pt, np.int64(ot), *plan.size_args)
         if plan.fused is not None:
             args += tuple(plan.fused.args(rt, float(alpha), 1.0 if beta is None else float(beta), c, bias))
+        elif plan.direct is None:
+            # The plan's first fast call prepares its direct launch (only the first: a plan the
+            # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
+            direct = False
+            if plan.workspace is None and len(plan.kernels) == 1 and hasattr(rt, "prepare_launch"):
+                kernel, cubes, units, shared = plan.kernels[0]
+                direct = rt.prepare_launch(kernel, cubes, units, args, shared, arrays=(0, 4, 8)) or False
+            object.__setattr__(plan, "direct", direct)
         self._run_kernels(plan, args)
         self.last_choice = (plan.alg, plan.cfg)
         return target
@@ -587,12 +596,7 @@ class Engine:
         extra = fused.args(rt, alpha, beta, c, bias) if fused is not None else []
         args = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a
                      for a in args + [ptr, offset, *sizes] + extra)
-        direct = None
-        if fused is None and workspace is None and len(kernels) == 1 and hasattr(rt, "prepare_launch"):
-            kernel, cubes, units, shared = kernels[0]
-            direct = rt.prepare_launch(kernel, cubes, units, args, shared, arrays=(0, 4, 8))
-        plan = _FastPlan(alg, cfg, kernels, workspace, out_shape, dtype, lhs.view, rhs.view, sizes, fused,
-                         direct)
+        plan = _FastPlan(alg, cfg, kernels, workspace, out_shape, dtype, lhs.view, rhs.view, sizes, fused)
         return plan, args
 
     def _empty_result(self, shape, dtype, out, host):
