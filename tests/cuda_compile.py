@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gemm_engine.batch.base import KERNEL_NAME
-from gemm_engine.batch.split_k import REDUCE_KERNEL_NAME
 
 ARCHS = ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a")
 SM80, SM90A = ARCHS
@@ -78,6 +76,10 @@ def compile_cuda(source: str, nvcc: str, arch: str) -> tuple[bool, str]:
         return proc.returncode == 0, out
 
 
+#: A kernel entry point: every kernel the engine renders is named gemm_engine_<something>.
+_ENTRY = re.compile(r"\bvoid (gemm_engine_\w+)\(")
+
+
 def bundle(sources: list[str]) -> str:
     """Several kernel sources in one translation unit: each in its own namespace (macros may be
     redefined identically; helpers and kernels must not clash), so nvcc starts once per bundle.
@@ -89,8 +91,8 @@ def bundle(sources: list[str]) -> str:
         lines = src.splitlines()
         includes += [ln for ln in lines if ln.startswith("#include") and ln not in includes]
         body = "\n".join(ln for ln in lines if not ln.startswith("#include"))
-        for name in (KERNEL_NAME, REDUCE_KERNEL_NAME):   # extern "C" names ignore namespaces
-            body = body.replace(name, f"{name}_{i}")
+        for name in set(_ENTRY.findall(body)):   # extern "C" names ignore namespaces
+            body = re.sub(rf"\b{name}\b", f"{name}_{i}", body)
         bodies.append(f"namespace gemm_bundle{i}_ {{\n{body}\n}}")
     return "\n".join(includes + bodies)
 
@@ -107,7 +109,7 @@ def archs_for(min_arch: str | None) -> tuple[str, ...]:
 # -- results ----------------------------------------------------------------------------------------
 _PROPS = re.compile(r"Function properties for (\S+)\s*\n\s*\d+ bytes stack frame, (\d+) bytes spill stores, "
                     r"(\d+) bytes spill loads")
-_KERNEL = re.compile(rf"(?:{KERNEL_NAME}|{REDUCE_KERNEL_NAME})_(\d+)")
+_KERNEL = re.compile(r"gemm_engine_\w+?_(\d+)")
 _NAMESPACE = re.compile(r"gemm_bundle(\d+)_")
 
 

@@ -35,7 +35,7 @@ def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     if name in TENSOR_CORE:
         cc = device.compute_capability or (0, 0)
         need = (9, 0) if "wgmma" in name else (8, 0)
-        dtypes = {"float16", "bfloat16"} if "wgmma" in name else TENSOR_CORE_DTYPES
+        dtypes = TENSOR_CORE_DTYPES   # wgmma: tf32 through K-major copies (batch/k_major.py)
         return backend == "cuda" and dtype in dtypes and cc >= need
     return dtype != "tf32"  # unit algorithms and families run every exact dtype everywhere
 

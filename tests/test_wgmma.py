@@ -3,13 +3,14 @@ CUDA numerics (on an sm_90 GPU only) against a float64 reference."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from conftest import get_engine
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
-from helpers import BF16, assert_close, np_dtype, random
+from helpers import BF16, assert_close, np_dtype, random, reference, rel_error
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection, select_wgmma_tiling
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import cuda_target_arch, dialect_for
@@ -22,9 +23,11 @@ HALF = ["float16"] + (["bfloat16"] if BF16 is not None else [])
 
 
 def problem(b=1, m=256, n=256, k=128, dtype="float16", layouts=("row", "row"), align=8):
-    et = BY_NAME[dtype]
+    """A problem; dtype "tf32" is float32 with precision="tf32"."""
+    precision = "tf32" if dtype == "tf32" else "default"
+    et = BY_NAME["float32" if dtype == "tf32" else dtype]
     return MatmulProblem(b, m, n, k, et, et, et, Layout(layouts[0]), Layout(layouts[1]),
-                         lhs_align=align, rhs_align=align)
+                         lhs_align=align, rhs_align=align, precision=precision)
 
 
 def render(p, selection=None, dialect=SM90):
@@ -45,15 +48,17 @@ def test_refuses_devices_without_wgmma(device):
         PipelinedWgmmaAlgorithm().setup(problem(), dialect_for(device))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_refuses_other_dtypes(dtype):
-    with pytest.raises(SetupError, match="float16 / bfloat16"):
+@pytest.mark.parametrize("dtype, words", [("float32", "opt in with precision='tf32'"),
+                                          ("float64", "float16 / bfloat16")])
+def test_refuses_other_dtypes(dtype, words):
+    with pytest.raises(SetupError, match=words):
         PipelinedWgmmaAlgorithm().setup(problem(dtype=dtype), SM90)
 
 
 @pytest.mark.parametrize("selection, words", [
     (WgmmaSelection(tile_n=96), "tile_n"),
     (WgmmaSelection(stage_k=32), "stage_k"),
+    (WgmmaSelection(stage_k=128), "stage_k"),
     (WgmmaSelection(partition_m=2, tile_n=256), "accumulator registers"),
     (WgmmaSelection(stages=2, wgmma_pending=1), "prefetches nothing"),
     (WgmmaSelection(stages=6), "shared memory"),
@@ -99,6 +104,55 @@ def test_alignment_picks_copy_width(align, copy):
     assert copy in src
 
 
+# -- tf32: K-major operands, transposed first where they are not -----------------------------------
+@pytest.mark.parametrize("layouts, copies", [(("row", "row"), ("rhs",)), (("row", "col"), ()),
+                                             (("col", "col"), ("lhs",)), (("col", "row"), ("lhs", "rhs"))])
+def test_tf32_transposes_only_operands_that_are_not_k_major(layouts, copies):
+    p = problem(m=300, n=200, k=100, dtype="tf32", layouts=layouts, align=1)
+    alg = PipelinedWgmmaAlgorithm()
+    cfg, src = render(p)
+    assert cfg.batch.global_.stage.stage_k == 32 and cfg.batch.global_.stage.tile.kind == "tf32"
+    # k8 instructions without transpose immediates: K-major operands only
+    assert re.search(r"m64n\d+k8\.f32\.tf32\.tf32 \{[^}]*\}, %\d+, %\d+, p, 1, 1;", src)
+    names = [launch.name for launch in alg.launches(cfg, p)]
+    assert names == [f"gemm_engine_k_major_{op}" for op in copies] + ["gemm_engine_kernel"]
+    for op in ("lhs", "rhs"):
+        assert (f"void gemm_engine_k_major_{op}(" in src) == (op in copies)
+    pitch = 100                                   # K = 100 is already 16-byte rows of float32
+    rows = sum({"lhs": 300, "rhs": 200}[op] for op in copies)
+    assert alg.workspace(cfg, p) == ((BY_NAME["float32"], rows * pitch) if copies else None)
+    if copies:   # the main kernel reads the copies, 16 bytes at a time
+        assert "const i64 rhs_ld = k_pitch;" in src or "rhs" not in copies
+        assert "cp.async.cg.shared.global [%0], [%1], 16" in src
+
+
+def test_tf32_pitch_rounds_k_up_to_16_bytes():
+    p = problem(b=2, m=128, n=64, k=70, dtype="tf32", align=1)
+    alg = PipelinedWgmmaAlgorithm()
+    cfg, src = render(p)
+    assert alg.workspace(cfg, p) == (BY_NAME["float32"], 2 * 64 * 72)
+    assert "(K + 3) & ~(i64)3" in src
+    assert "rhs_batch_stride == 0 ? 0 : b * N * k_pitch" in src   # a broadcast rhs is copied once
+
+
+def test_tf32_two_k_atoms_per_stage():
+    """stage_k = 64 tf32 elements: two 128-byte k-atoms per row; the instruction's k slices step
+    32 bytes inside an atom, then a whole atom (extent x 128 bytes)."""
+    p = problem(m=256, n=256, k=256, dtype="tf32", layouts=("row", "col"), align=4)
+    sel = WgmmaSelection(warpgroups_m=1, tile_n=128, stage_k=64, stages=3)
+    cfg, src = render(p, sel)
+    assert src.count("m64n128k8.f32.tf32.tf32") == 8
+    assert "((0) * 128 + 8192) >> 4" in src       # rhs: k 32 starts one 64 x 128-byte atom on
+
+
+def test_tf32_auto_gate_refuses_small_transposes():
+    from gemm_engine.algorithms.wgmma import WgmmaWhenWorthIt
+    with pytest.raises(SetupError, match="costs more than it gains"):
+        WgmmaWhenWorthIt().setup(problem(m=256, n=4096, k=4096, dtype="tf32"), SM90)
+    WgmmaWhenWorthIt().setup(problem(m=256, n=4096, k=4096, dtype="tf32", layouts=("row", "col")), SM90)
+    WgmmaWhenWorthIt().setup(problem(m=4096, n=4096, k=4096, dtype="tf32"), SM90)
+
+
 # -- nvcc -------------------------------------------------------------------------------------------
 COMPILE_CASES = {
     "4096 rr": (problem(m=4096, n=4096, k=4096), None),
@@ -108,6 +162,10 @@ COMPILE_CASES = {
     "128x128 pending0": (problem(), WgmmaSelection(tile_n=128, wgmma_pending=0, stages=3)),
     "64x128 pm2": (problem(), WgmmaSelection(warpgroups_m=1, partition_m=2, tile_n=128)),
     "wg 2x2": (problem(m=300, n=600), WgmmaSelection(warpgroups_m=2, warpgroups_n=2, tile_n=128, stages=3)),
+    "tf32 4096 rr": (problem(m=4096, n=4096, k=4096, dtype="tf32", align=4), None),
+    "tf32 odd cr a1": (problem(b=3, m=97, n=61, k=53, dtype="tf32", layouts=("col", "row"), align=1), None),
+    "tf32 rc sk64": (problem(m=300, n=200, k=190, dtype="tf32", layouts=("row", "col"), align=2),
+                     WgmmaSelection(warpgroups_m=1, tile_n=128, stage_k=64, stages=3)),
 }
 
 
@@ -158,18 +216,35 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, pad, selection)
 ]
 
 
-@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("dtype", HALF + ["tf32"])
 @pytest.mark.parametrize("case", NUMERIC_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{''.join(x[0] for x in c[4])}-p{c[5]}"
                                                             + ("" if c[6] is None else f"-{c[6].stage_m}x{c[6].stage_n}"))
 def test_numerics(rng, dtype, case):
     engine = hopper_engine()
     b, m, n, k, layouts, pad, selection = case
     lead = (b,) if b > 1 else ()
-    a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
+    data = "float32" if dtype == "tf32" else dtype
+    if dtype == "tf32" and selection is not None:
+        selection = replace(selection, stage_k=32)
+    a, bb = random(rng, lead + (m, k), data), random(rng, lead + (k, n), data)
     da, db = operand(engine, a, layouts[0], pad), operand(engine, bb, layouts[1], pad)
-    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
-    engine.matmul(da, db, out=out, algorithm=PipelinedWgmmaAlgorithm(selection))
-    assert_close(engine.runtime.to_host(out), a, bb, dtype)
+    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(data)))
+    engine.matmul(da, db, out=out, algorithm=PipelinedWgmmaAlgorithm(selection),
+                  precision="tf32" if dtype == "tf32" else None)
+    if dtype == "tf32":   # 10-bit mantissas (truncated by wgmma), float32 accumulation
+        assert rel_error(engine.runtime.to_host(out), reference(a, bb)) < 5e-3
+    else:
+        assert_close(engine.runtime.to_host(out), a, bb, dtype)
+
+
+@pytest.mark.parametrize("layouts", [("row", "row"), ("col", "row"), ("row", "col")], ids="-".join)
+def test_tf32_broadcast_rhs(rng, layouts):
+    """(B, M, K) @ (K, N): the rhs is copied (transposed) once, its copy read with stride 0."""
+    engine = hopper_engine()
+    a, bb = random(rng, (3, 130, 70), "float32"), random(rng, (70, 150), "float32")
+    da, db = operand(engine, a, layouts[0]), operand(engine, bb, layouts[1])
+    out = engine.matmul(da, db, algorithm=PipelinedWgmmaAlgorithm(), precision="tf32")
+    assert rel_error(engine.runtime.to_host(out), reference(a, bb)) < 5e-3
 
 
 def test_short_k_stages_the_output_through_shared_memory():

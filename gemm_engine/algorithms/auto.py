@@ -3,7 +3,8 @@
 In order: ``skinny`` (M = 1 or N = 1 only: a bandwidth-bound vector-matrix or matrix-vector
 product, which a tiled kernel runs with one of its 64-128 tile rows used), ``split_k`` (only for
 a long K against a small output: see algorithms/split_k.py), ``pipelined_wgmma``
-(Hopper sm_90a, float16 / bfloat16), ``pipelined_mma`` (CUDA sm_80+,
+(Hopper sm_90a, float16 / bfloat16, float32 with tf32 opted in where any transposing pass it needs
+is worth it), ``pipelined_mma`` (CUDA sm_80+,
 float16 / bfloat16, float32 with tf32 opted in), ``pipelined_dmma`` (float64 on CUDA sm_80+: FP64
 tensor cores, 0.47-0.62x cuBLAS on the H100 against 0.18-0.26x for register FMA,
 bench/results/h100_2026-11-21_issue4_probe_f64.md), then ``simple_unit`` (register FMA: every backend
@@ -19,13 +20,13 @@ from .pipelined import PipelinedMmaAlgorithm
 from .simple import SimpleUnitAlgorithm
 from .skinny import SkinnyAlgorithm
 from .split_k import SplitKWhenWorthIt
-from .wgmma import PipelinedWgmmaAlgorithm
+from .wgmma import WgmmaWhenWorthIt
 
 
 @register
 class AutoAlgorithm(AlgorithmFamily):
     name = "auto"
-    variants = (SkinnyAlgorithm, SplitKWhenWorthIt, PipelinedWgmmaAlgorithm, PipelinedMmaAlgorithm,
+    variants = (SkinnyAlgorithm, SplitKWhenWorthIt, WgmmaWhenWorthIt, PipelinedMmaAlgorithm,
                 PipelinedDmmaAlgorithm, SimpleUnitAlgorithm)
 
 

@@ -2,11 +2,13 @@
 
 ``pipelined_wgmma`` = `WgmmaTile` (64 x tile_n x 16 per warpgroup, operands read from shared memory
 through descriptors) under `WarpgroupPartitionedStage` under `WgmmaPipelinedGlobalMatmul` with
-`SwizzledChunkLoader`s, under the partitioned batch. CUDA sm_90a only (the H100 / H200), float16
-and bfloat16 with float32 accumulation, any layout (a column-major lhs or row-major rhs sets the
-instruction's transpose bit), any shape (zero-filled edges), any alignment (odd leading
-dimensions take the slower register path). Everything else is refused with a SetupError, so
-callers can fall back to ``pipelined_mma``.
+`SwizzledChunkLoader`s, under the K-major batch (the partitioned one, plus a transposing pass where
+tf32 needs it). CUDA sm_90a only (the H100 / H200), float16 and bfloat16 with float32 accumulation,
+any layout (a column-major lhs or row-major rhs sets the instruction's transpose bit), any shape
+(zero-filled edges), any alignment (odd leading dimensions take the slower register path); float32
+with ``precision="tf32"`` too, on stages of 32 k (one 128-byte row), its operands transposed to
+K-major first where they are not (`batch.k_major`). Everything else is refused with a SetupError,
+so callers can fall back to ``pipelined_mma``.
 
 Tiling rule (`select_wgmma_tiling`): the largest stage whose grid still gives every multiprocessor
 a cube: 256 x 128 (two warpgroups of two 64 x 128 tiles, 128 accumulators per unit) in 4 stages
@@ -17,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..codegen.dialect import Dialect
+from ..batch.k_major import KMajorBatchMatmul
+from ..errors import SetupError
 from ..global_.swizzled_loader import SwizzledChunkLoader
 from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from ..problem import MatmulProblem
@@ -37,7 +41,7 @@ class WgmmaSelection:
     warpgroups_n: int = 1
     partition_m: int = 1
     tile_n: int = 256
-    stage_k: int = 64
+    stage_k: int = 64         # 32 for tf32: one 128-byte swizzled row either way
     stages: int = 4
     wgmma_pending: int = 1
     dispatch: str = "row_major"
@@ -66,7 +70,16 @@ _CANDIDATES = [
 ]
 
 
+def row_k(problem: MatmulProblem) -> int:
+    """stage_k of one 128-byte swizzled row: 64 16-bit elements, 32 tf32."""
+    return 32 if problem.lhs.storage == "f32" else 64
+
+
 def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
+    return replace(_select_tiling(problem, dialect), stage_k=row_k(problem))
+
+
+def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
     sms = max(1, dialect.device.compute_units)
     # Staging the output through shared memory pays where writing the output is a large part of the
     # work (a short K): bf16 8192 x 8192 x 64 0.147 -> 0.111 ms; at 8192^3 f16 it costs 0.91 -> 0.72x
@@ -108,6 +121,7 @@ class PipelinedWgmmaAlgorithm(Algorithm):
     global_ = WgmmaPipelinedGlobalMatmul
     lhs_loader = SwizzledChunkLoader
     rhs_loader = SwizzledChunkLoader
+    batch = KMajorBatchMatmul
 
     def select(self, problem, dialect):
         return select_wgmma_tiling(problem, dialect)
@@ -115,12 +129,31 @@ class PipelinedWgmmaAlgorithm(Algorithm):
     def tuning_space(self, problem, dialect):
         # Every tiling of the heuristic's list with either writer, the short-K two-slot tiling,
         # and the chosen tiling in swizzled order (L2 reuse on large outputs).
-        first = self.select(problem, dialect)
+        first, sk = self.select(problem, dialect), row_k(problem)
         space = [first, replace(first, dispatch="swizzled")]
         for wm, wn, pm, tn, stages in _CANDIDATES:
             for staged in (False, True):
                 space.append(WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn,
-                                            stages=stages, staged_output=staged))
-        space.append(WgmmaSelection(warpgroups_m=1, warpgroups_n=1, partition_m=1, tile_n=128, stages=2,
-                                    wgmma_pending=0, staged_output=True))
+                                            stage_k=sk, stages=stages, staged_output=staged))
+        space.append(WgmmaSelection(warpgroups_m=1, warpgroups_n=1, partition_m=1, tile_n=128, stage_k=sk,
+                                    stages=2, wgmma_pending=0, staged_output=True))
         return distinct(space)
+
+
+class WgmmaWhenWorthIt(PipelinedWgmmaAlgorithm):
+    """``pipelined_wgmma`` for ``auto``: refuses tf32 problems whose transposing pass would cost
+    more than wgmma gains over ``pipelined_mma`` (which reads any layout). The pass moves 8 bytes
+    per element of the operand (K x N for a row-major rhs); against the GEMM's 2 M N K flops that
+    is small once the other extent reaches ``MIN_EXTENT``."""
+
+    name = "pipelined_wgmma"
+    MIN_EXTENT = 512
+
+    def setup(self, problem, dialect):
+        cfg = super().setup(problem, dialect)
+        batch = cfg.batch
+        for op, other, extent in (("lhs", "N", problem.n), ("rhs", "M", problem.m)):
+            if op in getattr(batch, "copies", ()) and extent < self.MIN_EXTENT:
+                raise SetupError(self.name, f"{other} = {extent}: transposing the {op} for tf32 wgmma "
+                                            f"costs more than it gains (auto wants {other} >= {self.MIN_EXTENT})")
+        return cfg

@@ -62,13 +62,14 @@ class PartitionedBatchMatmul(BatchMatmul):
     def pointers(self, cfg: BatchConfig, d: Dialect) -> list[str]:
         """Statements that move the operand pointers to batch entry ``b``."""
         g = cfg.global_
-        lhs_t = d.storage_type(g.lhs_loader.operand.element)
-        rhs_t = d.storage_type(g.rhs_loader.operand.element)
-        out_t = d.storage_type(g.out)
-        return [f"const GLOBAL {lhs_t}* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;",
-                f"const GLOBAL {rhs_t}* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;",
-                f"GLOBAL {out_t}* out = out_base + out_offset + b * out_batch_stride;",
+        return [self.operand_pointer(cfg, d, "lhs"), self.operand_pointer(cfg, d, "rhs"),
+                f"GLOBAL {d.storage_type(g.out)}* out = out_base + out_offset + b * out_batch_stride;",
                 *g.epilogue.pointers(d)]
+
+    def operand_pointer(self, cfg: BatchConfig, d: Dialect, op: str) -> str:
+        """Statement declaring operand ``op`` ("lhs" / "rhs") at batch entry ``b``."""
+        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        return f"const GLOBAL {t}* {op} = {op}_base + {op}_offset + b * {op}_batch_stride;"
 
     def body(self, cfg: BatchConfig, d: Dialect) -> str:
         return self.global_.body(cfg.global_, d)

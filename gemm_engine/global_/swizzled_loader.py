@@ -2,17 +2,17 @@
 
 CUDA only (``cp.async``). The operand's stage is a set of *lines* (global rows of a row-major
 operand, columns of a column-major one), each cut into 16-byte chunks of 8 contiguous 16-bit
-elements. `SwizzledOperandLayout` (tile/wgmma.py) says where a chunk goes: line ``l``, chunk ``c``
-lands at ``(c >> 3) * stage_k * 128 + l * 128 + (((c & 7) ^ (l & 7)) << 4)`` bytes into the stage
-(K-major: a line is an m or n row of 64 k, c < 8; MN-major: a line is a k row of the whole m or n
-extent, c >> 3 its 64-wide atom). Unit u moves chunk ``u % chunks_per_line`` of lines
+elements (4 for tf32). `SwizzledOperandLayout` (tile/wgmma.py) says where a chunk goes: line
+``l``, chunk ``c`` lands at ``(c >> 3) * atom_stride + l * 128 + (((c & 7) ^ (l & 7)) << 4)``
+bytes into the stage (K-major: a line is an m or n row of stage_k k, c >> 3 its 128-byte k-atom;
+MN-major: a line is a k row of the whole m or n extent, c >> 3 its 64-wide atom). Unit u moves chunk ``u % chunks_per_line`` of lines
 ``u / chunks_per_line + t * step`` (t < tasks), so one warp reads whole global lines (coalesced)
 and all of a unit's chunks share one source pointer and one shared offset plus constants.
 
 How a chunk moves depends on the operand's alignment (the widest vector, in elements, dividing its
-address, leading dimension and batch stride), as in `ChunkLoader`: 8 -> one ``cp.async.cg`` of 16
-bytes; 4 or 2 -> 2 or 4 ``cp.async.ca`` of 8 or 4 bytes into the same (swizzled, still contiguous)
-16-byte chunk; 1 -> the register path: ``issue`` reads the elements into registers, ``commit``
+address, leading dimension and batch stride), as in `ChunkLoader`: a whole chunk -> one
+``cp.async.cg`` of 16 bytes; less -> 2 or 4 ``cp.async.ca`` of 8 or 4 bytes into the same (swizzled,
+still contiguous) 16-byte chunk; 16-bit elements aligned to 1 -> the register path: ``issue`` reads the elements into registers, ``commit``
 (run after the stage issued its asynchronous wgmma batch) stores them with one 16-byte store.
 
 Edges: the line axis is all-or-nothing, the contiguous axis a count ``n`` of valid elements;
@@ -40,7 +40,13 @@ class SwizzledOperandTile(ChunkLines, OperandTile):
 
 @dataclass(frozen=True)
 class SwizzledLoaderConfig(LoaderConfig):
-    piece: int = 8                 # elements per copy instruction (1: register path)
+    piece: int = 8                 # elements per copy instruction (1 of 2 bytes: register path)
+    size: int = 2                  # bytes per element
+
+    @property
+    def vec(self) -> int:
+        """Elements per 16-byte chunk."""
+        return 16 // self.size
 
     @property
     def smem_bytes(self) -> int:
@@ -48,7 +54,7 @@ class SwizzledLoaderConfig(LoaderConfig):
 
     @property
     def chunks_per_line(self) -> int:
-        return self.operand.contiguous_extent // 8
+        return self.operand.contiguous_extent // self.vec
 
     @property
     def step(self) -> int:
@@ -56,7 +62,7 @@ class SwizzledLoaderConfig(LoaderConfig):
 
     @property
     def registers(self) -> bool:
-        return self.piece < 2
+        return self.piece * self.size < 4
 
 
 class SwizzledChunkLoader(Loader):
@@ -65,23 +71,26 @@ class SwizzledChunkLoader(Loader):
     def setup(self, operand: OperandTile, units: int) -> SwizzledLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile")
-        if operand.converts or operand.element.storage not in ("f16_bits", "bf16_bits"):
-            raise SetupError(self.name, f"copies 16-bit elements; got {operand.element.name}")
-        cpl = operand.contiguous_extent // 8
-        if operand.contiguous_extent % 8 or units % cpl:
+        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4}.get(operand.element.storage)
+        if operand.converts or size is None:
+            raise SetupError(self.name, f"copies 16-bit or 32-bit float elements; got {operand.element.name}")
+        vec = 16 // size
+        cpl = operand.contiguous_extent // vec
+        if operand.contiguous_extent % vec or units % cpl:
             raise SetupError(self.name, f"{operand.ident}: {units} units do not tile lines of "
                                         f"{operand.contiguous_extent} elements")
         total = operand.lines * cpl
         if total % units:
             raise SetupError(self.name, f"{operand.ident}: {total} chunks do not split over {units} units")
         return SwizzledLoaderConfig(operand=operand, units=units, tasks=total // units,
-                                    piece=min(8, max(1, operand.align)))
+                                    piece=min(vec, max(1, operand.align)), size=size)
 
     def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, row0: str, col0: str) -> str:
         """Loop-invariant state: this unit's source pointer (moved by `advance`), its first shared
         offset inside a stage (swizzle included) and, on the register path, staging registers."""
         op, p, cpl = cfg.operand, cfg.operand.ident + "_sw", cfg.chunks_per_line
-        r, c = (f"{p}_line0", f"{p}_cc * 8") if op.layout is Layout.ROW else (f"{p}_cc * 8", f"{p}_line0")
+        cc = f"{p}_cc * {cfg.vec}"
+        r, c = (f"{p}_line0", cc) if op.layout is Layout.ROW else (cc, f"{p}_line0")
         ctype = d.c_type(op.smem_type_word)
         lines = [f"const int {p}_line0 = UNIT_ID / {cpl};",
                  f"const int {p}_cc = UNIT_ID % {cpl};",
@@ -92,8 +101,7 @@ class SwizzledChunkLoader(Loader):
         return "\n".join(lines)
 
     def _offset(self, cfg: SwizzledLoaderConfig, line: str) -> str:
-        p, sw = cfg.operand.ident + "_sw", cfg.operand.swizzle
-        atom = sw.stage_k * SWIZZLE_BYTES
+        p, atom = cfg.operand.ident + "_sw", cfg.operand.swizzle.atom_stride
         return (f"(unsigned)(({p}_cc >> 3) * {atom} + ({line}) * {SWIZZLE_BYTES} + "
                 f"(((({p}_cc) & 7) ^ (({line}) & 7)) << 4))")
 
@@ -115,8 +123,8 @@ class SwizzledChunkLoader(Loader):
             if axis == op.line_axis:
                 conds.append(f"({start}) + {p}_line0 + {t * cfg.step} < {bound}")
             else:
-                rem = f"({bound}) - ({start}) - {p}_cc * 8"
-        return valid_count(conds, rem, 8)
+                rem = f"({bound}) - ({start}) - {p}_cc * {cfg.vec}"
+        return valid_count(conds, rem, cfg.vec)
 
     def issue(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str, row0: str, col0: str,
               rows_bound: str, cols_bound: str) -> str:
@@ -140,7 +148,7 @@ class SwizzledChunkLoader(Loader):
         lines = [f"const char* gsrc = (const char*)({src});"]
         if checked:
             lines.append(f"if (n <= 0) gsrc = (const char*){cfg.operand.ident};")
-        return lines + cp_async_pieces("gsrc", dst, 8, cfg.piece, 2, checked)
+        return lines + cp_async_pieces("gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str) -> str:
         """Register path only: store the staged chunks (one 16-byte shared store each)."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..tile.wgmma import WARPGROUP, SwizzledOperandLayout, WgmmaTile
+from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout, WgmmaTile
 from .base import StageConfig, StageMatmul, Writer
 from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
 
@@ -42,11 +42,11 @@ class WarpgroupStageConfig(StageConfig):
 
     @property
     def lhs_smem_elems(self) -> int:
-        return self.lhs_layout.smem_bytes // 2
+        return self.lhs_layout.smem_bytes // self.lhs_layout.itemsize
 
     @property
     def rhs_smem_elems(self) -> int:
-        return self.rhs_layout.smem_bytes // 2
+        return self.rhs_layout.smem_bytes // self.rhs_layout.itemsize
 
 
 class WarpgroupPartitionedStage(StageMatmul):
@@ -57,21 +57,25 @@ class WarpgroupPartitionedStage(StageMatmul):
             raise SetupError(self.name, f"tile {self.tile.name!r} is not warpgroup-scoped (wgmma)")
         tc = self.tile.setup(problem, selection, dialect)
         wm, wn = getattr(selection, "warpgroups_m", 2), getattr(selection, "warpgroups_n", 1)
-        pm, sk = getattr(selection, "partition_m", 1), getattr(selection, "stage_k", 64)
+        itemsize = 4 if tc.kind == "tf32" else 2
+        row = SWIZZLE_BYTES // itemsize
+        pm, sk = getattr(selection, "partition_m", 1), getattr(selection, "stage_k", row)
         self._check_positive(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm)
-        if sk != 64:
-            # A K-major operand's swizzled row is exactly 64 16-bit elements; one ring layout for
-            # both orientations keeps the loader simple.
-            raise SetupError(self.name, f"stage_k={sk}; the 128-byte swizzled layout needs stage_k=64")
+        # 16-bit: one 128-byte swizzled row of 64 elements, in both orientations (one ring layout
+        # keeps the loader simple). tf32 (K-major only): one or two 128-byte k-atoms of 32.
+        allowed = (row,) if itemsize == 2 else (row, 2 * row)
+        if sk not in allowed:
+            raise SetupError(self.name, f"stage_k={sk}; the 128-byte swizzled layout of {tc.kind} needs "
+                                        f"stage_k in {allowed}")
         if pm * tc.acc_regs > _MAX_ACC_REGS:
             raise SetupError(self.name, f"partition_m={pm} x tile_n={tc.tile_n} needs {pm * tc.acc_regs} "
                                         f"accumulator registers per unit (at most {_MAX_ACC_REGS})")
         units = self._groups_units(wm * wn, "warpgroups", WARPGROUP, dialect)
         sm, sn = wm * pm * 64, wn * tc.tile_n
-        lhs = SwizzledOperandLayout(tc.lhs_mn_major, sm, sk)
-        rhs = SwizzledOperandLayout(tc.rhs_mn_major, sn, sk)
+        lhs = SwizzledOperandLayout(tc.lhs_mn_major, sm, sk, itemsize)
+        rhs = SwizzledOperandLayout(tc.rhs_mn_major, sn, sk, itemsize)
         return WarpgroupStageConfig(tile=tc, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
-                                    lhs_ld=64, rhs_ld=64,   # elements per swizzled row
+                                    lhs_ld=row, rhs_ld=row,   # elements per swizzled row
                                     lhs_k_contiguous=not tc.lhs_mn_major,
                                     rhs_k_contiguous=not tc.rhs_mn_major,
                                     warpgroups_m=wm, warpgroups_n=wn, partition_m=pm,
@@ -100,9 +104,10 @@ class WarpgroupPartitionedStage(StageMatmul):
         out = [listener.on_event(Begin()), t.fence()]
         for kk in range(nk):
             # Parenthesized: in C, + binds tighter than >>.
-            rhs_off = f"(({cfg.rhs_layout.tile_offset('0', kk * 16)}) >> 4)"
+            k0 = kk * tc.tile_k
+            rhs_off = f"(({cfg.rhs_layout.tile_offset('0', k0)}) >> 4)"
             for i in range(pm):
-                lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), kk * 16)}) >> 4)"
+                lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), k0)}) >> 4)"
                 lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
                 out.append(t.execute(tc, d, lhs, rhs, f"acc_{i}"))

@@ -104,6 +104,11 @@ class TileMatmul(ABC):
     @abstractmethod
     def execute(self, cfg: TileConfig, d: Dialect, lhs: str, rhs: str, acc: str) -> str: ...
 
+    def requires_k_major(self, problem: MatmulProblem) -> bool:
+        """Whether the tile reads its operands only K-major (a row-major lhs, a column-major rhs),
+        so that the batch level must transpose any other layout first (tf32 wgmma)."""
+        return False
+
     #: Headers the tile's code needs (e.g. ``<mma.h>`` for WMMA); the algorithm puts them first.
     headers: tuple[str, ...] = ()
 

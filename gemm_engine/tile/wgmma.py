@@ -1,22 +1,28 @@
 """Hopper tile: one warpgroup (4 consecutive warps, 128 units) runs ``wgmma.mma_async`` on 64 x N.
 
 PTX ISA, "Asynchronous warpgroup level matrix multiply-accumulate" (sm_90a only):
-``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`` reads both operands from
-shared memory through 64-bit *matrix descriptors* and accumulates into N / 2 f32 registers per
-unit. The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesses before it,
+``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`` (and ``m64nNk8.f32.tf32.tf32``
+for float32 with ``precision="tf32"``) reads both operands from shared memory through 64-bit
+*matrix descriptors* and accumulates into N / 2 f32 registers per unit. tf32 has no transpose
+bits: both operands must be K-major in shared memory (`requires_k_major`; the batch level
+`batch.k_major` transposes an operand that is not).
+
+The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesses before it,
 ``wgmma.commit_group`` closes a batch, ``wgmma.wait_group n`` waits until at most n batches are
 pending (only then may the shared memory they read be overwritten, or the accumulators be read).
 
 Shared-memory layout (`SwizzledOperandLayout`): 128-byte swizzle, the mode the descriptor's bits
-62-63 = 1 name. Shared memory is cut into 128-byte rows of 64 contiguous 16-bit elements; 8 rows
+62-63 = 1 name. Shared memory is cut into 128-byte rows of 64 contiguous 16-bit (32 tf32) elements; 8 rows
 form a 1024-byte atom, and inside an atom the 16-byte chunk c of row r is stored at chunk
 ``c ^ (r & 7)`` (the hardware applies that XOR to address bits 4-6 from bits 7-9, so atoms must
 start 1024-byte aligned). Two operand orientations (CUTLASS cute's canonical GMMA layouts):
 
-* K-major (k contiguous: a row-major lhs, a column-major rhs): row x (an m or n index) holds k
-  0..63, so stage_k is exactly 64. Consecutive 8-row groups are SBO = 1024 bytes apart; LBO is
-  unused with swizzling. The instruction's k slice kk (16 elements = 32 bytes) starts 32 * kk bytes
-  into the row: the swizzle is a function of the address, so that lands on the right chunks.
+* K-major (k contiguous: a row-major lhs, a column-major rhs): row x (an m or n index) holds one
+  128-byte run of k (64 16-bit or 32 tf32 elements); a stage_k of several runs stacks whole
+  extent x 128-byte *k-atoms*. Consecutive 8-row groups are SBO = 1024 bytes apart; LBO is unused
+  with swizzling. The instruction's k slice (16 16-bit or 8 tf32 elements: 32 bytes) starts 32
+  bytes further into the row each time: the swizzle is a function of the address, so that lands on
+  the right chunks.
 * MN-major (m or n contiguous: a column-major lhs, a row-major rhs; the instruction's transpose
   bit is set): row k holds 64 consecutive x; 64-wide x atoms are LBO = stage_k * 128 bytes apart,
   8-row k groups SBO = 1024 bytes apart, and k slice kk starts 16 * 128 * kk bytes in.
@@ -39,25 +45,40 @@ from ..problem import MatmulProblem
 from .base import TileConfig, TileMatmul
 
 WARPGROUP = 128
-SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit elements
+SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit or 32 32-bit elements
 ATOM_BYTES = 1024            # 8 rows: the swizzle pattern repeats (alignment of every atom)
-_KINDS = {"f16_bits": ("f16", "f16_bits"), "bf16_bits": ("bf16", "bf16_bits")}
+#: storage -> (PTX operand type, shared-memory word, k per instruction)
+_KINDS = {"f16_bits": ("f16", "f16_bits", 16), "bf16_bits": ("bf16", "bf16_bits", 16),
+          "f32": ("tf32", "f32", 8)}
 _INSTRUCTION_N = (64, 128, 256)
 
 
 @dataclass(frozen=True)
 class SwizzledOperandLayout:
-    """Where one operand's stage lies in shared memory (128-byte swizzle, 16-bit elements).
+    """Where one operand's stage lies in shared memory (128-byte swizzle).
 
-    ``extent``: the stage's m (lhs) or n (rhs); ``mn_major``: x (m or n) is the contiguous axis."""
+    ``extent``: the stage's m (lhs) or n (rhs); ``mn_major``: x (m or n) is the contiguous axis;
+    ``itemsize``: bytes per element (2; 4 for tf32, K-major only)."""
 
     mn_major: bool
     extent: int
     stage_k: int
+    itemsize: int = 2
+
+    @property
+    def row_elems(self) -> int:
+        """Elements in one 128-byte swizzled row."""
+        return SWIZZLE_BYTES // self.itemsize
 
     @property
     def smem_bytes(self) -> int:
-        return self.extent * self.stage_k * 2
+        return self.extent * self.stage_k * self.itemsize
+
+    @property
+    def atom_stride(self) -> int:
+        """Bytes between a line's consecutive 128-byte runs (8 chunks): MN-major, the next 64-wide x
+        atom (stage_k rows on); K-major, the next k-atom (extent rows on)."""
+        return (self.stage_k if self.mn_major else self.extent) * SWIZZLE_BYTES
 
     @property
     def lbo(self) -> int:
@@ -72,10 +93,11 @@ class SwizzledOperandLayout:
 
     def tile_offset(self, x0: str, k0: int) -> str:
         """Bytes from the stage's start to the tile whose first x is ``x0`` (an expression, a
-        multiple of 64) and first k is ``k0`` (a multiple of 16)."""
+        multiple of 64) and first k is ``k0`` (a multiple of the instruction's k)."""
         if self.mn_major:
-            return f"(({x0}) / 64) * {self.stage_k * SWIZZLE_BYTES} + {k0 * SWIZZLE_BYTES}"
-        return f"({x0}) * {SWIZZLE_BYTES} + {k0 * 2}"
+            return f"(({x0}) / {self.row_elems}) * {self.atom_stride} + {k0 * SWIZZLE_BYTES}"
+        run, within = divmod(k0, self.row_elems)
+        return f"({x0}) * {SWIZZLE_BYTES} + {run * self.atom_stride + within * self.itemsize}"
 
     def descriptor_bits(self) -> int:
         """The constant fields of the descriptor (everything but the start address)."""
@@ -84,7 +106,7 @@ class SwizzledOperandLayout:
 
 @dataclass(frozen=True)
 class WgmmaTileConfig(TileConfig):
-    kind: str = "f16"              # PTX operand type: f16 / bf16
+    kind: str = "f16"              # PTX operand type: f16 / bf16 / tf32
     lhs_mn_major: bool = False     # instruction's imm-trans-a
     rhs_mn_major: bool = False     # imm-trans-b
 
@@ -117,14 +139,26 @@ class WgmmaTile(TileMatmul):
         if problem.lhs != problem.rhs:
             raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
         if problem.lhs.storage not in _KINDS:
-            raise SetupError(self.name, f"wgmma here takes float16 / bfloat16, not {problem.lhs.name}")
-        ptx, smem = _KINDS[problem.lhs.storage]
+            raise SetupError(self.name, f"wgmma here takes float16 / bfloat16 (float32 with "
+                                        f"precision='tf32'), not {problem.lhs.name}")
+        ptx, smem, tk = _KINDS[problem.lhs.storage]
+        lhs_mn, rhs_mn = problem.lhs_layout == "col", problem.rhs_layout == "row"
+        if ptx == "tf32":
+            if problem.precision != "tf32":
+                raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
+                                            "opt in with precision='tf32'")
+            if lhs_mn or rhs_mn:
+                raise SetupError(self.name, "wgmma reads tf32 operands only K-major (a row-major lhs and "
+                                            "a column-major rhs); the k_major batch level transposes others")
         tn = getattr(selection, "tile_n", 128)
         if tn not in _INSTRUCTION_N:
             raise SetupError(self.name, f"tile_n={tn}; expected one of {_INSTRUCTION_N}")
-        return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=16, compute="f32", smem=smem, kind=ptx,
-                               lhs_mn_major=problem.lhs_layout == "col",
-                               rhs_mn_major=problem.rhs_layout == "row")
+        return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=tk, compute="f32", smem=smem, kind=ptx,
+                               lhs_mn_major=lhs_mn, rhs_mn_major=rhs_mn)
+
+    def requires_k_major(self, problem: MatmulProblem) -> bool:
+        """tf32 wgmma has no transpose bits: its operands must reach shared memory K-major."""
+        return problem.lhs.storage == "f32"
 
     # -- registers ------------------------------------------------------------------------------
     def declare_lhs(self, cfg, d, frag):
@@ -150,10 +184,11 @@ class WgmmaTile(TileMatmul):
         n = cfg.acc_regs
         regs = ", ".join(f"%{i}" for i in range(n))
         outs = ", ".join(f'"+f"({acc}[{i}])' for i in range(n))
-        ta, tb = int(cfg.lhs_mn_major), int(cfg.rhs_mn_major)
+        # tf32 takes no transpose immediates (its operands are K-major).
+        trans = "" if cfg.kind == "tf32" else f", {int(cfg.lhs_mn_major)}, {int(cfg.rhs_mn_major)}"
         return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n + 2}, 0;\\n'
-                f'wgmma.mma_async.sync.aligned.m64n{cfg.tile_n}k16.f32.{cfg.kind}.{cfg.kind} '
-                f'{{{regs}}}, %{n}, %{n + 1}, p, 1, 1, {ta}, {tb};\\n}}\\n"\n'
+                f'wgmma.mma_async.sync.aligned.m64n{cfg.tile_n}k{cfg.tile_k}.f32.{cfg.kind}.{cfg.kind} '
+                f'{{{regs}}}, %{n}, %{n + 1}, p, 1, 1{trans};\\n}}\\n"\n'
                 f'    : {outs}\n    : "l"({lhs}), "l"({rhs}), "r"(1));')
 
     @staticmethod

@@ -1,0 +1,159 @@
+"""K-major batch matmul: the partitioned batch level, for tiles that read operands only K-major.
+
+tf32 wgmma has no transpose bits (tile/wgmma.py): both operands must reach shared memory with k
+contiguous, i.e. a row-major lhs and a column-major rhs. Where the tile says so
+(`TileMatmul.requires_k_major`) and an operand has the other layout, this level first transposes
+that operand into a workspace, then runs the partitioned kernel on the copy:
+
+1. ``gemm_engine_k_major_lhs`` / ``gemm_engine_k_major_rhs`` (only for the operands that need it):
+   32 x 32 tiles through shared memory, so that both the reads (along the operand's contiguous
+   axis) and the writes (along k) are whole rows. The copy's rows are ``k_pitch`` = K rounded up
+   to a 16-byte multiple, so the main kernel's loaders move whole 16-byte chunks; a broadcast
+   operand (batch stride 0) is copied once.
+2. ``gemm_engine_kernel``: the partitioned kernel with the copied operand's pointer, leading
+   dimension and batch stride shadowed (the global body runs unchanged).
+
+Every kernel takes the batch level's usual arguments plus the workspace. With nothing to
+transpose this level is the partitioned one: one kernel, no workspace. Why a separate pass and
+not a transposing loader: ``cp.async`` copies bytes as they lie, so a transposing loader would go
+through registers and lose the asynchronous ring; the pass costs one read and one write of the
+operand (K x N x 8 bytes for a float32 rhs), small against the GEMM from a few hundred rows of M
+on (the heuristic's gate, algorithms/wgmma.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..codegen.dialect import Dialect
+from ..problem import Layout, MatmulProblem
+from .base import BatchConfig, Launch
+from .partitioned import PartitionedBatchMatmul
+
+_TILE = 32          # transposed tile edge
+_ROWS = 8           # unit rows of a transpose cube (256 units, 4 elements each way)
+_UNITS = _TILE * _ROWS
+
+
+@dataclass(frozen=True)
+class KMajorBatchConfig(BatchConfig):
+    lhs_copy: bool = field(default=False, kw_only=True)
+    rhs_copy: bool = field(default=False, kw_only=True)
+    pitch_align: int = field(default=4, kw_only=True)   # elements per 16 bytes
+
+    @property
+    def copies(self) -> tuple[str, ...]:
+        return tuple(name for name, on in (("lhs", self.lhs_copy), ("rhs", self.rhs_copy)) if on)
+
+
+def k_pitch(k: int, align: int) -> int:
+    """Row length (elements) of a transposed operand: K rounded up to whole 16-byte chunks."""
+    return -(-k // align) * align
+
+
+class KMajorBatchMatmul(PartitionedBatchMatmul):
+    name = "k_major_batch"
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
+        if not self.global_.stage.tile.requires_k_major(problem):
+            return super().setup(problem, selection, dialect)
+        lhs_copy, rhs_copy = problem.lhs_layout is not Layout.ROW, problem.rhs_layout is not Layout.COL
+        align = 16 // problem.lhs.itemsize
+        inner = replace(problem, lhs_layout=Layout.ROW, rhs_layout=Layout.COL,
+                        lhs_align=align if lhs_copy else problem.lhs_align,
+                        rhs_align=align if rhs_copy else problem.rhs_align)
+        base = super().setup(inner, selection, dialect)
+        return KMajorBatchConfig(global_=base.global_, dispatch=base.dispatch,
+                                 persistent_cubes=base.persistent_cubes, lhs_copy=lhs_copy,
+                                 rhs_copy=rhs_copy, pitch_align=align)
+
+    def _copied(self, cfg) -> tuple[str, ...]:
+        return cfg.copies if isinstance(cfg, KMajorBatchConfig) else ()
+
+    def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
+        extent = {"lhs": problem.m, "rhs": problem.n}
+        tiles_k = -(-problem.k // _TILE)
+        return [Launch(f"gemm_engine_k_major_{op}", problem.batch * tiles_k * -(-extent[op] // _TILE),
+                       _UNITS, dynamic_shared=False) for op in self._copied(cfg)] + super().launches(cfg, problem)
+
+    def workspace(self, cfg: BatchConfig, problem: MatmulProblem):
+        copied = self._copied(cfg)
+        if not copied:
+            return None
+        pitch = k_pitch(problem.k, cfg.pitch_align)
+        rows = sum({"lhs": problem.m, "rhs": problem.n}[op] for op in copied)
+        return problem.lhs, problem.batch * rows * pitch
+
+    # -- kernels ---------------------------------------------------------------------------------
+    def params(self, cfg, d):
+        params = super().params(cfg, d)
+        if not self._copied(cfg):
+            return params
+        return params + [f"GLOBAL {d.storage_type(cfg.global_.lhs_loader.operand.element)}* RESTRICT workspace"]
+
+    def _regions(self, cfg) -> dict[str, str]:
+        """Element offset of each copied operand's region in the workspace."""
+        return {"lhs": "0", "rhs": "batch * M * k_pitch" if cfg.lhs_copy else "0"}
+
+    def _pitch(self, cfg) -> str:
+        a = cfg.pitch_align
+        return f"const i64 k_pitch = (K + {a - 1}) & ~(i64){a - 1};"
+
+    def pointers(self, cfg, d):
+        lines = super().pointers(cfg, d)
+        return [self._pitch(cfg)] + lines if self._copied(cfg) else lines
+
+    def operand_pointer(self, cfg, d, op):
+        if op not in self._copied(cfg):
+            return super().operand_pointer(cfg, d, op)
+        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        x = "M" if op == "lhs" else "N"
+        # A broadcast operand was copied once: its copy is broadcast too.
+        return (f"const GLOBAL {t}* {op} = workspace + {self._regions(cfg)[op]} + "
+                f"({op}_batch_stride == 0 ? 0 : b * {x} * k_pitch);")
+
+    def body(self, cfg, d):
+        copied = self._copied(cfg)
+        if not copied:
+            return super().body(cfg, d)
+        # A nested block may redeclare the kernel's parameters: the loaders read the copies' pitch.
+        shadows = [f"const i64 {op}_ld = k_pitch;" for op in copied]
+        return "\n".join(["{", *shadows, super().body(cfg, d), "}"])
+
+    def kernel(self, cfg, d: Dialect) -> str:
+        main = super().kernel(cfg, d)
+        return "\n\n".join([self._transpose_kernel(cfg, d, op) for op in self._copied(cfg)] + [main])
+
+    def _transpose_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
+        """Operand ``op`` (element (k, x) at ``k * ld + x``: a row-major rhs or a column-major lhs)
+        into its region as rows of k: ``x * k_pitch + k``."""
+        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        x_extent = "M" if op == "lhs" else "N"
+        params = ",\n    ".join(self.params(cfg, d))
+        return "\n".join([
+            f"KERNEL LAUNCH_BOUNDS({_UNITS}) void gemm_engine_k_major_{op}(\n    {params})",
+            "{",
+            # 33: a padded row, so the column reads of the second half hit 32 different banks.
+            f"LOCAL {t} tile[{_TILE * (_TILE + 1)}];",
+            self._pitch(cfg),
+            f"const i64 tiles_x = ({x_extent} + {_TILE - 1}) / {_TILE};",
+            f"const i64 tiles = ((K + {_TILE - 1}) / {_TILE}) * tiles_x;",
+            "const i64 b = CUBE_ID / tiles;",
+            # x fastest: neighbouring cubes read neighbouring pieces of the same source rows.
+            f"const i64 k0 = ((CUBE_ID % tiles) / tiles_x) * {_TILE};",
+            f"const i64 x0 = ((CUBE_ID % tiles) % tiles_x) * {_TILE};",
+            f"if (b > 0 && {op}_batch_stride == 0) return;   /* a broadcast operand: copied once */",
+            f"const GLOBAL {t}* src = {op}_base + {op}_offset + b * {op}_batch_stride;",
+            f"GLOBAL {t}* dst = workspace + {self._regions(cfg)[op]} + b * {x_extent} * k_pitch;",
+            f"const int tx = UNIT_ID % {_TILE}, ty = UNIT_ID / {_TILE};",
+            f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
+            f"const i64 k = k0 + i, x = x0 + tx;",
+            f"if (k < K && x < {x_extent}) tile[i * {_TILE + 1} + tx] = src[k * {op}_ld + x];",
+            "}",
+            "SYNC_CUBE();",
+            f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
+            f"const i64 x = x0 + i, k = k0 + tx;",
+            f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = tile[tx * {_TILE + 1} + i];",
+            "}",
+            "}",
+        ])
+
