@@ -84,7 +84,9 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
     # Staging the output through shared memory pays where writing the output is a large part of the
     # work (a short K): bf16 8192 x 8192 x 64 0.147 -> 0.111 ms; at 8192^3 f16 it costs 0.91 -> 0.72x
     # cuBLAS (bench/results/h100_2026-11-21_staged_writer.txt).
-    staged = problem.k <= 512
+    # tf32 stages it at every K: 4096^3 0.525 -> 0.467 ms with a row-major b, 0.440 -> 0.381 with a
+    # column-major one (bench/results/h100_2026-11-21_tf32_first.md).
+    staged = problem.k <= 512 or problem.lhs.storage == "f32"
     if problem.k <= 64 and problem.batch * -(-problem.m // 64) * -(-problem.n // 128) >= 2 * sms:
         # A short K makes the kernel output-bound: 64 x 128 tiles on a two-slot ring (no wgmma left
         # pending) let several cubes share a multiprocessor, one storing while another loads.
@@ -147,7 +149,10 @@ class WgmmaWhenWorthIt(PipelinedWgmmaAlgorithm):
     is small once the other extent reaches ``MIN_EXTENT``."""
 
     name = "pipelined_wgmma"
-    MIN_EXTENT = 512
+    #: Measured on the H100 (bench/results/h100_2026-11-21_tf32_first.md), row-major b: 512^3
+    #: wgmma + pass 0.025 ms against mma.sync's 0.014; 1000^3 0.033-0.041 against 0.037; 2048^3
+    #: 0.106 against 0.165.
+    MIN_EXTENT = 1024
 
     def setup(self, problem, dialect):
         cfg = super().setup(problem, dialect)

@@ -6,7 +6,7 @@ contiguous, i.e. a row-major lhs and a column-major rhs. Where the tile says so
 that operand into a workspace, then runs the partitioned kernel on the copy:
 
 1. ``gemm_engine_k_major_lhs`` / ``gemm_engine_k_major_rhs`` (only for the operands that need it):
-   32 x 32 tiles through shared memory, so that both the reads (along the operand's contiguous
+   64 x 64 tiles through shared memory, so that both the reads (along the operand's contiguous
    axis) and the writes (along k) are whole rows. The copy's rows are ``k_pitch`` = K rounded up
    to a 16-byte multiple, so the main kernel's loaders move whole 16-byte chunks; a broadcast
    operand (batch stride 0) is copied once.
@@ -29,8 +29,8 @@ from ..problem import Layout, MatmulProblem
 from .base import BatchConfig, Launch
 from .partitioned import PartitionedBatchMatmul
 
-_TILE = 32          # transposed tile edge
-_ROWS = 8           # unit rows of a transpose cube (256 units, 4 elements each way)
+_TILE = 64          # transposed tile edge
+_ROWS = 4           # unit rows of a transpose cube: 256 units, 16 elements each way (in flight at once)
 _UNITS = _TILE * _ROWS
 
 
@@ -132,7 +132,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return "\n".join([
             f"KERNEL LAUNCH_BOUNDS({_UNITS}) void gemm_engine_k_major_{op}(\n    {params})",
             "{",
-            # 33: a padded row, so the column reads of the second half hit 32 different banks.
+            # A padded row: the column reads of the second half hit 32 different banks.
             f"LOCAL {t} tile[{_TILE * (_TILE + 1)}];",
             self._pitch(cfg),
             f"const i64 tiles_x = ({x_extent} + {_TILE - 1}) / {_TILE};",
@@ -145,11 +145,13 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             f"const GLOBAL {t}* src = {op}_base + {op}_offset + b * {op}_batch_stride;",
             f"GLOBAL {t}* dst = workspace + {self._regions(cfg)[op]} + b * {x_extent} * k_pitch;",
             f"const int tx = UNIT_ID % {_TILE}, ty = UNIT_ID / {_TILE};",
+            "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
             f"const i64 k = k0 + i, x = x0 + tx;",
             f"if (k < K && x < {x_extent}) tile[i * {_TILE + 1} + tx] = src[k * {op}_ld + x];",
             "}",
             "SYNC_CUBE();",
+            "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
             f"const i64 x = x0 + i, k = k0 + tx;",
             f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = tile[tx * {_TILE + 1} + i];",
