@@ -25,6 +25,7 @@ import numpy as np
 from common import events_time
 
 import gemm_engine
+from gemm_engine.algorithms.skinny import SkinnySplitKAlgorithm, select_split_skinny
 from gemm_engine.dtypes import bfloat16_dtype
 
 
@@ -67,7 +68,8 @@ def rows_for(engine, repeat):
     def choice():
         alg, cfg = engine.last_choice
         st = cfg.batch.global_.stage
-        return f"{alg.name} {st.stage_m}x{st.stage_n}x{st.stage_k}/{cfg.units}u"
+        splits = getattr(cfg.batch, "splits", None)
+        return f"{alg.name} {st.stage_m}x{st.stage_n}x{st.stage_k}/{cfg.units}u" + (f"/S{splits}" if splits else "")
 
     # 1. fused bias + relu, bf16 8192 x 8192 x 64
     m, n, k = 8192, 8192, 64
@@ -85,6 +87,7 @@ def rows_for(engine, repeat):
 
     # 2. skinny: vector-matrix and matrix-vector, bf16
     for label, (m, n, k) in (("vector-matrix 1x8192x8192", (1, 8192, 8192)),
+                             ("vector-matrix 1x14336x4096", (1, 14336, 4096)),
                              ("matrix-vector 8192x1x8192", (8192, 1, 8192))):
         a, b = _dev(cp, rng, (m, k), bf16), _dev(cp, rng, (k, n), bf16)
         moved = (m * k + k * n + m * n) * 2
@@ -97,7 +100,18 @@ def rows_for(engine, repeat):
         ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
         add(g, "cuBLAS (torch.matmul)", lambda: torch.matmul(ta, tb), bytes_moved=moved, baseline=True)
         add(g, "device copy of the matrix (cupy)", lambda: (b if n > 1 else a).copy(),
-            bytes_moved=2 * 2 * 8192 * 8192)
+            bytes_moved=2 * 2 * k * max(m, n))
+        # The members auto chooses between, and the split counts around the split kernel's own.
+        res = engine.matmul(a, b, algorithm="skinny")
+        add(g, "gemm_engine skinny (one launch)", lambda: engine.matmul(a, b, algorithm="skinny"),
+            bytes_moved=moved, err=_rel(cp, res, ref), choice=choice())
+        if m == 1:
+            problem = engine.problem_for(a, b)
+            for s in (16, 32, 64):
+                alg = SkinnySplitKAlgorithm(select_split_skinny(problem, engine.dialect, s))
+                res = engine.matmul(a, b, algorithm=alg)
+                add(g, f"gemm_engine skinny_split_k S~{s}", lambda alg=alg: engine.matmul(a, b, algorithm=alg),
+                    bytes_moved=moved, err=_rel(cp, res, ref), choice=choice())
 
     # 3. batched small: 256 x 128^3 f16
     a, b = _dev(cp, rng, (256, 128, 128), np.float16), _dev(cp, rng, (256, 128, 128), np.float16)

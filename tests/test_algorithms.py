@@ -28,7 +28,8 @@ def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
         return int8_must_run(name, backend, device)
     if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)
         return dtype != "tf32" and shape is not None and 1 in shape[1:3]
-    if name.startswith("split_k"):   # a long K only: tests/test_split_k.py runs it where it splits
+    if name.startswith("split_k") or name == "skinny_split_k":
+        # a long K / M or N = 1 only: tests/test_split_k.py and test_skinny.py run them where they split
         return False
     if name in DMMA:
         return backend == "cuda" and dtype == "float64" and (device.compute_capability or (0, 0)) >= (8, 0)

@@ -14,7 +14,8 @@ import pytest
 from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.batch.base import KERNEL_NAME
-from gemm_engine.algorithms.skinny import SkinnyAlgorithm, SkinnySelection
+from gemm_engine.algorithms.skinny import (SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm,
+                                           SkinnySplitWhenWorthIt)
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
@@ -235,9 +236,58 @@ def test_kernels_have_no_atomics_and_vector_loads():
 
 def test_registered_and_first_in_auto():
     assert REGISTRY["skinny"] is SkinnyAlgorithm
-    assert REGISTRY["auto"].variants[0] is SkinnyAlgorithm
+    assert REGISTRY["skinny_split_k"] is SkinnySplitKAlgorithm
+    assert REGISTRY["auto"].variants[:2] == (SkinnySplitWhenWorthIt, SkinnyAlgorithm)
     cfg = resolve("auto").setup(problem(1, 300, 64), H100)
-    assert cfg.algorithm.endswith("SkinnyAlgorithm")
+    assert cfg.algorithm.endswith(".SkinnyAlgorithm")
+    # A big operand (16 MiB up) contiguous along the outputs: K split over cubes.
+    cfg = resolve("auto").setup(problem(1, 8192, 8192), H100)
+    assert cfg.algorithm.endswith("SkinnySplitWhenWorthIt")
+    # Contiguous along K: dot products of whole rows, one launch.
+    cfg = resolve("auto").setup(problem(8192, 1, 8192), H100)
+    assert cfg.algorithm.endswith(".SkinnyAlgorithm")
+
+
+# -- skinny_split_k: K over cubes, each unit a 16-byte vector of outputs ----------------------------
+def test_split_tiling_for_bf16_vector_matrix():
+    """bf16 1 x 8192 x 8192 on an H100: 256 units x 8 outputs per cube (4 KiB of each K row), 4
+    column cubes x 32 K ranges of 256 rows (128 cubes for 132 SMs); registers for 16 loads in
+    flight per unit; each unit stores its own sums (no shared-memory partials)."""
+    p = problem(1, 8192, 8192)
+    alg = SkinnySplitKAlgorithm()
+    cfg = alg.setup(p, H100)
+    g = cfg.batch.global_
+    assert (g.outputs, g.units, g.slices, g.unroll, g.chunk, cfg.batch.splits) == (2048, 256, 1, 16, 256, 32)
+    assert [launch.cubes for launch in alg.launches(cfg, p)] == [128, 32]
+    assert alg.workspace(cfg, p)[1] == 32 * 8192
+    src = alg.render(cfg, H100)
+    assert "LAUNCH_BOUNDS_MIN(256, 1) void gemm_engine_kernel" in src
+    assert "sk_sum" not in src.split("gemm_engine_reduce")[0]
+
+
+def test_split_refuses_dot_shapes():
+    with pytest.raises(SetupError, match="contiguous along K"):
+        SkinnySplitKAlgorithm().setup(problem(8192, 1, 8192), H100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, layouts", [
+    ((1, 1, 1000, 3000), ("row", "row")),      # vector-matrix: N not a whole cube, K not whole ranges
+    ((2, 1, 520, 700), ("row", "row")),        # batch
+    ((1, 700, 1, 1100), ("col", "row")),       # matrix-vector with a column-major lhs
+], ids=["vm", "batch", "mv"])
+def test_split_numerics(engine, rng, dtype, shape, layouts):
+    if dtype == "bfloat16" and layouts != ("row", "row"):
+        pytest.skip("bfloat16 runs from numpy arrays (device array libraries may lack it): row-major only")
+    batch, m, n, k = shape
+    lead = (batch,) if batch > 1 else ()
+    a, b = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
+    if dtype == "bfloat16":
+        result = engine.matmul(a, b, algorithm="skinny_split_k")
+    else:
+        result = run_device(engine, a, b, layouts, "skinny_split_k")
+    assert engine.last_choice[1].batch.splits >= 2
+    assert_close(result, a, b, dtype)
 
 
 def test_opencl_setup_fits_small_devices():

@@ -3,12 +3,22 @@
 The skinny global matmul (`global_.skinny`) under the partitioned batch level: the kernel
 signature, batch entries, dispatch and the fused epilogue are the batch level's. Any other shape is
 refused with a SetupError, so the ``auto`` family can try it first.
+
+``skinny_split_k`` is the same global matmul under the split-K batch level: for a big operand
+contiguous along the outputs (M = 1 with a row-major rhs, as in ``x @ W``), each cube's units
+read whole 16-byte vectors of one long run of a K row (256 units: 4 KiB per row), and K is split
+over cubes instead of over the units of a cube; a second kernel adds the partials in a fixed order.
+Long contiguous runs per row and a wave of cubes each with many loads in flight are what reach the
+read bandwidth (bf16 1 x 8192 x 8192 on the H100: 0.0488 ms against 0.0576 for the in-cube split,
+bench/results/h100_2026-11-21_gemv_probe.txt).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..batch.split_k import SplitKBatchMatmul
 from ..codegen.dialect import Dialect
+from ..errors import SetupError
 from ..global_.loaders import _WORD_BYTES
 from ..global_.skinny import SkinnyGlobalMatmul, load_width, skinny_axis
 from ..problem import MatmulProblem
@@ -52,6 +62,7 @@ class SkinnySelection:
     vector_width: int = 8
     chunk_k: int = 0
     dispatch: str = "row_major"
+    split_k: int = 0          # K ranges over cubes (``skinny_split_k`` only; 0: it chooses)
 
     def resolve(self, problem: MatmulProblem, dialect: Dialect) -> "SkinnySelection":
         """This selection with every 0 field chosen for ``problem`` on ``dialect``'s device."""
@@ -110,3 +121,61 @@ class SkinnyAlgorithm(Algorithm):
         # Loads in flight per unit: the one knob the bandwidth sweeps found sensitive.
         return distinct([self.select(problem, dialect)] + [
             SkinnySelection(unroll=u).resolve(problem, dialect) for u in (2, 4, 8)])
+
+
+#: Loads in flight per unit of the split kernel (16 x 16 bytes x 256 units = 64 KiB per cube: the
+#: probe's best, against 0.0499 ms for 8).
+_SPLIT_UNROLL = 16
+#: Smallest big operand worth a second kernel: below it the in-cube split is one launch.
+_SPLIT_MIN_BYTES = 16 << 20
+
+
+def select_split_skinny(problem: MatmulProblem, dialect: Dialect, splits: int = 0) -> SkinnySelection:
+    """Every unit one 16-byte vector of outputs (one slice of K per cube), up to 256 units; about
+    one cube per compute unit, K cut into as many ranges as that takes, each a whole number of
+    staged chunks of at least 256 rows."""
+    along_n, dot = skinny_axis(problem)
+    if dot:
+        raise SetupError("skinny_split_k", "the big operand is contiguous along K: each output is a dot "
+                                           "product of whole rows (skinny reads it so)")
+    big = problem.rhs if along_n else problem.lhs
+    per_unit = 16 // big.itemsize
+    vectors = -(-(problem.n if along_n else problem.m) // per_unit)
+    units = min(_UNITS, _pow2_at_least(vectors), _pow2_at_most(dialect.device.max_threads_per_cube))
+    tiles = problem.batch * -(-vectors // units)
+    if not splits:   # at least two: a caller who names this algorithm wants K split
+        splits = max(2, round(max(1, dialect.device.compute_units) / tiles))
+    chunk = units * _pow2_at_least(-(-problem.k // (splits * units)))
+    return SkinnySelection(outputs=units * per_unit, units=units, unroll=_SPLIT_UNROLL, chunk_k=chunk,
+                           split_k=-(-problem.k // chunk))
+
+
+@register
+class SkinnySplitKAlgorithm(SkinnyAlgorithm):
+    name = "skinny_split_k"
+    batch = SplitKBatchMatmul
+
+    def select(self, problem, dialect):
+        return select_split_skinny(problem, dialect)
+
+    def tuning_space(self, problem, dialect):
+        first = self.select(problem, dialect)
+        return distinct([first] + [select_split_skinny(problem, dialect, s) for s in (8, 16, 32, 64)])
+
+
+class SkinnySplitWhenWorthIt(SkinnySplitKAlgorithm):
+    """``skinny_split_k`` for ``auto``: only on CUDA (where it was measured) and where the big
+    operand is large enough (16 MiB) that a second launch is small against streaming it."""
+
+    name = "skinny_split_k_when_worth_it"
+
+    def setup(self, problem, dialect):
+        if dialect.backend != "cuda":
+            raise SetupError(self.name, "measured on CUDA GPUs only; other devices take skinny")
+        if problem.m == 1 or problem.n == 1:
+            big = problem.rhs if skinny_axis(problem)[0] else problem.lhs
+            size = problem.batch * problem.k * max(problem.m, problem.n) * big.itemsize
+            if size < _SPLIT_MIN_BYTES:
+                raise SetupError(self.name, f"the big operand's {size} bytes are streamed fast enough "
+                                            f"by one launch (split from {_SPLIT_MIN_BYTES})")
+        return super().setup(problem, dialect)

@@ -149,10 +149,10 @@ class WgmmaWhenWorthIt(PipelinedWgmmaAlgorithm):
     is small once the other extent reaches ``MIN_EXTENT``."""
 
     name = "pipelined_wgmma"
-    #: Measured on the H100 (bench/results/h100_2026-11-21_tf32_first.md), row-major b: 512^3
-    #: wgmma + pass 0.025 ms against mma.sync's 0.014; 1000^3 0.033-0.041 against 0.037; 2048^3
-    #: 0.106 against 0.165.
-    MIN_EXTENT = 1024
+    #: Measured on the H100 (bench/results/h100_2026-11-21_tf32{_first,}.md), row-major b: 512^3
+    #: wgmma + pass 0.024-0.025 ms against mma.sync's 0.014; 1000^3 0.027-0.041 against 0.036;
+    #: 2048^3 0.082-0.108 against 0.150-0.165.
+    MIN_EXTENT = 768
 
     def setup(self, problem, dialect):
         cfg = super().setup(problem, dialect)

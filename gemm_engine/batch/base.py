@@ -77,6 +77,11 @@ class BatchMatmul(ABC):
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         """Every kernel function (without the dialect preamble)."""
 
+    def launch_bounds(self, cfg: BatchConfig) -> str:
+        """The main kernel's launch bounds: its units, and the global matmul's occupancy hint."""
+        hint = self.global_.occupancy
+        return f"LAUNCH_BOUNDS_MIN({cfg.units}, {hint})" if hint else f"LAUNCH_BOUNDS({cfg.units})"
+
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
         """The kernels to run, in order (one, by default)."""
         return [Launch(KERNEL_NAME, self.cube_count(cfg, problem), cfg.units)]

@@ -80,7 +80,7 @@ class PartitionedBatchMatmul(BatchMatmul):
         persistent = cfg.persistent_cubes > 0
         params = ",\n    ".join(self.params(cfg, d))
         return "\n".join([
-            f"KERNEL LAUNCH_BOUNDS({cfg.units}) void {KERNEL_NAME}(\n    {params})",
+            f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {params})",
             "{",
             self.global_.shared_declarations(g, d),
             *self.cube_index(cfg),

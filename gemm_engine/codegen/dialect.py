@@ -4,7 +4,8 @@ Templates are written once against a neutral vocabulary (in the manner of PyOpen
 tinygrad's C-style renderer). A dialect supplies:
 
 * a preamble of macros that define the neutral words for its backend:
-  `KERNEL`, `LAUNCH_BOUNDS(n)`, `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
+  `KERNEL`, `LAUNCH_BOUNDS(n)`, `LAUNCH_BOUNDS_MIN(n, c)` (n units, and c cubes per compute unit
+  are enough: the compiler may spend registers on loads in flight; OpenCL ignores c), `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
   `CUBE_COUNT` (cubes in the launch),
   `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
 * C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`, `i8`, `i32`)
@@ -144,6 +145,7 @@ class CudaDialect(Dialect):
     _preamble = r"""
 #define KERNEL extern "C" __global__
 #define LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define LAUNCH_BOUNDS_MIN(n, c) __launch_bounds__(n, c)
 #define GLOBAL
 #define LOCAL __shared__
 #define RESTRICT __restrict__
@@ -205,6 +207,7 @@ class OpenCLDialect(Dialect):
     _preamble = r"""
 #define KERNEL __kernel
 #define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1)))
+#define LAUNCH_BOUNDS_MIN(n, c) __attribute__((reqd_work_group_size(n, 1, 1)))
 #define GLOBAL __global
 #define LOCAL __local
 #define RESTRICT restrict

@@ -60,6 +60,10 @@ class GlobalMatmul(ABC):
     #: behind (copies in flight, barrier phases, shared state read before it is written) may change
     #: the next. Opt-in: an unchecked global matmul gets one cube per tile.
     reentrant = False
+    #: Cubes per compute unit the compiler should plan registers for (0: its own default). A
+    #: bandwidth-bound body with many loads in flight says 1: ptxas then keeps them all in
+    #: registers instead of serializing them to raise occupancy.
+    occupancy = 0
 
     def __init__(self, stage: StageMatmul, lhs_loader: Loader, rhs_loader: Loader):
         self.stage = stage

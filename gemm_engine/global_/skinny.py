@@ -22,7 +22,8 @@ read straight from global memory, in one of two shapes chosen from its layout:
 Either way every unit keeps about ``unroll`` global loads in flight (the K loop is unrolled that
 far, all loads issued before the first multiply-add), and the partial sums of one output are
 reduced through shared memory by one unit in a fixed order: the result is deterministic (no
-atomics). Global loads
+atomics). With a single slice (split-K over cubes instead: ``skinny_split_k``) each unit stores
+its own sums. Global loads
 are vectors (``float4``, ``double2``; 16-bit elements read as ``float4`` bits) where the operand's
 alignment and the extent along its contiguous axis allow (``width``), scalar otherwise. Partial
 cubes read no branch-guarded memory: a unit whose output lies past the problem reads the last valid
@@ -154,6 +155,8 @@ class SkinnyConfig(GlobalConfig):
     @property
     def smem_elems(self) -> int:
         """One array serves the staged vector, then (after a barrier) the partial sums."""
+        if not self.dot and self.slices == 1:
+            return self.chunk   # each unit stores its own sums: no partials
         partials = self.stage.units * (1 if self.dot else self.per_unit)
         return max(self.chunk, partials)
 
@@ -178,6 +181,9 @@ class SkinnyGlobalMatmul(GlobalMatmul):
 
     name = "skinny_global"
     buffers = 1   # one shared array (for `SimpleGlobalMatmul.check_shared_memory`)
+    # Registers for every load in flight: bf16 1 x 8192 x 8192 split over cubes 0.0581 -> 0.0488 ms
+    # on the H100 (bench/results/h100_2026-11-21_gemv_probe.txt, R=0 against R=1).
+    occupancy = 1
 
     def __init__(self):
         super().__init__(None, None, None)
@@ -226,8 +232,9 @@ class SkinnyGlobalMatmul(GlobalMatmul):
                 raise SetupError(self.name, f"outputs={outputs} are not whole groups of {per_unit} "
                                             f"that divide units={units}")
             lanes = outputs // per_unit
-            if units // lanes < per_unit:
-                # The reduction gives each output one unit: a cube needs at least as many units.
+            if 1 < units // lanes < per_unit:
+                # The reduction gives each output one unit: a cube needs at least as many units
+                # (one slice needs none: each unit stores its own outputs).
                 raise SetupError(self.name, f"units={units} are fewer than outputs={outputs}")
         stage = SkinnyTiling(stage_m=1 if along_n else outputs, stage_n=outputs if along_n else 1,
                              stage_k=chunk, units=units)
@@ -354,8 +361,14 @@ class SkinnyGlobalMatmul(GlobalMatmul):
             f"for (; sk_k + {(cfg.steps - 1) * step} < sk_kend; sk_k += {cfg.steps * step}) {{\n    {unrolled}\n}}",
             *([f"for (; sk_k < sk_kend; sk_k += {step}) {{\n    {single}\n}}"] if cfg.steps > 1 else []),
             "}",
-            "SYNC_CUBE();  /* the vector is read: its shared memory takes the partial sums */",
         ]
+        if not cfg.dot and slices == 1:
+            # One slice of K: every unit holds whole sums of its own outputs.
+            row, col = ("0", "sk_lane * {p} + {a}") if cfg.along_n else ("sk_lane * {p} + {a}", "0")
+            lines += [self.store(cfg, d, row.format(p=cfg.per_unit, a=a), col.format(p=cfg.per_unit, a=a),
+                                 f"sk_acc{a}") for a in range(accs)]
+            return "\n".join(lines)
+        lines.append("SYNC_CUBE();  /* the vector is read: its shared memory takes the partial sums */")
         # Partial sums, then each output summed by one unit in a fixed order (deterministic).
         if cfg.dot:
             lines.append("sk_smem[UNIT_ID] = sk_acc0;")

@@ -12,7 +12,7 @@ from ..algorithms.base import REGISTRY, Algorithm, AlgorithmFamily
 from ..errors import SetupError
 
 #: Algorithms timed by default, by registered name.
-CONTENDERS = ("skinny", "split_k_wgmma", "split_k_mma", "split_k_unit", "pipelined_wgmma",
+CONTENDERS = ("skinny", "skinny_split_k", "split_k_wgmma", "split_k_mma", "split_k_unit", "pipelined_wgmma",
               "pipelined_mma", "pipelined_dmma", "simple_unit", "double_buffering_unit")
 
 
