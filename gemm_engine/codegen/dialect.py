@@ -126,6 +126,11 @@ class Dialect:
         vec = f"{'const ' if const else ''}{qualifier} {self.c_type(word)}{width}".strip()
         return f"(*({vec}*)({pointer}))"
 
+    def stream_vector(self, word: str, width: int, pointer: str) -> str:
+        """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the
+        backend may keep it out of its caches. Portable default: the plain load."""
+        return self.vector_ref("global", word, width, pointer, const=True)
+
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:
         return ""
@@ -173,6 +178,23 @@ typedef long long i64;
 
     def math(self, fn: str, word: str) -> str:
         return fn + "f" if word == "f32" else fn
+
+    def stream_vector(self, word: str, width: int, pointer: str) -> str:
+        if (word, width) != ("f32", 4):
+            return super().stream_vector(word, width, pointer)
+        # Read-only path, no L1 allocation: bf16 1 x 8192 x 8192 split over cubes 0.0497 -> 0.0488
+        # ms on the H100 against __ldg (bench/results/h100_2026-11-21_gemv_probe.txt, na vs ldg).
+        return f"ld_stream_f4((const float*)({pointer}))"
+
+    def preamble(self, element_types, headers=()) -> str:
+        return super().preamble(element_types, headers) + r"""
+INLINE float4 ld_stream_f4(const float* p) {
+    float4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+"""
 
     def dynamic_shared(self, name: str) -> str:
         """Declaration (at kernel scope) of the cube's dynamic shared memory as 16-byte aligned

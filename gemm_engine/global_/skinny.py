@@ -68,7 +68,7 @@ def read_global(d: Dialect, et: ElementType, ident: str, index: str, width: int,
         return [f"const {d.compute_type(et)} {name} = {d.load_global(et, ident, index)};"], [name]
     word = "f64" if et.storage == "f64" else "f32"
     count = width * et.itemsize // _WORD_BYTES[word]
-    vector = d.vector_ref("global", word, count, f"{ident} + {index}", const=True)
+    vector = d.stream_vector(word, count, f"{ident} + {index}")   # each element is read once
     statements = [f"const {d.c_type(word)}{count} {name} = {vector};"]
     if et.storage in ("f32", "f64"):
         return statements, [f"{name}.{_COMPONENTS[j]}" for j in range(width)]
