@@ -243,6 +243,9 @@ def test_registered_and_first_in_auto():
     # A big operand (16 MiB up) contiguous along the outputs: K split over cubes.
     cfg = resolve("auto").setup(problem(1, 8192, 8192), H100)
     assert cfg.algorithm.endswith("SkinnySplitWhenWorthIt")
+    # K shorter than the outputs: one launch.
+    cfg = resolve("auto").setup(problem(1, 14336, 4096), H100)
+    assert cfg.algorithm.endswith(".SkinnyAlgorithm")
     # Contiguous along K: dot products of whole rows, one launch.
     cfg = resolve("auto").setup(problem(8192, 1, 8192), H100)
     assert cfg.algorithm.endswith(".SkinnyAlgorithm")

@@ -1,7 +1,7 @@
 """``auto``: the engine's default choice, the fastest composition that sets up for the problem.
 
-In order: ``skinny_split_k`` (M = 1 or N = 1 with a big operand contiguous along the outputs
-and 16 MiB or more), ``skinny`` (M = 1 or N = 1 only: a bandwidth-bound vector-matrix or matrix-vector
+In order: ``skinny_split_k`` (M = 1 or N = 1 with a big operand contiguous along the outputs,
+16 MiB or more, and K at least the outputs; CUDA), ``skinny`` (M = 1 or N = 1 only: a bandwidth-bound vector-matrix or matrix-vector
 product, which a tiled kernel runs with one of its 64-128 tile rows used), ``split_k`` (only for
 a long K against a small output: see algorithms/split_k.py), ``pipelined_wgmma``
 (Hopper sm_90a, float16 / bfloat16, float32 with tf32 opted in where any transposing pass it needs

@@ -164,8 +164,12 @@ class SkinnySplitKAlgorithm(SkinnyAlgorithm):
 
 
 class SkinnySplitWhenWorthIt(SkinnySplitKAlgorithm):
-    """``skinny_split_k`` for ``auto``: only on CUDA (where it was measured) and where the big
-    operand is large enough (16 MiB) that a second launch is small against streaming it."""
+    """``skinny_split_k`` for ``auto``: only on CUDA (where it was measured), where the big operand
+    is large enough (16 MiB) that a second launch is small against streaming it, and where K is at
+    least the output extent: each of the one-launch kernel's cubes then walks a long K over short
+    runs of each row. On the H100 (bench/results/h100_2026-11-21_issue4_session4.md), bf16
+    1 x 8192 x 8192: split 0.0509 ms, one launch 0.0532; 1 x 14336 x 4096: split 0.0455, one
+    launch 0.0429."""
 
     name = "skinny_split_k_when_worth_it"
 
@@ -174,7 +178,11 @@ class SkinnySplitWhenWorthIt(SkinnySplitKAlgorithm):
             raise SetupError(self.name, "measured on CUDA GPUs only; other devices take skinny")
         if problem.m == 1 or problem.n == 1:
             big = problem.rhs if skinny_axis(problem)[0] else problem.lhs
-            size = problem.batch * problem.k * max(problem.m, problem.n) * big.itemsize
+            extent = max(problem.m, problem.n)
+            size = problem.batch * problem.k * extent * big.itemsize
+            if problem.k < extent:
+                raise SetupError(self.name, f"K = {problem.k} is shorter than the {extent} outputs: "
+                                            "one launch streams it faster")
             if size < _SPLIT_MIN_BYTES:
                 raise SetupError(self.name, f"the big operand's {size} bytes are streamed fast enough "
                                             f"by one launch (split from {_SPLIT_MIN_BYTES})")
