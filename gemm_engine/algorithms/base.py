@@ -85,8 +85,9 @@ class Algorithm:
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
                *epilogue.element_types)
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
-        return (header + dialect.preamble(ets, self.tile.headers) + epilogue.helpers(dialect)
-                + self.components.kernel(cfg.batch, dialect) + "\n")
+        body = self.components.kernel(cfg.batch, dialect)
+        return (header + dialect.preamble(ets, self.tile.headers) + dialect.helpers_for(body)
+                + epilogue.helpers(dialect) + body + "\n")
 
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
         return self.components.cube_count(cfg.batch, problem)

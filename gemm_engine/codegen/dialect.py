@@ -126,6 +126,13 @@ class Dialect:
         vec = f"{'const ' if const else ''}{qualifier} {self.c_type(word)}{width}".strip()
         return f"(*({vec}*)({pointer}))"
 
+    #: Helper functions defined only in sources that call them (name -> definition).
+    _on_demand: dict = {}
+
+    def helpers_for(self, body: str) -> str:
+        """Definitions of the on-demand helpers that ``body`` (kernel code) calls."""
+        return "".join(code for name, code in self._on_demand.items() if f"{name}(" in body)
+
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
         """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the
         backend may keep it out of its caches. Portable default: the plain load."""
@@ -186,15 +193,14 @@ typedef long long i64;
         # ms on the H100 against __ldg (bench/results/h100_2026-11-21_gemv_probe.txt, na vs ldg).
         return f"ld_stream_f4((const float*)({pointer}))"
 
-    def preamble(self, element_types, headers=()) -> str:
-        return super().preamble(element_types, headers) + r"""
+    _on_demand = {"ld_stream_f4": r"""
 INLINE float4 ld_stream_f4(const float* p) {
     float4 v;
     asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
     return v;
 }
-"""
+"""}
 
     def dynamic_shared(self, name: str) -> str:
         """Declaration (at kernel scope) of the cube's dynamic shared memory as 16-byte aligned
