@@ -320,28 +320,16 @@ class SkinnyGlobalMatmul(GlobalMatmul):
                         xs = [f"sk_xv{i}_{v}.{_COMPONENTS[j]}" for j in range(xw)]
                     fmas += [f"sk_acc0 += {elems[v + j]} * {x};" for j, x in enumerate(xs)]
         else:
-            small = cfg.small.operand
             for i in range(count):
                 k = f"sk_k + {i * cfg.slices}"
                 x = f"sk_xs{i}"
-                if self.reads_vector_directly(cfg):
-                    index = small.global_index("0", k) if cfg.along_n else small.global_index(k, "0")
-                    loads.append(f"const {ct} {x} = {d.load_global(small.element, small.ident, index)};")
-                else:
-                    fmas.append(f"const {ct} {x} = sk_smem[(int)(sk_k - sk_k0) + {i * cfg.slices}];")
+                fmas.append(f"const {ct} {x} = sk_smem[(int)(sk_k - sk_k0) + {i * cfg.slices}];")
                 for p in range(cfg.per_unit // w):
                     index = self._big_index(cfg, f"sk_p{p}", k)
                     stmts, elems = read_global(d, et, ident, index, w, f"sk_w{i}_{p}")
                     loads += stmts
                     fmas += [f"sk_acc{p * w + j} += {e} * {x};" for j, e in enumerate(elems)]
         return loads + fmas
-
-    @staticmethod
-    def reads_vector_directly(cfg: SkinnyConfig) -> bool:
-        """One slice of K (split over cubes): every unit reads the same vector element at each step,
-        a broadcast the cache serves, so it is read from global memory beside the matrix loads
-        instead of staged (the staging's round trip and barriers would hold back the first loads)."""
-        return not cfg.dot and cfg.slices == 1
 
     def body(self, cfg: SkinnyConfig, d: Dialect) -> str:
         ct, zero = d.c_type(cfg.compute), d.zero(cfg.lhs_loader.operand.element)
@@ -366,10 +354,9 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         lines += [
             f"for (i64 sk_k0 = 0; sk_k0 < K; sk_k0 += {cfg.chunk}) {{",
             f"const i64 sk_kend = K - sk_k0 < {cfg.chunk} ? K : sk_k0 + {cfg.chunk};",
-            *([] if self.reads_vector_directly(cfg) else [
-                "SYNC_CUBE();  /* every unit is done with the previous chunk */",
-                *self._stage_vector(cfg, d),
-                "SYNC_CUBE();"]),
+            "SYNC_CUBE();  /* every unit is done with the previous chunk */",
+            *self._stage_vector(cfg, d),
+            "SYNC_CUBE();",
             f"i64 sk_k = {start};",
             f"for (; sk_k + {(cfg.steps - 1) * step} < sk_kend; sk_k += {cfg.steps * step}) {{\n    {unrolled}\n}}",
             *([f"for (; sk_k < sk_kend; sk_k += {step}) {{\n    {single}\n}}"] if cfg.steps > 1 else []),
