@@ -40,7 +40,8 @@ RANKING = {
     "split_k_when_worth_it": "before the tiled kernels: with a long K against a small output, the "
                              "output tiles alone leave compute units idle (64x64x65536 f32: 99x unsplit)",
     "pipelined_wgmma": "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, "
-                       "against 0.40-0.45 for mma.sync)",
+                       "against 0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing "
+                       "pass, against 0.36; the pass only from M, N >= 768)",
     "pipelined_mma": "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)",
     "pipelined_dmma": "float64 tensor cores on sm_80+: 2.6x register FMA on the H100",
     "simple_unit": "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
