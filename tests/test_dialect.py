@@ -11,24 +11,45 @@ from gemm_engine.codegen.dialect import CudaDialect, OpenCLDialect, dialect_for
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT64
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "gemm_engine"
-DIALECT_MODULE = PACKAGE / "codegen" / "dialect.py"
+CODEGEN = PACKAGE / "codegen"
+#: The modules that may spell backend words: the dialects and the PTX intrinsics they render.
+DIALECT_MODULES = {CODEGEN / "dialect.py", CODEGEN / "cuda_dialect.py", CODEGEN / "ptx.py"}
 BACKEND_WORDS = [
     "__syncthreads", "__shared__", "__global__", "threadIdx", "blockIdx", "blockDim", "gridDim",
     "__launch_bounds__", "__restrict__", "__kernel", "__local", "get_local_id", "get_group_id",
     "get_global_id", "get_num_groups", "barrier(", "CLK_LOCAL_MEM_FENCE", "vload_half", "vstore_half",
+    "nvcuda", "__cvta_generic_to_shared", "__syncwarp",
 ]
 
 
 def test_backend_words_only_in_dialect():
     offenders = []
     for path in PACKAGE.rglob("*.py"):
-        if path == DIALECT_MODULE:
+        if path in DIALECT_MODULES:
             continue
         text = path.read_text()
         for word in BACKEND_WORDS:
             if word in text:
                 offenders.append(f"{path.relative_to(PACKAGE)}: {word}")
-    assert not offenders, "backend words outside codegen/dialect.py:\n" + "\n".join(offenders)
+    assert not offenders, "backend words outside the dialect modules:\n" + "\n".join(offenders)
+
+
+def test_inline_assembly_only_in_codegen():
+    """PTX is the CUDA dialect's business: components call its named intrinsics (codegen/ptx.py)."""
+    asm = re.compile(r"\basm\s*(volatile\s*)?\(")
+    offenders = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                 if CODEGEN not in p.parents and asm.search(p.read_text())]
+    assert not offenders, f"inline assembly outside codegen/: {offenders}"
+
+
+def test_intrinsics_defined_only_where_called():
+    d = dialect_for(nominal_cuda_device())
+    call = d.cp_async("cg", 16, "dst", "src")
+    assert call.startswith("ptx_cp_async_cg_16(")
+    assert "cp.async.cg.shared.global" in d.helpers_for("{ " + call + " }")
+    assert "cp.async" not in d.helpers_for("{ nothing_here(); }")
+    # A name that merely contains another's is not a call of it.
+    assert "cp.async" not in d.helpers_for("{ my_ptx_cp_async_cg_16(x); }")
 
 
 def test_every_neutral_word_is_defined_by_both_preambles():

@@ -105,8 +105,10 @@ def test_instruction_and_declarations():
     assert (c.tile_m, c.tile_n, c.tile_k, c.compute, c.smem_word) == (8, 8, 4, "f64", "f64")
     assert t.declare_lhs(c, SM80, "a") == "double a;" and t.declare_acc(c, SM80, "acc") == "double acc[2];"
     code = t.execute(c, SM80, "a", "b", "acc")
-    assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" in code
-    assert re.search(r'"\+d"\(acc\[0\]\), "\+d"\(acc\[1\]\) : "d"\(a\), "d"\(b\)', code)
+    assert code == "ptx_dmma_m8n8k4(acc, a, b);"
+    helper = SM80.helpers_for(code)
+    assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" in helper
+    assert re.search(r'"\+d"\(c\[0\]\), "\+d"\(c\[1\]\) : "d"\(a\), "d"\(b\)', helper)
 
 
 def stage_lds():
@@ -135,8 +137,8 @@ def test_fragment_loads_are_conflict_free(operand, ld, k_contiguous):
 
 
 # -- a whole stage, interpreted -----------------------------------------------------------------------
-MMA = re.compile(r'asm\("mma\.sync\.aligned\.m8n8k4\.row\.col\.f64\.f64\.f64\.f64 \{%0, %1\}, \{%2\}, \{%3\}, '
-                 r'\{%0, %1\};"\s*: "\+d"\((\w+)\[0\]\), "\+d"\((\w+)\[1\]\) : "d"\((\w+)\), "d"\((\w+)\)\);')
+#: The DMMA intrinsic (codegen/ptx.py: mma.sync.aligned.m8n8k4.row.col.f64, c[0..2) += a * b).
+MMA = re.compile(r"ptx_dmma_m8n8k4\((\w+), (\w+), (\w+)\);")
 STATEMENTS = [
     ("comment", re.compile(r"/\*.*?\*/", re.S)),
     ("pragma", re.compile(r"#pragma unroll")),
@@ -218,9 +220,8 @@ def run(stmts, env, smem, out):
             assert np.all((index >= 0) & (index < len(array))), f"{g[1]} read out of bounds"
             env[g[0]] = array[index]
         elif kind == "mma":
-            d0, d1, a, b = g
-            assert d0 == d1
-            env[d0] = mma_sync(env[d0], env[a], env[b])
+            acc, a, b = g
+            env[acc] = mma_sync(env[acc], env[a], env[b])
         elif kind == "store":
             rows, cols = c_eval(g[0], env), c_eval(g[1], env)
             out.append((np.broadcast_to(rows, env["UNIT_ID"].shape), np.broadcast_to(cols, env["UNIT_ID"].shape),

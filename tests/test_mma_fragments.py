@@ -84,7 +84,7 @@ def loaded_elements(kind, operand):
     code = load(c, d, "frag", SmemTile("S", LD, str(K0), str(X0)))
     out = {}
     if kind == "tf32":
-        exprs = re.findall(r'"f"\((S\[.*?\])\)\);', code)
+        exprs = re.findall(r"= ptx_cvt_rna_tf32\((S\[.*?\])\);", code)
         for lane in range(32):
             for i, e in enumerate(exprs):
                 out[lane, i] = lane_index(e, "S", lane)
@@ -206,8 +206,10 @@ def test_s8_fragments_match_isa(operand, k_contiguous):
 def test_s8_instruction_and_accumulators():
     d = RecordingDialect()
     code = MmaTile().execute(S8_CFG, d, "a", "b", "acc")
-    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in code
-    assert code.count('"+r"(acc[') == 4 and '"+f"' not in code
+    assert code == "ptx_mma_m16n8k32_s32_s8(acc, a, b);"
+    helper = d.helpers_for(code)
+    assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in helper and "INLINE void ptx_mma_m16n8k32_s32_s8(int* c" in helper
+    assert helper.count('"+r"(c[') == 4 and '"+f"' not in helper
     assert MmaTile().declare_acc(S8_CFG, d, "acc") == "int acc[4];"
     assert "0.0" not in MmaTile().init_acc(S8_CFG, d, "acc")
     assert MmaTile().load_rhs_pair(S8_CFG, d, "x", "y", SmemTile("S", LD, "0", "0")) is None

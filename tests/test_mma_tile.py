@@ -129,9 +129,9 @@ def test_injected_code_lands_after_its_event():
     parts = [p.strip() for p in re.split(r"/\* after [^\n]*\*/", text)]
     assert parts[0] == "" and parts[-2:] == ["", ""]
     lhs, rhs0, rhs1, mma0, mma1 = parts[1:6]
-    assert "x4.trans" in lhs and "lhs_frag_0" in lhs
-    assert "x2.trans" in rhs0 and "rhs_frag_0" in rhs0 and "rhs_frag_1" in rhs1
-    assert "mma.sync" in mma0 and "acc_0_0" in mma0 and "rhs_frag_0" in mma0
+    assert "ptx_ldmatrix_x4_trans(" in lhs and "lhs_frag_0" in lhs
+    assert "ptx_ldmatrix_x2_trans(" in rhs0 and "rhs_frag_0" in rhs0 and "rhs_frag_1" in rhs1
+    assert "ptx_mma_m16n8k16_f32_f16(" in mma0 and "acc_0_0" in mma0 and "rhs_frag_0" in mma0
     assert "acc_0_1" in mma1 and "rhs_frag_1" in mma1
 
 

@@ -88,9 +88,11 @@ def test_pipeline_structure():
     assert cfg.units == 256 and cfg.batch.global_.stage.stage_n == 256
     body = src[src.index("for (int step"):]
     # slice landed -> proxy fence -> barrier, before any wgmma of the step; one batch per step
-    assert body.index("cp.async.wait_group 1") < body.index("fence.proxy.async") < body.index("SYNC_CUBE()")
-    assert body.count("wgmma.commit_group") == 1 and "wgmma.wait_group.sync.aligned 1" in body
-    assert src.count("m64n256k16") == 4                          # stage_k 64 / 16, one warpgroup tile
+    assert body.index("ptx_cp_async_wait_1()") < body.index("ptx_fence_proxy_async()") < body.index("SYNC_CUBE()")
+    assert body.count("ptx_wgmma_commit()") == 1 and "ptx_wgmma_wait_1()" in body
+    assert "wgmma.wait_group.sync.aligned 1;" in src and "fence.proxy.async.shared::cta;" in src
+    kernel = src[src.index("void gemm_engine_kernel("):]
+    assert kernel.count("ptx_wgmma_m64n256k16_f32_f16_t01(") == 4   # stage_k 64 / 16, one warpgroup tile
     assert "cp.async.cg.shared.global" in src and "st.shared.v4" not in src
     assert cuda_target_arch(SM90.device, src) == "sm_90a"
 
@@ -141,7 +143,8 @@ def test_tf32_two_k_atoms_per_stage():
     p = problem(m=256, n=256, k=256, dtype="tf32", layouts=("row", "col"), align=4)
     sel = WgmmaSelection(warpgroups_m=1, tile_n=128, stage_k=64, stages=3)
     cfg, src = render(p, sel)
-    assert src.count("m64n128k8.f32.tf32.tf32") == 8
+    kernel = src[src.index("void gemm_engine_kernel("):]
+    assert kernel.count("ptx_wgmma_m64n128k8_f32_tf32(") == 8
     assert "((0) * 128 + 8192) >> 4" in src       # rhs: k 32 starts one 64 x 128-byte atom on
 
 

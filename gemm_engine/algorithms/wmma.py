@@ -1,4 +1,4 @@
-"""``simple_wmma``: the simple pipeline with `WmmaTile` (nvcuda::wmma) on the plane-partitioned
+"""``simple_wmma``: the simple pipeline with `WmmaTile` (the WMMA API) on the plane-partitioned
 stage: the portable CUDA tensor-core path beside the inline-PTX ``simple_mma``."""
 from __future__ import annotations
 

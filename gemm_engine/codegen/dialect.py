@@ -18,6 +18,8 @@ A test greps every other module for backend words, so keep them here.
 """
 from __future__ import annotations
 
+import re
+
 from ..dtypes import ElementType
 from .device import DeviceInfo
 
@@ -44,6 +46,8 @@ class Dialect:
         if device.backend != self.backend:
             raise ValueError(f"{type(self).__name__} needs a {self.backend} device, got {device.backend}")
         self.device = device
+        #: Helpers generated on request (the CUDA dialect's PTX intrinsics), name -> definition.
+        self._generated: dict[str, str] = {}
 
     # -- identity --------------------------------------------------------------------------
     @property
@@ -130,8 +134,15 @@ class Dialect:
     _on_demand: dict = {}
 
     def helpers_for(self, body: str) -> str:
-        """Definitions of the on-demand helpers that ``body`` (kernel code) calls."""
-        return "".join(code for name, code in self._on_demand.items() if f"{name}(" in body)
+        """Definitions of the on-demand helpers (and generated intrinsics) that ``body`` calls."""
+        helpers = {**self._on_demand, **self._generated}
+        return "".join(code for name, code in helpers.items() if re.search(rf"\b{name}\(", body))
+
+    def _use(self, built: tuple[str, str]) -> str:
+        """Record a generated helper ``(name, definition)``; returns its name."""
+        name, code = built
+        self._generated.setdefault(name, code)
+        return name
 
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
         """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the
@@ -150,84 +161,6 @@ class Dialect:
 
     def _store_f16(self, ptr: str, index: str, value: str) -> str:
         raise NotImplementedError
-
-
-class CudaDialect(Dialect):
-    backend = "cuda"
-    _preamble = r"""
-#define KERNEL extern "C" __global__
-#define LAUNCH_BOUNDS(n) __launch_bounds__(n)
-#define LAUNCH_BOUNDS_MIN(n, c) __launch_bounds__(n, c)
-#define GLOBAL
-#define LOCAL __shared__
-#define RESTRICT __restrict__
-#define INLINE static __device__ __forceinline__
-#define UNIT_ID ((int)threadIdx.x)
-#define CUBE_ID ((i64)blockIdx.x)
-#define CUBE_COUNT ((i64)gridDim.x)
-#define SYNC_CUBE() __syncthreads()
-#define SYNC_PLANE() __syncwarp()
-#define ALIGN16 __attribute__((aligned(16)))
-#define FLOAT_AS_UINT(x) __float_as_uint(x)
-#define UINT_AS_FLOAT(x) __uint_as_float(x)
-typedef long long i64;
-"""
-    _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
-                "i8": "signed char", "i32": "int"}
-
-    def supports(self, feature: str) -> bool:
-        cc = self.device.compute_capability or (0, 0)
-        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma"):
-            return cc >= (8, 0)
-        if feature == "wgmma":
-            return cc >= (9, 0)
-        return super().supports(feature)
-
-    def math(self, fn: str, word: str) -> str:
-        return fn + "f" if word == "f32" else fn
-
-    def stream_vector(self, word: str, width: int, pointer: str) -> str:
-        if (word, width) != ("f32", 4):
-            return super().stream_vector(word, width, pointer)
-        # Read-only path, no L1 allocation: bf16 1 x 8192 x 8192 split over cubes 0.0497 -> 0.0488
-        # ms on the H100 against __ldg (bench/results/h100_2026-11-21_gemv_probe.txt, na vs ldg).
-        return f"ld_stream_f4((const float*)({pointer}))"
-
-    _on_demand = {"ld_stream_f4": r"""
-INLINE float4 ld_stream_f4(const float* p) {
-    float4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-    return v;
-}
-"""}
-
-    def dynamic_shared(self, name: str) -> str:
-        """Declaration (at kernel scope) of the cube's dynamic shared memory as 16-byte aligned
-        bytes, sized at launch (a config's ``dynamic_shared_bytes``): the only way past 48 KiB."""
-        return f"extern __shared__ __align__(16) unsigned char {name}[];"
-
-    def shared_address(self, pointer: str) -> str:
-        """Expression: the 32-bit shared-window address of a generic pointer into shared memory,
-        the operand form PTX instructions such as ldmatrix take."""
-        return f"((unsigned)__cvta_generic_to_shared({pointer}))"
-
-    def _f16_helpers(self) -> str:
-        # Inline PTX conversions need no cuda_fp16.h (NVRTC has no CUDA include path by default).
-        return r"""
-INLINE float f16_to_f32(unsigned short bits) {
-    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f;
-}
-INLINE unsigned short f32_to_f16(float value) {
-    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(value)); return h;
-}
-"""
-
-    def _load_f16(self, ptr, index):
-        return f"f16_to_f32({ptr}[{index}])"
-
-    def _store_f16(self, ptr, index, value):
-        return f"{ptr}[{index}] = f32_to_f16({value});"
 
 
 class OpenCLDialect(Dialect):
@@ -264,19 +197,15 @@ typedef long i64;
         return f"vstore_half_rte({value}, 0, {ptr} + ({index}));"
 
 
-#: PTX that exists only on an architecture-specific target (sm_90a: wgmma, setmaxnreg). A kernel
-#: using it must be compiled for that target, whose code runs on exactly that compute capability.
-_ARCH_SPECIFIC_PTX = ("wgmma.", "setmaxnreg.")
-
-
-def cuda_target_arch(device: DeviceInfo, source: str) -> str | None:
-    """The CUDA target a kernel's source needs on ``device``: its arch ("sm_90"), with the "a"
-    suffix ("sm_90a") when the source uses architecture-specific PTX on a 9.0 device."""
-    arch = device.arch
-    if device.compute_capability == (9, 0) and any(w in source for w in _ARCH_SPECIFIC_PTX):
-        return arch + "a"
-    return arch
-
-
 def dialect_for(device: DeviceInfo) -> Dialect:
+    from .cuda_dialect import CudaDialect
     return {"cuda": CudaDialect, "opencl": OpenCLDialect}[device.backend](device)
+
+
+def __getattr__(name):
+    # The CUDA dialect lives in its own module (it carries the PTX intrinsics); these names stay
+    # importable from here.
+    if name in ("CudaDialect", "cuda_target_arch"):
+        from . import cuda_dialect
+        return getattr(cuda_dialect, name)
+    raise AttributeError(name)

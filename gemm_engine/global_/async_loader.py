@@ -162,16 +162,16 @@ class ChunkLoader(Loader):
             if cfg.registers:
                 body += register_loads(op_prefix(cfg), t, src, valid is not None)
             else:
-                body += self._async_copies(cfg, src, dst, valid is not None, op.ident)
+                body += self._async_copies(cfg, d, src, dst, valid is not None, op.ident)
             out.append("{\n" + "\n".join(body) + "\n}")
         return "\n".join(out)
 
-    def _async_copies(self, cfg, src, dst, checked, base) -> list[str]:
+    def _async_copies(self, cfg, d, src, dst, checked, base) -> list[str]:
         piece_bytes, lines = cfg.piece * cfg.size, []
         lines.append(f"const GLOBAL void* gsrc = {src};")
         if checked:   # never form an address outside the operand: nothing valid reads the base
             lines.append(f"if (n <= 0) gsrc = {base};")
-        return lines + cp_async_pieces("(const char*)gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
+        return lines + cp_async_pieces(d, "(const char*)gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: ChunkLoaderConfig, d: Dialect, slot: str) -> str:
         """Register path only: store the staged chunks into stage ``slot`` (one 16-byte store each)."""
@@ -181,7 +181,7 @@ class ChunkLoader(Loader):
         out = []
         for t in range(cfg.tasks):
             dst = f"{p}_dst + ({slot}) * {cfg.smem_bytes} + {t * cfg.line_step * op.smem_ld * cfg.size}"
-            store = store_staged(p, t, dst)
+            store = store_staged(d, p, t, dst)
             if cfg.tasks * cfg.units > op.lines * cfg.chunks_per_line and t == cfg.tasks - 1:
                 store = f"if ({p}_line0 + {t * cfg.line_step} < {op.lines}) {store}"
             out.append(store)
@@ -196,7 +196,7 @@ class ChunkLoader(Loader):
                                   "(see PipelinedGlobalMatmul), not through self-contained tasks")
 
 
-def cp_async_pieces(src: str, dst: str, chunk: int, piece: int, size: int, checked: bool) -> list[str]:
+def cp_async_pieces(d: Dialect, src: str, dst: str, chunk: int, piece: int, size: int, checked: bool) -> list[str]:
     """``cp.async`` copies of one ``chunk``-element chunk in ``piece``-element pieces of ``size``-byte
     elements, from the byte pointer expression ``src`` to the shared address ``dst``. Checked: only
     the first ``n`` elements are read (the rest of each piece zero-filled by the src-size operand),
@@ -209,11 +209,9 @@ def cp_async_pieces(src: str, dst: str, chunk: int, piece: int, size: int, check
         if checked:
             sizes = f"min(max(n - {off}, 0), {piece}) * {size}"
             sptr = f"(n > {off} ? {src} + {off * size} : {src})"
-            lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {piece_bytes}, %2;"'
-                         f' :: "r"({dst} + {off * size}), "l"({sptr}), "r"({sizes}) : "memory");')
+            lines.append(d.cp_async(cache, piece_bytes, f"{dst} + {off * size}", sptr, sizes))
         else:
-            lines.append(f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {piece_bytes};"'
-                         f' :: "r"({dst} + {off * size}), "l"({src} + {off * size}) : "memory");')
+            lines.append(d.cp_async(cache, piece_bytes, f"{dst} + {off * size}", f"{src} + {off * size}"))
     return lines
 
 
@@ -249,10 +247,9 @@ def register_loads(p: str, t: int, src: str, checked: bool) -> list[str]:
     return lines
 
 
-def store_staged(p: str, t: int, dst: str) -> str:
+def store_staged(d: Dialect, p: str, t: int, dst: str) -> str:
     """Register path: one 16-byte shared store of task t's staging registers at address ``dst``."""
-    regs = ", ".join(f'"r"({p}_stage[{t * 4 + j}])' for j in range(4))
-    return f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};" :: "r"({dst}), {regs} : "memory");'
+    return d.st_shared_v4(dst, [f"{p}_stage[{t * 4 + j}]" for j in range(4)])
 
 
 def advance_source(op: OperandTile, p: str, stage_k: int) -> str:

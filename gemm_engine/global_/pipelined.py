@@ -29,14 +29,6 @@ from ..stage.events import StageEventListener
 from .async_loader import ChunkLoader, ChunkOperandTile
 from .base import GlobalConfig, GlobalMatmul
 
-# PTX of the cp.async group bookkeeping (the loader's copies join the open group).
-CP_ASYNC_COMMIT = 'asm volatile("cp.async.commit_group;" ::: "memory");'
-
-
-def cp_async_wait(pending: int) -> str:
-    return f'asm volatile("cp.async.wait_group {pending};" ::: "memory");'
-
-
 @dataclass(frozen=True)
 class PipelinedGlobalConfig(GlobalConfig):
     stages: int = 3
@@ -135,8 +127,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                      + ([f"cube_n0 + {c0} + 1 < N"] if cfg.check_n else []))
             index = f"(cube_m0 + {r0}) * out_ld + cube_n0 + {c0}"
             hi, lo = self.output_value(cfg, d, row, col, value), self.output_value(cfg, d, r0, c0, v0)
-            pair = (f"{{ unsigned p; asm(\"cvt.rn.{cvt}.f32 %0, %1, %2;\" : \"=r\"(p) : \"f\"({hi}), \"f\"({lo}));"
-                    f" *(GLOBAL unsigned*)(out + {index}) = p; }}")
+            pair = f"*(GLOBAL unsigned*)(out + {index}) = {d.pack_half2(cvt, hi, lo)};"
             return (f"if ({' && '.join(conds)}) {pair}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}")
 
         code = self.stage.write(cfg.stage, d, writer)
@@ -174,11 +165,11 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             self._issue(cfg, d, "pre", "k0"),
             commit_now,
             "}",
-            CP_ASYNC_COMMIT,
+            d.cp_async_commit(),
             "}",
             f"int cur_slot = 0, load_slot = {p};",
             "for (int step = 0; step < k_steps; ++step) {",
-            cp_async_wait(p - 1),
+            d.cp_async_wait(p - 1),
             *before_barrier,
             "SYNC_CUBE();",
             f"const bool more = step + {p} < k_steps;",
@@ -186,7 +177,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             f"const i64 k0 = (i64)(step + {p}) * {sk};",
             self._issue(cfg, d, "load_slot", "k0"),
             "}",
-            CP_ASYNC_COMMIT,
+            d.cp_async_commit(),
             self.stage.execute(st, d, lhs_cur, rhs_cur, StageEventListener()),
             *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
             *after_compute,

@@ -140,15 +140,15 @@ class SwizzledChunkLoader(Loader):
             if cfg.registers:
                 body += register_loads(p, t, src, valid is not None)
             else:
-                body += self._copies(cfg, src, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
+                body += self._copies(cfg, d, src, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
             out.append("{\n" + "\n".join(body) + "\n}")
         return "\n".join(out)
 
-    def _copies(self, cfg, src, dst, checked) -> list[str]:
+    def _copies(self, cfg, d, src, dst, checked) -> list[str]:
         lines = [f"const char* gsrc = (const char*)({src});"]
         if checked:
             lines.append(f"if (n <= 0) gsrc = (const char*){cfg.operand.ident};")
-        return lines + cp_async_pieces("gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
+        return lines + cp_async_pieces(d, "gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str) -> str:
         """Register path only: store the staged chunks (one 16-byte shared store each)."""
@@ -157,7 +157,7 @@ class SwizzledChunkLoader(Loader):
         p = cfg.operand.ident + "_sw"
         out = []
         for t in range(cfg.tasks):
-            out.append(store_staged(p, t, f"{stage_base} + {self._dst(cfg, t)}"))
+            out.append(store_staged(d, p, t, f"{stage_base} + {self._dst(cfg, t)}"))
         return "\n".join(out)
 
     def advance(self, cfg: SwizzledLoaderConfig, stage_k: int) -> str:

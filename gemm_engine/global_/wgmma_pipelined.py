@@ -33,7 +33,6 @@ from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
 from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, edge_checks
 from .swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 
-FENCE_PROXY_ASYNC = 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
         return "\n".join([
             # No copy may still land in the ring (a prefetch past K), and every warpgroup is past
             # its last wgmma: then the ring is free for the output tile.
-            'asm volatile("cp.async.wait_all;" ::: "memory");',
+            d.cp_async_wait_all(),
             "SYNC_CUBE();",
             "{",
             f"{out_t}* out_tile = ({out_t}*)gemm_ring;",
@@ -166,5 +165,5 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
                                  self.rhs_loader.declare(cfg.rhs_loader, d, "0", "cube_n0")],
             lhs_cur=f"(lhs_desc0 + (unsigned long long)(cur_slot * {lb}))",
             rhs_cur=f"(rhs_desc0 + (unsigned long long)(cur_slot * {rb}))",
-            before_barrier=(FENCE_PROXY_ASYNC,), after_compute=(self.stage.wait(st, cfg.pending),),
-            after_loop=(self.stage.finish(st),))
+            before_barrier=(d.fence_proxy_async(),), after_compute=(self.stage.wait(st, d, cfg.pending),),
+            after_loop=(self.stage.finish(st, d),))

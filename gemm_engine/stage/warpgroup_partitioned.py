@@ -101,7 +101,7 @@ class WarpgroupPartitionedStage(StageMatmul):
                 listener: StageEventListener) -> str:
         t, tc = self.tile, cfg.tile
         nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
-        out = [listener.on_event(Begin()), t.fence()]
+        out = [listener.on_event(Begin()), t.fence(d)]
         for kk in range(nk):
             # Parenthesized: in C, + binds tighter than >>.
             k0 = kk * tc.tile_k
@@ -112,16 +112,17 @@ class WarpgroupPartitionedStage(StageMatmul):
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
                 out.append(t.execute(tc, d, lhs, rhs, f"acc_{i}"))
                 out.append(listener.on_event(TileMatmulCompleted(kk * pm + i, nk * pm)))
-        out += [t.commit(), listener.on_event(Finish())]
+        out += [t.commit(d), listener.on_event(Finish())]
         return "\n".join(c for c in out if c)
 
-    def wait(self, cfg: WarpgroupStageConfig, pending: int) -> str:
+    def wait(self, cfg: WarpgroupStageConfig, d: Dialect, pending: int) -> str:
         """Until at most ``pending`` committed batches (stages) are still running."""
-        return self.tile.wait(pending)
+        return self.tile.wait(d, pending)
 
-    def finish(self, cfg: WarpgroupStageConfig) -> str:
+    def finish(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
         """Every batch done and the accumulators pinned: ``write`` may read them."""
-        return "\n".join([self.tile.wait(0)] + [self.tile.pin(cfg.tile, f"acc_{i}") for i in range(cfg.partition_m)])
+        return "\n".join([self.tile.wait(d, 0)] + [self.tile.pin(cfg.tile, d, f"acc_{i}")
+                                                    for i in range(cfg.partition_m)])
 
     def write(self, cfg, d, writer: Writer) -> str:
         lines = []

@@ -25,7 +25,7 @@ multiple of 8 and every load a 2-way conflict, so the tile asks for rows padded 
 m / n, and stage_k a multiple of 4; 8 gives 12, also fine). Rows stay a multiple of 16 bytes, as
 the ``cp.async`` chunk loader needs.
 
-CUDA only: the inline PTX lives here and `setup` refuses every other dialect and devices below sm_80.
+CUDA only: the instruction is the CUDA dialect's ``dmma`` intrinsic, and `setup` refuses every other dialect and devices below sm_80.
 """
 from __future__ import annotations
 
@@ -103,8 +103,7 @@ class DmmaTile(TileMatmul):
 
     # -- compute ----------------------------------------------------------------------------------
     def execute(self, cfg, d, lhs, rhs, acc):
-        return (f'asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {{%0, %1}}, {{%2}}, {{%3}}, {{%0, %1}};"\n'
-                f'    : "+d"({acc}[0]), "+d"({acc}[1]) : "d"({lhs}), "d"({rhs}));')
+        return d.dmma(acc, lhs, rhs)
 
     def acc_elements(self, cfg, acc):
         # c_i = C[g][2t + i]

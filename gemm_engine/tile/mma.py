@@ -30,8 +30,8 @@ rows are m or n, contiguous along k) is already in register order, so plain ``ld
 (lane l gets row g, columns 2t, 2t+1 of each block). Each lane addresses one 16-byte row of one
 block, so the stage's leading dimension and tile origins must be multiples of 8 halves.
 
-PTX only exists on CUDA, so the inline ``asm`` strings live here; the one CUDA builtin needed (the
-shared-window address ldmatrix takes) comes from the dialect.
+PTX only exists on CUDA: the instructions are the CUDA dialect's intrinsics (``ldmatrix``,
+``mma_sync``, ``cvt_tf32``), which `setup` guarantees are there (it refuses any other dialect).
 """
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ _KINDS = {
 }
 #: Kinds whose fragments are read element by element (no ldmatrix, so no paired rhs loads).
 _SCALAR_KINDS = ("tf32", "s8")
-#: Accumulator word of a kind: compute word of the config, PTX type, inline-asm constraint.
-_ACCUMULATORS = {"s8": ("i32", "s32", "r")}
-_FLOAT_ACCUMULATOR = ("f32", "f32", "f")
+#: Accumulator of a kind: compute word of the config, PTX type.
+_ACCUMULATORS = {"s8": ("i32", "s32")}
+_FLOAT_ACCUMULATOR = ("f32", "f32")
 _PRECISIONS = ("default", "tf32")
 
 
@@ -134,18 +134,14 @@ class MmaTile(TileMatmul):
     def _ldmatrix(d: Dialect, count: int, src: SmemTile, frag: str, k_off: str, x_off: str) -> str:
         """``ldmatrix.x{count}`` into ``frag[0..count)``, this lane addressing element (k_off, x_off);
         transposing only when the tile is stored k-major."""
-        trans = "" if src.k_contiguous else ".trans"
         addr = d.shared_address("&" + src.at(k_off, x_off))
-        regs = ", ".join(f"%{i}" for i in range(count))
-        outs = ", ".join(f'"=r"({frag}[{i}])' for i in range(count))
-        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{regs}}}, [%{count}];"\n'
-                f'    : {outs} : "r"({addr}));')
+        return d.ldmatrix([f"{frag}[{i}]" for i in range(count)], addr, trans=not src.k_contiguous)
 
     def load_lhs(self, cfg, d, frag, src):
         if cfg.kind == "tf32":
             g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
-            return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, t, f"{g} + 8"),
-                                           self._at(src, f"{t} + 4", g), self._at(src, f"{t} + 4", f"{g} + 8")])
+            return self._tf32_loads(d, frag, [self._at(src, t, g), self._at(src, t, f"{g} + 8"),
+                                              self._at(src, f"{t} + 4", g), self._at(src, f"{t} + 4", f"{g} + 8")])
         if cfg.kind == "s8":   # a_j: rows g (j even) or g + 8 (j odd), k 4t.. (j < 2) or 4t + 16..
             g = f"({LANE} >> 2)"
             return self._s8_loads(frag, src, [(0, g), (0, f"{g} + 8"), (16, g), (16, f"{g} + 8")])
@@ -161,7 +157,7 @@ class MmaTile(TileMatmul):
     def load_rhs(self, cfg, d, frag, src):
         if cfg.kind == "tf32":
             g, t = f"({LANE} >> 2)", f"({LANE} & 3)"
-            return self._tf32_loads(frag, [self._at(src, t, g), self._at(src, f"{t} + 4", g)])
+            return self._tf32_loads(d, frag, [self._at(src, t, g), self._at(src, f"{t} + 4", g)])
         if cfg.kind == "s8":   # b_j: column g, k 4t.. (j = 0) or 4t + 16.. (j = 1)
             g = f"({LANE} >> 2)"
             return self._s8_loads(frag, src, [(0, g), (16, g)])
@@ -179,21 +175,19 @@ class MmaTile(TileMatmul):
         address block j's rows (k rows when k-major, n rows when k-contiguous)."""
         if cfg.kind in _SCALAR_KINDS:
             return None
-        trans = "" if src.k_contiguous else ".trans"
         if src.k_contiguous:
             at = src.at(f"((({LANE} >> 3) & 1) << 3)", f"(({LANE} >> 4) << 3) + ({LANE} & 7)")
         else:
             at = src.at(f"((({LANE} >> 3) & 1) << 3) + ({LANE} & 7)", f"(({LANE} >> 4) << 3)")
         addr = d.shared_address("&" + at)
-        return (f'asm volatile("ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {{%0, %1, %2, %3}}, [%4];"\n'
-                f'    : "=r"({frag_a}[0]), "=r"({frag_a}[1]), "=r"({frag_b}[0]), "=r"({frag_b}[1]) : "r"({addr}));')
+        return d.ldmatrix([f"{frag_a}[0]", f"{frag_a}[1]", f"{frag_b}[0]", f"{frag_b}[1]"], addr,
+                          trans=not src.k_contiguous)
 
     @staticmethod
-    def _tf32_loads(frag: str, elements: list[str]) -> str:
+    def _tf32_loads(d: Dialect, frag: str, elements: list[str]) -> str:
         # Round to nearest (ties away from zero) rather than hand raw f32 bits to the tensor core,
         # which would use only the upper 19 bits (truncation: a bias of half an ulp on average).
-        return "\n".join(f'asm("cvt.rna.tf32.f32 %0, %1;" : "=r"({frag}[{i}]) : "f"({e}));'
-                         for i, e in enumerate(elements))
+        return "\n".join(f"{frag}[{i}] = {d.cvt_tf32(e)};" for i, e in enumerate(elements))
 
     @staticmethod
     def _s8_loads(frag: str, src: SmemTile, regs: list[tuple[int, str]]) -> str:
@@ -210,12 +204,8 @@ class MmaTile(TileMatmul):
     # -- compute ----------------------------------------------------------------------------------
     def execute(self, cfg, d, lhs, rhs, acc):
         inst_k, ptx, _ = _KINDS[cfg.kind]
-        _, acc_ptx, c = _ACCUMULATORS.get(cfg.kind, _FLOAT_ACCUMULATOR)
-        return (f'asm("mma.sync.aligned.m16n8k{inst_k}.row.col.{acc_ptx}.{ptx}.{ptx}.{acc_ptx} '
-                f'{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"\n'
-                f'    : "+{c}"({acc}[0]), "+{c}"({acc}[1]), "+{c}"({acc}[2]), "+{c}"({acc}[3])\n'
-                f'    : "r"({lhs}[0]), "r"({lhs}[1]), "r"({lhs}[2]), "r"({lhs}[3]), '
-                f'"r"({rhs}[0]), "r"({rhs}[1]));')
+        acc_word, acc_ptx = _ACCUMULATORS.get(cfg.kind, _FLOAT_ACCUMULATOR)
+        return d.mma_sync((16, 8, inst_k), ptx, acc_ptx, acc_word, acc, lhs, rhs, 4, 2)
 
     def acc_elements(self, cfg, acc):
         row, col = f"({LANE} >> 2)", f"(({LANE} & 3) << 1)"

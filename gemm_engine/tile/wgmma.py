@@ -181,33 +181,27 @@ class WgmmaTile(TileMatmul):
 
     # -- compute ----------------------------------------------------------------------------------
     def execute(self, cfg, d, lhs, rhs, acc):
-        n = cfg.acc_regs
-        regs = ", ".join(f"%{i}" for i in range(n))
-        outs = ", ".join(f'"+f"({acc}[{i}])' for i in range(n))
         # tf32 takes no transpose immediates (its operands are K-major).
-        trans = "" if cfg.kind == "tf32" else f", {int(cfg.lhs_mn_major)}, {int(cfg.rhs_mn_major)}"
-        return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n + 2}, 0;\\n'
-                f'wgmma.mma_async.sync.aligned.m64n{cfg.tile_n}k{cfg.tile_k}.f32.{cfg.kind}.{cfg.kind} '
-                f'{{{regs}}}, %{n}, %{n + 1}, p, 1, 1{trans};\\n}}\\n"\n'
-                f'    : {outs}\n    : "l"({lhs}), "l"({rhs}), "r"(1));')
+        trans = None if cfg.kind == "tf32" else (int(cfg.lhs_mn_major), int(cfg.rhs_mn_major))
+        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs)
 
     @staticmethod
-    def fence() -> str:
+    def fence(d: Dialect) -> str:
         """Before the first wgmma of a batch: order earlier accesses to the accumulators."""
-        return 'asm volatile("wgmma.fence.sync.aligned;" ::: "memory");'
+        return d.wgmma_fence()
 
     @staticmethod
-    def commit() -> str:
-        return 'asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");'
+    def commit(d: Dialect) -> str:
+        return d.wgmma_commit()
 
     @staticmethod
-    def wait(pending: int) -> str:
-        return f'asm volatile("wgmma.wait_group.sync.aligned {pending};" ::: "memory");'
+    def wait(d: Dialect, pending: int) -> str:
+        return d.wgmma_wait(pending)
 
-    def pin(self, cfg, acc: str) -> str:
+    def pin(self, cfg, d: Dialect, acc: str) -> str:
         """Keep the compiler from touching the accumulators across a wait: it does not know that
         wgmma writes them asynchronously (CUTLASS's warpgroup_fence_operand)."""
-        return "\n".join(f'asm volatile("" : "+f"({acc}[{i}]) :: "memory");' for i in range(cfg.acc_regs))
+        return d.pin_registers(acc, cfg.acc_regs)
 
     def acc_elements(self, cfg, acc):
         lane, warp = "(UNIT_ID & 31)", "((UNIT_ID >> 5) & 3)"

@@ -1,4 +1,4 @@
-"""WMMA tile: one plane (warp) runs ``nvcuda::wmma`` on a 16 x 16 output tile (CUDA only).
+"""WMMA tile: one plane (warp) runs the WMMA API (the CUDA dialect renders it) on a 16 x 16 output tile (CUDA only).
 
 The portable tensor-core API: f16 (sm_70+) and bf16 (sm_80+) inputs as ``m16n16k16``, float32 as
 tf32 ``m16n16k8`` when the caller opts in (``precision="tf32"``), always with a float32
@@ -23,13 +23,12 @@ from .base import SmemTile, TileConfig, TileMatmul
 
 LANE = "(UNIT_ID & 31)"
 PLANE_SLOT = "((UNIT_ID >> 5) * 256)"     # this plane's 16 x 16 staging block
-W = "nvcuda::wmma"
 
-#: kind -> (k of the instruction, fragment element type, shared-memory word, C type read from smem)
+#: kind -> (k of the instruction, shared-memory word); the CUDA dialect renders the API's types.
 _KINDS = {
-    "f16": (16, "__half", "f16_bits", "__half"),
-    "bf16": (16, "__nv_bfloat16", "bf16_bits", "__nv_bfloat16"),
-    "tf32": (8, f"{W}::precision::tf32", "f32", "float"),
+    "f16": (16, "f16_bits"),
+    "bf16": (16, "bf16_bits"),
+    "tf32": (8, "f32"),
 }
 
 
@@ -65,48 +64,41 @@ class WmmaTile(TileMatmul):
         cc = dev.compute_capability or (0, 0)
         if cc < need:
             raise SetupError(self.name, f"{kind} WMMA needs sm_{need[0]}{need[1]}+, device is sm_{cc[0]}{cc[1]}")
-        inst_k, _, smem, _ = _KINDS[kind]
+        inst_k, smem = _KINDS[kind]
         tm, tn, tk = selection.tile_m, selection.tile_n, getattr(selection, "tile_k", 0) or inst_k
         if (tm, tn, tk) != (16, 16, inst_k):
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} WMMA shape 16x16x{inst_k}")
         return WmmaTileConfig(tile_m=16, tile_n=16, tile_k=inst_k, compute="f32", smem=smem, kind=kind)
 
     # -- fragments -----------------------------------------------------------------------------
-    def _frag(self, cfg, use: str, layout: str) -> str:
-        _, elem, _, _ = _KINDS[cfg.kind]
-        return f"{W}::fragment<{W}::{use}, 16, 16, {cfg.tile_k}, {elem}, {W}::{layout}>"
-
     def declare_lhs(self, cfg, d, frag):
-        return f"{self._frag(cfg, 'matrix_a', 'col_major')} {frag};"
+        return f"{d.wmma_fragment('matrix_a', cfg.tile_k, cfg.kind, 'col_major')} {frag};"
 
     def declare_rhs(self, cfg, d, frag):
-        return f"{self._frag(cfg, 'matrix_b', 'row_major')} {frag};"
+        return f"{d.wmma_fragment('matrix_b', cfg.tile_k, cfg.kind, 'row_major')} {frag};"
 
     def declare_acc(self, cfg, d, acc):
-        return f"{W}::fragment<{W}::accumulator, 16, 16, {cfg.tile_k}, float> {acc};"
+        return f"{d.wmma_fragment('accumulator', cfg.tile_k, None)} {acc};"
 
     def init_acc(self, cfg, d, acc):
-        return f"{W}::fill_fragment({acc}, {d.zero(cfg.compute)});"
+        return d.wmma_fill(acc, d.zero(cfg.compute))
 
-    def _load(self, cfg, frag: str, src: SmemTile) -> str:
+    def _load(self, cfg, d, frag: str, src: SmemTile) -> str:
         if src.k_contiguous:
             raise ValueError("WmmaTile reads k-major shared memory only")
-        _, _, _, ctype = _KINDS[cfg.kind]
-        load = (f"{W}::load_matrix_sync({frag}, reinterpret_cast<const {ctype}*>("
-                f"&{src.array}[({src.k}) * {src.ld} + ({src.origin})]), {src.ld});")
+        load = d.wmma_load(frag, cfg.kind, f"&{src.array}[({src.k}) * {src.ld} + ({src.origin})]", src.ld)
         if cfg.kind == "tf32":  # round the loaded float32 values to tf32, as the instruction expects
-            load += (f"\n#pragma unroll\nfor (int e = 0; e < {frag}.num_elements; ++e) "
-                     f"{frag}.x[e] = {W}::__float_to_tf32({frag}.x[e]);")
+            load += "\n" + d.wmma_round_tf32(frag)
         return load
 
     def load_lhs(self, cfg, d, frag, src):
-        return self._load(cfg, frag, src)
+        return self._load(cfg, d, frag, src)
 
     def load_rhs(self, cfg, d, frag, src):
-        return self._load(cfg, frag, src)
+        return self._load(cfg, d, frag, src)
 
     def execute(self, cfg, d, lhs, rhs, acc):
-        return f"{W}::mma_sync({acc}, {lhs}, {rhs}, {acc});"
+        return d.wmma_mma(acc, lhs, rhs)
 
     # -- writing through the staging buffer ----------------------------------------------------
     def write_prologue(self, cfg, d, planes):
@@ -115,8 +107,7 @@ class WmmaTile(TileMatmul):
     def stage_accumulator(self, cfg, d, acc):
         # The first sync keeps this store from overwriting elements other lanes still read for the
         # previous accumulator; the second makes the store visible to every lane of the plane.
-        return (f"SYNC_PLANE();\n{W}::store_matrix_sync(&wmma_staging[{PLANE_SLOT}], {acc}, 16, "
-                f"{W}::mem_row_major);\nSYNC_PLANE();")
+        return f"SYNC_PLANE();\n{d.wmma_store_row_major(f'&wmma_staging[{PLANE_SLOT}]', acc, 16)}\nSYNC_PLANE();"
 
     def acc_elements(self, cfg, acc):
         for e in range(8):  # lane l reads elements 8l .. 8l+7: row l / 2, columns 8 (l % 2) + e

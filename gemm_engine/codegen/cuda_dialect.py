@@ -1,0 +1,195 @@
+"""The CUDA dialect: CUDA C++ words for the neutral vocabulary, and every PTX intrinsic.
+
+Components that exist only on CUDA (tensor-core tiles, ``cp.async`` loaders, the Hopper pipeline)
+call the intrinsic methods below; each returns a call of a named helper from `codegen.ptx` and the
+helper is defined only in sources that call it (`Dialect.helpers_for`). The WMMA API's words
+(``nvcuda::wmma``) are rendered here too, so no component spells a backend word.
+"""
+from __future__ import annotations
+
+from . import ptx
+from .device import DeviceInfo
+from .dialect import Dialect
+
+WMMA = "nvcuda::wmma"
+
+
+class CudaDialect(Dialect):
+    backend = "cuda"
+    _preamble = r"""
+#define KERNEL extern "C" __global__
+#define LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define LAUNCH_BOUNDS_MIN(n, c) __launch_bounds__(n, c)
+#define GLOBAL
+#define LOCAL __shared__
+#define RESTRICT __restrict__
+#define INLINE static __device__ __forceinline__
+#define UNIT_ID ((int)threadIdx.x)
+#define CUBE_ID ((i64)blockIdx.x)
+#define CUBE_COUNT ((i64)gridDim.x)
+#define SYNC_CUBE() __syncthreads()
+#define SYNC_PLANE() __syncwarp()
+#define ALIGN16 __attribute__((aligned(16)))
+#define FLOAT_AS_UINT(x) __float_as_uint(x)
+#define UINT_AS_FLOAT(x) __uint_as_float(x)
+typedef long long i64;
+"""
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
+                "i8": "signed char", "i32": "int"}
+
+    def supports(self, feature: str) -> bool:
+        cc = self.device.compute_capability or (0, 0)
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma"):
+            return cc >= (8, 0)
+        if feature == "wgmma":
+            return cc >= (9, 0)
+        return super().supports(feature)
+
+    def math(self, fn: str, word: str) -> str:
+        return fn + "f" if word == "f32" else fn
+
+    def stream_vector(self, word: str, width: int, pointer: str) -> str:
+        if (word, width) != ("f32", 4):
+            return super().stream_vector(word, width, pointer)
+        # Read-only path, no L1 allocation: bf16 1 x 8192 x 8192 split over cubes 0.0497 -> 0.0488
+        # ms on the H100 against __ldg (bench/results/h100_2026-11-21_gemv_probe.txt, na vs ldg).
+        return f"{self._use(ptx.ld_stream_f4())}((const float*)({pointer}))"
+
+    def dynamic_shared(self, name: str) -> str:
+        """Declaration (at kernel scope) of the cube's dynamic shared memory as 16-byte aligned
+        bytes, sized at launch (a config's ``dynamic_shared_bytes``): the only way past 48 KiB."""
+        return f"extern __shared__ __align__(16) unsigned char {name}[];"
+
+    def shared_address(self, pointer: str) -> str:
+        """Expression: the 32-bit shared-window address of a generic pointer into shared memory,
+        the operand form PTX instructions such as ldmatrix take."""
+        return f"((unsigned)__cvta_generic_to_shared({pointer}))"
+
+    def _f16_helpers(self) -> str:
+        # Inline PTX conversions need no cuda_fp16.h (NVRTC has no CUDA include path by default).
+        return r"""
+INLINE float f16_to_f32(unsigned short bits) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f;
+}
+INLINE unsigned short f32_to_f16(float value) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(value)); return h;
+}
+"""
+
+    def _load_f16(self, ptr, index):
+        return f"f16_to_f32({ptr}[{index}])"
+
+    def _store_f16(self, ptr, index, value):
+        return f"{ptr}[{index}] = f32_to_f16({value});"
+
+    # -- PTX intrinsics (statements end with ';', expressions do not) ----------------------------
+    def ldmatrix(self, regs: list[str], addr: str, trans: bool) -> str:
+        """Statement: ``ldmatrix`` of ``len(regs)`` 8 x 8 blocks of 16-bit elements into the 32-bit
+        lvalues ``regs``, this lane addressing the row at shared address ``addr``."""
+        name = self._use(ptx.ldmatrix(len(regs), trans))
+        return f"{name}({', '.join(regs)}, {addr});"
+
+    def cvt_tf32(self, value: str) -> str:
+        """Expression: the tf32 bits of float ``value``, rounded to nearest."""
+        return f"{self._use(ptx.cvt_tf32())}({value})"
+
+    def pack_half2(self, kind: str, hi: str, lo: str) -> str:
+        """Expression: two floats as one word of two ``kind`` ("f16x2" / "bf16x2") halves."""
+        return f"{self._use(ptx.cvt_pack(kind))}({hi}, {lo})"
+
+    def mma_sync(self, shape: tuple[int, int, int], ptx_type: str, acc_type: str, acc_word: str,
+                 acc: str, a: str, b: str, a_regs: int, b_regs: int) -> str:
+        """Statement: ``acc[0..4) += a @ b`` by one warp-wide ``mma.sync`` of ``shape`` on
+        ``ptx_type`` operands (register arrays ``a``, ``b``) into ``acc_type`` accumulators."""
+        constraint = {"f32": "f", "i32": "r"}[acc_word]
+        name = self._use(ptx.mma_sync(*shape, ptx_type, acc_type, constraint, self.c_type(acc_word),
+                                      a_regs, b_regs))
+        return f"{name}({acc}, {a}, {b});"
+
+    def dmma(self, acc: str, a: str, b: str) -> str:
+        return f"{self._use(ptx.dmma())}({acc}, {a}, {b});"
+
+    def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
+              desc_a: str, desc_b: str) -> str:
+        """Statement: issue one asynchronous warpgroup MMA 64 x n x k into ``acc[0..n/2)``."""
+        return f"{self._use(ptx.wgmma(n, k, kind, trans))}({acc}, {desc_a}, {desc_b});"
+
+    def wgmma_fence(self) -> str:
+        return f"{self._use(ptx.wgmma_fence())}();"
+
+    def wgmma_commit(self) -> str:
+        return f"{self._use(ptx.wgmma_commit())}();"
+
+    def wgmma_wait(self, pending: int) -> str:
+        return f"{self._use(ptx.wgmma_wait(pending))}();"
+
+    def pin_registers(self, array: str, count: int) -> str:
+        """Statement: keep the compiler from moving accesses of ``array[0..count)`` across here."""
+        return f"{self._use(ptx.pin_registers(count))}({array});"
+
+    def fence_proxy_async(self) -> str:
+        return f"{self._use(ptx.fence_proxy_async())}();"
+
+    def cp_async(self, cache: str, nbytes: int, dst: str, src: str, src_bytes: str | None = None) -> str:
+        """Statement: asynchronous copy of ``nbytes`` global -> shared (``src_bytes`` read, the rest
+        zero-filled, when given)."""
+        name = self._use(ptx.cp_async(cache, nbytes, src_bytes is not None))
+        tail = f", {src_bytes}" if src_bytes is not None else ""
+        return f"{name}({dst}, {src}{tail});"
+
+    def cp_async_commit(self) -> str:
+        return f"{self._use(ptx.cp_async_commit())}();"
+
+    def cp_async_wait(self, pending: int) -> str:
+        return f"{self._use(ptx.cp_async_wait(pending))}();"
+
+    def cp_async_wait_all(self) -> str:
+        return f"{self._use(ptx.cp_async_wait_all())}();"
+
+    def st_shared_v4(self, addr: str, regs: list[str]) -> str:
+        return f"{self._use(ptx.st_shared_v4())}({addr}, {', '.join(regs)});"
+
+    # -- the WMMA API ------------------------------------------------------------------------------
+    #: WMMA element types by neutral kind: fragment element, pointer type read from shared memory.
+    _WMMA_TYPES = {"f16": ("__half", "__half"), "bf16": ("__nv_bfloat16", "__nv_bfloat16"),
+                   "tf32": (f"{WMMA}::precision::tf32", "float")}
+    wmma_headers = ("<mma.h>",)
+
+    def wmma_fragment(self, use: str, k: int, kind: str | None, layout: str | None = None) -> str:
+        """Type: a 16 x 16 x k fragment (``use``: matrix_a, matrix_b, accumulator)."""
+        if use == "accumulator":
+            return f"{WMMA}::fragment<{WMMA}::accumulator, 16, 16, {k}, float>"
+        elem = self._WMMA_TYPES[kind][0]
+        return f"{WMMA}::fragment<{WMMA}::{use}, 16, 16, {k}, {elem}, {WMMA}::{layout}>"
+
+    def wmma_fill(self, frag: str, value: str) -> str:
+        return f"{WMMA}::fill_fragment({frag}, {value});"
+
+    def wmma_load(self, frag: str, kind: str, pointer: str, ld) -> str:
+        ctype = self._WMMA_TYPES[kind][1]
+        return f"{WMMA}::load_matrix_sync({frag}, reinterpret_cast<const {ctype}*>({pointer}), {ld});"
+
+    def wmma_round_tf32(self, frag: str) -> str:
+        """Statement: round every element of a loaded fragment to tf32, as the instruction expects."""
+        return (f"#pragma unroll\nfor (int e = 0; e < {frag}.num_elements; ++e) "
+                f"{frag}.x[e] = {WMMA}::__float_to_tf32({frag}.x[e]);")
+
+    def wmma_mma(self, acc: str, a: str, b: str) -> str:
+        return f"{WMMA}::mma_sync({acc}, {a}, {b}, {acc});"
+
+    def wmma_store_row_major(self, pointer: str, frag: str, ld) -> str:
+        return f"{WMMA}::store_matrix_sync({pointer}, {frag}, {ld}, {WMMA}::mem_row_major);"
+
+
+#: PTX that exists only on an architecture-specific target (sm_90a: wgmma, setmaxnreg). A kernel
+#: using it must be compiled for that target, whose code runs on exactly that compute capability.
+_ARCH_SPECIFIC_PTX = ("wgmma.", "setmaxnreg.")
+
+
+def cuda_target_arch(device: DeviceInfo, source: str) -> str | None:
+    """The CUDA target a kernel's source needs on ``device``: its arch ("sm_90"), with the "a"
+    suffix ("sm_90a") when the source uses architecture-specific PTX on a 9.0 device."""
+    arch = device.arch
+    if device.compute_capability == (9, 0) and any(w in source for w in _ARCH_SPECIFIC_PTX):
+        return arch + "a"
+    return arch

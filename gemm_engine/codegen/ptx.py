@@ -1,0 +1,158 @@
+"""PTX intrinsics: every inline-``asm`` statement a CUDA kernel uses, named and defined once.
+
+A component asks the CUDA dialect for an intrinsic (``d.mma_sync(...)``, ``d.cp_async(...)``);
+the dialect returns a call of a small ``static __forceinline__`` function and records its
+definition, which `CudaDialect.helpers_for` writes into the source only when the kernel calls it.
+After inlining the function is exactly the ``asm`` statement it wraps (operands bound to the
+caller's registers), so the SASS is what the statement alone would give; naming it keeps PTX out
+of the components (a test refuses ``asm`` outside ``codegen/``) and makes the kernels readable.
+
+Each builder here returns ``(name, definition)``; the name encodes every parameter that changes
+the PTX text (shape, types, transpose bits, counts), so one name always means one definition.
+Qualifiers are deliberate: ``volatile`` and the ``"memory"`` clobber where the statement orders
+memory (copies, fences, barriers on async proxies); plain ``asm`` where it is a pure register
+computation the compiler may schedule (mma, conversions).
+"""
+from __future__ import annotations
+
+
+def _fn(name: str, params: str, body: str, ret: str = "void") -> tuple[str, str]:
+    return name, f"INLINE {ret} {name}({params}) {{\n{body}\n}}\n"
+
+
+# -- shared memory -> registers ---------------------------------------------------------------------
+def ldmatrix(count: int, trans: bool) -> tuple[str, str]:
+    """``ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16``: ``count`` 32-bit registers, each
+    passed by reference, from the 32-bit shared address ``addr`` (this lane's row)."""
+    t = ".trans" if trans else ""
+    regs = ", ".join(f"%{i}" for i in range(count))
+    outs = ", ".join(f'"=r"(r{i})' for i in range(count))
+    params = ", ".join(f"unsigned& r{i}" for i in range(count)) + ", unsigned addr"
+    name = f"ptx_ldmatrix_x{count}{'_trans' if trans else ''}"
+    return _fn(name, params, f'    asm volatile("ldmatrix.sync.aligned.m8n8.x{count}{t}.shared.b16 '
+                              f'{{{regs}}}, [%{count}];" : {outs} : "r"(addr));')
+
+
+def cvt_tf32() -> tuple[str, str]:
+    """float32 -> tf32 bits, rounded to nearest (ties away from zero): ``cvt.rna.tf32.f32``."""
+    return _fn("ptx_cvt_rna_tf32", "float x",
+               '    unsigned r;\n    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));\n    return r;',
+               ret="unsigned")
+
+
+def cvt_pack(kind: str) -> tuple[str, str]:
+    """Two float32 -> one 32-bit word of two ``kind`` halves (``f16x2`` / ``bf16x2``), ``hi`` in the
+    upper half: ``cvt.rn.{kind}.f32``."""
+    return _fn(f"ptx_cvt_rn_{kind}", "float hi, float lo",
+               f'    unsigned p;\n    asm("cvt.rn.{kind}.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));\n'
+               "    return p;", ret="unsigned")
+
+
+# -- tensor-core instructions ---------------------------------------------------------------------
+def mma_sync(m: int, n: int, k: int, ptx: str, acc_ptx: str, constraint: str, ctype: str,
+             a_regs: int, b_regs: int) -> tuple[str, str]:
+    """``mma.sync.aligned.m{m}n{n}k{k}.row.col.{acc}.{ptx}.{ptx}.{acc}`` accumulating in place into
+    four ``ctype`` registers ``c[0..4)`` from ``a[0..a_regs)`` and ``b[0..b_regs)``."""
+    d = ", ".join(f"%{i}" for i in range(4))
+    a = ", ".join(f"%{4 + i}" for i in range(a_regs))
+    b = ", ".join(f"%{4 + a_regs + i}" for i in range(b_regs))
+    outs = ", ".join(f'"+{constraint}"(c[{i}])' for i in range(4))
+    ins = ", ".join([f'"r"(a[{i}])' for i in range(a_regs)] + [f'"r"(b[{i}])' for i in range(b_regs)])
+    name = f"ptx_mma_m{m}n{n}k{k}_{acc_ptx}_{ptx}"
+    return _fn(name, f"{ctype}* c, const unsigned* a, const unsigned* b",
+               f'    asm("mma.sync.aligned.m{m}n{n}k{k}.row.col.{acc_ptx}.{ptx}.{ptx}.{acc_ptx} '
+               f'{{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"\n        : {outs}\n        : {ins});')
+
+
+def dmma() -> tuple[str, str]:
+    """``mma.sync.aligned.m8n8k4.row.col.f64``: two float64 accumulators, one element of a and b."""
+    return _fn("ptx_dmma_m8n8k4", "double* c, double a, double b",
+               '    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"\n'
+               '        : "+d"(c[0]), "+d"(c[1]) : "d"(a), "d"(b));')
+
+
+def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None) -> tuple[str, str]:
+    """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}``: ``n / 2`` float32 accumulators
+    per unit, both operands from shared memory through 64-bit descriptors, scale-d 1 (accumulate),
+    scales 1, and the transpose immediates ``trans`` (None: tf32, which has none)."""
+    regs = n // 2
+    acc = ", ".join(f"%{i}" for i in range(regs))
+    outs = ", ".join(f'"+f"(acc[{i}])' for i in range(regs))
+    imm = "" if trans is None else f", {trans[0]}, {trans[1]}"
+    suffix = "" if trans is None else f"_t{trans[0]}{trans[1]}"
+    name = f"ptx_wgmma_m64n{n}k{k}_f32_{kind}{suffix}"
+    body = (f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n'
+            f'wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind} '
+            f'{{{acc}}}, %{regs}, %{regs + 1}, p, 1, 1{imm};\\n}}\\n"\n'
+            f'        : {outs}\n        : "l"(desc_a), "l"(desc_b), "r"(1));')
+    return _fn(name, "float* acc, unsigned long long desc_a, unsigned long long desc_b", body)
+
+
+def _statement(name: str, text: str) -> tuple[str, str]:
+    return _fn(name, "", f'    asm volatile("{text}" ::: "memory");')
+
+
+def wgmma_fence() -> tuple[str, str]:
+    return _statement("ptx_wgmma_fence", "wgmma.fence.sync.aligned;")
+
+
+def wgmma_commit() -> tuple[str, str]:
+    return _statement("ptx_wgmma_commit", "wgmma.commit_group.sync.aligned;")
+
+
+def wgmma_wait(pending: int) -> tuple[str, str]:
+    return _statement(f"ptx_wgmma_wait_{pending}", f"wgmma.wait_group.sync.aligned {pending};")
+
+
+def pin_registers(count: int) -> tuple[str, str]:
+    """An empty ``asm`` that claims to read and write ``count`` float registers: the compiler then
+    keeps them untouched across it (the accumulators that wgmma writes asynchronously)."""
+    lines = "\n".join(f'    asm volatile("" : "+f"(r[{i}]) :: "memory");' for i in range(count))
+    return _fn(f"ptx_pin_f32_{count}", "float* r", lines)
+
+
+# -- copies and their ordering ----------------------------------------------------------------------
+def fence_proxy_async() -> tuple[str, str]:
+    """Make this unit's ordinary shared-memory writes visible to the async proxy (wgmma, TMA)."""
+    return _statement("ptx_fence_proxy_async", "fence.proxy.async.shared::cta;")
+
+
+def cp_async(cache: str, nbytes: int, zfill: bool) -> tuple[str, str]:
+    """``cp.async.{cache}.shared.global`` of ``nbytes`` from ``src`` to the shared address ``dst``;
+    with ``zfill`` only ``src_bytes`` are read and the rest of the ``nbytes`` are zeroed."""
+    name = f"ptx_cp_async_{cache}_{nbytes}{'_zfill' if zfill else ''}"
+    if zfill:
+        return _fn(name, "unsigned dst, const void* src, int src_bytes",
+                   f'    asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;" '
+                   f':: "r"(dst), "l"(src), "r"(src_bytes) : "memory");')
+    return _fn(name, "unsigned dst, const void* src",
+               f'    asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes};" '
+               f':: "r"(dst), "l"(src) : "memory");')
+
+
+def cp_async_commit() -> tuple[str, str]:
+    return _statement("ptx_cp_async_commit", "cp.async.commit_group;")
+
+
+def cp_async_wait(pending: int) -> tuple[str, str]:
+    return _statement(f"ptx_cp_async_wait_{pending}", f"cp.async.wait_group {pending};")
+
+
+def cp_async_wait_all() -> tuple[str, str]:
+    return _statement("ptx_cp_async_wait_all", "cp.async.wait_all;")
+
+
+def st_shared_v4() -> tuple[str, str]:
+    """One 16-byte store of four 32-bit registers to the shared address ``addr``."""
+    return _fn("ptx_st_shared_v4", "unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d",
+               '    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" '
+               ':: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");')
+
+
+def ld_stream_f4() -> tuple[str, str]:
+    """A 16-byte read-only global load that does not allocate in L1 (data read once)."""
+    return _fn("ptx_ld_stream_f4", "const float* p",
+               "    float4 v;\n"
+               '    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"\n'
+               '        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));\n    return v;',
+               ret="float4")
