@@ -12,11 +12,15 @@ class GemmEngineError(Exception):
 
 
 class SetupError(GemmEngineError, ValueError):
-    """A component refused a (problem, selection, dialect) combination; `reason` says why."""
+    """A component refused a (problem, selection, dialect) combination; `reason` says why.
 
-    def __init__(self, component: str, reason: str):
+    ``internal`` is True when the refusal reports an exception a component raised instead of
+    refusing (a bug of that component, user-made or not): the engine still never launches it."""
+
+    def __init__(self, component: str, reason: str, internal: bool = False):
         self.component = component
         self.reason = reason
+        self.internal = internal
         super().__init__(f"{component}: {reason}")
 
 

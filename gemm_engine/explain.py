@@ -1,25 +1,23 @@
 """`Engine.explain`: what a call would run and why, computed by setup alone (nothing launched).
 
-The report follows the engine's own decision: the caller's algorithm when one is given; else the
-tuning cache's entry for the problem's class (tuning/key.py) when there is one and it sets up;
-else ``auto``, which takes the first of its ranked members that sets up (algorithms/auto.py says
-why each sits where it does). Every other registered algorithm is set up too, so the report says
-for each whether it refuses the problem (its SetupError) or would run but ranks lower.
+The report is the engine's own decision with its trace (choice.py): the caller's algorithm when
+one is given; else the tuning cache's entry for the problem's class (tuning/key.py) when there is
+one and it sets up; else ``auto``, the first rule of algorithms/rules.py that applies and sets up.
+Every other registered algorithm is set up too, so the report says for each whether it refuses the
+problem (its SetupError), its rule says no, or it would run but ranks lower.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .algorithms.auto import FAMILY_NOTE, NOT_RANKED, RANKING
-from .algorithms.base import REGISTRY, AlgorithmFamily, KernelConfig
-from .errors import SetupError
+from .algorithms.base import KernelConfig
 from .problem import MatmulProblem
 
 
 @dataclass(frozen=True)
 class Considered:
     name: str
-    verdict: str      # "chosen", "refused", "ranked lower", "not ranked", "family"
+    verdict: str      # "chosen", "refused", "not chosen", "ranked lower", "not ranked", "family"
     reason: str
     selection: object = None
 
@@ -72,95 +70,15 @@ def summary(cfg: KernelConfig) -> str:
     return ", ".join(parts)
 
 
-def _try(alg, problem, dialect):
-    try:
-        return alg.setup(problem, dialect), None
-    except SetupError as exc:
-        return None, str(exc)
-
-
 def explain_problem(engine, problem: MatmulProblem, algorithm=None) -> Explanation:
+    """The report of ``engine``'s choice for ``problem`` (see `Engine.explain`): the policy's own
+    trace (choice.py), so the report cannot disagree with what a call runs."""
     from .tuning import problem_key
-    dialect = engine.dialect
-    key = problem_key(problem, engine.device)
-    considered: list[Considered] = []
-    chosen = None          # (algorithm, config, source)
-
-    if algorithm is not None:
-        alg = engine._resolve(algorithm)
-        cfg, why = _try(alg, problem, dialect)
-        if cfg is None:
-            raise SetupError(alg.name, why)
-        chosen = (alg.chosen(cfg), cfg, "caller")
-    else:
-        tuned = engine._tuned_algorithm(problem)
-        if tuned is not None:
-            cfg, why = _try(tuned, problem, dialect)
-            if cfg is not None:
-                chosen = (tuned, cfg, "tuning cache")
-            else:
-                considered.append(Considered(tuned.name, "refused", f"tuning cache entry for this class "
-                                             f"does not set up here ({why}); the heuristic decides",
-                                             tuned.selection))
-
-    # auto's ranked members, in order.
-    auto = engine._resolve("auto")
-    heuristic = None
-    seen = set()
-    for member in auto.members:
-        seen.add(member.name)
-        if isinstance(member, AlgorithmFamily):
-            seen.update(m.name for m in member.members)
-        cfg, why = _try(member, problem, dialect)
-        rank = RANKING.get(member.name, "")
-        if cfg is None:
-            considered.append(Considered(member.name, "refused", why))
-            continue
-        concrete = member.chosen(cfg)
-        if heuristic is None:
-            heuristic = (concrete, cfg)
-            if chosen is None:
-                chosen = (concrete, cfg, "heuristic")
-                verdict, reason = "chosen", f"auto's first member that sets up: {rank}"
-            else:
-                verdict, reason = "ranked lower", (f"the heuristic's choice ({rank}), overridden by the "
-                                                   f"{chosen[2]}")
-        else:
-            verdict = "chosen" if chosen[0].name == concrete.name and chosen[2] == "caller" else "ranked lower"
-            reason = f"sets up, but auto takes {heuristic[0].name} first ({rank})"
-        name = member.name if concrete.name == member.name else f"{member.name} -> {concrete.name}"
-        considered.append(Considered(name, verdict, reason, cfg and concrete.selection or None))
-    if chosen is None:
-        raise SetupError("auto", "no algorithm can run this problem: "
-                         + "; ".join(f"{c.name}: {c.reason}" for c in considered))
-
-    # Every other registered algorithm.
-    for name, cls in sorted(REGISTRY.items()):
-        if name in seen or name == "auto":
-            continue
-        if issubclass(cls, AlgorithmFamily):
-            considered.append(Considered(name, "family", FAMILY_NOTE))
-            continue
-        alg = cls()
-        cfg, why = _try(alg, problem, dialect)
-        if cfg is None:
-            considered.append(Considered(name, "refused", why))
-        elif name == chosen[0].name:
-            considered.append(Considered(name, "chosen", f"named by the {chosen[2]}", alg.selection))
-        else:
-            considered.append(Considered(name, "not ranked", NOT_RANKED.get(
-                name, "not one of auto's members: run only when named"), cfg and alg.select(problem, dialect)))
-
-    alg, cfg, source = chosen
-    return Explanation(problem, engine.device, key, source, alg.name, alg.selection or _selection_of(alg, problem, dialect),
-                       cfg, tuple(considered))
-
-
-def _selection_of(alg, problem, dialect):
-    try:
-        return alg.select(problem, dialect)
-    except (NotImplementedError, SetupError):
-        return None
+    choice = engine.choose(problem, algorithm, trace=True)
+    considered = tuple(Considered(v.name, v.verdict, v.reason, v.config.selection if v.config else None)
+                       for v in choice.trace)
+    return Explanation(problem, engine.device, problem_key(problem, engine.device), choice.source,
+                       choice.algorithm.name, choice.config.selection, choice.config, considered)
 
 
 def _epilogue_text(e) -> str:

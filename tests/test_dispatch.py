@@ -188,7 +188,7 @@ def test_persistent_cube_count():
         alg = SimpleUnitAlgorithm(UnitSelection(persistent=persistent))
         p = _problem(batch)
         assert alg.cube_count(alg.setup(p, d), p) == expect
-    alg = SimpleUnitAlgorithm(UnitSelection(persistent=True))
+    alg = SimpleUnitAlgorithm(UnitSelection(persistent=1))
     src = alg.render(alg.setup(_problem(), d), d)
     assert "cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT" in src   # the batch count is an argument
     assert alg.setup(_problem(3), d) == alg.setup(_problem(4), d)           # so one kernel serves every batch

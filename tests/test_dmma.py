@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
-from gemm_engine.algorithms import REGISTRY, AlgorithmFamily, PlaneSelection
+from gemm_engine.algorithms import REGISTRY, PlaneSelection
+from gemm_engine.algorithms.rules import RULES
 from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,
-                                         SimpleDmmaAlgorithm, select_dmma_tiling,
-                                         select_pipelined_dmma_tiling)
+                                         SimpleDmmaAlgorithm)
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT64
@@ -40,15 +40,10 @@ def test_registered_and_auto_takes_pipelined_dmma_for_float64():
     assert REGISTRY["simple_dmma"] is SimpleDmmaAlgorithm
     assert REGISTRY["pipelined_dmma"] is PipelinedDmmaAlgorithm
 
-    def leaves(family):   # a family's variants may be families themselves
-        for v in family.variants:
-            yield from (leaves(v) if issubclass(v, AlgorithmFamily) else (v,))
-
     # Measured on the H100: pipelined_dmma 0.47-0.62x cuBLAS against 0.18-0.26x for register FMA
-    # (bench/results/h100_2026-11-21_issue4_probe_f64.md), so `auto` takes it for float64 on CUDA.
-    assert PipelinedDmmaAlgorithm in set(leaves(REGISTRY["auto"]))
-    order = list(leaves(REGISTRY["auto"]))
-    assert order.index(PipelinedDmmaAlgorithm) < order.index(REGISTRY["simple_unit"])
+    # (bench/results/h100_2026-11-21_issue4_probe_f64.md), so `auto`'s rules take it for float64 on CUDA.
+    order = [rule.algorithm for rule in RULES]
+    assert order.index("pipelined_dmma") < order.index("simple_unit")
     cuda = dialect_for(nominal_cuda_device(9, 0))
     f64 = MatmulProblem(1, 512, 512, 512, FLOAT64, FLOAT64, FLOAT64, lhs_align=2, rhs_align=2)
     assert REGISTRY["auto"]().chosen(REGISTRY["auto"]().setup(f64, cuda)).name == "pipelined_dmma"
@@ -100,6 +95,12 @@ def test_simple_config():
 
 
 def test_tiling_rules_fill_the_device():
+    def select_dmma_tiling(p, dialect):
+        return SimpleDmmaAlgorithm().selection_for(p, dialect)
+
+    def select_pipelined_dmma_tiling(p, dialect):
+        return PipelinedDmmaAlgorithm().selection_for(p, dialect)
+
     for select in (select_dmma_tiling, select_pipelined_dmma_tiling):
         for n in (64, 300, 1000, 4096):
             sel = select(problem((1, n, n, n)), SM90)
@@ -154,7 +155,7 @@ COMPILE_CASES = [  # (algorithm, shape, lhs, rhs, align, selection): every loade
     (PipelinedDmmaAlgorithm, (1, 1000, 1000, 1000), COL, ROW, (2, 2), None),     # 64 x 64 stage, edges
     (PipelinedDmmaAlgorithm, (3, 129, 67, 45), COL, COL, (1, 2), None),
     (PipelinedDmmaAlgorithm, (1, 300, 257, 40), ROW, ROW, (2, 1),
-     PipelinedDmmaSelection(planes_n=2, partition_m=4, stage_k=32, stages=4)),
+     PipelinedDmmaSelection(planes_n=2, partition_m=4, stage_k=32, stages=4, fragment_buffering=True)),
     (PipelinedDmmaAlgorithm, (1, 512, 512, 512), ROW, COL, (2, 2), PipelinedDmmaSelection(fragment_buffering=False)),
 ]
 

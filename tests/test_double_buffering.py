@@ -22,7 +22,7 @@ from gemm_engine.errors import SetupError
 from gemm_engine.global_.double_buffering import DoubleBufferingGlobalMatmul
 from gemm_engine.global_.listeners import DoubleBufferingListener
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.stage.events import Begin, Finish, TileMatmulCompleted
+from gemm_engine.stage.events import BeforeStore, Begin, Finish, KernelStart, TileMatmulCompleted
 from helpers import DTYPES, assert_close, random
 
 ALG = "double_buffering"
@@ -87,13 +87,15 @@ def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
 def test_loads_interleaved_with_tile_executions(device, shape):
     alg, cfg, dialect, src = render(problem(*shape), device)
     g, stage = cfg.batch.global_, cfg.batch.global_.stage
-    # The first tile execution of each k step (a unit's partition may hold several tiles).
+    # Every tile execution of the stage (a unit's partition may hold several tiles per k step).
     st = alg.components.global_.stage
-    tile_exec = st.tile.execute(stage.tile, dialect, st._lhs_frag(stage, 0), st._rhs_frag(stage, 0),
-                                st._acc(stage, 0, 0))
+    tile_execs = [st.tile.execute(stage.tile, dialect, st._lhs_frag(stage, i), st._rhs_frag(stage, j),
+                                  st._acc(stage, i, j))
+                  for i in range(stage.partition_m) for j in range(stage.partition_n)]
     loop = src.index("for (i64 k0 = 0;")
-    execs = [i for i in range(len(src)) if src.startswith(tile_exec, i)]
-    assert len(execs) == stage.stage_k and execs[0] > loop, "expected the stage's k loop unrolled"
+    execs = sorted(i for e in tile_execs for i in range(len(src)) if src.startswith(e, i))
+    n = stage.stage_k * stage.partition_m * stage.partition_n
+    assert len(execs) == n and execs[0] > loop, "expected the stage's k loop unrolled"
     for ident, loader in (("lhs", g.lhs_loader), ("rhs", g.rhs_loader)):
         # Global reads only: an element (lhs[...]) or a vector (lhs + ...) of the operand.
         reads = [m.start() for m in re.finditer(rf"\b{ident}(\[| \+ )", src)]
@@ -138,10 +140,14 @@ def test_listener_sees_tile_events_in_order():
     RecordingDoubleBufferingListener.instances.clear()
     alg, cfg, _, src = render(problem(65, 63, 33), OPENCL_DEVICE, RecordingAlgorithm())
     (listener,) = RecordingDoubleBufferingListener.instances
-    n = cfg.batch.global_.stage.stage_k
+    st = cfg.batch.global_.stage
+    n = st.stage_k * st.partition_m * st.partition_n     # one event per tile matmul
     tiles = [e for e in listener.events if isinstance(e, TileMatmulCompleted)]
     assert tiles == [TileMatmulCompleted(i, n) for i in range(n)]
-    assert listener.events[0] == Begin() and listener.events[-1] == Finish()
+    # The global events frame the stage's: kernel start, the stage's Begin .. Finish, before the store.
+    stage_events = listener.events[1:-1]
+    assert listener.events[0] == KernelStart() and listener.events[-1] == BeforeStore()
+    assert stage_events[0] == Begin() and stage_events[-1] == Finish()
     assert listener.emitted == len(listener.tasks)
     assert all(task in src for task in listener.tasks)
     # Spread, not bunched: more than one event carries loads.

@@ -69,7 +69,6 @@ def test_refuses_plain_float32_and_float64():
 @pytest.mark.parametrize("sel, needle", [
     (PlaneSelection(tile_m=8), "instruction shape"),
     (PlaneSelection(tile_k=8), "instruction shape"),           # f16 needs k = 16
-    (PlaneSelection(precision="fast"), "precision"),
     (PlaneSelection(stage_k=24), "multiple of tile_k"),
     (PlaneSelection(planes_m=8, planes_n=8), "exceed"),
     (PlaneSelection(partition_m=8, partition_n=8), "accumulator registers"),
@@ -77,6 +76,13 @@ def test_refuses_plain_float32_and_float64():
 def test_refuses_bad_selections(sel, needle):
     with pytest.raises(SetupError, match=needle):
         SimpleMmaAlgorithm(sel).setup(problem(FLOAT16), SM90)
+
+
+def test_refuses_unknown_precision_when_the_selection_is_built():
+    with pytest.raises(ValueError, match=r"PlaneSelection\.precision: expected one of \('default', 'tf32'\)"):
+        PlaneSelection(precision="fast")
+    with pytest.raises(ValueError, match="precision"):
+        SimpleMmaAlgorithm(precision="fast")
 
 
 def test_stages_refuse_tiles_of_the_other_scope():

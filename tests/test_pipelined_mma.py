@@ -10,8 +10,7 @@ import pytest
 
 from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY
-from gemm_engine.algorithms.pipelined import (PipelinedMmaAlgorithm, PipelinedSelection,
-                                              select_pipelined_tiling)
+from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm, PipelinedSelection
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32
@@ -56,6 +55,11 @@ def test_copy_width_follows_alignment(align, piece, registers):
     assert (g.rhs_loader.piece, g.rhs_loader.registers) == (8, False)
 
 
+def select_pipelined_tiling(p, dialect):
+    """The selection the heuristic's preset gives pipelined_mma."""
+    return PipelinedMmaAlgorithm().selection_for(p, dialect)
+
+
 def test_tiling_rule_fills_the_device():
     big = select_pipelined_tiling(problem((1, 4096, 4096, 4096)), SM90)
     assert (big.stage_m, big.stage_n, big.stage_k) == (128, 256, 64)
@@ -69,7 +73,7 @@ def test_tiling_rule_fills_the_device():
 
 def test_refuses_too_much_shared_memory_and_bad_rings():
     with pytest.raises(SetupError, match="shared"):
-        setup(problem(), PipelinedSelection(stages=9))
+        setup(problem(), PipelinedSelection(partition_n=8, stage_k=64, stages=9))
     with pytest.raises(SetupError, match="at least 2"):
         setup(problem(), PipelinedSelection(stages=1))
     with pytest.raises(SetupError, match="tf32"):

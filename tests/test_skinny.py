@@ -14,8 +14,8 @@ import pytest
 from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.batch.base import KERNEL_NAME
-from gemm_engine.algorithms.skinny import (SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm,
-                                           SkinnySplitWhenWorthIt)
+from gemm_engine.algorithms.rules import RULES
+from gemm_engine.algorithms.skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
@@ -237,12 +237,12 @@ def test_kernels_have_no_atomics_and_vector_loads():
 def test_registered_and_first_in_auto():
     assert REGISTRY["skinny"] is SkinnyAlgorithm
     assert REGISTRY["skinny_split_k"] is SkinnySplitKAlgorithm
-    assert REGISTRY["auto"].variants[:2] == (SkinnySplitWhenWorthIt, SkinnyAlgorithm)
+    assert [rule.algorithm for rule in RULES][:2] == ["skinny_split_k", "skinny"]
     cfg = resolve("auto").setup(problem(1, 300, 64), H100)
     assert cfg.algorithm.endswith(".SkinnyAlgorithm")
     # A big operand (16 MiB up) contiguous along the outputs: K split over cubes.
     cfg = resolve("auto").setup(problem(1, 8192, 8192), H100)
-    assert cfg.algorithm.endswith("SkinnySplitWhenWorthIt")
+    assert cfg.algorithm.endswith(".SkinnySplitKAlgorithm")
     # K shorter than the outputs: one launch.
     cfg = resolve("auto").setup(problem(1, 14336, 4096), H100)
     assert cfg.algorithm.endswith(".SkinnyAlgorithm")
@@ -262,7 +262,7 @@ def test_split_tiling_for_bf16_vector_matrix():
     g = cfg.batch.global_
     assert (g.outputs, g.units, g.slices, g.unroll, g.chunk, cfg.batch.splits) == (2048, 256, 1, 16, 256, 32)
     assert [launch.cubes for launch in alg.launches(cfg, p)] == [128, 32]
-    assert alg.workspace(cfg, p)[1] == 32 * 8192
+    assert alg.workspace(cfg, p).count == 32 * 8192
     src = alg.render(cfg, H100)
     assert "LAUNCH_BOUNDS_MIN(256, 1) void gemm_engine_kernel" in src
     assert "sk_sum" not in src.split("gemm_engine_reduce")[0]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemm_engine.algorithms import UnitSelection
 from gemm_engine.algorithms.split_k import SplitKUnitAlgorithm
 from gemm_engine.batch.split_k import choose_splits
 from gemm_engine.dtypes import FLOAT32
@@ -18,11 +17,12 @@ from gemm_engine.problem import MatmulProblem
 from cuda_compile import ARCHS, compile_jobs, failures_of, nvcc_or_skip, prefetched
 from helpers import DTYPES, TOLERANCE, assert_close, np_dtype, random, rel_error
 
-SMALL = UnitSelection(tile_m=2, tile_n=2, stage_m=16, stage_n=16, stage_k=8)
+SMALL = dict(tile_m=2, tile_n=2, stage_m=16, stage_n=16, stage_k=8)
 
 
 def split(splits: int) -> SplitKUnitAlgorithm:
-    return SplitKUnitAlgorithm(UnitSelection(**{**SMALL.__dict__, "split_k": splits}))
+    """A small tiling with the split count fixed (overrides merged into the algorithm's choice)."""
+    return SplitKUnitAlgorithm(**SMALL, split_k=splits)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

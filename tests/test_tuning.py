@@ -108,8 +108,8 @@ def test_stale_entries_are_skipped_not_raised(cache_env):
     cache = TuningCache()
     cache.put("good", Entry("simple_unit", MARKED, 1e-3))
     data = json.loads((cache_env / "tuning.json").read_text())
-    data["entries"]["gone"] = {"algorithm": "simple_unit", "seconds": 1.0,
-                               "selection": {"class": "gemm_engine.nowhere.Selection", "fields": {}}}
+    data["entries"]["gone"] = {"algorithm": "no_longer_registered", "seconds": 1.0,
+                               "selection": {"fields": {}}}
     data["entries"]["renamed"] = {"algorithm": "simple_unit", "seconds": 1.0,
                                   "selection": {"class": "gemm_engine.algorithms.simple.UnitSelection",
                                                 "fields": {"no_such_field": 1}}}
@@ -192,8 +192,8 @@ def test_matmul_tune_true_tunes_once_then_uses_the_cache(cache_env, rng, monkeyp
 
 
 def _quick_init(init):
-    def quick(self, engine, repeat=10, warmup=2, progress=None, exhaustive=False, seed=0):
-        init(self, engine, repeat=1, warmup=0, progress=False, exhaustive=exhaustive, seed=seed)
+    def quick(self, planner, launcher, choose, repeat=10, warmup=2, progress=None, exhaustive=False, seed=0):
+        init(self, planner, launcher, choose, repeat=1, warmup=0, progress=False, exhaustive=exhaustive, seed=seed)
     return quick
 
 

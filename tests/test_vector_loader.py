@@ -47,7 +47,7 @@ def render(alg_cls, selection, p, device=CUDA):
 # -- structure of the rendered source ---------------------------------------------------------------
 def test_aligned_row_major_loads_float4_and_stores_rhs_whole():
     cfg, src = render(SimpleUnitAlgorithm, STRIDED, problem(128, 128, 64))
-    assert VectorLoader.width(cfg.batch.global_.lhs_loader.operand) == 4
+    assert cfg.batch.global_.lhs_loader.width == 4
     assert "(*(const  float4*)(lhs + " in src.replace("GLOBAL", "") or "const GLOBAL float4*" in src
     # rhs row-major is n-contiguous like its k-major stage: one vector store; lhs is transposed.
     assert "float4*)(rhs_smem" in src and "float4*)(lhs_smem" not in src
@@ -60,7 +60,7 @@ def test_unaligned_or_converted_operands_load_scalars():
         assert "float4" not in src and "v.x" not in src
     # float64: 16 bytes are two elements.
     cfg, src = render(SimpleUnitAlgorithm, STRIDED, problem(128, 128, 64, "float64", align=2))
-    assert "double2" in src and VectorLoader.width(cfg.batch.global_.rhs_loader.operand) == 2
+    assert "double2" in src and cfg.batch.global_.rhs_loader.width == 2
 
 
 def test_edges_clamp_reads_and_select_zero_without_branches():
@@ -74,7 +74,7 @@ def test_edges_clamp_reads_and_select_zero_without_branches():
     # vector ever straddles a bound (k = 50: lhs float2; n = 70: rhs float2).
     cfg, src = render(SimpleUnitAlgorithm, STRIDED, problem(100, 70, 50))
     g = cfg.batch.global_
-    assert (g.lhs_loader.operand.vector, g.rhs_loader.operand.vector) == (2, 2) and "float2" in src
+    assert (g.lhs_loader.width, g.rhs_loader.width) == (2, 2) and "float2" in src
 
 
 def test_strided_partition_origins():
@@ -90,23 +90,27 @@ def test_strided_partition_origins():
 
 def test_partition_refusals():
     with pytest.raises(SetupError, match="does not divide"):
-        render(SimpleUnitAlgorithm, UnitSelection(4, 4, 64, 64, 16, partition_m=3), problem(64, 64, 32))
-    with pytest.raises(SetupError, match="layout"):
-        render(SimpleUnitAlgorithm, UnitSelection(partition="diagonal"), problem(64, 64, 32))
+        render(SimpleUnitAlgorithm, UnitSelection(tile_m=4, tile_n=4, stage_m=64, stage_n=64, stage_k=16, partition_m=3), problem(64, 64, 32))
+    # A value a knob does not take is refused when the selection is built, naming the knob.
+    with pytest.raises(ValueError, match=r"UnitSelection\.partition: expected one of \('contiguous', 'strided'\)"):
+        UnitSelection(partition="diagonal")
     with pytest.raises(SetupError, match="partition_m"):
         render(OrderedAlgorithm, STRIDED, problem(64, 64, 32))
 
 
 def test_tiling_rule():
     d = dialect_for(CUDA)
-    big = select_unit_tiling(problem(4096, 4096, 4096), d)
+    def select_unit(p, dialect):
+        return UnitSelection().merged(select_unit_tiling(p, dialect))
+
+    big = select_unit(problem(4096, 4096, 4096), d)
     assert (big.stage_m, big.stage_n, big.stage_k, big.partition) == (128, 64, 16, "strided")
-    small = select_unit_tiling(problem(1024, 1024, 1024), d)
+    small = select_unit(problem(1024, 1024, 1024), d)
     assert small.stage_m * small.stage_n < 128 * 128      # more cubes than 64 on 132 SMs
-    pocl = select_unit_tiling(problem(1024, 1024, 1024), dialect_for(OPENCL))
+    pocl = select_unit(problem(1024, 1024, 1024), dialect_for(OPENCL))
     assert (pocl.tile_m, pocl.tile_n, pocl.stage_m, pocl.stage_n, pocl.partition) == (4, 8, 32, 64, "contiguous")
     # ordered takes the same outputs per unit as one contiguous tile, lhs_regs <= 64 values.
-    sel = OrderedAlgorithm().select(problem(1024, 1024, 1024), d)
+    sel = OrderedAlgorithm().selection_for(problem(1024, 1024, 1024), d)
     assert sel.partition_m == 1 and sel.stage_k * sel.tile_m <= 64
 
 
@@ -119,7 +123,7 @@ def test_vector_numerics_edges(engine, rng, alg_cls, selection):
     # m, n, k not multiples of the stage, k and n multiples of 4: whole vectors and edge rows.
     a, b = random(rng, (100, 52), "float32"), random(rng, (52, 72), "float32")
     assert_close(engine.matmul(a, b, algorithm=alg_cls(selection)), a, b, "float32")
-    assert VectorLoader.width(engine.last_choice[1].batch.global_.rhs_loader.operand) == 4
+    assert engine.last_choice[1].batch.global_.rhs_loader.width == 4
 
 
 @pytest.mark.parametrize("layouts", LAYOUTS, ids="-".join)
@@ -143,7 +147,7 @@ def test_vector_numerics_padded_views(engine, rng, layouts):
     out = poisoned_out(engine, (m, n), np.float32)
     engine.matmul(da, db, out=out, algorithm=DoubleBufferingUnitAlgorithm(STRIDED))
     ops = engine.last_choice[1].batch.global_
-    assert (ops.lhs_loader.operand.vector, ops.rhs_loader.operand.vector) == (2, 2)
+    assert (ops.lhs_loader.width, ops.rhs_loader.width) == (2, 2)
     assert_close(rt.to_host(out), a, b, "float32")
 
 

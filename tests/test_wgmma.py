@@ -11,7 +11,8 @@ import pytest
 from conftest import get_engine
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random, reference, rel_error
-from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection, select_wgmma_tiling
+from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection
+from gemm_engine.batch.base import Workspace
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import cuda_target_arch, dialect_for
 from gemm_engine.dtypes import BY_NAME
@@ -68,6 +69,10 @@ def test_refuses_bad_selections(selection, words):
         PipelinedWgmmaAlgorithm(selection).setup(problem(), SM90)
 
 
+def select_wgmma_tiling(p, dialect):
+    return PipelinedWgmmaAlgorithm().selection_for(p, dialect)
+
+
 def test_tiling_rule_fills_the_device():
     big = select_wgmma_tiling(problem(m=4096, n=4096, k=4096), SM90)
     assert (big.stage_m, big.stage_n) == (256, 128)
@@ -122,9 +127,12 @@ def test_tf32_transposes_only_operands_that_are_not_k_major(layouts, copies):
         assert (f"void gemm_engine_k_major_{op}(" in src) == (op in copies)
     pitch = 100                                   # K = 100 is already 16-byte rows of float32
     rows = sum({"lhs": 300, "rhs": 200}[op] for op in copies)
-    assert alg.workspace(cfg, p) == ((BY_NAME["float32"], rows * pitch) if copies else None)
+    assert alg.workspace(cfg, p) == (Workspace(BY_NAME["float32"], rows * pitch) if copies else None)
     if copies:   # the main kernel reads the copies, 16 bytes at a time
-        assert "const i64 rhs_ld = k_pitch;" in src or "rhs" not in copies
+        # The main kernel reads the copy through its scope: rows k_pitch long.
+        main = src[src.index("void gemm_engine_kernel("):]
+        assert ("rhs_sw_src = rhs + " in main and "* k_pitch" in main.split("rhs_sw_src = rhs + ")[1].split(";")[0]) \
+            or "rhs" not in copies
         assert "cp.async.cg.shared.global [%0], [%1], 16" in src
 
 
@@ -132,7 +140,7 @@ def test_tf32_pitch_rounds_k_up_to_16_bytes():
     p = problem(b=2, m=128, n=64, k=70, dtype="tf32", align=1)
     alg = PipelinedWgmmaAlgorithm()
     cfg, src = render(p)
-    assert alg.workspace(cfg, p) == (BY_NAME["float32"], 2 * 64 * 72)
+    assert alg.workspace(cfg, p) == Workspace(BY_NAME["float32"], 2 * 64 * 72)
     assert "(K + 3) & ~(i64)3" in src
     assert "rhs_batch_stride == 0 ? 0 : b * N * k_pitch" in src   # a broadcast rhs is copied once
 
@@ -148,12 +156,12 @@ def test_tf32_two_k_atoms_per_stage():
     assert "((0) * 128 + 8192) >> 4" in src       # rhs: k 32 starts one 64 x 128-byte atom on
 
 
-def test_tf32_auto_gate_refuses_small_transposes():
-    from gemm_engine.algorithms.wgmma import WgmmaWhenWorthIt
-    with pytest.raises(SetupError, match="costs more than it gains"):
-        WgmmaWhenWorthIt().setup(problem(m=256, n=4096, k=4096, dtype="tf32"), SM90)
-    WgmmaWhenWorthIt().setup(problem(m=256, n=4096, k=4096, dtype="tf32", layouts=("row", "col")), SM90)
-    WgmmaWhenWorthIt().setup(problem(m=4096, n=4096, k=4096, dtype="tf32"), SM90)
+def test_tf32_auto_rule_refuses_small_transposes():
+    from gemm_engine.algorithms.rules import wgmma_worth_it
+    assert "costs more than it gains" in wgmma_worth_it(problem(m=256, n=4096, k=4096, dtype="tf32"), SM90)
+    assert wgmma_worth_it(problem(m=256, n=4096, k=4096, dtype="tf32", layouts=("row", "col")), SM90) is None
+    assert wgmma_worth_it(problem(m=4096, n=4096, k=4096, dtype="tf32"), SM90) is None
+    assert wgmma_worth_it(problem(m=256, n=256, k=256), SM90) is None        # 16-bit: no pass
 
 
 # -- nvcc -------------------------------------------------------------------------------------------

@@ -1,16 +1,17 @@
 """The algorithm family. Importing this package registers every built-in algorithm by name."""
 from .base import REGISTRY, Algorithm, AlgorithmFamily, KernelConfig, register, resolve
+from .simple import SimpleAlgorithm, SimpleUnitAlgorithm, UnitSelection
 from .accelerated import PlaneSelection, SimpleMmaAlgorithm
 from .double_buffering import (DoubleBufferingAlgorithm, DoubleBufferingMmaAlgorithm,
                                DoubleBufferingUnitAlgorithm)
-from .simple import SimpleAlgorithm, SimpleUnitAlgorithm, UnitSelection
-from .wmma import SimpleWmmaAlgorithm  # noqa: F401  (registers "simple_wmma")
+from .wmma import SimpleWmmaAlgorithm, WmmaSelection  # noqa: F401  (registers "simple_wmma")
 from .specialized import SpecializedAlgorithm, SpecializedSelection  # noqa: F401  (registers "specialized")
 from .ordered import OrderedAlgorithm  # noqa: F401  (registers "ordered")
 from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  (registers "pipelined_mma")
 from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (registers "pipelined_wgmma")
-from .dmma import PipelinedDmmaAlgorithm, SimpleDmmaAlgorithm  # noqa: F401  (registers "simple_dmma", "pipelined_dmma")
-from .skinny import SkinnyAlgorithm, SkinnySelection  # noqa: F401  (registers "skinny")
+from .dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,  # noqa: F401
+                   SimpleDmmaAlgorithm)
+from .skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm  # noqa: F401
 from .split_k import SplitKAlgorithm  # noqa: F401  (registers "split_k" and its members)
 from .auto import AutoAlgorithm  # noqa: F401  (registers "auto")
 

@@ -8,8 +8,6 @@ tf32 keeps 10 mantissa bits.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
@@ -17,42 +15,7 @@ from ..tile.mma import MmaTile
 from .base import Algorithm, register
 
 
-@dataclass(frozen=True)
-class PlaneSelection:
-    """Tiling of the plane algorithms: planes_m x planes_n planes per cube, each computing
-    partition_m x partition_n tiles of tile_m x tile_n, over stage_k rows of k per stage.
-
-    The stage is (planes_m * partition_m * tile_m) x (planes_n * partition_n * tile_n).
-    ``tile_k=0`` takes the instruction's k (16 for f16 / bf16, 8 for tf32, 32 for int8).
-    ``precision="tf32"`` lets float32 inputs run on tensor cores rounded to tf32.
-    ``dispatch``, ``dispatch_width`` and ``persistent`` pick the batch level's order of output tiles
-    and cube count (see `batch.partitioned`).
-    """
-
-    tile_m: int = 16
-    tile_n: int = 8
-    tile_k: int = 0
-    partition_m: int = 4
-    partition_n: int = 4
-    planes_m: int = 2
-    planes_n: int = 4
-    stage_k: int = 16
-    precision: str = "default"
-    dispatch: str = "row_major"
-    dispatch_width: int = 4
-    persistent: int = 0
-    split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
-
-    @property
-    def stage_m(self) -> int:
-        return self.planes_m * self.partition_m * self.tile_m
-
-    @property
-    def stage_n(self) -> int:
-        return self.planes_n * self.partition_n * self.tile_n
-
-
-def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> PlaneSelection:
+def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
     """8 planes (2 x 4) per cube, each 64 x 32 (4 x 4 tiles of 16 x 8): 16 mma.sync per 4 + 4
     fragment loads, a 128 x 128 stage. An axis of 64 or less halves the partitions along it (the
     cube stays at 8 planes, less of it computes padding).
@@ -65,18 +28,24 @@ def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str
         # int8: the instruction's k is 32 (16 bytes of k per row, as f16 at stage_k 16), and at
         # most 4 x 2 tiles per plane: its fragments are read byte by byte, and with 4 x 4 ptxas
         # reaches 255 registers and spills on shapes that need bounds checks (sm_80, -Xptxas -v).
-        return PlaneSelection(partition_m=2 if problem.m <= 64 else 4, partition_n=2,
-                              precision=precision, stage_k=32)
-    return PlaneSelection(partition_m=2 if problem.m <= 64 else 4,
-                          partition_n=2 if problem.n <= 64 else 4, precision=precision)
+        return dict(partition_m=2 if problem.m <= 64 else 4, partition_n=2, precision=precision, stage_k=32)
+    return dict(partition_m=2 if problem.m <= 64 else 4, partition_n=2 if problem.n <= 64 else 4,
+                precision=precision)
 
 
 @register
 class SimpleMmaAlgorithm(Algorithm):
     name = "simple_mma"
-    selection_class = PlaneSelection
+    selection_name = "PlaneSelection"
     tile = MmaTile
     stage = PlanePartitionedStage
 
     def select(self, problem, dialect):
         return select_plane_tiling(problem, dialect, problem.precision)
+
+
+#: The tiling of the plane (tensor-core) algorithms on the simple pipeline: planes_m x planes_n
+#: planes per cube, each computing partition_m x partition_n tiles of tile_m x tile_n, over stage_k
+#: rows of k per stage (the stage is (planes_m * partition_m * tile_m) x (planes_n * partition_n *
+#: tile_n): the ``stage_m`` / ``stage_n`` properties). ``tile_k=0`` takes the instruction's k.
+PlaneSelection = SimpleMmaAlgorithm.selection_class

@@ -1,62 +1,75 @@
-"""``auto``: the engine's default choice, the fastest composition that sets up for the problem.
+"""``auto``: the engine's default choice, the first rule of algorithms/rules.py that applies and
+sets up. The order and the reasons live in `rules.RULES`; this module only evaluates them.
 
-In order: ``skinny_split_k`` (M = 1 or N = 1 with a big operand contiguous along the outputs,
-16 MiB or more, and K at least the outputs; CUDA), ``skinny`` (M = 1 or N = 1 only: a bandwidth-bound vector-matrix or matrix-vector
-product, which a tiled kernel runs with one of its 64-128 tile rows used), ``split_k`` (only for
-a long K against a small output: see algorithms/split_k.py), ``pipelined_wgmma``
-(Hopper sm_90a, float16 / bfloat16, float32 with tf32 opted in where any transposing pass it needs
-is worth it), ``pipelined_mma`` (CUDA sm_80+,
-float16 / bfloat16, float32 with tf32 opted in), ``pipelined_dmma`` (float64 on CUDA sm_80+: FP64
-tensor cores, 0.47-0.62x cuBLAS on the H100 against 0.18-0.26x for register FMA,
-bench/results/h100_2026-11-21_issue4_probe_f64.md), then ``simple_unit`` (register FMA: every backend
-and dtype; its tiling rule picks the vectorized SGEMM shapes on CUDA). The order follows the H100
-measurements in bench/results/ (wgmma 0.85x cuBLAS at f16 4096^3 against 0.40-0.45 for mma.sync;
-simple_unit 0.89x at f32 4096^3, ahead of double_buffering_unit's 0.81).
+`decide` walks the rules and records a `Verdict` per rule (chosen; not chosen, with the rule's
+reason; refused, with the SetupError; ranked lower, when an earlier rule won): ``auto`` uses the
+first choice, `engine.explain` the whole trace.
 """
 from __future__ import annotations
 
-from .base import AlgorithmFamily, register
-from .dmma import PipelinedDmmaAlgorithm
-from .pipelined import PipelinedMmaAlgorithm
-from .simple import SimpleUnitAlgorithm
-from .skinny import SkinnyAlgorithm, SkinnySplitWhenWorthIt
-from .split_k import SplitKWhenWorthIt
-from .wgmma import WgmmaWhenWorthIt
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from .base import REGISTRY, AlgorithmFamily, KernelConfig, register
+from .rules import RULES, Rule
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str          # the rule's algorithm (a family's chosen member as "family -> member")
+    verdict: str       # "chosen", "not chosen", "refused", "ranked lower"
+    reason: str
+    config: KernelConfig | None = None
+
+
+def decide(members, problem: MatmulProblem, dialect: Dialect, everything: bool = False):
+    """(member, config, verdicts): the first of ``members`` (one per rule of `RULES`, in order) whose
+    rule applies and that sets up, and a verdict for each rule looked at (all of them when
+    ``everything``: explain wants to know what the later ones would do)."""
+    chosen, verdicts = None, []
+    for rule, member in zip(RULES, members):
+        if chosen is not None and not everything:
+            break
+        reason = rule.when(problem, dialect)
+        try:
+            cfg = member.setup(problem, dialect)
+        except SetupError as exc:
+            verdicts.append(Verdict(rule.algorithm, "refused", str(exc)))
+            continue
+        concrete = member.chosen(cfg)
+        name = rule.algorithm if concrete.name == rule.algorithm else f"{rule.algorithm} -> {concrete.name}"
+        if reason is not None:
+            verdicts.append(Verdict(name, "not chosen", f"its rule says no here: {reason}", cfg))
+        elif chosen is None:
+            chosen = (concrete, cfg)
+            verdicts.append(Verdict(name, "chosen", f"auto's first rule that applies and sets up: {rule.why}", cfg))
+        else:
+            verdicts.append(Verdict(name, "ranked lower", f"sets up, but auto takes {chosen[0].name} first "
+                                                          f"({rule.why})", cfg))
+    if chosen is None:
+        return None, None, verdicts
+    return chosen[0], chosen[1], verdicts
 
 
 @register
 class AutoAlgorithm(AlgorithmFamily):
     name = "auto"
-    variants = (SkinnySplitWhenWorthIt, SkinnyAlgorithm, SplitKWhenWorthIt, WgmmaWhenWorthIt,
-                PipelinedMmaAlgorithm, PipelinedDmmaAlgorithm, SimpleUnitAlgorithm)
 
+    def __init__(self, selection=None, **overrides):
+        if selection is not None or overrides:
+            raise TypeError("auto chooses each member's tiling itself; name an algorithm to give one")
+        self.selection, self.overrides = None, {}
+        self.members = [REGISTRY[rule.algorithm]() for rule in RULES]
 
-#: Why each member of ``auto`` sits where it does (``engine.explain`` quotes these).
-RANKING = {
-    "skinny_split_k": "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous "
-                      "along the outputs: K split over a wave of cubes, each reading long "
-                      "runs of rows (bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)",
-    "skinny": "first: for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)",
-    "split_k_when_worth_it": "before the tiled kernels: with a long K against a small output, the "
-                             "output tiles alone leave compute units idle (64x64x65536 f32: 99x unsplit)",
-    "pipelined_wgmma": "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, "
-                       "against 0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing "
-                       "pass, against 0.36; the pass only from M, N >= 768)",
-    "pipelined_mma": "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)",
-    "pipelined_dmma": "float64 tensor cores on sm_80+: 2.6x register FMA on the H100",
-    "simple_unit": "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
-                   "ahead of double_buffering_unit's 0.81)",
-}
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return RULES
 
-#: Why a registered algorithm that sets up is not among auto's members.
-NOT_RANKED = {
-    "double_buffering_unit": "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs 0.89x cuBLAS)",
-    "simple_mma": "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster",
-    "double_buffering_mma": "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster",
-    "simple_wmma": "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster",
-    "simple_dmma": "pipelined_dmma's cp.async ring is faster for float64",
-    "ordered": "a composition of the algorithm family, slower than simple_unit in the H100 sweeps",
-    "specialized": "a composition of the algorithm family, slower than simple_unit in the H100 sweeps",
-}
-#: Registered names that are families (aliases choosing among members), not listed on their own.
-FAMILY_NOTE = "a family: chooses among its members, which are listed on their own"
+    def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
+        _, cfg, verdicts = decide(self.members, problem, dialect)
+        if cfg is None:
+            raise SetupError(self.name, "no rule's algorithm can run this problem: "
+                             + "; ".join(f"{v.name}: {v.reason}" for v in verdicts))
+        return cfg

@@ -1,27 +1,37 @@
-"""Algorithms: one component per level plus a selection rule, registered by name.
+"""Algorithms: one component per slot plus a selection rule, registered by name.
 
-An `Algorithm` names its components as class attributes (tile, stage, global, batch, loaders) and
-composes them in `build()`. A subclass that swaps one attribute is a new algorithm: that is how
-users add compositions without editing the package (see README, "Adding an algorithm"). Each
-algorithm is a family of kernels: its tiling comes from a selection (a frozen dataclass) that the
-caller may pass (`SimpleAlgorithm(UnitSelection(...))`) and that `select` chooses otherwise.
+An `Algorithm` names its components as class attributes, one per slot (`contracts.SLOTS`: ``tile``,
+``stage``, ``lhs_loader``, ``rhs_loader``, ``writer``, ``global_``, ``listener``, ``batch``,
+``dispatch``), and composes them in `build()`. A subclass that swaps one attribute is a new
+algorithm: that is how users add compositions without editing the package (README, "Adding an
+algorithm"). Before anything is set up the composition is checked against what each component
+declares it needs (`contracts.check_composition`): a mismatch is a `SetupError` naming both
+components, never a wrong kernel.
+
+Each algorithm is a family of kernels; its tiling is a *selection*, whose type is composed from
+the knobs of its components (`selection.compose_selection`; ``Algorithm.selection_class``). The
+caller may pass a whole selection (``SimpleUnitAlgorithm(UnitSelection(...))``) or overrides of
+single knobs (``SimpleUnitAlgorithm(dispatch="grouped")``), merged into the tiling `select`
+chooses for the problem.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
 
-from ..batch.base import BatchConfig, BatchMatmul
+from ..batch.base import BatchMatmul
+from ..batch.dispatch import RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
-from ..global_.base import GlobalMatmul
-from ..global_.loaders import CyclicLoader, Loader
-from ..global_.simple import SimpleGlobalMatmul
+from ..contracts import SLOTS, check_composition
 from ..errors import SetupError
+from ..global_.loaders import CyclicLoader
+from ..global_.simple import SimpleGlobalMatmul
+from ..global_.writers import DirectWriter
 from ..problem import MatmulProblem
-from ..stage.base import StageMatmul
+from ..selection import Selection, compose_selection, merge_knobs, name_selection
+from ..stage.events import StageEventListener
 from ..stage.unit_partitioned import UnitPartitionedStage
-from ..tile.base import TileMatmul
 from ..tile.register import RegisterTile
 
 
@@ -31,63 +41,159 @@ class KernelConfig:
 
     algorithm: str          # qualified class name: user subclasses never collide with built-ins
     dialect: tuple
-    batch: BatchConfig
+    batch: Any              # the batch level's config (BatchConfig or a subclass)
+    #: The selection it was set up with (not part of the key: the batch config holds its effect).
+    selection: Any = field(default=None, compare=False)
 
     @property
     def units(self) -> int:
         return self.batch.units
 
 
+_SELECTIONS: dict[tuple, type[Selection]] = {}
+
+
 class Algorithm:
     name: ClassVar[str] = "algorithm"
-    #: The selection type this algorithm's components read (None: any).
-    selection_class: ClassVar[type | None] = None
-    tile: ClassVar[type[TileMatmul]] = RegisterTile
-    stage: ClassVar[type[StageMatmul]] = UnitPartitionedStage
-    global_: ClassVar[type[GlobalMatmul]] = SimpleGlobalMatmul
-    lhs_loader: ClassVar[type[Loader]] = CyclicLoader
-    rhs_loader: ClassVar[type[Loader]] = CyclicLoader
-    batch: ClassVar[type[BatchMatmul]] = PartitionedBatchMatmul
+    #: The public name of this algorithm's composed selection type (e.g. "UnitSelection").
+    selection_name: ClassVar[str | None] = None
+    # -- slots -------------------------------------------------------------------------------------
+    tile: ClassVar[type | None] = RegisterTile
+    stage: ClassVar[type | None] = UnitPartitionedStage
+    lhs_loader: ClassVar[type | None] = CyclicLoader
+    rhs_loader: ClassVar[type | None] = CyclicLoader
+    writer: ClassVar[type | None] = DirectWriter
+    global_: ClassVar[type] = SimpleGlobalMatmul
+    #: The algorithm's stage event listener: chained after the global level's own (stage/events.py).
+    listener: ClassVar[type] = StageEventListener
+    batch: ClassVar[type] = PartitionedBatchMatmul
+    dispatch: ClassVar[type] = RowMajorDispatch
 
-    def __init__(self, selection=None):
+    def __init__(self, selection=None, **overrides):
+        cls = type(self)
+        if isinstance(selection, Mapping):
+            overrides, selection = {**selection, **overrides}, None
+        self._build_error: BaseException | None = None
+        try:
+            target = cls.selection_class
+        except SetupError as exc:    # the composition's knobs disagree: set up will say so
+            self._build_error, target = exc, None
+        if target is not None:
+            if selection is not None:
+                selection = _coerce(selection, target, cls.name)
+            bad = sorted(set(overrides) - set(target.field_names()))
+            if bad:
+                raise TypeError(f"{cls.name}: no selection field(s) {bad}; {target.__name__} has "
+                                f"{list(target.field_names())}")
+            for key, value in overrides.items():
+                next(k for k in target.knobs if k.name == key).check(value, target.__name__)
+        #: The caller's whole selection (None: `select` chooses) and single-knob overrides.
         self.selection = selection
-        self.components = self.build()
+        self.overrides = dict(overrides)
+        try:
+            self.components = self.build()
+        except Exception as exc:  # noqa: BLE001 -- a user component's constructor: refused at setup
+            self._build_error, self.components = exc, None
+
+    # -- composition -------------------------------------------------------------------------------
+    @classmethod
+    def slots(cls) -> dict[str, type | None]:
+        return {slot: getattr(cls, slot, None) for slot in SLOTS}
+
+    @classmethod
+    def check(cls) -> None:
+        """SetupError unless the components in the slots fit together (see `contracts`)."""
+        check_composition(cls.slots(), cls.name)
+
+    @classmethod
+    def _selection_class(cls) -> type[Selection]:
+        slots = cls.slots()
+        key = (cls, tuple(slots.items()))
+        found = _SELECTIONS.get(key)
+        if found is None:
+            owners = [(getattr(c, "__name__", slot), getattr(c, "knobs", ())) for slot, c in slots.items()
+                      if c is not None]
+            knobs = merge_knobs(owners)
+            names = {k.name for k in knobs}
+            # Values components derive from knobs (a stage's extent), where their knobs are all there.
+            properties = {n: f for c in slots.values() if c is not None
+                          for n, f in getattr(c, "selection_properties", {}).items() if n not in names}
+            found = compose_selection(knobs, f"{cls.__name__}Selection", cls.__module__, properties)
+            public = cls.__dict__.get("selection_name")
+            if public:
+                name_selection(found, public, cls.__module__)
+            _SELECTIONS[key] = found
+        return found
 
     def build(self) -> BatchMatmul:
-        """Compose the four levels. Override to compose differently (e.g. extra constructor args)."""
-        stage = self.stage(self.tile())
-        global_ = self.global_(stage, self.lhs_loader(), self.rhs_loader())
-        return self.batch(global_)
+        """Compose the levels. Override to compose differently (e.g. extra constructor args)."""
+        tile = self.tile() if self.tile is not None else None
+        stage = self.stage(tile) if self.stage is not None else None
+        global_ = self.global_(stage=stage,
+                               lhs_loader=self.lhs_loader() if self.lhs_loader is not None else None,
+                               rhs_loader=self.rhs_loader() if self.rhs_loader is not None else None,
+                               writer=self.writer() if self.writer is not None else None,
+                               listener=self.listener)
+        return self.batch(global_, dispatch=self.dispatch)
 
-    # -- selection ---------------------------------------------------------------------------
-    def select(self, problem: MatmulProblem, dialect: Dialect):
-        """The tiling this algorithm picks for a problem when the caller gave none."""
-        raise NotImplementedError
+    # -- selection -----------------------------------------------------------------------------
+    def select(self, problem: MatmulProblem, dialect: Dialect) -> Mapping | Selection:
+        """The tiling this algorithm picks for a problem when the caller gave none: a preset (knob
+        values; fields this composition lacks are ignored) or a selection. Default: the knobs'."""
+        return {}
 
     def tuning_space(self, problem: MatmulProblem, dialect: Dialect) -> list:
         """The selections the tuner times for this algorithm: `select`'s choice first, then the
-        alternatives worth measuring (none by default). Each must be a frozen dataclass of plain
-        fields: the tuning cache stores the winner as JSON."""
+        alternatives worth measuring (none by default). Presets or selections of this algorithm."""
         return [self.select(problem, dialect)]
 
+    def selection_for(self, problem: MatmulProblem, dialect: Dialect) -> Selection:
+        """The selection a setup uses: the caller's, or `select`'s, with the caller's overrides."""
+        base = self.selection
+        if base is None:
+            base = self.selection_class().merged(self.select(problem, dialect))
+        return base.override(**self.overrides) if self.overrides else base
+
+    def with_selection(self, selection) -> "Algorithm":
+        """This algorithm with a whole selection (a preset is merged into the knobs' defaults)."""
+        if not isinstance(selection, Selection):
+            selection = self.selection_class().merged(selection)
+        return type(self)(selection)
+
     def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
-        """Configure every level for the problem; raises SetupError when a level refuses."""
-        selection = self.selection if self.selection is not None else self.select(problem, dialect)
+        """Configure every level for the problem; SetupError when the composition does not fit or
+        a level refuses (any other exception a component raises is reported as a SetupError too,
+        marked ``internal``: a component's bug must not pass for a refusal silently)."""
         cls = type(self)
+        self.check()
+        if self._build_error is not None:
+            raise _as_setup_error(self.name, self._build_error)
+        try:
+            selection = self.selection_for(problem, dialect)
+            batch = self.components.setup(problem, selection, dialect)
+        except SetupError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- reported, not swallowed
+            raise _as_setup_error(self.name, exc) from exc
         return KernelConfig(algorithm=f"{cls.__module__}.{cls.__qualname__}", dialect=dialect.key,
-                            batch=self.components.setup(problem, selection, dialect))
+                            batch=batch, selection=selection)
 
     # -- codegen ----------------------------------------------------------------------------
     def render(self, cfg: KernelConfig, dialect: Dialect) -> str:
-        """Full kernel source: the dialect preamble plus the batch level's kernel."""
+        """Full kernel source: the dialect preamble plus the batch level's kernels."""
         g = cfg.batch.global_
         epilogue = cfg.batch.epilogue
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
                *epilogue.element_types)
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
-        return (header + dialect.preamble(ets, self.tile.headers) + dialect.helpers_for(body)
+        headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()
+        return (header + dialect.preamble(ets, headers) + dialect.helpers_for(body)
                 + epilogue.helpers(dialect) + body + "\n")
+
+    def signature(self, cfg: KernelConfig):
+        """The kernels' `KernelSignature` (batch/signature.py)."""
+        return self.components.signature(cfg.batch)
 
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
         return self.components.cube_count(cfg.batch, problem)
@@ -104,27 +210,74 @@ class Algorithm:
         return self
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.selection!r})"
+        args = [repr(self.selection)] if self.selection is not None else []
+        args += [f"{k}={v!r}" for k, v in self.overrides.items()]
+        return f"{type(self).__name__}({', '.join(args)})"
+
+
+class _SelectionClass:
+    """``Algorithm.selection_class``: the composed selection type of the class's slots (computed on
+    first use; SetupError when two of its components declare one knob differently)."""
+
+    def __get__(self, obj, cls):
+        if getattr(cls, "variants", None) is not None and issubclass(cls, AlgorithmFamily):
+            return None
+        return cls._selection_class()
+
+
+Algorithm.selection_class = _SelectionClass()
+
+
+def _coerce(selection, target: type[Selection], name: str) -> Selection:
+    if isinstance(selection, target):
+        return selection
+    if not isinstance(selection, Selection):
+        raise TypeError(f"{name}: expected a {target.__name__} (or a mapping of its fields), got "
+                        f"{type(selection).__name__}")
+    foreign = sorted(k for k in selection.changed() if k not in target.field_names())
+    if foreign:
+        raise TypeError(f"{name}: the {type(selection).__name__} sets {foreign}, which {target.__name__} "
+                        f"has no field for")
+    return target().merged(selection)
+
+
+def _as_setup_error(name: str, exc: BaseException) -> SetupError:
+    if isinstance(exc, SetupError):
+        return exc
+    return SetupError(name, f"a component raised {type(exc).__name__}: {exc}", internal=True)
 
 
 class AlgorithmFamily(Algorithm):
     """One name for several compositions: setup takes the first variant that accepts the problem.
 
     E.g. "simple" = (tensor-core variant, register variant): f16 on an sm_80+ GPU gets tensor cores,
-    float64 or OpenCL gets register FMA. A selection passed by the caller goes only to the variants
-    whose `selection_class` it is an instance of. When no variant accepts, the SetupError lists
-    every variant's reason.
+    float64 or OpenCL gets register FMA. A whole selection passed by the caller goes only to the
+    variants whose selection type it is; overrides go to the variants that have those fields. When
+    no variant accepts, the SetupError lists every variant's reason.
     """
 
     variants: ClassVar[tuple[type[Algorithm], ...]] = ()
 
-    def __init__(self, selection=None):
-        self.selection = selection
-        self.members = [v(selection) for v in self.variants
-                        if selection is None or v.selection_class is None
-                        or isinstance(selection, v.selection_class)]
+    def __init__(self, selection=None, **overrides):
+        if isinstance(selection, Mapping):
+            overrides, selection = {**selection, **overrides}, None
+        self.selection, self.overrides = selection, dict(overrides)
+        self.members = []
+        for v in self.variants:
+            target = _safe_selection_class(v)
+            if selection is not None and (target is None or not isinstance(selection, target)):
+                continue
+            if overrides and (target is None or not set(overrides) <= set(target.field_names())):
+                continue
+            self.members.append(v(selection, **overrides))
         if not self.members:
-            raise TypeError(f"{self.name}: no variant takes a {type(selection).__name__} selection")
+            what = type(selection).__name__ if selection is not None else f"overrides {sorted(overrides)}"
+            raise TypeError(f"{self.name}: no variant takes {what}; variants: "
+                            f"{[v.name for v in self.variants]}")
+
+    @classmethod
+    def check(cls) -> None:
+        return None   # each member checks its own composition
 
     def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
         reasons = []
@@ -150,6 +303,9 @@ class AlgorithmFamily(Algorithm):
     def render(self, cfg, dialect):
         return self.chosen(cfg).render(cfg, dialect)
 
+    def signature(self, cfg):
+        return self.chosen(cfg).signature(cfg)
+
     def cube_count(self, cfg, problem):
         return self.chosen(cfg).cube_count(cfg, problem)
 
@@ -159,19 +315,44 @@ class AlgorithmFamily(Algorithm):
     def workspace(self, cfg, problem):
         return self.chosen(cfg).workspace(cfg, problem)
 
+    def tuning_space(self, problem, dialect):
+        return []
+
+
+def _safe_selection_class(cls):
+    try:
+        return cls.selection_class
+    except SetupError:
+        return None
+
 
 def distinct(selections) -> list:
     """``selections`` without repeats, in order (the tuner times each once)."""
-    return list(dict.fromkeys(selections))
+    out = []
+    for s in selections:
+        if s not in out:
+            out.append(s)
+    return out
 
 
 REGISTRY: dict[str, type[Algorithm]] = {}
 
 
-def register(cls: type[Algorithm]) -> type[Algorithm]:
-    """Class decorator: make an algorithm reachable by name in `matmul(..., algorithm=name)`."""
-    REGISTRY[cls.name] = cls
-    return cls
+def register(cls: type[Algorithm] | None = None, *, replace: bool = False):
+    """Make an algorithm reachable by name in ``matmul(..., algorithm=name)`` (a class decorator,
+    also as ``@register(replace=True)``). A taken name is refused unless ``replace``: a subclass that
+    keeps its parent's ``name`` would otherwise silently take the parent's place."""
+    def apply(cls):
+        if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+            raise TypeError(f"register: expected an Algorithm subclass, got {cls!r}")
+        name = cls.__dict__.get("name") or cls.name
+        taken = REGISTRY.get(name)
+        if taken is not None and taken is not cls and not replace:
+            raise ValueError(f"register: the name {name!r} is taken by {taken.__module__}.{taken.__qualname__}; "
+                             f"give {cls.__name__} its own `name` or pass replace=True")
+        REGISTRY[name] = cls
+        return cls
+    return apply if cls is None else apply(cls)
 
 
 def resolve(algorithm) -> Algorithm:

@@ -17,46 +17,14 @@ wavefronts) per 32 DMMAs; a 32 x 32 plane (4 x 4) takes 64 and reads 8 per 16.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..codegen.dialect import Dialect
 from ..global_.async_loader import ChunkLoader
 from ..global_.pipelined import PipelinedGlobalMatmul
 from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.dmma import DmmaTile
-from .accelerated import PlaneSelection
 from .base import Algorithm, distinct, register
-from .pipelined import PipelinedSelection
-
-
-@dataclass(frozen=True)
-class DmmaSelection(PlaneSelection):
-    """A plane tiling for the DMMA tile (8 x 8 x 4 instructions): 4 x 2 planes of 32 x 32 outputs,
-    a 128 x 64 x 16 stage (25.6 KiB of static shared memory: 16 rows of 128 + 4 and 64 + 4 doubles)."""
-
-    tile_m: int = 8
-    tile_n: int = 8
-    partition_m: int = 4
-    partition_n: int = 4
-    planes_m: int = 4
-    planes_n: int = 2
-    stage_k: int = 16
-
-
-@dataclass(frozen=True)
-class PipelinedDmmaSelection(PipelinedSelection):
-    """A DMMA plane tiling plus the ring depth: 2 x 4 planes of 64 x 32 outputs, a 128 x 128 x 16
-    stage in 3 slots (about 110 KiB of dynamic shared memory)."""
-
-    tile_m: int = 8
-    tile_n: int = 8
-    partition_m: int = 8
-    partition_n: int = 4
-    planes_m: int = 2
-    planes_n: int = 4
-    stage_k: int = 16
-    stages: int = 3
+from .pipelined import pipelined_preset
 
 
 def _cubes(problem: MatmulProblem, stage_m: int, stage_n: int) -> int:
@@ -68,13 +36,13 @@ def _cubes(problem: MatmulProblem, stage_m: int, stage_n: int) -> int:
 _SIMPLE_CANDIDATES = [(4, 2, 4, 4), (2, 2, 4, 4), (2, 2, 2, 2)]
 
 
-def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> DmmaSelection:
+def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
     for plm, pln, pm, pn in _SIMPLE_CANDIDATES:
         if _cubes(problem, plm * pm * 8, pln * pn * 8) >= sms:
             break
-    return DmmaSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn)
+    return dict(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn, stage_k=16)
 
 
 #: pipelined_dmma candidates (planes_m, planes_n, partition_m, partition_n, stage_k, stages),
@@ -87,20 +55,19 @@ _PIPELINED_CANDIDATES = [
 ]
 
 
-def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> PipelinedDmmaSelection:
+def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
     for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES:
         if _cubes(problem, plm * pm * 8, pln * pn * 8) >= sms:
             break
-    return PipelinedDmmaSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
-                                  stage_k=sk, stages=stages)
+    return pipelined_preset(plm, pln, pm, pn, sk, stages)
 
 
 @register
 class SimpleDmmaAlgorithm(Algorithm):
     name = "simple_dmma"
-    selection_class = PlaneSelection
+    selection_name = "DmmaSelection"
     tile = DmmaTile
     stage = PlanePartitionedStage
 
@@ -111,7 +78,7 @@ class SimpleDmmaAlgorithm(Algorithm):
 @register
 class PipelinedDmmaAlgorithm(Algorithm):
     name = "pipelined_dmma"
-    selection_class = PipelinedSelection
+    selection_name = "PipelinedDmmaSelection"
     tile = DmmaTile
     stage = PlanePartitionedStage
     global_ = PipelinedGlobalMatmul
@@ -123,6 +90,10 @@ class PipelinedDmmaAlgorithm(Algorithm):
 
     def tuning_space(self, problem, dialect):
         return distinct([self.select(problem, dialect)] + [
-            PipelinedDmmaSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
-                                   stage_k=sk, stages=stages)
-            for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES])
+            pipelined_preset(plm, pln, pm, pn, sk, stages) for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES])
+
+
+#: The DMMA algorithms' tilings: plane selections of the 8 x 8 x 4 float64 tile (plus the ring
+#: depth for the pipelined one).
+DmmaSelection = SimpleDmmaAlgorithm.selection_class
+PipelinedDmmaSelection = PipelinedDmmaAlgorithm.selection_class

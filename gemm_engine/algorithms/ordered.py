@@ -7,8 +7,6 @@ SGEMM shape, 16 x 4 otherwise), i.e. 128 32-bit registers for float64.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..global_.ordered import OrderedGlobalMatmul, UnitRowsLoader
 from ..stage.ordered_partitioned import OrderedPartitionedStage
 from .base import register
@@ -26,7 +24,7 @@ class OrderedAlgorithm(SimpleUnitAlgorithm):
         # The ordered stage holds one tile's lhs rows per unit: the same outputs per unit as the
         # rule's choice, as one contiguous tile (partition_m = 1).
         # Its lhs_regs (stage_k x tile_m values) stay at 64 registers: stage_k shrinks if needed.
-        sel = super().select(problem, dialect)
-        tile_m = sel.tile_m * sel.partition_m
-        return replace(sel, tile_m=tile_m, tile_n=sel.tile_n * sel.partition_n, partition_m=1,
-                       partition_n=1, partition="contiguous", stage_k=max(1, min(sel.stage_k, 64 // tile_m)))
+        sel = dict(super().select(problem, dialect))
+        tile_m = sel["tile_m"] * sel.get("partition_m", 1)
+        return {**sel, "tile_m": tile_m, "tile_n": sel["tile_n"] * sel.get("partition_n", 1), "partition_m": 1,
+                "partition_n": 1, "partition": "contiguous", "stage_k": max(1, min(sel["stage_k"], 64 // tile_m))}

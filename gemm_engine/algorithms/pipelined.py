@@ -12,30 +12,14 @@ problem shrinks, so that the grid still fills the device's multiprocessors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from ..codegen.dialect import Dialect
 from ..global_.async_loader import ChunkLoader
 from ..global_.pipelined import PipelinedGlobalMatmul
+from ..global_.writers import PairedWriter
 from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.mma import MmaTile
-from .accelerated import PlaneSelection
 from .base import Algorithm, distinct, register
-
-
-@dataclass(frozen=True)
-class PipelinedSelection(PlaneSelection):
-    """A plane tiling plus the ring depth; shared memory follows the operands' global layout."""
-
-    partition_m: int = 4
-    partition_n: int = 8
-    planes_m: int = 2
-    planes_n: int = 4
-    stage_k: int = 32
-    stages: int = 3
-    smem_layout: str = "global"
-    fragment_buffering: bool = True
 
 
 #: (planes_m, planes_n, partition_m, partition_n, stage_k in 16-bit elements, stages), largest
@@ -54,7 +38,13 @@ _UNALIGNED_LARGE = (2, 2, 4, 8, 64, 3)
 _REGISTER_PATH_LARGE = (2, 2, 4, 8, 32, 4)
 
 
-def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> PipelinedSelection:
+def pipelined_preset(planes_m, planes_n, partition_m, partition_n, stage_k, stages, **more) -> dict:
+    """A ring tiling of the plane stage, with fragment buffering (the pipelined kernels' default)."""
+    return dict(planes_m=planes_m, planes_n=planes_n, partition_m=partition_m, partition_n=partition_n,
+                stage_k=stage_k, stages=stages, fragment_buffering=True, **more)
+
+
+def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last one
     otherwise): big stages reuse each loaded element most, small ones keep small problems parallel."""
     sms = max(1, dialect.device.compute_units)
@@ -75,27 +65,31 @@ def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision:
             break
     # Rows of the same bytes for tf32: half the k (so the ring's shared memory stays the same).
     stage_k = sk // 2 if problem.lhs.storage == "f32" else sk
-    return PipelinedSelection(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
-                              stage_k=stage_k, stages=stages, precision=precision)
+    return pipelined_preset(plm, pln, pm, pn, stage_k, stages, precision=precision)
 
 
 @register
 class PipelinedMmaAlgorithm(Algorithm):
     name = "pipelined_mma"
-    selection_class = PipelinedSelection
+    selection_name = "PipelinedSelection"
     tile = MmaTile
     stage = PlanePartitionedStage
     global_ = PipelinedGlobalMatmul
     lhs_loader = ChunkLoader
     rhs_loader = ChunkLoader
+    writer = PairedWriter
 
     def select(self, problem, dialect):
-        return select_pipelined_tiling(problem, dialect, getattr(problem, "precision", "default"))
+        return select_pipelined_tiling(problem, dialect, problem.precision)
 
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
         halve = problem.lhs.storage == "f32"      # tf32: half the k, as select does
         return distinct([first] + [
-            replace(first, planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn,
-                    stage_k=sk // 2 if halve else sk, stages=stages)
+            {**first, **pipelined_preset(plm, pln, pm, pn, sk // 2 if halve else sk, stages)}
             for plm, pln, pm, pn, sk, stages in _CANDIDATES])
+
+
+#: The tiling of the pipelined plane algorithms: a `PlaneSelection`'s knobs plus the ring depth
+#: (``stages``); shared memory holds the operands as the chunk loaders copy them (global layout).
+PipelinedSelection = PipelinedMmaAlgorithm.selection_class

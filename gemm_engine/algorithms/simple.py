@@ -6,37 +6,11 @@ the unit variant everywhere else.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from ..codegen.dialect import Dialect
 from ..global_.vector_loader import VectorLoader
 from ..problem import MatmulProblem
 from .accelerated import SimpleMmaAlgorithm
 from .base import Algorithm, AlgorithmFamily, distinct, register
-
-
-@dataclass(frozen=True)
-class UnitSelection:
-    """Tiling of the unit algorithms: each unit computes ``partition_m x partition_n`` register tiles
-    of ``tile_m x tile_n`` of a ``stage_m x stage_n`` tile, laid out by ``partition`` ("contiguous"
-    or "strided", see `stage.unit_partitioned`). ``vector_width`` caps the global loads' vector width
-    in elements (`VectorLoader`; the operand's alignment narrows it; 1 keeps scalar loads).
-    ``dispatch``, ``dispatch_width`` and ``persistent`` pick the batch level's order of output tiles
-    and cube count (see `batch.partitioned`)."""
-
-    tile_m: int = 4
-    tile_n: int = 4
-    stage_m: int = 64
-    stage_n: int = 64
-    stage_k: int = 16
-    dispatch: str = "row_major"
-    partition_m: int = 1
-    partition_n: int = 1
-    partition: str = "contiguous"
-    vector_width: int = 1
-    dispatch_width: int = 4
-    persistent: int = 0
-    split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
 
 
 def _fit(extent: int, full: int, units: int) -> tuple[int, int]:
@@ -51,7 +25,7 @@ def _cubes(problem: MatmulProblem, stage_m: int, stage_n: int) -> int:
     return problem.batch * -(-problem.m // stage_m) * -(-problem.n // stage_n)
 
 
-def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
+def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The CUDA float32 register-FMA tiling: 8 x 8 outputs per unit as 2 x 2 strided 4 x 4 tiles
     (64 FMAs per four 16-byte shared reads, conflict-free), float4 global loads where aligned.
 
@@ -70,28 +44,28 @@ def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
         stage_m, stage_n, stage_k = 128, 64, 16
     else:
         stage_m, stage_n, stage_k = 64, 64, 16
-    return UnitSelection(tile_m=4, tile_n=4, stage_m=stage_m, stage_n=stage_n, stage_k=stage_k,
+    return dict(tile_m=4, tile_n=4, stage_m=stage_m, stage_n=stage_n, stage_k=stage_k,
                          partition_m=2, partition_n=2, partition="strided", vector_width=4)
 
 
-def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> UnitSelection:
+def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     big = problem.m >= 128 and problem.n >= 128
     if dialect.device.backend == "cuda" and problem.lhs.compute == "f32" and big:
         return sgemm_tiling(problem, dialect)
     if dialect.device.plane_size == 1 and big:
         # CPU OpenCL (PoCL): fewer, fatter work-items measured fastest at 1024^3 f32
         # (8.7 GFLOP/s vs 4.8 for 4x4 on 64x64 with 2 cores; bench/README.md has the sweep).
-        return UnitSelection(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4)
+        return dict(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4)
     stage_m, tile_m = _fit(problem.m, 64, 16)
     stage_n, tile_n = _fit(problem.n, 64, 16)
-    return UnitSelection(tile_m=tile_m, tile_n=tile_n, stage_m=stage_m, stage_n=stage_n, stage_k=16,
+    return dict(tile_m=tile_m, tile_n=tile_n, stage_m=stage_m, stage_n=stage_n, stage_k=16,
                          vector_width=4)
 
 
 @register
 class SimpleUnitAlgorithm(Algorithm):
     name = "simple_unit"
-    selection_class = UnitSelection
+    selection_name = "UnitSelection"
     # 16-byte global reads where the selection's vector_width and the operands' alignment allow,
     # the cyclic loader's scalar reads otherwise.
     lhs_loader = VectorLoader
@@ -104,12 +78,16 @@ class SimpleUnitAlgorithm(Algorithm):
         # The three SGEMM stages of sgemm_tiling, the CPU tiling and the plain 64 x 64 one: each
         # was the best somewhere in the sweeps behind select_unit_tiling.
         first = self.select(problem, dialect)
-        sgemm = UnitSelection(tile_m=4, tile_n=4, partition_m=2, partition_n=2, partition="strided",
-                              vector_width=4)
-        return distinct([first] + [replace(sgemm, stage_m=sm, stage_n=sn, stage_k=16)
+        sgemm = dict(tile_m=4, tile_n=4, partition_m=2, partition_n=2, partition="strided", vector_width=4)
+        return distinct([first] + [{**sgemm, "stage_m": sm, "stage_n": sn, "stage_k": 16}
                                    for sm, sn in ((128, 128), (128, 64), (64, 64))] + [
-            UnitSelection(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4),
-            UnitSelection(tile_m=4, tile_n=4, stage_m=64, stage_n=64, stage_k=16, vector_width=4)])
+            dict(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4),
+            dict(tile_m=4, tile_n=4, stage_m=64, stage_n=64, stage_k=16, vector_width=4)])
+
+
+#: The tiling of the register-tile algorithms (simple_unit, double_buffering_unit, ordered): the
+#: knobs of the register tile, the unit-partitioned stage, the vector loaders and the batch level.
+UnitSelection = SimpleUnitAlgorithm.selection_class
 
 
 @register

@@ -8,30 +8,26 @@ of the CUDA warp.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from ..global_.specialized import SpecializedGlobalMatmul
 from .base import register
-from .simple import SimpleUnitAlgorithm, UnitSelection
-
-
-@dataclass(frozen=True)
-class SpecializedSelection(UnitSelection):
-    """A unit tiling plus the number of load-only units (0: the global matmul's default)."""
-
-    load_units: int = 0
+from .simple import SimpleUnitAlgorithm
 
 
 @register
 class SpecializedAlgorithm(SimpleUnitAlgorithm):
     name = "specialized"
+    selection_name = "SpecializedSelection"
     global_ = SpecializedGlobalMatmul
 
     def select(self, problem, dialect):
         # Its load-only units (half as many) run every load of a stage: on the 128 x 128 x 16 stage
         # the rule picks for unaligned float32 each would hold 32 element loads in flight, and ptxas
         # spills 716 bytes under the 168-register cap of 384 units (128 x 128 x 8: 180 bytes).
-        sel = super().select(problem, dialect)
-        if sel.stage_m * sel.stage_n >= 128 * 128 and sel.stage_k > 8:
-            sel = replace(sel, stage_k=8)
+        sel = dict(super().select(problem, dialect))
+        if sel["stage_m"] * sel["stage_n"] >= 128 * 128 and sel["stage_k"] > 8:
+            sel["stage_k"] = 8
         return sel
+
+
+#: A unit tiling plus the number of load-only units (``load_units``; 0: the global's default).
+SpecializedSelection = SpecializedAlgorithm.selection_class

@@ -16,47 +16,15 @@ of 64 k for large problems, then 128 x 128, 64 x 128 and 64 x 64.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from ..codegen.dialect import Dialect
 from ..batch.k_major import KMajorBatchMatmul
-from ..errors import SetupError
 from ..global_.swizzled_loader import SwizzledChunkLoader
 from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
+from ..global_.writers import StagedWriter
 from ..problem import MatmulProblem
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
 from ..tile.wgmma import WgmmaTile
 from .base import Algorithm, distinct, register
-
-
-@dataclass(frozen=True)
-class WgmmaSelection:
-    """warpgroups_m x warpgroups_n warpgroups per cube, each computing partition_m tiles of
-    64 x tile_n (stacked along m), over stage_k = 64 k per slot of a ``stages``-deep ring;
-    ``wgmma_pending`` wgmma batches may still run when the next step starts. ``dispatch``,
-    ``dispatch_width`` and ``persistent`` pick the batch level's order of output tiles and cube
-    count (see `batch.partitioned`)."""
-
-    warpgroups_m: int = 2
-    warpgroups_n: int = 1
-    partition_m: int = 1
-    tile_n: int = 256
-    stage_k: int = 64         # 32 for tf32: one 128-byte swizzled row either way
-    stages: int = 4
-    wgmma_pending: int = 1
-    dispatch: str = "row_major"
-    dispatch_width: int = 4
-    persistent: int = 0
-    split_k: int = 0          # K ranges for the split-K batch level (0: it chooses)
-    staged_output: bool = False  # accumulators leave through a shared-memory tile, in 16-byte rows
-
-    @property
-    def stage_m(self) -> int:
-        return self.warpgroups_m * self.partition_m * 64
-
-    @property
-    def stage_n(self) -> int:
-        return self.warpgroups_n * self.tile_n
 
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest stage first.
@@ -75,11 +43,16 @@ def row_k(problem: MatmulProblem) -> int:
     return 32 if problem.lhs.storage == "f32" else 64
 
 
-def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
-    return replace(_select_tiling(problem, dialect), stage_k=row_k(problem))
+def wgmma_preset(warpgroups_m, warpgroups_n, partition_m, tile_n, stages, **more) -> dict:
+    return dict(warpgroups_m=warpgroups_m, warpgroups_n=warpgroups_n, partition_m=partition_m,
+                tile_n=tile_n, stages=stages, **more)
 
 
-def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
+def select_wgmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
+    return {**_select_tiling(problem, dialect), "stage_k": row_k(problem)}
+
+
+def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     sms = max(1, dialect.device.compute_units)
     # Staging the output through shared memory pays where writing the output is a large part of the
     # work (a short K): bf16 8192 x 8192 x 64 0.147 -> 0.111 ms; at 8192^3 f16 it costs 0.91 -> 0.72x
@@ -92,8 +65,7 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
         # pending) let several cubes share a multiprocessor, one storing while another loads.
         # Measured on the H100 (bench/results/h100_2026-11-21_issue4_sweep2.json): bf16
         # 8192 x 8192 x 64 with bias + relu 0.088 ms against 0.111 for 256 x 128 on four slots.
-        return WgmmaSelection(warpgroups_m=1, warpgroups_n=1, partition_m=1, tile_n=128, stages=2,
-                              wgmma_pending=0, staged_output=True)
+        return wgmma_preset(1, 1, 1, 128, 2, wgmma_pending=0, staged_output=True)
     for wm, wn, pm, tn, stages in _CANDIDATES:
         sm, sn = wm * pm * 64, wn * tn
         if sm >= 2 * max(problem.m, 64) and (wm, wn, pm, tn) != _CANDIDATES[-1][:4]:
@@ -108,21 +80,22 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> WgmmaSelection:
     # at 8192^3 and 8192 x 12288 x 4096 (2-7% faster), row-major at 4096^3 and 8192 x 4096 (1024
     # tiles or fewer): bench/results/h100_2026-11-21_issue5_full_float16_bfloat16.md.
     tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
-    return WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages,
-                          staged_output=staged, dispatch="swizzled" if tiles >= 2048 else "row_major")
+    return wgmma_preset(wm, wn, pm, tn, stages, staged_output=staged,
+                        dispatch="swizzled" if tiles >= 2048 else "row_major")
 
 
 @register
 class PipelinedWgmmaAlgorithm(Algorithm):
     name = "pipelined_wgmma"
+    selection_name = "WgmmaSelection"
     #: The CUDA target its kernels need (wgmma is sm_90a-only PTX); compile checks use it.
     min_arch = "sm_90a"
-    selection_class = WgmmaSelection
     tile = WgmmaTile
     stage = WarpgroupPartitionedStage
     global_ = WgmmaPipelinedGlobalMatmul
     lhs_loader = SwizzledChunkLoader
     rhs_loader = SwizzledChunkLoader
+    writer = StagedWriter
     batch = KMajorBatchMatmul
 
     def select(self, problem, dialect):
@@ -132,33 +105,16 @@ class PipelinedWgmmaAlgorithm(Algorithm):
         # Every tiling of the heuristic's list with either writer, the short-K two-slot tiling,
         # and the chosen tiling in swizzled order (L2 reuse on large outputs).
         first, sk = self.select(problem, dialect), row_k(problem)
-        space = [first, replace(first, dispatch="swizzled")]
+        space = [first, {**first, "dispatch": "swizzled"}]
         for wm, wn, pm, tn, stages in _CANDIDATES:
             for staged in (False, True):
-                space.append(WgmmaSelection(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn,
-                                            stage_k=sk, stages=stages, staged_output=staged))
-        space.append(WgmmaSelection(warpgroups_m=1, warpgroups_n=1, partition_m=1, tile_n=128, stage_k=sk,
-                                    stages=2, wgmma_pending=0, staged_output=True))
+                space.append(wgmma_preset(wm, wn, pm, tn, stages, stage_k=sk, staged_output=staged))
+        space.append(wgmma_preset(1, 1, 1, 128, 2, stage_k=sk, wgmma_pending=0, staged_output=True))
         return distinct(space)
 
 
-class WgmmaWhenWorthIt(PipelinedWgmmaAlgorithm):
-    """``pipelined_wgmma`` for ``auto``: refuses tf32 problems whose transposing pass would cost
-    more than wgmma gains over ``pipelined_mma`` (which reads any layout). The pass moves 8 bytes
-    per element of the operand (K x N for a row-major rhs); against the GEMM's 2 M N K flops that
-    is small once the other extent reaches ``MIN_EXTENT``."""
-
-    name = "pipelined_wgmma"
-    #: Measured on the H100 (bench/results/h100_2026-11-21_tf32{_first,}.md), row-major b: 512^3
-    #: wgmma + pass 0.024-0.025 ms against mma.sync's 0.014; 1000^3 0.027-0.041 against 0.036;
-    #: 2048^3 0.082-0.108 against 0.150-0.165.
-    MIN_EXTENT = 768
-
-    def setup(self, problem, dialect):
-        cfg = super().setup(problem, dialect)
-        batch = cfg.batch
-        for op, other, extent in (("lhs", "N", problem.n), ("rhs", "M", problem.m)):
-            if op in getattr(batch, "copies", ()) and extent < self.MIN_EXTENT:
-                raise SetupError(self.name, f"{other} = {extent}: transposing the {op} for tf32 wgmma "
-                                            f"costs more than it gains (auto wants {other} >= {self.MIN_EXTENT})")
-        return cfg
+#: The tiling of the Hopper pipeline: warpgroups_m x warpgroups_n warpgroups per cube, each
+#: computing partition_m tiles of 64 x tile_n (stacked along m), over stage_k k per slot of a
+#: ``stages``-deep ring; ``wgmma_pending`` batches may still run when the next step starts;
+#: ``staged_output`` stores through shared memory (`global_.writers.StagedWriter`).
+WgmmaSelection = PipelinedWgmmaAlgorithm.selection_class

@@ -2,22 +2,24 @@
 stage: the portable CUDA tensor-core path beside the inline-PTX ``simple_mma``."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.wmma import WmmaTile
-from .accelerated import PlaneSelection, select_plane_tiling
+from .accelerated import select_plane_tiling
 from .base import Algorithm, register
 
 
 @register
 class SimpleWmmaAlgorithm(Algorithm):
     name = "simple_wmma"
-    selection_class = PlaneSelection
+    selection_name = "WmmaSelection"
     tile = WmmaTile
     stage = PlanePartitionedStage
 
     def select(self, problem, dialect):
         # 16 x 16 tiles: half as many n tiles per plane as the 16 x 8 mma.sync tiling, same stage.
         sel = select_plane_tiling(problem, dialect, problem.precision)
-        return replace(sel, tile_n=16, partition_n=max(1, sel.partition_n // 2))
+        return {**sel, "tile_n": 16, "partition_n": max(1, sel.get("partition_n", 4) // 2)}
+
+
+#: The WMMA algorithm's tiling: a plane selection of 16 x 16 tiles.
+WmmaSelection = SimpleWmmaAlgorithm.selection_class

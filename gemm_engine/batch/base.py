@@ -2,31 +2,127 @@
 
 Contract
 --------
-The batch level owns the kernel signature and the grid. Its kernel receives, for each operand, a
-base pointer, an element offset, a leading dimension and a batch stride (0 for a broadcast batch),
-and ``M``, ``N``, ``K``, ``batch`` (then the epilogue's arguments). It maps each cube (block / work-group) to one
-``(batch index, output tile row, output tile column)`` through its dispatch order, moves the
-pointers to that batch entry, sets ``cube_m0``/``cube_n0`` and runs the global matmul's body.
-Host side, ``cube_count`` says how many cubes to launch. Every output tile of every batch entry is
-given to exactly one cube: one cube per tile, or (persistent) about one cube per compute unit,
-each looping over the tiles ``CUBE_ID``, ``CUBE_ID + CUBE_COUNT``, ... of the dispatch order, which
-needs a global matmul whose body may run several times in one cube (``GlobalMatmul.reentrant``).
+The batch level owns the kernel: its `KernelSignature` (batch/signature.py: for each operand a base
+pointer, an element offset, a leading dimension and a batch stride (0 for a broadcast batch), the
+output likewise, ``M``, ``N``, ``K``, ``batch``, then what the epilogue and the batch level itself
+append, such as a workspace), the grid, and the map from each cube (block / work-group) to one
+``(batch index, output tile row, output tile column)`` through its *dispatch* order (a component
+slot of its own, `Dispatch` below). For each tile it hands the global level a `CubeScope`: the
+expressions that reach the operands at this batch entry (`OperandRef`: pointer and leading
+dimension), the extents, the cube's K range and its origin. The global level reads nothing else of
+the kernel: a batch level that splits K or reads a transposed copy says so through the scope.
+
+Every output tile of every batch entry is given to exactly one cube: one cube per tile, or
+(persistent) about one cube per compute unit, each looping over the tiles ``CUBE_ID``,
+``CUBE_ID + CUBE_COUNT``, ... of the dispatch order, which needs a global matmul whose body may run
+several times in one cube (``GlobalMatmul.reentrant``).
+
+Dispatch contract: a `Dispatch` renders statements that, from ``cube`` (the linear tile index) and
+``cubes_m`` / ``cubes_n`` (tiles along M and N), define ``b``, ``cube_row`` and ``cube_col``
+(``i64``), as a bijection of ``[0, batch * cubes_m * cubes_n)`` onto (batch, row, column) for any
+sizes; its own helper names start with ``dispatch_``. `register_dispatch` makes an order reachable
+by the name a selection's ``dispatch`` knob gives.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
+from ..errors import SetupError
 from ..global_.base import GlobalConfig, GlobalMatmul
 from ..global_.epilogue import Epilogue
 from ..problem import MatmulProblem
-from .dispatch import Dispatch
+from ..selection import Knob
+from .signature import KernelSignature
 
 KERNEL_NAME = "gemm_engine_kernel"
 
 
+# -- the scope a batch level hands its global level --------------------------------------------------
+@dataclass(frozen=True)
+class OperandRef:
+    """How a cube reaches one operand (or the output): ``ptr`` points at element (0, 0) of this batch
+    entry (and of the cube's K range, for lhs and rhs), ``ld`` is its leading dimension."""
+
+    ptr: str
+    ld: str
+
+
+@dataclass(frozen=True)
+class CubeScope:
+    """Everything a global matmul's body may read of the kernel around it, as C expressions."""
+
+    lhs: OperandRef
+    rhs: OperandRef
+    out: OperandRef
+    m: str = "M"            # rows of the output
+    n: str = "N"            # columns of the output
+    k: str = "K"            # length of this cube's K range (the whole K unless the batch splits it)
+    m0: str = "cube_m0"     # first output row of this cube's tile
+    n0: str = "cube_n0"     # first output column
+
+
+# -- dispatch orders ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Dispatch:
+    """Base of dispatch orders (frozen dataclasses: their parameters are part of the compile key)."""
+
+    name: ClassVar[str] = "dispatch"
+    #: Whether the order takes the ``dispatch_width`` knob (a strip or group width).
+    has_width: ClassVar[bool] = False
+    #: The selection fields the batch level reads for its order: ``dispatch`` (defaulting to this
+    #: order's name: the order in an algorithm's dispatch slot is its default) and ``dispatch_width``.
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    provides: ClassVar[frozenset] = frozenset()
+    requires: ClassVar[tuple] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "knobs" not in cls.__dict__:
+            cls.knobs = dispatch_knobs(cls.name)
+
+    def render(self) -> str:
+        raise NotImplementedError
+
+
+DISPATCHES: dict[str, type[Dispatch]] = {}
+
+
+def register_dispatch(cls: type[Dispatch], replace: bool = False) -> type[Dispatch]:
+    """Class decorator: make a dispatch order reachable by its ``name`` (a selection's ``dispatch``).
+    A taken name is refused unless ``replace``."""
+    if not (isinstance(cls, type) and issubclass(cls, Dispatch)):
+        raise TypeError(f"register_dispatch: expected a Dispatch subclass, got {cls!r}")
+    if cls.name in DISPATCHES and DISPATCHES[cls.name] is not cls and not replace:
+        raise ValueError(f"register_dispatch: the name {cls.name!r} is taken by "
+                         f"{DISPATCHES[cls.name].__name__}; give the order another name or pass replace=True")
+    DISPATCHES[cls.name] = cls
+    return cls
+
+
+def dispatch_knobs(default: str) -> tuple[Knob, ...]:
+    """The knobs every batch level reads for its order: the order's name, its width."""
+    return (Knob("dispatch", default, "order of output tiles (a registered dispatch name)"),
+            Knob("dispatch_width", 4, "strip or group width, in tiles, of the orders that have one"))
+
+
+def dispatch_for(name: str, width: int, component: str = "dispatch") -> Dispatch:
+    """The order a selection names, with its width where it has one (orders without a parameter
+    ignore it, so it does not split their compile key)."""
+    if name not in DISPATCHES:
+        raise SetupError(component, f"unknown dispatch {name!r}; known: {sorted(DISPATCHES)}")
+    cls = DISPATCHES[name]
+    if not cls.has_width:
+        return cls()
+    if width < 1:
+        raise SetupError(component, f"dispatch_width={width!r}: a {name} order needs a positive width")
+    return cls(width=width)
+
+
+# -- configs and the level's interface --------------------------------------------------------------
 @dataclass(frozen=True)
 class BatchConfig:
     global_: GlobalConfig
@@ -52,8 +148,7 @@ class BatchConfig:
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch of a batch matmul: every kernel of a batch matmul takes the same arguments
-    (the operands, ``M, N, K, batch``, the epilogue's, then the workspace when there is one)."""
+    """One kernel launch of a batch matmul (every kernel takes the batch level's signature)."""
 
     name: str
     cubes: int
@@ -61,17 +156,35 @@ class Launch:
     dynamic_shared: bool = True   # launched with the global matmul's dynamic shared memory
 
 
+@dataclass(frozen=True)
+class Workspace:
+    """Scratch memory the kernels of one call share: ``count`` elements of ``element``."""
+
+    element: ElementType
+    count: int
+
+
 class BatchMatmul(ABC):
     name = "batch"
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    provides: ClassVar[frozenset] = frozenset()
+    requires: ClassVar[tuple] = ()
+    #: The slots this level composes.
+    uses: ClassVar[tuple[str, ...]] = ("global_", "dispatch")
 
-    def __init__(self, global_: GlobalMatmul):
+    def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_
+        self.dispatch = dispatch
 
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig: ...
 
     @abstractmethod
     def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int: ...
+
+    @abstractmethod
+    def signature(self, cfg: BatchConfig) -> KernelSignature:
+        """The parameters every kernel of this batch matmul takes, in order."""
 
     @abstractmethod
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
@@ -86,6 +199,6 @@ class BatchMatmul(ABC):
         """The kernels to run, in order (one, by default)."""
         return [Launch(KERNEL_NAME, self.cube_count(cfg, problem), cfg.units)]
 
-    def workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> tuple[ElementType, int] | None:
-        """(element type, count) of the scratch buffer the kernels share, or None."""
+    def workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
+        """The scratch buffer the kernels share, or None."""
         return None

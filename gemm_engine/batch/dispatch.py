@@ -21,27 +21,22 @@ run at about the same time, so an order decides which operand blocks are read wh
 Every order is a bijection of ``[0, batch * cubes_m * cubes_n)`` onto (batch, row, column) for any
 ``cubes_m``, ``cubes_n`` and ``width``: the last strip or group may be narrower than ``width``.
 Orders are frozen dataclasses: their parameters are part of the batch config (the compile key).
+The contract, `Dispatch` and `register_dispatch` are in batch/base.py; a user's order registers
+the same way these do.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..errors import SetupError
+from .base import DISPATCHES, Dispatch, dispatch_for, register_dispatch  # noqa: F401  (re-exported)
 
 _SPLIT_BATCH = ["const i64 per_batch = cubes_m * cubes_n;",
                 "const i64 b = cube / per_batch;",
                 "const i64 dispatch_t = cube % per_batch;"]
 
 
-@dataclass(frozen=True)
-class Dispatch:
-    name: ClassVar[str] = "dispatch"
-
-    def render(self) -> str:
-        raise NotImplementedError
-
-
+@register_dispatch
 @dataclass(frozen=True)
 class RowMajorDispatch(Dispatch):
     """Consecutive cubes walk along a row of output tiles, then the next row, then the next batch."""
@@ -57,6 +52,7 @@ class RowMajorDispatch(Dispatch):
         ])
 
 
+@register_dispatch
 @dataclass(frozen=True)
 class ColMajorDispatch(Dispatch):
     """Consecutive cubes walk down a column of output tiles, then the next column."""
@@ -68,12 +64,14 @@ class ColMajorDispatch(Dispatch):
                                          "const i64 cube_col = dispatch_t / cubes_m;"])
 
 
+@register_dispatch
 @dataclass(frozen=True)
 class SwizzledDispatch(Dispatch):
     """Serpentine strips of ``width`` tile columns: down the even strips, up the odd ones, each row
     of a strip walked in the direction opposite to the row before (see the module docstring)."""
 
     name: ClassVar[str] = "swizzled"
+    has_width: ClassVar[bool] = True
     width: int = 4
 
     def render(self) -> str:
@@ -92,11 +90,13 @@ class SwizzledDispatch(Dispatch):
         ])
 
 
+@register_dispatch
 @dataclass(frozen=True)
 class GroupedDispatch(Dispatch):
     """Triton's grouped order: groups of ``width`` tile rows, column-major inside a group."""
 
     name: ClassVar[str] = "grouped"
+    has_width: ClassVar[bool] = True
     width: int = 4
 
     def render(self) -> str:
@@ -110,20 +110,3 @@ class GroupedDispatch(Dispatch):
             "const i64 cube_row = dispatch_m0 + dispatch_i % dispatch_rows;",
             "const i64 cube_col = dispatch_i / dispatch_rows;",
         ])
-
-
-DISPATCHES: dict[str, type[Dispatch]] = {d.name: d for d in (RowMajorDispatch, ColMajorDispatch,
-                                                              SwizzledDispatch, GroupedDispatch)}
-
-
-def dispatch_for(name: str, width: int, component: str = "dispatch") -> Dispatch:
-    """The order a selection names (``dispatch``), with its strip / group width (``dispatch_width``)
-    where it has one: orders without a parameter ignore it, so it does not split their compile key."""
-    if name not in DISPATCHES:
-        raise SetupError(component, f"unknown dispatch {name!r}; known: {sorted(DISPATCHES)}")
-    cls = DISPATCHES[name]
-    if "width" not in cls.__dataclass_fields__:
-        return cls()
-    if not isinstance(width, int) or width < 1:
-        raise SetupError(component, f"dispatch_width={width!r}: a {name} strip needs a positive width")
-    return cls(width=width)

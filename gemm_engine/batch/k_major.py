@@ -10,8 +10,8 @@ that operand into a workspace, then runs the partitioned kernel on the copy:
    axis) and the writes (along k) are whole rows. The copy's rows are ``k_pitch`` = K rounded up
    to a 16-byte multiple, so the main kernel's loaders move whole 16-byte chunks; a broadcast
    operand (batch stride 0) is copied once.
-2. ``gemm_engine_kernel``: the partitioned kernel with the copied operand's pointer, leading
-   dimension and batch stride shadowed (the global body runs unchanged).
+2. ``gemm_engine_kernel``: the partitioned kernel reading the copy: its scope gives the copied
+   operand's pointer into the workspace and its leading dimension ``k_pitch``.
 
 Every kernel takes the batch level's usual arguments plus the workspace. With nothing to
 transpose this level is the partitioned one: one kernel, no workspace. Why a separate pass and
@@ -28,8 +28,9 @@ from dataclasses import dataclass, field, replace
 
 from ..codegen.dialect import Dialect
 from ..problem import Layout, MatmulProblem
-from .base import BatchConfig, Launch
+from .base import BatchConfig, Launch, OperandRef, Workspace
 from .partitioned import PartitionedBatchMatmul
+from .signature import array
 
 _TILE = 64          # transposed tile edge
 _ROWS = 4           # unit rows of a transpose cube: 256 units, 16 elements each way (in flight at once)
@@ -56,7 +57,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
     name = "k_major_batch"
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
-        if not self.global_.stage.tile.requires_k_major(problem):
+        if not self.global_.requires_k_major(problem):
             return super().setup(problem, selection, dialect)
         lhs_copy, rhs_copy = problem.lhs_layout is not Layout.ROW, problem.rhs_layout is not Layout.COL
         align = 16 // problem.lhs.itemsize
@@ -83,14 +84,21 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             return None
         pitch = k_pitch(problem.k, cfg.pitch_align)
         rows = sum({"lhs": problem.m, "rhs": problem.n}[op] for op in copied)
-        return problem.lhs, problem.batch * rows * pitch
+        return Workspace(problem.lhs, problem.batch * rows * pitch)
 
     # -- kernels ---------------------------------------------------------------------------------
-    def params(self, cfg, d):
-        params = super().params(cfg, d)
+    def signature(self, cfg):
+        signature = super().signature(cfg)
         if not self._copied(cfg):
-            return params
-        return params + [f"GLOBAL {d.storage_type(cfg.global_.lhs_loader.operand.element)}* RESTRICT workspace"]
+            return signature
+        return signature.extended(array("workspace", cfg.global_.lhs_loader.operand.element.storage,
+                                        writable=True))
+
+    def scope(self, cfg):
+        scope = super().scope(cfg)
+        # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long.
+        copies = {op: OperandRef(op, "k_pitch") for op in self._copied(cfg)}
+        return replace(scope, **copies)
 
     def _regions(self, cfg) -> dict[str, str]:
         """Element offset of each copied operand's region in the workspace."""
@@ -113,14 +121,6 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return (f"const GLOBAL {t}* {op} = workspace + {self._regions(cfg)[op]} + "
                 f"({op}_batch_stride == 0 ? 0 : b * {x} * k_pitch);")
 
-    def body(self, cfg, d):
-        copied = self._copied(cfg)
-        if not copied:
-            return super().body(cfg, d)
-        # A nested block may redeclare the kernel's parameters: the loaders read the copies' pitch.
-        shadows = [f"const i64 {op}_ld = k_pitch;" for op in copied]
-        return "\n".join(["{", *shadows, super().body(cfg, d), "}"])
-
     def kernel(self, cfg, d: Dialect) -> str:
         main = super().kernel(cfg, d)
         return "\n\n".join([self._transpose_kernel(cfg, d, op) for op in self._copied(cfg)] + [main])
@@ -130,7 +130,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         into its region as rows of k: ``x * k_pitch + k``."""
         t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
         x_extent = "M" if op == "lhs" else "N"
-        params = ",\n    ".join(self.params(cfg, d))
+        params = self.signature(cfg).render(d)
         return "\n".join([
             f"KERNEL LAUNCH_BOUNDS({_UNITS}) void gemm_engine_k_major_{op}(\n    {params})",
             "{",

@@ -1,9 +1,10 @@
 """Partitioned batch matmul: one cube per output tile per batch entry, in a chosen dispatch order,
 or (persistent) about one cube per compute unit, each looping over tiles in that order.
 
-The selection spells it ``dispatch`` (an order of `batch.dispatch`), ``dispatch_width`` (the strip
-or group width of the orders that have one) and ``persistent`` (0: one cube per tile; n > 0, or
-True for 1: n cubes per compute unit, never more than there are tiles).
+The selection spells it ``dispatch`` (a registered order, batch/dispatch.py; the algorithm's
+dispatch slot is the default), ``dispatch_width`` (the strip or group width of the orders that have
+one) and ``persistent`` (0: one cube per tile; n > 0: n cubes per compute unit, never more than
+there are tiles).
 """
 from __future__ import annotations
 
@@ -12,18 +13,20 @@ from dataclasses import replace
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import KERNEL_NAME, BatchConfig, BatchMatmul
-from .dispatch import dispatch_for
+from ..selection import Knob
+from .base import KERNEL_NAME, BatchConfig, BatchMatmul, CubeScope, OperandRef, dispatch_for
+from .signature import KernelSignature, index, operand_params
 
 
 class PartitionedBatchMatmul(BatchMatmul):
     name = "partitioned_batch"
+    knobs = (Knob("persistent", 0, "cubes per compute unit of a persistent launch, each looping over "
+                                   "tiles (0: one cube per tile)"),)
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
-        dispatch = dispatch_for(getattr(selection, "dispatch", "row_major"),
-                                getattr(selection, "dispatch_width", 4), self.name)
-        persistent = getattr(selection, "persistent", 0)
-        if not isinstance(persistent, int) or persistent < 0:
+        dispatch = dispatch_for(selection.dispatch, selection.dispatch_width, self.name)
+        persistent = selection.persistent
+        if persistent < 0:
             raise SetupError(self.name, f"persistent={persistent!r}: expected cubes per compute unit (>= 0)")
         if persistent and not self.global_.reentrant:
             raise SetupError(self.name, f"persistent={persistent}: {self.global_.name} is not reentrant "
@@ -40,20 +43,19 @@ class PartitionedBatchMatmul(BatchMatmul):
         tiles = self.tiles(cfg, problem)
         return min(tiles, cfg.persistent_cubes) if cfg.persistent_cubes else tiles
 
-    # -- the kernel, in pieces a subclass may replace (split-K does) -------------------------------
-    def params(self, cfg: BatchConfig, d: Dialect) -> list[str]:
-        """The kernel's parameters: the same list for every kernel of a batch matmul."""
+    # -- the kernel, in pieces a subclass may replace (split-K and K-major do) ---------------------
+    def signature(self, cfg: BatchConfig) -> KernelSignature:
         g = cfg.global_
-        lhs_t = d.storage_type(g.lhs_loader.operand.element)
-        rhs_t = d.storage_type(g.rhs_loader.operand.element)
-        return [
-            f"const GLOBAL {lhs_t}* RESTRICT lhs_base, i64 lhs_offset, i64 lhs_ld, i64 lhs_batch_stride",
-            f"const GLOBAL {rhs_t}* RESTRICT rhs_base, i64 rhs_offset, i64 rhs_ld, i64 rhs_batch_stride",
-            f"GLOBAL {d.storage_type(cfg.result)}* RESTRICT out_base, i64 out_offset, i64 out_ld, "
-            "i64 out_batch_stride",
-            "i64 M, i64 N, i64 K, i64 batch",
-            *cfg.epilogue.params(d),
-        ]
+        return KernelSignature((*operand_params("lhs", g.lhs_loader.operand.element.storage),
+                                *operand_params("rhs", g.rhs_loader.operand.element.storage),
+                                *operand_params("out", cfg.result.storage, writable=True),
+                                *index("M", "N", "K", "batch"),
+                                *cfg.epilogue.params()))
+
+    def scope(self, cfg: BatchConfig) -> CubeScope:
+        """What the global level's body reads: the names `pointers` declares and the kernel's."""
+        return CubeScope(lhs=OperandRef("lhs", "lhs_ld"), rhs=OperandRef("rhs", "rhs_ld"),
+                         out=OperandRef("out", "out_ld"))
 
     def cube_index(self, cfg: BatchConfig) -> list[str]:
         """Statements that define ``cube``, the linear tile index the dispatch order maps."""
@@ -72,15 +74,14 @@ class PartitionedBatchMatmul(BatchMatmul):
         return f"const GLOBAL {t}* {op} = {op}_base + {op}_offset + b * {op}_batch_stride;"
 
     def body(self, cfg: BatchConfig, d: Dialect) -> str:
-        return self.global_.body(cfg.global_, d)
+        return self.global_.body(cfg.global_, d, self.scope(cfg))
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         g = cfg.global_
         stage = g.stage
         persistent = cfg.persistent_cubes > 0
-        params = ",\n    ".join(self.params(cfg, d))
         return "\n".join([
-            f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {params})",
+            f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
             "{",
             self.global_.shared_declarations(g, d),
             *self.cube_index(cfg),

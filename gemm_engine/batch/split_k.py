@@ -7,8 +7,8 @@ has a tail): cubes = tiles x splits. Two kernels, both taking the batch level's 
 plus a workspace of ``batch x splits x M x N`` accumulators:
 
 1. ``gemm_engine_kernel``: the global matmul over one K range, storing its partial tile, unscaled,
-   into the workspace (the global body runs unchanged: ``K``, ``out`` and ``out_ld`` are shadowed
-   in its block, the operand pointers start at the range);
+   into the workspace (its scope says so: the K range's length ``k_len``, operand pointers that
+   start at the range, the output the cube's slice of the workspace, whose rows are N long);
 2. ``gemm_engine_reduce``: one unit per output element adds the partials in split order and stores
    the sum through the epilogue.
 
@@ -25,8 +25,10 @@ from ..dtypes import FLOAT32, FLOAT64, ElementType
 from ..errors import SetupError
 from ..global_.epilogue import IDENTITY, Epilogue
 from ..problem import Layout, MatmulProblem
-from .base import KERNEL_NAME, BatchConfig, Launch
+from ..selection import Knob
+from .base import KERNEL_NAME, BatchConfig, CubeScope, Launch, OperandRef, Workspace
 from .partitioned import PartitionedBatchMatmul
+from .signature import array
 
 REDUCE_KERNEL_NAME = "gemm_engine_reduce"
 _REDUCE_UNITS = 256
@@ -70,9 +72,11 @@ def choose_splits(problem: MatmulProblem, tiles: int, stage_k: int, compute_unit
 
 class SplitKBatchMatmul(PartitionedBatchMatmul):
     name = "split_k_batch"
+    knobs = PartitionedBatchMatmul.knobs + (
+        Knob("split_k", 0, "K ranges, each over its own cubes (0: enough for about two cubes per compute unit)"),)
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> SplitKBatchConfig:
-        if getattr(selection, "persistent", 0):
+        if selection.persistent:
             raise SetupError(self.name, "split-K launches one cube per tile and K range, not persistent cubes")
         acc = FLOAT64 if problem.lhs.compute == "f64" else FLOAT32
         if problem.lhs.compute not in ("f32", "f64"):
@@ -83,7 +87,7 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
         tiles = self.tiles(base, problem)
         splits, chunk = choose_splits(problem, tiles, base.global_.stage.stage_k,
                                       max(1, dialect.device.compute_units),
-                                      getattr(selection, "split_k", 0), acc.itemsize)
+                                      selection.split_k, acc.itemsize)
         if splits < 2:
             raise SetupError(self.name, f"K = {problem.k} is too short to split over {tiles} output tiles")
         return SplitKBatchConfig(
@@ -100,12 +104,16 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
     def cube_count(self, cfg, problem):
         return self.tiles(cfg, problem) * cfg.splits
 
-    def workspace(self, cfg: SplitKBatchConfig, problem: MatmulProblem):
-        return cfg.global_.out, problem.batch * cfg.splits * problem.m * problem.n
+    def workspace(self, cfg: SplitKBatchConfig, problem: MatmulProblem) -> Workspace:
+        return Workspace(cfg.global_.out, problem.batch * cfg.splits * problem.m * problem.n)
 
-    # -- the split kernel: the partitioned one with a split index, moved pointers, shadowed K ------
-    def params(self, cfg, d):
-        return super().params(cfg, d) + [f"GLOBAL {d.storage_type(cfg.global_.out)}* RESTRICT workspace"]
+    # -- the split kernel: the partitioned one with a split index, moved pointers, its K range -----
+    def signature(self, cfg):
+        return super().signature(cfg).extended(array("workspace", cfg.global_.out.storage, writable=True))
+
+    def scope(self, cfg):
+        return CubeScope(lhs=OperandRef("lhs", "lhs_ld"), rhs=OperandRef("rhs", "rhs_ld"),
+                         out=OperandRef("out", "N"), k="k_len")
 
     def cube_index(self, cfg):
         return [f"const i64 split = CUBE_ID % {cfg.splits};", f"const i64 cube = CUBE_ID / {cfg.splits};"]
@@ -120,18 +128,13 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
                 f"const GLOBAL {rhs_t}* rhs = rhs_base + rhs_offset + b * rhs_batch_stride + k_begin * {cfg.rhs_k_step};",
                 f"GLOBAL {d.storage_type(g.out)}* out = workspace + (b * {cfg.splits} + split) * M * N;"]
 
-    def body(self, cfg, d):
-        # A nested block may redeclare the kernel's parameters: the global body sees its K range and
-        # a workspace whose rows are N long.
-        return "\n".join(["{", "const i64 K = k_len;", "const i64 out_ld = N;", super().body(cfg, d), "}"])
-
     def kernel(self, cfg: SplitKBatchConfig, d: Dialect) -> str:
         return super().kernel(cfg, d) + "\n\n" + self.reduce_kernel(cfg, d)
 
     def reduce_kernel(self, cfg: SplitKBatchConfig, d: Dialect) -> str:
         acc = cfg.global_.out
         acc_t = d.storage_type(acc)
-        params = ",\n    ".join(self.params(cfg, d))
+        params = self.signature(cfg).render(d)
         value = cfg.epilogue.apply(d, "sum", "row", "col")
         return "\n".join([
             f"KERNEL LAUNCH_BOUNDS({_REDUCE_UNITS}) void {REDUCE_KERNEL_NAME}(\n    {params})",

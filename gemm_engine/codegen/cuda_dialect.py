@@ -37,9 +37,15 @@ typedef long long i64;
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
                 "i8": "signed char", "i32": "int"}
 
+    #: A by-value structure lives in the kernel's constant parameter space (no copy to local memory).
+    _by_value = "const __grid_constant__ {type} {name}"
+
+    def _struct(self, type_name: str, size: int, align: int) -> str:
+        return f"struct __align__({align}) {type_name} {{ unsigned char bytes[{size}]; }};\n"
+
     def supports(self, feature: str) -> bool:
         cc = self.device.compute_capability or (0, 0)
-        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma"):
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2"):
             return cc >= (8, 0)
         if feature == "wgmma":
             return cc >= (9, 0)

@@ -8,7 +8,9 @@ thread; each thread has its own, so that two threads never launch each other's v
 with one slice assignment, and ``cuLaunchKernel`` gets the block's address array directly.
 
 Argument types the engine passes: CuPy arrays (their first element's address), ``numpy.int64``
-(the kernels' ``i64``), ``numpy.float32`` / ``numpy.float64`` (the epilogue's scalars).
+(the kernels' ``i64``), ``numpy.float32`` / ``numpy.float64`` (the epilogue's scalars), and
+``bytes`` for a structure passed by value (a TMA tensor map: batch/signature.py's ``by_value``),
+which gets a 64-byte-aligned buffer of its own instead of a slot.
 """
 from __future__ import annotations
 
@@ -32,6 +34,23 @@ class ParamBlock:
         return bytes(self.slots)
 
 
+class ByValueBlock(ParamBlock):
+    """A parameter block for arguments of which some are ``bytes`` (structures passed by value):
+    those point into 64-byte-aligned buffers of their own (the driver copies each parameter's
+    declared size from where its pointer points), the others into 8-byte slots as in `ParamBlock`."""
+
+    def __init__(self, args: tuple):
+        super().__init__(len(args))
+        self._buffers = []
+        for i, x in enumerate(args):
+            if isinstance(x, (bytes, bytearray)):
+                raw = ctypes.create_string_buffer(len(x) + 64)
+                address = -(-ctypes.addressof(raw) // 64) * 64
+                ctypes.memmove(address, bytes(x), len(x))
+                self._buffers.append(raw)
+                self.addresses[i] = address
+
+
 def _slot_value(x, ndarray) -> int:
     t = type(x)
     if t is np.int64 or t is int:
@@ -44,8 +63,10 @@ def _slot_value(x, ndarray) -> int:
         return int(x.view(np.int64))
     if isinstance(x, np.integer):
         return int(x)
+    if t is bytes:                # a by-value structure: its own buffer (ByValueBlock), no slot
+        return 0
     raise TypeError(f"kernel argument of type {t.__name__}: expected a CuPy array, numpy.int64, "
-                    f"numpy.float32 or numpy.float64")
+                    f"numpy.float32, numpy.float64 or bytes (a structure passed by value)")
 
 
 class DriverLauncher:
@@ -56,20 +77,28 @@ class DriverLauncher:
         self._launch = cp.cuda.driver.launchKernel
         self._ndarray = cp.ndarray
         self._local = threading.local()          # .blocks: {argument count: ParamBlock}
-        self._functions: dict[int, int] = {}     # id(kernel) -> CUfunction handle
+        # id(kernel) -> (kernel, CUfunction handle): the kernel is kept with its id, so the id cannot
+        # be reused by another kernel while the entry exists.
+        self._functions: dict[int, tuple] = {}
 
     @staticmethod
     def available(cp) -> bool:
         return hasattr(getattr(cp.cuda, "driver", None), "launchKernel")
 
     def function(self, kernel) -> int:
-        handle = self._functions.get(id(kernel))
-        if handle is None:
+        entry = self._functions.get(id(kernel))
+        if entry is None or entry[0] is not kernel:
             fn = getattr(kernel, "kernel", kernel)   # a RawKernel holds its Function in .kernel
-            handle = self._functions[id(kernel)] = int(fn.ptr)
-        return handle
+            entry = self._functions[id(kernel)] = (kernel, int(fn.ptr))
+        return entry[1]
 
     def __call__(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int) -> None:
+        if any(type(x) is bytes for x in args):
+            block = ByValueBlock(args)
+            block.slots[:] = [_slot_value(x, self._ndarray) for x in args]
+            stream = self.cp.cuda.get_current_stream().ptr
+            self._launch(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
+            return
         blocks = getattr(self._local, "blocks", None)
         if blocks is None:
             blocks = self._local.blocks = {}
@@ -94,6 +123,7 @@ class PreparedLaunch:
                  arrays: tuple[int, ...]):
         launcher = runtime._driver_launch
         self.values = [_slot_value(x, runtime.cp.ndarray) for x in args]
+        self.args = tuple(args)
         self._local = threading.local()          # .block: this thread's ParamBlock
         self.positions = arrays
         self.function = launcher.function(kernel)
@@ -108,7 +138,8 @@ class PreparedLaunch:
             return False
         block = getattr(self._local, "block", None)
         if block is None:
-            block = self._local.block = ParamBlock(len(self.values))
+            by_value = any(type(x) is bytes for x in self.args)
+            block = self._local.block = ByValueBlock(self.args) if by_value else ParamBlock(len(self.values))
             block.slots[:] = self.values
         slots = block.slots
         for position, x in zip(self.positions, arrays):

@@ -94,7 +94,9 @@ class CudaRuntime(Runtime):
 
     def __init__(self, device=None):
         super().__init__()
-        self._dyn_smem: dict[int, int] = {}   # id(kernel) -> dynamic shared bytes it may take
+        # id(kernel) -> (kernel, dynamic shared bytes it may take): the kernel is kept with its id,
+        # so the id cannot be reused by another kernel while the entry exists.
+        self._dyn_smem: dict[int, tuple] = {}
         self._modules: list = []              # modules compiled outside RawModule (arch-specific)
         cp = self.cp = _cupy()
         try:
@@ -152,7 +154,7 @@ class CudaRuntime(Runtime):
         if self.cp.cuda.runtime.getDevice() != self.cuda_device.id:
             with self.cuda_device:  # entering the device context costs more than asking
                 return self.launch_converted(kernel, cubes, units, args, shared_bytes)
-        if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
+        if shared_bytes > self._shared_limit(kernel):
             self._raise_shared_limit(kernel, shared_bytes)
         if self._driver_launch is not None:
             self._driver_launch(kernel, cubes, units, args, shared_bytes)
@@ -164,7 +166,7 @@ class CudaRuntime(Runtime):
         change between its calls), or None where launches go through CuPy's Function call."""
         if self._driver_launch is None:
             return None
-        if shared_bytes > self._dyn_smem.get(id(kernel), 48 * 1024):
+        if shared_bytes > self._shared_limit(kernel):
             with self.cuda_device:
                 self._raise_shared_limit(kernel, shared_bytes)
         return PreparedLaunch(self, kernel, cubes, units, args, shared_bytes, arrays)
@@ -178,7 +180,11 @@ class CudaRuntime(Runtime):
             driver = self.cp.cuda.driver
             attr = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
             driver.funcSetAttribute(kernel.ptr, attr, shared_bytes)
-        self._dyn_smem[id(kernel)] = shared_bytes
+        self._dyn_smem[id(kernel)] = (kernel, shared_bytes)
+
+    def _shared_limit(self, kernel) -> int:
+        entry = self._dyn_smem.get(id(kernel))
+        return entry[1] if entry is not None and entry[0] is kernel else 48 * 1024
 
     def synchronize(self):
         with self.cuda_device:

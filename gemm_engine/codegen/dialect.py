@@ -46,8 +46,9 @@ class Dialect:
         if device.backend != self.backend:
             raise ValueError(f"{type(self).__name__} needs a {self.backend} device, got {device.backend}")
         self.device = device
-        #: Helpers generated on request (the CUDA dialect's PTX intrinsics), name -> definition.
-        self._generated: dict[str, str] = {}
+        #: Helpers generated on request (the CUDA dialect's PTX intrinsics, by-value parameter
+        #: types), name -> (definition, whether it is called like a function).
+        self._generated: dict[str, tuple[str, bool]] = {}
 
     # -- identity --------------------------------------------------------------------------
     @property
@@ -135,14 +136,28 @@ class Dialect:
 
     def helpers_for(self, body: str) -> str:
         """Definitions of the on-demand helpers (and generated intrinsics) that ``body`` calls."""
-        helpers = {**self._on_demand, **self._generated}
-        return "".join(code for name, code in helpers.items() if re.search(rf"\b{name}\(", body))
+        helpers = {**{n: (code, True) for n, code in self._on_demand.items()}, **self._generated}
+        return "".join(code for name, (code, call) in helpers.items()
+                       if re.search(rf"\b{name}\(" if call else rf"\b{name}\b", body))
 
-    def _use(self, built: tuple[str, str]) -> str:
+    def _use(self, built: tuple[str, str], call: bool = True) -> str:
         """Record a generated helper ``(name, definition)``; returns its name."""
         name, code = built
-        self._generated.setdefault(name, code)
+        self._generated.setdefault(name, (code, call))
         return name
+
+    #: How a structure passed by value is declared as a kernel parameter (``{type}``, ``{name}``).
+    _by_value = "const {type} {name}"
+
+    def by_value_param(self, name: str, size: int, align: int) -> str:
+        """A kernel parameter ``name``: ``size`` bytes passed by value, ``align``-byte aligned (a
+        TMA tensor map: 128 bytes, 64-aligned), as a structure type defined where it is used."""
+        type_name = f"ge_bytes{size}_a{align}"
+        self._use((type_name, self._struct(type_name, size, align)), call=False)
+        return self._by_value.format(type=type_name, name=name)
+
+    def _struct(self, type_name: str, size: int, align: int) -> str:
+        return f"typedef struct {{ unsigned char bytes[{size}]; }} __attribute__((aligned({align}))) {type_name};\n"
 
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
         """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the

@@ -6,7 +6,9 @@ PyOpenCL's) make later processes fast, so no cache of our own is written.
 """
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 
 import numpy as np
 
@@ -14,12 +16,18 @@ from .device import DeviceInfo
 from .dialect import Dialect, dialect_for
 
 
+#: Compiled kernels kept per runtime (least recently used first out; the compilers' own binary
+#: caches on disk make a recompile cheap).
+KERNELS_MAX = 256
+
+
 class Runtime(ABC):
     backend = ""
     device: DeviceInfo
 
     def __init__(self):
-        self._kernels: dict[str, object] = {}
+        self._kernels: OrderedDict[str, object] = OrderedDict()
+        self._kernels_lock = threading.Lock()
 
     @property
     def dialect(self) -> Dialect:
@@ -29,11 +37,18 @@ class Runtime(ABC):
         return d
 
     def kernel(self, source: str, name: str):
-        """The compiled kernel for ``source`` (compiled once per runtime)."""
+        """The compiled kernel for ``source`` (compiled once per runtime while it stays cached)."""
         key = source + "\0" + name
-        fn = self._kernels.get(key)
-        if fn is None:
-            fn = self._kernels[key] = self._compile(source, name)
+        with self._kernels_lock:
+            fn = self._kernels.get(key)
+            if fn is not None:
+                self._kernels.move_to_end(key)
+                return fn
+        fn = self._compile(source, name)
+        with self._kernels_lock:
+            self._kernels[key] = fn
+            if len(self._kernels) > KERNELS_MAX:
+                self._kernels.popitem(last=False)
         return fn
 
     @abstractmethod
@@ -48,6 +63,11 @@ class Runtime(ABC):
     @abstractmethod
     def launch_converted(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int = 0) -> None:
         """`launch` with every integer argument already an np.int64 (the cached per-call path)."""
+
+    def prepare_launch(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, arrays):
+        """A launch of ``kernel`` with ``args`` whose only changing arguments are the arrays at
+        positions ``arrays`` (called with them), or None where the runtime has no such path."""
+        return None
 
     @abstractmethod
     def synchronize(self) -> None:

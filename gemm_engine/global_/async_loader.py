@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
+from .base import CHUNK_LOADER, GLOBAL_LAYOUT_SMEM
 from .loaders import _WORD_BYTES, Loader, LoaderConfig, OperandTile
 
 
@@ -56,9 +57,8 @@ class ChunkLines:
 
 @dataclass(frozen=True)
 class ChunkOperandTile(ChunkLines, OperandTile):
-    """An operand tile stored in shared memory in its global layout, with its vector alignment."""
-
-    align: int = 1
+    """An operand tile stored in shared memory in its global layout (``align``: its vector
+    alignment decides the copy width)."""
 
     def smem_index(self, r: str, c: str) -> str:
         return f"({r}) * {self.smem_ld} + ({c})" if self.layout is Layout.ROW else f"({c}) * {self.smem_ld} + ({r})"
@@ -90,8 +90,13 @@ class ChunkLoaderConfig(LoaderConfig):
 
 class ChunkLoader(Loader):
     name = "chunk_loader"
+    provides = frozenset({CHUNK_LOADER, GLOBAL_LAYOUT_SMEM})
 
-    def setup(self, operand: OperandTile, units: int) -> ChunkLoaderConfig:
+    def k_contiguous(self, operand_layout: Layout, is_lhs: bool) -> bool:
+        """Stored as it lies in global memory: k is contiguous for a row-major lhs, a column-major rhs."""
+        return (operand_layout is Layout.ROW) == is_lhs
+
+    def setup(self, operand: OperandTile, units: int, selection=None) -> ChunkLoaderConfig:
         if not isinstance(operand, ChunkOperandTile):
             raise SetupError(self.name, "needs a ChunkOperandTile (shared memory in the global layout)")
         if operand.converts:
@@ -114,7 +119,7 @@ class ChunkLoader(Loader):
                                  piece=piece, size=size)
 
     # -- code pieces the pipelined global matmul assembles --------------------------------------
-    def declare(self, cfg: ChunkLoaderConfig, d: Dialect, smem: str, row0: str, col0: str,
+    def declare(self, cfg: ChunkLoaderConfig, d: Dialect, src, smem: str, row0: str, col0: str,
                 unit: str = "UNIT_ID") -> str:
         """Loop-invariant state: this unit's first line and offset, its source pointer (advanced by
         `advance`), its first shared address and, on the register path, the staging registers."""
@@ -123,7 +128,7 @@ class ChunkLoader(Loader):
         r, c = (f"{p}_line0", f"{p}_off0") if op.layout is Layout.ROW else (f"{p}_off0", f"{p}_line0")
         ctype = d.c_type(op.smem_type_word)
         lines = [f"const int {p}_line0 = {line0};", f"const int {p}_off0 = {off0};",
-                 f"const GLOBAL {ctype}* {p}_src = {op.ident} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}')};",
+                 f"const GLOBAL {ctype}* {p}_src = {src.ptr} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}', src.ld)};",
                  f"const unsigned {p}_dst = {d.shared_address('&' + smem + '[' + op.smem_index(r, c) + ']')};"]
         if cfg.registers:
             lines.append(f"unsigned {p}_stage[{cfg.tasks * 4}];")
@@ -146,7 +151,7 @@ class ChunkLoader(Loader):
                 conds.append(f"({start}) + {line} < {bound}")
         return valid_count(conds, rem, cfg.vec)
 
-    def issue(self, cfg: ChunkLoaderConfig, d: Dialect, slot: str, row0: str, col0: str,
+    def issue(self, cfg: ChunkLoaderConfig, d: Dialect, src, slot: str, row0: str, col0: str,
               rows_bound: str, cols_bound: str) -> str:
         """Start moving this unit's chunks of the slice at (row0, col0) (global coordinates of the
         stage tile's first element; the source pointer already points there) into stage ``slot``."""
@@ -155,14 +160,14 @@ class ChunkLoader(Loader):
         out = []
         slot_bytes = f"({slot}) * {cfg.smem_bytes}"
         for t in range(cfg.tasks):
-            src = f"{p}_src + {t * cfg.line_step} * {op.ident}_ld"
+            at = f"{p}_src + {t * cfg.line_step} * {src.ld}"
             dst = f"{p}_dst + {slot_bytes} + {t * cfg.line_step * op.smem_ld * cfg.size}"
             valid = self._valid(cfg, t, bounds)
             body = [valid] if valid else []
             if cfg.registers:
-                body += register_loads(op_prefix(cfg), t, src, valid is not None)
+                body += register_loads(op_prefix(cfg), t, at, valid is not None)
             else:
-                body += self._async_copies(cfg, d, src, dst, valid is not None, op.ident)
+                body += self._async_copies(cfg, d, at, dst, valid is not None, src.ptr)
             out.append("{\n" + "\n".join(body) + "\n}")
         return "\n".join(out)
 
@@ -187,13 +192,9 @@ class ChunkLoader(Loader):
             out.append(store)
         return "\n".join(out)
 
-    def advance(self, cfg: ChunkLoaderConfig, stage_k: int) -> str:
+    def advance(self, cfg: ChunkLoaderConfig, src, stage_k: int) -> str:
         """Move the source pointer to the next K slice."""
-        return advance_source(cfg.operand, op_prefix(cfg), stage_k)
-
-    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
-        raise NotImplementedError("the chunk loader moves chunks through declare / issue / commit "
-                                  "(see PipelinedGlobalMatmul), not through self-contained tasks")
+        return advance_source(cfg.operand, op_prefix(cfg), src, stage_k)
 
 
 def cp_async_pieces(d: Dialect, src: str, dst: str, chunk: int, piece: int, size: int, checked: bool) -> list[str]:
@@ -252,7 +253,7 @@ def store_staged(d: Dialect, p: str, t: int, dst: str) -> str:
     return d.st_shared_v4(dst, [f"{p}_stage[{t * 4 + j}]" for j in range(4)])
 
 
-def advance_source(op: OperandTile, p: str, stage_k: int) -> str:
-    """Move the source pointer ``{p}_src`` to the next K slice."""
-    step = str(stage_k) if op.k_contiguous else f"{stage_k} * {op.ident}_ld"
+def advance_source(op: OperandTile, p: str, src, stage_k: int) -> str:
+    """Move the source pointer ``{p}_src`` (of the operand at ``src``) to the next K slice."""
+    step = str(stage_k) if op.k_contiguous else f"{stage_k} * {src.ld}"
     return f"{p}_src += {step};"

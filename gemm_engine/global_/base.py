@@ -1,31 +1,70 @@
-"""Global level: one cube computes one ``stage_m x stage_n`` output tile over the whole K.
+"""Global level: one cube computes one ``stage_m x stage_n`` output tile over its whole K range.
 
 Contract
 --------
-On entry (inside the kernel body the batch level rendered) these names are in scope:
-``lhs``/``rhs`` (global pointers already moved to this batch entry), ``out`` likewise,
-``lhs_ld``/``rhs_ld``/``out_ld`` (leading dimensions in elements), ``M``/``N``/``K``, and
-``cube_m0``/``cube_n0`` (first output row and column of this cube). Shared memory is declared by
-``shared_declarations`` at kernel scope (OpenCL requires it there).
+The batch level renders the kernel around the body and hands it a `CubeScope` (batch/base.py):
+operand references (pointer and leading dimension of lhs, rhs and the output at this batch entry
+and K range), the extents ``M``/``N`` and the K range's length, and the cube's origin. The body
+reads the kernel through the scope only. Shared memory is declared by ``shared_declarations`` at
+kernel scope (OpenCL requires it there).
 
-The global matmul loops over K in steps of ``stage_k``: its loaders move the lhs and rhs slices of
-global memory into the shared stages (zero-filling anything outside the problem, so the stage never
-needs bounds checks), synchronizes the cube, runs the stage matmul (possibly injecting its next
-loads through the stage event listener) and finally writes the accumulators with bounds checks only
-on the axes the problem does not divide. On exit every in-range output element of the cube's tile
-has been written exactly once and nothing outside it has.
+The global matmul loops over K in steps of ``stage_k``: its *loaders* (slots ``lhs_loader``,
+``rhs_loader``) move the lhs and rhs slices of global memory into the stage's shared memory
+(zero-filling anything outside the problem, so the stage never needs bounds checks), it
+synchronizes the cube, runs the stage (possibly injecting its next loads through the stage event
+listener) and finally its *writer* (slot ``writer``) stores the accumulators through `store`, which
+applies the fused epilogue and checks bounds only on the axes the problem does not divide. On exit
+every in-range output element of the cube's tile has been written exactly once and nothing outside
+it has. Every global level asks its listener (its own chained with the algorithm's, see
+stage/events.py) at ``KernelStart`` and ``BeforeStore`` too.
+
+Loader contract (loaders.py, async_loader.py, swizzled_loader.py, ordered.py): a loader is set up
+for one operand's stage tile (`OperandTile`) and the units that share its work, and provides one
+*interface* (how the global level drives it: self-contained task blocks; or declare / issue /
+commit of asynchronous chunks into a ring slot) and one *destination* (what it writes: k-major
+shared memory, shared memory in the operand's global layout, 128-byte-swizzled shared memory, or
+each unit's own registers). Global levels require an interface; stages require a destination.
+
+Writer contract (writers.py): given the stage's accumulators and the global level's `store`, a
+writer emits the stores of the cube's tile. A writer may need what only some global levels have
+(a shared-memory ring that is free once the main loop ends: `SHARED_RING`).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
 from ..codegen.dialect import Dialect
+from ..contracts import Capability
 from ..dtypes import ElementType
 from ..problem import MatmulProblem
+from ..selection import Knob
 from ..stage.base import StageConfig, StageMatmul
+from ..stage.events import BeforeStore, ChainedListener, KernelStart, StageEventListener
 from .epilogue import IDENTITY, Epilogue
-from .loaders import Loader, LoaderConfig
+
+if TYPE_CHECKING:   # loaders.py imports this module's capabilities
+    from .loaders import Loader, LoaderConfig
+
+# -- loader interfaces and destinations ------------------------------------------------------------
+TASK_LOADER = Capability("task loader", "a loader of self-contained task blocks (`tasks`) that the "
+                                        "global level may place anywhere")
+CHUNK_LOADER = Capability("chunk loader", "a loader of asynchronous 16-byte chunks into a ring slot "
+                                          "(declare / issue / commit)")
+SWIZZLED_CHUNK_LOADER = Capability("swizzled chunk loader", "a loader of asynchronous 16-byte chunks "
+                                                            "into a 128-byte-swizzled ring slot")
+UNIT_ROWS_LOADER = Capability("unit-rows loader", "a loader of each unit's own lhs rows into its registers")
+K_MAJOR_SMEM = Capability("k-major shared memory", "operands written to shared memory k-major")
+GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written to shared memory in "
+                                                               "their global layout")
+SWIZZLED_SMEM = Capability("swizzled shared memory", "operands written to 128-byte-swizzled shared "
+                                                     "memory (wgmma's layout)")
+UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's registers")
+
+# -- what a global level offers its writer ----------------------------------------------------------
+SHARED_RING = Capability("shared ring", "a dynamic shared-memory ring that is free once the main loop "
+                                        "is done")
 
 
 @dataclass(frozen=True)
@@ -39,10 +78,16 @@ class GlobalConfig:
     check_k: bool
     # What happens to each accumulator on its way out (set from the problem by the batch level).
     epilogue: Epilogue = field(default=IDENTITY, kw_only=True)
+    writer: object = field(default=None, kw_only=True)   # the writer's config (writers.py)
 
     @property
     def shared_memory_bytes(self) -> int:
         return self.lhs_loader.smem_bytes + self.rhs_loader.smem_bytes
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        """Shared memory the launch must provide dynamically (0: the kernel declares it statically)."""
+        return 0
 
     @property
     def units(self) -> int:
@@ -52,9 +97,14 @@ class GlobalConfig:
 
 
 class GlobalMatmul(ABC):
-    """A global matmul family, generic over its stage matmul and its two loaders."""
+    """A global matmul family, generic over its stage, loaders, writer and listener."""
 
     name = "global"
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    provides: ClassVar[frozenset] = frozenset()
+    requires: ClassVar[tuple] = ()
+    #: The slots this level composes (a level that reads global memory itself uses no loaders).
+    uses: ClassVar[tuple[str, ...]] = ("stage", "lhs_loader", "rhs_loader", "writer")
     #: Whether ``body`` may run again in the same cube for another output tile (a persistent batch
     #: launch puts each run in its own block and a cube barrier between runs): nothing a run leaves
     #: behind (copies in flight, barrier phases, shared state read before it is written) may change
@@ -64,11 +114,20 @@ class GlobalMatmul(ABC):
     #: bandwidth-bound body with many loads in flight says 1: ptxas then keeps them all in
     #: registers instead of serializing them to raise occupancy.
     occupancy = 0
+    #: The global level's own listener (double buffering spreads its loads through one).
+    listener_class: ClassVar[type] = StageEventListener
 
-    def __init__(self, stage: StageMatmul, lhs_loader: Loader, rhs_loader: Loader):
+    def __init__(self, stage: StageMatmul | None = None, lhs_loader: Loader | None = None,
+                 rhs_loader: Loader | None = None, writer=None, listener: type | None = None):
         self.stage = stage
         self.lhs_loader = lhs_loader
         self.rhs_loader = rhs_loader
+        if writer is None and "writer" in self.uses:
+            from .writers import DirectWriter
+            writer = DirectWriter()
+        self.writer = writer
+        #: The algorithm's listener class (its instances chain after the global level's own).
+        self.user_listener = listener
 
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig: ...
@@ -77,33 +136,76 @@ class GlobalMatmul(ABC):
     def shared_declarations(self, cfg: GlobalConfig, d: Dialect) -> str: ...
 
     @abstractmethod
-    def body(self, cfg: GlobalConfig, d: Dialect) -> str: ...
+    def body(self, cfg: GlobalConfig, d: Dialect, scope) -> str:
+        """The cube's work, reading the kernel through ``scope`` (a `CubeScope`)."""
 
-    # -- shared by every global matmul ----------------------------------------------------------
-    def store(self, cfg: GlobalConfig, d: Dialect, row: str, col: str, value: str) -> str:
-        """Statement: store the accumulator ``value`` of tile element (``row``, ``col``) (relative
-        to ``cube_m0``/``cube_n0``), bounds-checked only on the axes the problem does not divide.
-        Every writer goes through here, so one change (e.g. an epilogue) reaches every kernel."""
-        return self.guarded(cfg, row, col, d.store_global(
-            cfg.out, "out", f"(cube_m0 + {row}) * out_ld + cube_n0 + {col}",
-            self.output_value(cfg, d, row, col, value)))
+    def requires_k_major(self, problem: MatmulProblem) -> bool:
+        """Whether the operands must reach this level K-major (the tile's business: tf32 wgmma)."""
+        tile = getattr(self.stage, "tile", None)
+        return tile is not None and tile.requires_k_major(problem)
+
+    # -- listeners --------------------------------------------------------------------------------
+    def chain(self, own: StageEventListener | None = None) -> StageEventListener:
+        """The listener of one render: this level's own (``own``, or a fresh ``listener_class``),
+        then the algorithm's."""
+        own = own if own is not None else self.listener_class()
+        if self.user_listener is None:
+            return own
+        return ChainedListener(own, self.user_listener())
 
     @staticmethod
-    def output_value(cfg: GlobalConfig, d: Dialect, row: str, col: str, value: str) -> str:
+    def event(listener: StageEventListener, event) -> list[str]:
+        """The listener's code for a global event, as a list of zero or one statements."""
+        code = listener.on_event(event)
+        return [code] if code else []
+
+    def kernel_start(self, listener) -> list[str]:
+        return self.event(listener, KernelStart())
+
+    def before_store(self, listener) -> list[str]:
+        return self.event(listener, BeforeStore())
+
+    # -- stores: shared by every global matmul and writer -----------------------------------------
+    def store(self, cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str) -> str:
+        """Statement: store the accumulator ``value`` of tile element (``row``, ``col``) (relative
+        to the cube's origin), bounds-checked only on the axes the problem does not divide. Every
+        writer goes through here, so one change (e.g. an epilogue) reaches every kernel."""
+        out = scope.out
+        return self.guarded(cfg, scope, row, col, d.store_global(
+            cfg.out, out.ptr, f"({scope.m0} + {row}) * {out.ld} + {scope.n0} + {col}",
+            self.output_value(cfg, d, scope, row, col, value)))
+
+    @staticmethod
+    def output_value(cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str) -> str:
         """Expression: what is stored for accumulator ``value`` of tile element (row, col): the
         accumulator through the problem's fused epilogue."""
-        return cfg.epilogue.apply(d, value, f"cube_m0 + {row}", f"cube_n0 + {col}")
+        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}")
 
     @staticmethod
-    def bounds(cfg: GlobalConfig, row: str, col: str) -> list[str]:
+    def bounds(cfg: GlobalConfig, scope, row: str, col: str) -> list[str]:
         """Conditions that tile element (row, col) lies inside the problem (none where it divides)."""
-        return (([f"cube_m0 + {row} < M"] if cfg.check_m else [])
-                + ([f"cube_n0 + {col} < N"] if cfg.check_n else []))
+        return (([f"{scope.m0} + {row} < {scope.m}"] if cfg.check_m else [])
+                + ([f"{scope.n0} + {col} < {scope.n}"] if cfg.check_n else []))
 
-    def guarded(self, cfg: GlobalConfig, row: str, col: str, statement: str) -> str:
-        conds = self.bounds(cfg, row, col)
+    def guarded(self, cfg: GlobalConfig, scope, row: str, col: str, statement: str) -> str:
+        conds = self.bounds(cfg, scope, row, col)
         return f"if ({' && '.join(conds)}) {statement}" if conds else statement
 
-    def write_output(self, cfg: GlobalConfig, d: Dialect) -> str:
-        """Store the stage's accumulators, bounds-checked only where the problem needs it."""
-        return self.stage.write(cfg.stage, d, lambda row, col, value: self.store(cfg, d, row, col, value))
+    def write_output(self, cfg: GlobalConfig, d: Dialect, scope) -> str:
+        """The writer's stores of the stage's accumulators."""
+        return self.writer.write(self, cfg, d, scope)
+
+    def shared_ring(self, cfg: GlobalConfig, d: Dialect):
+        """The `SharedRing` a writer may reuse after the main loop (levels that provide SHARED_RING)."""
+        return None
+
+
+@dataclass(frozen=True)
+class SharedRing:
+    """Shared memory a global level leaves free for its writer once the main loop is done:
+    ``pointer`` (a byte-pointer expression), ``bytes`` (its size) and ``drain`` (statements after
+    which no copy can land in it any more and every unit is past its last read)."""
+
+    pointer: str
+    bytes: int
+    drain: tuple[str, ...]

@@ -28,27 +28,29 @@ class DoubleBufferingGlobalMatmul(SimpleGlobalMatmul):
         return (f"(lhs_smem + ({which}) * {cfg.stage.lhs_smem_elems})",
                 f"(rhs_smem + ({which}) * {cfg.stage.rhs_smem_elems})")
 
-    def listener(self, cfg: GlobalConfig, d, next_tasks: list[str]):
-        """The listener of one K step, given the next slice's guarded load tasks to spread."""
+    def own_listener(self, cfg: GlobalConfig, d, scope, next_tasks: list[str]):
+        """This level's listener of one render, given the next slice's guarded load tasks to spread."""
         return self.listener_class(next_tasks)
 
-    def body(self, cfg, d):
+    def body(self, cfg, d, scope):
         sk = cfg.stage.stage_k
         lhs_cur, rhs_cur = self._buffer(cfg, "cur")
         lhs_next, rhs_next = self._buffer(cfg, "cur ^ 1")
         # Only load when a next slice exists. The condition is the same for every unit of the cube,
         # so no unit skips a barrier (all barriers stay outside the guards).
-        next_tasks = [f"if (k0 + {sk} < K) {{\n{task}\n}}"
-                      for task in self.load_tasks(cfg, d, lhs_next, rhs_next, f"(k0 + {sk})")]
+        next_tasks = [f"if (k0 + {sk} < {scope.k}) {{\n{task}\n}}"
+                      for task in self.load_tasks(cfg, d, scope, lhs_next, rhs_next, f"(k0 + {sk})")]
+        listener = self.chain(self.own_listener(cfg, d, scope, next_tasks))
         return "\n".join([
+            *self.kernel_start(listener),
             self.stage.declare(cfg.stage, d),
             self.stage.init_accumulators(cfg.stage, d),
             # Prologue: slice 0 into buffer 0, visible to every unit before the first compute.
-            *self.load_tasks(cfg, d, "lhs_smem", "rhs_smem", "0"),
+            *self.load_tasks(cfg, d, scope, "lhs_smem", "rhs_smem", "0"),
             "SYNC_CUBE();",
             "int cur = 0;",
-            f"for (i64 k0 = 0; k0 < K; k0 += {sk}) {{",
-            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, self.listener(cfg, d, next_tasks)),
+            f"for (i64 k0 = 0; k0 < {scope.k}; k0 += {sk}) {{",
+            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, listener),
             # Why one barrier per step is enough. In step s the cube reads buffer cur = s % 2 and
             # writes buffer cur ^ 1. (a) Write-after-read: buffer cur ^ 1 was last read in step
             # s - 1 and every unit passed this barrier at the end of step s - 1 before any unit
@@ -58,5 +60,6 @@ class DoubleBufferingGlobalMatmul(SimpleGlobalMatmul):
             "SYNC_CUBE();",
             "cur ^= 1;",
             "}",
-            self.write_output(cfg, d),
+            *self.before_store(listener),
+            self.write_output(cfg, d, scope),
         ])

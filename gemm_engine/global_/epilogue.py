@@ -45,19 +45,20 @@ class Epilogue:
         return tuple(et for et in (self.c, self.bias) if et is not None)
 
     # -- rendering ------------------------------------------------------------------------------
-    def params(self, d: Dialect) -> list[str]:
-        """Kernel parameter declarations, in the order `EpilogueArgs.values` passes them."""
-        t = d.c_type(self.compute)
+    def params(self) -> tuple:
+        """The kernel parameters the epilogue appends to the batch level's signature: ``alpha``;
+        c's pointer, offset, strides and ``beta``; bias's pointer, offset and stride (those of the
+        terms it has). The host supplies them under these names (engine: `epilogue_values`)."""
+        from ..batch.signature import SCALAR, Param, array, index
         out = []
         if self.scaled:
-            out.append(f"{t} alpha")
+            out.append(Param("alpha", SCALAR, self.compute))
         if self.c is not None:
-            out.append(f"const GLOBAL {d.storage_type(self.c)}* RESTRICT c_base, i64 c_offset, "
-                       f"i64 c_row_stride, i64 c_col_stride, i64 c_batch_stride, {t} beta")
+            out += [array("c_base", self.c.storage), *index("c_offset", "c_row_stride", "c_col_stride",
+                                                            "c_batch_stride"), Param("beta", SCALAR, self.compute)]
         if self.bias is not None:
-            out.append(f"const GLOBAL {d.storage_type(self.bias)}* RESTRICT bias_base, i64 bias_offset, "
-                       "i64 bias_stride")
-        return out
+            out += [array("bias_base", self.bias.storage), *index("bias_offset", "bias_stride")]
+        return tuple(out)
 
     def pointers(self, d: Dialect, batch: str = "b") -> list[str]:
         """Statements (after the batch index ``batch`` is known) that define ``c`` and ``bias``."""

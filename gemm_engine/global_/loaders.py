@@ -1,21 +1,27 @@
 """Loaders: how a cube moves one operand's slice of global memory into its shared-memory stage.
 
-A loader renders a list of *tasks*, each a self-contained block of code that moves a few elements.
-The simple global matmul emits all tasks before its barrier; the double-buffering one hands them to
-a stage event listener that spreads them between tile executions. Both kinds are the same code.
+A task loader renders a list of *tasks*, each a self-contained block of code that moves a few
+elements. The simple global matmul emits all tasks before its barrier; the double-buffering one
+hands them to a stage event listener that spreads them between tile executions; the specialized
+one runs them on load-only units. All are the same code.
 
 Operands are described in their own orientation: lhs is ``rows = m, cols = k``, rhs is
-``rows = k, cols = n``. The stage stores both k-major, so the lhs store is transposed.
+``rows = k, cols = n``. Task loaders store both k-major, so the lhs store is transposed. The global
+level hands each call the operand's `OperandRef` (pointer and leading dimension in the cube's
+scope): a loader reads the kernel through it and nothing else.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
 from ..errors import SetupError
 from ..problem import Layout
+from ..selection import Knob
+from .base import K_MAJOR_SMEM, TASK_LOADER
 
 
 _WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2, "i8": 1, "i32": 4}
@@ -25,7 +31,7 @@ _WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2, "i8": 1, "i32"
 class OperandTile:
     """One operand's stage tile: extent, layout in global memory and place in shared memory."""
 
-    ident: str            # "lhs" or "rhs": names the kernel's pointer and leading-dimension args
+    ident: str            # "lhs" or "rhs": names the loader's own variables
     element: ElementType
     layout: Layout
     rows: int
@@ -35,10 +41,11 @@ class OperandTile:
     smem_ld: int
     k_along_rows: bool    # rhs: True (smem[row * ld + col]); lhs: False (smem[col * ld + row])
     smem_word: str = ""   # element word held in shared memory (default: the compute type)
-    # Widest vector (elements) a loader may read along the contiguous axis: what the problem's
-    # alignment and the selection allow, dividing the problem's extent along that axis (so no
-    # vector straddles a bound; see `SimpleGlobalMatmul.setup`); 1: scalar reads only.
-    vector: int = 1
+    # The problem's vector alignment of the operand (elements: the widest vector dividing its base
+    # and leading dimension) and its extent along the contiguous axis: a vector loader reads at most
+    # that wide, and only widths dividing the extent (a vector is wholly inside or outside).
+    align: int = 1
+    extent: int = 1
 
     @property
     def smem_type_word(self) -> str:
@@ -49,8 +56,7 @@ class OperandTile:
         """Whether the loader converts to the compute type (else it copies the stored bits)."""
         return self.smem_type_word != self.element.storage
 
-    def global_index(self, r: str, c: str) -> str:
-        ld = f"{self.ident}_ld"
+    def global_index(self, r: str, c: str, ld: str) -> str:
         return f"({r}) * {ld} + ({c})" if self.layout is Layout.ROW else f"({c}) * {ld} + ({r})"
 
     def smem_index(self, r: str, c: str) -> str:
@@ -60,17 +66,17 @@ class OperandTile:
     def k_extent(self) -> int:
         return self.rows if self.k_along_rows else self.cols
 
-    def read(self, d: Dialect, gr: str, gc: str, rows_bound: str, cols_bound: str) -> str:
-        """Expression: global element (``gr``, ``gc``) as the shared-memory type, zero where a checked
-        axis is out of range (``rows_bound`` / ``cols_bound``)."""
+    def read(self, d: Dialect, src, gr: str, gc: str, rows_bound: str, cols_bound: str) -> str:
+        """Expression: global element (``gr``, ``gc``) of the operand at ``src`` (an `OperandRef`)
+        as the shared-memory type, zero where a checked axis is out of range."""
         ctype = d.c_type(self.smem_type_word)
         conds = []
         if self.check_rows:
             conds.append(f"{gr} < {rows_bound}")
         if self.check_cols:
             conds.append(f"{gc} < {cols_bound}")
-        index = self.global_index(gr, gc)
-        load = d.load_global(self.element, self.ident, index) if self.converts else f"{self.ident}[{index}]"
+        index = self.global_index(gr, gc, src.ld)
+        load = d.load_global(self.element, src.ptr, index) if self.converts else f"{src.ptr}[{index}]"
         if conds:
             zero = d.zero(self.element) if self.converts else "0"
             load = f"({' && '.join(conds)}) ? ({ctype})({load}) : ({ctype}){zero}"
@@ -90,18 +96,29 @@ class LoaderConfig:
 
 
 class Loader(ABC):
+    """A loader family (see global_/base.py for the contract: interface and destination)."""
+
     name = "loader"
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    provides: ClassVar[frozenset] = frozenset({TASK_LOADER, K_MAJOR_SMEM})
+    requires: ClassVar[tuple] = ()
+
+    def k_contiguous(self, operand_layout: Layout, is_lhs: bool) -> bool:
+        """Whether this loader stores the operand with k contiguous in shared memory (rows along k):
+        task loaders store k-major, so never."""
+        return False
 
     @abstractmethod
-    def setup(self, operand: OperandTile, units: int) -> LoaderConfig: ...
+    def setup(self, operand: OperandTile, units: int, selection=None) -> LoaderConfig: ...
 
-    @abstractmethod
-    def tasks(self, cfg: LoaderConfig, d: Dialect, smem: str, row0: str, col0: str,
+    def tasks(self, cfg: LoaderConfig, d: Dialect, src, smem: str, row0: str, col0: str,
               rows_bound: str, cols_bound: str, unit: str = "UNIT_ID") -> list[str]:
         """Code blocks that, all run by every loading unit, fill ``smem`` with the operand's stage
-        tile whose first global element is (``row0``, ``col0``); out-of-range elements become zero.
-        ``unit`` is the loading unit's index expression, in ``[0, cfg.units)`` (every unit of the
-        cube by default; a global matmul whose loading units are a subset passes their own index)."""
+        tile whose first global element is (``row0``, ``col0``) of the operand at ``src`` (an
+        `OperandRef`); out-of-range elements become zero. ``unit`` is the loading unit's index
+        expression, in ``[0, cfg.units)`` (every unit of the cube by default; a global matmul whose
+        loading units are a subset passes their own index)."""
+        raise NotImplementedError(f"{self.name} is not a task loader")
 
 
 class CyclicLoader(Loader):
@@ -110,7 +127,7 @@ class CyclicLoader(Loader):
 
     name = "cyclic"
 
-    def setup(self, operand: OperandTile, units: int) -> LoaderConfig:
+    def setup(self, operand: OperandTile, units: int, selection=None) -> LoaderConfig:
         if units < 1:
             raise SetupError(self.name, "needs at least one unit")
         total = operand.rows * operand.cols
@@ -123,7 +140,7 @@ class CyclicLoader(Loader):
         guard = f"{unit} + {t * cfg.units} < {total}" if (t + 1) * cfg.units > total else None
         return f"{unit} + {t * cfg.units}", guard
 
-    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
+    def tasks(self, cfg, d, src, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         op = cfg.operand
         out = []
         for t in range(cfg.tasks):
@@ -134,7 +151,7 @@ class CyclicLoader(Loader):
             else:
                 lines += [f"const int r = idx % {op.rows};", f"const int c = idx / {op.rows};"]
             lines += [f"const i64 gr = {row0} + r;", f"const i64 gc = {col0} + c;",
-                      f"{smem}[{op.smem_index('r', 'c')}] = {op.read(d, 'gr', 'gc', rows_bound, cols_bound)};"]
+                      f"{smem}[{op.smem_index('r', 'c')}] = {op.read(d, src, 'gr', 'gc', rows_bound, cols_bound)};"]
             body = "\n    ".join(lines)
             out.append(f"if ({guard}) {{\n    {body}\n}}" if guard else f"{{\n    {body}\n}}")
         return out
@@ -151,7 +168,7 @@ class TilewiseLoader(CyclicLoader):
     def __init__(self, width: int = 32):
         self.width = width
 
-    def setup(self, operand: OperandTile, units: int) -> LoaderConfig:
+    def setup(self, operand: OperandTile, units: int, selection=None) -> LoaderConfig:
         if units < 1:
             raise SetupError(self.name, "needs at least one unit")
         width = min(self.width, units)

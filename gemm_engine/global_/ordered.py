@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..contracts import Requirement
 from ..problem import Layout
+from ..stage.base import REGISTER_LHS_STAGE
 from ..stage.ordered_partitioned import LHS_REGS
-from .base import GlobalConfig
+from .base import TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig
 from .double_buffering import DoubleBufferingGlobalMatmul
 from .listeners import OrderedListener
 from .loaders import Loader, LoaderConfig, OperandTile
@@ -32,18 +34,19 @@ class UnitRowsLoader(Loader):
     register index is a compile-time constant."""
 
     name = "unit_rows"
+    provides = frozenset({UNIT_ROWS_LOADER, UNIT_REGISTERS})
 
-    def setup(self, operand: OperandTile, units: int) -> LoaderConfig:
+    def setup(self, operand: OperandTile, units: int, selection=None) -> LoaderConfig:
         return LoaderConfig(operand=operand, units=1, tasks=1)   # every unit loads alone
 
-    def tasks(self, cfg, d, regs, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
+    def tasks(self, cfg, d, src, regs, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         op = cfg.operand
         loops = [("r", op.rows), ("c", op.cols)]
         if op.layout is Layout.COL:
             loops.reverse()   # walk the contiguous axis innermost: consecutive addresses
         head = "\n".join(f"#pragma unroll\nfor (int {v} = 0; {v} < {n}; ++{v})" for v, n in loops)
         body = (f"const i64 gr = {row0} + r;\nconst i64 gc = {col0} + c;\n"
-                f"{regs}[{op.smem_index('r', 'c')}] = {op.read(d, 'gr', 'gc', rows_bound, cols_bound)};")
+                f"{regs}[{op.smem_index('r', 'c')}] = {op.read(d, src, 'gr', 'gc', rows_bound, cols_bound)};")
         return [f"{head} {{\n{body}\n}}"]
 
 
@@ -55,9 +58,13 @@ class OrderedGlobalConfig(GlobalConfig):
 
 
 class OrderedGlobalMatmul(DoubleBufferingGlobalMatmul):
-    """Needs an `OrderedPartitionedStage` and a `UnitRowsLoader` for lhs (see `OrderedAlgorithm`)."""
+    """Needs a stage that reads lhs from unit registers (`OrderedPartitionedStage`) and a
+    `UnitRowsLoader` for lhs (see `OrderedAlgorithm`): declared in ``requires``."""
 
     name = "ordered_global"
+    requires = (Requirement.of("stage", REGISTER_LHS_STAGE, why="it fills each unit's lhs registers"),
+                Requirement.of("lhs_loader", UNIT_ROWS_LOADER),
+                Requirement.of("rhs_loader", TASK_LOADER))
     listener_class = OrderedListener
     config_class = OrderedGlobalConfig
 
@@ -70,15 +77,16 @@ class OrderedGlobalMatmul(DoubleBufferingGlobalMatmul):
     def shared_declarations(self, cfg, d):
         return self.shared_array(cfg.rhs_loader, d, "rhs_smem", cfg.stage.rhs_smem_elems)
 
-    def load_tasks(self, cfg, d, lhs_smem, rhs_smem, k0, unit="UNIT_ID"):
+    def load_tasks(self, cfg, d, scope, lhs_smem, rhs_smem, k0, unit="UNIT_ID"):
         """Only rhs goes through shared memory (``lhs_smem`` is unused)."""
-        return self.rhs_loader.tasks(cfg.rhs_loader, d, rhs_smem, k0, "cube_n0", "K", "N", unit)
+        return self.rhs_loader.tasks(cfg.rhs_loader, d, scope.rhs, rhs_smem, k0, scope.n0, scope.k, scope.n, unit)
 
     def _buffer(self, cfg, which):
         # The stage's lhs operand is the register array whichever the rhs buffer.
         return LHS_REGS, super()._buffer(cfg, which)[1]
 
-    def listener(self, cfg, d, next_tasks):
+    def own_listener(self, cfg, d, scope, next_tasks):
         row0, _ = self.stage.unit_rows(cfg.stage)
-        (lhs_loads,) = self.lhs_loader.tasks(cfg.lhs_loader, d, LHS_REGS, f"cube_m0 + {row0}", "k0", "M", "K")
+        (lhs_loads,) = self.lhs_loader.tasks(cfg.lhs_loader, d, scope.lhs, LHS_REGS, f"{scope.m0} + {row0}",
+                                             "k0", scope.m, scope.k)
         return self.listener_class(next_tasks, begin=lhs_loads)

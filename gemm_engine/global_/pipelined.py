@@ -23,11 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..stage.events import StageEventListener
-from .async_loader import ChunkLoader, ChunkOperandTile
-from .base import GlobalConfig, GlobalMatmul
+from ..selection import Knob
+from ..stage.base import SMEM_STAGE
+from .async_loader import ChunkOperandTile
+from .base import CHUNK_LOADER, SHARED_RING, GlobalConfig, GlobalMatmul, SharedRing
+from .simple import operand_tiles
 
 @dataclass(frozen=True)
 class PipelinedGlobalConfig(GlobalConfig):
@@ -41,6 +44,13 @@ class PipelinedGlobalConfig(GlobalConfig):
 
 class PipelinedGlobalMatmul(GlobalMatmul):
     name = "pipelined_global"
+    knobs = (Knob("stages", 3, "slots of the shared-memory ring"),)
+    provides = frozenset({SHARED_RING})
+    requires = (Requirement.of("stage", SMEM_STAGE),
+                Requirement.of("lhs_loader", CHUNK_LOADER, why="it keeps a ring of asynchronous copies"),
+                Requirement.of("rhs_loader", CHUNK_LOADER, why="it keeps a ring of asynchronous copies"))
+    #: The operand tiles its loaders take.
+    operand_tile = ChunkOperandTile
     #: Every step commits one cp.async group and the last step waits for the groups of slices
     #: 0 .. k_steps-1, so the groups a run leaves pending are empty; the loader state and the
     #: staged registers are per run. The persistent launch's barrier between runs then orders the
@@ -52,28 +62,18 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         if dialect.backend != "cuda" or not dialect.supports("cp_async"):
             raise SetupError(self.name, f"needs cp.async (CUDA sm_80 or newer); device "
                                         f"{dialect.device.name!r} ({dialect.backend}) has none")
-        if not isinstance(self.lhs_loader, ChunkLoader) or not isinstance(self.rhs_loader, ChunkLoader):
-            raise SetupError(self.name, "needs chunk loaders (shared memory in the global layout)")
-        stages = getattr(selection, "stages", 3)
+        stages = selection.stages
         if stages < 2:
             raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
-        stage = self.stage.setup(problem, selection, dialect)
-        lhs_kc = problem.lhs_layout == Layout.ROW
-        rhs_kc = problem.rhs_layout == Layout.COL
-        if (stage.lhs_k_contiguous, stage.rhs_k_contiguous) != (lhs_kc, rhs_kc):
-            raise SetupError(self.name, "the stage must store operands in their global layout "
-                                        "(selection smem_layout='global')")
+        stage = self.stage.setup(problem, selection, dialect,
+                                 self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
+                                 self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
         check_m, check_n, check_k = edge_checks(problem, stage)
-        smem = stage.tile.smem_word
-        lhs = ChunkOperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, stage.stage_k,
-                               check_m, check_k, stage.lhs_ld, k_along_rows=False, smem_word=smem,
-                               align=problem.lhs_align)
-        rhs = ChunkOperandTile("rhs", problem.rhs, Layout(problem.rhs_layout), stage.stage_k, stage.stage_n,
-                               check_k, check_n, stage.rhs_ld, k_along_rows=True, smem_word=smem,
-                               align=problem.rhs_align)
-        cfg = PipelinedGlobalConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, stage.units),
-                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units), out=problem.out,
-                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages)
+        lhs, rhs = operand_tiles(problem, stage, self.operand_tile)
+        cfg = PipelinedGlobalConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, stage.units, selection),
+                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units, selection), out=problem.out,
+                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
+                                    writer=self.writer.setup(problem, selection, dialect))
         for loader, elems in ((cfg.lhs_loader, stage.lhs_smem_elems), (cfg.rhs_loader, stage.rhs_smem_elems)):
             assert loader.smem_bytes == elems * loader.size, "loader and stage disagree on the slot size"
         self._check_ring_fits(cfg, dialect)
@@ -91,60 +91,33 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                           f"{ctype}* lhs_smem = ({ctype}*)gemm_ring;",
                           f"{ctype}* rhs_smem = ({ctype}*)(gemm_ring + {lhs_ring});"])
 
-    def _issue(self, cfg: PipelinedGlobalConfig, d: Dialect, slot: str, k0: str) -> str:
+    def _issue(self, cfg: PipelinedGlobalConfig, d: Dialect, scope, slot: str, k0: str) -> str:
         lhs, rhs = self.lhs_loader, self.rhs_loader
-        return "\n".join([lhs.issue(cfg.lhs_loader, d, slot, "cube_m0", k0, "M", "K"),
-                          rhs.issue(cfg.rhs_loader, d, slot, k0, "cube_n0", "K", "N"),
-                          lhs.advance(cfg.lhs_loader, cfg.stage.stage_k),
-                          rhs.advance(cfg.rhs_loader, cfg.stage.stage_k)])
+        return "\n".join([lhs.issue(cfg.lhs_loader, d, scope.lhs, slot, scope.m0, k0, scope.m, scope.k),
+                          rhs.issue(cfg.rhs_loader, d, scope.rhs, slot, k0, scope.n0, scope.k, scope.n),
+                          lhs.advance(cfg.lhs_loader, scope.lhs, cfg.stage.stage_k),
+                          rhs.advance(cfg.rhs_loader, scope.rhs, cfg.stage.stage_k)])
 
     def _commit(self, cfg: PipelinedGlobalConfig, d: Dialect, slot: str) -> str:
         return "\n".join(c for c in (self.lhs_loader.commit(cfg.lhs_loader, d, slot),
                                      self.rhs_loader.commit(cfg.rhs_loader, d, slot)) if c)
 
-    def write_output(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
-        """Half-precision outputs: the two accumulators a lane holds at (row, col) and (row, col + 1)
-        (col even) leave as one 32-bit store of both, converted by one ``cvt.rn.{f16,bf16}x2``,
-        when the output's base and leading dimension are 4-byte aligned (checked once, at run time:
-        the problem does not describe the output) and col + 1 is in range; else one by one."""
-        cvt = {"f16_bits": "f16x2", "bf16_bits": "bf16x2"}.get(cfg.out.storage)
-        if cvt is None:
-            return super().write_output(cfg, d)
-        pending: list = []
+    def shared_ring(self, cfg: PipelinedGlobalConfig, d: Dialect) -> SharedRing:
+        """The whole ring, once no copy can land in it (a prefetch past K) and every unit is past
+        its last read of it."""
+        return SharedRing("gemm_ring", cfg.stages * cfg.shared_memory_bytes,
+                          (d.cp_async_wait_all(), "SYNC_CUBE();"))
 
-        def single(row, col, value):
-            return self.store(cfg, d, row, col, value)
-
-        def writer(row, col, value):
-            if not pending:
-                pending.append((row, col, value))
-                return ""
-            (r0, c0, v0), = pending
-            pending.clear()
-            if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
-                return single(r0, c0, v0) + "\n" + single(row, col, value)
-            conds = (["out_pairs"] + ([f"cube_m0 + {r0} < M"] if cfg.check_m else [])
-                     + ([f"cube_n0 + {c0} + 1 < N"] if cfg.check_n else []))
-            index = f"(cube_m0 + {r0}) * out_ld + cube_n0 + {c0}"
-            hi, lo = self.output_value(cfg, d, row, col, value), self.output_value(cfg, d, r0, c0, v0)
-            pair = f"*(GLOBAL unsigned*)(out + {index}) = {d.pack_half2(cvt, hi, lo)};"
-            return (f"if ({' && '.join(conds)}) {pair}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}")
-
-        code = self.stage.write(cfg.stage, d, writer)
-        if pending:
-            code += "\n" + single(*pending.pop())
-        return "const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;\n" + code
-
-    def body(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
+    def body(self, cfg: PipelinedGlobalConfig, d: Dialect, scope) -> str:
         st = cfg.stage
         return self._ring_body(
-            cfg, d, prefetch=cfg.stages - 1,
-            loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, "lhs_smem", "cube_m0", "0"),
-                                 self.rhs_loader.declare(cfg.rhs_loader, d, "rhs_smem", "0", "cube_n0")],
+            cfg, d, scope, prefetch=cfg.stages - 1,
+            loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, scope.lhs, "lhs_smem", scope.m0, "0"),
+                                 self.rhs_loader.declare(cfg.rhs_loader, d, scope.rhs, "rhs_smem", "0", scope.n0)],
             lhs_cur=f"(lhs_smem + cur_slot * {st.lhs_smem_elems})",
             rhs_cur=f"(rhs_smem + cur_slot * {st.rhs_smem_elems})")
 
-    def _ring_body(self, cfg: PipelinedGlobalConfig, d: Dialect, prefetch: int, loader_declarations: list,
+    def _ring_body(self, cfg: PipelinedGlobalConfig, d: Dialect, scope, prefetch: int, loader_declarations: list,
                    lhs_cur: str, rhs_cur: str, before_barrier: tuple = (), after_compute: tuple = (),
                    after_loop: tuple = ()) -> str:
         """The ring loop both pipelines run (see the module docstrings): slices are issued
@@ -154,15 +127,17 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         s, p, sk, st = cfg.stages, prefetch, cfg.stage.stage_k, cfg.stage
         commit_now = self._commit(cfg, d, "pre")
         commit_later = self._commit(cfg, d, "load_slot")
+        listener = self.chain()
         return "\n".join([
+            *self.kernel_start(listener),
             self.stage.declare(st, d),
             self.stage.init_accumulators(st, d),
             *loader_declarations,
-            f"const int k_steps = (int)((K + {sk - 1}) / {sk});",
+            f"const int k_steps = (int)(({scope.k} + {sk - 1}) / {sk});",
             f"#pragma unroll\nfor (int pre = 0; pre < {p}; ++pre) {{",
             "if (pre < k_steps) {",
             f"const i64 k0 = (i64)pre * {sk};",
-            self._issue(cfg, d, "pre", "k0"),
+            self._issue(cfg, d, scope, "pre", "k0"),
             commit_now,
             "}",
             d.cp_async_commit(),
@@ -175,17 +150,18 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             f"const bool more = step + {p} < k_steps;",
             "if (more) {",
             f"const i64 k0 = (i64)(step + {p}) * {sk};",
-            self._issue(cfg, d, "load_slot", "k0"),
+            self._issue(cfg, d, scope, "load_slot", "k0"),
             "}",
             d.cp_async_commit(),
-            self.stage.execute(st, d, lhs_cur, rhs_cur, StageEventListener()),
+            self.stage.execute(st, d, lhs_cur, rhs_cur, listener),
             *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
             *after_compute,
             f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",
             f"load_slot = load_slot + 1 == {s} ? 0 : load_slot + 1;",
             "}",
             *after_loop,
-            self.write_output(cfg, d),
+            *self.before_store(listener),
+            self.write_output(cfg, d, scope),
         ])
 
 

@@ -37,9 +37,11 @@ from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
+from ..selection import Knob
 from .base import GlobalConfig, GlobalMatmul
 from .loaders import _WORD_BYTES, OperandTile
 from .simple import SimpleGlobalMatmul
+from .skinny_tiling import resolve_tiling, skinny_axis
 
 #: Storage words the skinny kernel reads (floating point: its accumulators are float32 / float64).
 _STORAGES = ("f32", "f64", "f16_bits", "bf16_bits")
@@ -165,28 +167,21 @@ class SkinnyConfig(GlobalConfig):
         return self.smem_elems * _WORD_BYTES[self.compute]
 
 
-def skinny_axis(problem: MatmulProblem) -> tuple[bool, bool]:
-    """(along_n, dot) for a problem with ``m == 1`` or ``n == 1``: which axis the outputs run
-    along, and whether the big operand is contiguous along K. When both are 1 (a dot product) the
-    operand contiguous along K is taken as the big one."""
-    lhs_row, rhs_col = Layout(problem.lhs_layout) is Layout.ROW, Layout(problem.rhs_layout) is Layout.COL
-    if problem.m == 1 and (problem.n != 1 or not lhs_row):
-        return True, rhs_col
-    return False, lhs_row
-
-
 class SkinnyGlobalMatmul(GlobalMatmul):
-    """Reads its selection's ``outputs``, ``units``, ``unroll``, ``vector_width`` and ``chunk_k``
-    (see `algorithms.skinny.SkinnySelection`); composes with no stage and no loaders."""
+    """Reads global memory itself: composes with no stage, no loaders and no writer."""
 
     name = "skinny_global"
+    uses = ()
+    knobs = (Knob("outputs", 0, "output elements per cube (0: chosen for the problem)"),
+             Knob("units", 0, "units per cube (0: chosen)"),
+             Knob("unroll", 0, "global loads in flight per unit (0: chosen)"),
+             Knob("vector_width", 8, "most elements per global load (16 bytes at most; the alignment "
+                                     "narrows it)"),
+             Knob("chunk_k", 0, "vector elements staged in shared memory at a time (0: chosen)"))
     buffers = 1   # one shared array (for `SimpleGlobalMatmul.check_shared_memory`)
     # Registers for every load in flight: bf16 1 x 8192 x 8192 split over cubes 0.0581 -> 0.0488 ms
     # on the H100 (bench/results/h100_2026-11-21_gemv_probe.txt, R=0 against R=1).
     occupancy = 1
-
-    def __init__(self):
-        super().__init__(None, None, None)
 
     # -- setup ------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> SkinnyConfig:
@@ -200,10 +195,8 @@ class SkinnyGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"{problem.lhs.name} x {problem.rhs.name}: mixed compute types")
         if problem.lhs.compute == "f64" and not dialect.supports("fp64"):
             raise SetupError(self.name, "the device has no float64")
-        # A selection may leave fields to be chosen for the problem (`SkinnySelection.resolve`).
-        resolve = getattr(selection, "resolve", None)
-        if resolve is not None:
-            selection = resolve(problem, dialect)
+        # Fields left at 0 are chosen for the problem and device.
+        selection = resolve_tiling(selection, problem, dialect)
         along_n, dot = skinny_axis(problem)
         big_et = problem.rhs if along_n else problem.lhs
         outputs, units = selection.outputs, selection.units
@@ -242,7 +235,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         def read(ident, et, layout, rows, cols, w):
             # The operand as a loader would name it (no shared-memory tile: ld 0, no checks).
             return SkinnyRead(OperandTile(ident, et, Layout(layout), rows, cols, False, False, 0,
-                                          k_along_rows=ident == "rhs", vector=w), w)
+                                          k_along_rows=ident == "rhs"), w)
 
         # The small vector is read an element at a time (it is staged once per cube).
         if along_n:
@@ -264,19 +257,25 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         return f"LOCAL {d.c_type(cfg.compute)} sk_smem[{cfg.smem_elems}] ALIGN16;"
 
     @staticmethod
-    def _names(cfg: SkinnyConfig) -> tuple[str, str]:
-        """(extent of the output axis, first output of the cube) as kernel names."""
-        return ("N", "cube_n0") if cfg.along_n else ("M", "cube_m0")
+    def _names(cfg: SkinnyConfig, scope) -> tuple[str, str]:
+        """(extent of the output axis, first output of the cube) as scope expressions."""
+        return (scope.n, scope.n0) if cfg.along_n else (scope.m, scope.m0)
 
-    def _big_index(self, cfg: SkinnyConfig, out_index: str, k: str) -> str:
-        op = cfg.big.operand
-        return op.global_index(k, out_index) if cfg.along_n else op.global_index(out_index, k)
+    @staticmethod
+    def _refs(cfg: SkinnyConfig, scope):
+        """(big operand's reference, small operand's reference)."""
+        return (scope.rhs, scope.lhs) if cfg.along_n else (scope.lhs, scope.rhs)
 
-    def _stage_vector(self, cfg: SkinnyConfig, d: Dialect) -> list[str]:
+    def _big_index(self, cfg: SkinnyConfig, scope, out_index: str, k: str) -> str:
+        op, ld = cfg.big.operand, self._refs(cfg, scope)[0].ld
+        return op.global_index(k, out_index, ld) if cfg.along_n else op.global_index(out_index, k, ld)
+
+    def _stage_vector(self, cfg: SkinnyConfig, d: Dialect, scope) -> list[str]:
         """Statements: chunk ``sk_k0`` of the vector into ``sk_smem`` in the compute type. Reads past
         K are clamped to its last element (never used): no branch, all of a batch's loads issued
         before its stores."""
         op, units = cfg.small.operand, cfg.stage.units
+        src = self._refs(cfg, scope)[1]
         ct = d.c_type(cfg.compute)
         per = cfg.chunk // units
         # Every load of a batch is in flight at once: the default chunk (at most 32 per unit) is
@@ -288,19 +287,19 @@ class SkinnyGlobalMatmul(GlobalMatmul):
             lines = []
             for t in ts:
                 k = f"sk_k0 + UNIT_ID + {t * units}"
-                k = f"(({k}) < K ? ({k}) : K - 1)"
-                index = op.global_index("0", k) if cfg.along_n else op.global_index(k, "0")
-                lines.append(f"const {ct} sk_x{t} = {d.load_global(op.element, op.ident, index)};")
+                k = f"(({k}) < {scope.k} ? ({k}) : {scope.k} - 1)"
+                index = op.global_index("0", k, src.ld) if cfg.along_n else op.global_index(k, "0", src.ld)
+                lines.append(f"const {ct} sk_x{t} = {d.load_global(op.element, src.ptr, index)};")
             lines += [f"sk_smem[UNIT_ID + {t * units}] = sk_x{t};" for t in ts]
             out.append("{\n    " + "\n    ".join(lines) + "\n}")
         return out
 
-    def _steps(self, cfg: SkinnyConfig, d: Dialect, count: int) -> list[str]:
+    def _steps(self, cfg: SkinnyConfig, d: Dialect, scope, count: int) -> list[str]:
         """Statements: ``count`` consecutive steps of this unit's K walk from ``sk_k``: every global
         load first, then the multiply-adds."""
         ct = d.c_type(cfg.compute)
         big = cfg.big
-        et, ident, w = big.operand.element, big.operand.ident, big.width
+        et, ident, w = big.operand.element, self._refs(cfg, scope)[0].ptr, big.width
         loads, fmas = [], []
         if cfg.dot:
             step = cfg.lanes * w
@@ -308,7 +307,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
             xw = min(w, 16 // _WORD_BYTES[cfg.compute])
             for i in range(count):
                 k = f"sk_k + {i * step}"
-                stmts, elems = read_global(d, et, ident, self._big_index(cfg, "sk_row", k), w, f"sk_w{i}")
+                stmts, elems = read_global(d, et, ident, self._big_index(cfg, scope, "sk_row", k), w, f"sk_w{i}")
                 loads += stmts
                 base = f"(int)(sk_k - sk_k0) + {i * step}"
                 for v in range(0, w, xw):
@@ -325,18 +324,20 @@ class SkinnyGlobalMatmul(GlobalMatmul):
                 x = f"sk_xs{i}"
                 fmas.append(f"const {ct} {x} = sk_smem[(int)(sk_k - sk_k0) + {i * cfg.slices}];")
                 for p in range(cfg.per_unit // w):
-                    index = self._big_index(cfg, f"sk_p{p}", k)
+                    index = self._big_index(cfg, scope, f"sk_p{p}", k)
                     stmts, elems = read_global(d, et, ident, index, w, f"sk_w{i}_{p}")
                     loads += stmts
                     fmas += [f"sk_acc{p * w + j} += {e} * {x};" for j, e in enumerate(elems)]
         return loads + fmas
 
-    def body(self, cfg: SkinnyConfig, d: Dialect) -> str:
+    def body(self, cfg: SkinnyConfig, d: Dialect, scope) -> str:
         ct, zero = d.c_type(cfg.compute), d.zero(cfg.lhs_loader.operand.element)
         units, lanes, slices, w = cfg.stage.units, cfg.lanes, cfg.slices, cfg.big.width
-        extent, first = self._names(cfg)
+        extent, first = self._names(cfg, scope)
         check = cfg.check_n if cfg.along_n else cfg.check_m
-        lines = [f"const int sk_lane = UNIT_ID % {lanes};", f"const int sk_slice = UNIT_ID / {lanes};"]
+        listener = self.chain()
+        lines = [*self.kernel_start(listener),
+                 f"const int sk_lane = UNIT_ID % {lanes};", f"const int sk_slice = UNIT_ID / {lanes};"]
         if cfg.dot:
             # Units past the last output read the last row (valid memory) and are never stored.
             row = f"{first} + sk_slice"
@@ -349,13 +350,14 @@ class SkinnyGlobalMatmul(GlobalMatmul):
                 lines.append(f"const i64 sk_p{p} = {_clamped(col, extent, f'{extent} - {w}', check)};")
             accs, start, step = cfg.per_unit, "sk_k0 + sk_slice", slices
         lines += [f"{ct} sk_acc{a} = {zero};" for a in range(accs)]
-        unrolled = "\n    ".join(self._steps(cfg, d, cfg.steps))
-        single = "\n    ".join(self._steps(cfg, d, 1))
+        unrolled = "\n    ".join(self._steps(cfg, d, scope, cfg.steps))
+        single = "\n    ".join(self._steps(cfg, d, scope, 1))
+        k = scope.k
         lines += [
-            f"for (i64 sk_k0 = 0; sk_k0 < K; sk_k0 += {cfg.chunk}) {{",
-            f"const i64 sk_kend = K - sk_k0 < {cfg.chunk} ? K : sk_k0 + {cfg.chunk};",
+            f"for (i64 sk_k0 = 0; sk_k0 < {k}; sk_k0 += {cfg.chunk}) {{",
+            f"const i64 sk_kend = {k} - sk_k0 < {cfg.chunk} ? {k} : sk_k0 + {cfg.chunk};",
             "SYNC_CUBE();  /* every unit is done with the previous chunk */",
-            *self._stage_vector(cfg, d),
+            *self._stage_vector(cfg, d, scope),
             "SYNC_CUBE();",
             f"i64 sk_k = {start};",
             f"for (; sk_k + {(cfg.steps - 1) * step} < sk_kend; sk_k += {cfg.steps * step}) {{\n    {unrolled}\n}}",
@@ -365,7 +367,8 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         if not cfg.dot and slices == 1:
             # One slice of K: every unit holds whole sums of its own outputs.
             row, col = ("0", "sk_lane * {p} + {a}") if cfg.along_n else ("sk_lane * {p} + {a}", "0")
-            lines += [self.store(cfg, d, row.format(p=cfg.per_unit, a=a), col.format(p=cfg.per_unit, a=a),
+            lines += self.before_store(listener)
+            lines += [self.store(cfg, d, scope, row.format(p=cfg.per_unit, a=a), col.format(p=cfg.per_unit, a=a),
                                  f"sk_acc{a}") for a in range(accs)]
             return "\n".join(lines)
         lines.append("SYNC_CUBE();  /* the vector is read: its shared memory takes the partial sums */")
@@ -381,8 +384,8 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         reduce = "\n    ".join([
             f"{ct} sk_sum = sk_smem[{index}];",
             f"for (int sk_t = 1; sk_t < {terms}; ++sk_t) sk_sum += sk_smem[{index} + sk_t * {stride}];",
-            self.store(cfg, d, row, col, "sk_sum"),
+            self.store(cfg, d, scope, row, col, "sk_sum"),
         ])
         guard = f"if (UNIT_ID < {cfg.outputs}) " if cfg.outputs < units else ""
-        lines += ["SYNC_CUBE();", f"{guard}{{\n    {reduce}\n}}"]
+        lines += ["SYNC_CUBE();", *self.before_store(listener), f"{guard}{{\n    {reduce}\n}}"]
         return "\n".join(lines)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SetupError
+from ..selection import Knob
 from ..stage.events import StageEventListener
 from .base import GlobalConfig
 from .double_buffering import DoubleBufferingGlobalMatmul
@@ -55,19 +56,21 @@ def default_load_units(compute_units: int, plane_size: int) -> int:
 
 class SpecializedGlobalMatmul(DoubleBufferingGlobalMatmul):
     name = "specialized_global"
+    knobs = (Knob("load_units", 0, "load-only units appended to the compute units (0: half as many, "
+                                   "in whole planes)"),)
 
     #: Loads run on other units, so the stage has nothing to interleave: the base listener.
     listener_class = StageEventListener
     config_class = SpecializedGlobalConfig
 
     def loading_units(self, stage_cfg, selection, dialect) -> int:
-        """The load-only units: ``selection.load_units``, or `default_load_units` when it is 0 (or
-        absent, for a plain unit selection). Refuses a role split off a plane boundary."""
+        """The load-only units: ``selection.load_units``, or `default_load_units` when it is 0.
+        Refuses a role split off a plane boundary."""
         compute, plane = stage_cfg.units, dialect.device.plane_size
         if compute % plane:
             raise SetupError(self.name, f"the role split after {compute} compute units is not on a "
                                         f"plane boundary (plane size {plane})")
-        load = getattr(selection, "load_units", 0) or default_load_units(compute, plane)
+        load = selection.load_units or default_load_units(compute, plane)
         if load < 1:
             raise SetupError(self.name, f"load_units={load} must be positive")
         if compute + load > dialect.device.max_threads_per_cube:
@@ -81,27 +84,30 @@ class SpecializedGlobalMatmul(DoubleBufferingGlobalMatmul):
                                         f"tasks each per operand (at most {MAX_LOAD_TASKS})")
         return load
 
-    def body(self, cfg: SpecializedGlobalConfig, d):
+    def body(self, cfg: SpecializedGlobalConfig, d, scope):
         sk, compute = cfg.stage.stage_k, cfg.compute_units
         lhs_cur, rhs_cur = self._buffer(cfg, "cur")
         lhs_next, rhs_next = self._buffer(cfg, "cur ^ 1")
-        loads = self.load_tasks(cfg, d, lhs_next, rhs_next, f"(k0 + {sk})", unit="load_unit")
+        loads = self.load_tasks(cfg, d, scope, lhs_next, rhs_next, f"(k0 + {sk})", unit="load_unit")
+        listener = self.chain()
         return "\n".join([
+            *self.kernel_start(listener),
             # Declared by every unit (the branch below must not hide declarations), used by compute units.
             self.stage.declare(cfg.stage, d),
             self.stage.init_accumulators(cfg.stage, d),
             "int cur = 1;   /* step -1 loads slice 0 into buffer cur ^ 1 = 0 */",
-            f"for (i64 k0 = -{sk}; k0 < K; k0 += {sk}) {{",
+            f"for (i64 k0 = -{sk}; k0 < {scope.k}; k0 += {sk}) {{",
             f"if (UNIT_ID >= {compute}) {{",
             # Loaders index themselves from 0 (the loader tasks' unit index).
             f"const int load_unit = UNIT_ID - {compute};",
-            f"if (k0 + {sk} < K) {{", *loads, "}",
+            f"if (k0 + {sk} < {scope.k}) {{", *loads, "}",
             "} else {",
             "if (k0 >= 0) {",
-            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, self.listener_class()),
+            self.stage.execute(cfg.stage, d, lhs_cur, rhs_cur, listener),
             "}",
-            # The last step: accumulators are final; stores go to global memory, no barrier needed.
-            f"if (k0 + {sk} >= K) {{", self.write_output(cfg, d), "}",
+            # The last step: accumulators are final; stores go to global memory, no barrier needed
+            # (only the compute units get here: a writer that needs the whole cube is refused).
+            f"if (k0 + {sk} >= {scope.k}) {{", *self.before_store(listener), self.write_output(cfg, d, scope), "}",
             "}",
             # Why one barrier per step is enough (step s reads buffer s % 2, writes (s + 1) % 2):
             # (a) slice s + 1, written in step s, is read in step s + 1, after this barrier;

@@ -27,6 +27,7 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
 from ..tile.wgmma import SWIZZLE_BYTES, SwizzledOperandLayout
+from .base import SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM
 from .async_loader import (ChunkLines, advance_source, cp_async_pieces, register_loads, store_staged,
                            valid_count)
 from .loaders import Loader, LoaderConfig, OperandTile
@@ -35,7 +36,6 @@ from .loaders import Loader, LoaderConfig, OperandTile
 @dataclass(frozen=True)
 class SwizzledOperandTile(ChunkLines, OperandTile):
     swizzle: SwizzledOperandLayout | None = None
-    align: int = 1
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,12 @@ class SwizzledLoaderConfig(LoaderConfig):
 
 class SwizzledChunkLoader(Loader):
     name = "swizzled_chunk_loader"
+    provides = frozenset({SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM})
 
-    def setup(self, operand: OperandTile, units: int) -> SwizzledLoaderConfig:
+    def k_contiguous(self, operand_layout: Layout, is_lhs: bool) -> bool:
+        return (operand_layout is Layout.ROW) == is_lhs
+
+    def setup(self, operand: OperandTile, units: int, selection=None) -> SwizzledLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile")
         size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4}.get(operand.element.storage)
@@ -85,7 +89,7 @@ class SwizzledChunkLoader(Loader):
         return SwizzledLoaderConfig(operand=operand, units=units, tasks=total // units,
                                     piece=min(vec, max(1, operand.align)), size=size)
 
-    def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, row0: str, col0: str) -> str:
+    def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, src, row0: str, col0: str) -> str:
         """Loop-invariant state: this unit's source pointer (moved by `advance`), its first shared
         offset inside a stage (swizzle included) and, on the register path, staging registers."""
         op, p, cpl = cfg.operand, cfg.operand.ident + "_sw", cfg.chunks_per_line
@@ -94,7 +98,7 @@ class SwizzledChunkLoader(Loader):
         ctype = d.c_type(op.smem_type_word)
         lines = [f"const int {p}_line0 = UNIT_ID / {cpl};",
                  f"const int {p}_cc = UNIT_ID % {cpl};",
-                 f"const GLOBAL {ctype}* {p}_src = {op.ident} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}')};",
+                 f"const GLOBAL {ctype}* {p}_src = {src.ptr} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}', src.ld)};",
                  f"const unsigned {p}_dst = {self._offset(cfg, f'{p}_line0')};"]
         if cfg.registers:
             lines.append(f"unsigned {p}_stage[{cfg.tasks * 4}];")
@@ -126,7 +130,7 @@ class SwizzledChunkLoader(Loader):
                 rem = f"({bound}) - ({start}) - {p}_cc * {cfg.vec}"
         return valid_count(conds, rem, cfg.vec)
 
-    def issue(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str, row0: str, col0: str,
+    def issue(self, cfg: SwizzledLoaderConfig, d: Dialect, src, stage_base: str, row0: str, col0: str,
               rows_bound: str, cols_bound: str) -> str:
         """Start moving this unit's chunks of the slice whose first global element is (row0, col0)
         (the source pointer already points there) into the stage at shared address ``stage_base``."""
@@ -136,18 +140,18 @@ class SwizzledChunkLoader(Loader):
         for t in range(cfg.tasks):
             valid = self._valid(cfg, t, bounds)
             body = [valid] if valid else []
-            src = f"{p}_src + {t * cfg.step} * {op.ident}_ld"
+            at = f"{p}_src + {t * cfg.step} * {src.ld}"
             if cfg.registers:
-                body += register_loads(p, t, src, valid is not None)
+                body += register_loads(p, t, at, valid is not None)
             else:
-                body += self._copies(cfg, d, src, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
+                body += self._copies(cfg, d, src, at, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
             out.append("{\n" + "\n".join(body) + "\n}")
         return "\n".join(out)
 
-    def _copies(self, cfg, d, src, dst, checked) -> list[str]:
-        lines = [f"const char* gsrc = (const char*)({src});"]
+    def _copies(self, cfg, d, src, at, dst, checked) -> list[str]:
+        lines = [f"const char* gsrc = (const char*)({at});"]
         if checked:
-            lines.append(f"if (n <= 0) gsrc = (const char*){cfg.operand.ident};")
+            lines.append(f"if (n <= 0) gsrc = (const char*){src.ptr};")
         return lines + cp_async_pieces(d, "gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str) -> str:
@@ -160,9 +164,5 @@ class SwizzledChunkLoader(Loader):
             out.append(store_staged(d, p, t, f"{stage_base} + {self._dst(cfg, t)}"))
         return "\n".join(out)
 
-    def advance(self, cfg: SwizzledLoaderConfig, stage_k: int) -> str:
-        return advance_source(cfg.operand, cfg.operand.ident + "_sw", stage_k)
-
-    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
-        raise NotImplementedError("the swizzled loader moves chunks through declare / issue / commit "
-                                  "(see WgmmaPipelinedGlobalMatmul)")
+    def advance(self, cfg: SwizzledLoaderConfig, src, stage_k: int) -> str:
+        return advance_source(cfg.operand, cfg.operand.ident + "_sw", src, stage_k)

@@ -8,10 +8,9 @@ turn, walking the operand's contiguous axis fastest, so a plane's 16-byte reads 
 shared memory is contiguous along the same axis (a row-major rhs, a column-major lhs), else as its
 components (the transposing store of a row-major lhs into the k-major stage).
 
-The width is the operand's ``vector`` (the global level sets it to the problem's alignment, capped
-by the selection and narrowed to divide the problem's extent along the contiguous axis, so that a
-vector is wholly inside or wholly outside the problem), narrowed again until it divides the tile's
-contiguous extent and the shared-memory row. An operand the loader converts (half precision to
+The width is the operand's alignment, capped by the ``vector_width`` knob and narrowed to divide the
+problem's extent along the contiguous axis (so that a vector is wholly inside or wholly outside the
+problem), narrowed again until it divides the tile's contiguous extent and the shared-memory row. An operand the loader converts (half precision to
 float32), or one with no alignment, is read one element per task (width 1), as the cyclic loader
 does but branch-free too.
 
@@ -23,7 +22,10 @@ with the cyclic loader's guarded reads).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..problem import Layout
+from ..selection import Knob
 from .loaders import _WORD_BYTES, CyclicLoader, LoaderConfig, OperandTile
 
 #: Element words that have vector types of the same name in both backends (float4, double2).
@@ -31,32 +33,45 @@ _VECTOR_WORDS = ("f32", "f64")
 _COMPONENTS = "xyzw"
 
 
+@dataclass(frozen=True)
+class VectorLoaderConfig(LoaderConfig):
+    width: int = 1        # elements per read
+
+
 class VectorLoader(CyclicLoader):
     name = "vector"
+    knobs = (Knob("vector_width", 1, "most elements per global read (the operand's alignment narrows it; "
+                                     "1 keeps scalar reads)"),)
 
     @staticmethod
-    def width(op: OperandTile) -> int:
-        """Elements per vector this loader reads for ``op`` (1: the cyclic loader's scalar path)."""
+    def width(op: OperandTile, cap: int) -> int:
+        """Elements per vector this loader reads for ``op`` with the knob at ``cap`` (1: the cyclic
+        loader's scalar path)."""
         word = op.smem_type_word
         if op.converts or word not in _VECTOR_WORDS:
             return 1
-        contiguous = op.cols if op.layout is Layout.ROW else op.rows
-        w = 1
-        while w * 2 <= min(op.vector, 16 // _WORD_BYTES[word]):
-            w *= 2
-        # Every vector must start on a vector boundary of the tile and of the shared-memory row.
-        while w > 1 and (contiguous % w or op.smem_ld % w):
+        # The problem's alignment, capped, narrowed to divide the problem's contiguous extent.
+        w = max(1, min(cap, op.align))
+        while w > 1 and op.extent % w:
             w //= 2
-        return w
+        contiguous = op.cols if op.layout is Layout.ROW else op.rows
+        v = 1
+        while v * 2 <= min(w, 16 // _WORD_BYTES[word]):
+            v *= 2
+        # Every vector must start on a vector boundary of the tile and of the shared-memory row.
+        while v > 1 and (contiguous % v or op.smem_ld % v):
+            v //= 2
+        return v
 
-    def setup(self, operand: OperandTile, units: int) -> LoaderConfig:
+    def setup(self, operand: OperandTile, units: int, selection=None) -> VectorLoaderConfig:
         super().setup(operand, units)   # validates the unit count
-        vectors = operand.rows * operand.cols // self.width(operand)
-        return LoaderConfig(operand=operand, units=units, tasks=-(-vectors // units))
+        width = self.width(operand, selection.vector_width if selection is not None else 1)
+        vectors = operand.rows * operand.cols // width
+        return VectorLoaderConfig(operand=operand, units=units, tasks=-(-vectors // units), width=width)
 
-    def tasks(self, cfg, d, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
+    def tasks(self, cfg, d, src, smem, row0, col0, rows_bound, cols_bound, unit="UNIT_ID"):
         op = cfg.operand
-        w = self.width(op)
+        w = cfg.width
         word = op.smem_type_word
         row_major = op.layout is Layout.ROW
         per_line = (op.cols if row_major else op.rows) // w
@@ -69,17 +84,17 @@ class VectorLoader(CyclicLoader):
         safe_r = f"(gr < {rows_bound} ? gr : {last_r})" if op.check_rows else "gr"
         safe_c = f"(gc < {cols_bound} ? gc : {last_c})" if op.check_cols else "gc"
         conds = ([f"gr < {rows_bound}"] if op.check_rows else []) + ([f"gc < {cols_bound}"] if op.check_cols else [])
-        index = op.global_index(safe_r, safe_c)
+        index = op.global_index(safe_r, safe_c, src.ld)
         ctype = d.c_type(word)
         zero = f"({ctype}){d.zero(op.element) if op.converts else '0'}"
         if w == 1:
-            value = d.load_global(op.element, op.ident, index) if op.converts else f"{op.ident}[{index}]"
+            value = d.load_global(op.element, src.ptr, index) if op.converts else f"{src.ptr}[{index}]"
             read = [f"{ctype} v = ({ctype})({value});"]
             if conds:
                 read.append(f"v = ({' && '.join(conds)}) ? v : {zero};")
             components = ["v"]
         else:
-            read = [f"{ctype}{w} v = {d.vector_ref('global', word, w, f'{op.ident} + {index}', const=True)};"]
+            read = [f"{ctype}{w} v = {d.vector_ref('global', word, w, f'{src.ptr} + {index}', const=True)};"]
             components = [f"v.{_COMPONENTS[j]}" for j in range(w)]
             if conds:
                 read += [f"const bool inside = {' && '.join(conds)};"]

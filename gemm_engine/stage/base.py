@@ -16,18 +16,36 @@ interleave its own work. On exit the shared stages may be overwritten once all u
 
 ``write`` hands every accumulator element, with its row and column inside the stage, to a writer
 callback (the global level's, which owns bounds and the epilogue).
+
+Declared (`gemm_engine.contracts`): a stage requires a tile of its scope (`tile.base`), requires of
+the loaders that they write shared memory the way it reads it, and provides one of the capabilities
+below, which the global levels require. Which orientation each operand has in shared memory is the
+loaders' choice, passed to ``setup`` by the global level (``lhs_k_contiguous``, ``rhs_k_contiguous``);
+a stage that cannot read it refuses. The selection fields it reads are its ``knobs``.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 from ..codegen.dialect import Dialect
+from ..contracts import Capability
 from ..errors import SetupError
 from ..problem import MatmulProblem
+from ..selection import Knob
 from ..tile.base import TileConfig, TileMatmul
 from .events import StageEventListener
+
+#: What a stage offers its global level.
+SMEM_STAGE = Capability("shared-memory stage", "a stage that reads both operands from shared-memory "
+                                               "arrays and is done with them when it returns")
+REGISTER_LHS_STAGE = Capability("register-lhs stage", "a stage that reads lhs from each unit's own "
+                                                      "registers (rows the global level loads) and rhs "
+                                                      "from shared memory")
+ASYNC_DESCRIPTOR_STAGE = Capability("asynchronous descriptor stage",
+                                    "a stage that issues asynchronous wgmma batches on 128-byte-swizzled "
+                                    "shared memory, which the global level waits for")
 
 #: writer(row_expr, col_expr, value_expr) -> C statement storing one accumulator element.
 Writer = Callable[[str, str, str], str]
@@ -59,6 +77,10 @@ class StageMatmul(ABC):
     """A stage matmul family, generic over its tile matmul."""
 
     name = "stage"
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    provides: ClassVar[frozenset] = frozenset({SMEM_STAGE})
+    requires: ClassVar[tuple] = ()
+    uses: ClassVar[tuple[str, ...]] = ("tile",)
 
     def __init__(self, tile: TileMatmul):
         self.tile = tile
@@ -80,7 +102,10 @@ class StageMatmul(ABC):
         return units
 
     @abstractmethod
-    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> StageConfig: ...
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool = False,
+              rhs_k_contiguous: bool = False) -> StageConfig:
+        """The stage's config; ``*_k_contiguous``: the orientation the loaders store each operand in
+        (rows of shared memory along k: a row-major lhs or a column-major rhs copied as it lies)."""
 
     @abstractmethod
     def declare(self, cfg: StageConfig, d: Dialect) -> str:

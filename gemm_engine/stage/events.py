@@ -1,9 +1,19 @@
-"""Stage events and the listeners that turn them into code.
+"""Events and the listeners that turn them into code: one protocol for every level.
 
-The stage level, while it renders its (unrolled) sequence of tile executions, asks its listener
-for code at each event and splices the answer in. Events are therefore resolved at render time:
-a listener that returns "" for every event costs nothing, and one that returns a global load at
-``TileMatmulCompleted(i, n)`` interleaves that load between the i-th and (i+1)-th tile execution.
+A stage, while it renders its (unrolled) sequence of tile executions, asks its listener for code
+at each stage event and splices the answer in; a global level asks the same listener at the two
+global events (`KernelStart`, at the top of its body; `BeforeStore`, before the writer stores the
+accumulators). Events are resolved at render time: a listener that returns "" for every event
+costs nothing, and one that returns a global load at ``TileMatmulCompleted(i, n)`` interleaves
+that load between the i-th and (i+1)-th tile execution.
+
+``TileMatmulCompleted(i, n)`` means the same in every stage: the i-th of the n tile matmuls (one
+``TileMatmul.execute`` each: one register outer product, one ``mma.sync``, one ``wgmma``) that the
+stage issues per call has been issued.
+
+A global level has its own listener (double buffering spreads its loads through one) and an
+algorithm may add the user's (`Algorithm.listener`): `ChainedListener` asks both, the global's
+first, and splices their code in that order.
 """
 from __future__ import annotations
 
@@ -12,7 +22,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class StageEvent:
-    """Base of all stage events."""
+    """Base of all events."""
+
+
+@dataclass(frozen=True)
+class KernelStart(StageEvent):
+    """At the top of the global level's body, before anything of the cube's tile is computed."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +51,7 @@ class RhsLoaded(StageEvent):
 
 @dataclass(frozen=True)
 class TileMatmulCompleted(StageEvent):
-    """The i-th of n tile executions of this stage has been issued."""
+    """The i-th of the n tile matmuls the stage issues per call has been issued."""
     i: int
     n: int
 
@@ -46,11 +61,26 @@ class Finish(StageEvent):
     """After the last tile execution of the stage."""
 
 
+@dataclass(frozen=True)
+class BeforeStore(StageEvent):
+    """The accumulators are final; the writer stores them next."""
+
+
 class StageEventListener:
     """Returns the code to splice in at an event. The base listener injects nothing."""
 
     def on_event(self, event: StageEvent) -> str:
         return ""
+
+
+class ChainedListener(StageEventListener):
+    """Several listeners as one: each is asked in order and their code spliced in that order."""
+
+    def __init__(self, *listeners: StageEventListener):
+        self.listeners = listeners
+
+    def on_event(self, event: StageEvent) -> str:
+        return "\n".join(code for code in (lst.on_event(event) for lst in self.listeners) if code)
 
 
 class RecordingListener(StageEventListener):

@@ -8,12 +8,17 @@ array at a compile-time k (the stage renders its k loop unrolled, or with ``#pra
 the array stays in registers. Rhs is read from shared memory as before.
 
 Within this stage ``execute``'s lhs argument names the register array rather than a shared-memory
-stage; the stage still moves no global memory itself.
+stage; the stage still moves no global memory itself. Declared: it provides `REGISTER_LHS_STAGE`
+(only a global level that fills the registers may run it) and needs an lhs loader that writes unit
+registers (`UnitRowsLoader`).
 """
 from __future__ import annotations
 
+from ..contracts import Requirement
 from ..errors import SetupError
-from ..tile.base import SmemTile
+from ..global_.base import K_MAJOR_SMEM, UNIT_REGISTERS
+from ..tile.base import UNIT_SCOPE, SmemTile
+from .base import REGISTER_LHS_STAGE
 from .unit_partitioned import UnitPartitionedStage, UnitStageConfig
 
 #: The register array holding this unit's lhs rows for one K slice.
@@ -22,6 +27,10 @@ LHS_REGS = "lhs_regs"
 
 class OrderedPartitionedStage(UnitPartitionedStage):
     name = "ordered_partitioned_stage"
+    provides = frozenset({REGISTER_LHS_STAGE})
+    requires = (Requirement.of("tile", UNIT_SCOPE),
+                Requirement.of("lhs_loader", UNIT_REGISTERS, why="it reads lhs from each unit's registers"),
+                Requirement.of("rhs_loader", K_MAJOR_SMEM, why="it reads a k-major rhs stage"))
 
     @staticmethod
     def unit_rows(cfg: UnitStageConfig) -> tuple[str, int]:
@@ -29,8 +38,8 @@ class OrderedPartitionedStage(UnitPartitionedStage):
         into ``lhs_regs``. Units with the same ``part_m0`` need (and load) the same rows."""
         return "part_m0", cfg.tile.tile_m
 
-    def setup(self, problem, selection, dialect) -> UnitStageConfig:
-        cfg = super().setup(problem, selection, dialect)
+    def setup(self, problem, selection, dialect, lhs_k_contiguous=False, rhs_k_contiguous=False) -> UnitStageConfig:
+        cfg = super().setup(problem, selection, dialect, lhs_k_contiguous, rhs_k_contiguous)
         if cfg.partition_m != 1:
             # lhs_regs holds one tile's rows (`unit_rows`); more tiles along m would need more.
             raise SetupError(self.name, f"partition_m={cfg.partition_m}: the ordered stage holds the "
@@ -42,8 +51,8 @@ class OrderedPartitionedStage(UnitPartitionedStage):
         return "\n".join([super().declare(cfg, d),
                           f"{ctype} {LHS_REGS}[{cfg.stage_k * cfg.tile.tile_m}];"])
 
-    def _k_step(self, cfg, d, lhs_regs, rhs_smem, k: str) -> tuple[str, str, str]:
-        _, load_r, execute = super()._k_step(cfg, d, lhs_regs, rhs_smem, k)
+    def _k_step(self, cfg, d, lhs_regs, rhs_smem, k: str, kk: int = 0):
+        (_, lhs_event), *rest = super()._k_step(cfg, d, lhs_regs, rhs_smem, k, kk)
         # The register array read like a k-major tile of leading dimension tile_m, origin 0.
         load_l = self.tile.load_lhs(cfg.tile, d, "lhs_frag", SmemTile(lhs_regs, cfg.tile.tile_m, k, "0"))
-        return load_l, load_r, execute
+        return [(load_l, lhs_event), *rest]

@@ -22,9 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..contracts import Requirement
 from ..errors import SetupError
+from ..global_.base import GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM
 from ..problem import MatmulProblem
-from ..tile.base import SmemTile
+from ..selection import Knob
+from ..tile.base import PLANE_SCOPE, SmemTile
 from .base import StageConfig, StageMatmul, Writer
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
                      TileMatmulCompleted)
@@ -57,10 +60,27 @@ class PlaneStageConfig(StageConfig):
 
 class PlanePartitionedStage(StageMatmul):
     name = "plane_partitioned_stage"
+    knobs = (Knob("planes_m", 2, "planes per cube along m"),
+             Knob("planes_n", 4, "planes per cube along n"),
+             Knob("partition_m", 4, "tiles per plane along m"),
+             Knob("partition_n", 4, "tiles per plane along n"),
+             Knob("stage_k", 16, "k per shared-memory stage"),
+             Knob("fragment_buffering", False, "load the next k tile's fragments during this one's tile matmuls"))
+    requires = (Requirement.of("tile", PLANE_SCOPE),
+                Requirement.of("lhs_loader", K_MAJOR_SMEM, GLOBAL_LAYOUT_SMEM),
+                Requirement.of("rhs_loader", K_MAJOR_SMEM, GLOBAL_LAYOUT_SMEM))
+    #: The stage's extent, derived from the knobs (a selection has them as read-only properties).
+    selection_properties = {"stage_m": lambda s: s.planes_m * s.partition_m * s.tile_m,
+                            "stage_n": lambda s: s.planes_n * s.partition_n * s.tile_n}
 
-    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> PlaneStageConfig:
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool = False,
+              rhs_k_contiguous: bool = False) -> PlaneStageConfig:
         if self.tile.scope != "plane":
-            raise SetupError(self.name, f"tile {self.tile.name!r} is unit-scoped; use a unit-partitioned stage")
+            raise SetupError(self.name, f"tile {self.tile.name!r} is {self.tile.scope}-scoped; "
+                                        f"a plane-partitioned stage runs plane tiles")
+        if (lhs_k_contiguous or rhs_k_contiguous) and not self.tile.reads_k_contiguous:
+            raise SetupError(self.name, f"the loaders store an operand k-contiguous, which tile "
+                                        f"{self.tile.name!r} does not read (it reads k-major stages)")
         tile_cfg = self.tile.setup(problem, selection, dialect)
         pm, pn = selection.partition_m, selection.partition_n
         plm, pln, sk = selection.planes_m, selection.planes_n, selection.stage_k
@@ -72,28 +92,18 @@ class PlanePartitionedStage(StageMatmul):
             raise SetupError(self.name, f"stage_k={sk} is not a multiple of tile_k={tile_cfg.tile_k}")
         units = self._groups_units(plm * pln, "planes", PLANE, dialect)
         sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
-        lhs_kc, rhs_kc = self.orientation(problem, selection)
-        pad = getattr(tile_cfg, "smem_pad", SMEM_PAD)
+        # The orientation is the loaders' (k-major for task loaders; as stored in global memory for
+        # chunk loaders, so they copy 16-byte chunks straight through). The padding keeps ldmatrix
+        # conflict-free either way: a row of stage_k + 8 halves (stage_k a multiple of 16) puts the
+        # 8 rows of one 8 x 8 block on 8 distinct 4-bank groups.
+        lhs_kc, rhs_kc = lhs_k_contiguous, rhs_k_contiguous
+        pad = tile_cfg.smem_pad or SMEM_PAD
         return PlaneStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
                                 lhs_ld=(sk if lhs_kc else sm) + pad,
                                 rhs_ld=(sk if rhs_kc else sn) + pad,
                                 lhs_k_contiguous=lhs_kc, rhs_k_contiguous=rhs_kc, planes_m=plm,
                                 planes_n=pln, partition_m=pm, partition_n=pn,
-                                fragment_buffering=bool(getattr(selection, "fragment_buffering", False)))
-
-    def orientation(self, problem: MatmulProblem, selection) -> tuple[bool, bool]:
-        """(lhs, rhs) k-contiguous in shared memory? k-major (False, False) unless the selection's
-        ``smem_layout`` is "global": then each operand is stored as it lies in global memory (a
-        row-major lhs and a column-major rhs are k-contiguous), so a loader can copy 16-byte chunks
-        straight through. The padding above keeps ldmatrix conflict-free either way: a row of
-        stage_k + 8 halves (stage_k a multiple of 16) puts the 8 rows of one 8 x 8 block on 8
-        distinct 4-bank groups."""
-        mode = getattr(selection, "smem_layout", "k_major")
-        if mode == "k_major":
-            return False, False
-        if mode != "global":
-            raise SetupError(self.name, f"smem_layout={mode!r}; expected 'k_major' or 'global'")
-        return problem.lhs_layout == "row", problem.rhs_layout == "col"
+                                fragment_buffering=selection.fragment_buffering)
 
     def declare(self, cfg: PlaneStageConfig, d: Dialect) -> str:
         t, tc = self.tile, cfg.tile

@@ -16,9 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..contracts import Requirement
 from ..errors import SetupError
+from ..global_.base import K_MAJOR_SMEM
 from ..problem import MatmulProblem
-from ..tile.base import SmemTile
+from ..selection import Knob
+from ..tile.base import UNIT_SCOPE, SmemTile
 from .base import StageConfig, StageMatmul, Writer
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEventListener,
                      TileMatmulCompleted)
@@ -43,17 +46,27 @@ class UnitStageConfig(StageConfig):
 
 class UnitPartitionedStage(StageMatmul):
     name = "unit_partitioned_stage"
+    knobs = (Knob("stage_m", 64, "output rows per cube"),
+             Knob("stage_n", 64, "output columns per cube"),
+             Knob("stage_k", 16, "k per shared-memory stage"),
+             Knob("partition_m", 1, "tiles per unit along m"),
+             Knob("partition_n", 1, "tiles per unit along n"),
+             Knob("partition", "contiguous", "where a unit's tiles lie: side by side, or a grid of units apart",
+                  choices=LAYOUTS))
+    requires = (Requirement.of("tile", UNIT_SCOPE),
+                Requirement.of("lhs_loader", K_MAJOR_SMEM, why="it reads k-major stages"),
+                Requirement.of("rhs_loader", K_MAJOR_SMEM, why="it reads k-major stages"))
 
-    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> UnitStageConfig:
-        tile_cfg = self.tile.setup(problem, selection, dialect)
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool = False,
+              rhs_k_contiguous: bool = False) -> UnitStageConfig:
         if self.tile.scope != "unit":
-            raise SetupError(self.name, f"tile {self.tile.name!r} is plane-scoped; use a plane-partitioned stage")
+            raise SetupError(self.name, f"tile {self.tile.name!r} is {self.tile.scope}-scoped; "
+                                        f"a unit-partitioned stage runs unit tiles")
+        if lhs_k_contiguous or rhs_k_contiguous:
+            raise SetupError(self.name, "reads k-major stages only; the loaders store an operand k-contiguous")
+        tile_cfg = self.tile.setup(problem, selection, dialect)
         sm, sn, sk = selection.stage_m, selection.stage_n, selection.stage_k
-        # Selections without partition fields get the 1 x 1 contiguous partition.
-        pm, pn = getattr(selection, "partition_m", 1), getattr(selection, "partition_n", 1)
-        layout = getattr(selection, "partition", "contiguous")
-        if layout not in LAYOUTS:
-            raise SetupError(self.name, f"unknown partition layout {layout!r}; known: {LAYOUTS}")
+        pm, pn, layout = selection.partition_m, selection.partition_n, selection.partition
         if pm < 1 or pn < 1:
             raise SetupError(self.name, f"partition {pm}x{pn} must be positive")
         block_m, block_n = tile_cfg.tile_m * pm, tile_cfg.tile_n * pn
@@ -111,39 +124,37 @@ class UnitPartitionedStage(StageMatmul):
         return "\n".join(self.tile.init_acc(cfg.tile, d, self._acc(cfg, i, j))
                          for i in range(cfg.partition_m) for j in range(cfg.partition_n))
 
-    def _k_step(self, cfg, d, lhs_smem, rhs_smem, k: str) -> tuple[str, str, str]:
-        """(lhs fragment loads, rhs fragment loads, tile executions) of one k step."""
+    def _k_step(self, cfg, d, lhs_smem, rhs_smem, k: str, kk: int = 0) -> list[tuple[str, object]]:
+        """(code, the event that follows it) for every step of k step ``kk`` (first k row ``k``):
+        each lhs fragment load, each rhs fragment load, each tile matmul."""
         t, tc = self.tile, cfg.tile
-        load_l = [t.load_lhs(tc, d, self._lhs_frag(cfg, i), SmemTile(lhs_smem, cfg.lhs_ld, k, self._origin(cfg, "m", i)))
-                  for i in range(cfg.partition_m)]
-        load_r = [t.load_rhs(tc, d, self._rhs_frag(cfg, j), SmemTile(rhs_smem, cfg.rhs_ld, k, self._origin(cfg, "n", j)))
-                  for j in range(cfg.partition_n)]
-        execute = [t.execute(tc, d, self._lhs_frag(cfg, i), self._rhs_frag(cfg, j), self._acc(cfg, i, j))
-                   for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
-        return "\n".join(load_l), "\n".join(load_r), "\n".join(execute)
+        pm, pn, n = cfg.partition_m, cfg.partition_n, cfg.stage_k
+        steps = [(t.load_lhs(tc, d, self._lhs_frag(cfg, i), SmemTile(lhs_smem, cfg.lhs_ld, k, self._origin(cfg, "m", i))),
+                  LhsLoaded(kk * pm + i, n * pm)) for i in range(pm)]
+        steps += [(t.load_rhs(tc, d, self._rhs_frag(cfg, j), SmemTile(rhs_smem, cfg.rhs_ld, k, self._origin(cfg, "n", j))),
+                   RhsLoaded(kk * pn + j, n * pn)) for j in range(pn)]
+        steps += [(t.execute(tc, d, self._lhs_frag(cfg, i), self._rhs_frag(cfg, j), self._acc(cfg, i, j)),
+                   TileMatmulCompleted((kk * pm + i) * pn + j, n * pm * pn)) for i in range(pm) for j in range(pn)]
+        return steps
 
     def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener) -> str:
         n = cfg.stage_k
+        unrolled = [self._k_step(cfg, d, lhs_smem, rhs_smem, str(kk), kk) for kk in range(n)]
         # Ask in execution order, so a listener sees the events as the kernel will run them.
         begin = listener.on_event(Begin())
-        injected = {}
-        for i in range(n):
-            for ev in (LhsLoaded(i, n), RhsLoaded(i, n), TileMatmulCompleted(i, n)):
-                injected[ev] = listener.on_event(ev)
+        injected = [[listener.on_event(ev) for _, ev in steps] for steps in unrolled]
         finish = listener.on_event(Finish())
         out = [begin] if begin else []
-        if not any(injected.values()):
+        if not any(code for per_step in injected for code in per_step):
             # Nothing to interleave: a compact loop (the compiler unrolls it) keeps sources small.
-            load_l, load_r, execute = self._k_step(cfg, d, lhs_smem, rhs_smem, "kk")
-            out += [f"#pragma unroll\nfor (int kk = 0; kk < {n}; ++kk) {{", load_l, load_r, execute, "}"]
+            body = [code for code, _ in self._k_step(cfg, d, lhs_smem, rhs_smem, "kk")]
+            out += [f"#pragma unroll\nfor (int kk = 0; kk < {n}; ++kk) {{", *body, "}"]
         else:
-            for i in range(n):
-                load_l, load_r, execute = self._k_step(cfg, d, lhs_smem, rhs_smem, str(i))
-                for code, ev in ((load_l, LhsLoaded(i, n)), (load_r, RhsLoaded(i, n)),
-                                 (execute, TileMatmulCompleted(i, n))):
+            for steps, extra in zip(unrolled, injected):
+                for (code, _), inject in zip(steps, extra):
                     out.append(code)
-                    if injected[ev]:
-                        out.append(injected[ev])
+                    if inject:
+                        out.append(inject)
         if finish:
             out.append(finish)
         return "\n".join(out)

@@ -22,10 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..contracts import Requirement
 from ..errors import SetupError
+from ..global_.base import SWIZZLED_SMEM
 from ..problem import MatmulProblem
+from ..selection import Knob
+from ..tile.base import WARPGROUP_SCOPE
 from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout, WgmmaTile
-from .base import StageConfig, StageMatmul, Writer
+from .base import ASYNC_DESCRIPTOR_STAGE, StageConfig, StageMatmul, Writer
 from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
 
 # Accumulator registers per unit beyond which ptxas spills (255 in all, addresses need some).
@@ -51,15 +55,30 @@ class WarpgroupStageConfig(StageConfig):
 
 class WarpgroupPartitionedStage(StageMatmul):
     name = "warpgroup_partitioned_stage"
+    knobs = (Knob("warpgroups_m", 2, "warpgroups per cube along m"),
+             Knob("warpgroups_n", 1, "warpgroups per cube along n"),
+             Knob("partition_m", 1, "64-row tiles per warpgroup, stacked along m"),
+             Knob("stage_k", 0, "k per ring slot (0: one 128-byte swizzled row: 64 16-bit or 32 tf32 elements)"))
+    provides = frozenset({ASYNC_DESCRIPTOR_STAGE})
+    #: The stage's extent, derived from the knobs (a selection has them as read-only properties).
+    selection_properties = {"stage_m": lambda s: s.warpgroups_m * s.partition_m * 64,
+                            "stage_n": lambda s: s.warpgroups_n * s.tile_n}
+    requires = (Requirement.of("tile", WARPGROUP_SCOPE),
+                Requirement.of("lhs_loader", SWIZZLED_SMEM, why="wgmma reads 128-byte-swizzled stages"),
+                Requirement.of("rhs_loader", SWIZZLED_SMEM, why="wgmma reads 128-byte-swizzled stages"))
 
-    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WarpgroupStageConfig:
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool = False,
+              rhs_k_contiguous: bool = False) -> WarpgroupStageConfig:
         if self.tile.scope != "warpgroup" or not isinstance(self.tile, WgmmaTile):
             raise SetupError(self.name, f"tile {self.tile.name!r} is not warpgroup-scoped (wgmma)")
         tc = self.tile.setup(problem, selection, dialect)
-        wm, wn = getattr(selection, "warpgroups_m", 2), getattr(selection, "warpgroups_n", 1)
+        if (lhs_k_contiguous, rhs_k_contiguous) != (not tc.lhs_mn_major, not tc.rhs_mn_major):
+            raise SetupError(self.name, "the loaders store the operands in another orientation than the "
+                                        "wgmma tile reads them (its transpose bits follow the global layouts)")
+        wm, wn = selection.warpgroups_m, selection.warpgroups_n
         itemsize = 4 if tc.kind == "tf32" else 2
         row = SWIZZLE_BYTES // itemsize
-        pm, sk = getattr(selection, "partition_m", 1), getattr(selection, "stage_k", row)
+        pm, sk = selection.partition_m, selection.stage_k or row
         self._check_positive(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm)
         # 16-bit: one 128-byte swizzled row of 64 elements, in both orientations (one ring layout
         # keeps the loader simple). tf32 (K-major only): one or two 128-byte k-atoms of 32.

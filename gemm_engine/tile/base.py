@@ -19,15 +19,26 @@ rhs fragment for double buffering):
 
 Each method returns C source in the neutral vocabulary of `gemm_engine.codegen.dialect`; the
 host-side ``setup`` returns a frozen config or raises `SetupError` with the reason.
+
+What a tile offers its stage is declared (`gemm_engine.contracts`): its scope, one of the
+capabilities below, which the stages require. The selection fields it reads are its ``knobs``.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 from ..codegen.dialect import Dialect
+from ..contracts import Capability
 from ..problem import MatmulProblem
+from ..selection import Knob
+
+#: Tile scopes: who computes one tile matmul (what a stage must partition its cube into).
+UNIT_SCOPE = Capability("unit tile", "a unit-scoped tile (one unit computes it in registers)")
+PLANE_SCOPE = Capability("plane tile", "a plane-scoped tile (one plane, a warp, computes it together)")
+WARPGROUP_SCOPE = Capability("warpgroup tile", "a warpgroup tile (four planes issue it together, reading "
+                                               "shared memory through descriptors: wgmma)")
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,9 @@ class TileConfig:
     # compute type for register tiles (converted once by the loader), the raw storage type
     # (f16_bits...) for tensor-core tiles that read half precision straight from shared memory.
     smem: str = ""
+    # Elements a plane stage pads each shared-memory row with for this tile (0: the stage's own
+    # default, which suits 16-bit elements; the f64 DMMA tile needs another).
+    smem_pad: int = 0
 
     @property
     def smem_word(self) -> str:
@@ -79,6 +93,12 @@ class TileMatmul(ABC):
     name: str = "tile"
     #: "unit" tiles are executed by one thread each, "plane" tiles by a whole warp / sub-group.
     scope: str = "unit"
+    #: The selection fields this tile reads.
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    provides: ClassVar[frozenset] = frozenset({UNIT_SCOPE})
+    requires: ClassVar[tuple] = ()
+    #: Whether ``load_lhs`` / ``load_rhs`` also read k-contiguous tiles (`SmemTile.k_contiguous`).
+    reads_k_contiguous: ClassVar[bool] = False
 
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> TileConfig: ...

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import SmemTile, TileConfig, TileMatmul
+from ..selection import Knob
+from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
 #: The lane id inside the plane, as every fragment expression uses it.
 LANE = "(UNIT_ID & 31)"
@@ -50,14 +51,17 @@ SMEM_PAD_F64 = 4
 
 @dataclass(frozen=True)
 class DmmaTileConfig(TileConfig):
-    # Elements the plane stage pads each shared-memory row with (it reads this field when a tile
-    # config has it, else uses its own default of 8).
-    smem_pad: int = SMEM_PAD_F64
+    smem_pad: int = SMEM_PAD_F64   # see the module docstring (the plane stage's default is 8)
 
 
 class DmmaTile(TileMatmul):
     name = "dmma"
     scope = "plane"
+    knobs = (Knob("tile_m", 8, "rows of a plane's tile (the instruction's: 8)"),
+             Knob("tile_n", 8, "columns of a plane's tile (the instruction's: 8)"),
+             Knob("tile_k", 0, "k of a tile (0: the instruction's 4)"))
+    provides = frozenset({PLANE_SCOPE})
+    reads_k_contiguous = True
 
     # -- host ---------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DmmaTileConfig:
@@ -73,7 +77,7 @@ class DmmaTile(TileMatmul):
                 raise SetupError(self.name, f"{side} is {et.name}: the DMMA tile multiplies float64 only "
                                             f"(f64 x f64 -> f64)")
         tm, tn = selection.tile_m, selection.tile_n
-        tk = getattr(selection, "tile_k", 0) or SHAPE[2]
+        tk = selection.tile_k or SHAPE[2]
         if (tm, tn, tk) != SHAPE:
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the f64 instruction shape "
                                         f"{SHAPE[0]}x{SHAPE[1]}x{SHAPE[2]} (tile_k=0 picks k)")

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import SmemTile, TileConfig, TileMatmul
+from ..selection import Knob
+from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
 #: The lane id inside the plane, as every fragment expression uses it.
 LANE = "(UNIT_ID & 31)"
@@ -68,6 +69,13 @@ class MmaTileConfig(TileConfig):
 class MmaTile(TileMatmul):
     name = "mma"
     scope = "plane"
+    knobs = (Knob("tile_m", 16, "rows of a plane's tile (the instruction's: 16)"),
+             Knob("tile_n", 8, "columns of a plane's tile (the instruction's: 8)"),
+             Knob("tile_k", 0, "k of a tile (0: the instruction's)"),
+             Knob("precision", "default", "'tf32' lets float32 run on tensor cores rounded to tf32",
+                  choices=("default", "tf32")))
+    provides = frozenset({PLANE_SCOPE})
+    reads_k_contiguous = True
 
     # -- host ---------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> MmaTileConfig:
@@ -81,7 +89,7 @@ class MmaTile(TileMatmul):
         if problem.lhs != problem.rhs:
             raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
         # The problem's precision (the caller's matmul(..., precision=)) or the selection's opt-in.
-        precision = problem.precision if problem.precision != "default" else getattr(selection, "precision", "default")
+        precision = problem.precision if problem.precision != "default" else selection.precision
         if precision not in _PRECISIONS:
             raise SetupError(self.name, f"precision={precision!r}; expected one of {_PRECISIONS}")
         kind = self._kind(problem.lhs.storage, precision)
@@ -89,7 +97,7 @@ class MmaTile(TileMatmul):
             raise SetupError(self.name, f"device {dev.name!r} has no {kind} mma.sync")
         inst_k, _, smem = _KINDS[kind]
         tm, tn = selection.tile_m, selection.tile_n
-        tk = getattr(selection, "tile_k", 0) or inst_k
+        tk = selection.tile_k or inst_k
         if (tm, tn, tk) != (16, 8, inst_k):
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} instruction shape "
                                         f"16x8x{inst_k} (tile_k=0 picks it)")

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import SmemTile, TileConfig, TileMatmul
+from ..selection import Knob
+from .base import UNIT_SCOPE, SmemTile, TileConfig, TileMatmul
 
 # Beyond 8 x 8 accumulators per thread (64 registers, plus fragments) register pressure spills.
 _MAX_TILE = 8
@@ -28,6 +29,9 @@ class RegisterTileConfig(TileConfig):
 class RegisterTile(TileMatmul):
     name = "register"
     scope = "unit"
+    knobs = (Knob("tile_m", 4, "rows of a unit's register tile"),
+             Knob("tile_n", 4, "columns of a unit's register tile"))
+    provides = frozenset({UNIT_SCOPE})
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> RegisterTileConfig:
         tm, tn = selection.tile_m, selection.tile_n

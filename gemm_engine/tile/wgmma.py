@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import TileConfig, TileMatmul
+from ..selection import Knob
+from .base import WARPGROUP_SCOPE, TileConfig, TileMatmul
 
 WARPGROUP = 128
 SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit or 32 32-bit elements
@@ -133,6 +134,8 @@ class WgmmaTile(TileMatmul):
 
     name = "wgmma"
     scope = "warpgroup"
+    knobs = (Knob("tile_n", 256, f"columns of a warpgroup's tile (one of {_INSTRUCTION_N})"),)
+    provides = frozenset({WARPGROUP_SCOPE})
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WgmmaTileConfig:
         check_wgmma_device(self.name, dialect)
@@ -150,7 +153,7 @@ class WgmmaTile(TileMatmul):
             if lhs_mn or rhs_mn:
                 raise SetupError(self.name, "wgmma reads tf32 operands only K-major (a row-major lhs and "
                                             "a column-major rhs); the k_major batch level transposes others")
-        tn = getattr(selection, "tile_n", 128)
+        tn = selection.tile_n
         if tn not in _INSTRUCTION_N:
             raise SetupError(self.name, f"tile_n={tn}; expected one of {_INSTRUCTION_N}")
         return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=tk, compute="f32", smem=smem, kind=ptx,

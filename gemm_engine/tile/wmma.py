@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import SmemTile, TileConfig, TileMatmul
+from ..selection import Knob
+from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
 LANE = "(UNIT_ID & 31)"
 PLANE_SLOT = "((UNIT_ID >> 5) * 256)"     # this plane's 16 x 16 staging block
@@ -40,6 +41,12 @@ class WmmaTileConfig(TileConfig):
 class WmmaTile(TileMatmul):
     name = "wmma"
     scope = "plane"
+    knobs = (Knob("tile_m", 16, "rows of a plane's tile (WMMA's: 16)"),
+             Knob("tile_n", 16, "columns of a plane's tile (WMMA's: 16)"),
+             Knob("tile_k", 0, "k of a tile (0: the shape's)"),
+             Knob("precision", "default", "'tf32' lets float32 run on tensor cores rounded to tf32",
+                  choices=("default", "tf32")))
+    provides = frozenset({PLANE_SCOPE})
     headers = ("<mma.h>",)
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WmmaTileConfig:
@@ -48,7 +55,7 @@ class WmmaTile(TileMatmul):
             raise SetupError(self.name, f"WMMA needs CUDA tensor cores; {dialect.backend} has none")
         if problem.lhs != problem.rhs:
             raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
-        precision = problem.precision if problem.precision != "default" else getattr(selection, "precision", "default")
+        precision = problem.precision if problem.precision != "default" else selection.precision
         storage = problem.lhs.storage
         if storage == "f16_bits":
             kind, need = "f16", (7, 0)
@@ -65,7 +72,7 @@ class WmmaTile(TileMatmul):
         if cc < need:
             raise SetupError(self.name, f"{kind} WMMA needs sm_{need[0]}{need[1]}+, device is sm_{cc[0]}{cc[1]}")
         inst_k, smem = _KINDS[kind]
-        tm, tn, tk = selection.tile_m, selection.tile_n, getattr(selection, "tile_k", 0) or inst_k
+        tm, tn, tk = selection.tile_m, selection.tile_n, selection.tile_k or inst_k
         if (tm, tn, tk) != (16, 16, inst_k):
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} WMMA shape 16x16x{inst_k}")
         return WmmaTileConfig(tile_m=16, tile_n=16, tile_k=inst_k, compute="f32", smem=smem, kind=kind)

@@ -6,8 +6,8 @@ winners live.
 """
 from .cache import CACHE_ENV, Entry, TuningCache, cache_dir
 from .key import anchor, problem_key
-from .space import CONTENDERS, candidates
+from .space import candidate_names, candidates
 from .tuner import ProgressBar, Trial, TuneResult, Tuner
 
-__all__ = ["CACHE_ENV", "CONTENDERS", "Entry", "ProgressBar", "Trial", "TuneResult", "Tuner", "TuningCache",
+__all__ = ["CACHE_ENV", "candidate_names", "Entry", "ProgressBar", "Trial", "TuneResult", "Tuner", "TuningCache",
            "anchor", "cache_dir", "candidates", "problem_key"]

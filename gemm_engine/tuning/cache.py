@@ -16,7 +16,6 @@ Compiled kernels are not stored here: CuPy's and PyOpenCL's own binary caches ho
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 import tempfile
@@ -43,20 +42,24 @@ def _version() -> str:
 
 
 def selection_to_json(selection) -> dict:
-    cls = type(selection)
-    return {"class": f"{cls.__module__}.{cls.__qualname__}", "fields": dataclasses.asdict(selection)}
+    return {"fields": selection.values_dict()}
 
 
-def selection_from_json(data: dict):
-    """The selection dataclass instance ``data`` describes; ValueError when it cannot be rebuilt."""
+def selection_from_json(algorithm: str, data: dict):
+    """The selection of registered ``algorithm`` that ``data`` describes (its type is the
+    algorithm's own: nothing the file names is ever imported); ValueError when it cannot be rebuilt."""
+    from ..algorithms import REGISTRY
+    cls = REGISTRY.get(algorithm)
+    target = getattr(cls, "selection_class", None) if cls is not None else None
+    if target is None:
+        raise ValueError(f"stale entry: {algorithm!r} is no registered algorithm with a selection")
+    fields = data.get("fields") if isinstance(data, dict) else None
+    if not isinstance(fields, dict):
+        raise ValueError(f"malformed selection {data!r}")
     try:
-        module, _, name = data["class"].rpartition(".")
-        cls = getattr(importlib.import_module(module), name)
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{data['class']} is not a dataclass")
-        return cls(**data["fields"])
-    except Exception as exc:  # noqa: BLE001 -- any failure means "this entry is stale"
-        raise ValueError(f"stale selection {data!r}: {exc}") from exc
+        return target(**fields)
+    except (TypeError, ValueError) as exc:   # a field this version lacks, or a value of another type
+        raise ValueError(f"stale selection for {algorithm}: {exc}") from exc
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +78,7 @@ class Entry:
     @classmethod
     def from_json(cls, data: dict) -> "Entry":
         try:
-            return cls(str(data["algorithm"]), selection_from_json(data["selection"]),
+            return cls(str(data["algorithm"]), selection_from_json(str(data["algorithm"]), data["selection"]),
                        float(data["seconds"]), int(data.get("trials", 0)))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed entry {data!r}") from exc

@@ -1,39 +1,56 @@
 """Which algorithms and tilings the tuner times for a problem.
 
-By default the contenders are the algorithms the heuristic ranks (``auto``'s members, with the
-split-K members taken without auto's gate: where split-K pays is exactly what timing can tell)
-and double buffering, each with its `Algorithm.tuning_space`. ``exhaustive`` adds every other
-registered algorithm (the teaching compositions: simple, ordered, specialized, wmma, ...), which
-are slower everywhere measured so far and cost a compile each.
+By default the contenders are the algorithms the rules name (algorithms/rules.py: ``RULES``, with
+a family's members each, and whatever ``when`` says: where split-K or the skinny split pays is
+exactly what timing can tell) and the unranked ones marked ``tune``, each with its
+`Algorithm.tuning_space`. ``exhaustive`` adds every other registered algorithm (the teaching
+compositions: simple, ordered, specialized, wmma, a user's own...), slower everywhere measured so
+far and a compile each.
 """
 from __future__ import annotations
 
 from ..algorithms.base import REGISTRY, Algorithm, AlgorithmFamily
-from ..errors import SetupError
+from ..algorithms.rules import RULES, UNRANKED
+from ..choice import try_setup
 
-#: Algorithms timed by default, by registered name.
-CONTENDERS = ("skinny", "skinny_split_k", "split_k_wgmma", "split_k_mma", "split_k_unit", "pipelined_wgmma",
-              "pipelined_mma", "pipelined_dmma", "simple_unit", "double_buffering_unit")
+
+def _expand(name: str) -> list[str]:
+    cls = REGISTRY.get(name)
+    if cls is None:
+        return []
+    if issubclass(cls, AlgorithmFamily):
+        return [m.name for m in cls().members]
+    return [name]
 
 
 def candidate_names(exhaustive: bool = False) -> list[str]:
-    if not exhaustive:
-        return [n for n in CONTENDERS if n in REGISTRY]
-    extra = sorted(n for n, cls in REGISTRY.items()
-                   if n not in CONTENDERS and not issubclass(cls, AlgorithmFamily))
-    return [n for n in CONTENDERS if n in REGISTRY] + extra
+    names = [n for r in RULES if r.tune for n in _expand(r.algorithm)]
+    names += [n for u in UNRANKED if u.tune for n in _expand(u.algorithm)]
+    names = list(dict.fromkeys(names))
+    if exhaustive:
+        names += sorted(n for n, cls in REGISTRY.items()
+                        if n not in names and not issubclass(cls, AlgorithmFamily))
+    return names
 
 
 def candidates(problem, dialect, exhaustive: bool = False) -> tuple[list[Algorithm], dict[str, str]]:
-    """(algorithms with a selection each, {name: reason} of the algorithms that refuse the problem)."""
+    """(algorithms with a whole selection each, {name: reason} of the algorithms that refuse the
+    problem, or whose own tiling rule failed)."""
     found, refused = [], {}
     for name in candidate_names(exhaustive):
-        cls = REGISTRY[name]
         try:
-            space = cls().tuning_space(problem, dialect)
-            cls().setup(problem, dialect)          # the heuristic tiling must set up at least
-        except SetupError as exc:
-            refused[name] = str(exc)
+            base = REGISTRY[name]()
+            space = base.tuning_space(problem, dialect)
+        except Exception as exc:  # noqa: BLE001 -- a user's algorithm must not stop tuning
+            refused[name] = f"{type(exc).__name__}: {exc}"
             continue
-        found += [cls(selection) for selection in space]
+        _, err = try_setup(base, problem, dialect)       # the heuristic tiling must set up at least
+        if err is not None:
+            refused[name] = str(err)
+            continue
+        for preset in space:
+            try:
+                found.append(base.with_selection(preset))
+            except (TypeError, ValueError) as exc:
+                refused[f"{name} {preset!r}"] = str(exc)
     return found, refused

@@ -18,7 +18,10 @@ from ..dtypes import BFLOAT16, numpy_dtype
 from ..errors import SetupError
 from ..frontend import OperandView
 from ..global_.epilogue import IDENTITY
+from ..launcher import operand_values, output_values, size_values
+from ..operands import DeviceOperand
 from ..problem import Layout, MatmulProblem
+from ..selection import Selection
 from ..timing import device_time
 from .cache import Entry
 from .key import problem_key
@@ -29,15 +32,8 @@ SCREEN_FACTOR = 2.0
 
 
 def describe(selection) -> str:
-    """The fields of a selection that differ from its class's defaults: ``stage_m=128 tile_n=8``."""
-    try:
-        default = type(selection)()
-    except TypeError:
-        default = None
-    fields = getattr(selection, "__dataclass_fields__", {})
-    parts = [f"{f}={getattr(selection, f)!r}" for f in fields
-             if default is None or getattr(selection, f) != getattr(default, f)]
-    return " ".join(parts) or "defaults"
+    """The fields of a selection that differ from its knobs' defaults: ``stage_m=128 tile_n=8``."""
+    return selection.describe() if isinstance(selection, Selection) else repr(selection)
 
 
 @dataclass(frozen=True)
@@ -98,9 +94,8 @@ def _progress(progress):
     return lambda done, total, label: None
 
 
-def _operand(engine, problem: MatmulProblem, lhs: bool, rng):
+def _operand(runtime, problem: MatmulProblem, lhs: bool, rng) -> DeviceOperand:
     """A random device operand with the problem's layout and (at least) its alignment."""
-    from ..engine import _Operand
     et = problem.lhs if lhs else problem.rhs
     rows, cols = (problem.m, problem.k) if lhs else (problem.k, problem.n)
     layout = problem.lhs_layout if lhs else problem.rhs_layout
@@ -114,9 +109,9 @@ def _operand(engine, problem: MatmulProblem, lhs: bool, rng):
         host = rng.standard_normal((problem.batch, outer, ld)).astype(dtype)
     if et is BFLOAT16:
         host = host.view(np.uint16)
-    dev = engine.runtime.to_device(host)
+    dev = runtime.to_device(host)
     view = OperandView(layout, ld, outer * ld)
-    return _Operand(dev, view, align)
+    return DeviceOperand(dev, view, align)
 
 
 def _out_storage(problem: MatmulProblem):
@@ -124,33 +119,40 @@ def _out_storage(problem: MatmulProblem):
 
 
 class Tuner:
-    def __init__(self, engine, repeat: int = 10, warmup: int = 2, progress=None, exhaustive: bool = False,
-                 seed: int = 0):
-        self.engine, self.repeat, self.warmup = engine, repeat, warmup
+    """Times candidates with a `Planner` and a `Launcher` (an engine's, or any runtime's); ``choose``
+    is the choice policy whose default pick is the reference every new best must match."""
+
+    def __init__(self, planner, launcher, choose, repeat: int = 10, warmup: int = 2, progress=None,
+                 exhaustive: bool = False, seed: int = 0):
+        self.planner, self.launcher, self.choose = planner, launcher, choose
+        self.runtime = planner.runtime
+        self.repeat, self.warmup = repeat, warmup
         self.progress, self.exhaustive, self.seed = _progress(progress), exhaustive, seed
 
     def run(self, problem: MatmulProblem) -> TuneResult:
-        eng, rt = self.engine, self.engine.runtime
+        rt = self.runtime
         problem = replace(problem, epilogue=IDENTITY)    # see key.py: the plain product's winner
-        key = problem_key(problem, eng.device)
-        algs, refused = candidates(problem, eng.dialect, self.exhaustive)
+        key = problem_key(problem, rt.device)
+        algs, refused = candidates(problem, rt.dialect, self.exhaustive)
         if not algs:
             raise SetupError("tuner", "no candidate sets up for this problem: "
                              + "; ".join(f"{n}: {r}" for n, r in refused.items()))
         rng = np.random.default_rng(self.seed)
-        lhs, rhs = _operand(eng, problem, True, rng), _operand(eng, problem, False, rng)
-        out_shape = (problem.batch, problem.m, problem.n)
+        lhs, rhs = _operand(rt, problem, True, rng), _operand(rt, problem, False, rng)
         storage = _out_storage(problem)
-        target = rt.empty(out_shape, storage)
+        target = rt.empty((problem.batch, problem.m, problem.n), storage)
+        values = {**operand_values(rt, "lhs", lhs.array, lhs.view), **operand_values(rt, "rhs", rhs.array, rhs.view),
+                  **output_values(rt, target, problem), **size_values(problem)}
 
-        def runner(alg):
-            alg_c, cfg, kernels = eng._plan(alg, problem)
-            plan, args = eng._launch_args(alg_c, cfg, kernels, problem, lhs, rhs, target, out_shape, storage)
-            return lambda: eng._run_kernels(plan, args)
+        def runner(alg, cfg=None):
+            plan = self.planner.plan(alg, problem, cfg)
+            args = plan.signature.pack(self.launcher.with_workspace(plan, values))
+            return lambda: self.launcher.run_packed(plan, args)
 
         # The reference every new best must match: the heuristic's kernel, which tests check
         # against numpy on every backend.
-        runner(eng._resolve("auto"))()
+        choice = self.choose(problem, "auto")
+        runner(choice.algorithm, choice.config)()
         reference = self._host(problem, target)
         trials: list[Trial] = []
         best = None
@@ -192,7 +194,7 @@ class Tuner:
         return None if err <= tol else err
 
     def _host(self, problem, array) -> np.ndarray:
-        host = self.engine.runtime.to_host(array)
+        host = self.runtime.to_host(array)
         if problem.out is BFLOAT16:
             host = host.view(numpy_dtype(BFLOAT16))
         return host.astype(np.float64)

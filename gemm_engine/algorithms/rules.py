@@ -1,0 +1,152 @@
+"""The selection rules, in one place: which registered algorithm ``auto`` takes, when, and why.
+
+`RULES` is ordered: ``auto`` takes the first rule whose condition holds for the problem and whose
+algorithm sets up. Two different things can pass a rule by:
+
+* *should not be chosen*: the rule's ``when`` returns a reason (skinny_split_k on an output too
+  short to be worth a second launch): the algorithm could run, auto prefers what comes after;
+* *cannot run*: its setup raises `SetupError` (wgmma on a device without it).
+
+`UNRANKED` names every other built-in algorithm with the reason auto never takes it (and whether
+the tuner times it anyway). From these two tables derive ``auto`` (algorithms/auto.py), the
+explanation of a choice (explain.py), the tuner's candidates (tuning/space.py) and the tests'
+expectations; nothing else keeps a list of names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..codegen.dialect import Dialect
+from ..global_.skinny_tiling import skinny_axis
+from ..problem import Layout, MatmulProblem
+
+
+def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Take ``algorithm`` (a registered name) when ``when`` returns None; ``why`` says why it sits
+    where it does in the order (explain quotes it)."""
+
+    algorithm: str
+    why: str
+    when: Callable[[MatmulProblem, Dialect], str | None] = field(default=always, compare=False)
+    #: The tuner times it (a family: each member), whatever ``when`` says.
+    tune: bool = True
+
+
+@dataclass(frozen=True)
+class Unranked:
+    """A registered built-in ``auto`` never takes, and why; ``tune``: the tuner times it anyway."""
+
+    algorithm: str
+    why: str
+    tune: bool = False
+
+
+# -- the conditions -----------------------------------------------------------------------------------
+#: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.
+SPLIT_SKINNY_MIN_BYTES = 16 << 20
+
+
+def skinny_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """skinny_split_k only on CUDA (where it was measured), where the big operand is large enough
+    (16 MiB) that a second launch is small against streaming it, and where K is at least the output
+    extent: each of the one-launch kernel's cubes then walks a long K over short runs of each row.
+    On the H100 (bench/results/h100_2026-11-21_issue4_session4.md), bf16 1 x 8192 x 8192: split 0.0509
+    ms, one launch 0.0532; 1 x 14336 x 4096: split 0.0455, one launch 0.0429."""
+    if dialect.backend != "cuda":
+        return "measured on CUDA GPUs only; other devices take skinny"
+    if problem.m != 1 and problem.n != 1:
+        return None   # its setup refuses it
+    big = problem.rhs if skinny_axis(problem)[0] else problem.lhs
+    extent = max(problem.m, problem.n)
+    size = problem.batch * problem.k * extent * big.itemsize
+    if problem.k < extent:
+        return f"K = {problem.k} is shorter than the {extent} outputs: one launch streams it faster"
+    if size < SPLIT_SKINNY_MIN_BYTES:
+        return f"the big operand's {size} bytes are streamed fast enough by one launch (split from {SPLIT_SKINNY_MIN_BYTES})"
+    return None
+
+
+def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """split_k only where K is long against the output, so that the output tiles alone would leave
+    compute units idle while each walks a long K: K >= 4 max(M, N) and K >= 1024, or a thin output
+    (M or N at most 64) with K >= 2048 (16 x 8192 x 8192 f16 on the H100: 0.076 ms split against
+    0.096 unsplit), or exact float32 whose 64 x 64 tiles leave most compute units idle (512^3 f32:
+    0.030 ms split in 4, 0.061 unsplit). The batch level still refuses when the tiles fill the device."""
+    long_k = problem.k >= max(1024, 4 * max(problem.m, problem.n))
+    thin = min(problem.m, problem.n) <= 64 and problem.k >= 2048
+    tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // 64)
+    few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
+                     and problem.k >= 512 and 2 * tiles < dialect.device.compute_units)
+    if long_k or thin or few_fma_tiles:
+        return None
+    return (f"K = {problem.k} is not long against M = {problem.m}, N = {problem.n}: the output tiles "
+            f"carry the parallelism")
+
+
+#: tf32 on wgmma transposes a non-K-major operand first (batch/k_major.py): 8 bytes moved per
+#: element of it, small against 2 M N K flops once the other extent reaches this. Measured on the
+#: H100, row-major b: 512^3 wgmma + pass 0.024 ms against mma.sync's 0.014; 1000^3 0.027-0.041
+#: against 0.036; 2048^3 0.082-0.108 against 0.150-0.165 (bench/results/h100_2026-11-21_tf32*.md).
+WGMMA_TRANSPOSE_MIN_EXTENT = 768
+
+
+def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """pipelined_wgmma, except tf32 problems whose transposing pass costs more than wgmma gains
+    over pipelined_mma (which reads any layout)."""
+    if problem.lhs.storage != "f32":
+        return None
+    copies = [("lhs", "N", problem.n)] if Layout(problem.lhs_layout) is not Layout.ROW else []
+    copies += [("rhs", "M", problem.m)] if Layout(problem.rhs_layout) is not Layout.COL else []
+    for op, other, extent in copies:
+        if extent < WGMMA_TRANSPOSE_MIN_EXTENT:
+            return (f"{other} = {extent}: transposing the {op} for tf32 wgmma costs more than it gains "
+                    f"(auto wants {other} >= {WGMMA_TRANSPOSE_MIN_EXTENT})")
+    return None
+
+
+# -- the tables ---------------------------------------------------------------------------------------
+RULES: tuple[Rule, ...] = (
+    Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
+                           "outputs: K split over a wave of cubes, each reading long runs of rows "
+                           "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)", skinny_split_worth_it),
+    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)"),
+    Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
+                    "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
+    Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
+                            "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
+                            "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),
+    Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)"),
+    Rule("pipelined_dmma", "float64 tensor cores on sm_80+: 2.6x register FMA on the H100"),
+    Rule("simple_unit", "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
+                        "ahead of double_buffering_unit's 0.81)"),
+)
+
+UNRANKED: tuple[Unranked, ...] = (
+    Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "
+                                      "0.89x cuBLAS)", tune=True),
+    Unranked("simple_mma", "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster"),
+    Unranked("double_buffering_mma", "tensor cores without the cp.async ring: pipelined_mma / "
+                                     "pipelined_wgmma are faster"),
+    Unranked("simple_wmma", "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster"),
+    Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
+    Unranked("ordered", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
+    Unranked("specialized", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
+)
+
+#: Registered families that are aliases choosing among their members (listed on their own).
+FAMILY_NOTE = "a family: chooses among its members, which are listed on their own"
+
+
+def rule_for(name: str) -> Rule | None:
+    return next((r for r in RULES if r.algorithm == name), None)
+
+
+def unranked_reason(name: str) -> str:
+    found = next((u for u in UNRANKED if u.algorithm == name), None)
+    return found.why if found else "not one of auto's rules: run only when named"

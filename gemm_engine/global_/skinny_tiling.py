@@ -1,0 +1,81 @@
+"""The skinny kernel's tiling rule: which axis its outputs run along, and its knobs left at 0
+chosen for the problem and device (`resolve_tiling`), so that a sweep may fix one knob and keep
+the rest. The kernel itself is global_/skinny.py."""
+from __future__ import annotations
+
+from ..codegen.dialect import Dialect
+from ..problem import Layout, MatmulProblem
+
+#: Shared memory the staged vector may take: 32 KiB leaves room for several cubes per
+#: multiprocessor and holds all of K = 8192 in float32 (one chunk: no barrier inside the K loop).
+CHUNK_BYTES = 32 * 1024
+#: Most vector elements each unit stages per chunk.
+STAGING = 32
+#: Most units per cube (fewer for short problems: small cubes, more of them).
+UNITS = 256
+#: Global loads in flight per unit: 8 x 16 bytes x 256 units = 32 KiB per cube.
+UNROLL = 8
+#: Most units sharing one output of a dot product (a plane's worth on GPUs).
+LANES = 32
+
+_WORD_BYTES = {"f32": 4, "f64": 8}
+
+
+def pow2_at_least(x: int) -> int:
+    return 1 << max(0, x - 1).bit_length()
+
+
+def pow2_at_most(x: int) -> int:
+    return 1 << (max(1, x).bit_length() - 1)
+
+
+def skinny_axis(problem: MatmulProblem) -> tuple[bool, bool]:
+    """(along_n, dot) for a problem with ``m == 1`` or ``n == 1``: which axis the outputs run
+    along, and whether the big operand is contiguous along K. When both are 1 (a dot product) the
+    operand contiguous along K is taken as the big one."""
+    lhs_row, rhs_col = Layout(problem.lhs_layout) is Layout.ROW, Layout(problem.rhs_layout) is Layout.COL
+    if problem.m == 1 and (problem.n != 1 or not lhs_row):
+        return True, rhs_col
+    return False, lhs_row
+
+
+def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
+    """``selection`` with every skinny knob left at 0 chosen for ``problem`` on ``dialect``'s device:
+    ``outputs`` per cube, ``units`` per cube, ``unroll`` loads in flight, ``chunk_k`` staged."""
+    if problem.m != 1 and problem.n != 1:
+        return selection  # not a skinny problem: setup refuses it
+    from .skinny import load_width
+    along_n, dot = skinny_axis(problem)
+    big = problem.rhs if along_n else problem.lhs
+    extent = problem.n if along_n else problem.m
+    unroll = selection.unroll or UNROLL
+    most = pow2_at_most(min(UNITS, dialect.device.max_threads_per_cube))
+    if dot:
+        # Enough lanes per output that each reads about ``unroll`` vectors of its row, at most
+        # a plane's worth: long rows get 32 lanes reading consecutive 16-byte vectors.
+        width = load_width(big, selection.vector_width, problem.rhs_align if along_n else problem.lhs_align,
+                           problem.k)
+        lanes = min(LANES, most, pow2_at_least(-(-problem.k // (width * unroll))))
+        outputs = selection.outputs or min(most // lanes, pow2_at_least(extent))
+        units = selection.units or lanes * outputs
+    else:
+        per_unit = 16 // big.itemsize
+        if selection.outputs:
+            outputs = selection.outputs
+        else:
+            # The widest run per K row (up to 128 bytes: 8 groups of 16) that still gives
+            # every multiprocessor work: 8192 bf16 outputs on 132 SMs -> 4 groups, 256 cubes.
+            vectors = -(-extent // per_unit)
+            target = 3 * max(1, dialect.device.compute_units) // 2
+            outputs = per_unit * next((g for g in (8, 4, 2) if g <= vectors
+                                       and problem.batch * -(-vectors // g) >= target), 1)
+        groups = max(1, outputs // per_unit)
+        # Slices of K: up to the cube's units, fewer when K is short (each at least ``unroll``
+        # rows), never fewer than per_unit (each output's sum takes one unit).
+        slices = min(max(1, most // groups), max(per_unit, pow2_at_least(-(-problem.k // unroll))))
+        units = selection.units or groups * slices
+    # A power of two times the units, so that problems of neighbouring K share one kernel; at
+    # most STAGING loads per unit (each is a line of code).
+    cap = units * max(1, min(STAGING, CHUNK_BYTES // _WORD_BYTES.get(big.compute, 4) // units))
+    chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), cap)
+    return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk)

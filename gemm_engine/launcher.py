@@ -1,0 +1,108 @@
+"""The launch step: a plan's kernels run with one call's arguments, packed by the plan's signature.
+
+A call's values are a mapping from kernel parameter name to value (`operand_values`,
+`output_values`, `size_values`, `epilogue_values`: the names batch/signature.py and the epilogue
+declare); `Launcher.run` adds the workspace the plan needs, packs them in signature order and runs
+the kernels in order.
+
+Repeated calls with the same metadata (shapes, strides, dtypes, alignment) go through a `CallPlan`:
+its `Packer` holds every argument that cannot change between such calls already converted, so a
+call fills only the addresses (and the epilogue's scalars and arrays); a one-kernel plan without
+epilogue arguments on CUDA goes further, straight to ``cuLaunchKernel`` with a parameter block of
+its own (codegen/cuda_launch.py) that gets only the three addresses per call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .batch.signature import Packer
+from .dtypes import numpy_dtype
+from .planner import Plan
+from .problem import MatmulProblem
+
+#: The parameters that change between calls of one `CallPlan` (besides the epilogue's and the workspace).
+_ADDRESSES = ("lhs_base", "lhs_offset", "rhs_base", "rhs_offset", "out_base", "out_offset")
+
+
+def operand_values(rt, prefix: str, array, view) -> dict:
+    """The four parameters of an operand (`batch.signature.operand_params`)."""
+    ptr, offset = rt.ptr_arg(array)
+    return {f"{prefix}_base": ptr, f"{prefix}_offset": offset, f"{prefix}_ld": view.ld,
+            f"{prefix}_batch_stride": view.batch_stride}
+
+
+def output_values(rt, target, problem: MatmulProblem) -> dict:
+    """The output's parameters: a contiguous (batch, M, N) array."""
+    ptr, offset = rt.ptr_arg(target)
+    return {"out_base": ptr, "out_offset": offset, "out_ld": problem.n, "out_batch_stride": problem.m * problem.n}
+
+
+def size_values(problem: MatmulProblem) -> dict:
+    return {"M": problem.m, "N": problem.n, "K": problem.k, "batch": problem.batch}
+
+
+def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=None, bias_stride=None) -> dict:
+    """The epilogue's parameters (`Epilogue.params`); the signature takes those its terms need."""
+    values = {"alpha": alpha, "beta": beta}
+    if c is not None:
+        ptr, offset = rt.ptr_arg(c)
+        values.update(c_base=ptr, c_offset=offset, c_row_stride=c_view.row_stride,
+                      c_col_stride=c_view.col_stride, c_batch_stride=c_view.batch_stride)
+    if bias is not None:
+        ptr, offset = rt.ptr_arg(bias)
+        values.update(bias_base=ptr, bias_offset=offset, bias_stride=bias_stride)
+    return values
+
+
+class Launcher:
+    def __init__(self, runtime):
+        self.runtime = runtime
+
+    def with_workspace(self, plan: Plan, values: dict) -> dict:
+        """``values`` plus a fresh workspace where the plan needs one."""
+        if plan.workspace is None:
+            return values
+        rt = self.runtime
+        scratch = rt.empty((plan.workspace.count,), numpy_dtype(plan.workspace.element))
+        return {**values, "workspace": rt.ptr_arg(scratch)[0]}
+
+    def run(self, plan: Plan, values: dict) -> None:
+        self.run_packed(plan, plan.signature.pack(self.with_workspace(plan, values)))
+
+    def run_packed(self, plan: Plan, args: tuple) -> None:
+        for launch in plan.launches:
+            self.runtime.launch_converted(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes)
+
+
+@dataclass
+class CallPlan:
+    """A plan with the arguments of one kind of call fixed: only addresses (and the epilogue's
+    values) change between its calls."""
+
+    plan: Plan
+    packer: Packer
+    out_shape: tuple
+    dtype: np.dtype
+    fused: bool                  # the epilogue takes arguments (alpha, c, bias...) per call
+    fused_meta: dict             # the epilogue values fixed for the plan (c's strides, bias's stride)
+    #: ``direct(a, b, out) -> bool``: the launch with only the three addresses new (CUDA; prepared
+    #: by the plan's first fast call; False where it cannot be); False when it cannot launch now.
+    direct: object = None
+
+    @classmethod
+    def make(cls, plan: Plan, values: dict, out_shape, dtype, fused: bool, fused_meta: dict) -> "CallPlan":
+        changing = set(_ADDRESSES) | ({"alpha", "beta", "c_base", "c_offset", "bias_base", "bias_offset"}
+                                      if fused else set()) | {"workspace"}
+        fixed = {k: v for k, v in values.items() if k not in changing}
+        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, fused_meta)
+
+    def pack(self, rt, launcher: Launcher, a, b, target, alpha=1.0, beta=None, c=None, bias=None) -> tuple:
+        (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)
+        values = {"lhs_base": pa, "lhs_offset": oa, "rhs_base": pb, "rhs_offset": ob, "out_base": pt,
+                  "out_offset": ot}
+        if self.fused:
+            values.update(epilogue_values(rt, float(alpha), 1.0 if beta is None else float(beta), c,
+                                          self.fused_meta.get("c_view"), bias, self.fused_meta.get("bias_stride")))
+        return self.packer.pack(launcher.with_workspace(self.plan, values))
