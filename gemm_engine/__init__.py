@@ -4,14 +4,16 @@ CUDA or OpenCL kernels from one description.
     >>> import numpy as np, gemm_engine
     >>> c = gemm_engine.matmul(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
 """
-from . import algorithms
+from . import algorithms, components
 from .algorithms import Algorithm, register
+from .batch.base import register_dispatch
 from .engine import Engine, default_engine, matmul
+from .rendering import source
 from .errors import BackendUnavailableError, GemmEngineError, SetupError
 from .global_.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
 
 __all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
-           "Layout", "MatmulProblem", "SetupError", "algorithms", "default_engine", "matmul", "register",
-           "register_activation"]
+           "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "matmul",
+           "register", "register_activation", "register_dispatch", "source"]
 __version__ = "0.1.0"

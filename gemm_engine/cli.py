@@ -12,6 +12,7 @@ Every sub-command has ``--help``. With no sub-command, ``run`` runs with its def
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -136,17 +137,17 @@ def explain(args) -> int:
 
 def source(args) -> int:
     """Render without a GPU when asked for a CUDA arch (--arch): a nominal device of that arch."""
-    from .algorithms.base import resolve
     if args.arch:
-        from .codegen.device import nominal_cuda_device
         from .codegen.dialect import dialect_for
-        major, minor = _arch_numbers(args.arch)
-        dialect = dialect_for(nominal_cuda_device(major, minor))
+        from .rendering import nominal_device
+        from .rendering import source as render_source
+        _arch_numbers(args.arch)
         problem = _problem(args)
-        alg = resolve(args.algorithm or "auto")
-        cfg = alg.setup(problem, dialect)
-        alg = alg.chosen(cfg)
-        text = alg.render(cfg, dialect)
+        text = render_source(args.algorithm or "auto", problem, arch=args.arch)
+        from .choice import ChoicePolicy
+        choice = ChoicePolicy(dialect_for(nominal_device("cuda", args.arch)), lambda p: None).choose(
+            problem, args.algorithm or "auto")
+        alg, cfg = choice.algorithm, choice.config
     else:
         from .engine import Engine
         engine = Engine(args.backend)
@@ -276,6 +277,11 @@ def _binary_cache(engine) -> str:
 
 
 # -- parser ---------------------------------------------------------------------------------------
+def _add_import(p):
+    p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                   help="import MODULE first (e.g. one that registers your own algorithm); repeatable")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="gemm-engine", description=__doc__.split("\n\n")[0],
                                   formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -288,6 +294,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="one matmul checked against numpy, with its speed")
     _add_problem(p)
     p.add_argument("--algorithm", default=None, help="registered algorithm name (default: the engine's choice)")
+    _add_import(p)
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--tune", action="store_true", help="tune the problem first when the cache has no entry")
     p.add_argument("--repeat", type=int, default=10, help="timed calls (median)")
@@ -297,6 +304,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="which algorithm a problem gets, and why not the others")
     _add_problem(p)
     p.add_argument("--algorithm", default=None)
+    _add_import(p)
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.set_defaults(func=explain)
 
@@ -307,6 +315,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the device whose dialect renders it (ignored with --arch)")
     p.add_argument("--arch", default=None,
                    help="render CUDA for this architecture without a GPU, e.g. sm_80 or sm_90")
+    _add_import(p)
     p.set_defaults(func=source)
 
     p = sub.add_parser("bench", help="the benchmark suite: table, --json, --md, --plot")
@@ -322,6 +331,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--force", action="store_true", help="tune again problems the cache already has")
     p.add_argument("--exhaustive", action="store_true", help="time every registered algorithm")
+    _add_import(p)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--verbose", action="store_true", help="print every candidate's time")
@@ -336,10 +346,20 @@ def _bench(args) -> int:
     return run_from_args(args)
 
 
+def _imports(args) -> None:
+    """``--import MODULE``: modules that register user algorithms (``gemm_engine.register``)."""
+    import importlib
+    for name in getattr(args, "imports", None) or ():
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())    # a module beside the caller, as `python -m` finds it
+        importlib.import_module(name)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv or ["run"])
     if args.command is None:
         parser().print_help()
         return 2
+    _imports(args)
     return args.func(args)

@@ -38,3 +38,14 @@ def rel_error(result, ref) -> float:
 def assert_close(result, a, b, dtype: str):
     err = rel_error(result, reference(a, b))
     assert err <= TOLERANCE[dtype], f"relative error {err:.3e} > {TOLERANCE[dtype]:.1e} for {dtype}"
+
+
+def lane_env(tile, unit) -> dict:
+    """{"UNIT_ID": unit, and each of the tile's lane names (``tile.lanes``)} for evaluating the
+    tile's rendered index expressions in Python (they use only parentheses, +, *, /, %, &, >>, <<;
+    ``unit`` may be an int or a numpy array of units)."""
+    import re
+    env = {"UNIT_ID": unit}
+    for name, expr in tile.lanes:
+        env[name] = eval(re.sub(r"(?<![/*])/(?![/*])", "//", expr), {}, dict(env))
+    return env

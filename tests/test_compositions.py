@@ -15,54 +15,18 @@ import pytest
 
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.algorithms.base import AlgorithmFamily
-from gemm_engine.batch.dispatch import ColMajorDispatch, GroupedDispatch, RowMajorDispatch, SwizzledDispatch
-from gemm_engine.batch.k_major import KMajorBatchMatmul
-from gemm_engine.batch.partitioned import PartitionedBatchMatmul
-from gemm_engine.batch.split_k import SplitKBatchMatmul
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.components import BUILT_IN
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.async_loader import ChunkLoader
-from gemm_engine.global_.double_buffering import DoubleBufferingGlobalMatmul
-from gemm_engine.global_.loaders import CyclicLoader, TilewiseLoader
-from gemm_engine.global_.ordered import OrderedGlobalMatmul, UnitRowsLoader
-from gemm_engine.global_.pipelined import PipelinedGlobalMatmul
-from gemm_engine.global_.simple import SimpleGlobalMatmul
-from gemm_engine.global_.skinny import SkinnyGlobalMatmul
-from gemm_engine.global_.specialized import SpecializedGlobalMatmul
-from gemm_engine.global_.swizzled_loader import SwizzledChunkLoader
-from gemm_engine.global_.vector_loader import VectorLoader
-from gemm_engine.global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
-from gemm_engine.global_.writers import DirectWriter, PairedWriter, StagedWriter
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.stage.events import RecordingListener
-from gemm_engine.stage.ordered_partitioned import OrderedPartitionedStage
-from gemm_engine.stage.plane_partitioned import PlanePartitionedStage
-from gemm_engine.stage.unit_partitioned import UnitPartitionedStage
-from gemm_engine.stage.warpgroup_partitioned import WarpgroupPartitionedStage
-from gemm_engine.tile.dmma import DmmaTile
-from gemm_engine.tile.mma import MmaTile
-from gemm_engine.tile.register import RegisterTile
-from gemm_engine.tile.wgmma import WgmmaTile
-from gemm_engine.tile.wmma import WmmaTile
 
 from cuda_compile import SM80, SM90A, compile_jobs, failures_of, nvcc_or_skip, prefetched
 from helpers import TOLERANCE, random, reference, rel_error
 
-LOADERS = (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader)
-BUILT_INS = {
-    "tile": (RegisterTile, MmaTile, WmmaTile, WgmmaTile, DmmaTile),
-    "stage": (UnitPartitionedStage, PlanePartitionedStage, OrderedPartitionedStage, WarpgroupPartitionedStage),
-    "global_": (SimpleGlobalMatmul, DoubleBufferingGlobalMatmul, SpecializedGlobalMatmul, OrderedGlobalMatmul,
-                PipelinedGlobalMatmul, WgmmaPipelinedGlobalMatmul, SkinnyGlobalMatmul),
-    "lhs_loader": LOADERS,
-    "rhs_loader": LOADERS,
-    "writer": (DirectWriter, PairedWriter, StagedWriter),
-    "batch": (PartitionedBatchMatmul, SplitKBatchMatmul, KMajorBatchMatmul),
-    "dispatch": (RowMajorDispatch, ColMajorDispatch, SwizzledDispatch, GroupedDispatch),
-    "listener": (RecordingListener,),
-}
+#: Every built-in component per slot (the listener slot: a recording one besides the default).
+BUILT_INS = BUILT_IN
 ALGORITHMS = sorted(n for n, c in REGISTRY.items() if not issubclass(c, AlgorithmFamily)
                     and c.__module__.startswith("gemm_engine."))
 

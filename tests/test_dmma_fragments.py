@@ -32,6 +32,7 @@ from gemm_engine.stage.events import StageEventListener
 from gemm_engine.stage.plane_partitioned import PlanePartitionedStage
 from gemm_engine.tile.base import SmemTile
 from gemm_engine.tile.dmma import DmmaTile, DmmaTileConfig
+from helpers import lane_env
 
 SM80 = dialect_for(nominal_cuda_device(8, 0))
 LANES = np.arange(32)
@@ -67,7 +68,7 @@ def loaded_index(operand: str, k_contiguous: bool, ld: int = LD) -> np.ndarray:
     load = tile.load_lhs if operand == "lhs" else tile.load_rhs
     code = load(cfg(), SM80, "frag", SmemTile("S", ld, str(K0), str(X0), k_contiguous))
     index = re.fullmatch(r"frag = S\[(.*)\];", code.strip()).group(1)
-    return np.array([c_eval(index, {"UNIT_ID": lane}) for lane in LANES])
+    return np.array([c_eval(index, lane_env(DmmaTile, lane)) for lane in LANES])
 
 
 def stored_index(k: int, x: int, k_contiguous: bool, ld: int = LD) -> int:
@@ -96,7 +97,7 @@ def test_accumulator_elements_match_isa():
     assert [v for _, _, v in elements] == ["acc[0]", "acc[1]"]
     for lane in LANES:
         for i, (row, col, _) in enumerate(elements):
-            got = (c_eval(row, {"UNIT_ID": lane}), c_eval(col, {"UNIT_ID": lane}))
+            got = (c_eval(row, lane_env(DmmaTile, lane)), c_eval(col, lane_env(DmmaTile, lane)))
             assert got == isa_c(lane, i), (lane, i)
 
 

@@ -16,6 +16,7 @@ from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import CudaDialect
 from gemm_engine.stage.plane_partitioned import SMEM_PAD
 from gemm_engine.tile.base import SmemTile
+from helpers import lane_env
 from gemm_engine.tile.mma import MmaTileConfig, MmaTile
 
 LD = 128 + SMEM_PAD
@@ -37,7 +38,7 @@ class RecordingDialect(CudaDialect):
 def lane_index(expr: str, array: str, lane: int) -> int:
     """Evaluate ``array[index]`` (or ``&array[index]``) for one lane: the element index."""
     inner = re.fullmatch(rf"&?{array}\[(.*)\]", expr.strip()).group(1)
-    return eval(inner, {}, {"UNIT_ID": lane})
+    return eval(inner, {}, lane_env(MmaTile, lane))
 
 
 # -- the ISA's fragment layouts (groupID g = lane >> 2, threadID_in_group t = lane % 4) ------------
@@ -119,7 +120,7 @@ def test_accumulator_elements_match_isa(kind):
     assert [v for _, _, v in elements] == [f"acc[{i}]" for i in range(4)]
     for lane in range(32):
         for i, (row, col, _) in enumerate(elements):
-            got = (eval(row, {}, {"UNIT_ID": lane}), eval(col, {}, {"UNIT_ID": lane}))
+            got = (eval(row, {}, lane_env(MmaTile, lane)), eval(col, {}, lane_env(MmaTile, lane)))
             assert got == isa_c(lane, i), (lane, i)
 
 
@@ -175,7 +176,7 @@ def s8_registers(operand: str, k_contiguous: bool, data: list[int], ld: int) -> 
         py = re.sub(r"\(unsigned\)\(unsigned char\)(S\[[^\[\]]*\])", r"(\1 & 0xFF)", expr)
         assert "unsigned" not in py, py
         for lane in range(32):
-            out[lane, int(j)] = eval(py, {}, {"S": data, "UNIT_ID": lane})
+            out[lane, int(j)] = eval(py, {}, {"S": data, **lane_env(MmaTile, lane)})
     return out
 
 
@@ -216,7 +217,7 @@ def test_s8_instruction_and_accumulators():
     elements = list(MmaTile().acc_elements(S8_CFG, "acc"))   # s32 C fragment: the f32 layout
     for lane in range(32):
         for i, (row, col, _) in enumerate(elements):
-            got = (eval(row, {}, {"UNIT_ID": lane}), eval(col, {}, {"UNIT_ID": lane}))
+            got = (eval(row, {}, lane_env(MmaTile, lane)), eval(col, {}, lane_env(MmaTile, lane)))
             assert got == isa_c(lane, i), (lane, i)
 
 
@@ -228,5 +229,5 @@ def test_s8_byte_reads_conflict_free():
         code = load(S8_CFG, d, "frag", SmemTile("S", LD, str(K0), str(X0)))
         for j, expr in re.findall(r"frag\[(\d)\] = (.*?);", code):
             for index_expr in re.findall(r"S\[([^\[\]]*)\]", expr):
-                words = {eval(index_expr, {}, {"UNIT_ID": lane}) // 4 for lane in range(32)}
+                words = {eval(index_expr, {}, lane_env(MmaTile, lane)) // 4 for lane in range(32)}
                 assert len({w % 32 for w in words}) == len(words), (j, index_expr)

@@ -188,8 +188,9 @@ class Algorithm:
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()
-        return (header + dialect.preamble(ets, headers) + dialect.helpers_for(body)
-                + epilogue.helpers(dialect) + body + "\n")
+        text = (dialect.preamble(ets, headers) + dialect.helpers_for(body) + epilogue.helpers(dialect)
+                + body + "\n")
+        return header + dialect.compile_note(text) + text
 
     def signature(self, cfg: KernelConfig):
         """The kernels' `KernelSignature` (batch/signature.py)."""

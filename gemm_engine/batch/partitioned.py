@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..codegen.comments import plain_fields, region
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
@@ -74,7 +75,11 @@ class PartitionedBatchMatmul(BatchMatmul):
         return f"const GLOBAL {t}* {op} = {op}_base + {op}_offset + b * {op}_batch_stride;"
 
     def body(self, cfg: BatchConfig, d: Dialect) -> str:
-        return self.global_.body(cfg.global_, d, self.scope(cfg))
+        g, level = cfg.global_, self.global_
+        parts = [f"{slot} {type(c).__name__}" for slot, c in (("lhs", level.lhs_loader), ("rhs", level.rhs_loader),
+                                                             ("writer", level.writer)) if c is not None]
+        extra = "| " + " ".join(parts) if parts else ""
+        return "\n".join([region("global", level, g, extra), level.body(g, d, self.scope(cfg))])
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         g = cfg.global_
@@ -83,6 +88,7 @@ class PartitionedBatchMatmul(BatchMatmul):
         return "\n".join([
             f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
             "{",
+            region("batch", self, cfg, f"| dispatch {cfg.dispatch.name} {plain_fields(cfg.dispatch)}".rstrip()),
             self.global_.shared_declarations(g, d),
             *self.cube_index(cfg),
             f"const i64 cubes_m = (M + {stage.stage_m - 1}) / {stage.stage_m};",

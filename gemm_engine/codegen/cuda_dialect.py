@@ -51,6 +51,14 @@ typedef long long i64;
             return cc >= (9, 0)
         return super().supports(feature)
 
+    def compile_note(self, source: str) -> str:
+        arch = cuda_target_arch(self.device, source)
+        compute = arch.replace("sm_", "compute_")
+        why = " (wgmma / setmaxnreg: the arch-specific target; plain -arch=sm_90 rejects them)" \
+            if arch.endswith("a") else ""
+        return (f"/* build: nvcc -cubin -gencode=arch={compute},code={arch} kernel.cu{why}; "
+                f"NVRTC: --gpu-architecture={arch} --std=c++17 */\n")
+
     def math(self, fn: str, word: str) -> str:
         return fn + "f" if word == "f32" else fn
 

@@ -164,6 +164,10 @@ class Dialect:
         backend may keep it out of its caches. Portable default: the plain load."""
         return self.vector_ref("global", word, width, pointer, const=True)
 
+    def compile_note(self, source: str) -> str:
+        """A comment line saying how to build ``source`` by hand (for `gemm_engine.source`)."""
+        return ""
+
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:
         return ""
@@ -180,6 +184,9 @@ class Dialect:
 
 class OpenCLDialect(Dialect):
     backend = "opencl"
+
+    def compile_note(self, source: str) -> str:
+        return "/* build: OpenCL C 1.2 (clBuildProgram options \"-cl-std=CL1.2\") */\n"
     _preamble = r"""
 #define KERNEL __kernel
 #define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1)))

@@ -85,6 +85,11 @@ class StageMatmul(ABC):
     def __init__(self, tile: TileMatmul):
         self.tile = tile
 
+    def region(self, cfg: StageConfig) -> str:
+        """The comment that opens this stage's code: the stage and its tile with their configs."""
+        from ..codegen.comments import plain_fields, region
+        return region("stage", self, cfg, f"| tile {type(self.tile).__name__}: {plain_fields(cfg.tile)}")
+
     # -- setup checks the partitioned stages share ----------------------------------------------
     def _check_positive(self, **values: int) -> None:
         """SetupError naming the first selection field (in the order given) that is below 1."""

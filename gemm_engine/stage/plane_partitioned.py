@@ -108,6 +108,8 @@ class PlanePartitionedStage(StageMatmul):
     def declare(self, cfg: PlaneStageConfig, d: Dialect) -> str:
         t, tc = self.tile, cfg.tile
         lines = [
+            self.region(cfg),
+            t.declare_lanes(tc, d),
             f"const int plane_m0 = ((UNIT_ID / {PLANE}) / {cfg.planes_n}) * {cfg.partition_m * tc.tile_m};",
             f"const int plane_n0 = ((UNIT_ID / {PLANE}) % {cfg.planes_n}) * {cfg.partition_n * tc.tile_n};",
         ]

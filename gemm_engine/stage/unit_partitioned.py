@@ -112,13 +112,14 @@ class UnitPartitionedStage(StageMatmul):
         # part_m0 / part_n0: the first row / column of the unit's first tile.
         block_m = tc.tile_m * (1 if cfg.strided else cfg.partition_m)
         block_n = tc.tile_n * (1 if cfg.strided else cfg.partition_n)
-        lines = [f"const int part_m0 = (UNIT_ID / {cfg.units_n}) * {block_m};",
+        lines = [self.region(cfg), t.declare_lanes(tc, d),
+                 f"const int part_m0 = (UNIT_ID / {cfg.units_n}) * {block_m};",
                  f"const int part_n0 = (UNIT_ID % {cfg.units_n}) * {block_n};"]
         lines += [t.declare_acc(tc, d, self._acc(cfg, i, j))
                   for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
         lines += [t.declare_lhs(tc, d, self._lhs_frag(cfg, i)) for i in range(cfg.partition_m)]
         lines += [t.declare_rhs(tc, d, self._rhs_frag(cfg, j)) for j in range(cfg.partition_n)]
-        return "\n".join(lines)
+        return "\n".join(line for line in lines if line)
 
     def init_accumulators(self, cfg, d):
         return "\n".join(self.tile.init_acc(cfg.tile, d, self._acc(cfg, i, j))

@@ -103,6 +103,8 @@ class WarpgroupPartitionedStage(StageMatmul):
     def declare(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
         tc = cfg.tile
         lines = [
+            self.region(cfg),
+            self.tile.declare_lanes(tc, d),
             f"const int wg_index = UNIT_ID / {WARPGROUP};",
             f"const int wg_m0 = (wg_index / {cfg.warpgroups_n}) * {cfg.partition_m * 64};",
             f"const int wg_n0 = (wg_index % {cfg.warpgroups_n}) * {tc.tile_n};",

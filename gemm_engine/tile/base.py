@@ -99,6 +99,13 @@ class TileMatmul(ABC):
     requires: ClassVar[tuple] = ()
     #: Whether ``load_lhs`` / ``load_rhs`` also read k-contiguous tiles (`SmemTile.k_contiguous`).
     reads_k_contiguous: ClassVar[bool] = False
+    #: The unit-index expressions the tile's code reads, each named once: ``(name, expression)``,
+    #: in order (a later one may use an earlier name). The stage declares them (`declare_lanes`).
+    lanes: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def declare_lanes(self, cfg: TileConfig, d: Dialect) -> str:
+        """Declarations of the tile's lane names, once per kernel body (the stage's ``declare``)."""
+        return "\n".join(f"const int {name} = {expr};" for name, expr in self.lanes)
 
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> TileConfig: ...

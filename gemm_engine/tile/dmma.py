@@ -38,10 +38,10 @@ from ..selection import Knob
 from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
 #: The lane id inside the plane, as every fragment expression uses it.
-LANE = "(UNIT_ID & 31)"
+LANE = "lane"
 #: groupID and threadID_in_group of the ISA's fragment tables.
-GROUP = f"({LANE} >> 2)"
-THREAD_IN_GROUP = f"({LANE} & 3)"
+GROUP = "lane_g"
+THREAD_IN_GROUP = "lane_t"
 
 #: The instruction's shape (m, n, k).
 SHAPE = (8, 8, 4)
@@ -62,6 +62,7 @@ class DmmaTile(TileMatmul):
              Knob("tile_k", 0, "k of a tile (0: the instruction's 4)"))
     provides = frozenset({PLANE_SCOPE})
     reads_k_contiguous = True
+    lanes = (("lane", "UNIT_ID & 31"), ("lane_g", "lane >> 2"), ("lane_t", "lane & 3"))
 
     # -- host ---------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DmmaTileConfig:

@@ -43,8 +43,8 @@ from ..problem import MatmulProblem
 from ..selection import Knob
 from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
-#: The lane id inside the plane, as every fragment expression uses it.
-LANE = "(UNIT_ID & 31)"
+#: The lane id inside the plane, as every fragment expression uses it (declared once: `lanes`).
+LANE = "lane"
 
 #: kind -> (instruction k, PTX operand type, neutral word held in shared memory)
 _KINDS = {
@@ -76,6 +76,7 @@ class MmaTile(TileMatmul):
                   choices=("default", "tf32")))
     provides = frozenset({PLANE_SCOPE})
     reads_k_contiguous = True
+    lanes = (("lane", "UNIT_ID & 31"),)
 
     # -- host ---------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> MmaTileConfig:

@@ -136,6 +136,7 @@ class WgmmaTile(TileMatmul):
     scope = "warpgroup"
     knobs = (Knob("tile_n", 256, f"columns of a warpgroup's tile (one of {_INSTRUCTION_N})"),)
     provides = frozenset({WARPGROUP_SCOPE})
+    lanes = (("lane", "UNIT_ID & 31"), ("wg_warp", "(UNIT_ID >> 5) & 3"))
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WgmmaTileConfig:
         check_wgmma_device(self.name, dialect)
@@ -207,7 +208,7 @@ class WgmmaTile(TileMatmul):
         return d.pin_registers(acc, cfg.acc_regs)
 
     def acc_elements(self, cfg, acc):
-        lane, warp = "(UNIT_ID & 31)", "((UNIT_ID >> 5) & 3)"
+        lane, warp = "lane", "wg_warp"
         row, col = f"({warp} * 16 + ({lane} >> 2))", f"(({lane} & 3) << 1)"
         for j in range(cfg.tile_n // 8):
             base = 4 * j

@@ -22,7 +22,7 @@ from ..problem import MatmulProblem
 from ..selection import Knob
 from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
-LANE = "(UNIT_ID & 31)"
+LANE = "lane"
 PLANE_SLOT = "((UNIT_ID >> 5) * 256)"     # this plane's 16 x 16 staging block
 
 #: kind -> (k of the instruction, shared-memory word); the CUDA dialect renders the API's types.
@@ -47,6 +47,7 @@ class WmmaTile(TileMatmul):
              Knob("precision", "default", "'tf32' lets float32 run on tensor cores rounded to tf32",
                   choices=("default", "tf32")))
     provides = frozenset({PLANE_SCOPE})
+    lanes = (("lane", "UNIT_ID & 31"),)
     headers = ("<mma.h>",)
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WmmaTileConfig:

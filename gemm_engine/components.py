@@ -1,0 +1,62 @@
+"""Every built-in component, for composing algorithms: import from here.
+
+An algorithm is a subclass of `Algorithm` that sets class attributes, one per slot (``tile``,
+``stage``, ``lhs_loader``, ``rhs_loader``, ``writer``, ``global_``, ``listener``, ``batch``,
+``dispatch``); see the README's "Adding an algorithm". What each component needs from the others
+is declared (``provides`` / ``requires``, the capabilities below) and checked before setup, so a
+composition either runs right or is refused with a `SetupError` naming the components.
+"""
+from .algorithms.base import Algorithm, AlgorithmFamily, KernelConfig, register
+from .batch.base import (DISPATCHES, BatchConfig, BatchMatmul, CubeScope, Dispatch, Launch, OperandRef, Workspace,
+                         register_dispatch)
+from .batch.dispatch import ColMajorDispatch, GroupedDispatch, RowMajorDispatch, SwizzledDispatch
+from .batch.k_major import KMajorBatchMatmul
+from .batch.partitioned import PartitionedBatchMatmul
+from .batch.signature import KernelSignature, Param
+from .batch.split_k import SplitKBatchMatmul
+from .contracts import Capability, Requirement, check_composition
+from .global_.async_loader import ChunkLoader
+from .global_.base import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING, SWIZZLED_CHUNK_LOADER,
+                           SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig, GlobalMatmul)
+from .global_.double_buffering import DoubleBufferingGlobalMatmul
+from .global_.listeners import DoubleBufferingListener, OrderedListener
+from .global_.loaders import CyclicLoader, Loader, OperandTile, TilewiseLoader
+from .global_.ordered import OrderedGlobalMatmul, UnitRowsLoader
+from .global_.pipelined import PipelinedGlobalMatmul
+from .global_.simple import SimpleGlobalMatmul
+from .global_.skinny import SkinnyGlobalMatmul
+from .global_.specialized import SpecializedGlobalMatmul
+from .global_.swizzled_loader import SwizzledChunkLoader
+from .global_.vector_loader import VectorLoader
+from .global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
+from .global_.writers import DirectWriter, PairedWriter, StagedWriter
+from .selection import Knob, Selection
+from .stage.base import ASYNC_DESCRIPTOR_STAGE, REGISTER_LHS_STAGE, SMEM_STAGE, StageConfig, StageMatmul
+from .stage.events import (BeforeStore, Begin, ChainedListener, Finish, KernelStart, LhsLoaded, RecordingListener,
+                           RhsLoaded, StageEvent, StageEventListener, TileMatmulCompleted)
+from .stage.ordered_partitioned import OrderedPartitionedStage
+from .stage.plane_partitioned import PlanePartitionedStage
+from .stage.unit_partitioned import UnitPartitionedStage
+from .stage.warpgroup_partitioned import WarpgroupPartitionedStage
+from .tile.base import PLANE_SCOPE, UNIT_SCOPE, WARPGROUP_SCOPE, SmemTile, TileConfig, TileMatmul
+from .tile.dmma import DmmaTile
+from .tile.mma import MmaTile
+from .tile.register import RegisterTile
+from .tile.wgmma import WgmmaTile
+from .tile.wmma import WmmaTile
+
+#: Built-in components by slot (the slot-swap test and `gemm-engine info` read it).
+BUILT_IN = {
+    "tile": (RegisterTile, MmaTile, WmmaTile, WgmmaTile, DmmaTile),
+    "stage": (UnitPartitionedStage, PlanePartitionedStage, OrderedPartitionedStage, WarpgroupPartitionedStage),
+    "lhs_loader": (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader),
+    "rhs_loader": (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader),
+    "writer": (DirectWriter, PairedWriter, StagedWriter),
+    "global_": (SimpleGlobalMatmul, DoubleBufferingGlobalMatmul, SpecializedGlobalMatmul, OrderedGlobalMatmul,
+                PipelinedGlobalMatmul, WgmmaPipelinedGlobalMatmul, SkinnyGlobalMatmul),
+    "listener": (StageEventListener, RecordingListener),
+    "batch": (PartitionedBatchMatmul, SplitKBatchMatmul, KMajorBatchMatmul),
+    "dispatch": (RowMajorDispatch, ColMajorDispatch, SwizzledDispatch, GroupedDispatch),
+}
+
+__all__ = [name for name in dir() if not name.startswith("_")]
