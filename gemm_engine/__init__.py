@@ -16,4 +16,4 @@ from .problem import Layout, MatmulProblem
 __all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
            "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "matmul",
            "register", "register_activation", "register_dispatch", "source"]
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402

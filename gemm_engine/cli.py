@@ -227,7 +227,7 @@ def info(args) -> int:
     import os
     import platform
 
-    from . import __version__
+    from .version import __version__
     from .algorithms.base import REGISTRY
     from .tuning import CACHE_ENV, TuningCache
 
@@ -265,8 +265,8 @@ def info(args) -> int:
 def _binary_cache(engine) -> str:
     import os
     if engine.backend == "cuda":
-        from .codegen.cuda_runtime import _cupy_cache_dir
-        folder = _cupy_cache_dir(engine.runtime.cp)
+        from .codegen.cuda_runtime import cupy_cache_dir
+        folder = cupy_cache_dir(engine.runtime.cp)
         return f"{folder} (CuPy's; $CUPY_CACHE_DIR; sm_90a cubins stored there too)"
     name = engine.device.name
     if "Portable Computing Language" in name or "pthread" in name:

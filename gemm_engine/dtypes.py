@@ -25,6 +25,9 @@ class ElementType:
     itemsize: int
 
 
+#: Bytes of each neutral element word (storage and compute words alike).
+WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2, "i8": 1, "i32": 4}
+
 FLOAT32 = ElementType("float32", "f32", "f32", 4)
 FLOAT64 = ElementType("float64", "f64", "f64", 8)
 FLOAT16 = ElementType("float16", "f16_bits", "f32", 2)

@@ -57,6 +57,11 @@ def rng(request) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ from the current templates (then review the diff)")
+
+
 # -- nvcc compile checks: queue every selected compile test's jobs up front (tests/cuda_compile.py) --
 def _compiles(item) -> bool:
     return item.get_closest_marker("nvcc") is not None or hasattr(getattr(item, "function", None), "nvcc_jobs")

@@ -61,7 +61,7 @@ class _FakeRuntime:
                     return S
 
         class Launcher:
-            def _launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, address, extra):
+            def launch_kernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, address, extra):
                 n = 4
                 addresses = (ctypes.c_void_p * n).from_address(address)
                 rt.launched.append([ctypes.c_int64.from_address(addresses[i]).value for i in range(n)])
@@ -70,7 +70,7 @@ class _FakeRuntime:
             def function(kernel):
                 return 1
 
-        self.cp, self._driver_launch = cp, Launcher()
+        self.cp, self.driver_launch = cp, Launcher()
         self.cuda_device = type("D", (), {"id": 0})()
 
 
@@ -91,3 +91,31 @@ def test_prepared_launch_changes_only_the_array_slots_per_thread():
     thread.join()
     assert launch(Arr(500), Arr(600))
     assert rt.launched == [[100, 5, 200, -1], [300, 5, 400, -1], [500, 5, 600, -1]]
+
+
+def test_by_value_arguments_get_aligned_buffers_of_their_own():
+    """A structure passed by value (a 128-byte TMA tensor map) is copied into a 64-byte-aligned
+    buffer its parameter address points at; the 8-byte arguments keep their slots."""
+    from gemm_engine.codegen.cuda_launch import ByValueBlock
+    blob = bytes(range(128))
+    args = (np.int64(7), blob, np.int64(-3))
+    block = ByValueBlock(args)
+    block.slots[:] = [_slot_value(x, FakeArray) for x in args]
+    addresses = [block.addresses[i] for i in range(3)]
+    assert addresses[1] % 64 == 0
+    assert ctypes.string_at(addresses[1], 128) == blob
+    assert ctypes.c_int64.from_address(addresses[0]).value == 7
+    assert ctypes.c_int64.from_address(addresses[2]).value == -3
+
+
+def test_signature_packs_by_value_parameters():
+    from gemm_engine.batch.signature import BY_VALUE, KernelSignature, Param, index
+    from gemm_engine.codegen.device import nominal_cuda_device
+    from gemm_engine.codegen.dialect import dialect_for
+    sig = KernelSignature((*index("M"), Param("lhs_map", BY_VALUE, size=128, align=64)))
+    d = dialect_for(nominal_cuda_device())
+    assert sig.render(d).splitlines()[-1].strip() == "const __grid_constant__ ge_bytes128_a64 lhs_map"
+    assert "struct __align__(64) ge_bytes128_a64 { unsigned char bytes[128]; };" in d.helpers_for(sig.render(d))
+    assert sig.pack({"M": 3, "lhs_map": bytes(128)}) == (np.int64(3), bytes(128))
+    with pytest.raises(ValueError, match="lhs_map: expected 128 bytes"):
+        sig.pack({"M": 3, "lhs_map": bytes(64)})

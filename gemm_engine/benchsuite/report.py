@@ -136,7 +136,7 @@ def result_dict(r) -> dict:
 def to_json(results, device_info: dict, *, repeat=None, warmup=None, suite=None) -> dict:
     """JSON-ready data: the device facts (see `runner.device_info`), the run's settings and every
     row with its baselines."""
-    from .. import __version__
+    from ..version import __version__
 
     data = {"format": FORMAT, "date": date.today().isoformat(), "gemm_engine": __version__}
     data.update(device_info)

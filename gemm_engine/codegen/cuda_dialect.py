@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import ptx
 from .device import DeviceInfo
-from .dialect import Dialect
+from .dialect_base import Dialect
 
 WMMA = "nvcuda::wmma"
 

@@ -74,7 +74,7 @@ class DriverLauncher:
 
     def __init__(self, cp):
         self.cp = cp
-        self._launch = cp.cuda.driver.launchKernel
+        self.launch_kernel = cp.cuda.driver.launchKernel
         self._ndarray = cp.ndarray
         self._local = threading.local()          # .blocks: {argument count: ParamBlock}
         # id(kernel) -> (kernel, CUfunction handle): the kernel is kept with its id, so the id cannot
@@ -97,7 +97,7 @@ class DriverLauncher:
             block = ByValueBlock(args)
             block.slots[:] = [_slot_value(x, self._ndarray) for x in args]
             stream = self.cp.cuda.get_current_stream().ptr
-            self._launch(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
+            self.launch_kernel(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
             return
         blocks = getattr(self._local, "blocks", None)
         if blocks is None:
@@ -110,7 +110,7 @@ class DriverLauncher:
         block.slots[:] = [x.data.ptr if type(x) is nd else int(x) if type(x) is i64 else _slot_value(x, nd)
                           for x in args]
         stream = self.cp.cuda.get_current_stream().ptr
-        self._launch(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
+        self.launch_kernel(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
 
 
 class PreparedLaunch:
@@ -121,7 +121,7 @@ class PreparedLaunch:
 
     def __init__(self, runtime, kernel, cubes: int, units: int, args: tuple, shared_bytes: int,
                  arrays: tuple[int, ...]):
-        launcher = runtime._driver_launch
+        launcher = runtime.driver_launch
         self.values = [_slot_value(x, runtime.cp.ndarray) for x in args]
         self.args = tuple(args)
         self._local = threading.local()          # .block: this thread's ParamBlock
@@ -130,7 +130,7 @@ class PreparedLaunch:
         self.cubes, self.units, self.shared = cubes, units, shared_bytes
         self.device = runtime.cuda_device.id
         self.cp = runtime.cp
-        self._launch = launcher._launch
+        self._launch = launcher.launch_kernel
 
     def __call__(self, *arrays) -> bool:
         cp = self.cp

@@ -40,7 +40,7 @@ def cuda_available() -> bool:
         return False
 
 
-def _cupy_cache_dir(cp) -> str:
+def cupy_cache_dir(cp) -> str:
     """CuPy's kernel cache folder: its own answer where this CuPy version exposes one, else the
     documented rule ($CUPY_CACHE_DIR, default ~/.cupy/kernel_cache)."""
     for module in (getattr(cp.cuda, "compiler", None), getattr(cp, "_environment", None)):
@@ -58,7 +58,7 @@ def arch_specific_cubin(cp, source: str, arch: str) -> bytes:
     from cupy_backends.cuda.libs import nvrtc
     options = ("--std=c++17", f"--gpu-architecture={arch}")
     key = hashlib.sha256(repr((nvrtc.getVersion(), options, source)).encode()).hexdigest()
-    folder = _cupy_cache_dir(cp)
+    folder = cupy_cache_dir(cp)
     path = os.path.join(folder, f"gemm_engine_{key}.cubin")
     try:
         with open(path, "rb") as f:
@@ -109,7 +109,7 @@ class CudaRuntime(Runtime):
         self.cuda_device = cp.cuda.Device(index)
         # cuLaunchKernel with a reusable parameter block where CuPy exposes it (cuda_launch.py);
         # CuPy's Function call otherwise.
-        self._driver_launch = DriverLauncher(cp) if DriverLauncher.available(cp) else None
+        self.driver_launch = DriverLauncher(cp) if DriverLauncher.available(cp) else None
         props = cp.cuda.runtime.getDeviceProperties(index)
         name = props["name"]
         self.device = DeviceInfo(
@@ -156,15 +156,15 @@ class CudaRuntime(Runtime):
                 return self.launch_converted(kernel, cubes, units, args, shared_bytes)
         if shared_bytes > self._shared_limit(kernel):
             self._raise_shared_limit(kernel, shared_bytes)
-        if self._driver_launch is not None:
-            self._driver_launch(kernel, cubes, units, args, shared_bytes)
+        if self.driver_launch is not None:
+            self.driver_launch(kernel, cubes, units, args, shared_bytes)
         else:
             kernel((cubes,), (units,), args, shared_mem=shared_bytes)
 
     def prepare_launch(self, kernel, cubes, units, args: tuple, shared_bytes: int, arrays):
         """A `PreparedLaunch` of ``kernel`` with ``args`` (only the arrays at positions ``arrays``
         change between its calls), or None where launches go through CuPy's Function call."""
-        if self._driver_launch is None:
+        if self.driver_launch is None:
             return None
         if shared_bytes > self._shared_limit(kernel):
             with self.cuda_device:

@@ -3,231 +3,24 @@
 Templates are written once against a neutral vocabulary (in the manner of PyOpenCL's CLUDA and
 tinygrad's C-style renderer). A dialect supplies:
 
-* a preamble of macros that define the neutral words for its backend:
-  `KERNEL`, `LAUNCH_BOUNDS(n)`, `LAUNCH_BOUNDS_MIN(n, c)` (n units, and c cubes per compute unit
-  are enough: the compiler may spend registers on loads in flight; OpenCL ignores c), `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
-  `CUBE_COUNT` (cubes in the launch),
-  `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
-* C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`, `i8`, `i32`)
-  and the zero literal of each compute word;
+* a preamble of macros that define the neutral words for its backend (`KERNEL`, `LAUNCH_BOUNDS(n)`,
+  `GLOBAL`, `LOCAL`, `UNIT_ID`, `CUBE_ID`, `SYNC_CUBE()`, ... and the integer type `i64`);
+* C type names for the neutral element words and the zero literal of each compute word;
 * expressions that read and write one element of global memory with conversion to the compute
   type (half precision without headers or `cl_khr_fp16`);
-* capability queries (`supports("fp64")`, later `"mma_sync"`...) used by component setup.
+* capability queries (`supports("fp64")`, `"mma_sync"`...) used by component setup;
+* on CUDA, every PTX intrinsic (codegen/ptx.py) and the WMMA API.
 
-A test greps every other module for backend words, so keep them here.
+The base is dialect_base.py, the backends cuda_dialect.py and opencl_dialect.py; this module picks
+one for a device. A test greps every other module for backend words and inline assembly.
 """
 from __future__ import annotations
 
-import re
-
-from ..dtypes import ElementType
+from .cuda_dialect import CudaDialect, cuda_target_arch  # noqa: F401  (re-exported)
 from .device import DeviceInfo
-
-# Conversions shared by both dialects, written with the neutral words defined in each preamble.
-_BF16_HELPERS = """
-INLINE float bf16_to_f32(unsigned short bits) { return UINT_AS_FLOAT(((unsigned int)bits) << 16); }
-INLINE unsigned short f32_to_bf16(float value) {
-    unsigned int u = FLOAT_AS_UINT(value);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);  /* round to nearest, ties to even */
-    return (unsigned short)(u >> 16);
-}
-"""
-
-
-class Dialect:
-    """Base dialect: what both backends share. Subclasses fill in the words."""
-
-    backend: str = ""
-    _preamble: str = ""
-    _c_types: dict[str, str] = {}
-
-    def __init__(self, device: DeviceInfo):
-        if device.backend != self.backend:
-            raise ValueError(f"{type(self).__name__} needs a {self.backend} device, got {device.backend}")
-        self.device = device
-        #: Helpers generated on request (the CUDA dialect's PTX intrinsics, by-value parameter
-        #: types), name -> (definition, whether it is called like a function).
-        self._generated: dict[str, tuple[str, bool]] = {}
-
-    # -- identity --------------------------------------------------------------------------
-    @property
-    def key(self) -> tuple:
-        """What makes rendered source differ between two dialect instances (part of cache keys)."""
-        return (self.backend, self.device.compute_capability)
-
-    # -- capabilities ----------------------------------------------------------------------
-    def supports(self, feature: str) -> bool:
-        if feature == "fp64":
-            return self.device.fp64
-        return False
-
-    # -- words -----------------------------------------------------------------------------
-    def c_type(self, word: str) -> str:
-        return self._c_types[word]
-
-    def storage_type(self, et: ElementType) -> str:
-        return self.c_type(et.storage)
-
-    def compute_type(self, et: ElementType) -> str:
-        return self.c_type(et.compute)
-
-    def math(self, fn: str, word: str) -> str:
-        """Name of the C math function ``fn`` ("exp", "erf", "tanh", ...) for compute word
-        ``word``: OpenCL overloads one name, CUDA spells the float versions with an ``f``."""
-        return fn
-
-    @staticmethod
-    def literal(value: float, word: str) -> str:
-        """A floating literal of compute word ``word`` (a float literal needs its ``f``: a double
-        would promote the whole expression)."""
-        text = repr(float(value))
-        return text if word == "f64" else text + "f"
-
-    #: The zero literal of each compute word (integer accumulators must not start from a float).
-    _zeros = {"f32": "0.0f", "f64": "0.0", "i32": "0"}
-
-    def zero(self, et: ElementType | str) -> str:
-        """The zero literal of an element type's compute type, or of a compute word (``"i32"``)."""
-        return self._zeros[et if isinstance(et, str) else et.compute]
-
-    def preamble(self, element_types, headers=()) -> str:
-        """Macros and helpers for a kernel that touches these element types (after ``headers``)."""
-        parts = [f"#include {h}" for h in headers] + [self._preamble]
-        storages = {et.storage for et in element_types}
-        if "f64" in storages:
-            parts.append(self._fp64_enable())
-        if "f16_bits" in storages:
-            parts.append(self._f16_helpers())
-        if "bf16_bits" in storages:
-            parts.append(_BF16_HELPERS)
-        return "\n".join(p.strip("\n") for p in parts if p) + "\n"
-
-    def load_global(self, et: ElementType, ptr: str, index: str) -> str:
-        """Expression: element `index` of global array `ptr`, converted to the compute type."""
-        if et.storage == "f16_bits":
-            return self._load_f16(ptr, index)
-        if et.storage == "bf16_bits":
-            return f"bf16_to_f32({ptr}[{index}])"
-        return f"{ptr}[{index}]"
-
-    def store_global(self, et: ElementType, ptr: str, index: str, value: str) -> str:
-        """Statement: convert compute-type `value` and store it at element `index` of `ptr`."""
-        if et.storage == "f16_bits":
-            return self._store_f16(ptr, index, value)
-        if et.storage == "bf16_bits":
-            return f"{ptr}[{index}] = f32_to_bf16({value});"
-        return f"{ptr}[{index}] = {value};"
-
-    #: Address-space qualifier a pointer into shared (local) memory needs in a cast: OpenCL's
-    #: pointers carry their space, CUDA's generic pointers reach shared memory unqualified.
-    _local_pointer_space: str = ""
-
-    def vector_ref(self, space: str, word: str, width: int, pointer: str, const: bool = False) -> str:
-        """Lvalue: the ``width``-wide vector of element word ``word`` (``float4``, ``double2``: the
-        same type names in both backends, components ``.x .y .z .w``) at ``pointer``, an element
-        pointer into ``space`` ("global" or "local") memory aligned to the whole vector."""
-        qualifier = {"global": "GLOBAL", "local": self._local_pointer_space}[space]
-        vec = f"{'const ' if const else ''}{qualifier} {self.c_type(word)}{width}".strip()
-        return f"(*({vec}*)({pointer}))"
-
-    #: Helper functions defined only in sources that call them (name -> definition).
-    _on_demand: dict = {}
-
-    def helpers_for(self, body: str) -> str:
-        """Definitions of the on-demand helpers (and generated intrinsics) that ``body`` calls."""
-        helpers = {**{n: (code, True) for n, code in self._on_demand.items()}, **self._generated}
-        return "".join(code for name, (code, call) in helpers.items()
-                       if re.search(rf"\b{name}\(" if call else rf"\b{name}\b", body))
-
-    def _use(self, built: tuple[str, str], call: bool = True) -> str:
-        """Record a generated helper ``(name, definition)``; returns its name."""
-        name, code = built
-        self._generated.setdefault(name, (code, call))
-        return name
-
-    #: How a structure passed by value is declared as a kernel parameter (``{type}``, ``{name}``).
-    _by_value = "const {type} {name}"
-
-    def by_value_param(self, name: str, size: int, align: int) -> str:
-        """A kernel parameter ``name``: ``size`` bytes passed by value, ``align``-byte aligned (a
-        TMA tensor map: 128 bytes, 64-aligned), as a structure type defined where it is used."""
-        type_name = f"ge_bytes{size}_a{align}"
-        self._use((type_name, self._struct(type_name, size, align)), call=False)
-        return self._by_value.format(type=type_name, name=name)
-
-    def _struct(self, type_name: str, size: int, align: int) -> str:
-        return f"typedef struct {{ unsigned char bytes[{size}]; }} __attribute__((aligned({align}))) {type_name};\n"
-
-    def stream_vector(self, word: str, width: int, pointer: str) -> str:
-        """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the
-        backend may keep it out of its caches. Portable default: the plain load."""
-        return self.vector_ref("global", word, width, pointer, const=True)
-
-    def compile_note(self, source: str) -> str:
-        """A comment line saying how to build ``source`` by hand (for `gemm_engine.source`)."""
-        return ""
-
-    # -- backend hooks ----------------------------------------------------------------------
-    def _fp64_enable(self) -> str:
-        return ""
-
-    def _f16_helpers(self) -> str:
-        return ""
-
-    def _load_f16(self, ptr: str, index: str) -> str:
-        raise NotImplementedError
-
-    def _store_f16(self, ptr: str, index: str, value: str) -> str:
-        raise NotImplementedError
-
-
-class OpenCLDialect(Dialect):
-    backend = "opencl"
-
-    def compile_note(self, source: str) -> str:
-        return "/* build: OpenCL C 1.2 (clBuildProgram options \"-cl-std=CL1.2\") */\n"
-    _preamble = r"""
-#define KERNEL __kernel
-#define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1)))
-#define LAUNCH_BOUNDS_MIN(n, c) __attribute__((reqd_work_group_size(n, 1, 1)))
-#define GLOBAL __global
-#define LOCAL __local
-#define RESTRICT restrict
-#define INLINE static inline
-#define UNIT_ID ((int)get_local_id(0))
-#define CUBE_ID ((i64)get_group_id(0))
-#define CUBE_COUNT ((i64)get_num_groups(0))
-#define SYNC_CUBE() barrier(CLK_LOCAL_MEM_FENCE)
-#define ALIGN16 __attribute__((aligned(16)))
-#define FLOAT_AS_UINT(x) as_uint(x)
-#define UINT_AS_FLOAT(x) as_float(x)
-typedef long i64;
-"""
-    _local_pointer_space = "__local"
-    # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
-    _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort",
-                "i8": "char", "i32": "int"}   # OpenCL's char is signed by the spec (C leaves it open)
-
-    def _fp64_enable(self) -> str:
-        return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
-
-    def _load_f16(self, ptr, index):
-        return f"vload_half(0, {ptr} + ({index}))"
-
-    def _store_f16(self, ptr, index, value):
-        return f"vstore_half_rte({value}, 0, {ptr} + ({index}));"
+from .dialect_base import Dialect  # noqa: F401  (re-exported)
+from .opencl_dialect import OpenCLDialect
 
 
 def dialect_for(device: DeviceInfo) -> Dialect:
-    from .cuda_dialect import CudaDialect
     return {"cuda": CudaDialect, "opencl": OpenCLDialect}[device.backend](device)
-
-
-def __getattr__(name):
-    # The CUDA dialect lives in its own module (it carries the PTX intrinsics); these names stay
-    # importable from here.
-    if name in ("CudaDialect", "cuda_target_arch"):
-        from . import cuda_dialect
-        return getattr(cuda_dialect, name)
-    raise AttributeError(name)

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
-from .base import CHUNK_LOADER, GLOBAL_LAYOUT_SMEM
-from .loaders import _WORD_BYTES, Loader, LoaderConfig, OperandTile
+from .capabilities import CHUNK_LOADER, GLOBAL_LAYOUT_SMEM
+from .loaders import Loader, LoaderConfig, OperandTile
+from ..dtypes import WORD_BYTES
 
 
 class ChunkLines:
@@ -102,7 +103,7 @@ class ChunkLoader(Loader):
         if operand.converts:
             raise SetupError(self.name, f"copies bits; {operand.element.name} would need converting to "
                                         f"{operand.smem_type_word}")
-        size = _WORD_BYTES[operand.smem_type_word]
+        size = WORD_BYTES[operand.smem_type_word]
         if size < 2:
             # The register path packs 16-bit elements; 8-bit operands (int8) are not chunked yet.
             raise SetupError(self.name, f"moves elements of 2 bytes or more; {operand.element.name} has {size}")

@@ -33,39 +33,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from ..codegen.dialect import Dialect
-from ..contracts import Capability
 from ..dtypes import ElementType
 from ..problem import MatmulProblem
 from ..selection import Knob
 from ..stage.base import StageConfig, StageMatmul
 from ..stage.events import BeforeStore, ChainedListener, KernelStart, StageEventListener
+from .capabilities import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING,  # noqa: F401 (re-exported)
+                           SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER)
 from .epilogue import IDENTITY, Epilogue
-
-if TYPE_CHECKING:   # loaders.py imports this module's capabilities
-    from .loaders import Loader, LoaderConfig
-
-# -- loader interfaces and destinations ------------------------------------------------------------
-TASK_LOADER = Capability("task loader", "a loader of self-contained task blocks (`tasks`) that the "
-                                        "global level may place anywhere")
-CHUNK_LOADER = Capability("chunk loader", "a loader of asynchronous 16-byte chunks into a ring slot "
-                                          "(declare / issue / commit)")
-SWIZZLED_CHUNK_LOADER = Capability("swizzled chunk loader", "a loader of asynchronous 16-byte chunks "
-                                                            "into a 128-byte-swizzled ring slot")
-UNIT_ROWS_LOADER = Capability("unit-rows loader", "a loader of each unit's own lhs rows into its registers")
-K_MAJOR_SMEM = Capability("k-major shared memory", "operands written to shared memory k-major")
-GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written to shared memory in "
-                                                               "their global layout")
-SWIZZLED_SMEM = Capability("swizzled shared memory", "operands written to 128-byte-swizzled shared "
-                                                     "memory (wgmma's layout)")
-UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's registers")
-
-# -- what a global level offers its writer ----------------------------------------------------------
-SHARED_RING = Capability("shared ring", "a dynamic shared-memory ring that is free once the main loop "
-                                        "is done")
-
+from .loaders import Loader, LoaderConfig
+from .writers import DirectWriter
 
 @dataclass(frozen=True)
 class GlobalConfig:
@@ -123,7 +103,6 @@ class GlobalMatmul(ABC):
         self.lhs_loader = lhs_loader
         self.rhs_loader = rhs_loader
         if writer is None and "writer" in self.uses:
-            from .writers import DirectWriter
             writer = DirectWriter()
         self.writer = writer
         #: The algorithm's listener class (its instances chain after the global level's own).

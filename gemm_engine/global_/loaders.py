@@ -17,14 +17,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..codegen.dialect import Dialect
-from ..dtypes import ElementType
+from ..dtypes import WORD_BYTES, ElementType
 from ..errors import SetupError
 from ..problem import Layout
 from ..selection import Knob
-from .base import K_MAJOR_SMEM, TASK_LOADER
+from .capabilities import K_MAJOR_SMEM, TASK_LOADER
 
-
-_WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2, "i8": 1, "i32": 4}
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ class LoaderConfig:
 
     @property
     def smem_bytes(self) -> int:
-        size = _WORD_BYTES[self.operand.smem_type_word]
+        size = WORD_BYTES[self.operand.smem_type_word]
         return self.operand.k_extent * self.operand.smem_ld * size
 
 

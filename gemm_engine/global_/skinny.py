@@ -39,27 +39,12 @@ from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..selection import Knob
 from .base import GlobalConfig, GlobalMatmul
-from .loaders import _WORD_BYTES, OperandTile
+from .loaders import OperandTile
+from ..dtypes import WORD_BYTES
 from .simple import SimpleGlobalMatmul
-from .skinny_tiling import resolve_tiling, skinny_axis
+from .skinny_tiling import STORAGES, load_width, resolve_tiling, skinny_axis
 
-#: Storage words the skinny kernel reads (floating point: its accumulators are float32 / float64).
-_STORAGES = ("f32", "f64", "f16_bits", "bf16_bits")
-#: Elements per vector load each storage word allows (a vector type exists in both backends:
-#: float2 / float4, double2; 16-bit elements go as the bits of a float2 / float4), widest first.
-_VECTOR_WIDTHS = {"f32": (4, 2), "f64": (2,), "f16_bits": (8, 4), "bf16_bits": (8, 4)}
 _COMPONENTS = "xyzw"
-
-
-def load_width(et: ElementType, cap: int, align: int, extent: int) -> int:
-    """Elements per global load of an operand: the widest vector its alignment and ``cap`` allow
-    that divides ``extent`` (the problem's size along the contiguous axis, so a vector is wholly
-    inside or outside the problem), else 1 (scalar loads)."""
-    for w in _VECTOR_WIDTHS.get(et.storage, ()):   # a storage setup refuses (int8) reads scalars
-        if w <= min(cap, align) and extent % w == 0:
-            return w
-    return 1
-
 
 def read_global(d: Dialect, et: ElementType, ident: str, index: str, width: int,
                 name: str) -> tuple[list[str], list[str]]:
@@ -69,7 +54,7 @@ def read_global(d: Dialect, et: ElementType, ident: str, index: str, width: int,
     if width == 1:
         return [f"const {d.compute_type(et)} {name} = {d.load_global(et, ident, index)};"], [name]
     word = "f64" if et.storage == "f64" else "f32"
-    count = width * et.itemsize // _WORD_BYTES[word]
+    count = width * et.itemsize // WORD_BYTES[word]
     vector = d.stream_vector(word, count, f"{ident} + {index}")   # each element is read once
     statements = [f"const {d.c_type(word)}{count} {name} = {vector};"]
     if et.storage in ("f32", "f64"):
@@ -164,7 +149,7 @@ class SkinnyConfig(GlobalConfig):
 
     @property
     def shared_memory_bytes(self) -> int:
-        return self.smem_elems * _WORD_BYTES[self.compute]
+        return self.smem_elems * WORD_BYTES[self.compute]
 
 
 class SkinnyGlobalMatmul(GlobalMatmul):
@@ -189,7 +174,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"M = {problem.m} and N = {problem.n}: the skinny kernel "
                                         "needs M = 1 or N = 1")
         for et in (problem.lhs, problem.rhs):
-            if et.storage not in _STORAGES:
+            if et.storage not in STORAGES:
                 raise SetupError(self.name, f"{et.name} operands: only floating-point types are read")
         if problem.lhs.compute != problem.rhs.compute:
             raise SetupError(self.name, f"{problem.lhs.name} x {problem.rhs.name}: mixed compute types")
@@ -304,7 +289,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         if cfg.dot:
             step = cfg.lanes * w
             # The staged vector is read as vectors too (16 bytes of the compute type at most).
-            xw = min(w, 16 // _WORD_BYTES[cfg.compute])
+            xw = min(w, 16 // WORD_BYTES[cfg.compute])
             for i in range(count):
                 k = f"sk_k + {i * step}"
                 stmts, elems = read_global(d, et, ident, self._big_index(cfg, scope, "sk_row", k), w, f"sk_w{i}")

@@ -4,6 +4,7 @@ the rest. The kernel itself is global_/skinny.py."""
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
+from ..dtypes import WORD_BYTES
 from ..problem import Layout, MatmulProblem
 
 #: Shared memory the staged vector may take: 32 KiB leaves room for several cubes per
@@ -18,7 +19,22 @@ UNROLL = 8
 #: Most units sharing one output of a dot product (a plane's worth on GPUs).
 LANES = 32
 
-_WORD_BYTES = {"f32": 4, "f64": 8}
+
+#: Storage words the skinny kernel reads (floating point: its accumulators are float32 / float64).
+STORAGES = ("f32", "f64", "f16_bits", "bf16_bits")
+#: Elements per vector load each storage word allows (a vector type exists in both backends:
+#: float2 / float4, double2; 16-bit elements go as the bits of a float2 / float4), widest first.
+VECTOR_WIDTHS = {"f32": (4, 2), "f64": (2,), "f16_bits": (8, 4), "bf16_bits": (8, 4)}
+
+
+def load_width(et, cap: int, align: int, extent: int) -> int:
+    """Elements per global load of an operand: the widest vector its alignment and ``cap`` allow
+    that divides ``extent`` (the problem's size along the contiguous axis, so a vector is wholly
+    inside or outside the problem), else 1 (scalar loads)."""
+    for w in VECTOR_WIDTHS.get(et.storage, ()):   # a storage setup refuses (int8) reads scalars
+        if w <= min(cap, align) and extent % w == 0:
+            return w
+    return 1
 
 
 def pow2_at_least(x: int) -> int:
@@ -44,7 +60,6 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
     ``outputs`` per cube, ``units`` per cube, ``unroll`` loads in flight, ``chunk_k`` staged."""
     if problem.m != 1 and problem.n != 1:
         return selection  # not a skinny problem: setup refuses it
-    from .skinny import load_width
     along_n, dot = skinny_axis(problem)
     big = problem.rhs if along_n else problem.lhs
     extent = problem.n if along_n else problem.m
@@ -76,6 +91,6 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
         units = selection.units or groups * slices
     # A power of two times the units, so that problems of neighbouring K share one kernel; at
     # most STAGING loads per unit (each is a line of code).
-    cap = units * max(1, min(STAGING, CHUNK_BYTES // _WORD_BYTES.get(big.compute, 4) // units))
+    cap = units * max(1, min(STAGING, CHUNK_BYTES // WORD_BYTES[big.compute] // units))
     chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), cap)
     return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk)

@@ -27,7 +27,7 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
 from ..tile.wgmma import SWIZZLE_BYTES, SwizzledOperandLayout
-from .base import SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM
+from .capabilities import SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM
 from .async_loader import (ChunkLines, advance_source, cp_async_pieces, register_loads, store_staged,
                            valid_count)
 from .loaders import Loader, LoaderConfig, OperandTile

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from ..problem import Layout
 from ..selection import Knob
-from .loaders import _WORD_BYTES, CyclicLoader, LoaderConfig, OperandTile
+from .loaders import CyclicLoader, LoaderConfig, OperandTile
+from ..dtypes import WORD_BYTES
 
 #: Element words that have vector types of the same name in both backends (float4, double2).
 _VECTOR_WORDS = ("f32", "f64")
@@ -56,7 +57,7 @@ class VectorLoader(CyclicLoader):
             w //= 2
         contiguous = op.cols if op.layout is Layout.ROW else op.rows
         v = 1
-        while v * 2 <= min(w, 16 // _WORD_BYTES[word]):
+        while v * 2 <= min(w, 16 // WORD_BYTES[word]):
             v *= 2
         # Every vector must start on a vector boundary of the tile and of the shared-memory row.
         while v > 1 and (contiguous % v or op.smem_ld % v):

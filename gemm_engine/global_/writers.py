@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from ..contracts import Requirement
 from ..selection import Knob
-from .base import SHARED_RING
+from .capabilities import SHARED_RING
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..contracts import Requirement
 from ..errors import SetupError
-from ..global_.base import GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM
+from ..global_.capabilities import GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM
 from ..problem import MatmulProblem
 from ..selection import Knob
 from ..tile.base import PLANE_SCOPE, SmemTile

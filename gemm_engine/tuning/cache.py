@@ -37,7 +37,7 @@ def cache_dir() -> str:
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
     return __version__
 
 

@@ -1,0 +1,2 @@
+"""The package version (pyproject.toml reads it; the tuning cache records it)."""
+__version__ = "0.2.0"
