@@ -87,7 +87,7 @@ def check_composition(slots: Mapping[str, type | None], algorithm: str = "compos
             raise SetupError(algorithm, f"{component_name(cls)} is in the {_slot_words(slot)} slot, but "
                                         f"{component_name(owner)} uses no {_slot_words(slot)}: it would "
                                         f"be ignored (leave the slot None)")
-    for slot in used:
+    for slot in [s for s in SLOTS if s in used] + sorted(used - set(SLOTS)):   # a stable order
         cls = slots.get(slot)
         if cls is None:
             continue
