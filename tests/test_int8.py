@@ -22,11 +22,9 @@ from gemm_engine.dtypes import INT8, INT32, SUPPORTED_NAMES, operand_dtype
 from gemm_engine.errors import SetupError
 from gemm_engine.frontend import result_dtype
 from gemm_engine.problem import Layout, MatmulProblem
-from test_cuda_sources import sources_for
-from test_matmul_numerics import device_operand
-
-#: Written into every out before a call: an element the kernel does not write keeps it and fails.
-SENTINEL = np.iinfo(np.int32).min + 12345
+from device_runs import (SENTINEL, assert_exact, device_operand, exact, int8_must_run, operands,  # noqa: F401
+                         random_int8, run_device_int8)
+from renders import sources_for
 
 #: (batch, m, n, k): ones, primes, stage (64 x 64 x 16 on OpenCL) +- 1, several cubes and K stages,
 #: 1 x N, M x 1, K = 1, a long K, batches.
@@ -42,47 +40,6 @@ SHAPES = [
     (1, 9, 7, 1000),
     (3, 33, 47, 29),
 ]
-
-
-def random_int8(rng: np.random.Generator, shape) -> np.ndarray:
-    """Uniform over all of int8, with both extremes present (-128 * -128 is the largest product)."""
-    x = rng.integers(-128, 128, size=shape, dtype=np.int8)
-    if x.size >= 2:
-        x.flat[0], x.flat[-1] = -128, 127
-    return x
-
-
-def exact(a, b) -> np.ndarray:
-    """The int32 result the engine must give: numpy's product in int64, checked to fit int32."""
-    ref = np.matmul(np.asarray(a, np.int64), np.asarray(b, np.int64))
-    info = np.iinfo(np.int32)
-    assert info.min <= ref.min() and ref.max() <= info.max, "reference does not fit int32"
-    return ref.astype(np.int32)
-
-
-def assert_exact(result, a, b):
-    result = np.asarray(result)
-    assert result.dtype == np.int32, result.dtype
-    ref = exact(a, b)
-    assert result.shape == ref.shape
-    assert not (result == SENTINEL).any() or (ref == SENTINEL).any(), "unwritten output elements"
-    np.testing.assert_array_equal(result, ref)
-
-
-def run_device_int8(engine, a, b, layouts, algorithm=None):
-    """``a @ b`` on device arrays of the given layouts, into a device out poisoned with SENTINEL."""
-    da, db = device_operand(engine, a, layouts[0]), device_operand(engine, b, layouts[1])
-    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    out = engine.runtime.to_device(np.full(shape, SENTINEL, np.int32))
-    result = engine.matmul(da, db, out=out, algorithm=algorithm)
-    assert result is out
-    return engine.runtime.to_host(out)
-
-
-def operands(rng, shape):
-    batch, m, n, k = shape
-    lead = (batch,) if batch > 1 else ()
-    return random_int8(rng, lead + (m, k)), random_int8(rng, lead + (k, n))
 
 
 # -- numerics ----------------------------------------------------------------------------------------
@@ -208,22 +165,6 @@ def test_other_integer_dtypes_refused(engine, dtype):
 
 
 # -- every algorithm (run by test_algorithms.py, which crosses them with every dtype) -------------------
-#: Algorithms meant to run int8 everywhere (register FMA in int32, or a family falling back to it);
-#: INT8_TENSOR_CORE run it on CUDA sm_80+ through mma.sync s8. Any other algorithm may refuse int8,
-#: but only with a SetupError (e.g. split-K's float partial sums, wgmma, the float-only skinny path).
-INT8_EVERYWHERE = {"simple_unit", "double_buffering_unit", "specialized", "ordered",
-                   "auto", "simple", "double_buffering"}
-INT8_TENSOR_CORE = {"simple_mma", "double_buffering_mma"}
-
-
-def int8_must_run(name: str, backend: str, device) -> bool:
-    """Whether algorithm ``name`` is meant to run int8 there (so a SetupError is a bug)."""
-    if name in INT8_EVERYWHERE:
-        return True
-    cc = device.compute_capability or (0, 0)
-    return name in INT8_TENSOR_CORE and backend == "cuda" and cc >= (8, 0)
-
-
 def test_mixed_layouts_every_algorithm(engine, rng):
     # test_algorithms.py runs (row, row) and (col, col); here a mixed pair.
     a, b = operands(rng, (2, 129, 67, 45))

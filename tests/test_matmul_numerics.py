@@ -5,31 +5,8 @@ import numpy as np
 import pytest
 
 from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
+from device_runs import device_operand, poisoned_out, run_device  # noqa: F401
 from helpers import DTYPES, assert_close, np_dtype, random
-
-
-def device_operand(engine, host: np.ndarray, layout: str):
-    """``host``'s values as a device array with the given memory layout of its last two axes
-    (a column-major operand is a transposed view of a row-major buffer, never a copy)."""
-    rt = engine.runtime
-    if layout == "row":
-        return rt.to_device(host)
-    axes = tuple(range(host.ndim - 2)) + (host.ndim - 1, host.ndim - 2)
-    return rt.to_device(np.ascontiguousarray(host.transpose(axes))).transpose(axes)
-
-
-def poisoned_out(engine, shape, dtype):
-    out = engine.runtime.to_device(np.full(shape, np.nan, dtype=dtype))
-    return out
-
-
-def run_device(engine, a, b, layouts, algorithm=None, precision=None):
-    da, db = device_operand(engine, a, layouts[0]), device_operand(engine, b, layouts[1])
-    out = poisoned_out(engine, np.matmul(a[..., :1, :1], b[..., :1, :1]).shape[:-2]
-                       + (a.shape[-2], b.shape[-1]), a.dtype)
-    result = engine.matmul(da, db, out=out, algorithm=algorithm, precision=precision)
-    assert result is out
-    return engine.runtime.to_host(out)
 
 
 @pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bfloat16"])

@@ -1,7 +1,7 @@
 """Numerics every register-tile algorithm runs, shared by the test modules of those algorithms.
 
 A module imports these tests by name (pytest then collects them in that module) and defines an
-``algorithm`` fixture naming the algorithm they run; see tests/test_specialized.py. Results are
+``algorithm`` fixture naming the algorithm they run; see tests/algorithms/test_specialized.py. Results are
 compared with a float64 numpy reference on every backend (CUDA is skipped where there is none).
 
 Few distinct kernels are compiled (each PoCL build costs about a second): float32 runs every shape
@@ -13,7 +13,7 @@ import pytest
 
 from cases import LAYOUTS, SHAPES
 from helpers import DTYPES, assert_close, random
-from test_matmul_numerics import run_device
+from device_runs import run_device
 
 SHAPE_IDS = ["x".join(map(str, s)) for s in SHAPES]
 

@@ -16,7 +16,7 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.specialized import SpecializedGlobalConfig
 from helpers import assert_close, random
-from test_double_buffering import OPENCL_DEVICE, problem, render
+from renders import OPENCL_DEVICE, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 

@@ -23,7 +23,7 @@ from gemm_engine.errors import SetupError
 from gemm_engine.frontend import OperandView, vector_alignment
 from gemm_engine.problem import Layout, MatmulProblem
 from helpers import DTYPES, TOLERANCE, assert_close, random, reference, rel_error
-from test_matmul_numerics import run_device
+from device_runs import run_device
 
 #: NaN bit patterns to poison outputs with (so an unwritten element fails the finiteness check).
 _NAN_BITS = {"float16": 0x7E00, "bfloat16": 0x7FC0}

@@ -11,8 +11,7 @@ import pytest
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.errors import SetupError
 from helpers import DTYPES, assert_close, random
-from test_int8 import assert_exact, int8_must_run, operands as int8_operands, run_device_int8
-from test_matmul_numerics import run_device
+from device_runs import assert_exact, int8_must_run, operands as int8_operands, run_device, run_device_int8
 
 #: Ragged on every axis with several cubes and K steps; and a broadcast-free batch.
 SHAPES = [(1, 129, 67, 45), (3, 33, 47, 29)]
@@ -29,7 +28,7 @@ def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)
         return dtype != "tf32" and shape is not None and 1 in shape[1:3]
     if name.startswith("split_k") or name == "skinny_split_k":
-        # a long K / M or N = 1 only: tests/test_split_k.py and test_skinny.py run them where they split
+        # a long K / M or N = 1 only: tests/batch/test_split_k.py and test_skinny.py run them where they split
         return False
     if name in DMMA:
         return backend == "cuda" and dtype == "float64" and (device.compute_capability or (0, 0)) >= (8, 0)

@@ -1,6 +1,6 @@
 """Golden sources: a few nominal configs rendered and compared with tests/golden/, so a template
 change shows up as a readable kernel diff. After an intended change, run
-``python3 -m pytest tests/test_golden_sources.py --update-golden`` and review ``git diff tests/golden``.
+``python3 -m pytest tests/codegen/test_golden_sources.py --update-golden`` and review ``git diff tests/codegen/golden``.
 """
 from __future__ import annotations
 
@@ -45,4 +45,4 @@ def test_golden_source(name, request):
         path.write_text(text)
     assert path.exists(), f"{path} missing: run with --update-golden"
     assert text == path.read_text(), (f"{name} changed; if intended, rerun with --update-golden and review "
-                                      f"`git diff tests/golden`")
+                                      f"`git diff tests/codegen/golden`")

@@ -14,23 +14,18 @@ import pytest
 
 from cases import SHAPES
 from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
-from gemm_engine.algorithms import DoubleBufferingUnitAlgorithm as DoubleBufferingAlgorithm, SimpleAlgorithm, resolve
+from gemm_engine.algorithms import DoubleBufferingUnitAlgorithm as DoubleBufferingAlgorithm, SimpleAlgorithm
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
-from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.double_buffering import DoubleBufferingGlobalMatmul
 from gemm_engine.global_.listeners import DoubleBufferingListener
-from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.problem import Layout
 from gemm_engine.stage.events import BeforeStore, Begin, Finish, KernelStart, TileMatmulCompleted
 from helpers import DTYPES, assert_close, random
+from renders import OPENCL_DEVICE, problem, render
 
 ALG = "double_buffering"
 SHAPE_IDS = ["x".join(map(str, s)) for s in SHAPES]
-OPENCL_DEVICE = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,
-                           max_shared_memory=64 * 1024, max_threads_per_cube=1024, plane_size=1)
-
-
 def operands(rng, shape, dtype):
     batch, m, n, k = shape
     lead = (batch,) if batch > 1 else ()
@@ -70,18 +65,6 @@ def test_broadcast_batch(opencl_engine, rng):
 
 
 # -- rendered source (no device) --------------------------------------------------------------------
-def render(problem, device, algorithm=ALG):
-    alg = resolve(algorithm)
-    dialect = dialect_for(device)
-    cfg = alg.setup(problem, dialect)
-    return alg.chosen(cfg), cfg, dialect, alg.render(cfg, dialect)
-
-
-def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
-    et = BY_NAME[dtype]
-    return MatmulProblem(1, m, n, k, et, et, et, lhs_layout=lhs_layout)
-
-
 @pytest.mark.parametrize("device", [nominal_cuda_device(), OPENCL_DEVICE], ids=["cuda", "opencl"])
 @pytest.mark.parametrize("shape", [(256, 256, 512), (65, 63, 33)], ids=["big", "odd"])
 def test_loads_interleaved_with_tile_executions(device, shape):

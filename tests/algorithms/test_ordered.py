@@ -17,7 +17,7 @@ from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout
 from gemm_engine.stage.ordered_partitioned import LHS_REGS
 from gemm_engine.tile.base import SmemTile
-from test_double_buffering import OPENCL_DEVICE, problem, render
+from renders import OPENCL_DEVICE, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 

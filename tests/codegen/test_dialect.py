@@ -10,7 +10,7 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import CudaDialect, OpenCLDialect, dialect_for
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT64
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "gemm_engine"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "gemm_engine"
 CODEGEN = PACKAGE / "codegen"
 #: The modules that may spell backend words: the dialects and the PTX intrinsics they render.
 DIALECT_MODULES = {CODEGEN / n for n in ("dialect.py", "dialect_base.py", "cuda_dialect.py", "opencl_dialect.py", "ptx.py")}

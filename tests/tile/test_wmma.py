@@ -1,5 +1,5 @@
 """WMMA tile: refusals where it cannot run, and the accumulator path through the staging buffer.
-Numerics on the GPU run in tests/test_algorithms.py (simple_wmma x dtypes x layouts x shapes)."""
+Numerics on the GPU run in tests/algorithms/test_algorithms.py (simple_wmma x dtypes x layouts x shapes)."""
 from __future__ import annotations
 
 import pytest

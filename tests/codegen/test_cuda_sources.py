@@ -3,49 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
+from renders import sources_for
 from cuda_compile import archs_for, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
-from gemm_engine.codegen.device import nominal_cuda_device
-from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME, INT8, INT32, SUPPORTED_NAMES
-from gemm_engine.errors import SetupError
-from gemm_engine.problem import Layout, MatmulProblem
-
-#: Extra shapes the semantics tests run (vectors, broadcast batches, big enough for 128 x 128 tiles).
-EXTRA_SHAPES = [(1, 1, 1, 5), (1, 4, 1, 5), (2, 4, 1, 5), (6, 4, 6, 5), (1, 9, 5, 7), (1, 300, 257, 40)]
-
-
-def problems():
-    for shape in SHAPES + EXTRA_SHAPES:
-        for dtype in SUPPORTED_NAMES:   # the operand dtypes; int8 @ int8 is int32 (dtypes.WIDENED)
-            et = BY_NAME[dtype]
-            yield MatmulProblem(*shape, et, et, INT32 if et is INT8 else et)
-    for shape in LAYOUT_SHAPES:
-        for dtype in ("float32", "float64", "float16"):   # float64: the DMMA tiles' k-contiguous loads
-            for lhs, rhs in LAYOUTS:
-                et = BY_NAME[dtype]
-                yield MatmulProblem(*shape, et, et, et, Layout(lhs), Layout(rhs))
-
-
-def sources_for(algorithm_name: str, cc: tuple[int, int]) -> dict:
-    dialect = dialect_for(nominal_cuda_device(*cc))
-    alg = REGISTRY[algorithm_name]()
-    sources = {}
-    for p in problems():
-        try:
-            cfg = alg.setup(p, dialect)
-        except SetupError:
-            continue  # a combination this algorithm refuses is tested by its own setup tests
-        sources.setdefault(cfg, (p, alg.render(cfg, dialect)))
-    return {f"{algorithm_name} {p}": src for p, src in sources.values()}
-
 
 #: Families ("simple", "double_buffering") only pick among their members' configs: compiling the
 #: concrete algorithms covers them.
 CONCRETE = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily))
 #: Split-K sets up only for a long K against its output, which none of these problems has (and
-#: adding one would compile it for every algorithm): tests/test_split_k.py compiles its members.
+#: adding one would compile it for every algorithm): tests/batch/test_split_k.py compiles its members.
 COMPILED_HERE = [name for name in CONCRETE if not name.startswith("split_k")]
 
 

@@ -1,6 +1,6 @@
 """The vector loader (16-byte global reads) and the strided unit partition: numerics on every
 backend (PoCL here, CUDA on a GPU) against float64 numpy, the structure of the rendered source, the tiling rule, and nvcc
-compile checks of the aligned kernels (tests/test_cuda_sources.py compiles unaligned problems only).
+compile checks of the aligned kernels (tests/codegen/test_cuda_sources.py compiles unaligned problems only).
 """
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.vector_loader import VectorLoader
 from gemm_engine.problem import Layout, MatmulProblem
 from helpers import assert_close, random
-from test_matmul_numerics import device_operand, poisoned_out
+from device_runs import device_operand, poisoned_out
 
 CUDA = nominal_cuda_device(9, 0)
 OPENCL = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,

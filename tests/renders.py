@@ -1,0 +1,54 @@
+"""Shared by the structure tests: kernels rendered for nominal devices (no device needed)."""
+from __future__ import annotations
+
+from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
+from gemm_engine.algorithms import REGISTRY, resolve
+from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME, INT8, INT32, SUPPORTED_NAMES
+from gemm_engine.errors import SetupError
+from gemm_engine.problem import Layout, MatmulProblem
+
+OPENCL_DEVICE = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,
+                           max_shared_memory=64 * 1024, max_threads_per_cube=1024, plane_size=1)
+
+
+#: Extra shapes the semantics tests run (vectors, broadcast batches, big enough for 128 x 128 tiles).
+EXTRA_SHAPES = [(1, 1, 1, 5), (1, 4, 1, 5), (2, 4, 1, 5), (6, 4, 6, 5), (1, 9, 5, 7), (1, 300, 257, 40)]
+
+
+def problems():
+    for shape in SHAPES + EXTRA_SHAPES:
+        for dtype in SUPPORTED_NAMES:   # the operand dtypes; int8 @ int8 is int32 (dtypes.WIDENED)
+            et = BY_NAME[dtype]
+            yield MatmulProblem(*shape, et, et, INT32 if et is INT8 else et)
+    for shape in LAYOUT_SHAPES:
+        for dtype in ("float32", "float64", "float16"):   # float64: the DMMA tiles' k-contiguous loads
+            for lhs, rhs in LAYOUTS:
+                et = BY_NAME[dtype]
+                yield MatmulProblem(*shape, et, et, et, Layout(lhs), Layout(rhs))
+
+
+def sources_for(algorithm_name: str, cc: tuple[int, int]) -> dict:
+    dialect = dialect_for(nominal_cuda_device(*cc))
+    alg = REGISTRY[algorithm_name]()
+    sources = {}
+    for p in problems():
+        try:
+            cfg = alg.setup(p, dialect)
+        except SetupError:
+            continue  # a combination this algorithm refuses is tested by its own setup tests
+        sources.setdefault(cfg, (p, alg.render(cfg, dialect)))
+    return {f"{algorithm_name} {p}": src for p, src in sources.values()}
+
+
+def render(problem, device, algorithm="double_buffering"):
+    alg = resolve(algorithm)
+    dialect = dialect_for(device)
+    cfg = alg.setup(problem, dialect)
+    return alg.chosen(cfg), cfg, dialect, alg.render(cfg, dialect)
+
+
+def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
+    et = BY_NAME[dtype]
+    return MatmulProblem(1, m, n, k, et, et, et, lhs_layout=lhs_layout)
