@@ -1,7 +1,9 @@
-"""Helpers the benchmark scripts share: device timing, and the 16-bit tensor-core sweep loop and
-table of bench/mma_sweep.py and bench/wgmma_sweep.py.
+"""Helpers the benchmark tools share: device timing, a planned kernel launched without the
+frontend, and the 16-bit tensor-core sweep loop and table of bench/sweep_mma_tilings.py and
+bench/sweep_wgmma_tilings.py.
 
-Imported by the scripts as ``common`` (a script's own folder is first on ``sys.path``).
+Imported by the tools as ``common`` (a script's own folder is first on ``sys.path``). Importing it
+needs no GPU: CuPy is loaded only when an engine on the "cuda" backend is created.
 """
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import numpy as np
 
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, bfloat16_dtype
 from gemm_engine.errors import SetupError
-from gemm_engine.frontend import vector_alignment
+from gemm_engine.frontend import OperandView, vector_alignment
+from gemm_engine.launcher import operand_values, output_values, size_values
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.timing import time_batch, device_time
+from gemm_engine.timing import device_time, time_batch
 
 
 def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
@@ -37,14 +40,38 @@ class Timer:
         return device_time(self.rt, fn, repeat=self.repeat, warmup=self.warmup, min_window=0)
 
 
+def tiling(cfg) -> str:
+    """``128x256x64/256u/S3`` (stage m x n x k, units, and the ring depth of a pipelined global
+    level) of a kernel config, plus the split count of a split-K batch level (``/K4``)."""
+    g = cfg.batch.global_
+    st = g.stage
+    stages, splits = getattr(g, "stages", None), getattr(cfg.batch, "splits", None)
+    return (f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{cfg.units}u" + (f"/S{stages}" if stages else "")
+            + (f"/K{splits}" if splits else ""))
+
+
+def planned_launch(engine, alg, problem: MatmulProblem, lhs, rhs, out, lhs_view=None, rhs_view=None):
+    """(plan, launch): ``alg`` planned for ``problem`` by the engine's planner and a callable that
+    runs its kernels on the given device arrays, the arguments packed once (the tuner's way,
+    gemm_engine/tuning/tuner.py): the kernel time without the frontend. Views default to
+    contiguous row-major (batch, rows, cols) operands. SetupError when ``alg`` refuses."""
+    rt, launcher = engine.runtime, engine.launcher
+    lhs_view = lhs_view or OperandView(Layout.ROW, problem.k, problem.m * problem.k)
+    rhs_view = rhs_view or OperandView(Layout.ROW, problem.n, problem.k * problem.n)
+    plan = engine.planner.plan(alg, problem)
+    values = {**operand_values(rt, "lhs", lhs, lhs_view), **operand_values(rt, "rhs", rhs, rhs_view),
+              **output_values(rt, out, problem), **size_values(problem)}
+    args = plan.signature.pack(launcher.with_workspace(plan, values))
+    return plan, lambda: launcher.run_packed(plan, args)
+
+
+def knobs(cfg) -> str:
+    """The knobs of the selection a kernel config was set up with that differ from their defaults."""
+    sel = cfg.selection
+    return sel.describe() if hasattr(sel, "describe") else repr(sel)
+
+
 # -- the 16-bit tensor-core sweeps ---------------------------------------------------------------
-class _View:
-    """The two attributes `vector_alignment` reads of an operand view."""
-
-    def __init__(self, ld):
-        self.ld, self.batch_stride = ld, 0
-
-
 def as_f32(cp, raw, dt):
     """float32 copy of raw 16-bit patterns (a uint16 CuPy array) read as ``dt``."""
     if dt == "bfloat16":
@@ -56,10 +83,12 @@ def sweep(eng, dtypes, shape_names, shapes, make_algs, print_failures=False):
     """Rows of a sweep: for every dtype and shape, cuBLAS (cupy.matmul on float16 data for both
     dtypes) and each (name, algorithm) of ``make_algs()`` on raw 16-bit row-major operands, checked
     against a float32 cuBLAS product of the same inputs (output poisoned first) and timed with CUDA
-    events around launches of the planned kernel (no frontend): ``call`` from the median single
-    launch, ``kern`` from the median over back-to-back batches of 50. A refusal or a compile or
-    launch failure is a ``skipped`` row (printed too with ``print_failures``)."""
-    rt, cp = eng.runtime, eng.runtime.cp
+    events around launches of the planned kernel (`planned_launch`: no frontend): ``call`` from the
+    median single launch, ``kern`` from the median over back-to-back batches of 50. Each row records
+    the tiling and the knobs that differ from the defaults (``selection``) of what actually ran. A
+    refusal or a compile or launch failure is a ``skipped`` row (printed too with
+    ``print_failures``)."""
+    cp = eng.runtime.cp
     rows = []
     for dt in dtypes:
         et = BFLOAT16 if dt == "bfloat16" else FLOAT16
@@ -76,16 +105,13 @@ def sweep(eng, dtypes, shape_names, shapes, make_algs, print_failures=False):
             t = events_time(cp, lambda: cp.matmul(ha, hb))
             tk = events_time(cp, lambda: cp.matmul(ha, hb), repeat=5, inner=50)
             rows.append(dict(shape=sname, dtype=dt, name="cuBLAS", call=flops / t / 1e12, kern=flops / tk / 1e12))
-            align = vector_alignment(a.data.ptr // 2, _View(k), 2), vector_alignment(b.data.ptr // 2, _View(n), 2)
+            lhs_view, rhs_view = OperandView(Layout.ROW, k, m * k), OperandView(Layout.ROW, n, k * n)
+            align = (vector_alignment(a.data.ptr // 2, lhs_view, 2), vector_alignment(b.data.ptr // 2, rhs_view, 2))
             problem = MatmulProblem(1, m, n, k, et, et, et, Layout.ROW, Layout.ROW, *align)
             for name, alg in make_algs():
                 out = cp.empty((m, n), cp.uint16)
                 try:
-                    alg, cfg, kernel = eng._plan(alg, problem)
-                    shared = getattr(cfg.batch.global_, "dynamic_shared_bytes", 0)
-                    argv = [a, 0, k, 0, b, 0, n, 0, out, 0, n, m * n, m, n, k, 1]
-                    launch = lambda: rt.launch(kernel, alg.cube_count(cfg, problem), cfg.units, argv,
-                                               shared_bytes=shared)
+                    plan, launch = planned_launch(eng, alg, problem, a, b, out, lhs_view, rhs_view)
                     out.fill(0x7e00)   # NaN in f16, a large value in bf16: poisoned
                     launch()
                     cp.cuda.get_current_stream().synchronize()
@@ -100,10 +126,9 @@ def sweep(eng, dtypes, shape_names, shapes, make_algs, print_failures=False):
                 err = float(cp.linalg.norm(as_f32(cp, out, dt) - ref) / cp.linalg.norm(ref))
                 tk = events_time(cp, launch, repeat=5, inner=50)
                 t = events_time(cp, launch)
-                st = cfg.batch.global_.stage
                 rows.append(dict(shape=sname, dtype=dt, name=name, call=flops / t / 1e12, kern=flops / tk / 1e12,
-                                 err=err, tiling=f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{cfg.units}u"
-                                 f"/S{getattr(cfg.batch.global_, 'stages', '-')}"))
+                                 err=err, tiling=tiling(plan.config), algorithm=plan.algorithm.name,
+                                 selection=knobs(plan.config)))
                 print(rows[-1], flush=True)
     return rows
 

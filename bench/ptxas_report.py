@@ -1,6 +1,6 @@
 """Registers, spills and key SASS instruction counts of rendered unit kernels (no GPU needed).
 
-    python3 bench/ptxas_report.py                      # the selected f32 kernels of the issue3 shapes
+    python3 bench/ptxas_report.py                      # the selected f32 kernels of the square shapes
     python3 bench/ptxas_report.py --sass               # plus the counts of LDS/LDG/FFMA widths
 
 Renders each algorithm's kernel for the problem (alignment as `Engine` would see freshly allocated
@@ -67,7 +67,7 @@ def report(algorithm: str, m: int, n: int, k: int, dtype: str = "float32", selec
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--algorithms", default="simple_unit,double_buffering_unit,specialized,ordered")
     p.add_argument("--sizes", default="4096,4093,1000,1024")
     p.add_argument("--dtype", default="float32")

@@ -35,19 +35,25 @@ CALL_PLANS_MAX = 1024
 BACKEND_ENV = "GEMM_ENGINE_BACKEND"
 
 
-def _make_runtime(backend: str, device):
+def _make_runtime(backend: str, device, context=None, queue=None):
+    if backend not in ("auto", "cuda", "opencl"):
+        raise ValueError(f"backend: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
+    if context is not None or queue is not None:
+        if backend == "cuda":
+            raise TypeError("context / queue: OpenCL objects; the CUDA backend takes device= (an index)")
+        backend = "opencl"
     if backend == "auto":
         backend = os.environ.get(BACKEND_ENV, "auto")
+        if backend not in ("auto", "cuda", "opencl"):
+            raise ValueError(f"${BACKEND_ENV}: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
     if backend == "auto":
         from .codegen.cuda_runtime import cuda_available
         backend = "cuda" if cuda_available() else "opencl"
     if backend == "cuda":
         from .codegen.cuda_runtime import CudaRuntime
         return CudaRuntime(device)
-    if backend == "opencl":
-        from .codegen.opencl_runtime import OpenCLRuntime
-        return OpenCLRuntime(device)
-    raise ValueError(f"backend: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
+    from .codegen.opencl_runtime import OpenCLRuntime
+    return OpenCLRuntime(device, context, queue)
 
 
 class Engine:
@@ -57,11 +63,17 @@ class Engine:
     default_algorithm = "auto"
 
     def __init__(self, backend: str = "auto", device=None, precision: str = "default",
-                 use_tuning_cache: bool = True):
+                 use_tuning_cache: bool = True, *, context=None, queue=None):
+        """``backend``: "auto" (CUDA when CuPy sees a GPU, else OpenCL; $GEMM_ENGINE_BACKEND),
+        "cuda" or "opencl". ``device``: a CUDA device index; on OpenCL an index, a name substring
+        (optionally ":index") or a pyopencl.Device. ``context`` / ``queue`` (OpenCL): run in the
+        caller's pyopencl context, or on its queue (so the engine's work is ordered with the
+        caller's). ``precision``: "tf32" lets float32 run on tensor cores by default.
+        ``use_tuning_cache``: default calls take the tuning cache's choice."""
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         self.precision = precision
-        self.runtime = _make_runtime(backend, device)
+        self.runtime = _make_runtime(backend, device, context, queue)
         self.preparer = Preparer(self.runtime)
         self.planner = Planner(self.runtime)
         self.launcher = Launcher(self.runtime)
@@ -90,14 +102,14 @@ class Engine:
 
     # -- public API --------------------------------------------------------------------------
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
-               activation=None, out_dtype=None, algorithm=None, precision=None, tune=False):
+               activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False):
         """``act(alpha * (a @ b) + beta * c + bias)`` with numpy.matmul's semantics for ``a @ b``,
         computed by one generated kernel on this engine's device (see `gemm_engine.matmul` for every
         argument; with none of the epilogue's given it is ``numpy.matmul(a, b, out=out)``)."""
         rt = self.runtime
         precision = self.precision if precision is None else precision
         plain = (c is None and bias is None and activation is None and out_dtype is None
-                 and beta is None and type(alpha) in (float, int) and alpha == 1)
+                 and beta is None and type(alpha) in (float, int) and alpha == 1 and casting == "same_kind")
         call_key = None
         if rt.is_native(a) and rt.is_native(b):
             # Repeated calls on device arrays with the same metadata skip every check and setup:
@@ -116,14 +128,20 @@ class Engine:
                 if result is not None:
                     return result
         prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
-                                  precision, plain)
-        shape, dtype, fusion, host = prep.shape, prep.dtype, prep.fusion, prep.host
+                                  precision, plain, casting)
         if algorithm is not None:
             self.resolve(algorithm)   # an unknown name fails even when there is nothing to compute
+        with self.runtime.on_stream(prep.stream):
+            return self._run(prep, algorithm, tune, call_key)
+
+    def _run(self, prep, algorithm, tune: bool, call_key):
+        """Steps 2-4 of a prepared call (on the stream its inputs' library works on)."""
+        rt = self.runtime
+        shape, dtype, fusion, host = prep.shape, prep.dtype, prep.fusion, prep.host
         if prep.problem is None:     # nothing to multiply: no kernel
             if shape.k == 0 and shape.batch and shape.m and shape.n:
-                return self.preparer.k_zero(shape, dtype, out, host, fusion)
-            return self.preparer.empty_result(shape, dtype, out, host)
+                return self.preparer.k_zero(prep)
+            return self.preparer.empty_result(prep)
         lhs, rhs, problem, epilogue = prep.lhs, prep.rhs, prep.problem, prep.problem.epilogue
         c_dev, c_v, c_copied = self.preparer.c_operand(fusion.c, shape)
         bias_dev, bias_stride, bias_copied = self.preparer.bias_operand(fusion.bias)
@@ -133,22 +151,27 @@ class Engine:
 
         # Write straight into `out` when it is a C-contiguous device array of the result dtype that
         # overlaps no input (``out`` being ``c`` itself is fine: each element reads its own c first).
+        out = prep.out
         reads = [lhs.array, rhs.array] + [x for x in (c_dev, bias_dev) if x is not None and x is not out]
-        direct = (out is not None and not host and out.dtype == dtype and out.flags.c_contiguous
-                  and not any(rt.may_overlap(out, x) for x in reads))
-        target = out if direct else rt.empty(shape.out_shape, self.preparer.storage_dtype(dtype, host))
+        direct = (out is not None and not host and out.dtype == dtype and out.array.flags.c_contiguous
+                  and not any(rt.may_overlap(out.array, x) for x in reads if x is not out.array))
+        if direct:
+            target = returned = out.array
+        else:
+            target, returned = self.preparer.result_target(prep)
         values = {**operand_values(rt, "lhs", lhs.array, lhs.view), **operand_values(rt, "rhs", rhs.array, rhs.view),
                   **output_values(rt, target, problem), **size_values(problem)}
         if not epilogue.identity:
             values.update(epilogue_values(rt, fusion.alpha, fusion.beta, c_dev, c_v, bias_dev, bias_stride))
         self.launcher.run(plan, values)
+        rt.record(target)
         self.last_choice = (plan.algorithm, plan.config)
         if (call_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
-                and (out is None or direct)):
+                and (out is None or direct) and prep.like is None):
             meta = {"c_view": c_v, "bias_stride": bias_stride}
             self._remember(call_key, CallPlan.make(plan, values, shape.out_shape, dtype,
                                                    not epilogue.identity, meta))
-        return self.preparer.finish(target, out, direct, host, dtype)
+        return self.preparer.finish(prep, target, returned, direct)
 
     def _remember(self, key, call: CallPlan) -> None:
         with self._lock:
@@ -338,15 +361,19 @@ def default_engine() -> Engine:
 
 
 def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
-           out_dtype=None, algorithm=None, precision=None, tune=False):
+           out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False):
     """``act(alpha * (a @ b) + beta * c + bias)``, with ``a @ b`` following ``numpy.matmul``, on the
     default engine (`default_engine`; see `Engine` for one bound to a backend and device).
 
-    a, b:        the operands; numpy arrays come back as numpy arrays, device arrays of the
-                 engine's backend (CuPy on CUDA, ``pyopencl.array.Array`` on OpenCL) stay there.
+    a, b:        the operands: numpy arrays (or lists, scalars), device arrays of the engine's
+                 backend (CuPy on CUDA, ``pyopencl.array.Array`` on OpenCL), torch tensors, or any
+                 DLPack / CUDA-array-interface object. The result comes back in the caller's
+                 library (torch in, torch out; numpy in, numpy out; device arrays stay there);
+                 device arrays on the engine's device are read without a copy, on the stream of
+                 their library (torch's current stream for torch tensors).
                  1-D operands are promoted as numpy promotes them, batch dimensions broadcast.
-    out:         where to write the result (its shape and a dtype the result casts to with
-                 numpy's ``same_kind`` rule); returned.
+    out:         where to write the result (its shape, and a dtype the result casts to under
+                 ``casting``); returned.
     alpha:       scales ``a @ b`` (a kernel argument: changing it does not recompile).
     beta, c:     add ``beta * c``, ``c`` broadcasting to the output (read in place through its
                  strides); ``beta`` defaults to 1 when ``c`` is given, ``beta=0`` does not read ``c``.
@@ -354,8 +381,12 @@ def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis
                  (``bias_axis=0``, length M).
     activation:  applied last: "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", or an
                  `Activation` instance of your own (see `register_activation`).
-    out_dtype:   the result dtype (default: numpy's promotion of a, b, c and bias; int8 @ int8
-                 is int32, accumulated exactly).
+    out_dtype:   the result dtype (default: numpy's promotion of a, b, c and bias, with two
+                 exceptions a GEMM library makes: int8 @ int8 is int32, accumulated exactly, and
+                 bfloat16 @ bfloat16 is bfloat16 (numpy with ml_dtypes gives float32: ask for it
+                 with ``out_dtype=numpy.float32``)).
+    casting:     numpy's rule for ``out_dtype`` and ``out``: "same_kind" (default), "safe",
+                 "equiv", "no" or "unsafe".
     algorithm:   a registered name, an `Algorithm` subclass or instance (default: the tuning
                  cache's choice for the problem's class, else ``"auto"``'s rules; ``Engine.explain``
                  says which and why).
@@ -368,4 +399,4 @@ def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis
     """
     return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
-                                   algorithm=algorithm, precision=precision, tune=tune)
+                                   casting=casting, algorithm=algorithm, precision=precision, tune=tune)

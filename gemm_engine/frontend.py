@@ -88,12 +88,12 @@ def result_dtype(a_dtype, b_dtype) -> np.dtype:
 _KNOWN = {np.dtype(n) for n in ("float32", "float64", "float16")}
 
 
-def check_out(out_shape, out_dtype, result: np.dtype, expected_shape) -> None:
+def check_out(out_shape, out_dtype, result: np.dtype, expected_shape, casting: str = "same_kind") -> None:
     if tuple(out_shape) != tuple(expected_shape):
         raise ValueError(f"matmul: out has shape {tuple(out_shape)}, expected {tuple(expected_shape)}")
-    if not np.can_cast(result, out_dtype, casting="same_kind"):
+    if not np.can_cast(result, out_dtype, casting=casting):
         raise TypeError(f"matmul: cannot cast the result from dtype {result.name!r} to out's dtype "
-                        f"{np.dtype(out_dtype).name!r} with casting rule 'same_kind'")
+                        f"{np.dtype(out_dtype).name!r} with casting rule {casting!r}")
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,11 @@ def _scalar(value, name: str) -> float:
     return float(value)
 
 
-def check_fusion(shape: CallShape, *, alpha, beta, c, bias, bias_axis, activation, out_dtype) -> FusionRequest:
-    """Validate the epilogue options against the call's shape (numpy's messages where it has one)."""
+def check_fusion(shape: CallShape, *, alpha, beta, c, bias, bias_axis, activation, out_dtype,
+                 casting: str = "same_kind", product=None) -> FusionRequest:
+    """Validate the epilogue options against the call's shape (numpy's messages where it has one).
+    ``c`` and ``bias`` are arrays (anything with ``shape`` and ``dtype``); ``out_dtype`` must be a
+    cast of the natural result (``product`` promoted with c and bias) that ``casting`` allows."""
     alpha = _scalar(alpha, "alpha")
     if beta is None:
         beta = 1.0 if c is not None else 0.0
@@ -81,9 +84,16 @@ def check_fusion(shape: CallShape, *, alpha, beta, c, bias, bias_axis, activatio
             raise ValueError(f"matmul: bias must be 1-D with one value per output {what} = {want}) "
                              f"for bias_axis={bias_axis}, got shape {tuple(bias.shape)}")
     activation = resolve_activation(activation)
+    request = FusionRequest(alpha, beta, c, bias, axis, activation, None)
     if out_dtype is not None:
         out_dtype = np.dtype(out_dtype)
         element_type(out_dtype)  # TypeError naming the supported dtypes
+        if product is not None:
+            natural = fused_dtype(np.dtype(product), request)
+            if not np.can_cast(natural, out_dtype, casting=casting):
+                raise TypeError(f"matmul: cannot cast the result from dtype({natural.name!r}) to out_dtype "
+                                f"dtype({out_dtype.name!r}) with casting rule {casting!r} (numpy's rule; "
+                                f"pass casting='unsafe' to allow it)")
     return FusionRequest(alpha, beta, c, bias, axis, activation, out_dtype)
 
 

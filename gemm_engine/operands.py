@@ -1,11 +1,12 @@
 """The prepare step of a call: numpy's rules, then the operands on the device.
 
 Every check of a matmul call happens here, before anything is launched or written (shapes, dtypes,
-``out``, the epilogue options: frontend.py and fusion.py hold the rules and numpy's messages);
-then the operands are viewed on the device without copies where their strides allow
-(`DeviceOperand`: the array the kernel reads, how it reads it, its vector alignment), and the
-`MatmulProblem` the kernels are configured for is built. It also finishes calls that need no
-kernel (an empty output, K = 0) and hands results back in the caller's array type.
+``out``, the epilogue options: frontend.py and fusion.py hold the rules and numpy's messages).
+Arrays of every library come in through interop.py (numpy, CuPy, PyOpenCL, torch, DLPack, the CUDA
+array interface, lists and scalars); then the operands are viewed on the device without copies
+where their strides allow (`DeviceOperand`: the array the kernel reads, how it reads it, its vector
+alignment), and the `MatmulProblem` the kernels are configured for is built. It also finishes calls
+that need no kernel (an empty output, K = 0) and hands results back in the caller's library.
 """
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import BFLOAT16, element_type, numpy_dtype, operand_dtype
+from .dtypes import BFLOAT16, SUPPORTED_NAMES, element_type, operand_dtype
 from .frontend import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype, vector_alignment
 from .fusion import NO_FUSION, FusionRequest, c_view, check_fusion, fused_dtype, make_epilogue
+from .interop import Imported, import_array, numpy_torch_dtype, to_library
 from .problem import MatmulProblem
 
 
@@ -38,6 +40,13 @@ class PreparedCall:
     lhs: DeviceOperand | None = None
     rhs: DeviceOperand | None = None
     problem: MatmulProblem | None = None
+    out: Imported | None = None          # the caller's out, imported
+    like: Imported | None = None         # the input whose library the result takes (torch in, torch out)
+    stream: int | None = None            # the CUDA stream the inputs' library works on
+
+
+def _is_bf16(dtype) -> bool:
+    return element_type(dtype) is BFLOAT16
 
 
 class Preparer:
@@ -47,67 +56,72 @@ class Preparer:
         self.runtime = runtime
 
     def call(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, precision,
-                 plain) -> "PreparedCall":
+             plain, casting: str = "same_kind") -> PreparedCall:
         """Every check of a call, then the operands on the device and the problem the kernels are
         configured for (None when there is nothing to multiply: an empty output or K = 0)."""
-        rt = self.runtime
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
-        a, a_host = self.as_array(a, "a")
-        b, b_host = self.as_array(b, "b")
-        host = a_host and b_host
-        shape = call_shape(a.shape, b.shape)
-        product = result_dtype(a.dtype, b.dtype)
+        if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+            raise ValueError(f"casting: expected 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
+        ia, ib = self.as_array(a, "a"), self.as_array(b, "b")
+        host = ia.host and ib.host
+        like = ia if ia.library == "torch" else ib if ib.library == "torch" else None
+        stream = ia.stream or ib.stream
+        shape = call_shape(ia.shape, ib.shape)
+        product = result_dtype(ia.dtype, ib.dtype)
         in_dtype = operand_dtype(product)   # what the kernel reads: int8 for an int32 product (dtypes.WIDENED)
+        ic = self.as_array(c, "c") if c is not None and not plain else None
+        ibias = self.as_array(bias, "bias") if bias is not None and not plain else None
+        for label, imp in (("c", ic), ("bias", ibias)):
+            if imp is not None and imp.dtype.name not in SUPPORTED_NAMES:
+                raise TypeError(f"matmul: {label} has dtype {imp.dtype.name!r}; supported dtypes are "
+                                f"{', '.join(SUPPORTED_NAMES)}")
         fusion = NO_FUSION if plain else check_fusion(
-            shape, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis, activation=activation,
-            out_dtype=out_dtype)
+            shape, alpha=alpha, beta=beta, c=ic, bias=ibias, bias_axis=bias_axis, activation=activation,
+            out_dtype=out_dtype, casting=casting, product=product)
         dtype = fused_dtype(product, fusion)
         epilogue = make_epilogue(fusion, element_type(in_dtype).compute, element_type(dtype).compute)
+        iout = None
         if out is not None:
-            if host and not isinstance(out, np.ndarray):
-                raise TypeError(f"matmul: out must be a numpy.ndarray for numpy inputs, got {type(out).__name__}")
-            if host and not out.flags.writeable:   # else found only after the launch, or never (K = 0)
+            iout = self.as_array(out, "out")
+            if host and not iout.host:
+                raise TypeError(f"matmul: out is a device array ({type(out).__name__}) but the operands are "
+                                f"host arrays: pass a host array (numpy, a CPU tensor)")
+            if not host and iout.host and iout.library != "torch":
+                raise TypeError(f"matmul: out must be a device array of the {self.runtime.backend} backend "
+                                f"(or a tensor), got {type(out).__name__}")
+            if iout.host and not iout.array.flags.writeable:   # else found only after the launch, or never (K = 0)
                 raise ValueError("matmul: out is read-only")
-            if not host and not rt.is_native(out):
-                raise TypeError(f"matmul: out must be a device array of the {rt.backend} backend, "
-                                f"got {type(out).__name__}")
-            check_out(out.shape, out.dtype, dtype, shape.out_shape)
-        for label, x in (("c", fusion.c), ("bias", fusion.bias)):
-            if x is not None:
-                self.as_array(x, label)  # the array kind check, before anything moves
+            check_out(iout.shape, iout.dtype, dtype, shape.out_shape, casting)
         if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
-            return PreparedCall(shape, dtype, fusion, host)
-        lhs = self.operand(a, a_host, in_dtype, shape, shape.lhs_vector, lhs=True)
-        rhs = self.operand(b, b_host, in_dtype, shape, shape.rhs_vector, lhs=False)
+            return PreparedCall(shape, dtype, fusion, host, out=iout, like=like, stream=stream)
+        lhs = self.operand(ia, in_dtype, shape, shape.lhs_vector, lhs=True)
+        rhs = self.operand(ib, in_dtype, shape, shape.rhs_vector, lhs=False)
         in_et = element_type(in_dtype)
         problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, in_et, in_et, element_type(dtype),
                                 lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, precision, epilogue)
-        return PreparedCall(shape, dtype, fusion, host, lhs, rhs, problem)
+        return PreparedCall(shape, dtype, fusion, host, lhs, rhs, problem, iout, like, stream)
 
-    def as_array(self, x, label):
-        if self.runtime.is_native(x):
-            return x, False
-        if type(x).__module__.split(".")[0] in ("cupy", "pyopencl"):
-            raise TypeError(f"matmul: {label} is a {type(x).__module__} array but this engine runs on "
-                            f"the {self.runtime.backend} backend")
-        return np.asarray(x), True
+    def as_array(self, x, label) -> Imported:
+        return import_array(x, label, self.runtime)
 
     @staticmethod
     def storage_dtype(dtype, host):
         # Device libraries may lack bfloat16: move its bits as uint16, the kernel knows the type.
-        return np.dtype(np.uint16) if element_type(dtype) is BFLOAT16 and host else dtype
+        return np.dtype(np.uint16) if _is_bf16(dtype) and host else dtype
 
-    def operand(self, x, is_host, dtype, shape: CallShape, vector: bool, lhs: bool) -> DeviceOperand:
+    def to_device(self, host: np.ndarray):
+        """A host array on the device in its own dtype (bfloat16 as its bits)."""
+        return self.runtime.to_device(host.view(np.uint16) if _is_bf16(host.dtype) else host)
+
+    def operand(self, imp: Imported, dtype, shape: CallShape, vector: bool, lhs: bool) -> DeviceOperand:
         rt = self.runtime
-        if is_host:
-            x = np.asarray(x, dtype=dtype)
-            if element_type(dtype) is BFLOAT16:
-                x = x.view(np.uint16)
-            x = rt.to_device(x)
-        copied = is_host
-        if not is_host and x.dtype != dtype:
-            x, copied = rt.contiguous(x, dtype), True
+        if imp.host:
+            x, copied = self.to_device(np.asarray(imp.array, dtype=dtype)), True
+        elif imp.dtype != dtype:
+            x, copied = self.converted(imp, dtype), True
+        else:
+            x, copied = imp.array, False
         if vector:
             x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
         view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
@@ -125,110 +139,120 @@ class Preparer:
         align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
         return DeviceOperand(x, view, align, copied)
 
-    def device_copy(self, x):
-        """A device array holding ``x`` in its own dtype (bfloat16 moved as its bits)."""
-        rt = self.runtime
-        if rt.is_native(x):
-            return x
-        x = np.asarray(x)
-        element_type(x.dtype)  # TypeError naming the supported dtypes
-        return rt.to_device(x.view(np.uint16) if element_type(x.dtype) is BFLOAT16 else x)
+    def converted(self, imp: Imported, dtype):
+        """A device array's values in ``dtype``: on the device, or through the host where a side is
+        bfloat16 (held as bits, which a device library would convert as integers)."""
+        if _is_bf16(imp.dtype) or _is_bf16(dtype):
+            return self.to_device(self.host_values(imp).astype(dtype))
+        return self.runtime.contiguous(imp.array, dtype)
 
-    def c_operand(self, c, shape: CallShape):
+    def host_values(self, imp: Imported) -> np.ndarray:
+        """The values of an imported array on the host, in its logical dtype."""
+        if imp.host:
+            return np.asarray(imp.array)
+        host = self.runtime.to_host(imp.array)
+        return host.view(imp.dtype) if host.dtype != imp.dtype else host
+
+    def device_copy(self, imp: Imported):
+        """A device array holding an imported array in its own dtype (bfloat16 moved as its bits)."""
+        if not imp.host:
+            return imp.array
+        element_type(imp.dtype)  # TypeError naming the supported dtypes
+        return self.to_device(np.asarray(imp.array))
+
+    def c_operand(self, c: Imported | None, shape: CallShape):
         """(device array, strides view, copied) for the epilogue's ``c``, read in place where its
         strides describe the broadcast to the output; else copied once, broadcast materialized."""
         if c is None:
             return None, None, False
-        rt = self.runtime
-        copied = not rt.is_native(c)
+        copied = c.host
         dev = self.device_copy(c)
         view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
         if view is None:
-            host = rt.to_host(dev) if not isinstance(c, np.ndarray) else np.asarray(c)
-            host = np.ascontiguousarray(np.broadcast_to(host, shape.out_shape))
-            dev, copied = self.device_copy(host), True
+            host = np.ascontiguousarray(np.broadcast_to(self.host_values(c), shape.out_shape))
+            dev, copied = self.to_device(host), True
             view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
         return dev, view, copied
 
-    def bias_operand(self, bias):
+    def bias_operand(self, bias: Imported | None):
         """(device array, element stride, copied) for the epilogue's ``bias`` vector."""
         if bias is None:
             return None, None, False
-        rt = self.runtime
-        copied = not rt.is_native(bias)
+        copied = bias.host
         dev = self.device_copy(bias)
         stride, itemsize = dev.strides[0], dev.dtype.itemsize
         if stride % itemsize:
-            dev, copied = rt.contiguous(dev), True
+            dev, copied = self.runtime.contiguous(dev), True
             stride = itemsize
         return dev, stride // itemsize, copied
 
-    def k_zero(self, shape: CallShape, dtype, out, host, fusion: FusionRequest):
+    # -- results -----------------------------------------------------------------------------------
+    def result_target(self, prep: PreparedCall):
+        """(array the kernel writes, what the call returns when it has no ``out``): a runtime device
+        array, or for a torch caller on the device a tensor of torch's (its memory the kernel writes)."""
+        rt = self.runtime
+        shape, dtype = prep.shape.out_shape, prep.dtype
+        like = prep.like
+        if like is not None and not prep.host:
+            import torch
+            tensor = torch.empty(shape, dtype=numpy_torch_dtype(dtype), device=like.original.device)
+            return self.as_array(tensor, "result").array, tensor
+        target = rt.empty(shape, self.storage_dtype(dtype, prep.host))
+        return target, target
+
+    def k_zero(self, prep: PreparedCall):
         """K = 0: a @ b is zeros, so the result is the epilogue of zeros, computed on the host in
         float64 (nothing to multiply; a kernel would only read c and bias)."""
+        shape, dtype, fusion = prep.shape, prep.dtype, prep.fusion
         if fusion.plain:
-            return self.empty_result(shape, dtype, out, host)
-        rt = self.runtime
+            return self.empty_result(prep)
         value = np.zeros(shape.out_shape)
         if fusion.c is not None:
-            value = value + fusion.beta * self.host_float64(fusion.c)
+            value = value + fusion.beta * self.host_values(fusion.c).astype(np.float64)
         if fusion.bias is not None:
-            vec = self.host_float64(fusion.bias)
+            vec = self.host_values(fusion.bias).astype(np.float64)
             if fusion.bias_axis == 1 or shape.lhs_vector:
                 value = value + vec                              # over the output's last axis
             else:
                 value = value + (vec[:, None] if not shape.rhs_vector else vec)
         if fusion.activation is not None:
             value = fusion.activation.reference(value)
-        result = np.asarray(value).astype(dtype)
-        if host:
-            if out is None:
-                return result[()] if result.ndim == 0 else result
-            out[...] = result
-            return out
-        target = rt.to_device(result.view(np.uint16) if element_type(dtype) is BFLOAT16 else result)
-        if out is None:
-            return target
-        rt.copy_into(out, target)
-        return out
+        return self.deliver(prep, np.asarray(value).astype(dtype))
 
-    def host_float64(self, x) -> np.ndarray:
-        rt = self.runtime
-        if rt.is_native(x):
-            x = rt.to_host(x)
-            if x.dtype == np.uint16:  # a bfloat16 device array comes back as its bits
-                x = x.view(numpy_dtype(BFLOAT16))
-        return np.asarray(x, dtype=np.float64)
+    def empty_result(self, prep: PreparedCall):
+        """The result of a call with nothing to multiply: empty, or zeros when K = 0."""
+        return self.deliver(prep, np.zeros(prep.shape.out_shape, prep.dtype))
 
-    def empty_result(self, shape, dtype, out, host):
-        rt = self.runtime
+    def deliver(self, prep: PreparedCall, result: np.ndarray):
+        """A host result as the call returns it: into ``out``, or in the caller's library."""
+        out = prep.out
         if out is not None:
-            target = out
-        elif host:
-            target = np.empty(shape.out_shape, dtype)
-        else:
-            target = rt.empty(shape.out_shape, dtype)
-        if shape.k == 0 and target.size:
-            if host:
-                target[...] = 0
+            if out.host:
+                out.array[...] = result
             else:
-                rt.fill_zero(target)
-        return target
+                values = self.to_device(np.asarray(result).astype(out.dtype))
+                self.runtime.copy_into(out.array, values.view(out.array.dtype))
+            return out.original
+        if prep.host:
+            # numpy returns a scalar, not a 0-d array, for vector @ vector.
+            return to_library(result[()] if result.ndim == 0 else result, prep.like, self.runtime)
+        if prep.like is not None:
+            return to_library(result, prep.like, self.runtime).to(prep.like.original.device)
+        return self.to_device(result)
 
-    def finish(self, target, out, direct, host, dtype):
-        rt = self.runtime
-        if host:
+    def finish(self, prep: PreparedCall, target, returned, direct: bool):
+        """The call's return value once the kernels wrote ``target``."""
+        rt, out, dtype = self.runtime, prep.out, prep.dtype
+        if prep.host:
             result = rt.to_host(target)
             if result.dtype != dtype:
                 result = result.view(dtype)
             if out is None:
-                # numpy returns a scalar, not a 0-d array, for vector @ vector.
-                return result[()] if result.ndim == 0 else result
-            out[...] = result
-            return out
-        if direct or out is None:
-            return target if out is None else out
-        rt.copy_into(out, target)
-        return out
-
-
+                return to_library(result[()] if result.ndim == 0 else result, prep.like, rt)
+            out.array[...] = result
+            return out.original
+        if out is None:
+            return returned
+        if not direct:
+            rt.copy_into(out.array, target)
+        return out.original

@@ -69,6 +69,27 @@ def _slot_value(x, ndarray) -> int:
                     f"numpy.float32, numpy.float64 or bytes (a structure passed by value)")
 
 
+_THREADS = threading.local()
+
+
+def ensure_context(cp, device: int) -> None:
+    """Make ``device``'s primary context current in the calling thread, once per thread. Driver API
+    calls (cuLaunchKernel, cuModuleLoadData) use the thread's current context, and a thread whose
+    first CUDA call is ours has none (CUDA_ERROR_INVALID_CONTEXT); cudaSetDevice makes the primary
+    context current (CUDA 12 and later), cudaFree(0) initializes it."""
+    ready = getattr(_THREADS, "devices", None)
+    if ready is None:
+        ready = _THREADS.devices = set()
+    if device in ready:
+        return
+    current = cp.cuda.runtime.getDevice()
+    cp.cuda.runtime.setDevice(device)
+    cp.cuda.runtime.free(0)
+    if current != device:
+        cp.cuda.runtime.setDevice(current)
+    ready.add(device)
+
+
 class DriverLauncher:
     """Launches compiled kernels (CuPy ``RawKernel`` or ``Function``) with cuLaunchKernel."""
 
@@ -132,10 +153,13 @@ class PreparedLaunch:
         self.cp = runtime.cp
         self._launch = launcher.launch_kernel
 
-    def __call__(self, *arrays) -> bool:
+    def __call__(self, *arrays, stream: int | None = None) -> bool:
+        """Launch with these arrays (CuPy arrays, or addresses as ints) at the array positions, on
+        ``stream`` (a raw stream handle) or CuPy's current stream."""
         cp = self.cp
         if cp.cuda.runtime.getDevice() != self.device:
             return False
+        ensure_context(cp, self.device)
         block = getattr(self._local, "block", None)
         if block is None:
             by_value = any(type(x) is bytes for x in self.args)
@@ -143,7 +167,7 @@ class PreparedLaunch:
             block.slots[:] = self.values
         slots = block.slots
         for position, x in zip(self.positions, arrays):
-            slots[position] = x.data.ptr
+            slots[position] = x if type(x) is int else x.data.ptr
         self._launch(self.function, self.cubes, 1, 1, self.units, 1, 1, self.shared,
-                     cp.cuda.get_current_stream().ptr, block.address, 0)
+                     cp.cuda.get_current_stream().ptr if stream is None else stream, block.address, 0)
         return True

@@ -2,6 +2,7 @@
 on CuPy's current stream, and arrays are `cupy.ndarray`."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -9,7 +10,7 @@ import tempfile
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from .cuda_launch import DriverLauncher, PreparedLaunch
+from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from .device import DeviceInfo
 from .dialect import cuda_target_arch
 from .runtime import Runtime, span_of
@@ -98,14 +99,20 @@ class CudaRuntime(Runtime):
         # so the id cannot be reused by another kernel while the entry exists.
         self._dyn_smem: dict[int, tuple] = {}
         self._modules: list = []              # modules compiled outside RawModule (arch-specific)
+        self._streams: dict = {}              # a library's stream handle -> cupy ExternalStream
         cp = self.cp = _cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()
         except Exception as exc:
             raise BackendUnavailableError(f"CuPy sees no CUDA device: {exc}") from exc
+        if device is not None and (isinstance(device, bool) or not isinstance(device, (int, np.integer))):
+            raise TypeError(f"device: expected a CUDA device index (int), got {type(device).__name__} {device!r}")
         index = 0 if device is None else int(device)
         if not 0 <= index < count:
-            raise ValueError(f"device: CUDA device index {index} out of range (0..{count - 1})")
+            names = [cp.cuda.runtime.getDeviceProperties(i)["name"] for i in range(count)]
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+            raise ValueError(f"device: CUDA device index {index} out of range; devices: "
+                             + "; ".join(f"{i}: {n}" for i, n in enumerate(names)))
         self.cuda_device = cp.cuda.Device(index)
         # cuLaunchKernel with a reusable parameter block where CuPy exposes it (cuda_launch.py);
         # CuPy's Function call otherwise.
@@ -123,6 +130,7 @@ class CudaRuntime(Runtime):
         )
 
     def _compile(self, source, name):
+        ensure_context(self.cp, self.cuda_device.id)
         arch = cuda_target_arch(self.device, source)
         if arch != self.device.arch:
             return self._compile_arch_specific(source, name, arch)
@@ -154,6 +162,7 @@ class CudaRuntime(Runtime):
         if self.cp.cuda.runtime.getDevice() != self.cuda_device.id:
             with self.cuda_device:  # entering the device context costs more than asking
                 return self.launch_converted(kernel, cubes, units, args, shared_bytes)
+        ensure_context(self.cp, self.cuda_device.id)
         if shared_bytes > self._shared_limit(kernel):
             self._raise_shared_limit(kernel, shared_bytes)
         if self.driver_launch is not None:
@@ -185,6 +194,38 @@ class CudaRuntime(Runtime):
     def _shared_limit(self, kernel) -> int:
         entry = self._dyn_smem.get(id(kernel))
         return entry[1] if entry is not None and entry[0] is kernel else 48 * 1024
+
+    def check_native(self, x, label):
+        if x.device.id != self.cuda_device.id:
+            raise TypeError(f"matmul: {label} is on CUDA device {x.device.id}, this engine runs on device "
+                            f"{self.cuda_device.id} ({self.device.name})")
+
+    @property
+    def device_index(self) -> int:
+        return self.cuda_device.id
+
+    def on_stream(self, stream):
+        if not stream:
+            return contextlib.nullcontext()
+        found = self._streams.get(stream)
+        if found is None:
+            found = self._streams[stream] = self.cp.cuda.ExternalStream(stream, self.cuda_device.id)
+        return found
+
+    def from_dlpack(self, x, label):
+        """A CuPy view of a DLPack object on this runtime's device (no copy)."""
+        with self.cuda_device:
+            try:
+                return self.cp.from_dlpack(x)
+            except Exception as exc:  # noqa: BLE001 -- its device or dtype
+                raise TypeError(f"matmul: {label} cannot be read through DLPack on {self.device.name}: {exc}") from exc
+
+    def from_cuda_array_interface(self, x, label):
+        with self.cuda_device:
+            try:
+                return self.cp.asarray(x)
+            except Exception as exc:  # noqa: BLE001
+                raise TypeError(f"matmul: {label} cannot be read through __cuda_array_interface__: {exc}") from exc
 
     def synchronize(self):
         with self.cuda_device:

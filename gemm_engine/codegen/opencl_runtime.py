@@ -26,9 +26,11 @@ def _pyopencl():
     return cl, cla
 
 
-def _pick_device(cl, device):
-    if device is not None and not isinstance(device, (str, int)):
-        return device  # a pyopencl.Device
+#: pyopencl's own variable choosing a context ("0", "0:1", ...), honoured when ours is not set.
+PYOPENCL_ENV = "PYOPENCL_CTX"
+
+
+def _devices(cl):
     try:
         platforms = cl.get_platforms()
     except Exception as exc:
@@ -36,15 +38,37 @@ def _pick_device(cl, device):
     devices = [(p, d) for p in platforms for d in p.get_devices()]
     if not devices:
         raise BackendUnavailableError("no OpenCL device found (on Debian: apt-get install pocl-opencl-icd)")
+    return devices
+
+
+def _listing(devices) -> str:
+    return "; ".join(f"{i}: {p.name}: {d.name}" for i, (p, d) in enumerate(devices))
+
+
+def _pick_device(cl, device):
+    """The device ``device`` names: a pyopencl.Device, an index into every platform's devices, or a
+    platform / device name substring with an optional ``:index`` among its matches (default:
+    $GEMM_ENGINE_OPENCL_DEVICE, else the first GPU, else the first device). Errors list them."""
+    if isinstance(device, cl.Device):
+        return device
+    if device is not None and (isinstance(device, bool) or not isinstance(device, (str, int))):
+        raise TypeError(f"device: expected an OpenCL device index (int), a name substring (str, optionally "
+                        f"':index') or a pyopencl.Device, got {type(device).__name__} {device!r}")
+    devices = _devices(cl)
     spec = device if device is not None else os.environ.get(DEVICE_ENV)
     if isinstance(spec, int):
+        if not 0 <= spec < len(devices):
+            raise ValueError(f"device: OpenCL device index {spec} out of range; devices: {_listing(devices)}")
         return devices[spec][1]
     if spec:
         name, _, index = str(spec).partition(":")
         chosen = [d for p, d in devices if name.lower() in (p.name + " " + d.name).lower()]
+        where = "device" if device is not None else f"${DEVICE_ENV}"
         if not chosen:
-            raise ValueError(f"device: no OpenCL device matches {spec!r}; have "
-                             f"{[p.name + ': ' + d.name for p, d in devices]}")
+            raise ValueError(f"{where}: no OpenCL device matches {name!r}; devices: {_listing(devices)}")
+        if index and (not index.isdigit() or int(index) >= len(chosen)):
+            raise ValueError(f"{where}: {spec!r} asks for match {index!r}, but {name!r} matches "
+                             f"{len(chosen)} device(s): {[d.name for d in chosen]}")
         return chosen[int(index or 0)]
     # Prefer a GPU; else the first device.
     gpus = [d for p, d in devices if d.type & cl.device_type.GPU]
@@ -54,13 +78,32 @@ def _pick_device(cl, device):
 class OpenCLRuntime(Runtime):
     backend = "opencl"
 
-    def __init__(self, device=None):
+    def __init__(self, device=None, context=None, queue=None):
+        """On ``queue`` (its context and device) or in ``context`` (``device`` among its devices,
+        default its first), else a context of its own on ``device`` (see `_pick_device`;
+        $PYOPENCL_CTX is honoured when neither ``device`` nor $GEMM_ENGINE_OPENCL_DEVICE is set)."""
         super().__init__()
         cl, cla = self.cl, self.cla = _pyopencl()
-        dev = _pick_device(cl, device)
-        self.context = cl.Context([dev])
-        self.queue = cl.CommandQueue(self.context)
+        if queue is not None:
+            if not isinstance(queue, cl.CommandQueue):
+                raise TypeError(f"queue: expected a pyopencl.CommandQueue, got {type(queue).__name__}")
+            context, dev = queue.context, queue.device
+        elif context is not None:
+            if not isinstance(context, cl.Context):
+                raise TypeError(f"context: expected a pyopencl.Context, got {type(context).__name__}")
+            dev = _pick_device(cl, device) if device is not None else context.devices[0]
+            if dev not in context.devices:
+                raise ValueError(f"device: {dev.name} is not a device of the given context "
+                                 f"({[d.name for d in context.devices]})")
+        elif device is None and not os.environ.get(DEVICE_ENV) and os.environ.get(PYOPENCL_ENV):
+            context = cl.create_some_context(interactive=False)
+            dev = context.devices[0]
+        else:
+            dev = _pick_device(cl, device)
+        self.context = context or cl.Context([dev])
+        self.queue = queue or cl.CommandQueue(self.context)
         self.cl_device = dev
+        self._last_event = None
         plane = 32 if "nvidia" in dev.vendor.lower() else 1
         self.device = DeviceInfo(
             backend="opencl",
@@ -83,7 +126,21 @@ class OpenCLRuntime(Runtime):
 
     def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0):
         """`launch` for arguments already converted (integers as np.int64): the per-call path."""
-        kernel(self.queue, (cubes * units,), (units,), *args)
+        self._last_event = kernel(self.queue, (cubes * units,), (units,), *args)
+
+    def check_native(self, x, label: str) -> None:
+        """An array of another context is refused; one written by work pending on another queue
+        is waited for (this runtime's queue would otherwise read it stale)."""
+        if x.context != self.context:
+            raise TypeError(f"matmul: {label} is a pyopencl array of another context than this engine's "
+                            f"(pass Engine(context=...) or Engine(queue=...) to run in it)")
+        if x.queue is not self.queue and x.events:
+            self.cl.wait_for_events(list(x.events))
+
+    def record(self, array) -> None:
+        """Work on ``array``'s own queue (a caller's ``out``) waits for the kernel that wrote it."""
+        if self._last_event is not None and isinstance(array, self.cla.Array) and array.queue is not self.queue:
+            array.add_event(self._last_event)
 
     def synchronize(self):
         self.queue.finish()
@@ -116,10 +173,13 @@ class OpenCLRuntime(Runtime):
         if src.dtype != dst.dtype:
             src = src.astype(dst.dtype)
         if dst.flags.c_contiguous and src.flags.c_contiguous:
-            self.cl.enqueue_copy(self.queue, dst.base_data, src.base_data, dst_offset=dst.offset,
-                                 src_offset=src.offset, byte_count=src.nbytes)
+            self._last_event = self.cl.enqueue_copy(self.queue, dst.base_data, src.base_data,
+                                                    dst_offset=dst.offset, src_offset=src.offset,
+                                                    byte_count=src.nbytes)
+            self.record(dst)
         else:
             self._strided_copy(dst, src)
+            self.record(dst)
 
     def _strided_copy(self, dst, src):
         """dst[...] = src for arrays of one dtype and shape with any strides (PyOpenCL has none)."""

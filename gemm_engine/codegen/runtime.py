@@ -6,6 +6,7 @@ PyOpenCL's) make later processes fast, so no cache of our own is written.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -63,6 +64,28 @@ class Runtime(ABC):
     @abstractmethod
     def launch_converted(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int = 0) -> None:
         """`launch` with every integer argument already an np.int64 (the cached per-call path)."""
+
+    def on_stream(self, stream):
+        """A context in which this runtime's work goes to ``stream`` (a library's stream handle:
+        torch's current CUDA stream), or changes nothing (None, or a runtime without streams)."""
+        return contextlib.nullcontext()
+
+    def check_native(self, x, label: str) -> None:
+        """Refuse (TypeError naming ``label``) a native array this runtime cannot read as it is, or
+        wait for work on it that another queue has pending."""
+
+    def record(self, array) -> None:
+        """Note that the work just queued writes ``array`` (OpenCL: its event, for other queues)."""
+
+    def logical_dtype(self, x) -> np.dtype:
+        """The dtype of a native device array's elements."""
+        return x.dtype
+
+    def from_dlpack(self, x, label: str):
+        raise TypeError(f"matmul: {label} is a device array the {self.backend} backend cannot read")
+
+    def from_cuda_array_interface(self, x, label: str):
+        raise TypeError(f"matmul: {label} is a CUDA array; this engine runs on the {self.backend} backend")
 
     def prepare_launch(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, arrays):
         """A launch of ``kernel`` with ``args`` whose only changing arguments are the arrays at

@@ -42,7 +42,7 @@ class _FakeRuntime:
     """What PreparedLaunch reads of a CudaRuntime, with a recording cuLaunchKernel."""
 
     def __init__(self):
-        self.launched = []
+        self.launched, self.set_devices = [], []
         rt = self
 
         class cp:
@@ -53,6 +53,14 @@ class _FakeRuntime:
                     @staticmethod
                     def getDevice():
                         return 0
+
+                    @staticmethod
+                    def setDevice(device):
+                        rt.set_devices.append(device)
+
+                    @staticmethod
+                    def free(ptr):
+                        pass
 
                 @staticmethod
                 def get_current_stream():

@@ -1,38 +1,47 @@
-"""Small, latency-bound problems on the H100: every wgmma tiling of the tuning space plus
+"""Small, latency-bound problems on a Hopper GPU: every wgmma tiling of the tuning space plus
 persistent and two-slot variants, beside torch (cuBLAS) and cupy, timed with timing.device_time
-(back-to-back batches for short calls). For the issue-3 / issue-4 rows that miss: 256 x 128^3
-batched f16 / bf16 and 1000^3 f16.
+(back-to-back batches for short calls). Problems: 256 x 128^3 batched f16 / bf16, 1000^3 f16,
+64 x 512^3 batched and 512^3 f16 (rows where the engine sat at or below cuBLAS).
 
-    python3 bench/small_probe.py [--json FILE]
+    python3 bench/probe_small_problems.py [--json FILE]
+
+Each variant is a whole `WgmmaSelection`: the tuning space's (the tuner's candidates) and, from
+the space's first and three small two-slot tilings, copies with 1, 2 and 4 persistent cubes per
+multiprocessor. Rows name a variant by the knobs that differ from the defaults.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from dataclasses import replace
 
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import gemm_engine  # noqa: E402
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
 from gemm_engine.timing import device_time  # noqa: E402
+from common import knobs  # noqa: E402
 
 PROBLEMS = [(256, 128, 128, 128, "float16"), (256, 128, 128, 128, "bfloat16"), (1, 1000, 1000, 1000, "float16"),
             (64, 512, 512, 512, "float16"), (1, 512, 512, 512, "float16")]
 
 
-def variants(engine, problem):
+#: One warpgroup of one 64 x tile_n tile, a two-slot ring of 64 k (16-bit), nothing left pending.
+SMALL = dict(warpgroups_m=1, warpgroups_n=1, partition_m=1, stage_k=64, stages=2, wgmma_pending=0)
+
+
+def variants(engine, problem) -> list[WgmmaSelection]:
     alg = PipelinedWgmmaAlgorithm()
-    space = alg.tuning_space(problem, engine.dialect)
+    space = [alg.with_selection(preset).selection for preset in alg.tuning_space(problem, engine.dialect)]
     extra = []
-    for base in space[:1] + [WgmmaSelection(warpgroups_m=1, tile_n=128, stages=2, wgmma_pending=0, staged_output=True),
-                             WgmmaSelection(warpgroups_m=1, tile_n=64, stages=2, wgmma_pending=0, staged_output=True),
-                             WgmmaSelection(warpgroups_m=1, tile_n=64, stages=2, wgmma_pending=0)]:
-        extra += [base, replace(base, persistent=1), replace(base, persistent=2), replace(base, persistent=4)]
+    for base in space[:1] + [WgmmaSelection(**SMALL, tile_n=128, staged_output=True),
+                             WgmmaSelection(**SMALL, tile_n=64, staged_output=True),
+                             WgmmaSelection(**SMALL, tile_n=64, staged_output=False)]:
+        extra += [base] + [base.override(persistent=p) for p in (1, 2, 4)]
     return list(dict.fromkeys(space + extra))
 
 
@@ -59,8 +68,9 @@ def main(argv=None):
             rows.append({"problem": label, "name": "cupy",
                          "ms": device_time(rt, lambda: cp.matmul(a, b), repeat=20, warmup=5) * 1e3})
         t_auto = device_time(rt, lambda: engine.matmul(a, b, algorithm="auto"), repeat=20, warmup=5)
+        alg, cfg = engine.last_choice
         rows.append({"problem": label, "name": "auto", "ms": t_auto * 1e3,
-                     "choice": repr(engine.last_choice[0].selection)})
+                     "choice": f"{alg.name} {knobs(cfg)}"})
         problem = engine.problem_for(a, b)
         for sel in variants(engine, problem):
             alg = PipelinedWgmmaAlgorithm(sel)
@@ -69,9 +79,9 @@ def main(argv=None):
                 err = float((torch.from_dlpack(out).float() - ref).norm() / ref.norm())
                 t = device_time(rt, lambda: engine.matmul(a, b, algorithm=alg), repeat=20, warmup=5)
             except Exception as exc:  # noqa: BLE001
-                rows.append({"problem": label, "name": repr(sel), "failed": f"{type(exc).__name__}: {exc}"[:200]})
+                rows.append({"problem": label, "name": sel.describe(), "failed": f"{type(exc).__name__}: {exc}"[:200]})
                 continue
-            rows.append({"problem": label, "name": repr(sel), "ms": t * 1e3, "err": err,
+            rows.append({"problem": label, "name": sel.describe(), "ms": t * 1e3, "err": err,
                          "vs_torch": t_torch / t})
         best = min((r for r in rows if r["problem"] == label and "ms" in r and r["name"] not in ("torch", "cupy")),
                    key=lambda r: r["ms"])

@@ -4,9 +4,10 @@ For every size: cuBLAS DGEMM (cupy.matmul), ``simple_unit`` (FP64 FMA, the engin
 today) and each DMMA tiling below, on row-major float64 operands (``--layouts`` for others), each
 checked against cuBLAS (relative error) and timed with CUDA events around ``engine.matmul`` calls
 into a preallocated output (median of ``--repeat``). Which rows win, and from what size, decides
-whether and where ``pipelined_dmma`` / ``simple_dmma`` join the ``auto`` family.
+whether and where ``pipelined_dmma`` / ``simple_dmma`` join the ``auto`` family. A tiling's knobs
+override the heuristic's (every tiling knob is given); the tiling that ran is in each row.
 
-    python3 bench/dmma_sweep.py --sizes 1024,2048,4093,4096 --json out.json   (prints a table last)
+    python3 bench/sweep_dmma_tilings.py --sizes 1024,2048,4093,4096 --json out.json   (prints a table last)
 """
 from __future__ import annotations
 
@@ -21,27 +22,41 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import gemm_engine  # noqa: E402
 from gemm_engine.algorithms import REGISTRY  # noqa: E402
-from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaAlgorithm,  # noqa: E402
-                                         PipelinedDmmaSelection, SimpleDmmaAlgorithm)
+from gemm_engine.algorithms.dmma import PipelinedDmmaAlgorithm, SimpleDmmaAlgorithm  # noqa: E402
 from gemm_engine.errors import SetupError  # noqa: E402
-from common import events_time  # noqa: E402
+from common import events_time, tiling  # noqa: E402
 
-P, S = PipelinedDmmaSelection, DmmaSelection
-TILINGS = {  # name -> algorithm (None selection: the algorithm's own rule)
+#: 8 x 8 DMMA tiles. Pipelined base: 128 x 128 x 16 in 3 stages, planes 2 x 4 of 8 x 4 tiles (64 x 32),
+#: fragment double buffering. Simple base: 128 x 64 x 16, planes 4 x 2 of 4 x 4 tiles (32 x 32).
+P_BASE = dict(tile_m=8, tile_n=8, planes_m=2, planes_n=4, partition_m=8, partition_n=4, stage_k=16, stages=3,
+              fragment_buffering=True)
+S_BASE = dict(tile_m=8, tile_n=8, planes_m=4, planes_n=2, partition_m=4, partition_n=4, stage_k=16,
+              fragment_buffering=False)
+
+
+def P(**knobs):
+    return PipelinedDmmaAlgorithm(**{**P_BASE, **knobs})
+
+
+def S(**knobs):
+    return SimpleDmmaAlgorithm(**{**S_BASE, **knobs})
+
+
+TILINGS = {  # name -> algorithm (no knobs: the algorithm's own rule)
     "pipelined_dmma": PipelinedDmmaAlgorithm(),
-    "p128x128k16s3 (64x32 planes)": PipelinedDmmaAlgorithm(P()),
-    "p128x128k16s4": PipelinedDmmaAlgorithm(P(stages=4)),
-    "p128x128k32s3": PipelinedDmmaAlgorithm(P(stage_k=32)),
-    "p128x128nofb": PipelinedDmmaAlgorithm(P(fragment_buffering=False)),
-    "p128x128 (16 planes 32x32)": PipelinedDmmaAlgorithm(P(planes_m=4, planes_n=4, partition_m=4, partition_n=4)),
-    "p128x64k16s3 (64x32 planes)": PipelinedDmmaAlgorithm(P(planes_n=2)),
-    "p128x64k16s4": PipelinedDmmaAlgorithm(P(planes_n=2, stages=4)),
-    "p64x128k16s4 (32x32 planes)": PipelinedDmmaAlgorithm(P(partition_m=4, stages=4)),
-    "p64x64k16s4 (32x32 planes)": PipelinedDmmaAlgorithm(P(planes_n=2, partition_m=4, stages=4)),
+    "p128x128k16s3 (64x32 planes)": P(),
+    "p128x128k16s4": P(stages=4),
+    "p128x128k32s3": P(stage_k=32),
+    "p128x128nofb": P(fragment_buffering=False),
+    "p128x128 (16 planes 32x32)": P(planes_m=4, planes_n=4, partition_m=4, partition_n=4),
+    "p128x64k16s3 (64x32 planes)": P(planes_n=2),
+    "p128x64k16s4": P(planes_n=2, stages=4),
+    "p64x128k16s4 (32x32 planes)": P(partition_m=4, stages=4),
+    "p64x64k16s4 (32x32 planes)": P(planes_n=2, partition_m=4, stages=4),
     "simple_dmma": SimpleDmmaAlgorithm(),
-    "s128x64 (32x32 planes)": SimpleDmmaAlgorithm(S()),
-    "s64x64 (32x32 planes)": SimpleDmmaAlgorithm(S(planes_m=2)),
-    "s128x64 (64x32 planes)": SimpleDmmaAlgorithm(S(planes_m=2, partition_m=8)),
+    "s128x64 (32x32 planes)": S(),
+    "s64x64 (32x32 planes)": S(planes_m=2),
+    "s128x64 (64x32 planes)": S(planes_m=2, partition_m=8),
 }
 
 
@@ -51,7 +66,7 @@ def operand(cp, host, layout):
     return cp.asarray(np.ascontiguousarray(host.T)).T
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1024,2048,4093,4096")
     ap.add_argument("--layouts", default="row,row", help="lhs,rhs layouts: row or col")
@@ -59,7 +74,10 @@ def main():
     ap.add_argument("--extra", default="simple_unit", help="registered algorithm names to time too")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--json", default=None)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    unknown = [t for t in args.tilings.split(",") if t and t not in TILINGS]
+    if unknown:
+        ap.error(f"--tilings: unknown {unknown}")
     eng = gemm_engine.Engine("cuda")
     cp = eng.runtime.cp
     lhs_layout, rhs_layout = args.layouts.split(",")
@@ -89,12 +107,11 @@ def main():
                 continue
             err = float(cp.linalg.norm(out - ref) / cp.linalg.norm(ref))
             t = events_time(cp, lambda: eng.matmul(a, b, out=out, algorithm=alg), repeat=args.repeat)
-            st = eng.last_choice[1].batch.global_.stage
-            tiling = f"{st.stage_m}x{st.stage_n}x{st.stage_k}/{st.units}u/S{getattr(eng.last_choice[1].batch.global_, 'stages', '-')}"
-            rows.append(dict(size=size, name=name, tflops=flops / t / 1e12, err=err, tiling=tiling))
+            rows.append(dict(size=size, name=name, tflops=flops / t / 1e12, err=err, tiling=tiling(eng.last_choice[1])))
             print(rows[-1], flush=True)
     if args.json:
-        json.dump({"device": eng.device.name, "layouts": args.layouts, "rows": rows}, open(args.json, "w"), indent=1)
+        with open(args.json, "w") as f:
+            json.dump({"device": eng.device.name, "layouts": args.layouts, "rows": rows}, f, indent=1)
     best = {r["size"]: r["tflops"] for r in rows if r["name"].startswith("cuBLAS")}
     print(f"\n# {eng.device.name}, float64, layouts {args.layouts}\n")
     print("| size | implementation | tiling | TFLOP/s | vs cuBLAS | rel err vs cuBLAS |\n|---|---|---|---|---|---|")

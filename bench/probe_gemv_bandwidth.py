@@ -1,4 +1,4 @@
-"""GEMV probe: y = x @ W, x (1, K), W (K, N) row-major, bf16 in, f32 accumulate, bf16 out, on CUDA.
+"""GEMV bandwidth probe: y = x @ W, x (1, K), W (K, N) row-major, bf16 in, f32 accumulate, bf16 out (CUDA).
 
 Stand-alone (CuPy RawModule, no gemm_engine import): looks for a kernel design that streams W at
 >= 3.0 TB/s on an H100, beside cuBLAS (cupy.matmul, torch.matmul) timed the same way in the same run.
@@ -31,8 +31,8 @@ Timing: 10 warm-up calls, 50 batches of 20 back-to-back calls between two events
 compared with a float64 reference from the bf16-rounded inputs: max|y - ref| / max|ref| < 2e-2;
 ``det`` says whether a later call gave the same bits.
 
-    python3 bench/gemv_probe.py                       # JSON to $OUT/gemv_probe.json if OUT is set
-    python3 bench/gemv_probe.py --dump-sources DIR    # write the CUDA source only (no GPU, no CuPy)
+    python3 bench/probe_gemv_bandwidth.py [--json FILE]        # the sweep, then the best 3 on 4096 x 14336
+    python3 bench/probe_gemv_bandwidth.py --dump-sources DIR   # write the CUDA source only (no GPU, no CuPy)
 """
 from __future__ import annotations
 
@@ -342,11 +342,12 @@ def report(rows, title):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dump-sources", metavar="DIR", help="write the CUDA source to DIR and exit")
+    ap.add_argument("--json", metavar="FILE", help="write every row here")
     args = ap.parse_args(argv)
     src = build_source()
     if args.dump_sources:
         os.makedirs(args.dump_sources, exist_ok=True)
-        path = os.path.join(args.dump_sources, "gemv_probe_kernels.cu")
+        path = os.path.join(args.dump_sources, "gemv_bandwidth_kernels.cu")
         with open(path, "w") as f:
             f.write(src)
         print(path)
@@ -413,12 +414,10 @@ def main(argv=None):
     elapsed = time.time() - t0
     print(f"\nelapsed {elapsed:.1f} s (wall, including compilation and the host reference)")
 
-    out = os.environ.get("OUT")
-    if out:
-        path = os.path.join(out, "gemv_probe.json")
-        with open(path, "w") as f:
+    if args.json:
+        with open(args.json, "w") as f:
             json.dump({"device": device, "sms": sms, "elapsed_s": elapsed, "rows": rows + rows2}, f, indent=1)
-        print(f"wrote {path}")
+        print(f"wrote {args.json}")
     return 0
 
 

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The one script for a GPU machine: carried wheels, then the named stages, each under a timeout,
+# everything written under $OUT, a table of the stages last.
+#
+#   bash bench/gpu.sh [STAGE ...]               from the repository root (CuPy, torch and a GPU there)
+#   STAGES="tests special" bash bench/gpu.sh    the same, stages from the environment
+#
+# Stages (default: tests suite), in the order given:
+#   tests       CUDA pytest: GEMM_ENGINE_TEST_BACKENDS=cuda pytest -m "not nvcc" tests (NVIDIA's
+#               OpenCL too when .whl/ carries PyOpenCL)                       -> tests.log
+#   suite       bench/suite.py --suite $SUITE (full), --tune when TUNE=1       -> suite.{json,md,png}
+#   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.{json,md}
+#   tf32        bench/tf32_layouts.py: tf32 by b's layout, vs torch's tf32     -> tf32_layouts.{json,md}
+#   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> f32.{json,md}
+#   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> tensorcore.{json,md}
+#   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64.{json,md}
+#   overhead    bench/overhead.py, then bench/per_call_overhead.py             -> overhead.json, overhead.log
+#   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_*.json
+#   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
+#
+# Environment: OUT (default bench/results/out), REPEAT (timed calls per measurement, default 20;
+# the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full), TUNE=1 (the suite also
+# times each row's tuned choice, tuning only the classes not yet in the tuning cache: $OUT/tuning or
+# GEMM_ENGINE_CACHE_DIR, seeded from .tuning_h100/tuning.json when that is carried).
+set -uo pipefail
+OUT=${OUT:-bench/results/out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+# The tuning cache of this run (no user cache from an earlier one; no need for platformdirs).
+export GEMM_ENGINE_CACHE_DIR=${GEMM_ENGINE_CACHE_DIR:-$OUT/tuning}
+STAGES=${*:-${STAGES:-tests suite}}
+REPEAT=${REPEAT:-20}
+# A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
+TIMEOUT=${TIMEOUT:-540}
+KNOWN=" tests suite special tf32 f32 tensorcore float64 overhead probes sweeps "
+for s in $STAGES; do
+  [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
+done
+
+BACKENDS=cuda
+if ls .whl/*.whl >/dev/null 2>&1; then   # wheels carried along (platformdirs, PyOpenCL, ...)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+  if python3 -c "import pyopencl" 2>/dev/null; then   # NVIDIA's OpenCL through the ICD loader
+    mkdir -p /tmp/ocl && echo libnvidia-opencl.so.1 > /tmp/ocl/nvidia.icd
+    export OCL_ICD_VENDORS=/tmp/ocl GEMM_ENGINE_OPENCL_DEVICE=NVIDIA
+    BACKENDS=cuda,opencl
+  fi
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'numpy', numpy.__version__)" >> "$OUT/gpu.txt" 2>&1
+echo "$(head -1 "$OUT/gpu.txt"); stages: $STAGES; output: $OUT"
+
+each() {  # run every command given (one string each), even after a failure; the last failure's status
+  local rc=0 c
+  for c in "$@"; do eval "$c" || rc=$?; done
+  return $rc
+}
+
+bench() {  # bench NAME DTYPES ALGORITHMS: matmul_bench.py on the square sizes
+  python3 bench/matmul_bench.py --backend cuda --suite square --dtypes "$2" --algorithms "$3" \
+    --repeat "$REPEAT" --json "$OUT/$1.json" --markdown "$OUT/$1.md"
+}
+
+stage() {  # the commands of one stage
+  case $1 in
+    tests) GEMM_ENGINE_TEST_BACKENDS=$BACKENDS python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests ;;
+    suite)
+      if [ "$TUNE" = 1 ] && [ -f .tuning_h100/tuning.json ] && [ ! -f "$GEMM_ENGINE_CACHE_DIR/tuning.json" ]; then
+        mkdir -p "$GEMM_ENGINE_CACHE_DIR" && cp .tuning_h100/tuning.json "$GEMM_ENGINE_CACHE_DIR/"
+      fi
+      python3 bench/suite.py --suite "$SUITE" $([ "$TUNE" = 1 ] && echo --tune) \
+        --json "$OUT/suite.json" --md "$OUT/suite.md" --plot "$OUT/suite.png" ;;
+    special) python3 bench/special_cases.py --repeat "$REPEAT" --json "$OUT/special_cases.json" \
+               --markdown "$OUT/special_cases.md" ;;
+    tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" \
+            --markdown "$OUT/tf32_layouts.md" ;;
+    f32) bench f32 float32 simple_unit,double_buffering_unit,specialized,ordered,auto ;;
+    tensorcore) bench tensorcore float16,bfloat16,tf32 \
+                  simple_mma,simple_wmma,double_buffering_mma,pipelined_mma,pipelined_wgmma,auto ;;
+    float64) python3 bench/matmul_bench.py --backend cuda --sizes 1000,4096,2048x2048x16384 --dtypes float64 \
+               --algorithms simple_unit,simple_dmma,pipelined_dmma,auto --repeat 10 \
+               --json "$OUT/float64.json" --markdown "$OUT/float64.md" ;;
+    overhead) each 'python3 bench/overhead.py --backend cuda --json "$OUT/overhead.json"' \
+                   'python3 bench/per_call_overhead.py' ;;
+    probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
+                 'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
+    sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
+                 'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
+                 'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \
+                 'python3 bench/sweep_dmma_tilings.py --json "$OUT/sweep_dmma.json"' \
+                 'python3 bench/sweep_special_case_tilings.py --json "$OUT/sweep_special_cases.json"' ;;
+  esac
+}
+
+# Each stage runs in a child shell under its own timeout: its whole output in $OUT/<stage>.log, its
+# last 30 lines on the screen.
+export -f stage each bench
+export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0}
+summary="" failed=0
+for s in $STAGES; do
+  echo "== $s"
+  t0=$(date +%s)
+  timeout "$TIMEOUT" bash -c "stage $s" 2>&1 | tee "$OUT/$s.log" | tail -n 30
+  rc=${PIPESTATUS[0]}
+  case $rc in 0) status=ok ;; 124) status="timed out (${TIMEOUT} s)" ;; *) status="failed (rc $rc)" ;; esac
+  [ "$rc" = 0 ] || failed=1
+  summary+=$(printf '%-11s %-22s %5s s  %s' "$s" "$status" "$(( $(date +%s) - t0 ))" "$OUT/$s.log")$'\n'
+done
+echo
+echo "stage       status                 time    log"
+printf '%s' "$summary"
+exit $failed

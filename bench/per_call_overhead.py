@@ -1,0 +1,124 @@
+"""Where the host time of a repeated small ``engine.matmul`` on CUDA device arrays goes:
+microseconds per call of the engine, cupy.matmul and torch.matmul, then of each step of the
+per-call path on the same plan, outermost first, then (``--profile``) a cProfile of the engine's
+calls (tottime, top 25).
+
+    python3 bench/per_call_overhead.py [--size 64] [--dtype float16] [--calls 20000] [--profile]
+
+Steps (all public pieces: `Engine.plan_for`, `CallPlan.pack`, `Launcher.run` / `run_packed`,
+`CudaRuntime.launch_converted` / `prepare_launch`, `DriverLauncher`): packing a call's arguments by
+the plan's signature, the whole launch step, a packed launch, the runtime's launch, the driver
+launcher (cuLaunchKernel with a reusable parameter block), the prepared launch of a cached plan
+(three addresses written), cuLaunchKernel alone, and CuPy's Function call for comparison. Each row
+is host time per call over ``--calls`` back-to-back calls (the GPU runs the kernels meanwhile).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+
+import gemm_engine  # noqa: E402
+from gemm_engine.frontend import OperandView  # noqa: E402
+from gemm_engine.launcher import CallPlan, operand_values, output_values, size_values  # noqa: E402
+from gemm_engine.problem import Layout  # noqa: E402
+
+
+def us(fn, calls):
+    fn()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def steps(eng, a, b, calls):
+    """{row name: microseconds per call} of the per-call path's pieces for ``a @ b``."""
+    import torch
+    rt, launcher, cp = eng.runtime, eng.launcher, eng.runtime.cp
+    n = a.shape[0]
+    problem = eng.problem_for(a, b)
+    plan = eng.plan_for(problem)
+    out = cp.empty((n, n), a.dtype)
+    view = OperandView(Layout.ROW, n, n * n)
+    values = {**operand_values(rt, "lhs", a, view), **operand_values(rt, "rhs", b, view),
+              **output_values(rt, out, problem), **size_values(problem)}
+    args = plan.signature.pack(launcher.with_workspace(plan, values))
+    call = CallPlan.make(plan, values, out.shape, out.dtype, fused=False, fused_meta={})
+    ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+    rows = {
+        "engine.matmul": us(lambda: eng.matmul(a, b), calls),
+        "cupy.matmul": us(lambda: cp.matmul(a, b), calls),
+        "torch.matmul": us(lambda: torch.matmul(ta, tb), calls),
+        "CallPlan.pack (addresses only)": us(lambda: call.pack(rt, launcher, a, b, out), calls),
+        "KernelSignature.pack (every value)": us(lambda: plan.signature.pack(values), calls),
+        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, values), calls),
+        "Launcher.run_packed": us(lambda: launcher.run_packed(plan, args), calls),
+    }
+    if len(plan.launches) != 1:
+        print(f"{plan.algorithm.name} runs {len(plan.launches)} kernels: launch steps of the first only")
+    launch = plan.launches[0]
+    kernel, cubes, units, shared = launch.kernel, launch.cubes, launch.units, launch.shared_bytes
+    rows["runtime.launch_converted"] = us(lambda: rt.launch_converted(kernel, cubes, units, args, shared), calls)
+    dl = rt.driver_launch
+    if dl is not None:
+        from gemm_engine.codegen.cuda_launch import ParamBlock
+        rows["DriverLauncher call"] = us(lambda: dl(kernel, cubes, units, args, shared), calls)
+        positions = plan.signature.positions(("lhs_base", "rhs_base", "out_base"))
+        prepared = rt.prepare_launch(kernel, cubes, units, args, shared, positions)
+        rows["prepared launch (3 addresses)"] = us(lambda: prepared(a, b, out), calls)
+    if dl is not None and not any(isinstance(x, bytes) for x in args):   # no by-value structure
+        nd = cp.ndarray
+        slots = [x.data.ptr if type(x) is nd else int(x) for x in args]
+        block = ParamBlock(len(args))
+        block.slots[:] = slots
+        fn, stream = dl.function(kernel), cp.cuda.get_current_stream().ptr
+        rows["refill a parameter block"] = us(lambda: block.slots.__setitem__(
+            slice(None), [x.data.ptr if type(x) is nd else int(x) for x in args]), calls)
+        rows["cuLaunchKernel alone"] = us(lambda: dl.launch_kernel(fn, cubes, 1, 1, units, 1, 1, shared, stream,
+                                                                   block.address, 0), calls)
+    if dl is None:
+        print("CuPy exposes no cuLaunchKernel here: the driver launcher rows are left out")
+    rows["CuPy Function call"] = us(lambda: kernel((cubes,), (units,), args, shared_mem=shared), calls)
+    rows["cupy.empty"] = us(lambda: cp.empty((n, n), a.dtype), calls)
+    rows["get_current_stream().ptr"] = us(lambda: cp.cuda.get_current_stream().ptr, calls)
+    rows["runtime.getDevice"] = us(lambda: cp.cuda.runtime.getDevice(), calls)
+    cp.cuda.get_current_stream().synchronize()
+    return plan, rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=64, help="M = N = K")
+    ap.add_argument("--dtype", default="float16", help="float16, float32 (bfloat16 needs CuPy's ml_dtypes support)")
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--profile", action="store_true", help="then a cProfile of engine.matmul calls")
+    args = ap.parse_args(argv)
+    eng = gemm_engine.Engine("cuda")
+    cp = eng.runtime.cp
+    rng = np.random.default_rng(0)
+    a = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
+    b = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
+    plan, rows = steps(eng, a, b, args.calls)
+    print(f"per-call host time, {args.size}^3 {args.dtype} on {eng.device.name} "
+          f"({plan.algorithm.name}, {len(plan.launches)} kernel(s)):")
+    for k, v in rows.items():
+        print(f"  {k:36s} {v:8.2f} us")
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(args.calls):
+            eng.matmul(a, b)
+        prof.disable()
+        cp.cuda.get_current_stream().synchronize()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
