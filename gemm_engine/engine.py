@@ -86,6 +86,8 @@ class Engine:
         self._tuning_cache = None
         self._tuned: dict = {}                     # tuning key -> Algorithm from the cache, or None
         self._lock = threading.Lock()
+        #: torch's tensor type, once a call has seen one (the torch fast path's test; no import).
+        self._torch_type = None
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
 
     @property
@@ -111,7 +113,15 @@ class Engine:
         plain = (c is None and bias is None and activation is None and out_dtype is None
                  and beta is None and type(alpha) in (float, int) and alpha == 1 and casting == "same_kind")
         call_key = None
-        if rt.is_native(a) and rt.is_native(b):
+        tensor = self._torch_type
+        if tensor is not None and type(a) is tensor and type(b) is tensor and plain and out is None:
+            # Repeated calls on torch tensors: the metadata is the key, the addresses go straight in.
+            call_key = ("torch", algorithm, bool(tune), precision, a.shape, a.stride(), a.dtype, a.device,
+                        a.data_ptr() % 16, b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % 16)
+            call = self._calls.get(call_key)
+            if call is not None:
+                return self._run_torch_call(call, a, b)
+        elif rt.is_native(a) and rt.is_native(b):
             # Repeated calls on device arrays with the same metadata skip every check and setup:
             # everything the checks depend on is in the key (shapes, strides, dtypes, alignment).
             call_key = (algorithm, bool(tune), precision, a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
@@ -167,11 +177,42 @@ class Engine:
         rt.record(target)
         self.last_choice = (plan.algorithm, plan.config)
         if (call_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
-                and (out is None or direct) and prep.like is None):
+                and (out is None or direct) and (prep.like is None) == (call_key[0] != "torch")):
             meta = {"c_view": c_v, "bias_stride": bias_stride}
             self._remember(call_key, CallPlan.make(plan, values, shape.out_shape, dtype,
                                                    not epilogue.identity, meta))
+        if prep.like is not None and self._torch_type is None:
+            self._torch_type = type(prep.like.original) if not isinstance(prep.like.original, type) else None
         return self.preparer.finish(prep, target, returned, direct)
+
+    def _run_torch_call(self, call: CallPlan, a, b):
+        """A repeated call on torch CUDA tensors: a result tensor of torch's, the three addresses,
+        torch's current stream."""
+        import torch
+        plan = call.plan
+        target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=a.device)
+        stream = torch.cuda.current_stream(a.device).cuda_stream
+        pa, pb, pt = a.data_ptr(), b.data_ptr(), target.data_ptr()
+        if call.direct and call.direct(pa, pb, pt, stream=stream):
+            self.last_choice = (plan.algorithm, plan.config)
+            return target
+        with self.runtime.on_stream(stream):
+            args = call.packer.pack(self.launcher.with_workspace(plan, {
+                "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0}))
+            if call.direct is None:
+                call.direct = self._prepare_direct(plan, args)
+            self.launcher.run_packed(plan, args)
+        self.last_choice = (plan.algorithm, plan.config)
+        return target
+
+    def _prepare_direct(self, plan: Plan, args: tuple):
+        """The launch with only the three addresses new, for a one-kernel plan without a workspace
+        on a runtime that offers it; False otherwise."""
+        if plan.workspace is not None or len(plan.launches) != 1:
+            return False
+        launch = plan.launches[0]
+        return self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,
+                                           plan.signature.positions(("lhs_base", "rhs_base", "out_base"))) or False
 
     def _remember(self, key, call: CallPlan) -> None:
         with self._lock:
@@ -215,13 +256,7 @@ class Engine:
         if call.direct is None:
             # The plan's first fast call prepares its direct launch (only the first: a plan the
             # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
-            direct = False
-            if plan.workspace is None and len(plan.launches) == 1 and not call.fused:
-                launch = plan.launches[0]
-                direct = rt.prepare_launch(launch.kernel, launch.cubes, launch.units, args,
-                                           launch.shared_bytes, plan.signature.positions(
-                                               ("lhs_base", "rhs_base", "out_base"))) or False
-            call.direct = direct
+            call.direct = False if call.fused else self._prepare_direct(plan, args)
         self.launcher.run_packed(plan, args)
         self.last_choice = (plan.algorithm, plan.config)
         return target
@@ -339,7 +374,7 @@ class Engine:
             if entry is not None and entry.algorithm in REGISTRY:
                 try:
                     alg = REGISTRY[entry.algorithm](entry.selection)
-                except (TypeError, ValueError):   # a selection this algorithm no longer takes
+                except Exception:  # noqa: BLE001 -- a cache entry must never break a call
                     alg = None
             self._tuned[key] = alg
         return self._tuned[key]

@@ -98,6 +98,10 @@ class CallPlan:
         fixed = {k: v for k, v in values.items() if k not in changing}
         return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, fused_meta)
 
+    def torch_dtype(self):
+        from .interop import numpy_torch_dtype
+        return numpy_torch_dtype(self.dtype)
+
     def pack(self, rt, launcher: Launcher, a, b, target, alpha=1.0, beta=None, c=None, bias=None) -> tuple:
         (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)
         values = {"lhs_base": pa, "lhs_offset": oa, "rhs_base": pb, "rhs_offset": ob, "out_base": pt,

@@ -4,13 +4,18 @@ Where: ``$GEMM_ENGINE_CACHE_DIR`` when set, else the platform's user cache folde
 "gemm_engine" (platformdirs: ~/.cache/gemm_engine on Linux), file ``tuning.json``.
 
 Robustness rules, because a cache must never be the reason a matmul fails:
-* writes are atomic (a temporary file in the same folder, then ``os.replace``), and merge with what
-  another process wrote meanwhile (the file is re-read just before each write);
-* a file that is not valid JSON, has another format, or was written by another gemm_engine version
-  (selections and kernels may have changed meaning) is ignored and replaced at the next write;
-  `status` says which, for ``gemm-engine info``;
-* an entry whose algorithm is no longer registered or whose selection no longer constructs is
-  skipped (`get` returns None), never raised.
+* writes are atomic (a temporary file in the same folder, then ``os.replace``) and the whole
+  read-merge-replace runs under a lock file (filelock: several processes tuning at once keep every
+  entry);
+* a file that is not valid JSON (or nested past reason), has another format, or was written by
+  another gemm_engine version (selections and kernels may have changed meaning) is ignored and
+  replaced at the next write; `status` says which, for ``gemm-engine info``;
+* entries are parsed one by one: one whose algorithm is not registered, or whose fields are not
+  the algorithm's own selection's (a name it lacks, a value of another type), is skipped and
+  counted in `status`, never raised; the selection's type is the registered algorithm's: nothing
+  a file names is ever imported;
+* a folder that cannot be written keeps the tuned choice in memory for this process, with one
+  warning (`put` returns False).
 Compiled kernels are not stored here: CuPy's and PyOpenCL's own binary caches hold them.
 """
 from __future__ import annotations
@@ -19,8 +24,10 @@ import dataclasses
 import json
 import os
 import tempfile
+import warnings
 
-FORMAT = "gemm_engine.tuning/1"
+#: The file's schema (entries; selections as their fields); a file of another schema is rebuilt.
+FORMAT = "gemm_engine.tuning/2"
 CACHE_ENV = "GEMM_ENGINE_CACHE_DIR"
 FILE_NAME = "tuning.json"
 
@@ -76,42 +83,69 @@ class Entry:
                 "seconds": self.seconds, "trials": self.trials}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Entry":
+    def from_json(cls, data) -> "Entry":
+        """The entry ``data`` describes; ValueError for anything else (never another exception)."""
         try:
-            return cls(str(data["algorithm"]), selection_from_json(str(data["algorithm"]), data["selection"]),
-                       float(data["seconds"]), int(data.get("trials", 0)))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"malformed entry {data!r}") from exc
+            algorithm = data["algorithm"]
+            if not isinstance(algorithm, str):
+                raise TypeError(f"algorithm is a {type(algorithm).__name__}")
+            seconds, trials = data["seconds"], data.get("trials", 0)
+            if (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or isinstance(trials, bool)
+                    or not isinstance(trials, int)):
+                raise TypeError("seconds / trials are not numbers")
+            return cls(algorithm, selection_from_json(algorithm, data["selection"]), float(seconds), trials)
+        except ValueError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- whatever shape the file has
+            raise ValueError(f"malformed entry ({type(exc).__name__}: {exc})") from None
 
 
 class TuningCache:
     def __init__(self, path: str | None = None):
         self.path = path or os.path.join(cache_dir(), FILE_NAME)
         self._raw: dict[str, dict] = {}
+        self._memory: dict[str, Entry] = {}   # entries a read-only folder could not take
+        self._warned = False
         self._stamp = None          # (mtime_ns, size) of the file when last read
         self.status = "not read yet"
+        self.skipped: list[str] = []
+
+    @property
+    def _lock(self):
+        from filelock import FileLock   # the ecosystem's cross-process lock (no hand-made flock)
+        return FileLock(self.path + ".lock", timeout=30)
 
     # -- reading -----------------------------------------------------------------------------
     def _read_file(self) -> dict[str, dict]:
-        """The valid entries on disk ({} and a status line when there are none or the file is bad)."""
+        """The well-formed entries on disk ({} and a status line when there are none or the file
+        is bad); a bad entry is left out and counted."""
         try:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
         except FileNotFoundError:
             self.status = "empty (no file yet)"
             return {}
-        except (OSError, ValueError) as exc:
-            self.status = f"ignored: unreadable ({type(exc).__name__}: {exc}); rebuilt at the next write"
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            self.status = f"ignored: unreadable ({type(exc).__name__}: {str(exc)[:120]}); rebuilt at the next write"
             return {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
             self.status = f"ignored: not a {FORMAT} file; rebuilt at the next write"
             return {}
         if data.get("version") != _version():
-            self.status = (f"ignored: written by gemm_engine {data.get('version')!r}, this is "
+            self.status = (f"ignored: written by gemm_engine {str(data.get('version'))[:40]!r}, this is "
                            f"{_version()}; rebuilt at the next write")
             return {}
-        self.status = f"{len(data['entries'])} entries"
-        return {k: v for k, v in data["entries"].items() if isinstance(k, str) and isinstance(v, dict)}
+        good, bad = {}, []
+        for key, value in data["entries"].items():
+            try:
+                Entry.from_json(value)
+            except ValueError as exc:
+                bad.append(f"{str(key)[:60]}: {str(exc)[:160]}")
+                continue
+            good[key] = value
+        self.status = f"{len(good)} entries" + (f"; {len(bad)} skipped (e.g. {bad[0]})" if bad else "")
+        self.skipped = bad
+        return good
 
     def refresh(self) -> None:
         """Re-read the file when another process (or this one) changed it since the last read."""
@@ -125,6 +159,8 @@ class TuningCache:
             self._stamp = stamp
 
     def get(self, key: str) -> Entry | None:
+        if key in self._memory:
+            return self._memory[key]
         self.refresh()
         data = self._raw.get(key)
         if data is None:
@@ -136,36 +172,53 @@ class TuningCache:
 
     def keys(self) -> list[str]:
         self.refresh()
-        return sorted(self._raw)
+        return sorted(set(self._raw) | set(self._memory))
 
     # -- writing -----------------------------------------------------------------------------
-    def put(self, key: str, entry: Entry) -> None:
-        """Store ``entry`` (merged into whatever the file holds now) with an atomic replace."""
+    def put(self, key: str, entry: Entry) -> bool:
+        """Store ``entry``, merged into whatever the file holds now, with an atomic replace under the
+        lock. True when written; False when the folder cannot be written (the entry then stays in
+        this process's memory, and one warning says so)."""
+        try:
+            self._write(key, entry)
+            return True
+        except OSError as exc:
+            self._memory[key] = entry
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"gemm_engine: the tuning cache {self.path} cannot be written ({exc}); tuned "
+                              f"choices are kept in memory for this process only (set ${CACHE_ENV} to a "
+                              f"writable folder to keep them)", RuntimeWarning, stacklevel=3)
+            return False
+
+    def _write(self, key: str, entry: Entry) -> None:
         folder = os.path.dirname(self.path)
         os.makedirs(folder, exist_ok=True)
-        merged = self._read_file()
-        merged[key] = entry.to_json()
-        payload = {"format": FORMAT, "version": _version(), "entries": merged}
-        fd, tmp = tempfile.mkstemp(prefix=".tuning-", suffix=".json", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
+        with self._lock:
+            merged = self._read_file()
+            merged[key] = entry.to_json()
+            payload = {"format": FORMAT, "version": _version(), "entries": merged}
+            fd, tmp = tempfile.mkstemp(prefix=".tuning-", suffix=".json", dir=folder)
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(payload, f, indent=1, sort_keys=True)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
         self._stamp = None
         self.status = "not read yet"
 
     def clear(self) -> None:
         """Remove the cache file (``gemm-engine tune --clear``)."""
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        self._raw, self._stamp, self.status = {}, None, "not read yet"
+        for path in (self.path, self.path + ".lock"):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self._raw, self._memory, self._stamp, self.status = {}, {}, None, "not read yet"

@@ -81,7 +81,7 @@ def test_cache_round_trip_is_atomic_and_merges(cache_env):
     assert fresh.get("a") == Entry("simple_unit", MARKED, 1e-3, 3)
     assert fresh.get("b").selection == SkinnySelection(unroll=2)
     assert fresh.get("missing") is None
-    assert os.listdir(cache_env) == ["tuning.json"]     # no temporary file left behind
+    assert sorted(os.listdir(cache_env)) == ["tuning.json", "tuning.json.lock"]   # no temporary file left behind
     one.refresh()                                       # sees two's write (the file changed)
     assert one.keys() == ["a", "b"]
 
@@ -239,3 +239,57 @@ def test_another_process_uses_the_cached_choice(cache_env, rng):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == repr(MARKED)
+
+
+# -- a cache that cannot hurt ---------------------------------------------------------------------------
+def test_two_processes_writing_at_once_keep_every_entry(cache_env):
+    import subprocess
+    import sys
+    code = ("import sys; from gemm_engine.tuning import TuningCache, Entry; "
+            "from gemm_engine.algorithms.simple import UnitSelection; c = TuningCache(); "
+            "[c.put(f'{sys.argv[1]}-{i}', Entry('simple_unit', UnitSelection(), 1e-3)) for i in range(60)]")
+    procs = [subprocess.Popen([sys.executable, "-c", code, tag]) for tag in ("p", "q")]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    keys = TuningCache().keys()
+    assert len(keys) == 120, len(keys)
+
+
+@pytest.mark.parametrize("name, entries", [
+    ("nested", None),
+    ("other algorithm's fields", {"k": {"algorithm": "skinny", "seconds": 1.0,
+                                        "selection": {"fields": {"tile_m": 4}}}}),
+    ("wrong type", {"k": {"algorithm": "simple_unit", "seconds": 1.0,
+                          "selection": {"fields": {"tile_m": "four"}}}}),
+    ("a module to import", {"k": {"algorithm": "simple_unit", "seconds": 1.0,
+                                  "selection": {"class": "this.Zen", "fields": {}}}}),
+    ("junk", {"k": [1, 2], "j": {"algorithm": 5, "seconds": "x", "selection": 3}}),
+])
+def test_a_hostile_cache_never_breaks_a_call(cache_env, opencl_engine, rng, name, entries):
+    import sys
+    cache_env.mkdir(parents=True, exist_ok=True)
+    path = cache_env / "tuning.json"
+    if entries is None:
+        path.write_text("[" * 100000 + "]" * 100000)
+    else:
+        path.write_text(json.dumps({"format": FORMAT, "version": gemm_engine.__version__, "entries": entries}))
+    engine = fresh_engine()
+    a, b = rng.standard_normal((20, 10)).astype(np.float32), rng.standard_normal((10, 5)).astype(np.float32)
+    assert_close(engine.matmul(a, b), a, b, "float32")
+    assert "this" not in sys.modules                           # nothing was imported because the file said so
+    cache = TuningCache()
+    assert all(cache.get(k) is None for k in ("k", "j")) or cache.get("k").algorithm == "simple_unit"
+    assert "skipped" in cache.status or "ignored" in cache.status or name == "a module to import"
+
+
+def test_tuning_with_an_unwritable_cache_folder_warns_once_and_returns_the_product(tmp_path, monkeypatch, rng):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("GEMM_ENGINE_CACHE_DIR", str(blocker / "cache"))   # cannot be created, even by root
+    engine = gemm_engine.Engine("opencl")
+    a, b = rng.standard_normal((20, 10)).astype(np.float32), rng.standard_normal((10, 5)).astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="cannot be written") as caught:
+        assert_close(engine.matmul(a, b, tune=True), a, b, "float32")
+        c2 = rng.standard_normal((10, 7)).astype(np.float32)
+        assert_close(engine.matmul(a, c2, tune=True), a, c2, "float32")     # another class: no second warning
+    assert len([w for w in caught if "cannot be written" in str(w.message)]) == 1
+    assert len(engine.tuning_cache.keys()) == 2                             # kept in memory
