@@ -103,13 +103,16 @@ class Gelu(Activation):
 
 @register_activation
 class GeluTanh(Activation):
-    """GELU's tanh approximation (PyTorch's approximate="tanh")."""
+    """GELU's tanh approximation (PyTorch's approximate="tanh"): 0.5 x (1 + tanh(u)), rendered as
+    x / (1 + exp(-2u)), the same function, because it saturates exactly: where u runs to -inf,
+    exp gives inf and the result 0 on every backend, while 1 + tanh(u) is not exactly 0 on every
+    one (PoCL's tanh stops one step short of -1: gelu_tanh(-1e30) was -3e22)."""
 
     name = "gelu_tanh"
 
     def render(self, x, m):
-        inner = f"{m.lit(math.sqrt(2 / math.pi))} * ({x} + {m.lit(0.044715)} * {x} * {x} * {x})"
-        return f"({m.lit(0.5)} * {x} * ({m.lit(1)} + {m.call('tanh', inner)}))"
+        inner = f"{m.lit(2 * math.sqrt(2 / math.pi))} * ({x} + {m.lit(0.044715)} * {x} * {x} * {x})"
+        return f"({x} / ({m.lit(1)} + {m.call('exp', f'-({inner})')}))"
 
     def reference(self, x):
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))

@@ -282,3 +282,15 @@ def test_integer_products_take_no_epilogue(engine):
         engine.matmul(a, a.T, bias=np.ones(3, np.float32))
     with pytest.raises(TypeError, match="floating-point"):
         engine.matmul(a, a.T, activation="relu")
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activations_saturate_on_every_backend(engine, name):
+    """Large and huge arguments of either sign (x @ I = x): the kernel's value equals the float64
+    reference within float32 rounding, nowhere a finite garbage like gelu_tanh(-1e30) = -3e22."""
+    x = np.array([[-1e30, -1e4, -30.0, -3.0, -1e-3, 0.0, 1e-3, 3.0, 30.0, 1e4, 1e30]], np.float32)
+    got = np.asarray(engine.matmul(x.T, np.ones((1, 1), np.float32), activation=name), np.float64).ravel()
+    want = ACTIVATIONS[name]().reference(x.astype(np.float64).ravel())
+    assert np.all(np.isfinite(got) == np.isfinite(want)), (got, want)
+    ok = np.isclose(got, want, rtol=2e-6, atol=1e-30) | (np.abs(got - want) <= 2e-6 * np.abs(x.ravel()))
+    assert ok.all(), (name, x.ravel()[~ok], got[~ok], want[~ok])
