@@ -8,6 +8,11 @@
   tune     tune problems into the persistent tuning cache, with a progress bar
 
 Every sub-command has ``--help``. With no sub-command, ``run`` runs with its defaults.
+
+Exit status: 0 done; 1 a result failed its check (or a tuned problem failed); 2 a usage or set-up
+error, told in one line (bad option, unknown algorithm, a refused composition, a backend that
+cannot run here); 130 interrupted. ``GEMM_ENGINE_TRACEBACK=1`` shows the traceback behind a one-line
+error.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ import sys
 import numpy as np
 
 from .dtypes import SUPPORTED_NAMES, bfloat16_dtype
+from .cli_types import arch, count, layout_pair, shapes
+from .errors import GemmEngineError, SetupError
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
              "int8": 0.0}   # int8 @ int8 -> int32 is exact
@@ -31,24 +38,23 @@ def _np_dtype(name):
 
 # -- problem options shared by run, explain, source and tune ----------------------------------------
 def _add_problem(p, m=1024, n=1024, k=1024):
-    p.add_argument("--m", type=int, default=m, help=f"rows of a and of the result (default {m})")
-    p.add_argument("--n", type=int, default=n, help=f"columns of b and of the result (default {n})")
-    p.add_argument("--k", type=int, default=k, help=f"the reduced dimension (default {k})")
-    p.add_argument("--batch", type=int, default=1, help="batch count (default 1: a 2-D product)")
+    p.add_argument("--m", type=count, default=m, help=f"rows of a and of the result (default {m})")
+    p.add_argument("--n", type=count, default=n, help=f"columns of b and of the result (default {n})")
+    p.add_argument("--k", type=count, default=k, help=f"the reduced dimension (default {k})")
+    p.add_argument("--batch", type=count, default=1, help="batch count (default 1: a 2-D product)")
     p.add_argument("--dtype", choices=SUPPORTED_NAMES, default="float32")
     p.add_argument("--precision", choices=("default", "tf32"), default="default",
                    help="tf32 lets float32 run on tensor cores (CUDA sm_80+)")
-    p.add_argument("--layouts", default="row,row", metavar="LHS,RHS",
+    p.add_argument("--layouts", type=layout_pair, default="row,row", metavar="LHS,RHS",
                    help="memory layout of a and b: row or col each (default row,row)")
 
 
 def _layouts(args):
-    from .problem import Layout
-    try:
-        lhs, rhs = (Layout(x.strip()) for x in args.layouts.split(","))
-    except ValueError:
-        raise SystemExit(f"gemm-engine: --layouts expects two of row/col, e.g. row,col; got {args.layouts!r}")
-    return lhs, rhs
+    return args.layouts
+
+
+def _layouts_text(args) -> str:
+    return ",".join(layout.value for layout in args.layouts)
 
 
 def _problem(args, m=None, n=None, k=None, batch=None, dtype=None):
@@ -102,7 +108,7 @@ def run(args) -> int:
     print(f"device     {engine.device.name}")
     print(f"algorithm  {alg.name}  (from the {source}; {_config_line(cfg)})")
     print(f"problem    batch={max(args.batch, 1)} m={args.m} n={args.n} k={args.k} dtype={args.dtype}"
-          f" precision={args.precision} layouts={args.layouts}")
+          f" precision={args.precision} layouts={_layouts_text(args)}")
     print(f"rel error  {err:.3e}  (tolerance {tol:.1e}: {'OK' if ok else 'FAILED'})")
     print(f"time       {seconds * 1e3:.4f} ms (median of {args.repeat})")
     print(f"TFLOP/s    {flops / seconds / 1e12:.3f}")
@@ -139,7 +145,6 @@ def source(args) -> int:
         from .codegen.dialect import dialect_for
         from .rendering import nominal_device
         from .rendering import source as render_source
-        _arch_numbers(args.arch)
         problem = _problem(args)
         text = render_source(args.algorithm or "auto", problem, arch=args.arch)
         from .choice import ChoicePolicy
@@ -155,26 +160,14 @@ def source(args) -> int:
     return 0
 
 
-def _arch_numbers(arch: str) -> tuple[int, int]:
-    digits = arch.lower().removeprefix("sm_").rstrip("a")
-    if not digits.isdigit() or len(digits) < 2:
-        raise SystemExit(f"gemm-engine source: --arch expects e.g. sm_80 or sm_90, got {arch!r}")
-    return int(digits[:-1]), int(digits[-1])
+def _tune_sizes(args, engine) -> tuple[int, int, int]:
+    """--m/--n/--k, each defaulting to a size worth tuning on the device: 4096 on a GPU, 512 on a
+    CPU OpenCL device (where 4096^3 takes minutes a call)."""
+    default = 512 if engine.runtime.is_cpu else 4096
+    return tuple(default if v is None else v for v in (args.m, args.n, args.k))
 
 
 # -- tune -----------------------------------------------------------------------------------------
-def _shapes(text: str) -> list[tuple[int, int, int, int]]:
-    """'MxNxK' or 'BxMxNxK', comma-separated -> [(batch, m, n, k)]."""
-    shapes = []
-    for item in text.split(","):
-        parts = item.strip().lower().split("x")
-        if len(parts) not in (3, 4) or not all(p.isdigit() for p in parts):
-            raise SystemExit(f"gemm-engine tune: --shapes expects MxNxK or BxMxNxK items, got {item!r}")
-        sizes = [int(p) for p in parts]
-        shapes.append(tuple(sizes) if len(sizes) == 4 else (1, *sizes))
-    return shapes
-
-
 def tune(args) -> int:
     from .engine import Engine
     from .tuning import TuningCache
@@ -200,9 +193,9 @@ def tune(args) -> int:
             problems.append((f"{row.name} {row.label}", _problem(args, row.m, row.n, row.k, row.batch, row.dtype)))
     else:
         dtypes = (args.dtypes or args.dtype).split(",")
-        shapes = _shapes(args.shapes) if args.shapes else [(args.batch, args.m, args.n, args.k)]
+        sizes = args.shapes or [(args.batch, *_tune_sizes(args, engine))]
         for dt in dtypes:
-            for batch, m, n, k in shapes:
+            for batch, m, n, k in sizes:
                 problems.append((f"{batch}x{m}x{n}x{k} {dt}", _problem(args, m, n, k, batch, dt.strip())))
     status = 0
     for i, (label, problem) in enumerate(problems, 1):
@@ -295,7 +288,7 @@ def parser() -> argparse.ArgumentParser:
     _add_import(p)
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--tune", action="store_true", help="tune the problem first when the cache has no entry")
-    p.add_argument("--repeat", type=int, default=10, help="timed calls (median)")
+    p.add_argument("--repeat", type=count, default=10, help="timed calls (median)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
 
@@ -311,7 +304,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", default=None, help="registered algorithm name (default: the engine's choice)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="the device whose dialect renders it (ignored with --arch)")
-    p.add_argument("--arch", default=None,
+    p.add_argument("--arch", type=arch, default=None,
                    help="render CUDA for this architecture without a GPU, e.g. sm_80 or sm_90")
     _add_import(p)
     p.set_defaults(func=source)
@@ -322,15 +315,15 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_bench)
 
     p = sub.add_parser("tune", help="tune problems into the persistent tuning cache")
-    _add_problem(p, 4096, 4096, 4096)
-    p.add_argument("--shapes", help="comma list of MxNxK or BxMxNxK (default: --batch/--m/--n/--k)")
+    _add_problem(p, None, None, None)
+    p.add_argument("--shapes", type=shapes, help="comma list of MxNxK or BxMxNxK (default: --batch/--m/--n/--k)")
     p.add_argument("--dtypes", help="comma list of dtypes (default: --dtype)")
     p.add_argument("--suite", choices=("smoke", "quick", "full"), help="tune the benchmark suite's rows instead")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--force", action="store_true", help="tune again problems the cache already has")
     p.add_argument("--exhaustive", action="store_true", help="time every registered algorithm")
     _add_import(p)
-    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--repeat", type=count, default=10, help="timed calls per candidate (median)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--verbose", action="store_true", help="print every candidate's time")
     p.add_argument("--list", action="store_true", help="list the cache's entries and stop")
@@ -350,7 +343,10 @@ def _imports(args) -> None:
     for name in getattr(args, "imports", None) or ():
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())    # a module beside the caller, as `python -m` finds it
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except Exception as exc:    # noqa: BLE001 -- whatever the user's module raised, in one line
+            raise ImportError(f"--import {name}: {type(exc).__name__}: {exc}") from exc
 
 
 def main(argv=None) -> int:
@@ -359,5 +355,27 @@ def main(argv=None) -> int:
     if args.command is None:
         parser().print_help()
         return 2
-    _imports(args)
-    return args.func(args)
+    try:
+        _imports(args)
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"\ngemm-engine {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except _ONE_LINE as exc:
+        if os.environ.get("GEMM_ENGINE_TRACEBACK"):
+            raise
+        print(f"gemm-engine {args.command}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+#: What a command reports in one line (exit 2) rather than a traceback: the engine's own errors
+#: (a refused composition, a backend that cannot run here), argument errors the engine raises before
+#: any launch (an unknown algorithm name), an --import that fails, a file that cannot be written.
+_ONE_LINE = (GemmEngineError, ValueError, TypeError, ImportError, OSError)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, SetupError) and exc.internal:
+        return f"{text} (a component raised instead of refusing: a bug; GEMM_ENGINE_TRACEBACK=1 shows where)"
+    return text

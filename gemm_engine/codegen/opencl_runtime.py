@@ -103,6 +103,7 @@ class OpenCLRuntime(Runtime):
         self.context = context or cl.Context([dev])
         self.queue = queue or cl.CommandQueue(self.context)
         self.cl_device = dev
+        self.is_cpu = bool(dev.type & cl.device_type.CPU)
         self._last_event = None
         plane = 32 if "nvidia" in dev.vendor.lower() else 1
         self.device = DeviceInfo(

@@ -25,6 +25,8 @@ KERNELS_MAX = 256
 class Runtime(ABC):
     backend = ""
     device: DeviceInfo
+    #: True for a CPU device (PoCL and the like): the CLI's default sizes stay small there.
+    is_cpu = False
 
     def __init__(self):
         self._kernels: OrderedDict[str, object] = OrderedDict()

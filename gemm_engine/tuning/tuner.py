@@ -73,17 +73,26 @@ class TuneResult:
 
 
 class ProgressBar:
-    """A one-line bar on stderr: ``tuning [#####-----] 5/10 label``."""
+    """The tuner's ``progress(done, total, label)`` callback drawn by tqdm on stderr: candidates
+    done, rate and time left, the candidate being timed; a fresh bar for each problem."""
 
-    def __init__(self, stream=None, width: int = 24):
-        self.stream, self.width = stream or sys.stderr, width
+    def __init__(self, **tqdm_options):
+        self.options, self.bar = tqdm_options, None
 
     def __call__(self, done: int, total: int, label: str) -> None:
-        filled = self.width * done // max(total, 1)
-        end = "\n" if done >= total else ""
-        self.stream.write(f"\rtuning [{'#' * filled}{'-' * (self.width - filled)}] {done}/{total} "
-                          f"{label[:60]:60s}{end}")
-        self.stream.flush()
+        from tqdm import tqdm    # imported on first use: tuning is the only thing that draws a bar
+        if self.bar is None or done == 0:
+            self.close()
+            self.bar = tqdm(total=total, desc="tuning", unit="candidate", **self.options)
+        self.bar.set_postfix_str(label[:48], refresh=False)
+        self.bar.update(done - self.bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def _progress(progress):
