@@ -105,9 +105,7 @@ class Engine:
     # -- public API --------------------------------------------------------------------------
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False):
-        """``act(alpha * (a @ b) + beta * c + bias)`` with numpy.matmul's semantics for ``a @ b``,
-        computed by one generated kernel on this engine's device (see `gemm_engine.matmul` for every
-        argument; with none of the epilogue's given it is ``numpy.matmul(a, b, out=out)``)."""
+        # The docstring is gemm_engine.matmul's, set below: one text documents both.
         rt = self.runtime
         precision = self.precision if precision is None else precision
         plain = (c is None and bias is None and activation is None and out_dtype is None
@@ -435,3 +433,7 @@ def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis
     return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
                                    casting=casting, algorithm=algorithm, precision=precision, tune=tune)
+
+
+_ON_DEFAULT = "on the\n    default engine (`default_engine`; see `Engine` for one bound to a backend and device)."
+Engine.matmul.__doc__ = matmul.__doc__.replace(_ON_DEFAULT, "on this\n    engine's device, by one generated kernel.")

@@ -8,7 +8,8 @@ and why, so selection can fall back and a caller can read the reason.
 
 
 class GemmEngineError(Exception):
-    """Base class of the engine's own errors."""
+    """Base class of the engine's own errors: catch it to tell the engine's refusals (`SetupError`,
+    `BackendUnavailableError`) from errors of the caller's arguments (ValueError, TypeError)."""
 
 
 class SetupError(GemmEngineError, ValueError):

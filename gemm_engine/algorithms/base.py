@@ -54,6 +54,20 @@ _SELECTIONS: dict[tuple, type[Selection]] = {}
 
 
 class Algorithm:
+    """A composition of components, one per slot, that sets up kernels for matmul problems.
+
+    Subclass to compose: set ``name`` (then `gemm_engine.register` it to reach it by name) and
+    any slot attributes to swap (``tile``, ``stage``, ``lhs_loader``, ``rhs_loader``, ``writer``,
+    ``global_``, ``listener``, ``batch``, ``dispatch``); the rest are inherited. Instances carry a
+    selection (the tiling: a whole one of the type `selection_class` composes from the
+    components' knobs, or single-knob overrides as keywords, checked here).
+
+    `setup` turns (problem, dialect) into a `KernelConfig`, or raises `SetupError` naming the
+    component that refuses and why, or the two components whose declared capabilities disagree;
+    `render` turns a config into kernel source. Override `select` to choose tilings, `build` to
+    wire components differently.
+    """
+
     name: ClassVar[str] = "algorithm"
     #: The public name of this algorithm's composed selection type (e.g. "UnitSelection").
     selection_name: ClassVar[str | None] = None

@@ -31,6 +31,17 @@ class Math:
 
 
 class Activation:
+    """A function applied to each output element after ``alpha * (a @ b) + beta * c + bias``,
+    inside the kernel (``matmul(..., activation=...)`` takes an instance, a subclass or a
+    registered name).
+
+    A subclass sets ``name`` and defines `render` (the C expression, spelled through `Math` so one
+    definition serves CUDA and OpenCL, float32 and float64) and `reference` (the same function in
+    numpy, which the tests check every registered activation against). Fields an instance keeps
+    (e.g. a slope) become part of the kernel: equal activations share compiled kernels. Decorate
+    with `register_activation` to make it reachable by name.
+    """
+
     name: ClassVar[str] = "activation"
 
     # Equal activations render equal code: compare by type and fields, so a fresh instance per
