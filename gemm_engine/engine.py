@@ -14,7 +14,6 @@ shape), and the result comes back as the caller's array type.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 
@@ -23,6 +22,7 @@ import numpy as np
 from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .choice import Choice, ChoicePolicy
+from .codegen.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .launcher import CallPlan, Launcher, epilogue_values, operand_values, output_values, size_values
 from .operands import Preparer
 from .planner import Plan, Planner
@@ -30,31 +30,6 @@ from .problem import MatmulProblem
 
 #: Call plans (the fast path's) kept per engine, least recently used first out.
 CALL_PLANS_MAX = 1024
-
-#: Environment variable that sets the backend `Engine(backend="auto")` and `matmul` use.
-BACKEND_ENV = "GEMM_ENGINE_BACKEND"
-
-
-def _make_runtime(backend: str, device, context=None, queue=None):
-    if backend not in ("auto", "cuda", "opencl"):
-        raise ValueError(f"backend: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
-    if context is not None or queue is not None:
-        if backend == "cuda":
-            raise TypeError("context / queue: OpenCL objects; the CUDA backend takes device= (an index)")
-        backend = "opencl"
-    if backend == "auto":
-        backend = os.environ.get(BACKEND_ENV, "auto")
-        if backend not in ("auto", "cuda", "opencl"):
-            raise ValueError(f"${BACKEND_ENV}: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
-    if backend == "auto":
-        from .codegen.cuda_runtime import cuda_available
-        backend = "cuda" if cuda_available() else "opencl"
-    if backend == "cuda":
-        from .codegen.cuda_runtime import CudaRuntime
-        return CudaRuntime(device)
-    from .codegen.opencl_runtime import OpenCLRuntime
-    return OpenCLRuntime(device, context, queue)
-
 
 class Engine:
     """A matmul engine bound to one backend ("auto", "cuda", "opencl") and device."""
@@ -73,7 +48,7 @@ class Engine:
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         self.precision = precision
-        self.runtime = _make_runtime(backend, device, context, queue)
+        self.runtime = make_runtime(backend, device, context, queue)
         self.preparer = Preparer(self.runtime)
         self.planner = Planner(self.runtime)
         self.launcher = Launcher(self.runtime)
