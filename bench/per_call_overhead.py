@@ -1,5 +1,6 @@
 """Where the host time of a repeated small ``engine.matmul`` on CUDA device arrays goes:
-microseconds per call of the engine, cupy.matmul and torch.matmul, then of each step of the
+microseconds per call of the engine (on CuPy arrays and on torch tensors of the same memory),
+cupy.matmul and torch.matmul, then of each step of the
 per-call path on the same plan, outermost first, then (``--profile``) a cProfile of the engine's
 calls (tottime, top 25).
 
@@ -54,6 +55,7 @@ def steps(eng, a, b, calls):
     ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
     rows = {
         "engine.matmul": us(lambda: eng.matmul(a, b), calls),
+        "engine.matmul (torch tensors)": us(lambda: eng.matmul(ta, tb), calls),
         "cupy.matmul": us(lambda: cp.matmul(a, b), calls),
         "torch.matmul": us(lambda: torch.matmul(ta, tb), calls),
         "CallPlan.pack (addresses only)": us(lambda: call.pack(rt, launcher, a, b, out), calls),

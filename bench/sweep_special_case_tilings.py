@@ -3,13 +3,14 @@
 f16), skinny tilings for bf16 1 x 8192 x 8192; with ``--staged``, the wgmma staged output writer
 against direct stores on large square problems instead.
 
-    python3 bench/sweep_special_case_tilings.py [--skip-skinny] [--staged-output] [--json FILE]
+    python3 bench/sweep_special_case_tilings.py [--skip-skinny] [--staged-output rule|on|off] [--json FILE]
     python3 bench/sweep_special_case_tilings.py --staged
 
 Each candidate's knobs override the heuristic's tiling for the problem: a wgmma candidate gives
-(warpgroups_m, warpgroups_n, partition_m, tile_n, stages, wgmma_pending), 64 k per slot and direct
-output stores (``--staged-output``: staged); a skinny candidate gives outputs, units and unroll (16-
-byte loads, staged chunk chosen by the kernel). Prints one line per candidate, the best three per
+(warpgroups_m, warpgroups_n, partition_m, tile_n, stages, wgmma_pending) and 64 k per slot; its
+output writer is the rule's (staged through shared memory for these short-K and small batched
+problems) unless ``--staged-output on|off`` says; a skinny candidate gives outputs, units and unroll
+(16-byte loads, staged chunk chosen by the kernel). Prints one line per candidate, the best three per
 problem last; JSON rows to ``--json``. Timing: median of CUDA-event-timed batches of 10 calls.
 """
 from __future__ import annotations
@@ -37,10 +38,11 @@ SKINNY = [dict(outputs=o, units=u, unroll=r, vector_width=8, chunk_k=0)
           for o in (32, 64, 128) for u in (128, 256, 512) for r in (4, 8, 16)]
 
 
-def wgmma(c, staged_output=False) -> PipelinedWgmmaAlgorithm:
+def wgmma(c, staged_output="rule") -> PipelinedWgmmaAlgorithm:
     wm, wn, pm, tn, stages, pending = c
+    writer = {} if staged_output == "rule" else {"staged_output": staged_output == "on"}
     return PipelinedWgmmaAlgorithm(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stage_k=64,
-                                   stages=stages, wgmma_pending=pending, staged_output=staged_output)
+                                   stages=stages, wgmma_pending=pending, **writer)
 
 
 def tilings(eng, args):
@@ -110,7 +112,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", help="write the rows here")
     p.add_argument("--skip-skinny", action="store_true", help="leave out the skinny candidates")
-    p.add_argument("--staged-output", action="store_true", help="wgmma candidates with the staged output writer")
+    p.add_argument("--staged-output", choices=("rule", "on", "off"), default="rule",
+                   help="the wgmma candidates' output writer: the rule's (default), staged or direct stores")
     p.add_argument("--staged", action="store_true", help="only the staged-writer-vs-direct comparison")
     args = p.parse_args(argv)
     eng = gemm_engine.Engine("cuda")

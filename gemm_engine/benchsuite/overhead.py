@@ -37,7 +37,9 @@ import time
 import numpy as np
 
 #: The issue's targets: seconds for the first calls, engine/native time ratio per call.
-TARGETS = {"cold_compile_s": 1.5, "warm_first_call_s": 0.1, "per_call_ratio": 1.5}
+TARGETS = {"cold_compile_s": 1.5, "warm_first_call_s": 0.1, "per_call_ratio": 1.5,
+           # torch CUDA tensors in, torch out, against torch.matmul itself (the slowest dtype).
+           "torch_per_call_ratio": 1.2}
 
 #: First-call problem per backend (M = N = K, dtype): a realistic tensor-core config on CUDA; a
 #: size PoCL on a small CPU runs in well under the compile time on OpenCL.
@@ -233,6 +235,30 @@ def per_call(engine, size: int = 64, calls: int = 2000, repeats: int = 5) -> dic
             "baseline_runs_us": native_runs}
 
 
+def per_call_torch(engine, size: int = 64, calls: int = 2000, repeats: int = 5,
+                   dtypes=("float32", "float16", "bfloat16")) -> dict | None:
+    """Microseconds per ``engine.matmul(a, b)`` on ``size``^2 torch CUDA tensors (result a torch
+    tensor, on torch's stream) against ``torch.matmul(a, b)``, per dtype; None where torch has no
+    GPU or the engine is not on CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if engine.backend != "cuda" or not torch.cuda.is_available():
+        return None
+    out = {}
+    for name in dtypes:
+        dtype = getattr(torch, name)
+        a = torch.randn(size, size, device="cuda").to(dtype)
+        b = torch.randn(size, size, device="cuda").to(dtype)
+        eng, eng_host, _ = _us_per_call(lambda: engine.matmul(a, b), torch.cuda.synchronize, calls, repeats)
+        ref, ref_host, _ = _us_per_call(lambda: torch.matmul(a, b), torch.cuda.synchronize, calls, repeats)
+        out[name] = {"engine_us": eng, "torch_us": ref, "ratio": eng / ref,
+                     "engine_host_us": eng_host, "torch_host_us": ref_host}
+    return {"size": size, "calls": calls, "repeats": repeats, "dtypes": out,
+            "ratio": max(r["ratio"] for r in out.values())}
+
+
 def run_overhead(backend: str = "auto", m: int | None = None, dtype=None, size: int = 64,
                  calls: int = 2000, repeats: int = 5) -> dict:
     """All three measurements and the targets. The cold numbers are the first child of
@@ -241,12 +267,16 @@ def run_overhead(backend: str = "auto", m: int | None = None, dtype=None, size: 
 
     warm = warm_first_call(backend, m, dtype)
     cold = warm.pop("cold")
-    calls_ = per_call(Engine(backend), size=size, calls=calls, repeats=repeats)
+    engine = Engine(backend)
+    calls_ = per_call(engine, size=size, calls=calls, repeats=repeats)
+    torch_calls = per_call_torch(engine, size=size, calls=calls, repeats=repeats)
     measured = {"cold_compile_s": cold["first_call_s"], "warm_first_call_s": warm["first_call_s"],
                 "per_call_ratio": calls_["ratio"]}
+    if torch_calls is not None:
+        measured["torch_per_call_ratio"] = torch_calls["ratio"]
     return {"backend": cold["backend"], "device": cold["device"], "targets": dict(TARGETS),
-            "measured": measured, "met": {k: measured[k] <= TARGETS[k] for k in TARGETS},
-            "cold": cold, "warm": warm, "per_call": calls_}
+            "measured": measured, "met": {k: measured[k] <= TARGETS[k] for k in measured},
+            "cold": cold, "warm": warm, "per_call": calls_, "per_call_torch": torch_calls}
 
 
 def format_overhead(d: dict) -> str:
@@ -256,6 +286,9 @@ def format_overhead(d: dict) -> str:
     rows = [("cold first call (compile)", f"{cold['first_call_s']:.3f} s", "cold_compile_s", "s"),
             ("warm-cache first call", f"{warm['first_call_s']:.3f} s", "warm_first_call_s", "s"),
             (f"per call {pc['size']}^3 f32 / native", f"{pc['ratio']:.2f}x", "per_call_ratio", "x")]
+    if d.get("per_call_torch"):
+        rows.append((f"per call {pc['size']}^3 torch / torch.matmul", f"{d['per_call_torch']['ratio']:.2f}x",
+                     "torch_per_call_ratio", "x"))
     out = [f"JIT and host overhead, {d['backend']} on {d['device']} (first call: {problem})",
            f"  {'metric':34s} {'measured':>10s} {'target':>8s}  met"]
     for label, value, key, unit in rows:
@@ -271,4 +304,7 @@ def format_overhead(d: dict) -> str:
                 f"({pc['engine_host_us'] / pc['baseline_host_us']:.2f}x)")
     out.append(f"  per call: gemm_engine.matmul {pc['engine_us']:.1f} us, {pc['baseline']} "
                f"{pc['baseline_us']:.1f} us (median of {pc['repeats']} x {pc['calls']} calls){host}")
+    for name, r in ((d.get("per_call_torch") or {}).get("dtypes") or {}).items():
+        out.append(f"  torch {name}: gemm_engine.matmul {r['engine_us']:.1f} us, torch.matmul {r['torch_us']:.1f} us "
+                   f"({r['ratio']:.2f}x; host-only {r['engine_host_us']:.1f} vs {r['torch_host_us']:.1f})")
     return "\n".join(out)

@@ -151,7 +151,7 @@ def plot(results, path) -> None:
     try:
         from matplotlib.figure import Figure   # no pyplot: no global backend or display state
     except ImportError as exc:
-        raise RuntimeError("plot needs the matplotlib package: pip install matplotlib") from exc
+        raise RuntimeError("plot needs the matplotlib package: pip install 'gemm_engine[plot]'") from exc
     measured = [r for r in results if r.engine_s]
     if not measured:
         raise ValueError("plot: no measured rows to draw")
