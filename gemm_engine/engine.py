@@ -22,6 +22,7 @@ import numpy as np
 from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .choice import Choice, ChoicePolicy
+from .interop import torch_stream
 from .codegen.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .launcher import CallPlan, Launcher, epilogue_values, operand_values, output_values, size_values
 from .operands import Preparer
@@ -89,11 +90,12 @@ class Engine:
         tensor = self._torch_type
         if tensor is not None and type(a) is tensor and type(b) is tensor and plain and out is None:
             # Repeated calls on torch tensors: the metadata is the key, the addresses go straight in.
-            call_key = ("torch", algorithm, bool(tune), precision, a.shape, a.stride(), a.dtype, a.device,
-                        a.data_ptr() % 16, b.shape, b.stride(), b.dtype, b.device, b.data_ptr() % 16)
+            pa, pb = a.data_ptr(), b.data_ptr()
+            call_key = ("torch", algorithm, bool(tune), precision, a.shape, a.stride(), a.dtype, a.get_device(),
+                        pa % 16, b.shape, b.stride(), b.dtype, b.get_device(), pb % 16)
             call = self._calls.get(call_key)
             if call is not None:
-                return self._run_torch_call(call, a, b)
+                return self._run_torch_call(call, a, pa, pb)
         elif rt.is_native(a) and rt.is_native(b):
             # Repeated calls on device arrays with the same metadata skip every check and setup:
             # everything the checks depend on is in the key (shapes, strides, dtypes, alignment).
@@ -158,14 +160,15 @@ class Engine:
             self._torch_type = type(prep.like.original) if not isinstance(prep.like.original, type) else None
         return self.preparer.finish(prep, target, returned, direct)
 
-    def _run_torch_call(self, call: CallPlan, a, b):
-        """A repeated call on torch CUDA tensors: a result tensor of torch's, the three addresses,
-        torch's current stream."""
+    def _run_torch_call(self, call: CallPlan, a, pa: int, pb: int):
+        """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses): a result tensor
+        of torch's, the three addresses, torch's current stream."""
         import torch
         plan = call.plan
+        device = a.get_device()
         target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=a.device)
-        stream = torch.cuda.current_stream(a.device).cuda_stream
-        pa, pb, pt = a.data_ptr(), b.data_ptr(), target.data_ptr()
+        stream = torch_stream(torch, device)
+        pt = target.data_ptr()
         if call.direct and call.direct(pa, pb, pt, stream=stream):
             self.last_choice = (plan.algorithm, plan.config)
             return target

@@ -105,6 +105,16 @@ def import_array(x, label: str, runtime) -> Imported:
     return Imported(arr, arr.dtype, True, "numpy", x)
 
 
+def torch_stream(torch, index: int) -> int:
+    """The raw handle of torch's current CUDA stream on device ``index``. torch's C accessor (the
+    one Triton launches with) where it exists: ``torch.cuda.current_stream`` builds a Stream object
+    in Python, a few microseconds of a 64^3 call's budget."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
 def _import_torch(tensor, label: str, runtime) -> Imported:
     dtype = torch_numpy_dtype(tensor.dtype)
     t = tensor.detach()
@@ -117,8 +127,7 @@ def _import_torch(tensor, label: str, runtime) -> Imported:
                             f"({runtime.device.name})")
         import torch
         arr = runtime.from_dlpack(_torch_bits(t), label)
-        stream = torch.cuda.current_stream(t.device).cuda_stream
-        return Imported(arr, dtype, False, "torch", tensor, stream)
+        return Imported(arr, dtype, False, "torch", tensor, torch_stream(torch, index))
     # Another device than the engine's: one copy through the host.
     host = _torch_bits(t.cpu()).numpy().view(dtype)
     return Imported(host, dtype, True, "torch", tensor)

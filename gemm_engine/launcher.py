@@ -99,8 +99,13 @@ class CallPlan:
         return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, fused_meta)
 
     def torch_dtype(self):
-        from .interop import numpy_torch_dtype
-        return numpy_torch_dtype(self.dtype)
+        """The result's torch dtype (looked up once per call plan: the torch fast path's budget is
+        microseconds)."""
+        cached = self.__dict__.get("_torch_dtype")
+        if cached is None:
+            from .interop import numpy_torch_dtype
+            cached = self.__dict__["_torch_dtype"] = numpy_torch_dtype(self.dtype)
+        return cached
 
     def pack(self, rt, launcher: Launcher, a, b, target, alpha=1.0, beta=None, c=None, bias=None) -> tuple:
         (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)

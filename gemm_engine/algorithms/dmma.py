@@ -47,7 +47,7 @@ def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
 
 #: pipelined_dmma candidates (planes_m, planes_n, partition_m, partition_n, stage_k, stages),
 #: largest stage first: 128 x 128 (8 planes of 64 x 32), 128 x 64 (4 planes of 64 x 32), 64 x 64
-#: (4 planes of 32 x 32, 4 slots). Unmeasured starting points (see bench/dmma_sweep.py).
+#: (4 planes of 32 x 32, 4 slots). Unmeasured starting points (see bench/sweep_dmma_tilings.py).
 _PIPELINED_CANDIDATES = [
     (2, 4, 8, 4, 16, 3),
     (2, 2, 8, 4, 16, 3),

@@ -23,7 +23,7 @@ from .base import Algorithm, distinct, register
 
 
 #: (planes_m, planes_n, partition_m, partition_n, stage_k in 16-bit elements, stages), largest
-#: stage first. Measured on the H100 (bench/results/h100_pipelined_mma.md): 128 x 256 x 64 in 3
+#: stage first. Measured on the H100 (bench/results/h100_2026-11-20_pipelined_mma.md): 128 x 256 x 64 in 3
 #: stages was the fastest at 4096^3, 128 x 128 x 32 in 4 stages at 2048^3, the small ones at 1000^3.
 _CANDIDATES = [
     (2, 4, 4, 8, 64, 3),     # 128 x 256, 8 warps of 64 x 64
@@ -56,7 +56,7 @@ def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision:
     if problem.lhs.storage == "f32" and problem.k <= 128:
         # tf32 with a short K is output-bound: the 64 x 64 stage, with the most cubes in flight,
         # was the tuner's choice at 8192 x 8192 x 64 (0.23 ms against 0.31 for 128 x 256) and at
-        # 256 x 128^3 (bench/results/h100_2026-11-21_issue5_full_float32_tf32.md).
+        # 256 x 128^3 (bench/results/h100_2026-11-21_suite_full_tuned_float32_tf32.md).
         candidates = candidates[-1:]
     for plm, pln, pm, pn, sk, stages in candidates:
         sm, sn = plm * pm * 16, pln * pn * 8

@@ -56,7 +56,7 @@ def skinny_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | Non
     """skinny_split_k only on CUDA (where it was measured), where the big operand is large enough
     (16 MiB) that a second launch is small against streaming it, and where K is at least the output
     extent: each of the one-launch kernel's cubes then walks a long K over short runs of each row.
-    On the H100 (bench/results/h100_2026-11-21_issue4_session4.md), bf16 1 x 8192 x 8192: split 0.0509
+    On the H100 (bench/results/h100_2026-11-21_special_cases_skinny_split_k.md), bf16 1 x 8192 x 8192: split 0.0509
     ms, one launch 0.0532; 1 x 14336 x 4096: split 0.0455, one launch 0.0429."""
     if dialect.backend != "cuda":
         return "measured on CUDA GPUs only; other devices take skinny"

@@ -29,7 +29,7 @@ def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The CUDA float32 register-FMA tiling: 8 x 8 outputs per unit as 2 x 2 strided 4 x 4 tiles
     (64 FMAs per four 16-byte shared reads, conflict-free), float4 global loads where aligned.
 
-    Measured on the H100 (bench/results/h100_2026-11-20_sgemm_sweep.md): 128 x 64 x 16 stages of
+    Measured on the H100 (bench/results/h100_2026-11-20_sgemm.md): 128 x 64 x 16 stages of
     128 units beat 128 x 128 x 8 of 256 at 4096^3 (0.91 vs 0.85 x cuBLAS) and 4093^3 (0.62 vs
     0.52 with branchy loads); when they give fewer than two cubes per multiprocessor (1024^2 makes 128 on 132 SMs)
     64 x 64 x 16 stages of 64 units (256 cubes) keep every multiprocessor busy (0.72 at 1024^3)."""
@@ -54,7 +54,7 @@ def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
         return sgemm_tiling(problem, dialect)
     if dialect.device.plane_size == 1 and big:
         # CPU OpenCL (PoCL): fewer, fatter work-items measured fastest at 1024^3 f32
-        # (8.7 GFLOP/s vs 4.8 for 4x4 on 64x64 with 2 cores; bench/README.md has the sweep).
+        # (8.7 GFLOP/s vs 4.8 for 4x4 on 64x64 with 2 cores; the sweep's table was not kept).
         return dict(tile_m=4, tile_n=8, stage_m=32, stage_n=64, stage_k=16, vector_width=4)
     stage_m, tile_m = _fit(problem.m, 64, 16)
     stage_n, tile_n = _fit(problem.n, 64, 16)

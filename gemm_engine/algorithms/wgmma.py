@@ -63,7 +63,7 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     if problem.k <= 64 and problem.batch * -(-problem.m // 64) * -(-problem.n // 128) >= 2 * sms:
         # A short K makes the kernel output-bound: 64 x 128 tiles on a two-slot ring (no wgmma left
         # pending) let several cubes share a multiprocessor, one storing while another loads.
-        # Measured on the H100 (bench/results/h100_2026-11-21_issue4_sweep2.json): bf16
+        # Measured on the H100 (bench/results/h100_2026-11-21_sweep_special_case_tilings_wgmma.json): bf16
         # 8192 x 8192 x 64 with bias + relu 0.088 ms against 0.111 for 256 x 128 on four slots.
         return wgmma_preset(1, 1, 1, 128, 2, wgmma_pending=0, staged_output=True)
     for wm, wn, pm, tn, stages in _CANDIDATES:
@@ -73,12 +73,12 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
                        # 128 x 128 tiles 0.0175 ms against 0.0196 for 256 x 128)
         # One full wave is enough (9 in 10 multiprocessors busy): 2048^3 runs best on 128 tiles
         # of 256 x 128 and 1000^3 on 128 of 64 x 128, not on two waves of smaller tiles (the tuner's
-        # and bench/small_probe.py's choices, bench/results/h100_2026-11-21_*).
+        # and bench/probe_small_problems.py's choices, bench/results/h100_2026-11-21_*).
         if problem.batch * -(-problem.m // sm) * -(-problem.n // sn) >= 0.9 * sms:
             break
     # Large outputs: the swizzled order keeps neighbouring tiles' operands in L2. The tuner picked it
     # at 8192^3 and 8192 x 12288 x 4096 (2-7% faster), row-major at 4096^3 and 8192 x 4096 (1024
-    # tiles or fewer): bench/results/h100_2026-11-21_issue5_full_float16_bfloat16.md.
+    # tiles or fewer): bench/results/h100_2026-11-21_suite_full_tuned_float16_bfloat16.md.
     tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
     return wgmma_preset(wm, wn, pm, tn, stages, staged_output=staged,
                         dispatch="swizzled" if tiles >= 2048 else "row_major")

@@ -2,7 +2,7 @@
 
 CuPy's ``Function.__call__`` converts every argument into a parameter object on each call: for the
 engine's 14-20 arguments that took 7.6 us of the 15.3 us a repeated small ``matmul`` cost on the
-H100 (bench/fastpath_profile.py). Here the parameters live in one reusable block of 8-byte slots
+H100 (bench/per_call_overhead.py). Here the parameters live in one reusable block of 8-byte slots
 (the driver copies the values when the launch is made, so one block serves every launch of a
 thread; each thread has its own, so that two threads never launch each other's values), refilled
 with one slice assignment, and ``cuLaunchKernel`` gets the block's address array directly.
@@ -137,7 +137,7 @@ class DriverLauncher:
 class PreparedLaunch:
     """One kernel launch whose arguments are all fixed but the arrays at ``arrays`` positions: its
     own parameter block, filled once, gets only their addresses per call (0.3 us instead of the
-    1.9 us of a full refill, bench/launch_micro.py). ``__call__`` returns False, launching nothing,
+    1.9 us of a full refill, bench/per_call_overhead.py). ``__call__`` returns False, launching nothing,
     when another device is current (the caller then takes the general path)."""
 
     def __init__(self, runtime, kernel, cubes: int, units: int, args: tuple, shared_bytes: int,
