@@ -174,7 +174,8 @@ class Engine:
             return target
         with self.runtime.on_stream(stream):
             args = call.packer.pack(self.launcher.with_workspace(plan, {
-                "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0}))
+                "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0},
+                call.packer.fixed))
             if call.direct is None:
                 call.direct = self._prepare_direct(plan, args)
             self.launcher.run_packed(plan, args)
@@ -184,7 +185,7 @@ class Engine:
     def _prepare_direct(self, plan: Plan, args: tuple):
         """The launch with only the three addresses new, for a one-kernel plan without a workspace
         on a runtime that offers it; False otherwise."""
-        if plan.workspace is not None or len(plan.launches) != 1:
+        if plan.workspace is not None or plan.call_values is not None or len(plan.launches) != 1:
             return False
         launch = plan.launches[0]
         return self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,

@@ -60,8 +60,12 @@ class Launcher:
     def __init__(self, runtime):
         self.runtime = runtime
 
-    def with_workspace(self, plan: Plan, values: dict) -> dict:
-        """``values`` plus a fresh workspace where the plan needs one."""
+    def with_workspace(self, plan: Plan, values: dict, fixed: dict | None = None) -> dict:
+        """``values`` plus a fresh workspace where the plan needs one, and the parameters the plan
+        derives per call (`Plan.call_values`: TMA tensor maps) from ``values`` and the values
+        ``fixed`` for a call plan."""
+        if plan.call_values is not None:
+            values = {**values, **plan.call_values.derive({**fixed, **values} if fixed else values)}
         if plan.workspace is None:
             return values
         rt = self.runtime
@@ -95,6 +99,8 @@ class CallPlan:
     def make(cls, plan: Plan, values: dict, out_shape, dtype, fused: bool, fused_meta: dict) -> "CallPlan":
         changing = set(_ADDRESSES) | ({"alpha", "beta", "c_base", "c_offset", "bias_base", "bias_offset"}
                                       if fused else set()) | {"workspace"}
+        if plan.call_values is not None:
+            changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
         return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, fused_meta)
 
@@ -114,4 +120,4 @@ class CallPlan:
         if self.fused:
             values.update(epilogue_values(rt, float(alpha), 1.0 if beta is None else float(beta), c,
                                           self.fused_meta.get("c_view"), bias, self.fused_meta.get("bias_stride")))
-        return self.packer.pack(launcher.with_workspace(self.plan, values))
+        return self.packer.pack(launcher.with_workspace(self.plan, values, self.packer.fixed))

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .algorithms.base import Algorithm, KernelConfig
-from .batch.base import Workspace
+from .batch.base import CallValues, Workspace
 from .batch.signature import KernelSignature
 from .errors import SetupError
 from .problem import MatmulProblem
@@ -38,6 +38,8 @@ class Plan:
     signature: KernelSignature
     launches: tuple[CompiledLaunch, ...]
     workspace: Workspace | None
+    #: Parameters each call derives from its other values (TMA tensor maps), or None.
+    call_values: CallValues | None = None
 
 
 def render(alg: Algorithm, cfg: KernelConfig, dialect) -> str:
@@ -90,7 +92,7 @@ class Planner:
             launches.append(CompiledLaunch(kernel, launch.cubes, launch.units,
                                            shared if launch.dynamic_shared else 0))
         found = Plan(concrete, cfg, source, concrete.signature(cfg), tuple(launches),
-                     concrete.workspace(cfg, problem))
+                     concrete.workspace(cfg, problem), concrete.call_values(cfg, problem))
         self._plans[key] = found
         if len(self._plans) > self.capacity:
             self._plans.popitem(last=False)

@@ -9,6 +9,7 @@ from .specialized import SpecializedAlgorithm, SpecializedSelection  # noqa: F40
 from .ordered import OrderedAlgorithm  # noqa: F401  (registers "ordered")
 from .pipelined import PipelinedMmaAlgorithm, PipelinedSelection  # noqa: F401  (registers "pipelined_mma")
 from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (registers "pipelined_wgmma")
+from .specialized_wgmma import SpecializedWgmmaAlgorithm, SpecializedWgmmaSelection  # noqa: F401
 from .dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,  # noqa: F401
                    SimpleDmmaAlgorithm)
 from .skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm  # noqa: F401

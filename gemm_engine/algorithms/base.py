@@ -220,6 +220,10 @@ class Algorithm:
     def workspace(self, cfg: KernelConfig, problem: MatmulProblem):
         return self.components.workspace(cfg.batch, problem)
 
+    def call_values(self, cfg: KernelConfig, problem: MatmulProblem):
+        """The parameters each call derives from its others (`BatchMatmul.call_values`), or None."""
+        return self.components.call_values(cfg.batch, problem)
+
     def chosen(self, cfg: KernelConfig) -> "Algorithm":
         """The concrete algorithm that produced ``cfg`` (itself; a family returns its member)."""
         return self
@@ -329,6 +333,9 @@ class AlgorithmFamily(Algorithm):
 
     def workspace(self, cfg, problem):
         return self.chosen(cfg).workspace(cfg, problem)
+
+    def call_values(self, cfg, problem):
+        return self.chosen(cfg).call_values(cfg, problem)
 
     def tuning_space(self, problem, dialect):
         return []

@@ -26,8 +26,8 @@ by the name a selection's ``dispatch`` knob gives.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
 
 from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
@@ -49,6 +49,10 @@ class OperandRef:
 
     ptr: str
     ld: str
+    #: The operand's TMA tensor-map parameter and its batch coordinate (batch levels providing
+    #: TENSOR_MAPS; empty otherwise).
+    tensor_map: str = ""
+    batch: str = "0"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,10 @@ class CubeScope:
     k: str = "K"            # length of this cube's K range (the whole K unless the batch splits it)
     m0: str = "cube_m0"     # first output row of this cube's tile
     n0: str = "cube_n0"     # first output column
+    #: Batch levels providing PERSISTENT_TILE_LOOP: ``tiles(body)`` renders the loop over this
+    #: cube's tiles around ``body`` (which then reads m0, n0, the output and the batch coordinates
+    #: of the tile at hand); global levels with roles call it once per role. None elsewhere.
+    tiles: Callable[[str], str] | None = field(default=None, compare=False)
 
 
 # -- dispatch orders ----------------------------------------------------------------------------------
@@ -202,3 +210,17 @@ class BatchMatmul(ABC):
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
         """The scratch buffer the kernels share, or None."""
         return None
+
+    def call_values(self, cfg: BatchConfig, problem: MatmulProblem):
+        """Parameters derived from each call's other values (a TMA tensor map holds the operand's
+        address): a `CallValues`, or None when the signature has none."""
+        return None
+
+
+@dataclass(frozen=True)
+class CallValues:
+    """Kernel parameters computed per call: ``names`` and ``derive(values) -> {name: value}``, where
+    ``values`` maps every other parameter name to this call's value (`launcher.operand_values`...)."""
+
+    names: tuple[str, ...]
+    derive: Callable[[dict], dict] = field(compare=False)

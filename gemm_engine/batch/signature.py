@@ -117,6 +117,8 @@ class Packer:
 
     def __init__(self, signature: KernelSignature, fixed: Mapping[str, Any]):
         self.signature = signature
+        #: The fixed values as given (a plan's `call_values` derive from them too).
+        self.fixed = dict(fixed)
         self.template = [signature.params[i].convert(fixed[p.name]) if p.name in fixed else None
                          for i, p in enumerate(signature.params)]
         self.changing = tuple((i, p.name, p.convert) for i, p in enumerate(signature.params)

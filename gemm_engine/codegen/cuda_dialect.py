@@ -163,6 +163,32 @@ INLINE unsigned short f32_to_f16(float value) {
     def st_shared_v4(self, addr: str, regs: list[str]) -> str:
         return f"{self._use(ptx.st_shared_v4())}({addr}, {', '.join(regs)});"
 
+    # -- mbarriers, TMA and register reallocation (sm_90) ------------------------------------------
+    def mbarrier_init(self, bar: str, count) -> str:
+        return f"{self._use(ptx.mbarrier_init())}({bar}, {count});"
+
+    def fence_mbarrier_init(self) -> str:
+        return f"{self._use(ptx.fence_mbarrier_init())}();"
+
+    def mbarrier_arrive(self, bar: str) -> str:
+        return f"{self._use(ptx.mbarrier_arrive())}({bar});"
+
+    def mbarrier_arrive_expect_tx(self, bar: str, nbytes) -> str:
+        return f"{self._use(ptx.mbarrier_arrive_expect_tx())}({bar}, {nbytes});"
+
+    def mbarrier_wait(self, bar: str, parity: str) -> str:
+        """Statement: wait until the phase of ``bar`` with parity ``parity`` (0 / 1) has completed."""
+        return f"{self._use(ptx.mbarrier_wait())}({bar}, {parity});"
+
+    def tma_load(self, dst: str, tensor_map: str, bar: str, coords: list[str]) -> str:
+        """Statement: copy the box of the tensor-map parameter ``tensor_map`` at ``coords`` (innermost
+        first) into shared address ``dst``, completing on the mbarrier at ``bar``."""
+        name = self._use(ptx.tma_load(len(coords)))
+        return f"{name}({dst}, &{tensor_map}, {bar}, {', '.join(f'(int)({c})' for c in coords)});"
+
+    def setmaxnreg(self, increase: bool, count: int) -> str:
+        return f"{self._use(ptx.setmaxnreg(increase, count))}();"
+
     # -- the WMMA API ------------------------------------------------------------------------------
     #: WMMA element types by neutral kind: fragment element, pointer type read from shared memory.
     _WMMA_TYPES = {"f16": ("__half", "__half"), "bf16": ("__nv_bfloat16", "__nv_bfloat16"),

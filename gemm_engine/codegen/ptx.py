@@ -156,3 +156,62 @@ def ld_stream_f4() -> tuple[str, str]:
                '    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"\n'
                '        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));\n    return v;',
                ret="float4")
+
+
+# -- mbarriers, the bulk tensor copy engine (TMA) and register reallocation (sm_90) ---------------
+def mbarrier_init() -> tuple[str, str]:
+    """Initialize the shared-memory mbarrier at ``bar`` to expect ``count`` arrivals per phase."""
+    return _fn("ptx_mbarrier_init", "unsigned bar, unsigned count",
+               '    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");')
+
+
+def fence_mbarrier_init() -> tuple[str, str]:
+    """Make mbarrier initializations visible to the async proxy (TMA completes on them)."""
+    return _statement("ptx_fence_mbarrier_init", "fence.mbarrier_init.release.cluster;")
+
+
+def mbarrier_arrive() -> tuple[str, str]:
+    """One arrival on the mbarrier at ``bar`` (its state token is not kept)."""
+    return _fn("ptx_mbarrier_arrive", "unsigned bar",
+               '    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");')
+
+
+def mbarrier_arrive_expect_tx() -> tuple[str, str]:
+    """One arrival on ``bar`` that also raises the bytes its current phase waits for by ``bytes``
+    (the TMA copies that complete on it count them down)."""
+    return _fn("ptx_mbarrier_arrive_expect_tx", "unsigned bar, unsigned bytes",
+               '    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" '
+               ':: "r"(bar), "r"(bytes) : "memory");')
+
+
+def mbarrier_wait() -> tuple[str, str]:
+    """Spin until the phase of ``bar`` with parity ``parity`` has completed. ``try_wait`` suspends
+    the thread for a while in hardware before it fails, so the loop is not a busy spin; a C loop
+    rather than a PTX branch, so the helper can be inlined any number of times (PTX labels in
+    inline asm would repeat)."""
+    return _fn("ptx_mbarrier_wait", "unsigned bar, unsigned parity",
+               "    unsigned done;\n    do {\n"
+               '        asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\\n'
+               'selp.u32 %0, 1, 0, p;\\n}\\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");\n'
+               "    } while (!done);")
+
+
+def tma_load(rank: int) -> tuple[str, str]:
+    """``cp.async.bulk.tensor.{rank}d`` of one box of the tensor map at generic address ``map``
+    (a ``__grid_constant__`` parameter), whose first element is at coordinates ``c0..``, into
+    shared memory at ``dst``, completing (bytes counted) on the mbarrier ``bar``. Coordinates
+    outside the tensor read zeros."""
+    coords = ", ".join(f"%{3 + i}" for i in range(rank))
+    cparams = ", ".join(f"int c{i}" for i in range(rank))
+    cins = ", ".join(f'"r"(c{i})' for i in range(rank))
+    return _fn(f"ptx_tma_load_{rank}d", f"unsigned dst, const void* map, unsigned bar, {cparams}",
+               f'    asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes '
+               f'[%0], [%1, {{{coords}}}], [%2];"\n'
+               f'        :: "r"(dst), "l"(map), "r"(bar), {cins} : "memory");')
+
+
+def setmaxnreg(increase: bool, count: int) -> tuple[str, str]:
+    """Set this warpgroup's registers per unit to ``count`` (``setmaxnreg.inc`` / ``.dec``, sm_90a):
+    a load-only warpgroup gives registers back for the compute warpgroups to take."""
+    verb = "inc" if increase else "dec"
+    return _statement(f"ptx_setmaxnreg_{verb}_{count}", f"setmaxnreg.{verb}.sync.aligned.u32 {count};")

@@ -12,6 +12,8 @@ CHUNK_LOADER = Capability("chunk loader", "a loader of asynchronous 16-byte chun
                                           "(declare / issue / commit)")
 SWIZZLED_CHUNK_LOADER = Capability("swizzled chunk loader", "a loader of asynchronous 16-byte chunks "
                                                             "into a 128-byte-swizzled ring slot")
+TMA_LOADER = Capability("TMA loader", "a loader whose one unit fills a ring slot with bulk tensor copies "
+                                      "(TMA) completing on the slot's mbarrier")
 UNIT_ROWS_LOADER = Capability("unit-rows loader", "a loader of each unit's own lhs rows into its registers")
 K_MAJOR_SMEM = Capability("k-major shared memory", "operands written to shared memory k-major")
 GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written to shared memory in "
@@ -23,3 +25,11 @@ UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's regist
 # -- what a global level offers its writer ----------------------------------------------------------
 SHARED_RING = Capability("shared ring", "a dynamic shared-memory ring that is free once the main loop "
                                         "is done")
+
+# -- what a global level and its batch level offer each other (the Hopper pipeline) -----------------
+OWN_TILE_LOOP = Capability("own tile loop", "a global level that runs the batch level's tile loop "
+                                            "inside each of its roles (scope.tiles)")
+PERSISTENT_TILE_LOOP = Capability("persistent tile loop", "a batch level that hands its global level "
+                                                          "the loop over a persistent cube's tiles")
+TENSOR_MAPS = Capability("tensor maps", "a batch level that passes each operand's TMA tensor map as a "
+                                        "kernel parameter, encoded per call")

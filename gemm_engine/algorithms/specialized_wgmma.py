@@ -1,0 +1,71 @@
+"""Hopper Specialized algorithm: TMA producer, mbarrier ring, warp-specialized wgmma consumers,
+persistent cubes.
+
+``specialized_wgmma`` = `WgmmaTile` (64 x tile_n x 16 per consumer warpgroup) under
+`WarpgroupPartitionedStage` under `TmaSpecializedGlobalMatmul` (one producer warpgroup issuing TMA
+copies through `TmaLoader`s into a ring of mbarrier-guarded slots; ``setmaxnreg`` moves registers
+from it to the consumers), `PairedWriter` stores, under `TmaPersistentBatchMatmul` (one cube per
+multiprocessor looping over tiles; tensor maps encoded per call). CUDA sm_90a, float16 / bfloat16
+with float32 accumulation, every layout (column-major lhs / row-major rhs through wgmma's transpose
+bits), every shape (TMA zero-fills the edges), operands whose address, leading dimension and batch
+stride are 16-byte multiples (TMA's rule; others are refused, and auto takes pipelined_wgmma).
+
+Tiling rule: the cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128
+accumulators per unit) on a 4-slot ring of 64 k (48 KiB a slot) for large outputs; 128 x 128 where
+fewer than a wave of 128 x 256 tiles would leave multiprocessors idle.
+"""
+from __future__ import annotations
+
+from ..batch.tma_persistent import TmaPersistentBatchMatmul
+from ..global_.tma_loader import TmaLoader
+from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
+from ..global_.writers import PairedWriter
+from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
+from ..tile.wgmma import WgmmaTile
+from .base import Algorithm, distinct, register
+
+#: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest tile first.
+_CANDIDATES = [
+    (2, 1, 1, 256, 4),     # 128 x 256: 48 KiB a slot
+    (2, 1, 1, 128, 6),     # 128 x 128: 32 KiB a slot
+]
+
+
+def _preset(wm, wn, pm, tn, stages, **more) -> dict:
+    return dict(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages, **more)
+
+
+@register
+class SpecializedWgmmaAlgorithm(Algorithm):
+    name = "specialized_wgmma"
+    selection_name = "SpecializedWgmmaSelection"
+    min_arch = "sm_90a"
+    tile = WgmmaTile
+    stage = WarpgroupPartitionedStage
+    global_ = TmaSpecializedGlobalMatmul
+    lhs_loader = TmaLoader
+    rhs_loader = TmaLoader
+    writer = PairedWriter
+    batch = TmaPersistentBatchMatmul
+
+    def select(self, problem, dialect):
+        sms = max(1, dialect.device.compute_units)
+        for wm, wn, pm, tn, stages in _CANDIDATES:
+            tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
+            if tiles >= sms:
+                break
+        return _preset(wm, wn, pm, tn, stages, dispatch="grouped" if tiles >= 4 * sms else "row_major",
+                       dispatch_width=8)
+
+    def tuning_space(self, problem, dialect):
+        first = self.select(problem, dialect)
+        space = [first]
+        for c in _CANDIDATES:
+            for order in ("row_major", "grouped", "swizzled"):
+                space.append(_preset(*c, dispatch=order, dispatch_width=8))
+        return distinct(space)
+
+
+#: The tiling of the Hopper Specialized pipeline: consumer warpgroups (warpgroups_m x warpgroups_n,
+#: each partition_m tiles of 64 x tile_n), a ``stages``-slot ring, the order of a cube's tiles.
+SpecializedWgmmaSelection = SpecializedWgmmaAlgorithm.selection_class

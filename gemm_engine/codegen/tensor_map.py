@@ -1,0 +1,96 @@
+"""TMA tensor maps: the 128-byte descriptors the bulk tensor copy engine reads, encoded on the host.
+
+A tensor map describes one operand in global memory (its address, extents and byte strides, up to
+5 dimensions, innermost first) and the *box* one copy moves into shared memory, with the shared
+layout's swizzle. Kernels take it by value as a ``__grid_constant__`` parameter
+(batch/signature.py's ``by_value``).
+
+Encoding is NVIDIA's ``cuTensorMapEncodeTiled`` through the ``cuda-bindings`` package (NVIDIA's own
+Python binding of the driver API, installed with CUDA 12.8+ / 13 Python stacks): CuPy 14 does not
+expose the call, and a hand-written ctypes prototype of a 12-argument driver function would be one
+more thing to keep right by hand. A map holds the operand's address, so it is encoded per call; the
+same arrays come back call after call (training loops, benchmarks, caching allocators), so encoded
+maps are kept in a small least-recently-used cache keyed by everything that determines them.
+
+TMA's own rules, checked by the components that ask for maps (global_/tma_loader.py) before any
+launch: the address 16-byte aligned, every stride but the innermost a multiple of 16 bytes below
+2^40, extents in [1, 2^32], box extents in [1, 256] with the innermost box row at most the swizzle
+span (128 bytes for the 128-byte swizzle).
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+MAP_BYTES = 128
+MAP_ALIGN = 64
+#: Element storage word -> CUtensorMapDataType name.
+_DATA_TYPES = {"f16_bits": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16_bits": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+               "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "i8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
+_CACHE_MAX = 256
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """Everything but the address: element word, extents and byte strides (innermost first; the
+    innermost stride is the element size, implied), the box, and the swizzle span in bytes."""
+
+    word: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]          # bytes, for dims[1:]
+    box: tuple[int, ...]
+    swizzle: int = 128
+
+
+class TensorMapEncoder:
+    """Encodes tensor maps (``bytes`` of 128) for one process; thread-safe, cached."""
+
+    def __init__(self):
+        self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._driver = None
+
+    def driver(self):
+        if self._driver is None:
+            try:
+                from cuda.bindings import driver
+            except ImportError as exc:   # pragma: no cover - depends on the machine
+                raise RuntimeError("TMA tensor maps need NVIDIA's cuda-bindings package "
+                                   "(pip install cuda-bindings)") from exc
+            self._driver = driver
+        return self._driver
+
+    def encode(self, address: int, spec: TensorMapSpec) -> bytes:
+        key = (address, spec)
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
+        data = self._encode(address, spec)
+        with self._lock:
+            self._cache[key] = data
+            if len(self._cache) > _CACHE_MAX:
+                self._cache.popitem(last=False)
+        return data
+
+    def _encode(self, address: int, spec: TensorMapSpec) -> bytes:
+        drv = self.driver()
+        rank = len(spec.dims)
+        swizzle = {128: "CU_TENSOR_MAP_SWIZZLE_128B", 64: "CU_TENSOR_MAP_SWIZZLE_64B",
+                   32: "CU_TENSOR_MAP_SWIZZLE_32B", 0: "CU_TENSOR_MAP_SWIZZLE_NONE"}[spec.swizzle]
+        err, tmap = drv.cuTensorMapEncodeTiled(
+            getattr(drv.CUtensorMapDataType, _DATA_TYPES[spec.word]), rank, address,
+            list(spec.dims), list(spec.strides), list(spec.box), [1] * rank,
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            getattr(drv.CUtensorMapSwizzle, swizzle),
+            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        if int(err) != 0:
+            raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err}) for address {address:#x}, {spec}")
+        return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
+
+
+ENCODER = TensorMapEncoder()

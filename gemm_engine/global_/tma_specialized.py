@@ -1,0 +1,206 @@
+"""Warp-specialized Hopper global matmul: a TMA producer warpgroup feeds wgmma consumer warpgroups
+through a ring of shared-memory slots guarded by mbarriers, over every tile a persistent cube owns.
+
+CUDA sm_90a only. The cube's units are the stage's consumer warpgroups (``UNIT_ID`` below
+``consumers``, so the warpgroup stage sees its own units as usual) and one producer warpgroup after
+them. Roles, each one branch of a single if/else (what ``setmaxnreg`` needs):
+
+* producer: gives registers back (``setmaxnreg.dec``); one unit loops over the cube's tiles and
+  their K slices: wait until slot s is *empty*, raise its *full* barrier's expected bytes, issue the
+  TMA copies of both operands into it (`TmaLoader`), move on. It runs up to ``stages`` slices ahead
+  of the consumers, across tile boundaries: the next tile's first slices load while the consumers
+  store this one's output.
+* consumers: take registers (``setmaxnreg.inc``); for each tile, zero the accumulators, then per K
+  slice wait until its slot is *full*, issue the stage's wgmma batch on it, wait until at most one
+  batch is pending (so the previous slice's batch is done) and release that slice's slot (one
+  arrival per warpgroup on its *empty* barrier); after the last slice wait for everything, release
+  the last slot, and store through the writer (the fused epilogue included).
+
+Barrier phases: slot ``it % stages`` of the cube's running slice count ``it`` is in its phase
+``(it / stages) & 1``. Consumers wait for that parity on *full*; the producer waits for the other
+parity on *empty*, which a fresh barrier counts as already complete (the ring starts empty).
+Nothing else synchronizes the roles: no cube-wide barrier after the start.
+
+The tile loop belongs to the batch level (`TmaPersistentBatchMatmul`, which provides
+`PERSISTENT_TILE_LOOP`): each role calls ``scope.tiles(body)`` once and the batch level renders the
+loop over the cube's tiles (dispatch order, per-tile origin and output pointers) around it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..contracts import Requirement
+from ..errors import SetupError
+from ..problem import Layout, MatmulProblem
+from ..selection import Knob
+from ..stage.base import ASYNC_DESCRIPTOR_STAGE
+from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
+from .base import GlobalConfig, GlobalMatmul
+from .capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TMA_LOADER
+from .pipelined import edge_checks
+from .simple import operand_tiles
+from .swizzled_loader import SwizzledOperandTile
+
+#: Registers per unit after reallocation: the producer keeps few, the consumers take the rest of
+#: the 64 Ki register file (2 consumer warpgroups: 128 x 40 + 256 x 232 = 64512).
+PRODUCER_REGISTERS = 40
+_CONSUMER_REGISTERS = {1: 240, 2: 232, 3: 160}
+_BARRIER_BYTES = 8
+
+
+@dataclass(frozen=True)
+class TmaSpecializedConfig(GlobalConfig):
+    stages: int = 4
+
+    @property
+    def consumers(self) -> int:
+        """Consumer warpgroups (the stage's units)."""
+        return self.stage.units // WARPGROUP
+
+    @property
+    def units(self) -> int:
+        return self.stage.units + WARPGROUP
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.stages * self.shared_memory_bytes
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        # The ring, a full and an empty barrier per slot, and slack to align the ring to 1 KiB.
+        return self.ring_bytes + 2 * self.stages * _BARRIER_BYTES + ATOM_BYTES
+
+    @property
+    def slot_bytes(self) -> int:
+        return self.lhs_loader.slot_bytes + self.rhs_loader.slot_bytes
+
+
+class TmaSpecializedGlobalMatmul(GlobalMatmul):
+    name = "tma_specialized_global"
+    knobs = (Knob("stages", 4, "slots of the shared-memory ring"),)
+    provides = frozenset({OWN_TILE_LOOP})
+    requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
+                Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
+                Requirement.of("rhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
+                Requirement.of("batch", PERSISTENT_TILE_LOOP,
+                               why="each warp role loops over the cube's tiles itself"))
+    #: Every unit runs its role once per kernel, over all the cube's tiles; the batch level's loop
+    #: is rendered inside each role, never around the body.
+    reentrant = False
+    occupancy = 1          # one cube per multiprocessor: setmaxnreg needs the register cap at entry
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> TmaSpecializedConfig:
+        check_wgmma_device(self.name, dialect)
+        stages = selection.stages
+        if stages < 2:
+            raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
+        stage = self.stage.setup(problem, selection, dialect,
+                                 self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
+                                 self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
+        consumers = stage.units // WARPGROUP
+        if consumers not in _CONSUMER_REGISTERS:
+            raise SetupError(self.name, f"{consumers} consumer warpgroups; expected 1 to 3")
+        check_m, check_n, check_k = edge_checks(problem, stage)
+        lhs, rhs = operand_tiles(problem, stage, SwizzledOperandTile,
+                                 lhs={"swizzle": stage.lhs_layout}, rhs={"swizzle": stage.rhs_layout})
+        cfg = TmaSpecializedConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, 1, selection),
+                                   rhs_loader=self.rhs_loader.setup(rhs, 1, selection), out=problem.out,
+                                   check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
+                                   writer=self.writer.setup(problem, selection, dialect))
+        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
+            raise SetupError(self.name, f"{stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
+                                        f"memory, the device allows {dialect.device.max_shared_memory}")
+        return cfg
+
+    def shared_declarations(self, cfg: TmaSpecializedConfig, d: Dialect) -> str:
+        st, s = cfg.stage, cfg.stages
+        lb = cfg.lhs_loader.smem_bytes
+        return "\n".join([
+            d.dynamic_shared("gemm_ring"),
+            f"const unsigned ring_base = ({d.shared_address('gemm_ring')} + {ATOM_BYTES - 1}u) & ~{ATOM_BYTES - 1}u;",
+            "const unsigned lhs_ring = ring_base;",
+            f"const unsigned rhs_ring = ring_base + {s * lb}u;",
+            # full[i] at bars + 8 i, empty[i] at bars + 8 (stages + i)
+            f"const unsigned ring_bars = ring_base + {cfg.ring_bytes}u;",
+            f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor_bits()}ull | (unsigned long long)(lhs_ring >> 4);",
+            f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor_bits()}ull | (unsigned long long)(rhs_ring >> 4);",
+        ])
+
+    @staticmethod
+    def _full(slot: str) -> str:
+        return f"(ring_bars + {_BARRIER_BYTES}u * ({slot}))"
+
+    def _empty(self, cfg: TmaSpecializedConfig, slot: str) -> str:
+        return f"(ring_bars + {_BARRIER_BYTES}u * ({cfg.stages}u + ({slot})))"
+
+    def _producer(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
+        s, sk = cfg.stages, cfg.stage.stage_k
+        lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
+        tile = "\n".join([
+            "for (int step = 0; step < k_steps; ++step, ++it) {",
+            f"const unsigned slot = it % {s}u;",
+            d.mbarrier_wait(self._empty(cfg, "slot"), f"((it / {s}u) & 1u) ^ 1u"),
+            d.mbarrier_arrive_expect_tx(self._full("slot"), f"{cfg.slot_bytes}u"),
+            f"const int k0 = step * {sk};",
+            self.lhs_loader.issue(cfg.lhs_loader, d, scope.lhs.tensor_map, scope.lhs.batch,
+                                  f"lhs_ring + slot * {lb}u", self._full("slot"), f"(int){scope.m0}", "k0"),
+            self.rhs_loader.issue(cfg.rhs_loader, d, scope.rhs.tensor_map, scope.rhs.batch,
+                                  f"rhs_ring + slot * {rb}u", self._full("slot"), "k0", f"(int){scope.n0}"),
+            "}",
+        ])
+        return "\n".join([
+            d.setmaxnreg(False, PRODUCER_REGISTERS),
+            f"if (UNIT_ID == {cfg.stage.units}) {{",
+            "unsigned it = 0;",
+            scope.tiles(tile),
+            "}",
+        ])
+
+    def _consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
+        st, s = cfg.stage, cfg.stages
+        lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
+        release = f"if (UNIT_ID % {WARPGROUP} == 0) {d.mbarrier_arrive(self._empty(cfg, f'(it - 1u) % {s}u'))}"
+        tile = "\n".join([
+            self.stage.init_accumulators(st, d),
+            "for (int step = 0; step < k_steps; ++step, ++it) {",
+            f"const unsigned slot = it % {s}u;",
+            d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
+            self.stage.execute(st, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
+                               f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener),
+            # The batch of the slice before this one is done: its slot may be filled again.
+            self.stage.wait(st, d, 1),
+            f"if (step > 0) {{\n{release}\n}}",
+            "}",
+            self.stage.finish(st, d),
+            release,
+            *self.before_store(listener),
+            self.write_output(cfg, d, scope),
+        ])
+        return "\n".join([
+            d.setmaxnreg(True, _CONSUMER_REGISTERS[cfg.consumers]),
+            self.stage.declare(st, d),
+            "unsigned it = 0;",
+            scope.tiles(tile),
+        ])
+
+    def body(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
+        if scope.tiles is None:
+            raise SetupError(self.name, "the batch level hands no tile loop (it needs one providing "
+                                        f"{PERSISTENT_TILE_LOOP})")
+        s, sk = cfg.stages, cfg.stage.stage_k
+        listener = self.chain()
+        inits = "\n".join(d.mbarrier_init(self._full(str(i)), 1) + "\n"
+                          + d.mbarrier_init(self._empty(cfg, str(i)), cfg.consumers) for i in range(s))
+        return "\n".join([
+            *self.kernel_start(listener),
+            f"if (UNIT_ID == 0) {{\n{inits}\n{d.fence_mbarrier_init()}\n}}",
+            "SYNC_CUBE();",
+            f"const int k_steps = (int)(({scope.k} + {sk - 1}) / {sk});",
+            f"if (UNIT_ID >= {cfg.stage.units}) {{",
+            self._producer(cfg, d, scope),
+            "} else {",
+            self._consumer(cfg, d, scope, listener),
+            "}",
+        ])
+
