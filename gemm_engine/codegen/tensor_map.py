@@ -79,11 +79,13 @@ class TensorMapEncoder:
     def _encode(self, address: int, spec: TensorMapSpec) -> bytes:
         drv = self.driver()
         rank = len(spec.dims)
+        u64, u32 = drv.cuuint64_t, drv.cuuint32_t     # the binding takes its own integer types
         swizzle = {128: "CU_TENSOR_MAP_SWIZZLE_128B", 64: "CU_TENSOR_MAP_SWIZZLE_64B",
                    32: "CU_TENSOR_MAP_SWIZZLE_32B", 0: "CU_TENSOR_MAP_SWIZZLE_NONE"}[spec.swizzle]
         err, tmap = drv.cuTensorMapEncodeTiled(
             getattr(drv.CUtensorMapDataType, _DATA_TYPES[spec.word]), rank, address,
-            list(spec.dims), list(spec.strides), list(spec.box), [1] * rank,
+            [u64(x) for x in spec.dims], [u64(x) for x in spec.strides], [u32(x) for x in spec.box],
+            [u32(1)] * rank,
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             getattr(drv.CUtensorMapSwizzle, swizzle),
             drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
