@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 PEAK = 989e12
 TOL = {"bfloat16": 2e-2, "float16": 5e-3}
@@ -170,6 +171,47 @@ def time_rows(engine, torch, cp, rows, repeat) -> list:
     return table
 
 
+def kernel_times(engine, cp, sizes, selections, repeat) -> list:
+    """float16 kernel time of ``specialized_wgmma`` selections without the frontend (arguments and
+    tensor maps packed once: bench/common.py `planned_launch`), against cupy.matmul, and the
+    frontend's per-call host time (calls issued back to back, host clock, no sync between them)."""
+    import time
+    from common import Timer, planned_launch, tiling
+    from gemm_engine.algorithms import REGISTRY
+    from gemm_engine.errors import SetupError
+    from gemm_engine.frontend import dense_problem
+    timer = Timer(engine, repeat)
+    out = []
+    for m, n, k in sizes:
+        a = cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+        b = cp.random.standard_normal((k, n), dtype=cp.float32).astype(cp.float16)
+        c = cp.empty((m, n), cp.float16)
+        problem = dense_problem(1, m, n, k, "float16")
+        base = timer(lambda: cp.matmul(a, b))
+        for sel in selections:
+            alg = REGISTRY["specialized_wgmma"](**sel)
+            try:
+                plan, run = planned_launch(engine, alg, problem, a, b, c)
+            except SetupError as exc:
+                out.append({"shape": [m, n, k], "selection": sel, "refused": str(exc)})
+                continue
+            t = timer(run)
+            out.append({"shape": [m, n, k], "selection": sel, "tiling": tiling(plan.config), "ms": t * 1e3,
+                        "tflops": 2 * m * n * k / t / 1e12, "cupy_ms": base * 1e3})
+            print(f"kernel {m}x{n}x{k} {sel} {tiling(plan.config)}: {t * 1e3:.4f} ms "
+                  f"({2 * m * n * k / t / 1e12:.0f} TFLOP/s), cupy {base * 1e3:.4f}", flush=True)
+        engine.matmul(a, b, algorithm="specialized_wgmma")
+        cp.cuda.runtime.deviceSynchronize()
+        t0 = time.perf_counter()
+        for _ in range(50):
+            engine.matmul(a, b, algorithm="specialized_wgmma")
+        host = (time.perf_counter() - t0) / 50
+        cp.cuda.runtime.deviceSynchronize()
+        out.append({"shape": [m, n, k], "host_us_per_call": host * 1e6})
+        print(f"host {m}x{n}x{k}: {host * 1e6:.1f} us per call", flush=True)
+    return out
+
+
 def markdown(table, device) -> str:
     lines = [f"Device: {device}. Ratio = faster of torch.matmul / cupy.matmul (fused: torch.relu_(torch.addmm)) "
              f"time over the engine's time (> 1: the engine is faster). % peak of 989 TFLOP/s.", "",
@@ -192,6 +234,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--rows", default="", help="comma-separated row labels (default: all)")
     ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--kernels", action="store_true", help="also time kernel selections without the frontend")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     args = ap.parse_args()
@@ -204,6 +247,11 @@ def main():
     result = {"device": device, "command": "python3 bench/hopper_gemm.py " + " ".join(sys.argv[1:])}
     result["checks"] = check(engine, torch, ("bfloat16", "float16"))
     failed = [c for c in result["checks"] if not c["ok"]]
+    if args.kernels:
+        sels = [{}, {"tile_n": 128, "stages": 6}, {"dispatch": "grouped", "dispatch_width": 8},
+                {"dispatch": "swizzled", "dispatch_width": 4}]
+        result["kernels"] = kernel_times(engine, cp, [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
+                                                      (1024, 1024, 1024)], sels, args.repeat)
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
