@@ -7,17 +7,19 @@ is declared (``provides`` / ``requires``, the capabilities below) and checked be
 composition either runs right or is refused with a `SetupError` naming the components.
 """
 from .algorithms.base import Algorithm, AlgorithmFamily, KernelConfig, register
-from .batch.base import (DISPATCHES, BatchConfig, BatchMatmul, CubeScope, Dispatch, Launch, OperandRef, Workspace,
+from .batch.base import (DISPATCHES, BatchConfig, BatchMatmul, CallValues, CubeScope, Dispatch, Launch, OperandRef, Workspace,
                          register_dispatch)
 from .batch.dispatch import ColMajorDispatch, GroupedDispatch, RowMajorDispatch, SwizzledDispatch
 from .batch.k_major import KMajorBatchMatmul
 from .batch.partitioned import PartitionedBatchMatmul
 from .batch.signature import KernelSignature, Param
 from .batch.split_k import SplitKBatchMatmul
+from .batch.tma_persistent import TmaPersistentBatchMatmul
 from .contracts import Capability, Requirement, check_composition
 from .global_.async_loader import ChunkLoader
 from .global_.base import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING, SWIZZLED_CHUNK_LOADER,
                            SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig, GlobalMatmul)
+from .global_.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS, TMA_LOADER
 from .global_.double_buffering import DoubleBufferingGlobalMatmul
 from .global_.listeners import DoubleBufferingListener, OrderedListener
 from .global_.loaders import CyclicLoader, Loader, OperandTile, TilewiseLoader
@@ -27,6 +29,8 @@ from .global_.simple import SimpleGlobalMatmul
 from .global_.skinny import SkinnyGlobalMatmul
 from .global_.specialized import SpecializedGlobalMatmul
 from .global_.swizzled_loader import SwizzledChunkLoader
+from .global_.tma_loader import TmaLoader
+from .global_.tma_specialized import TmaSpecializedGlobalMatmul
 from .global_.vector_loader import VectorLoader
 from .global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from .global_.writers import DirectWriter, PairedWriter, StagedWriter
@@ -49,13 +53,15 @@ from .tile.wmma import WmmaTile
 BUILT_IN = {
     "tile": (RegisterTile, MmaTile, WmmaTile, WgmmaTile, DmmaTile),
     "stage": (UnitPartitionedStage, PlanePartitionedStage, OrderedPartitionedStage, WarpgroupPartitionedStage),
-    "lhs_loader": (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader),
-    "rhs_loader": (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader),
+    "lhs_loader": (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader,
+                   TmaLoader),
+    "rhs_loader": (CyclicLoader, TilewiseLoader, VectorLoader, ChunkLoader, SwizzledChunkLoader, UnitRowsLoader,
+                   TmaLoader),
     "writer": (DirectWriter, PairedWriter, StagedWriter),
     "global_": (SimpleGlobalMatmul, DoubleBufferingGlobalMatmul, SpecializedGlobalMatmul, OrderedGlobalMatmul,
-                PipelinedGlobalMatmul, WgmmaPipelinedGlobalMatmul, SkinnyGlobalMatmul),
+                PipelinedGlobalMatmul, WgmmaPipelinedGlobalMatmul, SkinnyGlobalMatmul, TmaSpecializedGlobalMatmul),
     "listener": (StageEventListener, RecordingListener),
-    "batch": (PartitionedBatchMatmul, SplitKBatchMatmul, KMajorBatchMatmul),
+    "batch": (PartitionedBatchMatmul, SplitKBatchMatmul, KMajorBatchMatmul, TmaPersistentBatchMatmul),
     "dispatch": (RowMajorDispatch, ColMajorDispatch, SwizzledDispatch, GroupedDispatch),
 }
 

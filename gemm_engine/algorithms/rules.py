@@ -136,6 +136,11 @@ UNRANKED: tuple[Unranked, ...] = (
     Unranked("simple_wmma", "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster"),
     Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
     Unranked("ordered", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
+    Unranked("specialized_wgmma", "the Hopper warp-specialized TMA kernel: measured level with "
+                                  "pipelined_wgmma from 8192^3 up (bf16 0.99x, f16 1.01x cuBLAS) and behind it "
+                                  "below (4096^3 kernel 0.232 ms against 0.224 for cuBLAS; 2048^3 and smaller "
+                                  "worse), and TMA needs 16-byte-aligned operands (bench/results/"
+                                  "h100_2026-11-24_hopper_gemm.md)", tune=True),
     Unranked("specialized", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
 )
 
