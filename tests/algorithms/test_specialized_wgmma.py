@@ -1,0 +1,194 @@
+"""specialized_wgmma: the Hopper warp-specialized kernel (TMA producer, mbarrier ring, wgmma
+consumers, persistent cubes). Structure and refusals on nominal devices; sm_90a compiles with nvcc;
+numerics on an H100 / H200 (skipped elsewhere)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import get_engine
+from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
+from helpers import BF16, assert_close, np_dtype, random
+from renders import OPENCL_DEVICE
+from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
+from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
+from gemm_engine.batch import tma_persistent
+from gemm_engine.batch.partitioned import PartitionedBatchMatmul
+from gemm_engine.batch.tma_persistent import TmaPersistentBatchMatmul
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import cuda_target_arch, dialect_for
+from gemm_engine.codegen.tensor_map import MAP_BYTES
+from gemm_engine.dtypes import BY_NAME
+from gemm_engine.errors import SetupError
+from gemm_engine.global_.tma_loader import TmaLoader
+from gemm_engine.global_.tma_specialized import TmaSpecializedGlobalMatmul
+from gemm_engine.global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
+from gemm_engine.problem import Layout, MatmulProblem
+
+SM90 = dialect_for(nominal_cuda_device(9, 0))
+HALF = ["float16"] + (["bfloat16"] if BF16 is not None else [])
+
+
+def problem(b=1, m=256, n=512, k=192, dtype="float16", layouts=("row", "row"), align=8):
+    et = BY_NAME[dtype]
+    return MatmulProblem(b, m, n, k, et, et, et, Layout(layouts[0]), Layout(layouts[1]), align, align)
+
+
+def setup(p, dialect=SM90, **overrides):
+    alg = SpecializedWgmmaAlgorithm(**overrides)
+    cfg = alg.setup(p, dialect)
+    return alg, cfg
+
+
+# -- refusals --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", [nominal_cuda_device(8, 0), OPENCL_DEVICE], ids=["sm80", "opencl"])
+def test_refuses_devices_without_wgmma(device):
+    with pytest.raises(SetupError, match="wgmma|CUDA only"):
+        setup(problem(), dialect_for(device))
+
+
+def test_refuses_operands_tma_cannot_address():
+    with pytest.raises(SetupError, match="16 bytes"):
+        setup(problem(align=4))
+
+
+@pytest.mark.parametrize("swap", [
+    dict(lhs_loader=TmaLoader, batch=PartitionedBatchMatmul),                   # maps need a batch level passing them
+    dict(global_=TmaSpecializedGlobalMatmul, batch=PartitionedBatchMatmul),     # roles need the tile loop
+    dict(global_=WgmmaPipelinedGlobalMatmul),                                   # the TMA batch needs a looping global
+], ids=["loader-without-maps", "global-without-tile-loop", "batch-without-looping-global"])
+def test_mismatched_compositions_are_refused_naming_the_capability(swap):
+    base = SpecializedWgmmaAlgorithm if "global_" in swap and swap.get("batch") is None else PipelinedWgmmaAlgorithm
+    if swap.get("global_") is TmaSpecializedGlobalMatmul:
+        base = SpecializedWgmmaAlgorithm
+    alg = type("Swapped", (base,), {"name": "swapped", **swap})()
+    with pytest.raises(SetupError) as info:
+        alg.setup(problem(), SM90)
+    assert any(w in str(info.value) for w in ("tensor map", "tile loop", "swizzled ring slot")), str(info.value)
+
+
+# -- structure -------------------------------------------------------------------------------------
+def test_kernel_structure():
+    alg, cfg = setup(problem(m=4096, n=4096, k=4096))
+    src = alg.render(cfg, SM90)
+    kernel = src[src.index("void gemm_engine_kernel("):]
+    assert cuda_target_arch(SM90.device, src) == "sm_90a"
+    assert cfg.units == 384 and cfg.batch.global_.consumers == 2          # two consumer warpgroups + a producer
+    assert "LAUNCH_BOUNDS_MIN(384, 1) void gemm_engine_kernel(" in src                         # setmaxnreg needs the cap at entry
+    assert kernel.count("__grid_constant__") == 2                         # lhs_map, rhs_map
+    assert "ptx_setmaxnreg_dec_40()" in kernel and "ptx_setmaxnreg_inc_232()" in kernel
+    assert "cp.async.bulk.tensor.3d" in src and "mbarrier.try_wait.parity" in src
+    assert "cp.async.ca" not in src and "cp.async.cg" not in src          # no per-thread copies
+    # One cube barrier (after the mbarrier initialization); the roles then meet only on mbarriers.
+    assert kernel.count("SYNC_CUBE()") == 1
+    # The tile loop is rendered once per role.
+    assert kernel.count("for (i64 cube = CUBE_ID;") == 2
+    # A 128 x 256 slot: lhs one 128-line box, rhs (row-major: MN-major) four 64-wide boxes.
+    assert kernel.count("ptx_tma_load_3d(") == 5
+    assert "49152u" in kernel                                              # the bytes a full barrier expects
+    assert cfg.batch.persistent_cubes == SM90.device.compute_units
+
+
+def test_signature_appends_tensor_maps_by_value():
+    alg, cfg = setup(problem())
+    sig = alg.signature(cfg)
+    assert sig.names[-2:] == ("lhs_map", "rhs_map")
+    assert all(p.kind == "by_value" and p.size == MAP_BYTES and p.align == 64 for p in sig.params[-2:])
+
+
+@pytest.mark.parametrize("layouts, lhs_box, rhs_box, lhs_copies, rhs_copies", [
+    (("row", "row"), (64, 128), (64, 64), 1, 4),      # lhs K-major; rhs N contiguous: 64-wide atoms
+    (("col", "col"), (64, 64), (64, 256), 2, 1),      # lhs M contiguous; rhs K-major
+    (("row", "col"), (64, 128), (64, 256), 1, 1),
+])
+def test_boxes_follow_layouts(layouts, lhs_box, rhs_box, lhs_copies, rhs_copies):
+    _, cfg = setup(problem(m=4096, n=4096, k=512, layouts=layouts))
+    g = cfg.batch.global_
+    assert (g.lhs_loader.box, g.rhs_loader.box) == (lhs_box, rhs_box)
+    assert (g.lhs_loader.copies, g.rhs_loader.copies) == (lhs_copies, rhs_copies)
+    assert g.slot_bytes == (128 + 256) * 64 * 2
+
+
+def test_tensor_maps_derived_per_call(monkeypatch):
+    """The maps are encoded from each call's addresses, extents, strides and batch; a broadcast
+    operand's batch extent is 1 (its kernel coordinate is then 0)."""
+    p = problem(b=3, m=100, n=200, k=72, layouts=("row", "col"))
+    alg, cfg = setup(p)
+    seen = []
+    monkeypatch.setattr(tma_persistent.ENCODER, "encode",
+                        lambda address, spec: seen.append((address, spec)) or bytes(MAP_BYTES))
+    cv = alg.call_values(cfg, p)
+    values = {"lhs_base": 4096, "lhs_offset": 8, "lhs_ld": 80, "lhs_batch_stride": 8000,
+              "rhs_base": 65536, "rhs_offset": 0, "rhs_ld": 72, "rhs_batch_stride": 0,
+              "M": 100, "N": 200, "K": 72, "batch": 3}
+    out = cv.derive(values)
+    assert set(out) == set(cv.names) == {"lhs_map", "rhs_map"}
+    (la, ls), (ra, rs) = seen
+    assert la == 4096 + 8 * 2 and ra == 65536
+    assert ls.dims == (72, 100, 3) and ls.strides == (160, 16000) and ls.box == (64, 128, 1)
+    assert rs.dims == (72, 200, 1) and rs.strides == (144, 144 * 200) and rs.box == (64, cfg.batch.global_.stage.stage_n, 1)
+
+
+def test_kernel_refuses_batch_level_without_tile_loop_at_render():
+    g = TmaSpecializedGlobalMatmul()
+    assert TmaPersistentBatchMatmul.provides & {r for req in g.requires for r in req.any_of}
+
+
+# -- nvcc ------------------------------------------------------------------------------------------
+COMPILE_CASES = {f"{dt}-{la}{lb}-{m}x{n}x{k}": problem(m=m, n=n, k=k, dtype=dt, layouts=(la, lb))
+                 for dt in ("float16", "bfloat16") for la, lb in (("row", "row"), ("col", "col"))
+                 for m, n, k in ((4096, 4096, 4096), (100, 300, 72))}
+
+
+def compile_case_sources() -> dict:
+    out = {}
+    for name, p in COMPILE_CASES.items():
+        alg, cfg = setup(p)
+        out[name] = alg.render(cfg, SM90)
+    return out
+
+
+@pytest.mark.nvcc
+@prefetched(lambda: jobs_of(compile_case_sources(), archs_for(SpecializedWgmmaAlgorithm.min_arch)))
+def test_sources_compile_for_sm90a():
+    nvcc = nvcc_or_skip()
+    failures = compile_all(compile_case_sources(), nvcc, archs=archs_for(SpecializedWgmmaAlgorithm.min_arch))
+    assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:2])
+
+
+# -- numerics on an H100 / H200 --------------------------------------------------------------------
+NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
+    (1, 128, 256, 64, ("row", "row"), 0),
+    (1, 129, 257, 65, ("row", "row"), 7),       # edges: TMA zero-fills, the stores are guarded
+    (1, 127, 255, 63, ("col", "col"), 9),
+    (1, 300, 200, 1000, ("row", "col"), 3),
+    (1, 1000, 1000, 1000, ("col", "row"), 0),   # 128 x 128 tiles, several per cube
+    (3, 67, 300, 200, ("row", "row"), 8),
+    (1, 2, 3, 5, ("row", "row"), 11),
+]
+
+
+def padded(engine, host, layout, pad):
+    """``host`` on the device in ``layout``, its leading dimension rounded up to 8 elements past
+    ``pad`` (the extents stay odd; the stride is what TMA needs 16-byte aligned)."""
+    t = host if layout == "row" else np.swapaxes(host, -1, -2)
+    ld = -(-(t.shape[-1] + pad) // 8) * 8
+    buf = np.zeros(t.shape[:-1] + (ld,), t.dtype)
+    buf[..., :t.shape[-1]] = t
+    dev = engine.runtime.to_device(buf)[..., :t.shape[-1]]
+    return dev if layout == "row" else dev.swapaxes(-1, -2)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("case", NUMERIC_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{''.join(x[0] for x in c[4])}")
+def test_numerics(rng, dtype, case):
+    engine = get_engine("cuda")
+    if engine.runtime.device.compute_capability != (9, 0):
+        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    b, m, n, k, layouts, pad = case
+    lead = (b,) if b > 1 else ()
+    a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
+    da, db = padded(engine, a, layouts[0], pad), padded(engine, bb, layouts[1], pad)
+    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
+    engine.matmul(da, db, out=out, algorithm="specialized_wgmma")
+    assert_close(engine.runtime.to_host(out), a, bb, dtype)
