@@ -129,6 +129,8 @@ class OpenCLRuntime(Runtime):
         """`launch` for arguments already converted (integers as np.int64): the per-call path."""
         self._last_event = kernel(self.queue, (cubes * units,), (units,), *args)
 
+    orders_queues = True
+
     def check_native(self, x, label: str) -> None:
         """An array of another context is refused; one written by work pending on another queue
         is waited for (this runtime's queue would otherwise read it stale)."""
