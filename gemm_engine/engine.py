@@ -228,12 +228,7 @@ class Engine:
         if out is not None and any(rt.may_overlap(out, x) for x in (a, b, c, bias)
                                    if x is not None and x is not out):
             return None
-        if rt.orders_queues:
-            # As on the general path: arrays another queue is still writing are waited for (and one of
-            # another context refused); the call key holds shapes and strides, not queues.
-            for label, x in (("a", a), ("b", b), ("out", out), ("c", c), ("bias", bias)):
-                if x is not None and rt.is_native(x):
-                    rt.check_native(x, label)
+        rt.order_after(a=a, b=b, out=out, c=c, bias=bias)   # the key holds shapes, not queues
         target = out if out is not None else rt.empty(call.out_shape, call.dtype)
         args = call.pack(rt, self.launcher, a, b, target, alpha, beta, c, bias)
         if call.direct is None:

@@ -129,7 +129,10 @@ class OpenCLRuntime(Runtime):
         """`launch` for arguments already converted (integers as np.int64): the per-call path."""
         self._last_event = kernel(self.queue, (cubes * units,), (units,), *args)
 
-    orders_queues = True
+    def order_after(self, **arrays) -> None:
+        for label, x in arrays.items():
+            if x is not None and self.is_native(x):
+                self.check_native(x, label)
 
     def check_native(self, x, label: str) -> None:
         """An array of another context is refused; one written by work pending on another queue

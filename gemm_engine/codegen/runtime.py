@@ -72,9 +72,10 @@ class Runtime(ABC):
         torch's current CUDA stream), or changes nothing (None, or a runtime without streams)."""
         return contextlib.nullcontext()
 
-    #: Whether arrays carry queues of their own that a call must order itself against
-    #: (`check_native` waits, `record` publishes): PyOpenCL's; CUDA work runs on the caller's stream.
-    orders_queues = False
+    def order_after(self, **arrays) -> None:
+        """A repeated call's ordering against the queues its arrays carry (`check_native` for each
+        native one, as the general path does): PyOpenCL arrays have queues of their own; CUDA work
+        runs on the caller's stream, so nothing here."""
 
     def check_native(self, x, label: str) -> None:
         """Refuse (TypeError naming ``label``) a native array this runtime cannot read as it is, or

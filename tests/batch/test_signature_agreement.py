@@ -54,6 +54,12 @@ def problems():
             yield MatmulProblem(2, 129, 67, 200, et, et, et, lhs_align=8, rhs_align=8, epilogue=_FULL_EPILOGUE)
 
 
+def short(problem: MatmulProblem) -> str:
+    ep = "" if problem.epilogue.identity else " +epilogue"
+    return (f"{problem.batch}x{problem.m}x{problem.n}x{problem.k} {problem.lhs.name} "
+            f"{problem.lhs_layout.value}/{problem.rhs_layout.value}{ep}")
+
+
 @dataclass
 class Case:
     problem: MatmulProblem
@@ -72,7 +78,7 @@ def cases(device: str, name: str) -> tuple[tuple[Case, ...], tuple[str, ...]]:
         try:
             cfg = alg.setup(problem, dialect)
         except SetupError as exc:
-            refused.append(f"{problem}: {exc}")
+            refused.append(f"{short(problem)}: {exc}")
             continue
         found.append(Case(problem, alg, cfg, alg.render(cfg, dialect)))
     return tuple(found), tuple(refused)
@@ -138,26 +144,29 @@ def test_every_kernel_declares_the_signature(device, name):
         signature = case.alg.signature(case.cfg)
         expected = [" ".join(p.render(dialect_for(DEVICES[device])).split()) for p in signature.params]
         kernels = [launch.name for launch in case.alg.launches(case.cfg, case.problem)]
-        assert KERNEL_NAME in kernels, f"{name} {case.problem}: launches {kernels}"
+        assert KERNEL_NAME in kernels, f"{name} {short(case.problem)}: launches {kernels}"
         for kernel in dict.fromkeys(kernels):
             declared = kernel_parameters(case.source, kernel)
-            assert declared, f"{name} {case.problem}: no `void {kernel}(` in the source"
+            assert declared, f"{name} {short(case.problem)}: no `void {kernel}(` in the source"
             for params in declared:
-                where = f"{name} ({case.alg.chosen(case.cfg).name}) {case.problem} kernel {kernel}"
+                where = f"{name} ({case.alg.chosen(case.cfg).name}) {short(case.problem)} kernel {kernel}"
                 assert [_name(p) for p in params] == list(signature.names), where
                 assert params == expected, where
         for p in signature.params:
             if p.kind == BY_VALUE:   # the structure it is declared as holds exactly its size
-                type_name = f"ge_bytes{p.size}_a{p.align}"
-                assert re.search(rf"unsigned char bytes\[{p.size}\];\s*}}\s*__attribute__\(\(aligned\({p.align}\)\)\)"
-                                 rf"\s*{type_name};", case.source), f"{name} {case.problem}: {type_name}"
+                type_name = re.search(rf"(\w+)\s+{p.name}\s*$", expected[signature.names.index(p.name)]).group(1)
+                definitions = [line for line in case.source.splitlines()
+                               if re.match(r"\s*(typedef\s+)?struct\b", line) and re.search(rf"\b{type_name}\b", line)]
+                assert len(definitions) == 1, f"{name} {short(case.problem)}: {type_name} defined {definitions}"
+                assert f"unsigned char bytes[{p.size}];" in definitions[0], definitions[0]
+                assert f"({p.align})" in definitions[0], definitions[0]   # __align__(A) / aligned(A)
 
 
 @pytest.mark.parametrize("device, name", PAIRS)
 def test_pack_and_positions_follow_the_signature(device, name):
     for case in _cases_or_skip(device, name):
         signature = case.alg.signature(case.cfg)
-        where = f"{name} {case.problem}"
+        where = f"{name} {short(case.problem)}"
         values = _values(signature)
         packed = signature.pack(values)
         assert isinstance(packed, tuple) and len(packed) == len(signature.params), where
