@@ -248,10 +248,11 @@ def main():
     result["checks"] = check(engine, torch, ("bfloat16", "float16"))
     failed = [c for c in result["checks"] if not c["ok"]]
     if args.kernels:
-        sels = [{}, {"tile_n": 128, "stages": 6}, {"dispatch": "grouped", "dispatch_width": 8},
-                {"dispatch": "swizzled", "dispatch_width": 4}]
-        result["kernels"] = kernel_times(engine, cp, [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
-                                                      (1024, 1024, 1024)], sels, args.repeat)
+        sels = [{}, {"dispatch": "row_major"}, {"dispatch": "grouped", "dispatch_width": 4},
+                {"dispatch": "grouped", "dispatch_width": 16}, {"dispatch": "swizzled", "dispatch_width": 8},
+                {"tile_n": 128, "stages": 6}]
+        result["kernels"] = kernel_times(engine, cp, [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 12288, 4096),
+                                                      (2048, 2048, 2048)], sels, args.repeat)
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
