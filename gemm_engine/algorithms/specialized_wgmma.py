@@ -54,13 +54,12 @@ class SpecializedWgmmaAlgorithm(Algorithm):
             tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
             if tiles >= sms:
                 break
-        # Measured on the H100 (bench/hopper_gemm.py --kernels): f16 4096^3 in 128 x 256 tiles 0.253 ms
-        # row-major, 0.232 grouped by 8 tile rows; 2048^3 in 128 x 128 tiles 0.085 row-major, 0.064
-        # swizzled: the operand blocks neighbouring cubes share stay in L2, which bounds these sizes.
-        if tiles < 2 * sms:
-            order = dict(dispatch="swizzled", dispatch_width=4) if tiles >= sms else dict(dispatch="row_major")
-        else:
-            order = dict(dispatch="grouped", dispatch_width=8)
+        # Grouped by 8 tile rows wherever there is more than a wave of tiles: the operand blocks
+        # neighbouring cubes share stay in L2, which bounds these sizes. Measured on the H100
+        # (bench/results/h100_2026-11-24_hopper_kernels.json), f16 kernel times, row-major -> grouped:
+        # 4096^3 0.260 -> 0.242 ms, 8192^3 1.94 -> 1.62, 8192 x 12288 x 4096 1.61 -> 1.28, 2048^3
+        # (128 x 128 tiles) 0.066 -> 0.063; swizzled and other widths measured no better.
+        order = dict(dispatch="grouped", dispatch_width=8) if tiles >= sms else dict(dispatch="row_major")
         return _preset(wm, wn, pm, tn, stages, **order)
 
     def tuning_space(self, problem, dialect):
