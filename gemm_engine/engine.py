@@ -177,19 +177,10 @@ class Engine:
                 "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0},
                 call.packer.fixed))
             if call.direct is None:
-                call.direct = self._prepare_direct(plan, args)
+                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed)
             self.launcher.run_packed(plan, args)
         self.last_choice = (plan.algorithm, plan.config)
         return target
-
-    def _prepare_direct(self, plan: Plan, args: tuple):
-        """The launch with only the three addresses new, for a one-kernel plan without a workspace
-        on a runtime that offers it; False otherwise."""
-        if plan.workspace is not None or plan.call_values is not None or len(plan.launches) != 1:
-            return False
-        launch = plan.launches[0]
-        return self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,
-                                           plan.signature.positions(("lhs_base", "rhs_base", "out_base"))) or False
 
     def _remember(self, key, call: CallPlan) -> None:
         with self._lock:
@@ -234,7 +225,7 @@ class Engine:
         if call.direct is None:
             # The plan's first fast call prepares its direct launch (only the first: a plan the
             # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
-            call.direct = False if call.fused else self._prepare_direct(plan, args)
+            call.direct = False if call.fused else self.launcher.prepare_direct(plan, args, call.packer.fixed)
         self.launcher.run_packed(plan, args)
         rt.record(target)
         self.last_choice = (plan.algorithm, plan.config)

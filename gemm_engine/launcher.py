@@ -13,11 +13,12 @@ its own (codegen/cuda_launch.py) that gets only the three addresses per call.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
-from .batch.signature import Packer
+from .batch.signature import BY_VALUE, Packer
 from .dtypes import numpy_dtype
 from .planner import Plan
 from .problem import MatmulProblem
@@ -72,12 +73,51 @@ class Launcher:
         scratch = rt.empty((plan.workspace.count,), numpy_dtype(plan.workspace.element))
         return {**values, "workspace": rt.ptr_arg(scratch)[0]}
 
+    def prepare_direct(self, plan: Plan, args: tuple, fixed: dict):
+        """The launch with only the three addresses new (`CallPlan.direct`), for a one-kernel plan
+        without a workspace on a runtime that offers it; a plan whose by-value parameters derive
+        from the operands' addresses (TMA maps) gets them per address pair (`DerivedDirect`).
+        False otherwise."""
+        if plan.workspace is not None or len(plan.launches) != 1:
+            return False
+        launch = plan.launches[0]
+        prepared = self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,
+                                               plan.signature.positions(("lhs_base", "rhs_base", "out_base")))
+        if not prepared:
+            return False
+        return prepared if plan.call_values is None else DerivedDirect(prepared, plan, fixed)
+
     def run(self, plan: Plan, values: dict) -> None:
         self.run_packed(plan, plan.signature.pack(self.with_workspace(plan, values)))
 
     def run_packed(self, plan: Plan, args: tuple) -> None:
         for launch in plan.launches:
             self.runtime.launch_converted(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes)
+
+
+class DerivedDirect:
+    """A prepared launch of a plan whose by-value parameters (TMA tensor maps) derive from the
+    operands' addresses: derived once per (lhs, rhs) address pair (a call plan's other values are
+    fixed) and kept for the last few pairs, so a repeated call costs a lookup and two 128-byte
+    copies on top of the prepared launch's address refill."""
+
+    PAIRS = 16
+
+    def __init__(self, prepared, plan: Plan, fixed: dict):
+        self.prepared, self.derive, self.fixed = prepared, plan.call_values.derive, dict(fixed)
+        self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
+        self._structs: OrderedDict = OrderedDict()
+
+    def __call__(self, a, b, out, stream=None) -> bool:
+        pa = a if type(a) is int else a.data.ptr
+        pb = b if type(b) is int else b.data.ptr
+        structs = self._structs.get((pa, pb))
+        if structs is None:
+            derived = self.derive({**self.fixed, "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0})
+            structs = self._structs[(pa, pb)] = [derived[n] for n in self.names]
+            if len(self._structs) > self.PAIRS:
+                self._structs.popitem(last=False)
+        return self.prepared(a, b, out, stream=stream, structs=structs)
 
 
 @dataclass

@@ -173,9 +173,10 @@ class PreparedLaunch:
         self.cp = runtime.cp
         self._launch = launcher.launch_kernel
 
-    def __call__(self, *arrays, stream: int | None = None) -> bool:
+    def __call__(self, *arrays, stream: int | None = None, structs=None) -> bool:
         """Launch with these arrays (CuPy arrays, or addresses as ints) at the array positions, on
-        ``stream`` (a raw stream handle) or CuPy's current stream."""
+        ``stream`` (a raw stream handle) or CuPy's current stream; ``structs``: new values of the
+        by-value parameters, in order (``bytes``), where the plan derives them per call."""
         cp = self.cp
         if cp.cuda.runtime.getDevice() != self.device:
             return False
@@ -186,6 +187,9 @@ class PreparedLaunch:
             block = self._local.block = ByValueBlock(self.args) if by_value else ParamBlock(len(self.values))
             block.slots[:] = self.values
         slots = block.slots
+        if structs is not None:
+            for (_, address, size), data in zip(block.by_value, structs):
+                ctypes.memmove(address, data, size)
         for position, x in zip(self.positions, arrays):
             slots[position] = x if type(x) is int else x.data.ptr
         self._launch(self.function, self.cubes, 1, 1, self.units, 1, 1, self.shared,

@@ -192,3 +192,23 @@ def test_numerics(rng, dtype, case):
     out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
     engine.matmul(da, db, out=out, algorithm="specialized_wgmma")
     assert_close(engine.runtime.to_host(out), a, bb, dtype)
+
+
+def test_repeated_calls_derive_maps_once_per_address_pair():
+    """The direct launch of a TMA plan derives its maps per (lhs, rhs) address pair, not per call."""
+    from types import SimpleNamespace
+    from gemm_engine.batch.base import CallValues
+    from gemm_engine.launcher import DerivedDirect
+    alg, cfg = setup(problem())
+    derived, launched = [], []
+
+    def derive(values):
+        derived.append((values["lhs_base"], values["rhs_base"], values["lhs_ld"]))
+        return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES}
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map"), derive), signature=alg.signature(cfg))
+    direct = DerivedDirect(lambda a, b, out, stream=None, structs=None: launched.append(structs) or True,
+                           plan, {"lhs_ld": 192})
+    for a, b in ((4096, 8192), (4096, 8192), (4096, 16384)):
+        assert direct(a, b, 0)
+    assert derived == [(4096, 8192, 192), (4096, 16384, 192)]
+    assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES] for s in launched) and len(launched) == 3
