@@ -248,9 +248,8 @@ def main():
     result["checks"] = check(engine, torch, ("bfloat16", "float16"))
     failed = [c for c in result["checks"] if not c["ok"]]
     if args.kernels:
-        sels = [{}, {"dispatch": "row_major"}, {"dispatch": "grouped", "dispatch_width": 4},
-                {"dispatch": "grouped", "dispatch_width": 16}, {"dispatch": "swizzled", "dispatch_width": 8},
-                {"tile_n": 128, "stages": 6}]
+        sels = [{}, {"dispatch": "row_major"}, {"warpgroups_m": 2, "partition_m": 2, "tile_n": 128},
+                {"stages": 3}, {"tile_n": 128, "stages": 6}]
         result["kernels"] = kernel_times(engine, cp, [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 12288, 4096),
                                                       (2048, 2048, 2048)], sels, args.repeat)
     if not args.check_only:
