@@ -110,6 +110,28 @@ def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+#: specialized_wgmma's 128 x 256 tiles per multiprocessor and K from which it was measured ahead of
+#: pipelined_wgmma (H100, bench/results/h100_2026-11-24_hopper_gemm.md, against cuBLAS in the same
+#: run): bf16 4096^3 0.86x against 0.80x, 8192 x 12288 x 4096 0.89 against 0.84, f16 8192 x 4096 x
+#: 11008 1.07 against 0.91; behind it with fewer or shorter tiles (2048^3 even, 64 x 512^3 batched
+#: 0.68 against 0.84, 1000^3 0.58 against 0.74).
+SPECIALIZED_MIN_WAVES, SPECIALIZED_MIN_K = 2, 2048
+
+
+def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """specialized_wgmma where its persistent cubes each own two or more long tiles: there the
+    producer's run-ahead across tile boundaries and the warp roles pay; below, its fixed costs
+    (a full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma."""
+    tiles = problem.batch * -(-problem.m // 128) * -(-problem.n // 256)
+    sms = max(1, dialect.device.compute_units)
+    if tiles < SPECIALIZED_MIN_WAVES * sms:
+        return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor: "
+                f"pipelined_wgmma is faster there")
+    if problem.k < SPECIALIZED_MIN_K:
+        return f"K = {problem.k} is short (from {SPECIALIZED_MIN_K}): pipelined_wgmma is faster there"
+    return None
+
+
 # -- the tables ---------------------------------------------------------------------------------------
 RULES: tuple[Rule, ...] = (
     Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
@@ -118,6 +140,10 @@ RULES: tuple[Rule, ...] = (
     Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)"),
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
+    Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel, ahead of pipelined_wgmma on large "
+                              "16-bit problems (bf16 4096^3: 0.86x cuBLAS against 0.80; f16 8192 x 4096 x "
+                              "11008: 1.07 against 0.91); TMA's 16-byte alignment or a small or short "
+                              "problem passes it by", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),
@@ -136,11 +162,6 @@ UNRANKED: tuple[Unranked, ...] = (
     Unranked("simple_wmma", "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster"),
     Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
     Unranked("ordered", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
-    Unranked("specialized_wgmma", "the Hopper warp-specialized TMA kernel: measured level with "
-                                  "pipelined_wgmma from 8192^3 up (bf16 0.99x, f16 1.01x cuBLAS) and behind it "
-                                  "below (4096^3 kernel 0.232 ms against 0.224 for cuBLAS; 2048^3 and smaller "
-                                  "worse), and TMA needs 16-byte-aligned operands (bench/results/"
-                                  "h100_2026-11-24_hopper_gemm.md)", tune=True),
     Unranked("specialized", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
 )
 
