@@ -22,6 +22,12 @@ def problems():
         for dtype in SUPPORTED_NAMES:   # the operand dtypes; int8 @ int8 is int32 (dtypes.WIDENED)
             et = BY_NAME[dtype]
             yield MatmulProblem(*shape, et, et, INT32 if et is INT8 else et)
+    # 16-byte-aligned half-precision operands: what TMA (specialized_wgmma) needs to set up at all.
+    for shape in ((1, 256, 512, 192), (2, 129, 300, 72)):
+        for dtype in ("float16", "bfloat16"):
+            for lhs, rhs in (("row", "row"), ("col", "col")):
+                et = BY_NAME[dtype]
+                yield MatmulProblem(*shape, et, et, et, Layout(lhs), Layout(rhs), 8, 8)
     for shape in LAYOUT_SHAPES:
         for dtype in ("float32", "float64", "float16"):   # float64: the DMMA tiles' k-contiguous loads
             for lhs, rhs in LAYOUTS:
