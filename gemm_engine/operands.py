@@ -21,6 +21,15 @@ from .interop import Imported, import_array, numpy_torch_dtype, to_library
 from .problem import MatmulProblem
 
 
+def weak_scalar(x, product: np.dtype):
+    """numpy's rule for Python numbers (NEP 50): an ``int`` or ``float`` given for ``c`` or ``bias``
+    takes the product's dtype where it is of that kind or narrower (``c=1.0`` with float32 operands
+    keeps a float32 result, ``c=1`` is accepted); anything else is an array as it is."""
+    if type(x) in (int, float) and (product.kind == "f" or (type(x) is int and product.kind in "iu")):
+        return np.asarray(x, dtype=product)
+    return x
+
+
 @dataclass
 class DeviceOperand:
     array: object            # device array read by the kernel
@@ -70,8 +79,8 @@ class Preparer:
         shape = call_shape(ia.shape, ib.shape)
         product = result_dtype(ia.dtype, ib.dtype)
         in_dtype = operand_dtype(product)   # what the kernel reads: int8 for an int32 product (dtypes.WIDENED)
-        ic = self.as_array(c, "c") if c is not None and not plain else None
-        ibias = self.as_array(bias, "bias") if bias is not None and not plain else None
+        ic = self.as_array(weak_scalar(c, product), "c") if c is not None and not plain else None
+        ibias = self.as_array(weak_scalar(bias, product), "bias") if bias is not None and not plain else None
         for label, imp in (("c", ic), ("bias", ibias)):
             if imp is not None and imp.dtype.name not in SUPPORTED_NAMES:
                 raise TypeError(f"matmul: {label} has dtype {imp.dtype.name!r}; supported dtypes are "

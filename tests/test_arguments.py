@@ -19,6 +19,18 @@ def test_lists_and_scalars_as_numpy_takes_them(engine):
     np.testing.assert_allclose(engine.matmul(a, b, c=[[1.0], [2.0]], beta=2.0), a @ b + [[2.0], [4.0]])
 
 
+@pytest.mark.parametrize("value", [1.0, 1, 2.5])
+@pytest.mark.parametrize("name", ["c"])     # bias is one value per output row or column (1-D)
+def test_python_numbers_keep_the_operands_dtype(engine, name, value):
+    """numpy's rule for Python numbers (NEP 50): float32 operands and ``c=1.0`` give float32, as
+    ``a @ b + 1.0`` does in numpy; a Python int is accepted the same way."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((3, 2), np.float32)
+    got = engine.matmul(a, b, **{name: value})
+    assert got.dtype == (a @ b + value).dtype == np.float32
+    np.testing.assert_allclose(got, a @ b + value)
+
+
 @pytest.mark.parametrize("name, value, needle", [("bias", "abc", "bias has dtype"),
                                                  ("c", [object()], "c must be numbers"),
                                                  ("bias", [1.0, 2.0, 3.0], "bias must be 1-D with one value per output")])
