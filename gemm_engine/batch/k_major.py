@@ -94,7 +94,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return signature.extended(array("workspace", cfg.global_.lhs_loader.operand.element.storage,
                                         writable=True))
 
-    def scope(self, cfg):
+    def scope(self, cfg, d=None):
         scope = super().scope(cfg)
         # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long.
         copies = {op: OperandRef(op, "k_pitch") for op in self._copied(cfg)}

@@ -53,7 +53,7 @@ class PartitionedBatchMatmul(BatchMatmul):
                                 *index("M", "N", "K", "batch"),
                                 *cfg.epilogue.params()))
 
-    def scope(self, cfg: BatchConfig) -> CubeScope:
+    def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
         """What the global level's body reads: the names `pointers` declares and the kernel's."""
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld"), rhs=OperandRef("rhs", "rhs_ld"),
                          out=OperandRef("out", "out_ld"))
@@ -79,28 +79,37 @@ class PartitionedBatchMatmul(BatchMatmul):
         parts = [f"{slot} {type(c).__name__}" for slot, c in (("lhs", level.lhs_loader), ("rhs", level.rhs_loader),
                                                              ("writer", level.writer)) if c is not None]
         extra = "| " + " ".join(parts) if parts else ""
-        return "\n".join([region("global", level, g, extra), level.body(g, d, self.scope(cfg))])
+        return "\n".join([region("global", level, g, extra), level.body(g, d, self.scope(cfg, d))])
 
-    def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
+    def kernel_head(self, cfg: BatchConfig, d: Dialect) -> list[str]:
+        """The kernel's declaration, opening brace, shared memory and tile counts (``cubes_m``,
+        ``cubes_n``): what every partitioned kernel starts with."""
         g = cfg.global_
         stage = g.stage
+        return [f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
+                "{",
+                region("batch", self, cfg, f"| dispatch {cfg.dispatch.name} {plain_fields(cfg.dispatch)}".rstrip()),
+                self.global_.shared_declarations(g, d),
+                *self.cube_index(cfg),
+                f"const i64 cubes_m = (M + {stage.stage_m - 1}) / {stage.stage_m};",
+                f"const i64 cubes_n = (N + {stage.stage_n - 1}) / {stage.stage_n};"]
+
+    def tile_origin(self, cfg: BatchConfig, d: Dialect) -> list[str]:
+        """Statements that, from ``cube``, define the tile's batch entry, pointers and origin."""
+        stage = cfg.global_.stage
+        return [cfg.dispatch.render(), *self.pointers(cfg, d),
+                f"const i64 cube_m0 = cube_row * {stage.stage_m};",
+                f"const i64 cube_n0 = cube_col * {stage.stage_n};"]
+
+    def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         persistent = cfg.persistent_cubes > 0
         return "\n".join([
-            f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
-            "{",
-            region("batch", self, cfg, f"| dispatch {cfg.dispatch.name} {plain_fields(cfg.dispatch)}".rstrip()),
-            self.global_.shared_declarations(g, d),
-            *self.cube_index(cfg),
-            f"const i64 cubes_m = (M + {stage.stage_m - 1}) / {stage.stage_m};",
-            f"const i64 cubes_n = (N + {stage.stage_n - 1}) / {stage.stage_n};",
+            *self.kernel_head(cfg, d),
             # Persistent: tiles CUBE_ID, CUBE_ID + CUBE_COUNT, ... The loop body is a block, so each
             # tile's run of the global body declares (and zeroes) its state afresh.
             *(["for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {"]
               if persistent else []),
-            cfg.dispatch.render(),
-            *self.pointers(cfg, d),
-            f"const i64 cube_m0 = cube_row * {stage.stage_m};",
-            f"const i64 cube_n0 = cube_col * {stage.stage_n};",
+            *self.tile_origin(cfg, d),
             self.body(cfg, d),
             # Between two tiles: no unit may load the next tile's slices into shared memory another
             # unit still reads. Every unit of a cube runs the same tiles, so every unit gets here.

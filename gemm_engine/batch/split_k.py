@@ -111,7 +111,7 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
     def signature(self, cfg):
         return super().signature(cfg).extended(array("workspace", cfg.global_.out.storage, writable=True))
 
-    def scope(self, cfg):
+    def scope(self, cfg, d=None):
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld"), rhs=OperandRef("rhs", "rhs_ld"),
                          out=OperandRef("out", "N"), k="k_len")
 

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..codegen.comments import plain_fields, region
 from ..codegen.dialect import Dialect
 from ..codegen.tensor_map import ENCODER, MAP_ALIGN, MAP_BYTES
 from ..global_.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS
 from ..contracts import Requirement
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import KERNEL_NAME, BatchConfig, CallValues, CubeScope, OperandRef, dispatch_for, dispatch_knobs
+from .base import BatchConfig, CallValues, CubeScope, OperandRef, dispatch_for, dispatch_knobs
 from .partitioned import PartitionedBatchMatmul
 from .signature import BY_VALUE, KernelSignature, Param
 
@@ -67,37 +66,11 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                          tiles=(lambda body: self.tile_loop(cfg, d, body)) if d is not None else None)
 
     def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str) -> str:
-        stage = cfg.global_.stage
-        return "\n".join([
-            "for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {",
-            cfg.dispatch.render(),
-            *self.pointers(cfg, d),
-            f"const i64 cube_m0 = cube_row * {stage.stage_m};",
-            f"const i64 cube_n0 = cube_col * {stage.stage_n};",
-            body,
-            "}",
-        ])
-
-    def body(self, cfg: BatchConfig, d: Dialect) -> str:
-        level = self.global_
-        parts = [f"{slot} {type(c).__name__}" for slot, c in (("lhs", level.lhs_loader), ("rhs", level.rhs_loader),
-                                                             ("writer", level.writer)) if c is not None]
-        return "\n".join([region("global", level, cfg.global_, "| " + " ".join(parts)),
-                          level.body(cfg.global_, d, self.scope(cfg, d))])
+        return "\n".join(["for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {",
+                          *self.tile_origin(cfg, d), body, "}"])
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
-        g = cfg.global_
-        stage = g.stage
-        return "\n".join([
-            f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
-            "{",
-            region("batch", self, cfg, f"| dispatch {cfg.dispatch.name} {plain_fields(cfg.dispatch)}".rstrip()),
-            self.global_.shared_declarations(g, d),
-            f"const i64 cubes_m = (M + {stage.stage_m - 1}) / {stage.stage_m};",
-            f"const i64 cubes_n = (N + {stage.stage_n - 1}) / {stage.stage_n};",
-            self.body(cfg, d),
-            "}",
-        ])
+        return "\n".join([*self.kernel_head(cfg, d), self.body(cfg, d), "}"])
 
     def call_values(self, cfg: BatchConfig, problem: MatmulProblem) -> CallValues:
         g, level = cfg.global_, self.global_
