@@ -3,6 +3,7 @@ on CuPy's current stream, and arrays are `cupy.ndarray`."""
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 import hashlib
 import os
 import tempfile
@@ -14,6 +15,9 @@ from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from .device import DeviceInfo
 from .dialect import cuda_target_arch
 from .runtime import Runtime, span_of
+
+#: External streams wrapped per runtime (each a small CuPy object).
+STREAMS_MAX = 64
 
 
 def _cupy():
@@ -98,8 +102,11 @@ class CudaRuntime(Runtime):
         # id(kernel) -> (kernel, dynamic shared bytes it may take): the kernel is kept with its id,
         # so the id cannot be reused by another kernel while the entry exists.
         self._dyn_smem: dict[int, tuple] = {}
-        self._modules: list = []              # modules compiled outside RawModule (arch-specific)
-        self._streams: dict = {}              # a library's stream handle -> cupy ExternalStream
+        # Modules compiled outside RawModule (arch-specific): kept for the runtime's life, since a
+        # plan (the planner keeps more than the kernel cache) may still launch their functions and
+        # a Function does not keep its module alive everywhere. One per distinct sm_90a source.
+        self._modules: list = []
+        self._streams: OrderedDict = OrderedDict()   # a library's stream handle -> cupy ExternalStream
         cp = self.cp = _cupy()
         try:
             count = cp.cuda.runtime.getDeviceCount()
@@ -150,8 +157,12 @@ class CudaRuntime(Runtime):
         with self.cuda_device:
             module = self.cp.cuda.function.Module()
             module.load(arch_specific_cubin(self.cp, source, arch))
-            self._modules.append(module)      # a Function does not keep its module alive everywhere
+            self._modules.append(module)
             return module.get_function(name)
+
+    def _forget(self, kernel) -> None:
+        # An evicted kernel's opt-in is forgotten; a plan that launches it again opts in again.
+        self._dyn_smem.pop(id(kernel), None)
 
     def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
         conv = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args)
@@ -210,6 +221,8 @@ class CudaRuntime(Runtime):
         found = self._streams.get(stream)
         if found is None:
             found = self._streams[stream] = self.cp.cuda.ExternalStream(stream, self.cuda_device.id)
+            if len(self._streams) > STREAMS_MAX:      # bounded: a process may make streams without end
+                self._streams.popitem(last=False)
         return found
 
     def from_dlpack(self, x, label):

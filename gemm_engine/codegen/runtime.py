@@ -51,8 +51,11 @@ class Runtime(ABC):
         with self._kernels_lock:
             self._kernels[key] = fn
             if len(self._kernels) > KERNELS_MAX:
-                self._kernels.popitem(last=False)
+                self._forget(self._kernels.popitem(last=False)[1])
         return fn
+
+    def _forget(self, kernel) -> None:
+        """Drop what the runtime keeps beside a kernel the cache evicted (nothing by default)."""
 
     @abstractmethod
     def _compile(self, source: str, name: str): ...
