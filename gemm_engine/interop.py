@@ -144,7 +144,8 @@ def to_library(result, imported: Imported, runtime):
         host = np.asarray(result)
         dtype = host.dtype
         bits = host.view(np.int16) if dtype == bfloat16_dtype() else host
-        tensor = torch.from_numpy(np.ascontiguousarray(bits))
+        # reshape: ascontiguousarray makes a 0-d result 1-d (torch's vector @ vector is 0-d).
+        tensor = torch.from_numpy(np.ascontiguousarray(bits).reshape(bits.shape))
         if dtype == bfloat16_dtype():
             tensor = tensor.view(torch.bfloat16)
         return tensor.to(original.device)

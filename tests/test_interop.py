@@ -18,6 +18,13 @@ def test_torch_cpu_in_torch_out(engine, rng):
     assert_close(result.numpy(), a, b, "float32")
 
 
+def test_torch_vector_dot_vector_is_0d_as_in_torch(engine):
+    a, b = torch.arange(5, dtype=torch.float32), torch.ones(5, dtype=torch.float32)
+    got, want = engine.matmul(a, b), torch.matmul(a, b)
+    assert isinstance(got, torch.Tensor) and got.shape == want.shape == ()
+    assert float(got) == float(want) == 10.0
+
+
 def test_torch_cpu_bfloat16_and_out(engine, rng):
     a = torch.randn(33, 40, dtype=torch.bfloat16)
     b = torch.randn(40, 17, dtype=torch.bfloat16)
