@@ -5,8 +5,10 @@ from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME, INT8, INT32, SUPPORTED_NAMES
+from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32, INT8, INT32, SUPPORTED_NAMES
 from gemm_engine.errors import SetupError
+from gemm_engine.global_.activations import ACTIVATIONS
+from gemm_engine.global_.epilogue import Epilogue
 from gemm_engine.problem import Layout, MatmulProblem
 
 OPENCL_DEVICE = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,
@@ -58,3 +60,41 @@ def render(problem, device, algorithm="double_buffering"):
 def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
     et = BY_NAME[dtype]
     return MatmulProblem(1, m, n, k, et, et, et, lhs_layout=lhs_layout)
+
+
+#: The nominal devices the per-algorithm agreement tests render for (A100, H100, OpenCL; no device needed).
+NOMINAL_DEVICES = {"sm_80": nominal_cuda_device(8, 0), "sm_90": nominal_cuda_device(9, 0), "opencl": OPENCL_DEVICE}
+
+#: Algorithms that must set up on each device for at least one of coverage_problems() (no vacuous pass).
+MUST_SET_UP = {
+    "opencl": {"simple", "simple_unit", "double_buffering_unit", "ordered", "specialized", "split_k_unit",
+               "skinny", "skinny_split_k", "auto"},
+    "sm_80": {"simple_mma", "double_buffering_mma", "pipelined_mma", "simple_wmma", "simple_dmma",
+              "pipelined_dmma", "split_k_mma", "skinny", "auto"},
+    "sm_90": {"pipelined_wgmma", "specialized_wgmma", "split_k_wgmma", "pipelined_mma", "skinny", "auto"},
+}
+
+# The one problem of coverage_problems() with every epilogue term (scale, C, bias, activation).
+_FULL_EPILOGUE = Epilogue(scaled=True, c=FLOAT32, bias=FLOAT16, bias_axis=0, activation=ACTIVATIONS["gelu"]())
+
+
+# The problems the per-algorithm agreement tests render each algorithm for on NOMINAL_DEVICES.
+def coverage_problems():
+    """A few problems per dtype: aligned and unaligned tiles, one with every epilogue term (scalar
+    parameters), a skinny one (M = 1) and a long-K one (split K)."""
+    for dtype in ("float32", "float16", "bfloat16", "float64"):
+        et = BY_NAME[dtype]
+        shapes = [(1, 256, 256, 256), (2, 129, 67, 200)]
+        if dtype != "float64":
+            shapes += [(1, 1, 512, 4096), (1, 64, 64, 8192)]
+        for shape in shapes:
+            yield MatmulProblem(*shape, et, et, et, lhs_align=8, rhs_align=8)
+        if et.compute == "f32":
+            yield MatmulProblem(2, 129, 67, 200, et, et, et, lhs_align=8, rhs_align=8, epilogue=_FULL_EPILOGUE)
+
+
+# A problem in a few words (shape, dtype, layouts, epilogue or not) for failure and skip messages.
+def short_name(problem: MatmulProblem) -> str:
+    ep = "" if problem.epilogue.identity else " +epilogue"
+    return (f"{problem.batch}x{problem.m}x{problem.n}x{problem.k} {problem.lhs.name} "
+            f"{problem.lhs_layout.value}/{problem.rhs_layout.value}{ep}")

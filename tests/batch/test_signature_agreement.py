@@ -16,48 +16,10 @@ import pytest
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.batch.base import KERNEL_NAME
 from gemm_engine.batch.signature import ARRAY, BY_VALUE, INDEX, SCALAR
-from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.activations import ACTIVATIONS
-from gemm_engine.global_.epilogue import Epilogue
 from gemm_engine.problem import MatmulProblem
-from renders import OPENCL_DEVICE
-
-DEVICES = {"sm_80": nominal_cuda_device(8, 0), "sm_90": nominal_cuda_device(9, 0), "opencl": OPENCL_DEVICE}
-
-#: Algorithms that must set up (and so be checked) on each device for at least one problem below:
-#: without them the agreement could pass by refusing everything.
-MUST_CHECK = {
-    "opencl": {"simple", "simple_unit", "double_buffering_unit", "ordered", "specialized", "split_k_unit",
-               "skinny", "skinny_split_k", "auto"},
-    "sm_80": {"simple_mma", "double_buffering_mma", "pipelined_mma", "simple_wmma", "simple_dmma",
-              "pipelined_dmma", "split_k_mma", "skinny", "auto"},
-    "sm_90": {"pipelined_wgmma", "specialized_wgmma", "split_k_wgmma", "pipelined_mma", "skinny", "auto"},
-}
-
-_FULL_EPILOGUE = Epilogue(scaled=True, c=FLOAT32, bias=FLOAT16, bias_axis=0, activation=ACTIVATIONS["gelu"]())
-
-
-def problems():
-    """A few problems per dtype: aligned and unaligned tiles, one with every epilogue term (scalar
-    parameters), a skinny one (M = 1) and a long-K one (split K)."""
-    for dtype in ("float32", "float16", "bfloat16", "float64"):
-        et = BY_NAME[dtype]
-        shapes = [(1, 256, 256, 256), (2, 129, 67, 200)]
-        if dtype != "float64":
-            shapes += [(1, 1, 512, 4096), (1, 64, 64, 8192)]
-        for shape in shapes:
-            yield MatmulProblem(*shape, et, et, et, lhs_align=8, rhs_align=8)
-        if et.compute == "f32":
-            yield MatmulProblem(2, 129, 67, 200, et, et, et, lhs_align=8, rhs_align=8, epilogue=_FULL_EPILOGUE)
-
-
-def short(problem: MatmulProblem) -> str:
-    ep = "" if problem.epilogue.identity else " +epilogue"
-    return (f"{problem.batch}x{problem.m}x{problem.n}x{problem.k} {problem.lhs.name} "
-            f"{problem.lhs_layout.value}/{problem.rhs_layout.value}{ep}")
+from renders import MUST_SET_UP, NOMINAL_DEVICES, coverage_problems, short_name
 
 
 @dataclass
@@ -72,13 +34,13 @@ class Case:
 def cases(device: str, name: str) -> tuple[tuple[Case, ...], tuple[str, ...]]:
     """(the problems ``name`` sets up and renders on ``device``, the refusals of the others)."""
     found, refused = [], []
-    for problem in problems():
+    for problem in coverage_problems():
         alg = REGISTRY[name]()
-        dialect = dialect_for(DEVICES[device])   # a fresh dialect per render: no helper state shared
+        dialect = dialect_for(NOMINAL_DEVICES[device])   # a fresh dialect per render: no helper state shared
         try:
             cfg = alg.setup(problem, dialect)
         except SetupError as exc:
-            refused.append(f"{short(problem)}: {exc}")
+            refused.append(f"{short_name(problem)}: {exc}")
             continue
         found.append(Case(problem, alg, cfg, alg.render(cfg, dialect)))
     return tuple(found), tuple(refused)
@@ -128,7 +90,7 @@ def _values(signature) -> dict:
 
 
 ALGORITHMS = sorted(REGISTRY)
-PAIRS = [pytest.param(dev, name, id=f"{dev}-{name}") for dev in DEVICES for name in ALGORITHMS]
+PAIRS = [pytest.param(dev, name, id=f"{dev}-{name}") for dev in NOMINAL_DEVICES for name in ALGORITHMS]
 
 
 def _cases_or_skip(device, name):
@@ -142,14 +104,14 @@ def _cases_or_skip(device, name):
 def test_every_kernel_declares_the_signature(device, name):
     for case in _cases_or_skip(device, name):
         signature = case.alg.signature(case.cfg)
-        expected = [" ".join(p.render(dialect_for(DEVICES[device])).split()) for p in signature.params]
+        expected = [" ".join(p.render(dialect_for(NOMINAL_DEVICES[device])).split()) for p in signature.params]
         kernels = [launch.name for launch in case.alg.launches(case.cfg, case.problem)]
-        assert KERNEL_NAME in kernels, f"{name} {short(case.problem)}: launches {kernels}"
+        assert KERNEL_NAME in kernels, f"{name} {short_name(case.problem)}: launches {kernels}"
         for kernel in dict.fromkeys(kernels):
             declared = kernel_parameters(case.source, kernel)
-            assert declared, f"{name} {short(case.problem)}: no `void {kernel}(` in the source"
+            assert declared, f"{name} {short_name(case.problem)}: no `void {kernel}(` in the source"
             for params in declared:
-                where = f"{name} ({case.alg.chosen(case.cfg).name}) {short(case.problem)} kernel {kernel}"
+                where = f"{name} ({case.alg.chosen(case.cfg).name}) {short_name(case.problem)} kernel {kernel}"
                 assert [_name(p) for p in params] == list(signature.names), where
                 assert params == expected, where
         for p in signature.params:
@@ -157,7 +119,7 @@ def test_every_kernel_declares_the_signature(device, name):
                 type_name = re.search(rf"(\w+)\s+{p.name}\s*$", expected[signature.names.index(p.name)]).group(1)
                 definitions = [line for line in case.source.splitlines()
                                if re.match(r"\s*(typedef\s+)?struct\b", line) and re.search(rf"\b{type_name}\b", line)]
-                assert len(definitions) == 1, f"{name} {short(case.problem)}: {type_name} defined {definitions}"
+                assert len(definitions) == 1, f"{name} {short_name(case.problem)}: {type_name} defined {definitions}"
                 assert f"unsigned char bytes[{p.size}];" in definitions[0], definitions[0]
                 assert f"({p.align})" in definitions[0], definitions[0]   # __align__(A) / aligned(A)
 
@@ -166,7 +128,7 @@ def test_every_kernel_declares_the_signature(device, name):
 def test_pack_and_positions_follow_the_signature(device, name):
     for case in _cases_or_skip(device, name):
         signature = case.alg.signature(case.cfg)
-        where = f"{name} {short(case.problem)}"
+        where = f"{name} {short_name(case.problem)}"
         values = _values(signature)
         packed = signature.pack(values)
         assert isinstance(packed, tuple) and len(packed) == len(signature.params), where
@@ -202,10 +164,10 @@ def test_tensor_map_algorithms_end_with_two_maps():
         assert "const __grid_constant__ ge_bytes128_a64 lhs_map" in case.source
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", NOMINAL_DEVICES)
 def test_the_agreement_is_checked_on_every_device(device):
     checked = {name for name in ALGORITHMS if cases(device, name)[0]}
-    missing = MUST_CHECK[device] - checked
+    missing = MUST_SET_UP[device] - checked
     assert not missing, f"on {device} these set up none of the problems: " + "; ".join(
         f"{n}: {cases(device, n)[1][:1]}" for n in sorted(missing))
-    assert len(checked) >= len(MUST_CHECK[device])
+    assert len(checked) >= len(MUST_SET_UP[device])

@@ -14,47 +14,10 @@ import pytest
 
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.batch.base import KERNEL_NAME
-from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.activations import ACTIVATIONS
-from gemm_engine.global_.epilogue import Epilogue
-from gemm_engine.problem import MatmulProblem
 from gemm_engine.stage.events import StageEventListener
-from renders import OPENCL_DEVICE
-
-DEVICES = {"sm_80": nominal_cuda_device(8, 0), "sm_90": nominal_cuda_device(9, 0), "opencl": OPENCL_DEVICE}
-
-#: Algorithms that must set up on each device for at least one problem below (no vacuous pass).
-MUST_CHECK = {
-    "opencl": {"simple", "simple_unit", "double_buffering_unit", "ordered", "specialized", "split_k_unit",
-               "skinny", "skinny_split_k", "auto"},
-    "sm_80": {"simple_mma", "double_buffering_mma", "pipelined_mma", "simple_wmma", "simple_dmma",
-              "pipelined_dmma", "split_k_mma", "skinny", "auto"},
-    "sm_90": {"pipelined_wgmma", "specialized_wgmma", "split_k_wgmma", "pipelined_mma", "skinny", "auto"},
-}
-
-_FULL_EPILOGUE = Epilogue(scaled=True, c=FLOAT32, bias=FLOAT16, bias_axis=0, activation=ACTIVATIONS["gelu"]())
-
-
-def problems():
-    """Aligned and unaligned tiles per dtype, one with every epilogue term, a skinny one (M = 1)
-    and a long-K one (split K)."""
-    for dtype in ("float32", "float16", "bfloat16", "float64"):
-        et = BY_NAME[dtype]
-        shapes = [(1, 256, 256, 256), (2, 129, 67, 200)]
-        if dtype != "float64":
-            shapes += [(1, 1, 512, 4096), (1, 64, 64, 8192)]
-        for shape in shapes:
-            yield MatmulProblem(*shape, et, et, et, lhs_align=8, rhs_align=8)
-        if et.compute == "f32":
-            yield MatmulProblem(2, 129, 67, 200, et, et, et, lhs_align=8, rhs_align=8, epilogue=_FULL_EPILOGUE)
-
-
-def short(problem: MatmulProblem) -> str:
-    ep = "" if problem.epilogue.identity else " +epilogue"
-    return f"{problem.batch}x{problem.m}x{problem.n}x{problem.k} {problem.lhs.name}{ep}"
+from renders import MUST_SET_UP, NOMINAL_DEVICES, coverage_problems, short_name
 
 
 def hook(kind: str) -> str:
@@ -91,28 +54,28 @@ def renders(device: str, name: str):
     """[(problem, concrete algorithm name, plain source, {listener: hooked source})] for the
     problems ``name`` sets up on ``device``, and the refusals of the others."""
     found, refused = [], []
-    for problem in problems():
+    for problem in coverage_problems():
         alg = REGISTRY[name]()
-        dialect = dialect_for(DEVICES[device])
+        dialect = dialect_for(NOMINAL_DEVICES[device])
         try:
             cfg = alg.setup(problem, dialect)
         except SetupError as exc:
-            refused.append(f"{short(problem)}: {exc}")
+            refused.append(f"{short_name(problem)}: {exc}")
             continue
         concrete = alg.chosen(cfg)    # a family (simple, split_k, auto...): the member it chose
         plain = concrete.render(cfg, dialect)
         sources = {}
         for listener in (HookListener, GlobalHookListener):
             listening = hooked(type(concrete), listener)()
-            dialect = dialect_for(DEVICES[device])
+            dialect = dialect_for(NOMINAL_DEVICES[device])
             hooked_cfg = listening.setup(problem, dialect)   # the same composition: it sets up too
-            assert hooked_cfg.batch == cfg.batch, f"{name} {short(problem)}: the listener changed the config"
+            assert hooked_cfg.batch == cfg.batch, f"{name} {short_name(problem)}: the listener changed the config"
             sources[listener] = listening.render(hooked_cfg, dialect)
         found.append((problem, concrete.name, plain, sources))
     return tuple(found), tuple(refused)
 
 
-PAIRS = [pytest.param(dev, name, id=f"{dev}-{name}") for dev in DEVICES for name in sorted(REGISTRY)]
+PAIRS = [pytest.param(dev, name, id=f"{dev}-{name}") for dev in NOMINAL_DEVICES for name in sorted(REGISTRY)]
 
 
 @pytest.mark.parametrize("device, name", PAIRS)
@@ -123,7 +86,7 @@ def test_global_events_reach_the_algorithms_listener(device, name):
     start, store = hook("KernelStart"), hook("BeforeStore")
     for problem, concrete, _, sources in found:
         for listener, source in sources.items():
-            where = f"{name} ({concrete}) on {device}, {short(problem)}, {listener.__name__}"
+            where = f"{name} ({concrete}) on {device}, {short_name(problem)}, {listener.__name__}"
             assert source.count(start) == 1, f"{where}: KernelStart hook {source.count(start)} times"
             assert source.count(store) >= 1, f"{where}: no BeforeStore hook"
             kernel = re.search(rf"\bvoid\s+{KERNEL_NAME}\s*\(", source)
@@ -143,13 +106,13 @@ def test_global_hooks_add_their_code_and_nothing_else(device, name):
     for problem, concrete, plain, sources in found:
         stripped = re.sub(r"/\* HOOK \w+ \*/\n?", "", sources[GlobalHookListener])
         body = lambda text: text.split("\n", 1)[1]   # noqa: E731 -- past the header naming the algorithm
-        assert body(stripped) == body(plain), f"{name} ({concrete}) on {device}, {short(problem)}"
+        assert body(stripped) == body(plain), f"{name} ({concrete}) on {device}, {short_name(problem)}"
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", NOMINAL_DEVICES)
 def test_hooks_are_checked_on_every_device(device):
     checked = {name for name in sorted(REGISTRY) if renders(device, name)[0]}
-    missing = MUST_CHECK[device] - checked
+    missing = MUST_SET_UP[device] - checked
     assert not missing, f"on {device} these set up none of the problems: " + "; ".join(
         f"{n}: {renders(device, n)[1][:1]}" for n in sorted(missing))
-    assert len(checked) >= len(MUST_CHECK[device])
+    assert len(checked) >= len(MUST_SET_UP[device])
