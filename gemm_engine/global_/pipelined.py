@@ -76,13 +76,9 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                                     writer=self.writer.setup(problem, selection, dialect))
         for loader, elems in ((cfg.lhs_loader, stage.lhs_smem_elems), (cfg.rhs_loader, stage.rhs_smem_elems)):
             assert loader.smem_bytes == elems * loader.size, "loader and stage disagree on the slot size"
-        self._check_ring_fits(cfg, dialect)
+        check_ring_fits(self.name, cfg, dialect)
         return cfg
 
-    def _check_ring_fits(self, cfg: PipelinedGlobalConfig, dialect: Dialect) -> None:
-        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
-            raise SetupError(self.name, f"{cfg.stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
-                                        f"memory, the device allows {dialect.device.max_shared_memory}")
 
     def shared_declarations(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
         ctype = d.c_type(cfg.lhs_loader.operand.smem_type_word)
@@ -168,3 +164,11 @@ class PipelinedGlobalMatmul(GlobalMatmul):
 def edge_checks(problem: MatmulProblem, stage) -> tuple[bool, bool, bool]:
     """(check_m, check_n, check_k): the axes the stage tile does not divide (bounds-checked)."""
     return (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0, problem.k % stage.stage_k != 0)
+
+
+def check_ring_fits(component: str, cfg, dialect: Dialect) -> None:
+    """SetupError unless the ring of ``cfg.stages`` slots (``cfg.dynamic_shared_bytes``) fits the
+    device's shared memory: every ring-keeping global level asks this."""
+    if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
+        raise SetupError(component, f"{cfg.stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
+                                    f"memory, the device allows {dialect.device.max_shared_memory}")

@@ -38,7 +38,7 @@ from ..stage.base import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
 from .base import GlobalConfig, GlobalMatmul
 from .capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TMA_LOADER
-from .pipelined import edge_checks
+from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .swizzled_loader import SwizzledOperandTile
 
@@ -108,9 +108,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, 1, selection), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
                                    writer=self.writer.setup(problem, selection, dialect))
-        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
-            raise SetupError(self.name, f"{stages} stages need {cfg.dynamic_shared_bytes} bytes of shared "
-                                        f"memory, the device allows {dialect.device.max_shared_memory}")
+        check_ring_fits(self.name, cfg, dialect)
         return cfg
 
     def shared_declarations(self, cfg: TmaSpecializedConfig, d: Dialect) -> str:

@@ -37,7 +37,7 @@ from ..selection import Knob
 from ..stage.base import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
 from .base import SWIZZLED_CHUNK_LOADER
-from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, edge_checks
+from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .swizzled_loader import SwizzledOperandTile
 
@@ -82,7 +82,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units, selection), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
                                    pending=pending, writer=self.writer.setup(problem, selection, dialect))
-        self._check_ring_fits(cfg, dialect)
+        check_ring_fits(self.name, cfg, dialect)
         return cfg
 
     def shared_declarations(self, cfg: WgmmaPipelinedConfig, d: Dialect) -> str:
