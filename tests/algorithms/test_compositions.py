@@ -56,9 +56,10 @@ def _problem(dtype: str, batch=2, m=37, n=45, k=29, layouts=("row", "col")):
     return MatmulProblem(batch, m, n, k, et, et, out, Layout(layouts[0]), Layout(layouts[1]), 1, 1)
 
 
-#: Problems each composition is tried on: ragged on every axis with a batch, and an M = 1 product
-#: (the skinny kernels refuse anything else).
-SHAPES = [dict(batch=2, m=37, n=45, k=29), dict(batch=1, m=1, n=45, k=67)]
+#: Problems each composition is tried on: ragged on every axis with a batch, an M = 1 product (the
+#: skinny kernels refuse anything else) and a K long against a small output (split-K batch levels
+#: split it; they refuse the others).
+SHAPES = [dict(batch=2, m=37, n=45, k=29), dict(batch=1, m=1, n=45, k=67), dict(batch=1, m=19, n=23, k=2053)]
 
 
 def test_every_slot_has_swaps():
