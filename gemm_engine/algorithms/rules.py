@@ -20,6 +20,7 @@ from typing import Callable
 from ..codegen.dialect import Dialect
 from ..global_.skinny_tiling import skinny_axis
 from ..problem import Layout, MatmulProblem
+from ..tile.wgmma import WgmmaTile
 
 
 def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
@@ -89,23 +90,25 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
             f"carry the parallelism")
 
 
-#: tf32 on wgmma transposes a non-K-major operand first (batch/k_major.py): 8 bytes moved per
-#: element of it, small against 2 M N K flops once the other extent reaches this. Measured on the
-#: H100, row-major b: 512^3 wgmma + pass 0.024 ms against mma.sync's 0.014; 1000^3 0.027-0.041
-#: against 0.036; 2048^3 0.082-0.108 against 0.150-0.165 (bench/results/h100_2026-11-21_tf32*.md).
+#: tf32 and int8 on wgmma transpose a non-K-major operand first (batch/k_major.py): 8 bytes moved
+#: per element of it for tf32 (2 for int8), small against 2 M N K operations once the other extent
+#: reaches this. Measured on the H100, tf32 with a row-major b: 512^3 wgmma + pass 0.024 ms against
+#: mma.sync's 0.014; 1000^3 0.027-0.041 against 0.036; 2048^3 0.082-0.108 against 0.150-0.165
+#: (bench/results/h100_2026-11-21_tf32*.md). int8 keeps tf32's bound (its pass is cheaper).
 WGMMA_TRANSPOSE_MIN_EXTENT = 768
 
 
 def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
-    """pipelined_wgmma, except tf32 problems whose transposing pass costs more than wgmma gains
-    over pipelined_mma (which reads any layout)."""
-    if problem.lhs.storage != "f32":
+    """pipelined_wgmma, except K-major-only kinds (tf32, int8) whose transposing pass costs more
+    than wgmma gains over pipelined_mma (which reads any layout)."""
+    if not WgmmaTile().requires_k_major(problem):
         return None
+    kind = "tf32" if problem.lhs.storage == "f32" else problem.lhs.name
     copies = [("lhs", "N", problem.n)] if Layout(problem.lhs_layout) is not Layout.ROW else []
     copies += [("rhs", "M", problem.m)] if Layout(problem.rhs_layout) is not Layout.COL else []
     for op, other, extent in copies:
         if extent < WGMMA_TRANSPOSE_MIN_EXTENT:
-            return (f"{other} = {extent}: transposing the {op} for tf32 wgmma costs more than it gains "
+            return (f"{other} = {extent}: transposing the {op} for {kind} wgmma costs more than it gains "
                     f"(auto wants {other} >= {WGMMA_TRANSPOSE_MIN_EXTENT})")
     return None
 

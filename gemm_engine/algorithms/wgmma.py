@@ -23,7 +23,7 @@ from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from ..global_.writers import StagedWriter
 from ..problem import MatmulProblem
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
-from ..tile.wgmma import WgmmaTile
+from ..tile.wgmma import SWIZZLE_BYTES, WgmmaTile
 from .base import Algorithm, distinct, register
 
 
@@ -39,8 +39,8 @@ _CANDIDATES = [
 
 
 def row_k(problem: MatmulProblem) -> int:
-    """stage_k of one 128-byte swizzled row: 64 16-bit elements, 32 tf32."""
-    return 32 if problem.lhs.storage == "f32" else 64
+    """stage_k of one 128-byte swizzled row: 64 16-bit elements, 32 tf32, 128 int8."""
+    return SWIZZLE_BYTES // problem.lhs.itemsize
 
 
 def wgmma_preset(warpgroups_m, warpgroups_n, partition_m, tile_n, stages, **more) -> dict:

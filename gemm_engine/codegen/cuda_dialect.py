@@ -124,9 +124,10 @@ INLINE unsigned short f32_to_f16(float value) {
         return f"{self._use(ptx.dmma())}({acc}, {a}, {b});"
 
     def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
-              desc_a: str, desc_b: str) -> str:
-        """Statement: issue one asynchronous warpgroup MMA 64 x n x k into ``acc[0..n/2)``."""
-        return f"{self._use(ptx.wgmma(n, k, kind, trans))}({acc}, {desc_a}, {desc_b});"
+              desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None) -> str:
+        """Statement: issue one asynchronous warpgroup MMA 64 x n x k into ``acc[0..n/2)``
+        (``acc_type`` f32 or s32; ``rhs_kind`` where b's type differs from a's: e4m3 x e5m2)."""
+        return f"{self._use(ptx.wgmma(n, k, kind, trans, acc_type, rhs_kind))}({acc}, {desc_a}, {desc_b});"
 
     def wgmma_fence(self) -> str:
         return f"{self._use(ptx.wgmma_fence())}();"
@@ -137,9 +138,10 @@ INLINE unsigned short f32_to_f16(float value) {
     def wgmma_wait(self, pending: int) -> str:
         return f"{self._use(ptx.wgmma_wait(pending))}();"
 
-    def pin_registers(self, array: str, count: int) -> str:
-        """Statement: keep the compiler from moving accesses of ``array[0..count)`` across here."""
-        return f"{self._use(ptx.pin_registers(count))}({array});"
+    def pin_registers(self, array: str, count: int, word: str = "f32") -> str:
+        """Statement: keep the compiler from moving accesses of ``array[0..count)`` (of neutral
+        word ``word``: f32 or i32) across here."""
+        return f"{self._use(ptx.pin_registers(count, word))}({array});"
 
     def fence_proxy_async(self) -> str:
         return f"{self._use(ptx.fence_proxy_async())}();"

@@ -71,21 +71,32 @@ def dmma() -> tuple[str, str]:
                '        : "+d"(c[0]), "+d"(c[1]) : "d"(a), "d"(b));')
 
 
-def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None) -> tuple[str, str]:
-    """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}``: ``n / 2`` float32 accumulators
-    per unit, both operands from shared memory through 64-bit descriptors, scale-d 1 (accumulate),
-    scales 1, and the transpose immediates ``trans`` (None: tf32, which has none)."""
+def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "f32",
+          rhs_kind: str | None = None) -> tuple[str, str]:
+    """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind}``: ``n / 2`` accumulators
+    per unit (``acc``: f32, or s32 for s8), both operands from shared memory through 64-bit
+    descriptors, scale-d 1 (accumulate), for the float kinds scales 1, and the transpose immediates
+    ``trans`` (None: tf32 and the 8-bit kinds, which read K-major operands only)."""
+    rhs_kind = rhs_kind or kind
     regs = n // 2
-    acc = ", ".join(f"%{i}" for i in range(regs))
-    outs = ", ".join(f'"+f"(acc[{i}])' for i in range(regs))
+    regs_list = ", ".join(f"%{i}" for i in range(regs))
+    constraint, ctype = ("r", "int") if acc == "s32" else ("f", "float")
+    outs = ", ".join(f'"+{constraint}"(acc[{i}])' for i in range(regs))
+    # Integer wgmma takes no imm-scale-a/b (negation); the float kinds take them.
+    scales = "" if kind in _NO_SCALE_KINDS else ", 1, 1"
     imm = "" if trans is None else f", {trans[0]}, {trans[1]}"
     suffix = "" if trans is None else f"_t{trans[0]}{trans[1]}"
-    name = f"ptx_wgmma_m64n{n}k{k}_f32_{kind}{suffix}"
+    types = kind if rhs_kind == kind else f"{kind}_{rhs_kind}"
+    name = f"ptx_wgmma_m64n{n}k{k}_{acc}_{types}{suffix}"
     body = (f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n'
-            f'wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind} '
-            f'{{{acc}}}, %{regs}, %{regs + 1}, p, 1, 1{imm};\\n}}\\n"\n'
+            f'wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind} '
+            f'{{{regs_list}}}, %{regs}, %{regs + 1}, p{scales}{imm};\\n}}\\n"\n'
             f'        : {outs}\n        : "l"(desc_a), "l"(desc_b), "r"(1));')
-    return _fn(name, "float* acc, unsigned long long desc_a, unsigned long long desc_b", body)
+    return _fn(name, f"{ctype}* acc, unsigned long long desc_a, unsigned long long desc_b", body)
+
+
+#: wgmma operand kinds without the imm-scale-a / imm-scale-b operands (PTX ISA: the integer kinds).
+_NO_SCALE_KINDS = ("s8", "u8")
 
 
 def _statement(name: str, text: str) -> tuple[str, str]:
@@ -104,11 +115,13 @@ def wgmma_wait(pending: int) -> tuple[str, str]:
     return _statement(f"ptx_wgmma_wait_{pending}", f"wgmma.wait_group.sync.aligned {pending};")
 
 
-def pin_registers(count: int) -> tuple[str, str]:
-    """An empty ``asm`` that claims to read and write ``count`` float registers: the compiler then
-    keeps them untouched across it (the accumulators that wgmma writes asynchronously)."""
-    lines = "\n".join(f'    asm volatile("" : "+f"(r[{i}]) :: "memory");' for i in range(count))
-    return _fn(f"ptx_pin_f32_{count}", "float* r", lines)
+def pin_registers(count: int, word: str = "f32") -> tuple[str, str]:
+    """An empty ``asm`` that claims to read and write ``count`` registers (float, or int for
+    ``word="i32"``): the compiler then keeps them untouched across it (the accumulators that
+    wgmma writes asynchronously)."""
+    constraint, ctype = ("r", "int") if word == "i32" else ("f", "float")
+    lines = "\n".join(f'    asm volatile("" : "+{constraint}"(r[{i}]) :: "memory");' for i in range(count))
+    return _fn(f"ptx_pin_{word}_{count}", f"{ctype}* r", lines)
 
 
 # -- copies and their ordering ----------------------------------------------------------------------

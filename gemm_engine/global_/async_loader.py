@@ -13,7 +13,7 @@ that divides its address, leading dimension and batch stride):
 
 * ``align == vec``: one ``cp.async.cg`` of 16 bytes;
 * ``align * size >= 4``: ``vec / align`` ``cp.async.ca`` of ``align`` elements each (4 or 8 bytes);
-* else (half precision on an odd leading dimension): the register path. ``issue`` reads the chunk
+* else (half precision or int8 on an odd leading dimension): the register path. ``issue`` reads the chunk
   element by element into registers, ``commit`` (run by the global matmul after the compute that
   hides those loads) packs and stores it into shared memory with one 16-byte store.
 
@@ -68,7 +68,7 @@ class ChunkOperandTile(ChunkLines, OperandTile):
 @dataclass(frozen=True)
 class ChunkLoaderConfig(LoaderConfig):
     vec: int = 8          # elements per 16-byte chunk
-    piece: int = 8        # elements per copy instruction; 1 with 2-byte elements: register path
+    piece: int = 8        # elements per copy instruction; under 4 bytes' worth: register path
     size: int = 2         # bytes per element
 
     @property
@@ -104,9 +104,6 @@ class ChunkLoader(Loader):
             raise SetupError(self.name, f"copies bits; {operand.element.name} would need converting to "
                                         f"{operand.smem_type_word}")
         size = WORD_BYTES[operand.smem_type_word]
-        if size < 2:
-            # The register path packs 16-bit elements; 8-bit operands (int8) are not chunked yet.
-            raise SetupError(self.name, f"moves elements of 2 bytes or more; {operand.element.name} has {size}")
         vec = 16 // size
         cpl, ext = operand.contiguous_extent // vec, operand.contiguous_extent
         if ext % vec or (operand.smem_ld * size) % 16:
@@ -166,7 +163,7 @@ class ChunkLoader(Loader):
             valid = self._valid(cfg, t, bounds)
             body = [valid] if valid else []
             if cfg.registers:
-                body += register_loads(op_prefix(cfg), t, at, valid is not None)
+                body += register_loads(op_prefix(cfg), t, at, valid is not None, cfg.size)
             else:
                 body += self._async_copies(cfg, d, at, dst, valid is not None, src.ptr)
             out.append("{\n" + "\n".join(body) + "\n}")
@@ -235,17 +232,21 @@ def valid_count(conds: list, rem: str | None, vec: int) -> str | None:
     return head + (f"const int n = ({' && '.join(conds)}) ? {count} : 0;" if conds else f"const int n = {count};")
 
 
-def register_loads(p: str, t: int, src: str, checked: bool) -> list[str]:
-    """Register path: read task t's 8 16-bit elements at ``src`` (zero past ``n`` when ``checked``)
-    into the 4 staging registers ``{p}_stage[4t ..]``."""
-    lines = [f"const GLOBAL unsigned short* gsrc = (const GLOBAL unsigned short*)({src});"]
+def register_loads(p: str, t: int, src: str, checked: bool, size: int = 2) -> list[str]:
+    """Register path: read task t's 16 bytes of ``size``-byte elements (2: 8 halves, 1: 16 int8)
+    at ``src`` one by one (zero past ``n`` when ``checked``) into the 4 staging registers
+    ``{p}_stage[4t ..]``, packed lowest element in the lowest bits."""
+    word = {1: "unsigned char", 2: "unsigned short"}[size]
+    per = 4 // size
+    lines = [f"const GLOBAL {word}* gsrc = (const GLOBAL {word}*)({src});"]
     for j in range(4):
-        halves = []
-        for h in range(2):
-            e = 2 * j + h
+        parts = []
+        for h in range(per):
+            e = per * j + h
             load = f"(unsigned)gsrc[{e}]"
-            halves.append(f"(n > {e} ? {load} : 0u)" if checked else load)
-        lines.append(f"{p}_stage[{t * 4 + j}] = {halves[0]} | ({halves[1]} << 16);")
+            load = f"(n > {e} ? {load} : 0u)" if checked else load
+            parts.append(load if h == 0 else f"({load} << {8 * size * h})")
+        lines.append(f"{p}_stage[{t * 4 + j}] = {' | '.join(parts)};")
     return lines
 
 

@@ -2,7 +2,7 @@
 
 CUDA only (``cp.async``). The operand's stage is a set of *lines* (global rows of a row-major
 operand, columns of a column-major one), each cut into 16-byte chunks of 8 contiguous 16-bit
-elements (4 for tf32). `SwizzledOperandLayout` (tile/wgmma.py) says where a chunk goes: line
+elements (4 for tf32, 16 for int8). `SwizzledOperandLayout` (tile/wgmma.py) says where a chunk goes: line
 ``l``, chunk ``c`` lands at ``(c >> 3) * atom_stride + l * 128 + (((c & 7) ^ (l & 7)) << 4)``
 bytes into the stage (K-major: a line is an m or n row of stage_k k, c >> 3 its 128-byte k-atom;
 MN-major: a line is a k row of the whole m or n extent, c >> 3 its 64-wide atom). Unit u moves chunk ``u % chunks_per_line`` of lines
@@ -12,7 +12,8 @@ and all of a unit's chunks share one source pointer and one shared offset plus c
 How a chunk moves depends on the operand's alignment (the widest vector, in elements, dividing its
 address, leading dimension and batch stride), as in `ChunkLoader`: a whole chunk -> one
 ``cp.async.cg`` of 16 bytes; less -> 2 or 4 ``cp.async.ca`` of 8 or 4 bytes into the same (swizzled,
-still contiguous) 16-byte chunk; 16-bit elements aligned to 1 -> the register path: ``issue`` reads the elements into registers, ``commit``
+still contiguous) 16-byte chunk; under 4 bytes (16-bit elements aligned to 1, int8 to 1 or 2) -> the
+register path: ``issue`` reads the elements into registers, ``commit``
 (run after the stage issued its asynchronous wgmma batch) stores them with one 16-byte store.
 
 Edges: the line axis is all-or-nothing, the contiguous axis a count ``n`` of valid elements;
@@ -40,7 +41,7 @@ class SwizzledOperandTile(ChunkLines, OperandTile):
 
 @dataclass(frozen=True)
 class SwizzledLoaderConfig(LoaderConfig):
-    piece: int = 8                 # elements per copy instruction (1 of 2 bytes: register path)
+    piece: int = 8                 # elements per copy instruction (under 4 bytes: register path)
     size: int = 2                  # bytes per element
 
     @property
@@ -75,9 +76,10 @@ class SwizzledChunkLoader(Loader):
     def setup(self, operand: OperandTile, units: int, selection=None) -> SwizzledLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile")
-        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4}.get(operand.element.storage)
+        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4, "i8": 1}.get(operand.element.storage)
         if operand.converts or size is None:
-            raise SetupError(self.name, f"copies 16-bit or 32-bit float elements; got {operand.element.name}")
+            raise SetupError(self.name, f"copies 8-bit integer, 16-bit or 32-bit float elements; "
+                                        f"got {operand.element.name}")
         vec = 16 // size
         cpl = operand.contiguous_extent // vec
         if operand.contiguous_extent % vec or units % cpl:
@@ -142,7 +144,7 @@ class SwizzledChunkLoader(Loader):
             body = [valid] if valid else []
             at = f"{p}_src + {t * cfg.step} * {src.ld}"
             if cfg.registers:
-                body += register_loads(p, t, at, valid is not None)
+                body += register_loads(p, t, at, valid is not None, cfg.size)
             else:
                 body += self._copies(cfg, d, src, at, f"{stage_base} + {self._dst(cfg, t)}", valid is not None)
             out.append("{\n" + "\n".join(body) + "\n}")

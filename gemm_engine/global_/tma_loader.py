@@ -1,7 +1,7 @@
 """TMA loader: one operand's ring slot filled by the bulk tensor copy engine, completing on an mbarrier.
 
 CUDA sm_90 only. One unit issues ``cp.async.bulk.tensor`` copies of *boxes* of the operand, each a
-``lines x 64`` (16-bit elements; 32 for 4-byte ones) block that the engine writes into shared memory
+``lines x 64`` (16-bit elements; 32 for 4-byte ones, 128 for int8) block that the engine writes into shared memory
 in the 128-byte-swizzled layout wgmma reads (`SwizzledOperandLayout`, the same layout the swizzled
 chunk loader builds by hand: TMA's 128-byte swizzle is that XOR of 16-byte chunks by row within
 1024-byte atoms). The operand is described as *lines* (global rows of a row-major operand, columns
@@ -80,9 +80,10 @@ class TmaLoader(Loader):
     def setup(self, operand: OperandTile, units: int, selection=None) -> TmaLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile (the 128-byte-swizzled layout)")
-        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4}.get(operand.element.storage)
+        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4, "i8": 1}.get(operand.element.storage)
         if operand.converts or size is None:
-            raise SetupError(self.name, f"copies 16-bit or 32-bit float elements; got {operand.element.name}")
+            raise SetupError(self.name, f"copies 8-bit integer, 16-bit or 32-bit float elements; "
+                                        f"got {operand.element.name}")
         if operand.align * size < 16:
             raise SetupError(self.name, f"{operand.ident}: TMA needs the address, leading dimension and batch "
                                         f"stride to be multiples of 16 bytes ({16 // size} {operand.element.name} "

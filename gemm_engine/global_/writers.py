@@ -135,8 +135,9 @@ class StagedWriter(PairedWriter):
             f"const int r = i / {per_row}, c = (i % {per_row}) * {vec};",
             f"if ({scope.m0} + r < {scope.m}) {{",
             f"if (out_vectors && {scope.n0} + c + {vec} <= {scope.n}) "
-            f"{d.vector_ref('global', 'f32', 4, f'({row_start})')} = "
-            f"{d.vector_ref('local', 'f32', 4, f'(out_tile + r * {ld} + c)')};",
+            # 16 bytes moved as four ints: a bit copy, whatever the output type.
+            f"{d.vector_ref('global', 'i32', 4, f'({row_start})')} = "
+            f"{d.vector_ref('local', 'i32', 4, f'(out_tile + r * {ld} + c)')};",
             f"else {element}",
             "}",
             "}",

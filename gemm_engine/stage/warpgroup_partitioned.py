@@ -58,7 +58,7 @@ class WarpgroupPartitionedStage(StageMatmul):
     knobs = (Knob("warpgroups_m", 2, "warpgroups per cube along m"),
              Knob("warpgroups_n", 1, "warpgroups per cube along n"),
              Knob("partition_m", 1, "64-row tiles per warpgroup, stacked along m"),
-             Knob("stage_k", 0, "k per ring slot (0: one 128-byte swizzled row: 64 16-bit or 32 tf32 elements)"))
+             Knob("stage_k", 0, "k per ring slot (0: one 128-byte swizzled row: 64 16-bit, 32 tf32 or 128 int8 elements)"))
     provides = frozenset({ASYNC_DESCRIPTOR_STAGE})
     #: The stage's extent, derived from the knobs (a selection has them as read-only properties).
     selection_properties = {"stage_m": lambda s: s.warpgroups_m * s.partition_m * 64,
@@ -76,13 +76,14 @@ class WarpgroupPartitionedStage(StageMatmul):
             raise SetupError(self.name, "the loaders store the operands in another orientation than the "
                                         "wgmma tile reads them (its transpose bits follow the global layouts)")
         wm, wn = selection.warpgroups_m, selection.warpgroups_n
-        itemsize = 4 if tc.kind == "tf32" else 2
+        itemsize = tc.itemsize
         row = SWIZZLE_BYTES // itemsize
         pm, sk = selection.partition_m, selection.stage_k or row
         self._check_positive(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm)
-        # 16-bit: one 128-byte swizzled row of 64 elements, in both orientations (one ring layout
-        # keeps the loader simple). tf32 (K-major only): one or two 128-byte k-atoms of 32.
-        allowed = (row,) if itemsize == 2 else (row, 2 * row)
+        # One 128-byte swizzled row of k per slot (64 16-bit, 128 int8 elements), in both
+        # orientations for 16-bit (one ring layout keeps the loader simple). tf32 (K-major only):
+        # one or two 128-byte k-atoms of 32.
+        allowed = (row, 2 * row) if itemsize == 4 else (row,)
         if sk not in allowed:
             raise SetupError(self.name, f"stage_k={sk}; the 128-byte swizzled layout of {tc.kind} needs "
                                         f"stage_k in {allowed}")

@@ -103,7 +103,12 @@ class MmaTile(TileMatmul):
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not the {kind} instruction shape "
                                         f"16x8x{inst_k} (tile_k=0 picks it)")
         compute = _ACCUMULATORS.get(kind, _FLOAT_ACCUMULATOR)[0]
-        return MmaTileConfig(tile_m=16, tile_n=8, tile_k=inst_k, compute=compute, smem=smem, kind=kind)
+        # s8: rows padded by 16 bytes (the plane stage's 8 would leave int8 rows off the 16-byte
+        # chunks the cp.async loaders copy); a k-contiguous row of stage_k + 16 bytes puts lane
+        # (g, t)'s word on bank 12g + t (stage_k 32): all 32 distinct.
+        pad = 16 if kind == "s8" else 0
+        return MmaTileConfig(tile_m=16, tile_n=8, tile_k=inst_k, compute=compute, smem=smem, kind=kind,
+                             smem_pad=pad)
 
     def _kind(self, storage: str, precision: str) -> str:
         if storage == "f16_bits":

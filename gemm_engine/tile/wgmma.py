@@ -1,18 +1,20 @@
 """Hopper tile: one warpgroup (4 consecutive warps, 128 units) runs ``wgmma.mma_async`` on 64 x N.
 
 PTX ISA, "Asynchronous warpgroup level matrix multiply-accumulate" (sm_90a only):
-``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`` (and ``m64nNk8.f32.tf32.tf32``
-for float32 with ``precision="tf32"``) reads both operands from shared memory through 64-bit
-*matrix descriptors* and accumulates into N / 2 f32 registers per unit. tf32 has no transpose
-bits: both operands must be K-major in shared memory (`requires_k_major`; the batch level
-`batch.k_major` transposes an operand that is not).
+``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`` (``m64nNk8.f32.tf32.tf32``
+for float32 with ``precision="tf32"``, ``m64nNk32.s32.s8.s8`` for int8, exact in s32) reads both
+operands from shared memory through 64-bit *matrix descriptors* and accumulates into N / 2 f32
+(s32) registers per unit. tf32 and s8 have no transpose bits: both operands must be K-major in
+shared memory (`requires_k_major`; the batch level `batch.k_major` transposes an operand that is
+not). Every kind's k slice is 32 bytes, so the swizzled layout below is the same in bytes.
 
 The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesses before it,
 ``wgmma.commit_group`` closes a batch, ``wgmma.wait_group n`` waits until at most n batches are
 pending (only then may the shared memory they read be overwritten, or the accumulators be read).
 
 Shared-memory layout (`SwizzledOperandLayout`): 128-byte swizzle, the mode the descriptor's bits
-62-63 = 1 name. Shared memory is cut into 128-byte rows of 64 contiguous 16-bit (32 tf32) elements; 8 rows
+62-63 = 1 name. Shared memory is cut into 128-byte rows of 64 contiguous 16-bit (32 tf32, 128 int8)
+elements; 8 rows
 form a 1024-byte atom, and inside an atom the 16-byte chunk c of row r is stored at chunk
 ``c ^ (r & 7)`` (the hardware applies that XOR to address bits 4-6 from bits 7-9, so atoms must
 start 1024-byte aligned). Two operand orientations (CUTLASS cute's canonical GMMA layouts):
@@ -48,9 +50,16 @@ from .base import WARPGROUP_SCOPE, TileConfig, TileMatmul
 WARPGROUP = 128
 SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit or 32 32-bit elements
 ATOM_BYTES = 1024            # 8 rows: the swizzle pattern repeats (alignment of every atom)
-#: storage -> (PTX operand type, shared-memory word, k per instruction)
+#: storage -> (PTX operand type, shared-memory word, k per instruction): one instruction's k slice
+#: is always 32 bytes of a swizzled row.
 _KINDS = {"f16_bits": ("f16", "f16_bits", 16), "bf16_bits": ("bf16", "bf16_bits", 16),
-          "f32": ("tf32", "f32", 8)}
+          "f32": ("tf32", "f32", 8), "i8": ("s8", "i8", 32)}
+#: Kinds without transpose immediates: their operands must reach shared memory K-major.
+_K_MAJOR_KINDS = ("tf32", "s8")
+#: Bytes per element of each kind.
+KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1}
+#: Accumulator of a kind: (compute word, PTX type); float32 unless listed.
+_ACCUMULATORS = {"s8": ("i32", "s32")}
 _INSTRUCTION_N = (64, 128, 256)
 
 
@@ -59,7 +68,7 @@ class SwizzledOperandLayout:
     """Where one operand's stage lies in shared memory (128-byte swizzle).
 
     ``extent``: the stage's m (lhs) or n (rhs); ``mn_major``: x (m or n) is the contiguous axis;
-    ``itemsize``: bytes per element (2; 4 for tf32, K-major only)."""
+    ``itemsize``: bytes per element (2; 4 for tf32 and 1 for int8, K-major only)."""
 
     mn_major: bool
     extent: int
@@ -107,13 +116,22 @@ class SwizzledOperandLayout:
 
 @dataclass(frozen=True)
 class WgmmaTileConfig(TileConfig):
-    kind: str = "f16"              # PTX operand type: f16 / bf16 / tf32
+    kind: str = "f16"              # PTX operand type: f16 / bf16 / tf32 / s8
     lhs_mn_major: bool = False     # instruction's imm-trans-a
     rhs_mn_major: bool = False     # imm-trans-b
 
     @property
     def acc_regs(self) -> int:
         return self.tile_n // 2
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per operand element in shared memory."""
+        return KIND_BYTES[self.kind]
+
+    @property
+    def acc_ptx(self) -> str:
+        return _ACCUMULATORS.get(self.kind, ("f32", "f32"))[1]
 
 
 def check_wgmma_device(name: str, dialect: Dialect) -> None:
@@ -143,26 +161,28 @@ class WgmmaTile(TileMatmul):
         if problem.lhs != problem.rhs:
             raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
         if problem.lhs.storage not in _KINDS:
-            raise SetupError(self.name, f"wgmma here takes float16 / bfloat16 (float32 with "
+            raise SetupError(self.name, f"wgmma here takes float16 / bfloat16 / int8 (float32 with "
                                         f"precision='tf32'), not {problem.lhs.name}")
         ptx, smem, tk = _KINDS[problem.lhs.storage]
         lhs_mn, rhs_mn = problem.lhs_layout == "col", problem.rhs_layout == "row"
-        if ptx == "tf32":
-            if problem.precision != "tf32":
-                raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
-                                            "opt in with precision='tf32'")
-            if lhs_mn or rhs_mn:
-                raise SetupError(self.name, "wgmma reads tf32 operands only K-major (a row-major lhs and "
-                                            "a column-major rhs); the k_major batch level transposes others")
+        if ptx == "tf32" and problem.precision != "tf32":
+            raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
+                                        "opt in with precision='tf32'")
+        if ptx in _K_MAJOR_KINDS and (lhs_mn or rhs_mn):
+            raise SetupError(self.name, f"wgmma reads {ptx} operands only K-major (a row-major lhs and "
+                                        f"a column-major rhs); the k_major batch level transposes others")
         tn = selection.tile_n
         if tn not in _INSTRUCTION_N:
             raise SetupError(self.name, f"tile_n={tn}; expected one of {_INSTRUCTION_N}")
-        return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=tk, compute="f32", smem=smem, kind=ptx,
+        compute = _ACCUMULATORS.get(ptx, ("f32", "f32"))[0]
+        return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=tk, compute=compute, smem=smem, kind=ptx,
                                lhs_mn_major=lhs_mn, rhs_mn_major=rhs_mn)
 
     def requires_k_major(self, problem: MatmulProblem) -> bool:
-        """tf32 wgmma has no transpose bits: its operands must reach shared memory K-major."""
-        return problem.lhs.storage == "f32"
+        """tf32 and 8-bit wgmma have no transpose bits: their operands must reach shared memory
+        K-major."""
+        kind = _KINDS.get(problem.lhs.storage)
+        return kind is not None and kind[0] in _K_MAJOR_KINDS
 
     # -- registers ------------------------------------------------------------------------------
     def declare_lhs(self, cfg, d, frag):
@@ -172,7 +192,7 @@ class WgmmaTile(TileMatmul):
         return f"unsigned long long {frag};"
 
     def declare_acc(self, cfg, d, acc):
-        return f"{d.c_type('f32')} {acc}[{cfg.acc_regs}];"
+        return f"{d.c_type(cfg.compute)} {acc}[{cfg.acc_regs}];"
 
     def init_acc(self, cfg, d, acc):
         return f"#pragma unroll\nfor (int r = 0; r < {cfg.acc_regs}; ++r) {acc}[r] = {d.zero(cfg.compute)};"
@@ -185,9 +205,9 @@ class WgmmaTile(TileMatmul):
 
     # -- compute ----------------------------------------------------------------------------------
     def execute(self, cfg, d, lhs, rhs, acc):
-        # tf32 takes no transpose immediates (its operands are K-major).
-        trans = None if cfg.kind == "tf32" else (int(cfg.lhs_mn_major), int(cfg.rhs_mn_major))
-        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs)
+        # tf32 and s8 take no transpose immediates (their operands are K-major).
+        trans = None if cfg.kind in _K_MAJOR_KINDS else (int(cfg.lhs_mn_major), int(cfg.rhs_mn_major))
+        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs, cfg.acc_ptx)
 
     @staticmethod
     def fence(d: Dialect) -> str:
@@ -205,7 +225,7 @@ class WgmmaTile(TileMatmul):
     def pin(self, cfg, d: Dialect, acc: str) -> str:
         """Keep the compiler from touching the accumulators across a wait: it does not know that
         wgmma writes them asynchronously (CUTLASS's warpgroup_fence_operand)."""
-        return d.pin_registers(acc, cfg.acc_regs)
+        return d.pin_registers(acc, cfg.acc_regs, cfg.compute)
 
     def acc_elements(self, cfg, acc):
         lane, warp = "lane", "wg_warp"

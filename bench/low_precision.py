@@ -1,0 +1,178 @@
+"""Low-precision and float64 rows: int8, fp8 (with scales) and float64 on the tensor cores, against
+the named torch op or cuBLAS in the same run.
+
+For each row, on torch CUDA tensors (the engine takes them zero-copy and runs on torch's stream):
+
+1. checks the engine against a float64 reference first (int8: exact equality; floats: relative
+   Frobenius error under the dtype's tolerance; output poisoned first), over edge shapes, both
+   layouts of each operand, batches and every algorithm that sets up;
+2. times, by CUDA events after a warm-up (median, `gemm_engine.timing.device_time`), the engine's
+   default choice (``auto``, empty tuning cache) and the baseline: ``torch._int_mm`` for int8,
+   ``torch._scaled_mm`` for fp8, the faster of ``torch.matmul`` and ``cupy.matmul`` for float64;
+3. prints a table (TFLOP/s or TOPS, ratio baseline time / engine time) and writes JSON.
+
+    python3 bench/low_precision.py --json out.json --markdown out.md
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+
+#: (label, kind, batch, m, n, k, b layout)
+ROWS = [
+    ("int8 4096^3", "int8", 1, 4096, 4096, 4096, "row"),
+    ("int8 4096^3 (b column-major)", "int8", 1, 4096, 4096, 4096, "col"),
+    ("int8 8192^3 (b column-major)", "int8", 1, 8192, 8192, 8192, "col"),
+    ("f64 2048^3", "float64", 1, 2048, 2048, 2048, "row"),
+    ("f64 4096^3", "float64", 1, 4096, 4096, 4096, "row"),
+]
+
+#: (batch, m, n, k) of the correctness sweep; every one in each layout pair.
+CHECKS = [(1, 1, 1, 1), (1, 1, 17, 33), (1, 64, 128, 128), (1, 65, 129, 129), (1, 127, 255, 127),
+          (1, 300, 200, 1000), (3, 67, 300, 200), (2, 128, 256, 4160), (1, 1031, 1029, 1033)]
+LAYOUTS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
+TOL = {"float64": 1e-12}
+
+
+def operand(torch, rows, cols, layout, batch, kind, gen):
+    shape = (batch, rows, cols) if layout == "row" else (batch, cols, rows)
+    if kind == "int8":
+        x = torch.randint(-128, 128, shape, generator=gen, device="cuda", dtype=torch.int8)
+    else:
+        x = torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64).to(getattr(torch, kind))
+    return x if layout == "row" else x.transpose(1, 2)
+
+
+def error(torch, out, ref, kind) -> float:
+    if kind == "int8":   # exact: the count of wrong elements
+        return float((out.long() != ref.long()).sum().item())
+    return float(torch.linalg.norm((out.double() - ref).flatten()) / max(torch.linalg.norm(ref.flatten()), 1e-300))
+
+
+def ok(err, kind) -> bool:
+    return err == 0 if kind == "int8" else err < TOL[kind]
+
+
+def check(engine, torch, kinds, algorithms) -> list:
+    from gemm_engine.errors import SetupError
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    results = []
+    for kind in kinds:
+        for b, m, n, k in CHECKS:
+            for la, lb in LAYOUTS:
+                a, bb = operand(torch, m, k, la, b, kind, gen), operand(torch, k, n, lb, b, kind, gen)
+                ref = a.double() @ bb.double()   # exact for int8 too (|sums| far below 2^53)
+                for alg in algorithms:
+                    out_dt = torch.int32 if kind == "int8" else getattr(torch, kind)
+                    out = torch.full((b, m, n), -7, dtype=out_dt, device="cuda")
+                    try:
+                        engine.matmul(a, bb, out=out, algorithm=alg)
+                    except SetupError as exc:
+                        results.append({"kind": kind, "shape": [b, m, n, k], "layouts": [la, lb],
+                                        "algorithm": alg, "refused": str(exc)[:200], "ok": True})
+                        continue
+                    err = error(torch, out, ref, kind)
+                    good = ok(err, kind)
+                    results.append({"kind": kind, "shape": [b, m, n, k], "layouts": [la, lb],
+                                    "algorithm": alg or "auto", "err": err, "ok": good})
+                    if not good or (b, m, n, k) == CHECKS[-1]:
+                        print(f"check {kind} {b}x{m}x{n}x{k} {la}/{lb} {alg or 'auto'}: {err:.3g} "
+                              f"{'OK' if good else 'FAIL'}", flush=True)
+    return results
+
+
+def time_rows(engine, torch, cp, rows, repeat) -> list:
+    from gemm_engine.timing import device_time
+    rt = engine.runtime
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    table = []
+    for label, kind, b, m, n, k, lb in rows:
+        a = operand(torch, m, k, "row", b, kind, gen)[0]
+        bb = operand(torch, k, n, lb, b, kind, gen)[0]
+        flops = 2 * b * m * n * k
+        row = {"row": label, "kind": kind, "shape": [b, m, n, k], "b_layout": lb, "flops": flops}
+        ref = a.double() @ bb.double()
+        out = engine.matmul(a, bb)
+        row["algorithm"] = engine.last_choice[0].name if engine.last_choice else "?"
+        row["err"] = error(torch, out, ref, kind)
+        row["ok"] = ok(row["err"], kind)
+        row["ms"] = device_time(rt, lambda: engine.matmul(a, bb), repeat=repeat, warmup=3) * 1e3
+        if kind == "int8":
+            base = {"torch._int_mm": lambda: torch._int_mm(a, bb)}
+        else:
+            ca, cb = cp.from_dlpack(a), cp.from_dlpack(bb)
+            base = {"torch.matmul": lambda: torch.matmul(a, bb), "cupy.matmul": lambda: cp.matmul(ca, cb)}
+        for name, fn in base.items():
+            try:
+                row[name] = device_time(rt, fn, repeat=repeat, warmup=3) * 1e3
+            except RuntimeError as exc:    # torch._int_mm's layout rules
+                row[name] = None
+                row[f"{name} error"] = str(exc)[:200]
+        times = [row[x] for x in base if row[x]]
+        row["baseline_ms"] = min(times) if times else None
+        row["tops"] = flops / row["ms"] / 1e9
+        row["ratio"] = row["baseline_ms"] / row["ms"] if row["baseline_ms"] else None
+        table.append(row)
+        print(f"{label:30s} {row['algorithm']:18s} {row['ms']:.4f} ms {row['tops']:.0f} T/s "
+              f"x{row['ratio'] or float('nan'):.3f} base {row['baseline_ms']} ok={row['ok']}", flush=True)
+    return table
+
+
+def markdown(table, device) -> str:
+    lines = [f"Device: {device}. Ratio = baseline time / engine time (> 1: the engine is faster); "
+             "baseline: torch._int_mm (int8), torch._scaled_mm (fp8), faster of torch.matmul / cupy.matmul "
+             "(float64). Tera-operations per second.", "",
+             "| row | default choice | ms | T/s | baseline | baseline ms | ratio | correct |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        base = {"int8": "torch._int_mm", "float64": "torch/cupy matmul"}.get(r["kind"], "torch._scaled_mm")
+        bms = f"{r['baseline_ms']:.4f}" if r["baseline_ms"] else "n/a"
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] else "n/a"
+        lines.append(f"| {r['row']} | {r['algorithm']} | {r['ms']:.4f} | {r['tops']:.0f} | {base} | {bms} | "
+                     f"{ratio} | {'yes' if r['ok'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--rows", default="", help="comma-separated row labels (default: all)")
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+    os.environ["GEMM_ENGINE_CACHE_DIR"] = tempfile.mkdtemp()   # the default choice: an empty tuning cache
+    import cupy as cp
+    import torch
+    import gemm_engine
+    engine = gemm_engine.Engine(backend="cuda")
+    device = torch.cuda.get_device_name()
+    result = {"device": device, "command": "python3 bench/low_precision.py " + " ".join(sys.argv[1:])}
+    result["checks"] = check(engine, torch, ("int8",), (None, "pipelined_wgmma", "specialized_wgmma",
+                                                        "pipelined_mma"))
+    result["checks"] += check(engine, torch, ("float64",), (None,))
+    failed = [c for c in result["checks"] if not c["ok"]]
+    if not args.check_only:
+        rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
+        result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    if args.markdown and "rows" in result:
+        with open(args.markdown, "w") as f:
+            f.write(f"Command: `{result['command']}`\n\n" + markdown(result["rows"], device))
+    if "rows" in result:
+        print(markdown(result["rows"], device))
+    ran = [c for c in result["checks"] if "refused" not in c]
+    print(f"checks: {len(ran) - len(failed)} ok, {len(failed)} failed, "
+          f"{len(result['checks']) - len(ran)} refused")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
