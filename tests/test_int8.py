@@ -200,15 +200,16 @@ def test_int8_kernels_are_integer_kernels():
     assert any("int8" in key for key in sources_for("simple_mma", (9, 0))), "no int8 kernel compiled"
 
 
-def column_major_sources() -> dict:
+def column_major_sources(min_arch: str | None) -> dict:
     # test_cuda_sources.py compiles int8 with both operands row-major; here both column-major
-    # (the transposing loads) with no alignment.
+    # (the transposing loads) with no alignment. Algorithms of ``min_arch`` only (sm_90a: wgmma,
+    # which no sm_80 pass accepts).
     dialect = dialect_for(nominal_cuda_device(9, 0))
     problems = [MatmulProblem(1, 129, 67, 45, INT8, INT8, INT32, Layout(lhs), Layout(rhs), align, align)
                 for lhs, rhs, align in (("col", "col", 1),)]
     sources = {}
     for name, cls in sorted(REGISTRY.items()):
-        if issubclass(cls, AlgorithmFamily):
+        if issubclass(cls, AlgorithmFamily) or getattr(cls, "min_arch", None) != min_arch:
             continue
         alg = cls()
         for p in problems:
@@ -221,10 +222,14 @@ def column_major_sources() -> dict:
 
 
 @pytest.mark.nvcc
-@prefetched(lambda: jobs_of(column_major_sources(), archs_for(None)))
-def test_int8_column_major_sources_compile():
+@pytest.mark.parametrize("min_arch", [None, "sm_90a"])
+@prefetched(lambda min_arch: jobs_of(column_major_sources(min_arch), archs_for(min_arch)))
+def test_int8_column_major_sources_compile(min_arch):
     nvcc = nvcc_or_skip()
-    failures = compile_all(column_major_sources(), nvcc, archs=archs_for(None))
+    sources = column_major_sources(min_arch)
+    if min_arch == "sm_90a":
+        assert any(key.startswith("pipelined_wgmma") for key in sources), "no int8 wgmma kernel rendered"
+    failures = compile_all(sources, nvcc, archs=archs_for(min_arch))
     assert not failures, "\n\n".join(f"{k}:\n{v[-2000:]}" for k, v in list(failures.items())[:3])
 
 
