@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import SUPPORTED_NAMES, WIDENED, element_type
+from .dtypes import SUPPORTED_NAMES, WIDENED, element_type, is_fp8
 from .problem import Layout
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
@@ -64,6 +64,7 @@ def result_dtype(a_dtype, b_dtype) -> np.dtype:
     One deliberate deviation from numpy: int8 @ int8 is int32 (`dtypes.WIDENED`), accumulated
     exactly in 32-bit integers, as GEMM libraries do; numpy's result is int8, wrapped around. int8
     with a float operand follows numpy's promotion (the float type, which holds int8 exactly).
+    fp8 @ fp8 (either kind, mixed too) is float32; fp8 with any other type is refused.
     """
     if a_dtype == b_dtype:
         if a_dtype in _KNOWN:
@@ -74,6 +75,13 @@ def result_dtype(a_dtype, b_dtype) -> np.dtype:
         if np.dtype(dt).name not in SUPPORTED_NAMES:
             raise TypeError(f"matmul: operand {i} has unsupported dtype {np.dtype(dt).name!r}; "
                             f"supported dtypes are {', '.join(SUPPORTED_NAMES)}")
+    fp8 = [is_fp8(dt) for dt in (a_dtype, b_dtype)]
+    if all(fp8):
+        return np.dtype(np.float32)          # e4m3 x e5m2: float32, as each kind with itself
+    if any(fp8):
+        raise TypeError(f"matmul: an fp8 operand multiplies only with an fp8 operand (float8_e4m3fn or "
+                        f"float8_e5m2), got {np.dtype(a_dtype).name} and {np.dtype(b_dtype).name}; "
+                        f"convert the other first")
     if np.dtype(a_dtype) == np.dtype(b_dtype) and np.dtype(a_dtype) in WIDENED:
         return WIDENED[np.dtype(a_dtype)]   # given as scalar types (np.int8), not dtypes
     try:

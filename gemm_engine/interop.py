@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import bfloat16_dtype
+from .dtypes import FP8_NAMES, bfloat16_dtype, ml_dtype
 
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 
@@ -47,22 +47,28 @@ def is_torch(x) -> bool:
 
 
 def _torch_bits(t):
-    """A tensor whose elements DLPack and numpy consumers know: bfloat16 as its 16 bits."""
+    """A tensor whose elements DLPack and numpy consumers know: bfloat16 as its 16 bits, fp8 as
+    its 8."""
     import torch
-    return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16)
+    if str(t.dtype).removeprefix("torch.") in FP8_NAMES:
+        return t.view(torch.uint8)
+    return t
 
 
 def torch_numpy_dtype(torch_dtype) -> np.dtype:
-    import torch
-    if torch_dtype == torch.bfloat16:
-        return bfloat16_dtype()
-    return np.dtype(str(torch_dtype).removeprefix("torch."))
+    name = str(torch_dtype).removeprefix("torch.")
+    if name in ("bfloat16",) + FP8_NAMES:
+        dt = ml_dtype(name)
+        if dt is None:
+            raise TypeError(f"matmul: {name} tensors need the ml_dtypes package (pip install ml_dtypes)")
+        return dt
+    return np.dtype(name)
 
 
 def numpy_torch_dtype(dtype: np.dtype):
     import torch
-    if dtype == bfloat16_dtype():
-        return torch.bfloat16
     return getattr(torch, np.dtype(dtype).name)
 
 

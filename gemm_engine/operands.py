@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import BFLOAT16, SUPPORTED_NAMES, element_type, operand_dtype
+from .dtypes import SUPPORTED_NAMES, bits_dtype, element_type, operand_dtypes
 from .frontend import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype, vector_alignment
 from .fusion import NO_FUSION, FusionRequest, c_view, check_fusion, fused_dtype, make_epilogue
 from .interop import Imported, import_array, numpy_torch_dtype, to_library
@@ -54,8 +54,10 @@ class PreparedCall:
     stream: int | None = None            # the CUDA stream the inputs' library works on
 
 
-def _is_bf16(dtype) -> bool:
-    return element_type(dtype) is BFLOAT16
+def _bits_view(host: np.ndarray) -> np.ndarray:
+    """A host array as device libraries can hold it: bfloat16 and fp8 as their bits."""
+    bits = bits_dtype(host.dtype)
+    return host if bits is None else host.view(bits)
 
 
 class Preparer:
@@ -78,7 +80,8 @@ class Preparer:
         stream = ia.stream or ib.stream
         shape = call_shape(ia.shape, ib.shape)
         product = result_dtype(ia.dtype, ib.dtype)
-        in_dtype = operand_dtype(product)   # what the kernel reads: int8 for an int32 product (dtypes.WIDENED)
+        # What the kernel reads: int8 for an int32 product, fp8 for float32 (dtypes.WIDENED).
+        lhs_dtype, rhs_dtype = operand_dtypes(ia.dtype, ib.dtype, product)
         ic = self.as_array(weak_scalar(c, product), "c") if c is not None and not plain else None
         ibias = self.as_array(weak_scalar(bias, product), "bias") if bias is not None and not plain else None
         for label, imp in (("c", ic), ("bias", ibias)):
@@ -89,7 +92,7 @@ class Preparer:
             shape, alpha=alpha, beta=beta, c=ic, bias=ibias, bias_axis=bias_axis, activation=activation,
             out_dtype=out_dtype, casting=casting, product=product)
         dtype = fused_dtype(product, fusion)
-        epilogue = make_epilogue(fusion, element_type(in_dtype).compute, element_type(dtype).compute)
+        epilogue = make_epilogue(fusion, element_type(lhs_dtype).compute, element_type(dtype).compute)
         iout = None
         if out is not None:
             iout = self.as_array(out, "out")
@@ -104,10 +107,10 @@ class Preparer:
             check_out(iout.shape, iout.dtype, dtype, shape.out_shape, casting)
         if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
             return PreparedCall(shape, dtype, fusion, host, out=iout, like=like, stream=stream)
-        lhs = self.operand(ia, in_dtype, shape, shape.lhs_vector, lhs=True)
-        rhs = self.operand(ib, in_dtype, shape, shape.rhs_vector, lhs=False)
-        in_et = element_type(in_dtype)
-        problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, in_et, in_et, element_type(dtype),
+        lhs = self.operand(ia, lhs_dtype, shape, shape.lhs_vector, lhs=True)
+        rhs = self.operand(ib, rhs_dtype, shape, shape.rhs_vector, lhs=False)
+        problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, element_type(lhs_dtype),
+                                element_type(rhs_dtype), element_type(dtype),
                                 lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, precision, epilogue)
         return PreparedCall(shape, dtype, fusion, host, lhs, rhs, problem, iout, like, stream)
 
@@ -116,12 +119,13 @@ class Preparer:
 
     @staticmethod
     def storage_dtype(dtype, host):
-        # Device libraries may lack bfloat16: move its bits as uint16, the kernel knows the type.
-        return np.dtype(np.uint16) if _is_bf16(dtype) and host else dtype
+        # Device libraries may lack bfloat16 and fp8: move their bits, the kernel knows the type.
+        bits = bits_dtype(dtype) if host else None
+        return bits if bits is not None else dtype
 
     def to_device(self, host: np.ndarray):
         """A host array on the device in its own dtype (bfloat16 as its bits)."""
-        return self.runtime.to_device(host.view(np.uint16) if _is_bf16(host.dtype) else host)
+        return self.runtime.to_device(_bits_view(host))
 
     def operand(self, imp: Imported, dtype, shape: CallShape, vector: bool, lhs: bool) -> DeviceOperand:
         rt = self.runtime
@@ -151,7 +155,7 @@ class Preparer:
     def converted(self, imp: Imported, dtype):
         """A device array's values in ``dtype``: on the device, or through the host where a side is
         bfloat16 (held as bits, which a device library would convert as integers)."""
-        if _is_bf16(imp.dtype) or _is_bf16(dtype):
+        if bits_dtype(imp.dtype) is not None or bits_dtype(dtype) is not None:
             return self.to_device(self.host_values(imp).astype(dtype))
         return self.runtime.contiguous(imp.array, dtype)
 

@@ -18,7 +18,7 @@ from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.batch.base import KERNEL_NAME
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import INT8, INT32, SUPPORTED_NAMES, operand_dtype
+from gemm_engine.dtypes import INT8, INT32, SUPPORTED_NAMES, operand_dtypes
 from gemm_engine.errors import SetupError
 from gemm_engine.frontend import result_dtype
 from gemm_engine.problem import Layout, MatmulProblem
@@ -140,7 +140,8 @@ def test_result_dtype_rule():
     assert result_dtype("int8", "int8") == np.int32
     assert result_dtype(np.int8, np.float32) == np.float32     # numpy's promotion with a float
     assert result_dtype(np.float16, np.int8) == np.float16
-    assert operand_dtype(np.int32) == np.int8 and operand_dtype(np.float32) == np.float32
+    assert operand_dtypes(np.int8, np.int8, np.dtype(np.int32)) == (np.int8, np.int8)
+    assert operand_dtypes(np.int8, np.float32, np.dtype(np.float32)) == (np.float32, np.float32)
     assert "int8" in SUPPORTED_NAMES and "int32" not in SUPPORTED_NAMES
 
 

@@ -8,7 +8,8 @@ tinygrad's C-style renderer). A dialect supplies:
   are enough: the compiler may spend registers on loads in flight; OpenCL ignores c), `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
   `CUBE_COUNT` (cubes in the launch),
   `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
-* C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`, `i8`, `i32`)
+* C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`, `i8`, `i32`,
+  `f8e4m3`, `f8e5m2`: fp8 held as unsigned bytes)
   and the zero literal of each compute word;
 * expressions that read and write one element of global memory with conversion to the compute
   type (half precision without headers or `cl_khr_fp16`);
@@ -33,6 +34,27 @@ INLINE unsigned short f32_to_bf16(float value) {
     return (unsigned short)(u >> 16);
 }
 """
+
+# fp8 -> float32, exact (every fp8 value is a float32), by bits so that no backend needs fp8 types.
+# e4m3fn: bias 7, no infinities, 0x7f / 0xff NaN; e5m2: bias 15, IEEE-like (the upper byte of a half).
+_FP8_HELPERS = {
+    "f8e4m3": """
+INLINE float f8e4m3_to_f32(unsigned char b) {
+    const unsigned int s = ((unsigned int)b & 0x80u) << 24, e = ((unsigned int)b >> 3) & 15u, m = (unsigned int)b & 7u;
+    if (e == 15u && m == 7u) return UINT_AS_FLOAT(s | 0x7fc00000u);
+    if (e == 0u) return UINT_AS_FLOAT(s | FLOAT_AS_UINT((float)m * 0.001953125f)); /* m * 2^-9 */
+    return UINT_AS_FLOAT(s | ((e + 120u) << 23) | (m << 20));
+}
+""",
+    "f8e5m2": """
+INLINE float f8e5m2_to_f32(unsigned char b) {
+    const unsigned int s = ((unsigned int)b & 0x80u) << 24, e = ((unsigned int)b >> 2) & 31u, m = (unsigned int)b & 3u;
+    if (e == 31u) return UINT_AS_FLOAT(s | 0x7f800000u | (m << 21)); /* infinity or NaN */
+    if (e == 0u) return UINT_AS_FLOAT(s | FLOAT_AS_UINT((float)m * 0.0000152587890625f)); /* m * 2^-16 */
+    return UINT_AS_FLOAT(s | ((e + 112u) << 23) | (m << 21));
+}
+""",
+}
 
 
 class Dialect:
@@ -101,6 +123,7 @@ class Dialect:
             parts.append(self._f16_helpers())
         if "bf16_bits" in storages:
             parts.append(_BF16_HELPERS)
+        parts += [code for word, code in _FP8_HELPERS.items() if word in storages]
         return "\n".join(p.strip("\n") for p in parts if p) + "\n"
 
     def load_global(self, et: ElementType, ptr: str, index: str) -> str:
@@ -109,6 +132,8 @@ class Dialect:
             return self._load_f16(ptr, index)
         if et.storage == "bf16_bits":
             return f"bf16_to_f32({ptr}[{index}])"
+        if et.storage in _FP8_HELPERS:
+            return f"{et.storage}_to_f32({ptr}[{index}])"
         return f"{ptr}[{index}]"
 
     def store_global(self, et: ElementType, ptr: str, index: str, value: str) -> str:
