@@ -23,8 +23,16 @@ import tempfile
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 
-#: (label, kind, batch, m, n, k, b layout)
+#: (label, kind, batch, m, n, k, b layout); fp8 rows: kind "fp8:<scales>:<out dtype>"
 ROWS = [
+    ("fp8 e4m3 4096^3 per-tensor bf16", "fp8:tensor:bfloat16", 1, 4096, 4096, 4096, "col"),
+    ("fp8 e4m3 8192^3 per-tensor bf16", "fp8:tensor:bfloat16", 1, 8192, 8192, 8192, "col"),
+    ("fp8 e4m3 4096^3 per-tensor f32", "fp8:tensor:float32", 1, 4096, 4096, 4096, "col"),
+    ("fp8 e4m3 4096^3 unscaled f32", "fp8:none:float32", 1, 4096, 4096, 4096, "col"),
+    ("fp8 e4m3 8192^3 unscaled f32", "fp8:none:float32", 1, 8192, 8192, 8192, "col"),
+    ("fp8 e4m3 4096^3 rowwise bf16", "fp8:row:bfloat16", 1, 4096, 4096, 4096, "col"),
+    ("fp8 e4m3 8192^3 rowwise bf16", "fp8:row:bfloat16", 1, 8192, 8192, 8192, "col"),
+    ("fp8 e4m3 4096x7168x16384 block bf16", "fp8:block:bfloat16", 1, 4096, 7168, 16384, "col"),
     ("int8 4096^3", "int8", 1, 4096, 4096, 4096, "row"),
     ("int8 4096^3 (b column-major)", "int8", 1, 4096, 4096, 4096, "col"),
     ("int8 8192^3 (b column-major)", "int8", 1, 8192, 8192, 8192, "col"),
@@ -36,12 +44,74 @@ ROWS = [
 CHECKS = [(1, 1, 1, 1), (1, 1, 17, 33), (1, 64, 128, 128), (1, 65, 129, 129), (1, 127, 255, 127),
           (1, 300, 200, 1000), (3, 67, 300, 200), (2, 128, 256, 4160), (1, 1031, 1029, 1033)]
 LAYOUTS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
-TOL = {"float64": 1e-12}
+TOL = {"float64": 1e-12, "float32": 5e-3, "bfloat16": 2e-2}
+FP8_PAIRS = [("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"), ("float8_e4m3fn", "float8_e5m2")]
+SCALE_KINDS = ["none", "tensor", "row", "block"]
+
+
+def scales(torch, kind, m, n, k, gen):
+    """(scale_a, scale_b) float32 CUDA tensors of a scale kind (scales.py), or (None, None)."""
+    def r(*shape):
+        return torch.rand(*shape, generator=gen, device="cuda") + 0.5
+    if kind == "tensor":
+        return r(()), r(())
+    if kind == "row":
+        return r(m, 1), r(1, n)
+    if kind == "block":
+        return r(m, -(-k // 128)), r(-(-k // 128), -(-n // 128))
+    return None, None
+
+
+def dequantized_ref(torch, a, b, sa, sb, kind):
+    """float64 (a * sa) @ (b * sb), scales expanded to the operands' shapes."""
+    a, b = a.double(), b.double()
+    if kind == "tensor":
+        a, b = a * sa.double(), b * sb.double()
+    elif kind == "row":
+        a, b = a * sa.double(), b * sb.double()
+    elif kind == "block":
+        k, n = a.shape[-1], b.shape[-1]
+        a = a * sa.double().repeat_interleave(128, 1)[:, :k]
+        b = b * sb.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
+    return a @ b
+
+
+def check_fp8(engine, torch, algorithms) -> list:
+    import ml_dtypes
+    import numpy as np
+    from gemm_engine.errors import SetupError
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    results = []
+    for i, (b, m, n, k) in enumerate(CHECKS):
+        ka, kb = FP8_PAIRS[i % len(FP8_PAIRS)]
+        skind = SCALE_KINDS[i % len(SCALE_KINDS)]
+        for la, lb in LAYOUTS:
+            a, bb = operand(torch, m, k, la, b, ka, gen), operand(torch, k, n, lb, b, kb, gen)
+            sa, sb = scales(torch, skind, m, n, k, gen)
+            out_np = np.float32 if i % 2 else ml_dtypes.bfloat16
+            ref = dequantized_ref(torch, a, bb, sa, sb, skind)
+            for alg in algorithms:
+                try:
+                    out = engine.matmul(a, bb, scale_a=sa, scale_b=sb, out_dtype=out_np, algorithm=alg)
+                except SetupError as exc:
+                    results.append({"kind": f"{ka}x{kb}", "shape": [b, m, n, k], "layouts": [la, lb],
+                                    "algorithm": alg, "scales": skind, "refused": str(exc)[:200], "ok": True})
+                    continue
+                err = error(torch, out, ref, "float")
+                good = err < TOL[np.dtype(out_np).name]
+                results.append({"kind": f"{ka}x{kb}", "shape": [b, m, n, k], "layouts": [la, lb], "scales": skind,
+                                "out": np.dtype(out_np).name, "algorithm": alg or "auto", "err": err, "ok": good})
+                if not good or i >= len(CHECKS) - 3:
+                    print(f"check {ka}x{kb} {skind} -> {np.dtype(out_np).name} {b}x{m}x{n}x{k} {la}/{lb} "
+                          f"{alg or 'auto'}: {err:.3g} {'OK' if good else 'FAIL'}", flush=True)
+    return results
 
 
 def operand(torch, rows, cols, layout, batch, kind, gen):
     shape = (batch, rows, cols) if layout == "row" else (batch, cols, rows)
-    if kind == "int8":
+    if kind in ("float8_e4m3fn", "float8_e5m2"):
+        x = (torch.randn(shape, generator=gen, device="cuda") * 2).to(getattr(torch, kind))
+    elif kind == "int8":
         x = torch.randint(-128, 128, shape, generator=gen, device="cuda", dtype=torch.int8)
     else:
         x = torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64).to(getattr(torch, kind))
@@ -49,7 +119,8 @@ def operand(torch, rows, cols, layout, batch, kind, gen):
 
 
 def error(torch, out, ref, kind) -> float:
-    if kind == "int8":   # exact: the count of wrong elements
+    """int8: the count of wrong elements; floats: relative Frobenius error."""
+    if kind == "int8":
         return float((out.long() != ref.long()).sum().item())
     return float(torch.linalg.norm((out.double() - ref).flatten()) / max(torch.linalg.norm(ref.flatten()), 1e-300))
 
@@ -92,6 +163,9 @@ def time_rows(engine, torch, cp, rows, repeat) -> list:
     gen = torch.Generator(device="cuda").manual_seed(1)
     table = []
     for label, kind, b, m, n, k, lb in rows:
+        if kind.startswith("fp8"):
+            table.append(time_fp8_row(engine, torch, label, kind, m, n, k, repeat, gen))
+            continue
         a = operand(torch, m, k, "row", b, kind, gen)[0]
         bb = operand(torch, k, n, lb, b, kind, gen)[0]
         flops = 2 * b * m * n * k
@@ -123,6 +197,50 @@ def time_rows(engine, torch, cp, rows, repeat) -> list:
     return table
 
 
+def time_fp8_row(engine, torch, label, kind, m, n, k, repeat, gen) -> dict:
+    """An fp8 e4m3 row: the engine's default against torch._scaled_mm (b column-major, as cuBLASLt
+    wants it) at the same scales and output dtype; block scales against nothing (torch 2.11's
+    _scaled_mm has no 1x128 / 128x128 recipe on this machine: reported as engine TFLOP/s)."""
+    import ml_dtypes
+    import numpy as np
+    from gemm_engine.timing import device_time
+    _, skind, out_name = kind.split(":")
+    a = operand(torch, m, k, "row", 1, "float8_e4m3fn", gen)[0]
+    bb = operand(torch, k, n, "col", 1, "float8_e4m3fn", gen)[0]
+    sa, sb = scales(torch, skind, m, n, k, gen)
+    out_np = ml_dtypes.bfloat16 if out_name == "bfloat16" else np.float32
+    kw = {} if skind == "none" else dict(scale_a=sa, scale_b=sb)
+    if out_name != "float32":
+        kw["out_dtype"] = out_np
+    flops = 2 * m * n * k
+    row = {"row": label, "kind": kind, "shape": [1, m, n, k], "b_layout": "col", "flops": flops}
+    ref = dequantized_ref(torch, a, bb, sa, sb, skind)
+    out = engine.matmul(a, bb, **kw)
+    row["algorithm"] = engine.last_choice[0].name if engine.last_choice else "?"
+    row["err"] = error(torch, out, ref, "float")
+    row["ok"] = row["err"] < TOL[out_name]
+    row["ms"] = device_time(engine.runtime, lambda: engine.matmul(a, bb, **kw), repeat=repeat, warmup=3) * 1e3
+    row["baseline_ms"] = None
+    if skind != "block":
+        one = torch.ones((), device="cuda")
+        tsa, tsb = (one, one) if skind == "none" else (sa, sb)
+        tdt = getattr(torch, out_name)
+
+        def base():
+            return torch._scaled_mm(a, bb, tsa, tsb, out_dtype=tdt)
+        try:
+            row["torch_err"] = error(torch, base(), ref, "float")
+            row["baseline_ms"] = device_time(engine.runtime, base, repeat=repeat, warmup=3) * 1e3
+        except RuntimeError as exc:
+            row["torch._scaled_mm error"] = str(exc)[:300]
+    row["tops"] = flops / row["ms"] / 1e9
+    row["ratio"] = row["baseline_ms"] / row["ms"] if row["baseline_ms"] else None
+    print(f"{label:36s} {row['algorithm']:18s} {row['ms']:.4f} ms {row['tops']:.0f} T/s "
+          f"x{row['ratio'] or float('nan'):.3f} base {row['baseline_ms']} err {row['err']:.2e} "
+          f"torch err {row.get('torch_err', float('nan')):.2e}", flush=True)
+    return row
+
+
 def markdown(table, device) -> str:
     lines = [f"Device: {device}. Ratio = baseline time / engine time (> 1: the engine is faster); "
              "baseline: torch._int_mm (int8), torch._scaled_mm (fp8), faster of torch.matmul / cupy.matmul "
@@ -133,8 +251,9 @@ def markdown(table, device) -> str:
         base = {"int8": "torch._int_mm", "float64": "torch/cupy matmul"}.get(r["kind"], "torch._scaled_mm")
         bms = f"{r['baseline_ms']:.4f}" if r["baseline_ms"] else "n/a"
         ratio = f"{r['ratio']:.3f}" if r["ratio"] else "n/a"
+        err = f" ({r['err']:.1e})" if r["kind"].startswith("fp8") else ""
         lines.append(f"| {r['row']} | {r['algorithm']} | {r['ms']:.4f} | {r['tops']:.0f} | {base} | {bms} | "
-                     f"{ratio} | {'yes' if r['ok'] else 'NO'} |")
+                     f"{ratio} | {'yes' if r['ok'] else 'NO'}{err} |")
     return "\n".join(lines) + "\n"
 
 
@@ -156,6 +275,7 @@ def main():
     result["checks"] = check(engine, torch, ("int8",), (None, "pipelined_wgmma", "specialized_wgmma",
                                                         "pipelined_mma"))
     result["checks"] += check(engine, torch, ("float64",), (None,))
+    result["checks"] += check_fp8(engine, torch, (None, "pipelined_wgmma", "specialized_wgmma"))
     failed = [c for c in result["checks"] if not c["ok"]]
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]

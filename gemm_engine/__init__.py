@@ -7,7 +7,8 @@ CUDA or OpenCL kernels from one description.
 from . import algorithms, components
 from .algorithms import Algorithm, register
 from .batch.base import register_dispatch
-from .engine import Engine, default_engine, matmul
+from .api import default_engine, matmul
+from .engine import Engine
 from .rendering import source
 from .errors import BackendUnavailableError, GemmEngineError, SetupError
 from .global_.activations import ACTIVATIONS, Activation, register_activation

@@ -80,15 +80,19 @@ class Engine:
 
     # -- public API --------------------------------------------------------------------------
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
-               activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False):
+               activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False,
+               scale_a=None, scale_b=None):
         # The docstring is gemm_engine.matmul's, set below: one text documents both.
         rt = self.runtime
         precision = self.precision if precision is None else precision
-        plain = (c is None and bias is None and activation is None and out_dtype is None
-                 and beta is None and type(alpha) in (float, int) and alpha == 1 and casting == "same_kind")
+        plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
+                 and scale_b is None and beta is None and type(alpha) in (float, int) and alpha == 1
+                 and casting == "same_kind")
         call_key = None
         tensor = self._torch_type
-        if tensor is not None and type(a) is tensor and type(b) is tensor and plain and out is None:
+        if scale_a is not None or scale_b is not None:
+            pass   # scaled calls take the general path
+        elif tensor is not None and type(a) is tensor and type(b) is tensor and plain and out is None:
             # Repeated calls on torch tensors: the metadata is the key, the addresses go straight in.
             pa, pb = a.data_ptr(), b.data_ptr()
             call_key = ("torch", algorithm, bool(tune), precision, a.shape, a.stride(), a.dtype, a.get_device(),
@@ -113,7 +117,7 @@ class Engine:
                 if result is not None:
                     return result
         prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
-                                  precision, plain, casting)
+                                  precision, plain, casting, (scale_a, scale_b))
         if algorithm is not None:
             self.resolve(algorithm)   # an unknown name fails even when there is nothing to compute
         with self.runtime.on_stream(prep.stream):
@@ -130,6 +134,7 @@ class Engine:
         lhs, rhs, problem, epilogue = prep.lhs, prep.rhs, prep.problem, prep.problem.epilogue
         c_dev, c_v, c_copied = self.preparer.c_operand(fusion.c, shape)
         bias_dev, bias_stride, bias_copied = self.preparer.bias_operand(fusion.bias)
+        scales = {name: self.preparer.scale_operand(getattr(fusion, name)) for name in ("row_scale", "col_scale")}
         if algorithm is None and tune:
             self.tune(problem)
         plan = self.plan_for(problem, algorithm)
@@ -138,6 +143,7 @@ class Engine:
         # overlaps no input (``out`` being ``c`` itself is fine: each element reads its own c first).
         out = prep.out
         reads = [lhs.array, rhs.array] + [x for x in (c_dev, bias_dev) if x is not None and x is not out]
+        reads += [dev for dev, _, _ in scales.values() if dev is not None]
         direct = (out is not None and not host and out.dtype == dtype and out.array.flags.c_contiguous
                   and not any(rt.may_overlap(out.array, x) for x in reads if x is not out.array))
         if direct:
@@ -147,11 +153,13 @@ class Engine:
         values = {**operand_values(rt, "lhs", lhs.array, lhs.view), **operand_values(rt, "rhs", rhs.array, rhs.view),
                   **output_values(rt, target, problem), **size_values(problem)}
         if not epilogue.identity:
-            values.update(epilogue_values(rt, fusion.alpha, fusion.beta, c_dev, c_v, bias_dev, bias_stride))
+            values.update(epilogue_values(rt, fusion.alpha, fusion.beta, c_dev, c_v, bias_dev, bias_stride,
+                                          {name: (dev, stride) for name, (dev, stride, _) in scales.items()}))
         self.launcher.run(plan, values)
         rt.record(target)
         self.last_choice = (plan.algorithm, plan.config)
         if (call_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
+                and not epilogue.scales
                 and (out is None or direct) and (prep.like is None) == (call_key[0] != "torch")):
             meta = {"c_view": c_v, "bias_stride": bias_stride}
             self._remember(call_key, CallPlan.make(plan, values, shape.out_shape, dtype,
@@ -348,64 +356,3 @@ class Engine:
                     alg = None
             self._tuned[key] = alg
         return self._tuned[key]
-
-
-_default_engine: Engine | None = None
-_default_lock = threading.Lock()
-
-
-def default_engine() -> Engine:
-    """The engine `matmul` uses: backend "auto" (or $GEMM_ENGINE_BACKEND), created on first use
-    (once, whatever the threads: the first call builds it under a lock)."""
-    global _default_engine
-    if _default_engine is None:
-        with _default_lock:
-            if _default_engine is None:
-                _default_engine = Engine()
-    return _default_engine
-
-
-def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
-           out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False):
-    """``act(alpha * (a @ b) + beta * c + bias)``, with ``a @ b`` following ``numpy.matmul``, on the
-    default engine (`default_engine`; see `Engine` for one bound to a backend and device).
-
-    a, b:        the operands: numpy arrays (or lists, scalars), device arrays of the engine's
-                 backend (CuPy on CUDA, ``pyopencl.array.Array`` on OpenCL), torch tensors, or any
-                 DLPack / CUDA-array-interface object. The result comes back in the caller's
-                 library (torch in, torch out; numpy in, numpy out; device arrays stay there);
-                 device arrays on the engine's device are read without a copy, on the stream of
-                 their library (torch's current stream for torch tensors).
-                 1-D operands are promoted as numpy promotes them, batch dimensions broadcast.
-    out:         where to write the result (its shape, and a dtype the result casts to under
-                 ``casting``); returned.
-    alpha:       scales ``a @ b`` (a kernel argument: changing it does not recompile).
-    beta, c:     add ``beta * c``, ``c`` broadcasting to the output (read in place through its
-                 strides); ``beta`` defaults to 1 when ``c`` is given, ``beta=0`` does not read ``c``.
-    bias:        a vector added over the output's columns (``bias_axis=-1``, length N) or rows
-                 (``bias_axis=0``, length M).
-    activation:  applied last: "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", or an
-                 `Activation` instance of your own (see `register_activation`).
-    out_dtype:   the result dtype (default: numpy's promotion of a, b, c and bias, with two
-                 exceptions a GEMM library makes: int8 @ int8 is int32, accumulated exactly, and
-                 bfloat16 @ bfloat16 is bfloat16 (numpy with ml_dtypes gives float32: ask for it
-                 with ``out_dtype=numpy.float32``)).
-    casting:     numpy's rule for ``out_dtype`` and ``out``: "same_kind" (default), "safe",
-                 "equiv", "no" or "unsafe".
-    algorithm:   a registered name, an `Algorithm` subclass or instance (default: the tuning
-                 cache's choice for the problem's class, else ``"auto"``'s rules; ``Engine.explain``
-                 says which and why).
-    precision:   "tf32" lets float32 run on tensor cores rounded to tf32; default exact float32.
-    tune:        time the candidates for this problem's class first when the tuning cache has no
-                 entry for it; the winner is kept for later calls, in any process.
-
-    Errors: ValueError / TypeError naming the argument, before anything runs; `SetupError` when
-    the named algorithm cannot run the problem, with the reason.
-    """
-    return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
-                                   bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
-                                   casting=casting, algorithm=algorithm, precision=precision, tune=tune)
-
-
-_ON_DEFAULT = "on the\n    default engine (`default_engine`; see `Engine` for one bound to a backend and device)."
-Engine.matmul.__doc__ = matmul.__doc__.replace(_ON_DEFAULT, "on this\n    engine's device, by one generated kernel.")

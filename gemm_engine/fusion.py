@@ -36,10 +36,15 @@ class FusionRequest:
     bias_axis: int            # 0: over rows (M), 1: over columns (N)
     activation: Activation | None
     out_dtype: np.dtype | None
+    #: Dequantizing scale arrays the epilogue reads (scales.py): a's rows, b's columns (one value
+    #: each for a per-tensor array: stride 0).
+    row_scale: object | None = None
+    col_scale: object | None = None
 
     @property
     def plain(self) -> bool:
-        return (self.alpha == 1 and self.c is None and self.bias is None and self.activation is None)
+        return (self.alpha == 1 and self.c is None and self.bias is None and self.activation is None
+                and self.row_scale is None and self.col_scale is None)
 
 
 NO_FUSION = FusionRequest(1.0, 0.0, None, None, 1, None, None)
@@ -117,12 +122,14 @@ def make_epilogue(fusion: FusionRequest, acc_word: str, out_word: str) -> Epilog
         return IDENTITY
     c = element_type(fusion.c.dtype) if fusion.c is not None else None
     bias = element_type(fusion.bias.dtype) if fusion.bias is not None else None
-    words = {acc_word, out_word} | {et.compute for et in (c, bias) if et is not None}
-    if not words <= {"f32", "f64"}:
+    words = {out_word} | {et.compute for et in (c, bias) if et is not None}
+    # An integer accumulator converts to the float result's type (int8 with scales: W8A8).
+    if not words <= {"f32", "f64"} or (acc_word == "i32" and out_word == "i32"):
         raise TypeError("matmul: alpha, c, bias and activation need a floating-point result and "
                         "floating-point c / bias")
     return Epilogue(scaled=fusion.alpha != 1, c=c, bias=bias, bias_axis=fusion.bias_axis,
-                    activation=fusion.activation, compute="f64" if "f64" in words else "f32")
+                    activation=fusion.activation, compute="f64" if "f64" in words else "f32",
+                    row_scale=fusion.row_scale is not None, col_scale=fusion.col_scale is not None)
 
 
 @dataclass(frozen=True)

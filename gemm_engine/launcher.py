@@ -44,9 +44,15 @@ def size_values(problem: MatmulProblem) -> dict:
     return {"M": problem.m, "N": problem.n, "K": problem.k, "batch": problem.batch}
 
 
-def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=None, bias_stride=None) -> dict:
-    """The epilogue's parameters (`Epilogue.params`); the signature takes those its terms need."""
+def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=None, bias_stride=None,
+                    scales=None) -> dict:
+    """The epilogue's parameters (`Epilogue.params`); the signature takes those its terms need.
+    ``scales``: {"row_scale" / "col_scale": (device array, stride)}."""
     values = {"alpha": alpha, "beta": beta}
+    for name, (array, stride) in (scales or {}).items():
+        if array is not None:
+            ptr, offset = rt.ptr_arg(array)
+            values.update({f"{name}_base": ptr, f"{name}_offset": offset, f"{name}_stride": stride})
     if c is not None:
         ptr, offset = rt.ptr_arg(c)
         values.update(c_base=ptr, c_offset=offset, c_row_stride=c_view.row_stride,

@@ -10,11 +10,13 @@ that need no kernel (an empty output, K = 0) and hands results back in the calle
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import numbers
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .dtypes import SUPPORTED_NAMES, bits_dtype, element_type, operand_dtypes
+from .scales import check_scale, dequantize
 from .frontend import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype, vector_alignment
 from .fusion import NO_FUSION, FusionRequest, c_view, check_fusion, fused_dtype, make_epilogue
 from .interop import Imported, import_array, numpy_torch_dtype, to_library
@@ -67,7 +69,7 @@ class Preparer:
         self.runtime = runtime
 
     def call(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, precision,
-             plain, casting: str = "same_kind") -> PreparedCall:
+             plain, casting: str = "same_kind", scales=(None, None)) -> PreparedCall:
         """Every check of a call, then the operands on the device and the problem the kernels are
         configured for (None when there is nothing to multiply: an empty output or K = 0)."""
         if precision not in MatmulProblem.PRECISIONS:
@@ -80,6 +82,14 @@ class Preparer:
         stream = ia.stream or ib.stream
         shape = call_shape(ia.shape, ib.shape)
         product = result_dtype(ia.dtype, ib.dtype)
+        sa, sb = (check_scale(x, None if x is None or isinstance(x, numbers.Real) else self.as_array(x, label),
+                              label, shape, lhs) for x, label, lhs in zip(scales, ("scale_a", "scale_b"), (True, False)))
+        if "block" in (getattr(sa, "kind", None), getattr(sb, "kind", None)):
+            # Block scales change along K: the operands are dequantized to float32 first (scales.py).
+            ia, ib = (self.dequantized(imp, sc, lhs, shape) for imp, sc, lhs in ((ia, sa, True), (ib, sb, False)))
+            product, sa, sb = np.dtype(np.float32), None, None
+        elif (sa or sb) and product.kind in "iu":
+            product = np.dtype(np.float32)     # int8 with scales: a float32 result (W8A8)
         # What the kernel reads: int8 for an int32 product, fp8 for float32 (dtypes.WIDENED).
         lhs_dtype, rhs_dtype = operand_dtypes(ia.dtype, ib.dtype, product)
         ic = self.as_array(weak_scalar(c, product), "c") if c is not None and not plain else None
@@ -91,6 +101,11 @@ class Preparer:
         fusion = NO_FUSION if plain else check_fusion(
             shape, alpha=alpha, beta=beta, c=ic, bias=ibias, bias_axis=bias_axis, activation=activation,
             out_dtype=out_dtype, casting=casting, product=product)
+        if sa or sb:   # number scales fold into alpha; arrays are the epilogue's row / column scales
+            numbers_ = [x.number for x in (sa, sb) if x is not None and x.number is not None]
+            fusion = replace(fusion, alpha=fusion.alpha * float(np.prod(numbers_)),
+                             row_scale=sa.array if sa is not None else None,
+                             col_scale=sb.array if sb is not None else None)
         dtype = fused_dtype(product, fusion)
         epilogue = make_epilogue(fusion, element_type(lhs_dtype).compute, element_type(dtype).compute)
         iout = None
@@ -117,6 +132,28 @@ class Preparer:
     def as_array(self, x, label) -> Imported:
         return import_array(x, label, self.runtime)
 
+    def dequantized(self, imp: Imported, scale, lhs: bool, shape: CallShape) -> Imported:
+        """An operand times its scale in float32 (block scales: scales.py), in its own library:
+        torch tensors by torch on their device, everything else through the host."""
+        if imp.library == "torch":
+            import torch
+            return self.as_array(dequantize(imp.original, scale, lhs, shape, torch), "a" if lhs else "b")
+        return self.as_array(dequantize(self.host_values(imp), scale, lhs, shape, np), "a" if lhs else "b")
+
+    def scale_operand(self, scale: Imported | None):
+        """(device float32 array, element stride along its one long axis (0: one value), copied)
+        of a row or column scale."""
+        if scale is None:
+            return None, None, False
+        dev, copied = self.device_copy(scale), scale.host
+        if dev.dtype != np.float32:
+            dev, copied = self.to_device(np.asarray(self.host_values(scale), np.float32)), True
+        long = [st for n, st in zip(dev.shape, dev.strides) if n > 1]
+        if long and long[0] % dev.dtype.itemsize:
+            dev, copied = self.runtime.contiguous(dev), True
+            long = [dev.dtype.itemsize]
+        return dev, (long[0] // dev.dtype.itemsize if long else 0), copied
+
     @staticmethod
     def storage_dtype(dtype, host):
         # Device libraries may lack bfloat16 and fp8: move their bits, the kernel knows the type.
@@ -124,7 +161,7 @@ class Preparer:
         return bits if bits is not None else dtype
 
     def to_device(self, host: np.ndarray):
-        """A host array on the device in its own dtype (bfloat16 as its bits)."""
+        """A host array on the device in its own dtype (bfloat16 and fp8 as their bits)."""
         return self.runtime.to_device(_bits_view(host))
 
     def operand(self, imp: Imported, dtype, shape: CallShape, vector: bool, lhs: bool) -> DeviceOperand:

@@ -1,4 +1,6 @@
-"""Fused epilogue: ``act(alpha * acc + beta * c + bias)`` applied to each accumulator on its way out.
+"""Fused epilogue: ``act(alpha * sa[row] * sb[col] * acc + beta * c + bias)`` applied to each
+accumulator on its way out (``sa`` / ``sb``: the dequantizing scales of a's rows and b's columns,
+one value each when per tensor: stride 0).
 
 Contract
 --------
@@ -31,6 +33,8 @@ class Epilogue:
     bias_axis: int = 1
     activation: Activation | None = None
     compute: str = "f32"                  # compute word the epilogue's arithmetic runs in
+    row_scale: bool = False               # multiply by ``row_scale[row]`` (float32, any stride, 0 = one value)
+    col_scale: bool = False               # multiply by ``col_scale[col]``
 
     def __post_init__(self):
         if self.bias_axis not in (0, 1):
@@ -38,7 +42,13 @@ class Epilogue:
 
     @property
     def identity(self) -> bool:
-        return not (self.scaled or self.c or self.bias or self.activation)
+        return not (self.scaled or self.c or self.bias or self.activation or self.row_scale
+                    or self.col_scale)
+
+    @property
+    def scales(self) -> tuple[str, ...]:
+        """The scale vectors the epilogue reads: "row_scale", "col_scale"."""
+        return tuple(n for n, on in (("row_scale", self.row_scale), ("col_scale", self.col_scale)) if on)
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:
@@ -58,6 +68,8 @@ class Epilogue:
                                                             "c_batch_stride"), Param("beta", SCALAR, self.compute)]
         if self.bias is not None:
             out += [array("bias_base", self.bias.storage), *index("bias_offset", "bias_stride")]
+        for name in self.scales:
+            out += [array(f"{name}_base", "f32"), *index(f"{name}_offset", f"{name}_stride")]
         return tuple(out)
 
     def pointers(self, d: Dialect, batch: str = "b") -> list[str]:
@@ -67,6 +79,7 @@ class Epilogue:
             out.append(f"const GLOBAL {d.storage_type(self.c)}* c = c_base + c_offset + {batch} * c_batch_stride;")
         if self.bias is not None:
             out.append(f"const GLOBAL {d.storage_type(self.bias)}* bias = bias_base + bias_offset;")
+        out += [f"const GLOBAL {d.c_type('f32')}* {name} = {name}_base + {name}_offset;" for name in self.scales]
         return out
 
     def helpers(self, d: Dialect) -> str:
@@ -76,6 +89,9 @@ class Epilogue:
         t = d.c_type(self.compute)
         params = [f"{t} x"]
         lines = []
+        for name in self.scales:     # dequantize first: the scales belong to the operands
+            params.append(f"{t} {name}")
+            lines.append(f"x = x * {name};")
         if self.scaled:
             params.append(f"{t} alpha")
             lines.append("x = alpha * x;")
@@ -94,6 +110,9 @@ class Epilogue:
         if self.identity:
             return value
         args = [value]
+        for name, index in (("row_scale", row), ("col_scale", col)):
+            if name in self.scales:
+                args.append(f"{name}[({index}) * {name}_stride]")
         if self.scaled:
             args.append("alpha")
         if self.c is not None:

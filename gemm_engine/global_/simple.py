@@ -25,7 +25,7 @@ def operand_tiles(problem: MatmulProblem, stage, tile_class=OperandTile, **extra
                      stage.lhs_ld, k_along_rows=False, smem_word=smem, align=problem.lhs_align,
                      extent=problem.k if lhs_layout is Layout.ROW else problem.m, **extra.get("lhs", {}))
     rhs = tile_class("rhs", problem.rhs, rhs_layout, stage.stage_k, stage.stage_n, check_k, check_n,
-                     stage.rhs_ld, k_along_rows=True, smem_word=smem, align=problem.rhs_align,
+                     stage.rhs_ld, k_along_rows=True, smem_word=stage.tile.rhs_smem_word, align=problem.rhs_align,
                      extent=problem.n if rhs_layout is Layout.ROW else problem.k, **extra.get("rhs", {}))
     return lhs, rhs
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import Layout
-from ..tile.wgmma import SWIZZLE_BYTES, SwizzledOperandLayout
+from ..tile.wgmma import STORAGE_BYTES, SWIZZLE_BYTES, SwizzledOperandLayout
 from .capabilities import SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM
 from .async_loader import (ChunkLines, advance_source, cp_async_pieces, register_loads, store_staged,
                            valid_count)
@@ -76,9 +76,9 @@ class SwizzledChunkLoader(Loader):
     def setup(self, operand: OperandTile, units: int, selection=None) -> SwizzledLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile")
-        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4, "i8": 1}.get(operand.element.storage)
+        size = STORAGE_BYTES.get(operand.element.storage)
         if operand.converts or size is None:
-            raise SetupError(self.name, f"copies 8-bit integer, 16-bit or 32-bit float elements; "
+            raise SetupError(self.name, f"copies int8, fp8, 16-bit or 32-bit float elements; "
                                         f"got {operand.element.name}")
         vec = 16 // size
         cpl = operand.contiguous_extent // vec

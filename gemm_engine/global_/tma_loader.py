@@ -31,7 +31,7 @@ from ..codegen.dialect import Dialect
 from ..codegen.tensor_map import TensorMapSpec
 from ..errors import SetupError
 from ..problem import Layout
-from ..tile.wgmma import SWIZZLE_BYTES
+from ..tile.wgmma import STORAGE_BYTES, SWIZZLE_BYTES
 from ..contracts import Requirement
 from .capabilities import SWIZZLED_SMEM, TENSOR_MAPS, TMA_LOADER
 from .loaders import Loader, LoaderConfig, OperandTile
@@ -80,9 +80,9 @@ class TmaLoader(Loader):
     def setup(self, operand: OperandTile, units: int, selection=None) -> TmaLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile (the 128-byte-swizzled layout)")
-        size = {"f16_bits": 2, "bf16_bits": 2, "f32": 4, "i8": 1}.get(operand.element.storage)
+        size = STORAGE_BYTES.get(operand.element.storage)
         if operand.converts or size is None:
-            raise SetupError(self.name, f"copies 8-bit integer, 16-bit or 32-bit float elements; "
+            raise SetupError(self.name, f"copies int8, fp8, 16-bit or 32-bit float elements; "
                                         f"got {operand.element.name}")
         if operand.align * size < 16:
             raise SetupError(self.name, f"{operand.ident}: TMA needs the address, leading dimension and batch "

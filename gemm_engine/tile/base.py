@@ -78,6 +78,8 @@ class TileConfig:
     # compute type for register tiles (converted once by the loader), the raw storage type
     # (f16_bits...) for tensor-core tiles that read half precision straight from shared memory.
     smem: str = ""
+    # The rhs's word where it differs from the lhs's (fp8 e4m3 x e5m2 on wgmma); "": ``smem``.
+    rhs_smem: str = ""
     # Elements a plane stage pads each shared-memory row with for this tile (0: the stage's own
     # default, which suits 16-bit elements; the f64 DMMA tile needs another).
     smem_pad: int = 0
@@ -85,6 +87,10 @@ class TileConfig:
     @property
     def smem_word(self) -> str:
         return self.smem or self.compute
+
+    @property
+    def rhs_smem_word(self) -> str:
+        return self.rhs_smem or self.smem_word
 
 
 class TileMatmul(ABC):

@@ -2,9 +2,10 @@
 
 PTX ISA, "Asynchronous warpgroup level matrix multiply-accumulate" (sm_90a only):
 ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}`` (``m64nNk8.f32.tf32.tf32``
-for float32 with ``precision="tf32"``, ``m64nNk32.s32.s8.s8`` for int8, exact in s32) reads both
+for float32 with ``precision="tf32"``, ``m64nNk32.s32.s8.s8`` for int8, exact in s32,
+``m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2}`` for fp8, the kinds mixed too) reads both
 operands from shared memory through 64-bit *matrix descriptors* and accumulates into N / 2 f32
-(s32) registers per unit. tf32 and s8 have no transpose bits: both operands must be K-major in
+(s32) registers per unit. tf32 and the 8-bit kinds have no transpose bits: both operands must be K-major in
 shared memory (`requires_k_major`; the batch level `batch.k_major` transposes an operand that is
 not). Every kind's k slice is 32 bytes, so the swizzled layout below is the same in bytes.
 
@@ -53,11 +54,16 @@ ATOM_BYTES = 1024            # 8 rows: the swizzle pattern repeats (alignment of
 #: storage -> (PTX operand type, shared-memory word, k per instruction): one instruction's k slice
 #: is always 32 bytes of a swizzled row.
 _KINDS = {"f16_bits": ("f16", "f16_bits", 16), "bf16_bits": ("bf16", "bf16_bits", 16),
-          "f32": ("tf32", "f32", 8), "i8": ("s8", "i8", 32)}
+          "f32": ("tf32", "f32", 8), "i8": ("s8", "i8", 32), "f8e4m3": ("e4m3", "f8e4m3", 32),
+          "f8e5m2": ("e5m2", "f8e5m2", 32)}
 #: Kinds without transpose immediates: their operands must reach shared memory K-major.
-_K_MAJOR_KINDS = ("tf32", "s8")
+_K_MAJOR_KINDS = ("tf32", "s8", "e4m3", "e5m2")
+#: The fp8 kinds, which mix (a e4m3 lhs with a e5m2 rhs and the other way round).
+_FP8_KINDS = ("e4m3", "e5m2")
 #: Bytes per element of each kind.
-KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1}
+KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "e4m3": 1, "e5m2": 1}
+#: Bytes per element of each storage word wgmma reads (what the swizzled and TMA loaders copy).
+STORAGE_BYTES = {storage: KIND_BYTES[kind] for storage, (kind, _, _) in _KINDS.items()}
 #: Accumulator of a kind: (compute word, PTX type); float32 unless listed.
 _ACCUMULATORS = {"s8": ("i32", "s32")}
 _INSTRUCTION_N = (64, 128, 256)
@@ -116,7 +122,8 @@ class SwizzledOperandLayout:
 
 @dataclass(frozen=True)
 class WgmmaTileConfig(TileConfig):
-    kind: str = "f16"              # PTX operand type: f16 / bf16 / tf32 / s8
+    kind: str = "f16"              # PTX operand type: f16 / bf16 / tf32 / s8 / e4m3 / e5m2
+    rhs_kind: str = ""             # the rhs's where it differs (fp8 mixed: e4m3 x e5m2)
     lhs_mn_major: bool = False     # instruction's imm-trans-a
     rhs_mn_major: bool = False     # imm-trans-b
 
@@ -158,12 +165,15 @@ class WgmmaTile(TileMatmul):
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WgmmaTileConfig:
         check_wgmma_device(self.name, dialect)
-        if problem.lhs != problem.rhs:
-            raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a dtype")
-        if problem.lhs.storage not in _KINDS:
-            raise SetupError(self.name, f"wgmma here takes float16 / bfloat16 / int8 (float32 with "
-                                        f"precision='tf32'), not {problem.lhs.name}")
+        for et in (problem.lhs, problem.rhs):
+            if et.storage not in _KINDS:
+                raise SetupError(self.name, f"wgmma here takes float16 / bfloat16 / int8 / fp8 (float32 "
+                                            f"with precision='tf32'), not {et.name}")
         ptx, smem, tk = _KINDS[problem.lhs.storage]
+        rhs_ptx = _KINDS[problem.rhs.storage][0]
+        if problem.lhs != problem.rhs and not (ptx in _FP8_KINDS and rhs_ptx in _FP8_KINDS):
+            raise SetupError(self.name, f"lhs {problem.lhs.name} and rhs {problem.rhs.name} must share a "
+                                        f"dtype (only the fp8 kinds mix)")
         lhs_mn, rhs_mn = problem.lhs_layout == "col", problem.rhs_layout == "row"
         if ptx == "tf32" and problem.precision != "tf32":
             raise SetupError(self.name, "float32 inputs would be rounded to tf32 by the tensor cores; "
@@ -176,6 +186,8 @@ class WgmmaTile(TileMatmul):
             raise SetupError(self.name, f"tile_n={tn}; expected one of {_INSTRUCTION_N}")
         compute = _ACCUMULATORS.get(ptx, ("f32", "f32"))[0]
         return WgmmaTileConfig(tile_m=64, tile_n=tn, tile_k=tk, compute=compute, smem=smem, kind=ptx,
+                               rhs_kind="" if rhs_ptx == ptx else rhs_ptx,
+                               rhs_smem="" if rhs_ptx == ptx else problem.rhs.storage,
                                lhs_mn_major=lhs_mn, rhs_mn_major=rhs_mn)
 
     def requires_k_major(self, problem: MatmulProblem) -> bool:
@@ -205,9 +217,9 @@ class WgmmaTile(TileMatmul):
 
     # -- compute ----------------------------------------------------------------------------------
     def execute(self, cfg, d, lhs, rhs, acc):
-        # tf32 and s8 take no transpose immediates (their operands are K-major).
+        # tf32 and the 8-bit kinds take no transpose immediates (their operands are K-major).
         trans = None if cfg.kind in _K_MAJOR_KINDS else (int(cfg.lhs_mn_major), int(cfg.rhs_mn_major))
-        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs, cfg.acc_ptx)
+        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs, cfg.acc_ptx, cfg.rhs_kind or None)
 
     @staticmethod
     def fence(d: Dialect) -> str:
