@@ -260,8 +260,9 @@ def markdown(table, device) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--rows", default="", help="comma-separated row labels (default: all)")
+    ap.add_argument("--rows", default="", help="comma-separated row label prefixes (default: all)")
     ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--checks", default="int8,float64,fp8", help="comma-separated kinds to check first")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     args = ap.parse_args()
@@ -272,13 +273,18 @@ def main():
     engine = gemm_engine.Engine(backend="cuda")
     device = torch.cuda.get_device_name()
     result = {"device": device, "command": "python3 bench/low_precision.py " + " ".join(sys.argv[1:])}
-    result["checks"] = check(engine, torch, ("int8",), (None, "pipelined_wgmma", "specialized_wgmma",
-                                                        "pipelined_mma"))
-    result["checks"] += check(engine, torch, ("float64",), (None,))
-    result["checks"] += check_fp8(engine, torch, (None, "pipelined_wgmma", "specialized_wgmma"))
+    kinds = args.checks.split(",")
+    result["checks"] = []
+    if "int8" in kinds:
+        result["checks"] += check(engine, torch, ("int8",), (None, "pipelined_wgmma", "specialized_wgmma",
+                                                             "pipelined_mma"))
+    if "float64" in kinds:
+        result["checks"] += check(engine, torch, ("float64",), (None,))
+    if "fp8" in kinds:
+        result["checks"] += check_fp8(engine, torch, (None, "pipelined_wgmma", "specialized_wgmma"))
     failed = [c for c in result["checks"] if not c["ok"]]
     if not args.check_only:
-        rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
+        rows = [r for r in ROWS if not args.rows or any(r[0].startswith(p) for p in args.rows.split(","))]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
     if args.json:
         with open(args.json, "w") as f:

@@ -130,3 +130,11 @@ def numpy_dtype(et: ElementType) -> np.dtype:
             raise TypeError(f"{et.name} needs the ml_dtypes package (pip install ml_dtypes)")
         return dt
     return np.dtype(et.name)
+
+
+def device_dtype(et: ElementType) -> np.dtype:
+    """The numpy dtype a device library holds elements of ``et`` in: its own, or its bits
+    (bfloat16, fp8: `bits_dtype`)."""
+    dt = numpy_dtype(et)
+    bits = bits_dtype(dt)
+    return dt if bits is None else bits

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .batch.signature import BY_VALUE, Packer
-from .dtypes import numpy_dtype
+from .dtypes import device_dtype
 from .planner import Plan
 from .problem import MatmulProblem
 
@@ -76,7 +76,7 @@ class Launcher:
         if plan.workspace is None:
             return values
         rt = self.runtime
-        scratch = rt.empty((plan.workspace.count,), numpy_dtype(plan.workspace.element))
+        scratch = rt.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
         return {**values, "workspace": rt.ptr_arg(scratch)[0]}
 
     def prepare_direct(self, plan: Plan, args: tuple, fixed: dict):

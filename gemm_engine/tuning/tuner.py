@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..dtypes import BFLOAT16, numpy_dtype
+from ..dtypes import BFLOAT16, device_dtype, numpy_dtype
 from ..errors import SetupError
 from ..frontend import OperandView
 from ..global_.epilogue import IDENTITY
@@ -116,15 +116,13 @@ def _operand(runtime, problem: MatmulProblem, lhs: bool, rng) -> DeviceOperand:
         host = rng.integers(-8, 8, (problem.batch, outer, ld)).astype(dtype)
     else:
         host = rng.standard_normal((problem.batch, outer, ld)).astype(dtype)
-    if et is BFLOAT16:
-        host = host.view(np.uint16)
-    dev = runtime.to_device(host)
+    dev = runtime.to_device(host.view(device_dtype(et)))
     view = OperandView(layout, ld, outer * ld)
     return DeviceOperand(dev, view, align)
 
 
 def _out_storage(problem: MatmulProblem):
-    return np.dtype(np.uint16) if problem.out is BFLOAT16 else numpy_dtype(problem.out)
+    return device_dtype(problem.out)
 
 
 class Tuner:
