@@ -51,7 +51,7 @@ def steps(eng, a, b, calls):
     values = {**operand_values(rt, "lhs", a, view), **operand_values(rt, "rhs", b, view),
               **output_values(rt, out, problem), **size_values(problem)}
     args = plan.signature.pack(launcher.with_workspace(plan, values))
-    call = CallPlan.make(plan, values, out.shape, out.dtype, fused=False, fused_meta={})
+    call = CallPlan.make(plan, values, out.shape, out.dtype, fused=False)
     ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
     rows = {
         "engine.matmul": us(lambda: eng.matmul(a, b), calls),

@@ -24,7 +24,8 @@ from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .choice import Choice, ChoicePolicy
 from .interop import torch_stream
 from .codegen.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
-from .launcher import CallPlan, Launcher, epilogue_values, operand_values, output_values, size_values
+from .launcher import (CallPlan, Launcher, epilogue_arguments, epilogue_values, operand_values, output_values,
+                       size_values)
 from .operands import Preparer
 from .planner import Plan, Planner
 from .problem import MatmulProblem
@@ -90,16 +91,18 @@ class Engine:
                  and casting == "same_kind")
         call_key = None
         tensor = self._torch_type
-        if scale_a is not None or scale_b is not None:
-            pass   # scaled calls take the general path
-        elif tensor is not None and type(a) is tensor and type(b) is tensor and plain and out is None:
+        extras = (alpha, beta, c, bias, scale_a, scale_b)
+        if tensor is not None and type(a) is tensor and type(b) is tensor and out is None:
             # Repeated calls on torch tensors: the metadata is the key, the addresses go straight in.
             pa, pb = a.data_ptr(), b.data_ptr()
             call_key = ("torch", algorithm, bool(tune), precision, a.shape, a.stride(), a.dtype, a.get_device(),
                         pa % 16, b.shape, b.stride(), b.dtype, b.get_device(), pb % 16)
-            call = self._calls.get(call_key)
+            if not plain:
+                call_key = self._fused_key(call_key, _torch_meta(tensor), extras, bias_axis, activation,
+                                           out_dtype, casting)
+            call = self._cached(call_key)
             if call is not None:
-                return self._run_torch_call(call, a, pa, pb)
+                return self._run_torch_call(call, a, pa, pb, extras)
         elif rt.is_native(a) and rt.is_native(b):
             # Repeated calls on device arrays with the same metadata skip every check and setup:
             # everything the checks depend on is in the key (shapes, strides, dtypes, alignment).
@@ -107,13 +110,11 @@ class Engine:
                         b.shape, b.strides, b.dtype, rt.element_address(b) % 8,
                         None if out is None else (type(out), out.shape, out.strides, out.dtype))
             if not plain:
-                call_key = self._fused_key(call_key, alpha, beta, c, bias, bias_axis, activation, out_dtype)
-            try:
-                call = self._calls.get(call_key) if call_key is not None else None
-            except TypeError:  # an unhashable argument: the general path reports it
-                call, call_key = None, None
+                meta = (lambda x: (x.shape, x.strides, x.dtype) if rt.is_native(x) else None)
+                call_key = self._fused_key(call_key, meta, extras, bias_axis, activation, out_dtype, casting)
+            call = self._cached(call_key)
             if call is not None:
-                result = self._run_call(call, a, b, out, alpha, beta, c, bias)
+                result = self._run_call(call, a, b, out, extras)
                 if result is not None:
                     return result
         prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
@@ -158,19 +159,17 @@ class Engine:
         self.launcher.run(plan, values)
         rt.record(target)
         self.last_choice = (plan.algorithm, plan.config)
-        if (call_key is not None and not (lhs.copied or rhs.copied or c_copied or bias_copied)
-                and not epilogue.scales
+        if (call_key is not None and prep.cacheable and not (lhs.copied or rhs.copied or c_copied or bias_copied)
+                and not any(copied for _, _, copied in scales.values())
                 and (out is None or direct) and (prep.like is None) == (call_key[0] != "torch")):
-            meta = {"c_view": c_v, "bias_stride": bias_stride}
-            self._remember(call_key, CallPlan.make(plan, values, shape.out_shape, dtype,
-                                                   not epilogue.identity, meta))
+            self._remember(call_key, CallPlan.make(plan, values, shape.out_shape, dtype, not epilogue.identity))
         if prep.like is not None and self._torch_type is None:
             self._torch_type = type(prep.like.original) if not isinstance(prep.like.original, type) else None
         return self.preparer.finish(prep, target, returned, direct)
 
-    def _run_torch_call(self, call: CallPlan, a, pa: int, pb: int):
+    def _run_torch_call(self, call: CallPlan, a, pa: int, pb: int, extras=None):
         """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses): a result tensor
-        of torch's, the three addresses, torch's current stream."""
+        of torch's, the addresses (the epilogue's arrays' too, ``extras``), torch's current stream."""
         import torch
         plan = call.plan
         device = a.get_device()
@@ -181,14 +180,21 @@ class Engine:
             self.last_choice = (plan.algorithm, plan.config)
             return target
         with self.runtime.on_stream(stream):
-            args = call.packer.pack(self.launcher.with_workspace(plan, {
-                "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0},
-                call.packer.fixed))
+            values = {"lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0}
+            if call.fused:
+                values.update(epilogue_arguments(extras, lambda x: (x.data_ptr(), 0)))
+            args = call.packer.pack(self.launcher.with_workspace(plan, values, call.packer.fixed))
             if call.direct is None:
-                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed)
+                call.direct = False if call.fused else self.launcher.prepare_direct(plan, args, call.packer.fixed)
             self.launcher.run_packed(plan, args)
         self.last_choice = (plan.algorithm, plan.config)
         return target
+
+    def _cached(self, key):
+        try:
+            return self._calls.get(key) if key is not None else None
+        except TypeError:  # an unhashable argument: the general path reports it
+            return None
 
     def _remember(self, key, call: CallPlan) -> None:
         with self._lock:
@@ -196,24 +202,29 @@ class Engine:
             if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
                 self._calls.popitem(last=False)
 
-    def _fused_key(self, key, alpha, beta, c, bias, bias_axis, activation, out_dtype):
-        """The call key extended by the epilogue's metadata, or None (general path) when an option
-        is not a plain number or a device array of this backend."""
-        rt = self.runtime
+    @staticmethod
+    def _fused_key(key, array_meta, extras, bias_axis, activation, out_dtype, casting):
+        """The call key extended by the epilogue's metadata (``array_meta(x)``: an array argument's,
+        None where the fast path cannot take it), or None (general path) when an option is not a
+        plain number or such an array. Number scales fold into alpha (`epilogue_arguments`)."""
+        alpha, beta, *arrays = extras
         if type(alpha) not in (float, int) or type(beta) not in (float, int, type(None)):
             return None
-        meta = []
-        for x in (c, bias):
+        meta, factor = [], 1.0
+        for i, x in enumerate(arrays):
             if x is None:
                 meta.append(None)
-            elif rt.is_native(x):
-                meta.append((x.shape, x.strides, x.dtype))
+            elif i >= 2 and type(x) in (float, int):      # scale_a / scale_b given as a number
+                meta.append("number")
+                factor *= x
             else:
-                return None
-        return key + (alpha == 1, None if beta is None else beta == 0, *meta, bias_axis, activation,
-                      out_dtype)
+                meta.append(array_meta(x))
+                if meta[-1] is None:
+                    return None
+        return key + (alpha * factor == 1, None if beta is None else beta == 0, *meta, bias_axis, activation,
+                      out_dtype, casting)
 
-    def _run_call(self, call: CallPlan, a, b, out, alpha=1.0, beta=None, c=None, bias=None):
+    def _run_call(self, call: CallPlan, a, b, out, extras):
         """Launch a call plan; None when ``out`` overlaps an input (the general path copes)."""
         rt = self.runtime
         plan = call.plan
@@ -224,12 +235,13 @@ class Engine:
             if call.direct(a, b, target):
                 self.last_choice = (plan.algorithm, plan.config)
                 return target
-        if out is not None and any(rt.may_overlap(out, x) for x in (a, b, c, bias)
-                                   if x is not None and x is not out):
+        arrays = {name: x for name, x in zip(("c", "bias", "scale_a", "scale_b"), extras[2:])
+                  if x is not None and type(x) not in (float, int)}
+        if out is not None and any(rt.may_overlap(out, x) for x in (a, b, *arrays.values()) if x is not out):
             return None
-        rt.order_after(a=a, b=b, out=out, c=c, bias=bias)   # the key holds shapes, not queues
+        rt.order_after(a=a, b=b, out=out, **arrays)   # the key holds shapes, not queues
         target = out if out is not None else rt.empty(call.out_shape, call.dtype)
-        args = call.pack(rt, self.launcher, a, b, target, alpha, beta, c, bias)
+        args = call.pack(rt, self.launcher, a, b, target, extras)
         if call.direct is None:
             # The plan's first fast call prepares its direct launch (only the first: a plan the
             # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
@@ -356,3 +368,10 @@ class Engine:
                     alg = None
             self._tuned[key] = alg
         return self._tuned[key]
+
+
+def _torch_meta(tensor_type):
+    """The fast-path metadata of an epilogue array that is a torch tensor (else None)."""
+    def meta(x):
+        return (x.shape, x.stride(), x.dtype, x.get_device()) if type(x) is tensor_type else None
+    return meta

@@ -63,6 +63,28 @@ def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=Non
     return values
 
 
+#: The epilogue's per-call arrays: the call's argument order after alpha and beta (engine.matmul).
+_EPILOGUE_ARRAYS = ("c", "bias", "row_scale", "col_scale")
+
+
+def epilogue_arguments(extras, address) -> dict:
+    """The epilogue's per-call values of a repeated call: ``extras`` = (alpha, beta, c, bias,
+    scale_a, scale_b) as given (number scales fold into alpha), ``address(x)``: an array's
+    (pointer, element offset). Strides are the call plan's, fixed by its first call."""
+    alpha, beta, *arrays = extras
+    alpha = float(alpha)
+    values = {"beta": 1.0 if beta is None else float(beta)}
+    for name, x in zip(_EPILOGUE_ARRAYS, arrays):
+        if x is None:
+            continue
+        if type(x) in (float, int):
+            alpha *= x
+        else:
+            values[f"{name}_base"], values[f"{name}_offset"] = address(x)
+    values["alpha"] = alpha
+    return values
+
+
 class Launcher:
     def __init__(self, runtime):
         self.runtime = runtime
@@ -136,19 +158,20 @@ class CallPlan:
     out_shape: tuple
     dtype: np.dtype
     fused: bool                  # the epilogue takes arguments (alpha, c, bias...) per call
-    fused_meta: dict             # the epilogue values fixed for the plan (c's strides, bias's stride)
     #: ``direct(a, b, out) -> bool``: the launch with only the three addresses new (CUDA; prepared
     #: by the plan's first fast call; False where it cannot be); False when it cannot launch now.
     direct: object = None
 
     @classmethod
-    def make(cls, plan: Plan, values: dict, out_shape, dtype, fused: bool, fused_meta: dict) -> "CallPlan":
-        changing = set(_ADDRESSES) | ({"alpha", "beta", "c_base", "c_offset", "bias_base", "bias_offset"}
-                                      if fused else set()) | {"workspace"}
+    def make(cls, plan: Plan, values: dict, out_shape, dtype, fused: bool) -> "CallPlan":
+        """Everything of ``values`` but the addresses (and the epilogue's per-call values) is fixed:
+        c's strides, bias's and the scales' strides too."""
+        epilogue = {"alpha", "beta"} | {f"{n}_{part}" for n in _EPILOGUE_ARRAYS for part in ("base", "offset")}
+        changing = set(_ADDRESSES) | (epilogue if fused else set()) | {"workspace"}
         if plan.call_values is not None:
             changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
-        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, fused_meta)
+        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused)
 
     def torch_dtype(self):
         """The result's torch dtype (looked up once per call plan: the torch fast path's budget is
@@ -159,11 +182,10 @@ class CallPlan:
             cached = self.__dict__["_torch_dtype"] = numpy_torch_dtype(self.dtype)
         return cached
 
-    def pack(self, rt, launcher: Launcher, a, b, target, alpha=1.0, beta=None, c=None, bias=None) -> tuple:
+    def pack(self, rt, launcher: Launcher, a, b, target, extras=None) -> tuple:
         (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)
         values = {"lhs_base": pa, "lhs_offset": oa, "rhs_base": pb, "rhs_offset": ob, "out_base": pt,
                   "out_offset": ot}
         if self.fused:
-            values.update(epilogue_values(rt, float(alpha), 1.0 if beta is None else float(beta), c,
-                                          self.fused_meta.get("c_view"), bias, self.fused_meta.get("bias_stride")))
+            values.update(epilogue_arguments(extras, rt.ptr_arg))
         return self.packer.pack(launcher.with_workspace(self.plan, values, self.packer.fixed))

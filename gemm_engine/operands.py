@@ -54,6 +54,9 @@ class PreparedCall:
     out: Imported | None = None          # the caller's out, imported
     like: Imported | None = None         # the input whose library the result takes (torch in, torch out)
     stream: int | None = None            # the CUDA stream the inputs' library works on
+    #: Whether a repeated call may skip this preparation (not when the operands were replaced:
+    #: dequantized for block scales).
+    cacheable: bool = True
 
 
 def _bits_view(host: np.ndarray) -> np.ndarray:
@@ -84,7 +87,8 @@ class Preparer:
         product = result_dtype(ia.dtype, ib.dtype)
         sa, sb = (check_scale(x, None if x is None or isinstance(x, numbers.Real) else self.as_array(x, label),
                               label, shape, lhs) for x, label, lhs in zip(scales, ("scale_a", "scale_b"), (True, False)))
-        if "block" in (getattr(sa, "kind", None), getattr(sb, "kind", None)):
+        cacheable = "block" not in (getattr(sa, "kind", None), getattr(sb, "kind", None))
+        if not cacheable:
             # Block scales change along K: the operands are dequantized to float32 first (scales.py).
             ia, ib = (self.dequantized(imp, sc, lhs, shape) for imp, sc, lhs in ((ia, sa, True), (ib, sb, False)))
             product, sa, sb = np.dtype(np.float32), None, None
@@ -127,7 +131,7 @@ class Preparer:
         problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, element_type(lhs_dtype),
                                 element_type(rhs_dtype), element_type(dtype),
                                 lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, precision, epilogue)
-        return PreparedCall(shape, dtype, fusion, host, lhs, rhs, problem, iout, like, stream)
+        return PreparedCall(shape, dtype, fusion, host, lhs, rhs, problem, iout, like, stream, cacheable)
 
     def as_array(self, x, label) -> Imported:
         return import_array(x, label, self.runtime)

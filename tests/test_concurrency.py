@@ -34,9 +34,9 @@ def test_calls_from_fresh_threads(engine, rng, kind):
 
 
 def test_one_default_engine_however_many_threads_ask(monkeypatch):
-    import gemm_engine.engine as engine_module
+    import gemm_engine.api as api_module
     built = []
-    real = engine_module.Engine
+    real = api_module.Engine
 
     class Counting(real):
         def __init__(self, *args, **kwargs):
@@ -44,8 +44,8 @@ def test_one_default_engine_however_many_threads_ask(monkeypatch):
             threading.Event().wait(0.05)     # a slow start: the others arrive meanwhile
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "Engine", Counting)
-    monkeypatch.setattr(engine_module, "_default_engine", None)
+    monkeypatch.setattr(api_module, "Engine", Counting)
+    monkeypatch.setattr(api_module, "_default_engine", None)
     barrier = threading.Barrier(8)
 
     def first():
