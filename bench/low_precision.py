@@ -33,6 +33,7 @@ ROWS = [
     ("fp8 e4m3 4096^3 rowwise bf16", "fp8:row:bfloat16", 1, 4096, 4096, 4096, "col"),
     ("fp8 e4m3 8192^3 rowwise bf16", "fp8:row:bfloat16", 1, 8192, 8192, 8192, "col"),
     ("fp8 e4m3 4096x7168x16384 block bf16", "fp8:block:bfloat16", 1, 4096, 7168, 16384, "col"),
+    ("fp8 e4m3 8192^3 block bf16", "fp8:block:bfloat16", 1, 8192, 8192, 8192, "col"),
     ("int8 4096^3", "int8", 1, 4096, 4096, 4096, "row"),
     ("int8 4096^3 (b column-major)", "int8", 1, 4096, 4096, 4096, "col"),
     ("int8 8192^3 (b column-major)", "int8", 1, 8192, 8192, 8192, "col"),

@@ -22,6 +22,7 @@ import numpy as np
 from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .choice import Choice, ChoicePolicy
+from .errors import SetupError
 from .interop import torch_stream
 from .codegen.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .launcher import (CallPlan, Launcher, epilogue_arguments, epilogue_values, operand_values, output_values,
@@ -122,7 +123,16 @@ class Engine:
         if algorithm is not None:
             self.resolve(algorithm)   # an unknown name fails even when there is nothing to compute
         with self.runtime.on_stream(prep.stream):
-            return self._run(prep, algorithm, tune, call_key)
+            try:
+                return self._run(prep, algorithm, tune, call_key)
+            except SetupError:
+                if prep.problem is None or not prep.problem.epilogue.block_scales:
+                    raise
+        # No kernel applies these block scales: the operands are dequantized first (scales.py).
+        prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
+                                  precision, plain, casting, (scale_a, scale_b), dequantize=True)
+        with self.runtime.on_stream(prep.stream):
+            return self._run(prep, algorithm, tune, None)
 
     def _run(self, prep, algorithm, tune: bool, call_key):
         """Steps 2-4 of a prepared call (on the stream its inputs' library works on)."""
@@ -135,7 +145,7 @@ class Engine:
         lhs, rhs, problem, epilogue = prep.lhs, prep.rhs, prep.problem, prep.problem.epilogue
         c_dev, c_v, c_copied = self.preparer.c_operand(fusion.c, shape)
         bias_dev, bias_stride, bias_copied = self.preparer.bias_operand(fusion.bias)
-        scales = {name: self.preparer.scale_operand(getattr(fusion, name)) for name in ("row_scale", "col_scale")}
+        scales = {name: self.preparer.scale_operand(getattr(fusion, name)) for name in ("lhs_scale", "rhs_scale")}
         if algorithm is None and tune:
             self.tune(problem)
         plan = self.plan_for(problem, algorithm)

@@ -99,6 +99,9 @@ _KNOWN = {np.dtype(n) for n in ("float32", "float64", "float16")}
 def check_out(out_shape, out_dtype, result: np.dtype, expected_shape, casting: str = "same_kind") -> None:
     if tuple(out_shape) != tuple(expected_shape):
         raise ValueError(f"matmul: out has shape {tuple(out_shape)}, expected {tuple(expected_shape)}")
+    if is_fp8(out_dtype):
+        raise TypeError(f"matmul: out has dtype {np.dtype(out_dtype).name}; fp8 is an operand type only "
+                        f"(results are float32, bfloat16 or float16)")
     if not np.can_cast(result, out_dtype, casting=casting):
         raise TypeError(f"matmul: cannot cast the result from dtype {result.name!r} to out's dtype "
                         f"{np.dtype(out_dtype).name!r} with casting rule {casting!r}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import element_type
+from .dtypes import element_type, is_fp8
 from .frontend import CallShape, flat_batch_stride, result_dtype
 from .global_.activations import Activation, resolve_activation
 from .global_.epilogue import IDENTITY, Epilogue
@@ -36,15 +36,15 @@ class FusionRequest:
     bias_axis: int            # 0: over rows (M), 1: over columns (N)
     activation: Activation | None
     out_dtype: np.dtype | None
-    #: Dequantizing scale arrays the epilogue reads (scales.py): a's rows, b's columns (one value
-    #: each for a per-tensor array: stride 0).
-    row_scale: object | None = None
-    col_scale: object | None = None
+    #: Dequantizing scale arrays (scales.py `Scale`s with an array): the epilogue's per row of a /
+    #: column of b (a per-tensor array: stride 0), the global level's per block of K.
+    lhs_scale: object | None = None
+    rhs_scale: object | None = None
 
     @property
     def plain(self) -> bool:
         return (self.alpha == 1 and self.c is None and self.bias is None and self.activation is None
-                and self.row_scale is None and self.col_scale is None)
+                and self.lhs_scale is None and self.rhs_scale is None)
 
 
 NO_FUSION = FusionRequest(1.0, 0.0, None, None, 1, None, None)
@@ -93,6 +93,9 @@ def check_fusion(shape: CallShape, *, alpha, beta, c, bias, bias_axis, activatio
     if out_dtype is not None:
         out_dtype = np.dtype(out_dtype)
         element_type(out_dtype)  # TypeError naming the supported dtypes
+        if is_fp8(out_dtype):
+            raise TypeError(f"matmul: out_dtype {out_dtype.name}: fp8 is an operand type only (results "
+                            f"are float32, bfloat16 or float16)")
         if product is not None:
             natural = fused_dtype(np.dtype(product), request)
             if not np.can_cast(natural, out_dtype, casting=casting):
@@ -129,7 +132,12 @@ def make_epilogue(fusion: FusionRequest, acc_word: str, out_word: str) -> Epilog
                         "floating-point c / bias")
     return Epilogue(scaled=fusion.alpha != 1, c=c, bias=bias, bias_axis=fusion.bias_axis,
                     activation=fusion.activation, compute="f64" if "f64" in words else "f32",
-                    row_scale=fusion.row_scale is not None, col_scale=fusion.col_scale is not None)
+                    lhs_scale=_scale_kind(fusion.lhs_scale), rhs_scale=_scale_kind(fusion.rhs_scale))
+
+
+def _scale_kind(scale) -> str:
+    """The epilogue's word for a `scales.Scale`: "" (none), "block", else "vector"."""
+    return "" if scale is None else "block" if scale.kind == "block" else "vector"
 
 
 @dataclass(frozen=True)

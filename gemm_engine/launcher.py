@@ -47,7 +47,7 @@ def size_values(problem: MatmulProblem) -> dict:
 def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=None, bias_stride=None,
                     scales=None) -> dict:
     """The epilogue's parameters (`Epilogue.params`); the signature takes those its terms need.
-    ``scales``: {"row_scale" / "col_scale": (device array, stride)}."""
+    ``scales``: {"lhs_scale" / "rhs_scale": (device array, stride)}."""
     values = {"alpha": alpha, "beta": beta}
     for name, (array, stride) in (scales or {}).items():
         if array is not None:
@@ -64,7 +64,7 @@ def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=Non
 
 
 #: The epilogue's per-call arrays: the call's argument order after alpha and beta (engine.matmul).
-_EPILOGUE_ARRAYS = ("c", "bias", "row_scale", "col_scale")
+_EPILOGUE_ARRAYS = ("c", "bias", "lhs_scale", "rhs_scale")
 
 
 def epilogue_arguments(extras, address) -> dict:

@@ -72,7 +72,7 @@ class Preparer:
         self.runtime = runtime
 
     def call(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, precision,
-             plain, casting: str = "same_kind", scales=(None, None)) -> PreparedCall:
+             plain, casting: str = "same_kind", scales=(None, None), dequantize: bool = False) -> PreparedCall:
         """Every check of a call, then the operands on the device and the problem the kernels are
         configured for (None when there is nothing to multiply: an empty output or K = 0)."""
         if precision not in MatmulProblem.PRECISIONS:
@@ -87,12 +87,14 @@ class Preparer:
         product = result_dtype(ia.dtype, ib.dtype)
         sa, sb = (check_scale(x, None if x is None or isinstance(x, numbers.Real) else self.as_array(x, label),
                               label, shape, lhs) for x, label, lhs in zip(scales, ("scale_a", "scale_b"), (True, False)))
-        cacheable = "block" not in (getattr(sa, "kind", None), getattr(sb, "kind", None))
+        blocks = "block" in (getattr(sa, "kind", None), getattr(sb, "kind", None))
+        cacheable = not (blocks and dequantize)
         if not cacheable:
-            # Block scales change along K: the operands are dequantized to float32 first (scales.py).
+            # Block scales with a kernel that cannot apply them (the engine asks again with
+            # ``dequantize``): the operands are dequantized to float32 first (scales.py).
             ia, ib = (self.dequantized(imp, sc, lhs, shape) for imp, sc, lhs in ((ia, sa, True), (ib, sb, False)))
             product, sa, sb = np.dtype(np.float32), None, None
-        elif (sa or sb) and product.kind in "iu":
+        elif (sa or sb) and product.kind in "iu" or blocks:
             product = np.dtype(np.float32)     # int8 with scales: a float32 result (W8A8)
         # What the kernel reads: int8 for an int32 product, fp8 for float32 (dtypes.WIDENED).
         lhs_dtype, rhs_dtype = operand_dtypes(ia.dtype, ib.dtype, product)
@@ -105,11 +107,11 @@ class Preparer:
         fusion = NO_FUSION if plain else check_fusion(
             shape, alpha=alpha, beta=beta, c=ic, bias=ibias, bias_axis=bias_axis, activation=activation,
             out_dtype=out_dtype, casting=casting, product=product)
-        if sa or sb:   # number scales fold into alpha; arrays are the epilogue's row / column scales
+        if sa or sb:   # number scales fold into alpha; arrays become kernel arguments
             numbers_ = [x.number for x in (sa, sb) if x is not None and x.number is not None]
             fusion = replace(fusion, alpha=fusion.alpha * float(np.prod(numbers_)),
-                             row_scale=sa.array if sa is not None else None,
-                             col_scale=sb.array if sb is not None else None)
+                             lhs_scale=sa if sa is not None and sa.array is not None else None,
+                             rhs_scale=sb if sb is not None and sb.array is not None else None)
         dtype = fused_dtype(product, fusion)
         epilogue = make_epilogue(fusion, element_type(lhs_dtype).compute, element_type(dtype).compute)
         iout = None
@@ -144,14 +146,18 @@ class Preparer:
             return self.as_array(dequantize(imp.original, scale, lhs, shape, torch), "a" if lhs else "b")
         return self.as_array(dequantize(self.host_values(imp), scale, lhs, shape, np), "a" if lhs else "b")
 
-    def scale_operand(self, scale: Imported | None):
-        """(device float32 array, element stride along its one long axis (0: one value), copied)
-        of a row or column scale."""
+    def scale_operand(self, scale):
+        """(device float32 array, stride, copied) of a `scales.Scale` with an array: a vector's
+        element stride along its one long axis (0: one value), a block scale's row pitch (its rows
+        made contiguous)."""
         if scale is None:
             return None, None, False
-        dev, copied = self.device_copy(scale), scale.host
-        if dev.dtype != np.float32:
-            dev, copied = self.to_device(np.asarray(self.host_values(scale), np.float32)), True
+        imp = scale.array
+        dev, copied = self.device_copy(imp), imp.host
+        if dev.dtype != np.float32 or scale.kind == "block" and not dev.flags.c_contiguous:
+            dev, copied = self.to_device(np.ascontiguousarray(self.host_values(imp), np.float32)), True
+        if scale.kind == "block":
+            return dev, dev.strides[0] // dev.dtype.itemsize, copied
         long = [st for n, st in zip(dev.shape, dev.strides) if n > 1]
         if long and long[0] % dev.dtype.itemsize:
             dev, copied = self.runtime.contiguous(dev), True

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from .dtypes import ElementType
+from .dtypes import FP8_NAMES, ElementType
 from .global_.epilogue import IDENTITY, Epilogue
 
 
@@ -44,6 +44,9 @@ class MatmulProblem:
     PRECISIONS = ("default", "tf32")
 
     def __post_init__(self):
+        if self.out.name in FP8_NAMES:
+            raise ValueError(f"MatmulProblem.out: {self.out.name} results are not supported (fp8 is an "
+                             f"operand type: its products are float32, bfloat16 or float16)")
         if self.precision not in self.PRECISIONS:
             raise ValueError(f"precision: expected one of {self.PRECISIONS}, got {self.precision!r}")
         for name in ("batch", "m", "n", "k"):

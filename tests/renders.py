@@ -21,9 +21,9 @@ EXTRA_SHAPES = [(1, 1, 1, 5), (1, 4, 1, 5), (2, 4, 1, 5), (6, 4, 6, 5), (1, 9, 5
 
 def problems():
     for shape in SHAPES + EXTRA_SHAPES:
-        for dtype in SUPPORTED_NAMES:   # the operand dtypes; int8 @ int8 is int32 (dtypes.WIDENED)
+        for dtype in SUPPORTED_NAMES:   # the operand dtypes; int8 @ int8 is int32, fp8 float32 (dtypes.WIDENED)
             et = BY_NAME[dtype]
-            yield MatmulProblem(*shape, et, et, INT32 if et is INT8 else et)
+            yield MatmulProblem(*shape, et, et, INT32 if et is INT8 else FLOAT32 if et.itemsize == 1 else et)
     # 16-byte-aligned half-precision operands: what TMA (specialized_wgmma) needs to set up at all.
     for shape in ((1, 256, 512, 192), (2, 129, 300, 72)):
         for dtype in ("float16", "bfloat16"):

@@ -167,3 +167,32 @@ def test_torch_fp8_tensors(engine, rng):
         ref = (a.double() * sa.double()) @ (b.double() * sb.double())
         assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
         assert rel(out.cpu().numpy(), ref.cpu().numpy()) < tolerance(engine)
+
+
+def test_fp8_results_are_refused(opencl_engine):
+    a = np.ones((4, 4), E4M3)
+    with pytest.raises(TypeError, match="fp8 is an operand type only"):
+        opencl_engine.matmul(a, a, out_dtype=E4M3)
+    with pytest.raises(TypeError, match="fp8 is an operand type only"):
+        opencl_engine.matmul(a, a, out=np.zeros((4, 4), E5M2), casting="unsafe")
+
+
+def test_block_scales_take_the_kernel_that_applies_them_or_run_dequantized():
+    """On the H100 (nominal), auto takes specialized_wgmma for block-scaled fp8 (it applies the
+    scales per K block); an algorithm whose global level does not is refused before launch with
+    the reason (matmul then dequantizes first)."""
+    from gemm_engine.algorithms import REGISTRY
+    from gemm_engine.codegen.device import nominal_cuda_device
+    from gemm_engine.codegen.dialect import dialect_for
+    from gemm_engine.dtypes import FLOAT8_E4M3, FLOAT32
+    from gemm_engine.errors import SetupError
+    from gemm_engine.global_.epilogue import Epilogue
+    from gemm_engine.problem import Layout, MatmulProblem
+    d = dialect_for(nominal_cuda_device(9, 0))
+    p = MatmulProblem(1, 256, 384, 1024, FLOAT8_E4M3, FLOAT8_E4M3, FLOAT32, Layout.ROW, Layout.COL, 16, 16,
+                      epilogue=Epilogue(lhs_scale="block", rhs_scale="block"))
+    auto = REGISTRY["auto"]()
+    assert auto.chosen(auto.setup(p, d)).name == "specialized_wgmma"
+    for name in ("pipelined_wgmma", "simple_unit"):
+        with pytest.raises(SetupError, match="per block of 128 along K"):
+            REGISTRY[name]().setup(p, d)

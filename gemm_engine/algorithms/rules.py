@@ -125,6 +125,8 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     """specialized_wgmma where its persistent cubes each own two or more long tiles: there the
     producer's run-ahead across tile boundaries and the warp roles pay; below, its fixed costs
     (a full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma."""
+    if problem.epilogue.block_scales:
+        return None     # the one kernel that applies scales per K block (others run dequantized)
     tiles = problem.batch * -(-problem.m // 128) * -(-problem.n // 256)
     sms = max(1, dialect.device.compute_units)
     if tiles < SPECIALIZED_MIN_WAVES * sms:

@@ -12,7 +12,8 @@ stride are 16-byte multiples (TMA's rule; others are refused, and auto takes pip
 
 Tiling rule: the cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128
 accumulators per unit) on a 4-slot ring of 64 k (48 KiB a slot) for large outputs; 128 x 128 where
-fewer than a wave of 128 x 256 tiles would leave multiprocessors idle.
+fewer than a wave of 128 x 256 tiles would leave multiprocessors idle, and always for fp8 and block
+scales, whose promotion keeps a second set of float32 accumulators (global_/tma_specialized.py).
 """
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ class SpecializedWgmmaAlgorithm(Algorithm):
 
     def select(self, problem, dialect):
         sms = max(1, dialect.device.compute_units)
-        for wm, wn, pm, tn, stages in _CANDIDATES:
+        # fp8 and block scales promote (two accumulator sets): 128 x 128 tiles fit the registers.
+        promotes = problem.lhs.storage in ("f8e4m3", "f8e5m2") or problem.epilogue.block_scales
+        for wm, wn, pm, tn, stages in _CANDIDATES[1:] if promotes else _CANDIDATES:
             tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
             if tiles >= sms:
                 break
@@ -65,7 +68,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
         space = [first]
-        for c in _CANDIDATES:
+        for c in _CANDIDATES[1:] if first["tile_n"] == 128 and first["stages"] == 6 else _CANDIDATES:
             for order in ("row_major", "grouped", "swizzled"):
                 space.append(_preset(*c, dispatch=order, dispatch_width=8))
         return distinct(space)

@@ -125,10 +125,12 @@ INLINE unsigned short f32_to_f16(float value) {
         return f"{self._use(ptx.dmma())}({acc}, {a}, {b});"
 
     def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
-              desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None) -> str:
+              desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None,
+              overwrite: bool = False) -> str:
         """Statement: issue one asynchronous warpgroup MMA 64 x n x k into ``acc[0..n/2)``
-        (``acc_type`` f32 or s32; ``rhs_kind`` where b's type differs from a's: e4m3 x e5m2)."""
-        return f"{self._use(ptx.wgmma(n, k, kind, trans, acc_type, rhs_kind))}({acc}, {desc_a}, {desc_b});"
+        (``acc_type`` f32 or s32; ``rhs_kind`` where b's type differs from a's: e4m3 x e5m2;
+        ``overwrite``: D = A B, the accumulators' old values unread)."""
+        return f"{self._use(ptx.wgmma(n, k, kind, trans, acc_type, rhs_kind, overwrite))}({acc}, {desc_a}, {desc_b});"
 
     def wgmma_fence(self) -> str:
         return f"{self._use(ptx.wgmma_fence())}();"

@@ -72,7 +72,7 @@ def dmma() -> tuple[str, str]:
 
 
 def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "f32",
-          rhs_kind: str | None = None) -> tuple[str, str]:
+          rhs_kind: str | None = None, overwrite: bool = False) -> tuple[str, str]:
     """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind}``: ``n / 2`` accumulators
     per unit (``acc``: f32, or s32 for s8), both operands from shared memory through 64-bit
     descriptors, scale-d 1 (accumulate), for the float kinds scales 1, and the transpose immediates
@@ -87,11 +87,11 @@ def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "
     imm = "" if trans is None else f", {trans[0]}, {trans[1]}"
     suffix = "" if trans is None else f"_t{trans[0]}{trans[1]}"
     types = kind if rhs_kind == kind else f"{kind}_{rhs_kind}"
-    name = f"ptx_wgmma_m64n{n}k{k}_{acc}_{types}{suffix}"
+    name = f"ptx_wgmma_m64n{n}k{k}_{acc}_{types}{suffix}{'_d0' if overwrite else ''}"
     body = (f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n'
             f'wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind} '
             f'{{{regs_list}}}, %{regs}, %{regs + 1}, p{scales}{imm};\\n}}\\n"\n'
-            f'        : {outs}\n        : "l"(desc_a), "l"(desc_b), "r"(1));')
+            f'        : {outs}\n        : "l"(desc_a), "l"(desc_b), "r"({0 if overwrite else 1}));')
     return _fn(name, f"{ctype}* acc, unsigned long long desc_a, unsigned long long desc_b", body)
 
 

@@ -94,6 +94,10 @@ class GlobalMatmul(ABC):
     #: bandwidth-bound body with many loads in flight says 1: ptxas then keeps them all in
     #: registers instead of serializing them to raise occupancy.
     occupancy = 0
+    #: Whether this level applies operand scales per block of K (the problem's epilogue says
+    #: ``lhs_scale`` / ``rhs_scale`` = "block"); algorithms refuse such problems before launch when
+    #: their global level does not (the frontend then dequantizes the operands first).
+    applies_block_scales = False
     #: The global level's own listener (double buffering spreads its loads through one).
     listener_class: ClassVar[type] = StageEventListener
 

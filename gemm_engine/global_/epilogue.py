@@ -2,6 +2,11 @@
 accumulator on its way out (``sa`` / ``sb``: the dequantizing scales of a's rows and b's columns,
 one value each when per tensor: stride 0).
 
+Operand scales per block of 128 along K (``lhs_scale`` / ``rhs_scale`` = "block") travel here too,
+as the same kernel parameters, but the epilogue does not apply them: they change along K, so the
+global level multiplies each block's partial product by them (`GlobalMatmul.applies_block_scales`;
+every other global level is refused such a problem before launch, algorithms/base.py).
+
 Contract
 --------
 An `Epilogue` is part of the problem (and so of the compile key) and reaches every kernel through
@@ -33,8 +38,11 @@ class Epilogue:
     bias_axis: int = 1
     activation: Activation | None = None
     compute: str = "f32"                  # compute word the epilogue's arithmetic runs in
-    row_scale: bool = False               # multiply by ``row_scale[row]`` (float32, any stride, 0 = one value)
-    col_scale: bool = False               # multiply by ``col_scale[col]``
+    # Operand scales (float32): "" none; "vector": ``lhs_scale[row * lhs_scale_stride]`` (stride 0:
+    # one value), ``rhs_scale[col * rhs_scale_stride]``; "block": (M, ceil(K/128)) and
+    # (ceil(K/128), ceil(N/128)) row-major with leading dimension ``*_scale_stride``.
+    lhs_scale: str = ""
+    rhs_scale: str = ""
 
     def __post_init__(self):
         if self.bias_axis not in (0, 1):
@@ -42,13 +50,24 @@ class Epilogue:
 
     @property
     def identity(self) -> bool:
-        return not (self.scaled or self.c or self.bias or self.activation or self.row_scale
-                    or self.col_scale)
+        return not (self.scaled or self.c or self.bias or self.activation or self.lhs_scale
+                    or self.rhs_scale)
 
     @property
     def scales(self) -> tuple[str, ...]:
-        """The scale vectors the epilogue reads: "row_scale", "col_scale"."""
-        return tuple(n for n, on in (("row_scale", self.row_scale), ("col_scale", self.col_scale)) if on)
+        """The scale arrays the kernel takes: "lhs_scale", "rhs_scale"."""
+        return tuple(n for n, kind in (("lhs_scale", self.lhs_scale), ("rhs_scale", self.rhs_scale)) if kind)
+
+    @property
+    def vector_scales(self) -> tuple[str, ...]:
+        """The scale arrays this epilogue multiplies by (per row of a, per column of b)."""
+        return tuple(n for n, kind in (("lhs_scale", self.lhs_scale), ("rhs_scale", self.rhs_scale))
+                     if kind == "vector")
+
+    @property
+    def block_scales(self) -> bool:
+        """Whether the global level must apply per-128-K-block scales (see the module docstring)."""
+        return "block" in (self.lhs_scale, self.rhs_scale)
 
     @property
     def element_types(self) -> tuple[ElementType, ...]:
@@ -89,7 +108,7 @@ class Epilogue:
         t = d.c_type(self.compute)
         params = [f"{t} x"]
         lines = []
-        for name in self.scales:     # dequantize first: the scales belong to the operands
+        for name in self.vector_scales:     # dequantize first: the scales belong to the operands
             params.append(f"{t} {name}")
             lines.append(f"x = x * {name};")
         if self.scaled:
@@ -110,8 +129,8 @@ class Epilogue:
         if self.identity:
             return value
         args = [value]
-        for name, index in (("row_scale", row), ("col_scale", col)):
-            if name in self.scales:
+        for name, index in (("lhs_scale", row), ("rhs_scale", col)):
+            if name in self.vector_scales:
                 args.append(f"{name}[({index}) * {name}_stride]")
         if self.scaled:
             args.append("alpha")

@@ -120,7 +120,9 @@ class WarpgroupPartitionedStage(StageMatmul):
         return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}") for i in range(cfg.partition_m))
 
     def execute(self, cfg: WarpgroupStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
-                listener: StageEventListener) -> str:
+                listener: StageEventListener, fresh: bool = False) -> str:
+        """``fresh``: the stage's first k slice overwrites the accumulators (a promoting global
+        level's per-block partial products) instead of adding to them."""
         t, tc = self.tile, cfg.tile
         nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
         out = [listener.on_event(Begin()), t.fence(d)]
@@ -132,7 +134,7 @@ class WarpgroupPartitionedStage(StageMatmul):
                 lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), k0)}) >> 4)"
                 lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
-                out.append(t.execute(tc, d, lhs, rhs, f"acc_{i}"))
+                out.append(t.execute(tc, d, lhs, rhs, f"acc_{i}", overwrite=fresh and kk == 0))
                 out.append(listener.on_event(TileMatmulCompleted(kk * pm + i, nk * pm)))
         out += [t.commit(d), listener.on_event(Finish())]
         return "\n".join(c for c in out if c)
@@ -145,6 +147,48 @@ class WarpgroupPartitionedStage(StageMatmul):
         """Every batch done and the accumulators pinned: ``write`` may read them."""
         return "\n".join([self.tile.wait(d, 0)] + [self.tile.pin(cfg.tile, d, f"acc_{i}")
                                                     for i in range(cfg.partition_m)])
+
+    # -- promotion: float32 sums of per-K-block partial products ----------------------------------
+    # A global level that promotes (fp8, whose tensor-core sums keep fewer bits than float32; block
+    # scales, which change per K block) lets each stage's batch overwrite ``acc_i`` (``fresh``),
+    # waits for it, and adds it into ``pacc_i`` times the block's scales; ``acc_i`` = ``pacc_i``
+    # before the write.
+    def declare_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
+        return "\n".join(f"{d.c_type('f32')} pacc_{i}[{cfg.tile.acc_regs}];" for i in range(cfg.partition_m))
+
+    def init_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
+        return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) pacc_{i}[r] = 0.0f;"
+                         for i in range(cfg.partition_m))
+
+    def promotion_factors(self, cfg: WarpgroupStageConfig, row_scale=None, col_scale=None) -> str:
+        """Declarations of this unit's factors for `promote`: ``row_scale(row)`` / ``col_scale(col)``
+        map a stage-relative row / first column of a 128-column block to a float expression (None:
+        no such scale). Emit them before the wait, so that their loads overlap the wgmma batch."""
+        lines = []
+        for i in range(cfg.partition_m):
+            for dr in (0, 8):
+                if row_scale is not None:
+                    lines.append(f"const float ps_r{i}_{dr} = {row_scale(f'wg_m0 + {i * 64} + wg_warp * 16 + (lane >> 2) + {dr}')};")
+        for q in range(-(-cfg.tile.tile_n // 128)):
+            if col_scale is not None:
+                lines.append(f"const float ps_c{q} = {col_scale(f'wg_n0 + {128 * q}')};")
+        return "\n".join(lines)
+
+    def promote(self, cfg: WarpgroupStageConfig, d: Dialect, rows: bool, cols: bool) -> str:
+        """``pacc_i += acc_i`` times the factors `promotion_factors` declared (``rows`` / ``cols``:
+        which it did); only after the stage's batch is done."""
+        lines = []
+        for i in range(cfg.partition_m):
+            for reg, dr, c0 in self.tile.acc_registers(cfg.tile):
+                f = [f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols
+                value = f"(float)acc_{i}[{reg}]"
+                lines.append(f"pacc_{i}[{reg}] += {' * '.join([value] + f)};")
+        return "\n".join(lines)
+
+    def take_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
+        """``acc_i`` = ``pacc_i`` (register moves): what `write` then stores."""
+        return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) acc_{i}[r] = pacc_{i}[r];"
+                         for i in range(cfg.partition_m))
 
     def write(self, cfg, d, writer: Writer) -> str:
         lines = []

@@ -216,10 +216,19 @@ class WgmmaTile(TileMatmul):
         return f"{frag} = {src};"
 
     # -- compute ----------------------------------------------------------------------------------
-    def execute(self, cfg, d, lhs, rhs, acc):
+    def execute(self, cfg, d, lhs, rhs, acc, overwrite: bool = False):
+        """``overwrite``: acc = lhs rhs (the accumulators' old values unread), else acc += lhs rhs."""
         # tf32 and the 8-bit kinds take no transpose immediates (their operands are K-major).
         trans = None if cfg.kind in _K_MAJOR_KINDS else (int(cfg.lhs_mn_major), int(cfg.rhs_mn_major))
-        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs, cfg.acc_ptx, cfg.rhs_kind or None)
+        return d.wgmma(cfg.tile_n, cfg.tile_k, cfg.kind, trans, acc, lhs, rhs, cfg.acc_ptx, cfg.rhs_kind or None,
+                       overwrite)
+
+    @staticmethod
+    def imprecise(cfg) -> bool:
+        """Whether the tensor cores accumulate this kind in fewer bits than float32: fp8 (the H100
+        keeps about 14 bits of the float32 accumulator's sum; DeepGEMM's account), so a global
+        level should add each K block's partial product into float32 registers (promotion)."""
+        return cfg.kind in _FP8_KINDS
 
     @staticmethod
     def fence(d: Dialect) -> str:
@@ -239,12 +248,18 @@ class WgmmaTile(TileMatmul):
         wgmma writes them asynchronously (CUTLASS's warpgroup_fence_operand)."""
         return d.pin_registers(acc, cfg.acc_regs, cfg.compute)
 
+    @staticmethod
+    def acc_registers(cfg):
+        """Per accumulator register of a unit: (index, row offset inside the warp's 16 rows: 0 or
+        8, first column of its 8-column group); the unit's own row and column within those are
+        ``lane >> 2`` and ``((lane & 3) << 1) + (index & 1)`` (the layout in the module docstring)."""
+        for j in range(cfg.tile_n // 8):
+            for e in range(4):
+                yield 4 * j + e, 8 if e >= 2 else 0, 8 * j
+
     def acc_elements(self, cfg, acc):
         lane, warp = "lane", "wg_warp"
         row, col = f"({warp} * 16 + ({lane} >> 2))", f"(({lane} & 3) << 1)"
-        for j in range(cfg.tile_n // 8):
-            base = 4 * j
-            yield row, f"{8 * j} + {col}", f"{acc}[{base}]"
-            yield row, f"{8 * j} + {col} + 1", f"{acc}[{base + 1}]"
-            yield f"{row} + 8", f"{8 * j} + {col}", f"{acc}[{base + 2}]"
-            yield f"{row} + 8", f"{8 * j} + {col} + 1", f"{acc}[{base + 3}]"
+        for reg, dr, c0 in self.acc_registers(cfg):
+            r = f"{row} + 8" if dr else row
+            yield r, f"{c0} + {col}" + (" + 1" if reg & 1 else ""), f"{acc}[{reg}]"
