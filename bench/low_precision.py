@@ -32,6 +32,10 @@ ROWS = [
     ("fp8 e4m3 8192^3 unscaled f32", "fp8:none:float32", 1, 8192, 8192, 8192, "col"),
     ("fp8 e4m3 4096^3 rowwise bf16", "fp8:row:bfloat16", 1, 4096, 4096, 4096, "col"),
     ("fp8 e4m3 8192^3 rowwise bf16", "fp8:row:bfloat16", 1, 8192, 8192, 8192, "col"),
+    ("fp8 e4m3 4096^3 per-tensor bf16 fast_accum", "fp8:tensor:bfloat16:fast", 1, 4096, 4096, 4096, "col"),
+    ("fp8 e4m3 8192^3 per-tensor bf16 fast_accum", "fp8:tensor:bfloat16:fast", 1, 8192, 8192, 8192, "col"),
+    ("fp8 e4m3 8192^3 rowwise bf16 fast_accum", "fp8:row:bfloat16:fast", 1, 8192, 8192, 8192, "col"),
+    ("fp8 e4m3 4096^3 per-tensor bf16 (b row-major)", "fp8:tensor:bfloat16", 1, 4096, 4096, 4096, "row"),
     ("fp8 e4m3 4096x7168x16384 block bf16", "fp8:block:bfloat16", 1, 4096, 7168, 16384, "col"),
     ("fp8 e4m3 8192^3 block bf16", "fp8:block:bfloat16", 1, 8192, 8192, 8192, "col"),
     ("int8 4096^3", "int8", 1, 4096, 4096, 4096, "row"),
@@ -165,7 +169,7 @@ def time_rows(engine, torch, cp, rows, repeat) -> list:
     table = []
     for label, kind, b, m, n, k, lb in rows:
         if kind.startswith("fp8"):
-            table.append(time_fp8_row(engine, torch, label, kind, m, n, k, repeat, gen))
+            table.append(time_fp8_row(engine, torch, label, kind, m, n, k, lb, repeat, gen))
             continue
         a = operand(torch, m, k, "row", b, kind, gen)[0]
         bb = operand(torch, k, n, lb, b, kind, gen)[0]
@@ -198,23 +202,26 @@ def time_rows(engine, torch, cp, rows, repeat) -> list:
     return table
 
 
-def time_fp8_row(engine, torch, label, kind, m, n, k, repeat, gen) -> dict:
-    """An fp8 e4m3 row: the engine's default against torch._scaled_mm (b column-major, as cuBLASLt
-    wants it) at the same scales and output dtype; block scales against nothing (torch 2.11's
-    _scaled_mm has no 1x128 / 128x128 recipe on this machine: reported as engine TFLOP/s)."""
+def time_fp8_row(engine, torch, label, kind, m, n, k, b_layout, repeat, gen) -> dict:
+    """An fp8 e4m3 row: the engine's default against torch._scaled_mm at the same scales, output
+    dtype and accumulation (``fast``: precision="fast_accum" against use_fast_accum=True). cuBLASLt
+    takes b column-major only: a row-major b row times torch on a column-major copy (the copy not
+    timed). Block scales against nothing (reported as engine TFLOP/s)."""
     import ml_dtypes
     import numpy as np
     from gemm_engine.timing import device_time
-    _, skind, out_name = kind.split(":")
+    _, skind, out_name, *fast = kind.split(":")
     a = operand(torch, m, k, "row", 1, "float8_e4m3fn", gen)[0]
-    bb = operand(torch, k, n, "col", 1, "float8_e4m3fn", gen)[0]
+    bb = operand(torch, k, n, b_layout, 1, "float8_e4m3fn", gen)[0]
     sa, sb = scales(torch, skind, m, n, k, gen)
     out_np = ml_dtypes.bfloat16 if out_name == "bfloat16" else np.float32
     kw = {} if skind == "none" else dict(scale_a=sa, scale_b=sb)
     if out_name != "float32":
         kw["out_dtype"] = out_np
+    if fast:
+        kw["precision"] = "fast_accum"
     flops = 2 * m * n * k
-    row = {"row": label, "kind": kind, "shape": [1, m, n, k], "b_layout": "col", "flops": flops}
+    row = {"row": label, "kind": kind, "shape": [1, m, n, k], "b_layout": b_layout, "flops": flops}
     ref = dequantized_ref(torch, a, bb, sa, sb, skind)
     out = engine.matmul(a, bb, **kw)
     row["algorithm"] = engine.last_choice[0].name if engine.last_choice else "?"
@@ -227,8 +234,11 @@ def time_fp8_row(engine, torch, label, kind, m, n, k, repeat, gen) -> dict:
         tsa, tsb = (one, one) if skind == "none" else (sa, sb)
         tdt = getattr(torch, out_name)
 
+        # cuBLASLt wants b column-major: a row-major b is its transpose's view (what torch users pass).
+        tb = bb if b_layout == "col" else bb.t().contiguous().t()
+
         def base():
-            return torch._scaled_mm(a, bb, tsa, tsb, out_dtype=tdt)
+            return torch._scaled_mm(a, tb, tsa, tsb, out_dtype=tdt, use_fast_accum=bool(fast))
         try:
             row["torch_err"] = error(torch, base(), ref, "float")
             row["baseline_ms"] = device_time(engine.runtime, base, repeat=repeat, warmup=3) * 1e3

@@ -53,6 +53,9 @@ def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis
                  cache's choice for the problem's class, else ``"auto"``'s rules; ``Engine.explain``
                  says which and why).
     precision:   "tf32" lets float32 run on tensor cores rounded to tf32; default exact float32.
+                 "fast_accum" lets fp8 products sum in the tensor cores' own accumulators (faster,
+                 fewer bits: cuBLASLt's fast accumulation); by default they are promoted to float32
+                 every 128 of K.
     tune:        time the candidates for this problem's class first when the tuning cache has no
                  entry for it; the winner is kept for later calls, in any process.
     scale_a, scale_b: dequantizing scales: the product is ``(a * scale_a) @ (b * scale_b)`` from

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .dtypes import SUPPORTED_NAMES, bits_dtype, element_type, operand_dtypes
+from .dtypes import SUPPORTED_NAMES, bits_dtype, element_type, is_fp8, operand_dtypes
 from .scales import check_scale, dequantize
 from .frontend import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype, vector_alignment
 from .fusion import NO_FUSION, FusionRequest, c_view, check_fusion, fused_dtype, make_epilogue
@@ -98,6 +98,9 @@ class Preparer:
             product = np.dtype(np.float32)     # int8 with scales: a float32 result (W8A8)
         # What the kernel reads: int8 for an int32 product, fp8 for float32 (dtypes.WIDENED).
         lhs_dtype, rhs_dtype = operand_dtypes(ia.dtype, ib.dtype, product)
+        if precision == "fast_accum" and not (is_fp8(lhs_dtype) and is_fp8(rhs_dtype)):
+            raise ValueError(f"precision='fast_accum' concerns fp8 operands (their tensor-core sums); got "
+                             f"{np.dtype(lhs_dtype).name} and {np.dtype(rhs_dtype).name}")
         ic = self.as_array(weak_scalar(c, product), "c") if c is not None and not plain else None
         ibias = self.as_array(weak_scalar(bias, product), "bias") if bias is not None and not plain else None
         for label, imp in (("c", ic), ("bias", ibias)):

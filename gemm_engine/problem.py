@@ -36,12 +36,13 @@ class MatmulProblem:
     lhs_align: int = 1
     rhs_align: int = 1
     # "tf32" lets float32 operands run on tensor cores rounded to tf32 (10 mantissa bits); the
-    # default keeps float32 exact (register FMA).
+    # default keeps float32 exact (register FMA). "fast_accum" lets fp8 products accumulate in the
+    # tensor cores' own sums (fewer bits than float32: global_/promotion.py).
     precision: str = "default"
     # What each output element goes through before it is stored (identity: plain matmul).
     epilogue: Epilogue = IDENTITY
 
-    PRECISIONS = ("default", "tf32")
+    PRECISIONS = ("default", "tf32", "fast_accum")
 
     def __post_init__(self):
         if self.out.name in FP8_NAMES:

@@ -18,6 +18,7 @@ scales, whose promotion keeps a second set of float32 accumulators (global_/tma_
 from __future__ import annotations
 
 from ..batch.tma_persistent import TmaPersistentBatchMatmul
+from ..global_.promotion import wants_promotion
 from ..global_.tma_loader import TmaLoader
 from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
 from ..global_.writers import PairedWriter
@@ -52,8 +53,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     def select(self, problem, dialect):
         sms = max(1, dialect.device.compute_units)
         # fp8 and block scales promote (two accumulator sets): 128 x 128 tiles fit the registers.
-        promotes = problem.lhs.storage in ("f8e4m3", "f8e5m2") or problem.epilogue.block_scales
-        for wm, wn, pm, tn, stages in _CANDIDATES[1:] if promotes else _CANDIDATES:
+        for wm, wn, pm, tn, stages in _CANDIDATES[1:] if wants_promotion(problem) else _CANDIDATES:
             tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
             if tiles >= sms:
                 break
@@ -68,7 +68,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
         space = [first]
-        for c in _CANDIDATES[1:] if first["tile_n"] == 128 and first["stages"] == 6 else _CANDIDATES:
+        for c in _CANDIDATES[1:] if wants_promotion(problem) else _CANDIDATES:
             for order in ("row_major", "grouped", "swizzled"):
                 space.append(_preset(*c, dispatch=order, dispatch_width=8))
         return distinct(space)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..codegen.dialect import Dialect
 from ..batch.k_major import KMajorBatchMatmul
+from ..global_.promotion import MAX_PROMOTED_REGS, wants_promotion
 from ..global_.swizzled_loader import SwizzledChunkLoader
 from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from ..global_.writers import StagedWriter
@@ -36,6 +37,14 @@ _CANDIDATES = [
     (1, 1, 1, 128, 4),     # 64 x 128
     (1, 1, 1, 64, 4),      # 64 x 64
 ]
+
+
+def _candidates(problem: MatmulProblem) -> list:
+    """The tilings a problem's accumulators fit: promotion (fp8, block scales) keeps two sets, so
+    at most 64 x 128 per warpgroup (global_/promotion.py)."""
+    if not wants_promotion(problem):
+        return _CANDIDATES
+    return [c for c in _CANDIDATES if 2 * c[2] * c[3] // 2 <= MAX_PROMOTED_REGS]
 
 
 def row_k(problem: MatmulProblem) -> int:
@@ -66,7 +75,7 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
         # Measured on the H100 (bench/results/h100_2026-11-21_sweep_special_case_tilings_wgmma.json): bf16
         # 8192 x 8192 x 64 with bias + relu 0.088 ms against 0.111 for 256 x 128 on four slots.
         return wgmma_preset(1, 1, 1, 128, 2, wgmma_pending=0, staged_output=True)
-    for wm, wn, pm, tn, stages in _CANDIDATES:
+    for wm, wn, pm, tn, stages in _candidates(problem):
         sm, sn = wm * pm * 64, wn * tn
         if sm >= 2 * max(problem.m, 64) and (wm, wn, pm, tn) != _CANDIDATES[-1][:4]:
             continue   # half the tile or more past M: idle (measured: 256 x 128^3 f16 batched,
@@ -106,7 +115,7 @@ class PipelinedWgmmaAlgorithm(Algorithm):
         # and the chosen tiling in swizzled order (L2 reuse on large outputs).
         first, sk = self.select(problem, dialect), row_k(problem)
         space = [first, {**first, "dispatch": "swizzled"}]
-        for wm, wn, pm, tn, stages in _CANDIDATES:
+        for wm, wn, pm, tn, stages in _candidates(problem):
             for staged in (False, True):
                 space.append(wgmma_preset(wm, wn, pm, tn, stages, stage_k=sk, staged_output=staged))
         space.append(wgmma_preset(1, 1, 1, 128, 2, stage_k=sk, wgmma_pending=0, staged_output=True))

@@ -115,11 +115,12 @@ class PipelinedGlobalMatmul(GlobalMatmul):
 
     def _ring_body(self, cfg: PipelinedGlobalConfig, d: Dialect, scope, prefetch: int, loader_declarations: list,
                    lhs_cur: str, rhs_cur: str, before_barrier: tuple = (), after_compute: tuple = (),
-                   after_loop: tuple = ()) -> str:
+                   after_loop: tuple = (), before_loop: tuple = (), fresh: bool = False) -> str:
         """The ring loop both pipelines run (see the module docstrings): slices are issued
         ``prefetch`` steps ahead through ``_issue`` / ``_commit``; the stage computes on
         ``lhs_cur`` / ``rhs_cur`` (expressions of ``cur_slot``). The subclass hooks: code before the
-        step's barrier, after the step's compute and register-path commits, and after the loop."""
+        loop, before the step's barrier, after the step's compute and register-path commits, and
+        after the loop; ``fresh``: each step's compute overwrites the accumulators (promotion)."""
         s, p, sk, st = cfg.stages, prefetch, cfg.stage.stage_k, cfg.stage
         commit_now = self._commit(cfg, d, "pre")
         commit_later = self._commit(cfg, d, "load_slot")
@@ -128,6 +129,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             *self.kernel_start(listener),
             self.stage.declare(st, d),
             self.stage.init_accumulators(st, d),
+            *before_loop,
             *loader_declarations,
             f"const int k_steps = (int)(({scope.k} + {sk - 1}) / {sk});",
             f"#pragma unroll\nfor (int pre = 0; pre < {p}; ++pre) {{",
@@ -149,7 +151,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             self._issue(cfg, d, scope, "load_slot", "k0"),
             "}",
             d.cp_async_commit(),
-            self.stage.execute(st, d, lhs_cur, rhs_cur, listener),
+            self.stage.execute(st, d, lhs_cur, rhs_cur, listener, **({"fresh": True} if fresh else {})),
             *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
             *after_compute,
             f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",

@@ -40,26 +40,20 @@ from .base import GlobalConfig, GlobalMatmul
 from .capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TMA_LOADER
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
+from .promotion import Promotion, check_promotion
 from .swizzled_loader import SwizzledOperandTile
-from ..scales import BLOCK
 
 #: Registers per unit after reallocation: the producer keeps few, the consumers take the rest of
 #: the 64 Ki register file (2 consumer warpgroups: 128 x 40 + 256 x 232 = 64512).
 PRODUCER_REGISTERS = 40
 _CONSUMER_REGISTERS = {1: 240, 2: 232, 3: 160}
 _BARRIER_BYTES = 8
-#: Accumulator registers per unit of the two sets promotion keeps (of the consumers' 232).
-_MAX_PROMOTED_REGS = 160
 
 
 @dataclass(frozen=True)
 class TmaSpecializedConfig(GlobalConfig):
     stages: int = 4
-    # Promotion (stage/warpgroup_partitioned.py): each slice's batch into fresh accumulators, then
-    # added into float32 ones, times the operands' per-block scales where the problem has them.
-    promote: bool = False
-    lhs_block_scale: bool = False
-    rhs_block_scale: bool = False
+    promotion: Promotion | None = None     # global_/promotion.py
 
     @property
     def consumers(self) -> int:
@@ -110,26 +104,14 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         consumers = stage.units // WARPGROUP
         if consumers not in _CONSUMER_REGISTERS:
             raise SetupError(self.name, f"{consumers} consumer warpgroups; expected 1 to 3")
-        epilogue = problem.epilogue
-        promote = epilogue.block_scales or stage.tile.kind in ("e4m3", "e5m2")
-        if epilogue.block_scales and (stage.tile.compute != "f32" or stage.stage_k != BLOCK):
-            raise SetupError(self.name, f"block scales (one per {BLOCK} of K) are applied per ring slot: "
-                                        f"they need float accumulators and slots of {BLOCK} k (fp8), not "
-                                        f"{stage.stage_k} k of {stage.tile.kind}")
-        if promote and 2 * stage.partition_m * stage.tile.acc_regs > _MAX_PROMOTED_REGS:
-            raise SetupError(self.name, f"promotion keeps two accumulator sets: partition_m={stage.partition_m} "
-                                        f"x tile_n={stage.tile.tile_n} needs "
-                                        f"{2 * stage.partition_m * stage.tile.acc_regs} registers per unit "
-                                        f"(at most {_MAX_PROMOTED_REGS}; tile_n=128 fits)")
+        promotion = check_promotion(self.name, problem, stage)
         check_m, check_n, check_k = edge_checks(problem, stage)
         lhs, rhs = operand_tiles(problem, stage, SwizzledOperandTile,
                                  lhs={"swizzle": stage.lhs_layout}, rhs={"swizzle": stage.rhs_layout})
         cfg = TmaSpecializedConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, 1, selection),
                                    rhs_loader=self.rhs_loader.setup(rhs, 1, selection), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
-                                   writer=self.writer.setup(problem, selection, dialect), promote=promote,
-                                   lhs_block_scale=epilogue.lhs_scale == "block",
-                                   rhs_block_scale=epilogue.rhs_scale == "block")
+                                   writer=self.writer.setup(problem, selection, dialect), promotion=promotion)
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
@@ -177,22 +159,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             "}",
         ])
 
-    def _block_scales(self, cfg: TmaSpecializedConfig, scope):
-        """(row_scale, col_scale) for `promotion_factors`: this slice's (``step``) block scale of a
-        stage-relative row / 128-column block, 0 past the edge; None for an operand without."""
-        row = col = None
-        if cfg.lhs_block_scale:
-            def row(r):
-                g = f"(({scope.m0}) + {r})"
-                return f"({g} < {scope.m} ? lhs_scale[{g} * lhs_scale_stride + step] : 0.0f)"
-        if cfg.rhs_block_scale:
-            def col(c):
-                g = f"(({scope.n0}) + {c})"
-                return f"({g} < {scope.n} ? rhs_scale[step * rhs_scale_stride + ({g} >> 7)] : 0.0f)"
-        return row, col
-
     def _consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
-        if cfg.promote:
+        if cfg.promotion is not None:
             return self._promoting_consumer(cfg, d, scope, listener)
         st, s = cfg.stage, cfg.stages
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
@@ -227,7 +195,6 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         additions with the other's wgmma."""
         st, s = cfg.stage, cfg.stages
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
-        row_scale, col_scale = self._block_scales(cfg, scope)
         release = f"if (UNIT_ID % {WARPGROUP} == 0) {d.mbarrier_arrive(self._empty(cfg, f'it % {s}u'))}"
         tile = "\n".join([
             self.stage.init_promoted(st, d),
@@ -236,10 +203,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
             self.stage.execute(st, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
                                f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=True),
-            self.stage.promotion_factors(st, row_scale, col_scale),
-            self.stage.finish(st, d),
-            release,
-            self.stage.promote(st, d, row_scale is not None, col_scale is not None),
+            *cfg.promotion.step(self.stage, st, d, scope, release),
             "}",
             self.stage.take_promoted(st, d),
             *self.before_store(listener),

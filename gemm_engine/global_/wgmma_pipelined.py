@@ -39,6 +39,7 @@ from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
 from .base import SWIZZLED_CHUNK_LOADER
 from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, check_ring_fits, edge_checks
 from .simple import operand_tiles
+from .promotion import Promotion, check_promotion
 from .swizzled_loader import SwizzledOperandTile
 
 
@@ -46,6 +47,7 @@ from .swizzled_loader import SwizzledOperandTile
 @dataclass(frozen=True)
 class WgmmaPipelinedConfig(PipelinedGlobalConfig):
     pending: int = 1
+    promotion: Promotion | None = None     # global_/promotion.py
 
     @property
     def prefetch(self) -> int:
@@ -64,6 +66,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
                 Requirement.of("lhs_loader", SWIZZLED_CHUNK_LOADER, why="wgmma reads swizzled ring slots"),
                 Requirement.of("rhs_loader", SWIZZLED_CHUNK_LOADER, why="wgmma reads swizzled ring slots"))
     operand_tile = SwizzledOperandTile
+    applies_block_scales = True
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> WgmmaPipelinedConfig:
         check_wgmma_device(self.name, dialect)
@@ -81,7 +84,8 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
         cfg = WgmmaPipelinedConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, stage.units, selection),
                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units, selection), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
-                                   pending=pending, writer=self.writer.setup(problem, selection, dialect))
+                                   pending=pending, writer=self.writer.setup(problem, selection, dialect),
+                                   promotion=check_promotion(self.name, problem, stage))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
@@ -117,11 +121,15 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
     def body(self, cfg: WgmmaPipelinedConfig, d: Dialect, scope) -> str:
         st = cfg.stage
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
+        hooks = dict(after_compute=(self.stage.wait(st, d, cfg.pending),), after_loop=(self.stage.finish(st, d),))
+        if cfg.promotion is not None:   # each step waits for its batch and adds it into float32 sums
+            hooks = dict(before_loop=(self.stage.declare_promoted(st, d), self.stage.init_promoted(st, d)),
+                         after_compute=tuple(cfg.promotion.step(self.stage, st, d, scope)),
+                         after_loop=(self.stage.finish(st, d), self.stage.take_promoted(st, d)), fresh=True)
         return self._ring_body(
             cfg, d, scope, prefetch=cfg.prefetch,
             loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, scope.lhs, scope.m0, "0"),
                                  self.rhs_loader.declare(cfg.rhs_loader, d, scope.rhs, "0", scope.n0)],
             lhs_cur=f"(lhs_desc0 + (unsigned long long)(cur_slot * {lb}))",
             rhs_cur=f"(rhs_desc0 + (unsigned long long)(cur_slot * {rb}))",
-            before_barrier=(d.fence_proxy_async(),), after_compute=(self.stage.wait(st, d, cfg.pending),),
-            after_loop=(self.stage.finish(st, d),))
+            before_barrier=(d.fence_proxy_async(),), **hooks)

@@ -1,0 +1,81 @@
+"""Promotion: float32 sums of per-K-block partial products, for the wgmma global levels.
+
+Two things need it. fp8 wgmma accumulates in fewer bits than float32 (the H100 keeps about 14 of the
+sum's; DeepGEMM's account), so a long K loses accuracy: measured on the H100 at 4096^3, relative
+error 1.3e-3 accumulating in the tensor cores against 1.3e-4 promoted, cuBLASLt's own (torch
+._scaled_mm) 1.3e-4. And operand scales per block of 128 along K (``scales.BLOCK``) change from one
+block to the next, so they must multiply each block's partial product, not the final sum.
+
+A promoting global level lets each ring slot's wgmma batch (fp8: one slot is exactly one block of
+128 k) overwrite the accumulators (``fresh``), waits for it, and adds it into a second set of
+float32 accumulators times the block's scales (`WarpgroupPartitionedStage.promote`); the write
+stores the sums. The price: the wait after every slot, and a second accumulator set, which limits a
+warpgroup to 64 x 128 (64 + 64 registers). ``precision="fast_accum"`` (cuBLASLt's fast
+accumulation) skips it for fp8 without block scales.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SetupError
+from ..problem import MatmulProblem
+from ..scales import BLOCK
+
+#: The wgmma kinds whose accumulation needs promotion (unless the caller opts out).
+FP8_KINDS = ("e4m3", "e5m2")
+#: Accumulator registers per unit of both sets (of a consumer's 232: the rest holds addresses).
+MAX_PROMOTED_REGS = 160
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """A promoting global level's config part: which operands have scales per block of K."""
+
+    lhs_block: bool = False
+    rhs_block: bool = False
+
+    def factors(self, scope):
+        """(row_scale, col_scale) for `WarpgroupPartitionedStage.promotion_factors`: slice
+        ``step``'s block scale of a stage-relative row / 128-column block (0 past the edge), or
+        None for an operand without block scales. The arrays are the epilogue's ``lhs_scale`` /
+        ``rhs_scale`` parameters (global_/epilogue.py)."""
+        row = col = None
+        if self.lhs_block:
+            def row(r):
+                g = f"(({scope.m0}) + {r})"
+                return f"({g} < {scope.m} ? lhs_scale[{g} * lhs_scale_stride + step] : 0.0f)"
+        if self.rhs_block:
+            def col(c):
+                g = f"(({scope.n0}) + {c})"
+                return f"({g} < {scope.n} ? rhs_scale[step * rhs_scale_stride + ({g} >> 7)] : 0.0f)"
+        return row, col
+
+    def step(self, stage, st, d, scope, release: str = "") -> list[str]:
+        """After a slot's batch was issued (``fresh``): its scales' loads, the wait, ``release``
+        (the slot is free once its batch is done), the additions into the float32 sums."""
+        row, col = self.factors(scope)
+        return [stage.promotion_factors(st, row, col), stage.finish(st, d), release,
+                stage.promote(st, d, row is not None, col is not None)]
+
+
+def wants_promotion(problem: MatmulProblem) -> bool:
+    """Whether a wgmma kernel for ``problem`` must promote (before any tiling is chosen)."""
+    fp8 = problem.lhs.storage in ("f8e4m3", "f8e5m2")
+    return problem.epilogue.block_scales or (fp8 and problem.precision != "fast_accum")
+
+
+def check_promotion(component: str, problem: MatmulProblem, stage) -> Promotion | None:
+    """How this stage (a `WarpgroupStageConfig`) promotes (None: not at all); SetupError where it
+    must and cannot."""
+    if not wants_promotion(problem):
+        return None
+    if stage.tile.kind not in FP8_KINDS or stage.stage_k != BLOCK:
+        raise SetupError(component, f"block scales (one per {BLOCK} of K) are applied per ring slot: they "
+                                    f"need fp8 slots of {BLOCK} k, not {stage.stage_k} k of {stage.tile.kind}")
+    regs = 2 * stage.partition_m * stage.tile.acc_regs
+    if regs > MAX_PROMOTED_REGS:
+        raise SetupError(component, f"promotion keeps two accumulator sets: partition_m={stage.partition_m} x "
+                                    f"tile_n={stage.tile.tile_n} needs {regs} registers per unit (at most "
+                                    f"{MAX_PROMOTED_REGS}; tile_n=128 fits)")
+    return Promotion(problem.epilogue.lhs_scale == "block", problem.epilogue.rhs_scale == "block")
+
