@@ -125,14 +125,18 @@ class Engine:
         with self.runtime.on_stream(prep.stream):
             try:
                 return self._run(prep, algorithm, tune, call_key)
-            except SetupError:
+            except SetupError as exc:
                 if prep.problem is None or not prep.problem.epilogue.block_scales:
                     raise
+                refused = exc
         # No kernel applies these block scales: the operands are dequantized first (scales.py).
         prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
                                   precision, plain, casting, (scale_a, scale_b), dequantize=True)
         with self.runtime.on_stream(prep.stream):
-            return self._run(prep, algorithm, tune, None)
+            try:
+                return self._run(prep, algorithm, tune, None)
+            except SetupError:
+                raise refused from None   # the reason the named algorithm gave for the scaled problem
 
     def _run(self, prep, algorithm, tune: bool, call_key):
         """Steps 2-4 of a prepared call (on the stream its inputs' library works on)."""

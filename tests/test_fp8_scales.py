@@ -178,9 +178,9 @@ def test_fp8_results_are_refused(opencl_engine):
 
 
 def test_block_scales_take_the_kernel_that_applies_them_or_run_dequantized():
-    """On the H100 (nominal), auto takes specialized_wgmma for block-scaled fp8 (it applies the
-    scales per K block); an algorithm whose global level does not is refused before launch with
-    the reason (matmul then dequantizes first)."""
+    """On the H100 (nominal), auto takes specialized_wgmma for block-scaled fp8 (it and
+    pipelined_wgmma apply the scales per K block); an algorithm whose global level does not is
+    refused before launch with the reason (matmul then dequantizes first)."""
     from gemm_engine.algorithms import REGISTRY
     from gemm_engine.codegen.device import nominal_cuda_device
     from gemm_engine.codegen.dialect import dialect_for
@@ -193,6 +193,29 @@ def test_block_scales_take_the_kernel_that_applies_them_or_run_dequantized():
                       epilogue=Epilogue(lhs_scale="block", rhs_scale="block"))
     auto = REGISTRY["auto"]()
     assert auto.chosen(auto.setup(p, d)).name == "specialized_wgmma"
-    for name in ("pipelined_wgmma", "simple_unit"):
+    assert REGISTRY["pipelined_wgmma"]().setup(p, d).batch.global_.promotion.lhs_block
+    for name in ("simple_unit", "pipelined_mma", "skinny"):
         with pytest.raises(SetupError, match="per block of 128 along K"):
             REGISTRY[name]().setup(p, d)
+
+
+def test_split_k_refuses_block_scales():
+    """A batch level that splits K hands its global level K ranges and no epilogue: block scales
+    would be indexed wrong there, so the composition is refused (matmul then dequantizes)."""
+    from gemm_engine.algorithms import REGISTRY
+    from gemm_engine.codegen.device import nominal_cuda_device
+    from gemm_engine.codegen.dialect import dialect_for
+    from gemm_engine.dtypes import FLOAT8_E4M3, FLOAT32
+    from gemm_engine.errors import SetupError
+    from gemm_engine.global_.epilogue import Epilogue
+    from gemm_engine.problem import Layout, MatmulProblem
+    d = dialect_for(nominal_cuda_device(9, 0))
+    p = MatmulProblem(2, 128, 256, 4160, FLOAT8_E4M3, FLOAT8_E4M3, FLOAT32, Layout.ROW, Layout.COL, 16, 16,
+                      epilogue=Epilogue(lhs_scale="block", rhs_scale="block"))
+    for name in ("split_k", "auto"):
+        try:
+            cfg = REGISTRY[name]().setup(p, d)
+        except SetupError as exc:
+            assert name == "split_k" and "splits K" in str(exc), exc
+            continue
+        assert not type(REGISTRY[name]().chosen(cfg).build()).__name__.startswith("SplitK")

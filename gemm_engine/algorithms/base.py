@@ -182,11 +182,15 @@ class Algorithm:
         self.check()
         if self._build_error is not None:
             raise _as_setup_error(self.name, self._build_error)
-        global_ = self.components.global_
+        batch, global_ = self.components, self.components.global_
         if problem.epilogue.block_scales and not getattr(global_, "applies_block_scales", False):
             raise SetupError(global_.name, "the operands' scales per block of 128 along K must be applied "
                                            "between K blocks, which this global level does not do "
                                            "(matmul dequantizes the operands first instead)")
+        if problem.epilogue.block_scales and not getattr(batch, "forwards_block_scales", True):
+            raise SetupError(batch.name, "it splits K, so its global level cannot apply the operands' scales "
+                                         "per block of 128 along K (matmul dequantizes the operands first "
+                                         "instead)")
         try:
             selection = self.selection_for(problem, dialect)
             batch = self.components.setup(problem, selection, dialect)

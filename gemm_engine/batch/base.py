@@ -179,6 +179,10 @@ class BatchMatmul(ABC):
     requires: ClassVar[tuple] = ()
     #: The slots this level composes.
     uses: ClassVar[tuple[str, ...]] = ("global_", "dispatch")
+    #: Whether the global level sees each cube's whole K and the call's epilogue, so that one
+    #: applying block scales (`GlobalMatmul.applies_block_scales`) indexes them right; a level
+    #: splitting K says False, and algorithms with it refuse block-scaled problems.
+    forwards_block_scales: ClassVar[bool] = True
 
     def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_
