@@ -84,7 +84,12 @@ def explain_problem(engine, problem: MatmulProblem, algorithm=None) -> Explanati
 def _epilogue_text(e) -> str:
     if e.identity:
         return "none"
-    terms = ["alpha * acc" if e.scaled else "acc"]
+    acc = "acc"
+    if e.lhs_scale or e.rhs_scale:
+        kinds = [f"{op} scales {'per 128-K block (applied between K blocks)' if kind == 'block' else 'per ' + axis}"
+                 for op, kind, axis in (("a", e.lhs_scale, "row"), ("b", e.rhs_scale, "column")) if kind]
+        acc = f"dequantized acc ({', '.join(kinds)})"
+    terms = [f"alpha * {acc}" if e.scaled else acc]
     if e.c is not None:
         terms.append("beta * c")
     if e.bias is not None:
