@@ -44,9 +44,12 @@ from .promotion import Promotion, check_promotion
 from .swizzled_loader import SwizzledOperandTile
 
 #: Registers per unit after reallocation: the producer keeps few, the consumers take the rest of
-#: the 64 Ki register file (2 consumer warpgroups: 128 x 40 + 256 x 232 = 64512).
+#: the 64 Ki register file (2 consumer warpgroups: 128 x 40 + 256 x 232 = 64512). A request the
+#: file cannot meet blocks ``setmaxnreg.inc`` for ever: 3 consumers asking for 160 (128 x 40 +
+#: 384 x 160 = 66560) hung on the H100; 152 fits (63488). Multiples of 8, at most 240.
 PRODUCER_REGISTERS = 40
-_CONSUMER_REGISTERS = {1: 240, 2: 232, 3: 160}
+REGISTER_FILE = 64 * 1024
+CONSUMER_REGISTERS = {1: 240, 2: 232, 3: 152}
 _BARRIER_BYTES = 8
 
 
@@ -102,7 +105,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                  self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
                                  self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
         consumers = stage.units // WARPGROUP
-        if consumers not in _CONSUMER_REGISTERS:
+        if consumers not in CONSUMER_REGISTERS:
             raise SetupError(self.name, f"{consumers} consumer warpgroups; expected 1 to 3")
         promotion = check_promotion(self.name, problem, stage)
         check_m, check_n, check_k = edge_checks(problem, stage)
@@ -182,7 +185,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             self.write_output(cfg, d, scope),
         ])
         return "\n".join([
-            d.setmaxnreg(True, _CONSUMER_REGISTERS[cfg.consumers]),
+            d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
             self.stage.declare(st, d),
             "unsigned it = 0;",
             scope.tiles(tile),
@@ -210,7 +213,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             self.write_output(cfg, d, scope),
         ])
         return "\n".join([
-            d.setmaxnreg(True, _CONSUMER_REGISTERS[cfg.consumers]),
+            d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
             self.stage.declare(st, d),
             self.stage.declare_promoted(st, d),
             "unsigned it = 0;",

@@ -212,3 +212,13 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
         assert direct(a, b, 0)
     assert derived == [(4096, 8192, 192), (4096, 16384, 192)]
     assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES] for s in launched) and len(launched) == 3
+
+
+def test_register_reallocation_fits_the_register_file():
+    """setmaxnreg.inc blocks until the registers exist: the consumers' request plus the producer's
+    keep must fit the file (3 consumers at 160 hung on the H100), in multiples of 8."""
+    from gemm_engine.global_.tma_specialized import (CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+                                                     REGISTER_FILE)
+    for consumers, regs in CONSUMER_REGISTERS.items():
+        assert regs % 8 == 0 and regs <= 240
+        assert (consumers * regs + PRODUCER_REGISTERS) * 128 <= REGISTER_FILE, consumers
