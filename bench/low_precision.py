@@ -47,7 +47,9 @@ ROWS = [
 
 #: (batch, m, n, k) of the correctness sweep; every one in each layout pair.
 CHECKS = [(1, 1, 1, 1), (1, 1, 17, 33), (1, 64, 128, 128), (1, 65, 129, 129), (1, 127, 255, 127),
-          (1, 300, 200, 1000), (3, 67, 300, 200), (2, 128, 256, 4160), (1, 1031, 1029, 1033)]
+          (1, 300, 200, 1000), (3, 67, 300, 200), (2, 128, 256, 4160), (1, 1031, 1029, 1033),
+          # two waves of 192 x 128 tiles or more (the promoting kernels' large tiling), odd M and N
+          (1, 3001, 2999, 384), (1, 2999, 3001, 512), (1, 3000, 3000, 640)]
 LAYOUTS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 TOL = {"float64": 1e-12, "float32": 5e-3, "bfloat16": 2e-2}
 FP8_PAIRS = [("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"), ("float8_e4m3fn", "float8_e5m2")]

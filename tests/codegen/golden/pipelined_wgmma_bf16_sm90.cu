@@ -23,9 +23,6 @@ INLINE unsigned short f32_to_bf16(float value) {
     u += 0x7fffu + ((u >> 16) & 1u);  /* round to nearest, ties to even */
     return (unsigned short)(u >> 16);
 }
-INLINE void ptx_fence_proxy_async() {
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
 INLINE void ptx_wgmma_wait_1() {
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
 }
@@ -98,6 +95,9 @@ INLINE void ptx_pin_f32_64(float* r) {
     asm volatile("" : "+f"(r[62]) :: "memory");
     asm volatile("" : "+f"(r[63]) :: "memory");
 }
+INLINE void ptx_fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 INLINE void ptx_cp_async_cg_16(unsigned dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
 }
@@ -161,7 +161,7 @@ GLOBAL unsigned short* out = out_base + out_offset + b * out_batch_stride;
 const i64 cube_m0 = cube_row * 256;
 const i64 cube_n0 = cube_col * 128;
 /* == global: WgmmaPipelinedGlobalMatmul 'wgmma_pipelined_global': check_m=0 check_n=0 check_k=0 stages=4 pending=1 | lhs SwizzledChunkLoader rhs SwizzledChunkLoader writer StagedWriter == */
-/* == stage: WarpgroupPartitionedStage 'warpgroup_partitioned_stage': stage_m=256 stage_n=128 stage_k=64 units=256 lhs_ld=64 rhs_ld=64 lhs_k_contiguous=1 rhs_k_contiguous=0 warpgroups_m=2 warpgroups_n=1 partition_m=2 | tile WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits smem_pad=0 kind=bf16 lhs_mn_major=0 rhs_mn_major=1 == */
+/* == stage: WarpgroupPartitionedStage 'warpgroup_partitioned_stage': stage_m=256 stage_n=128 stage_k=64 units=256 lhs_ld=64 rhs_ld=64 lhs_k_contiguous=1 rhs_k_contiguous=0 warpgroups_m=2 warpgroups_n=1 partition_m=2 | tile WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits rhs_smem= smem_pad=0 kind=bf16 rhs_kind= lhs_mn_major=0 rhs_mn_major=1 == */
 const int lane = UNIT_ID & 31;
 const int wg_warp = (UNIT_ID >> 5) & 3;
 const int wg_index = UNIT_ID / 128;
