@@ -11,6 +11,7 @@
 #   suite       bench/suite.py --suite $SUITE (full), --tune when TUNE=1       -> suite.{json,md,png}
 #   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.{json,md}
 #   tf32        bench/tf32_layouts.py: tf32 by b's layout, vs torch's tf32     -> tf32_layouts.{json,md}
+#   lowp        bench/low_precision.py: int8, fp8 (scales), float64 vs torch     -> low_precision.{json,md}
 #   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> f32.{json,md}
 #   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> tensorcore.{json,md}
 #   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64.{json,md}
@@ -32,7 +33,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests suite special tf32 f32 tensorcore float64 overhead probes sweeps "
+KNOWN=" tests suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -73,6 +74,8 @@ stage() {  # the commands of one stage
         --json "$OUT/suite.json" --md "$OUT/suite.md" --plot "$OUT/suite.png" ;;
     special) python3 bench/special_cases.py --repeat "$REPEAT" --json "$OUT/special_cases.json" \
                --markdown "$OUT/special_cases.md" ;;
+    lowp) python3 bench/low_precision.py --repeat "$REPEAT" --json "$OUT/low_precision.json" \
+            --markdown "$OUT/low_precision.md" ;;
     tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" \
             --markdown "$OUT/tf32_layouts.md" ;;
     f32) bench f32 float32 simple_unit,double_buffering_unit,specialized,ordered,auto ;;
