@@ -26,7 +26,7 @@ from gemm_engine.algorithms.dmma import PipelinedDmmaAlgorithm, SimpleDmmaAlgori
 from gemm_engine.errors import SetupError  # noqa: E402
 from common import events_time, tiling  # noqa: E402
 
-#: 8 x 8 DMMA tiles. Pipelined base: 128 x 128 x 16 in 3 stages, planes 2 x 4 of 8 x 4 tiles (64 x 32),
+#: 8 x 8 DMMA tiles (the "h" rows: sm_90's 16 x 8 ones). Pipelined base: 128 x 128 x 16 in 3 stages, planes 2 x 4 of 8 x 4 tiles (64 x 32),
 #: fragment double buffering. Simple base: 128 x 64 x 16, planes 4 x 2 of 4 x 4 tiles (32 x 32).
 P_BASE = dict(tile_m=8, tile_n=8, planes_m=2, planes_n=4, partition_m=8, partition_n=4, stage_k=16, stages=3,
               fragment_buffering=True)
@@ -53,6 +53,21 @@ TILINGS = {  # name -> algorithm (no knobs: the algorithm's own rule)
     "p128x64k16s4": P(planes_n=2, stages=4),
     "p64x128k16s4 (32x32 planes)": P(partition_m=4, stages=4),
     "p64x64k16s4 (32x32 planes)": P(planes_n=2, partition_m=4, stages=4),
+    # sm_90's f64 shapes: 16 x 8 tiles (partition_m counts 16-row tiles), k = 4 / 8 / 16.
+    "h128x128 m16n8k8 (64x32 planes)": P(tile_m=16, tile_k=8, partition_m=4),
+    "h128x128 m16n8k16": P(tile_m=16, tile_k=16, partition_m=4),
+    "h128x128 m16n8k4": P(tile_m=16, tile_k=4, partition_m=4),
+    "h128x128 m16n8k8 nofb": P(tile_m=16, tile_k=8, partition_m=4, fragment_buffering=False),
+    "h128x128 m16n8k16 nofb": P(tile_m=16, tile_k=16, partition_m=4, fragment_buffering=False),
+    "h128x128k32 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, stage_k=32),
+    "h128x128k32 m16n8k16 nofb": P(tile_m=16, tile_k=16, partition_m=4, stage_k=32, fragment_buffering=False),
+    "h128x128s4 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, stages=4),
+    "h128x128 m16n8k8 (16 planes 32x32)": P(tile_m=16, tile_k=8, planes_m=4, planes_n=4, partition_m=2,
+                                            partition_n=4),
+    "h128x64 m16n8k8 (64x32 planes)": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2),
+    "h128x64s4 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2, stages=4),
+    "h256x128 m16n8k8 (16 planes 64x32)": P(tile_m=16, tile_k=8, planes_m=4, planes_n=4, partition_m=4),
+    "h64x64s4 m16n8k8 (32x32 planes)": P(tile_m=16, tile_k=8, planes_n=2, partition_m=2, stages=4),
     "simple_dmma": SimpleDmmaAlgorithm(),
     "s128x64 (32x32 planes)": S(),
     "s64x64 (32x32 planes)": S(planes_m=2),

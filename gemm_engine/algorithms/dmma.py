@@ -1,4 +1,5 @@
-"""Double-precision tensor-core algorithms: the DMMA tile (``mma.sync`` m8n8k4 f64) under the plane stage.
+"""Double-precision tensor-core algorithms: the DMMA tile (f64 ``mma.sync``: m16n8k8 on sm_90+,
+m8n8k4 before) under the plane stage.
 
 * ``simple_dmma``: the simple pipeline (single-stage global matmul, cyclic loaders, shared memory
   k-major) with `PlanePartitionedStage` and `DmmaTile`;
@@ -7,13 +8,14 @@
   only 8-byte aligned), shared memory in the operands' global layout.
 
 Both run float64 only, on CUDA sm_80+ (FP64 tensor cores: on the H100 about twice the FP64 FMA
-rate); everything else is refused with a SetupError. Neither is in the ``auto`` / ``simple``
-families yet: where DMMA beats register FMA is to be measured first.
+rate); everything else is refused with a SetupError. ``auto`` takes ``pipelined_dmma`` for float64
+on sm_80+ (algorithms/rules.py).
 
-Tiling: a plane owns ``partition_m x partition_n`` tiles of 8 x 8. A lane holds two doubles (four
-registers) per tile and one double per fragment, so a 64 x 32 plane (8 x 4 tiles, as CUTLASS's
-SM80 DGEMM warps) takes 128 accumulator registers and reads 12 fragments (24 shared-memory
-wavefronts) per 32 DMMAs; a 32 x 32 plane (4 x 4) takes 64 and reads 8 per 16.
+Tiling: a plane owns ``partition_m x partition_n`` instruction tiles (16 x 8 on sm_90+, 8 x 8
+before); the candidates below name a plane's extent, the same on both. A lane holds two doubles
+(four registers) per 8 x 8 of output, so a 64 x 32 plane (as CUTLASS's SM80 DGEMM warps) takes 128
+accumulator registers; with m16n8k8 it reads 24 doubles of fragments per 16 instructions (16 K
+steps' worth of 8 x 8 x 4 work: 32 instructions and 48 fragment loads with m8n8k4).
 """
 from __future__ import annotations
 
@@ -31,37 +33,55 @@ def _cubes(problem: MatmulProblem, stage_m: int, stage_n: int) -> int:
     return problem.batch * -(-problem.m // stage_m) * -(-problem.n // stage_n)
 
 
-#: simple_dmma candidates (planes_m, planes_n, partition_m, partition_n), largest stage first:
+def tile_shape(dialect: Dialect) -> dict:
+    """The f64 instruction a device runs best: m16n8k8 on sm_90+ (the H100 issues m8n8k4 at about
+    half its FP64 tensor rate), m8n8k4 before."""
+    cc = dialect.device.compute_capability or (0, 0)
+    return dict(tile_m=16, tile_k=8) if cc >= (9, 0) else dict(tile_m=8, tile_k=0)
+
+
+def _partition(plane_m: int, plane_n: int, shape: dict) -> dict:
+    return dict(partition_m=plane_m // shape["tile_m"], partition_n=plane_n // 8, **shape)
+
+
+#: simple_dmma candidates (planes_m, planes_n, plane_m, plane_n), largest stage first:
 #: 128 x 64, 64 x 64 (4 planes of 32 x 32), 32 x 32 (4 planes of 16 x 16).
-_SIMPLE_CANDIDATES = [(4, 2, 4, 4), (2, 2, 4, 4), (2, 2, 2, 2)]
+_SIMPLE_CANDIDATES = [(4, 2, 32, 32), (2, 2, 32, 32), (2, 2, 16, 16)]
 
 
 def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
-    for plm, pln, pm, pn in _SIMPLE_CANDIDATES:
-        if _cubes(problem, plm * pm * 8, pln * pn * 8) >= sms:
+    for plm, pln, wm, wn in _SIMPLE_CANDIDATES:
+        if _cubes(problem, plm * wm, pln * wn) >= sms:
             break
-    return dict(planes_m=plm, planes_n=pln, partition_m=pm, partition_n=pn, stage_k=16)
+    return dict(planes_m=plm, planes_n=pln, stage_k=16, **_partition(wm, wn, tile_shape(dialect)))
 
 
-#: pipelined_dmma candidates (planes_m, planes_n, partition_m, partition_n, stage_k, stages),
-#: largest stage first: 128 x 128 (8 planes of 64 x 32), 128 x 64 (4 planes of 64 x 32), 64 x 64
-#: (4 planes of 32 x 32, 4 slots). Unmeasured starting points (see bench/sweep_dmma_tilings.py).
+#: pipelined_dmma candidates (planes_m, planes_n, plane_m, plane_n, stage_k, stages), largest stage
+#: first: 128 x 128 (8 planes of 64 x 32), 128 x 64 (4 planes of 64 x 32), 64 x 64 (4 planes of
+#: 32 x 32, 4 slots). bench/sweep_dmma_tilings.py measures the alternatives.
 _PIPELINED_CANDIDATES = [
-    (2, 4, 8, 4, 16, 3),
-    (2, 2, 8, 4, 16, 3),
-    (2, 2, 4, 4, 16, 4),
+    (2, 4, 64, 32, 16, 3),
+    (2, 2, 64, 32, 16, 3),
+    (2, 2, 32, 32, 16, 4),
 ]
+
+
+def pipelined_dmma_presets(dialect: Dialect) -> list[dict]:
+    shape = tile_shape(dialect)
+    return [pipelined_preset(plm, pln, wm // shape["tile_m"], wn // 8, sk, stages, **shape)
+            for plm, pln, wm, wn, sk, stages in _PIPELINED_CANDIDATES]
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
-    for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES:
-        if _cubes(problem, plm * pm * 8, pln * pn * 8) >= sms:
+    presets = pipelined_dmma_presets(dialect)
+    for preset, (plm, pln, wm, wn, _, _) in zip(presets, _PIPELINED_CANDIDATES):
+        if _cubes(problem, plm * wm, pln * wn) >= sms:
             break
-    return pipelined_preset(plm, pln, pm, pn, sk, stages)
+    return preset
 
 
 @register
@@ -89,8 +109,7 @@ class PipelinedDmmaAlgorithm(Algorithm):
         return select_pipelined_dmma_tiling(problem, dialect)
 
     def tuning_space(self, problem, dialect):
-        return distinct([self.select(problem, dialect)] + [
-            pipelined_preset(plm, pln, pm, pn, sk, stages) for plm, pln, pm, pn, sk, stages in _PIPELINED_CANDIDATES])
+        return distinct([self.select(problem, dialect)] + pipelined_dmma_presets(dialect))
 
 
 #: The DMMA algorithms' tilings: plane selections of the 8 x 8 x 4 float64 tile (plus the ring

@@ -121,8 +121,9 @@ INLINE unsigned short f32_to_f16(float value) {
                                       a_regs, b_regs))
         return f"{name}({acc}, {a}, {b});"
 
-    def dmma(self, acc: str, a: str, b: str) -> str:
-        return f"{self._use(ptx.dmma())}({acc}, {a}, {b});"
+    def dmma(self, shape: tuple[int, int, int], acc: str, a: str, b: str) -> str:
+        """Statement: ``acc += a @ b`` by one warp-wide f64 ``mma.sync`` of ``shape``."""
+        return f"{self._use(ptx.dmma(*shape))}({acc}, {a}, {b});"
 
     def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
               desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None,

@@ -64,11 +64,26 @@ def mma_sync(m: int, n: int, k: int, ptx: str, acc_ptx: str, constraint: str, ct
                f'{{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"\n        : {outs}\n        : {ins});')
 
 
-def dmma() -> tuple[str, str]:
-    """``mma.sync.aligned.m8n8k4.row.col.f64``: two float64 accumulators, one element of a and b."""
-    return _fn("ptx_dmma_m8n8k4", "double* c, double a, double b",
-               '    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"\n'
-               '        : "+d"(c[0]), "+d"(c[1]) : "d"(a), "d"(b));')
+def dmma(m: int, n: int, k: int) -> tuple[str, str]:
+    """``mma.sync.aligned.m{m}n{n}k{k}.row.col.f64.f64.f64.f64`` accumulating in place into ``m / 4``
+    doubles ``c`` from ``m * k / 32`` doubles of a and ``k / 4`` of b (m8n8k4 on sm_80+, the m16n8
+    shapes on sm_90+)."""
+    nc, na, nb = m // 4, m * k // 32, k // 4
+    d = ", ".join(f"%{i}" for i in range(nc))
+    a = ", ".join(f"%{nc + i}" for i in range(na))
+    b = ", ".join(f"%{nc + na + i}" for i in range(nb))
+    outs = ", ".join(f'"+d"(c[{i}])' for i in range(nc))
+    # A single double travels by value (m8n8k4's a and b, m16n8k4's b), more as an array.
+    def operand(name: str, count: int) -> tuple[str, list[str]]:
+        if count == 1:
+            return f"double {name}", [f'"d"({name})']
+        return f"const double* {name}", [f'"d"({name}[{i}])' for i in range(count)]
+
+    (pa, ia), (pb, ib) = operand("a", na), operand("b", nb)
+    params, ins = f"double* c, {pa}, {pb}", ", ".join(ia + ib)
+    return _fn(f"ptx_dmma_m{m}n{n}k{k}", params,
+               f'    asm("mma.sync.aligned.m{m}n{n}k{k}.row.col.f64.f64.f64.f64 {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"\n'
+               f'        : {outs} : {ins});')
 
 
 def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "f32",

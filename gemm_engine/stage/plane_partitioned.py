@@ -40,8 +40,8 @@ from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEvent
 # pads by 4 doubles, see tile/dmma.py).
 SMEM_PAD = 8
 PLANE = 32
-# Accumulator registers per lane beyond which the partition would spill (4 per 16 x 8 f32 tile,
-# and per 8 x 8 f64 one: two doubles).
+# Accumulator registers per lane beyond which the partition would spill (`TileConfig.acc_regs`
+# per tile: 4 for a 16 x 8 f32 tile and an 8 x 8 f64 one, 8 for a 16 x 8 f64 one).
 _MAX_ACC_REGS = 128
 
 
@@ -85,11 +85,11 @@ class PlanePartitionedStage(StageMatmul):
         pm, pn = selection.partition_m, selection.partition_n
         plm, pln, sk = selection.planes_m, selection.planes_n, selection.stage_k
         self._check_positive(partition_m=pm, partition_n=pn, planes_m=plm, planes_n=pln, stage_k=sk)
-        if pm * pn * 4 > _MAX_ACC_REGS:
-            raise SetupError(self.name, f"partition {pm}x{pn} needs {pm * pn * 4} accumulator registers "
-                                        f"per lane (at most {_MAX_ACC_REGS} without spilling)")
         if sk % tile_cfg.tile_k:
             raise SetupError(self.name, f"stage_k={sk} is not a multiple of tile_k={tile_cfg.tile_k}")
+        if pm * pn * tile_cfg.acc_regs > _MAX_ACC_REGS:
+            raise SetupError(self.name, f"partition {pm}x{pn} needs {pm * pn * tile_cfg.acc_regs} accumulator "
+                                        f"registers per lane (at most {_MAX_ACC_REGS} without spilling)")
         units = self._groups_units(plm * pln, "planes", PLANE, dialect)
         sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
         # The orientation is the loaders' (k-major for task loaders; as stored in global memory for

@@ -85,6 +85,12 @@ class TileConfig:
     smem_pad: int = 0
 
     @property
+    def acc_regs(self) -> int:
+        """32-bit registers per lane of one accumulator of a plane tile (4: a 16 x 8 f32 / s32 tile,
+        an 8 x 8 f64 one); tiles of other sizes say theirs."""
+        return 4
+
+    @property
     def smem_word(self) -> str:
         return self.smem or self.compute
 

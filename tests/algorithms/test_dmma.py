@@ -74,7 +74,7 @@ def test_refuses_mixed_operands():
 
 
 @pytest.mark.parametrize("sel, needle", [
-    (PlaneSelection(), "instruction shape"),                     # 16 x 8 tiles are mma.sync's, not DMMA's
+    (DmmaSelection(tile_m=16, tile_k=32), "instruction shape"),
     (DmmaSelection(tile_k=8), "instruction shape"),
     (DmmaSelection(stage_k=6), "multiple of tile_k"),
     (DmmaSelection(partition_m=8, partition_n=8), "accumulator registers"),
@@ -84,6 +84,14 @@ def test_refuses_mixed_operands():
 def test_refuses_bad_selections(sel, needle):
     with pytest.raises(SetupError, match=needle):
         SimpleDmmaAlgorithm(sel).setup(problem(), SM90)
+
+
+def test_sm90_shapes_need_sm90():
+    """mma.sync's 16 x 8 plane tile is an f64 shape on sm_90 only (m16n8k4 with tile_k=0)."""
+    with pytest.raises(SetupError, match="needs sm_90"):
+        SimpleDmmaAlgorithm(PlaneSelection()).setup(problem(), SM80)
+    st = SimpleDmmaAlgorithm(PlaneSelection()).setup(problem(), SM90).batch.global_.stage
+    assert (st.tile.tile_m, st.tile.tile_n, st.tile.tile_k) == (16, 8, 4)
 
 
 def test_simple_config():
@@ -106,9 +114,11 @@ def test_tiling_rules_fill_the_device():
             sel = select(problem((1, n, n, n)), SM90)
             fills = -(-n // sel.stage_m) * -(-n // sel.stage_n) >= 132
             assert fills or (sel.stage_m, sel.stage_n) in ((32, 32), (64, 64)), (select.__name__, n, sel)
-    big = select_pipelined_dmma_tiling(problem((1, 4096, 4096, 4096)), SM90)
-    assert (big.stage_m, big.stage_n, big.stage_k, big.stages) == (128, 128, 16, 3)
-    assert (big.partition_m * 8, big.partition_n * 8) == (64, 32)
+    for dialect, tile in ((SM80, (8, 8, 4)), (SM90, (16, 8, 8))):
+        big = select_pipelined_dmma_tiling(problem((1, 4096, 4096, 4096)), dialect)
+        assert (big.stage_m, big.stage_n, big.stage_k, big.stages) == (128, 128, 16, 3)
+        assert (big.tile_m, big.tile_n, big.tile_k or 4) == tile
+        assert (big.partition_m * big.tile_m, big.partition_n * 8) == (64, 32)
 
 
 @pytest.mark.parametrize("lhs, rhs", [(ROW, ROW), (ROW, COL), (COL, ROW), (COL, COL)])
@@ -158,6 +168,13 @@ COMPILE_CASES = [  # (algorithm, shape, lhs, rhs, align, selection): every loade
      PipelinedDmmaSelection(planes_n=2, partition_m=4, stage_k=32, stages=4, fragment_buffering=True)),
     (PipelinedDmmaAlgorithm, (1, 512, 512, 512), ROW, COL, (2, 2), PipelinedDmmaSelection(fragment_buffering=False)),
 ]
+#: sm_90 shapes other than auto's m16n8k8, compiled for sm_90a only.
+SM90_COMPILE_CASES = [
+    (PipelinedDmmaAlgorithm, (1, 4093, 4093, 4093), ROW, COL, (1, 1),
+     PipelinedDmmaSelection(tile_m=16, tile_k=16, partition_m=4, partition_n=4, planes_m=2, planes_n=4)),
+    (PipelinedDmmaAlgorithm, (1, 4096, 4096, 4096), COL, ROW, (2, 2),
+     PipelinedDmmaSelection(tile_m=16, tile_k=4, partition_m=4, partition_n=4, planes_m=2, planes_n=4)),
+]
 
 
 def compile_case_jobs() -> list:
@@ -167,6 +184,10 @@ def compile_case_jobs() -> list:
             alg = alg_cls(sel)
             cfg = alg.setup(problem(shape, lhs, rhs, align), dialect)
             jobs.append((f"{alg.name} case {i}", alg.render(cfg, dialect), arch))
+    for i, (alg_cls, shape, lhs, rhs, align, sel) in enumerate(SM90_COMPILE_CASES):
+        alg = alg_cls(sel)
+        jobs.append((f"{alg.name} sm_90 case {i}", alg.render(alg.setup(problem(shape, lhs, rhs, align), SM90), SM90),
+                     SM90A_FLAG))
     return jobs
 
 
@@ -176,7 +197,8 @@ def test_compiles_without_spills():
     nvcc = nvcc_or_skip()
     jobs = compile_case_jobs()
     for name, src, arch in jobs:
-        assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64" in src, name
+        shapes = ("m8n8k4",) if arch == SM80_FLAG else ("m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16")
+        assert any(f"mma.sync.aligned.{s}.row.col.f64.f64.f64.f64" in src for s in shapes), (name, arch)
     for (name, arch), compiled in compile_jobs(jobs, nvcc).items():
         trouble = compiled.spill_problem()
         assert trouble is None, f"{name} [{arch}]: {trouble}"
