@@ -28,9 +28,9 @@ from common import events_time, tiling  # noqa: E402
 
 #: 8 x 8 DMMA tiles (the "h" rows: sm_90's 16 x 8 ones). Pipelined base: 128 x 128 x 16 in 3 stages, planes 2 x 4 of 8 x 4 tiles (64 x 32),
 #: fragment double buffering. Simple base: 128 x 64 x 16, planes 4 x 2 of 4 x 4 tiles (32 x 32).
-P_BASE = dict(tile_m=8, tile_n=8, planes_m=2, planes_n=4, partition_m=8, partition_n=4, stage_k=16, stages=3,
+P_BASE = dict(tile_m=8, tile_n=8, tile_k=0, planes_m=2, planes_n=4, partition_m=8, partition_n=4, stage_k=16, stages=3,
               fragment_buffering=True)
-S_BASE = dict(tile_m=8, tile_n=8, planes_m=4, planes_n=2, partition_m=4, partition_n=4, stage_k=16,
+S_BASE = dict(tile_m=8, tile_n=8, tile_k=0, planes_m=4, planes_n=2, partition_m=4, partition_n=4, stage_k=16,
               fragment_buffering=False)
 
 
@@ -66,6 +66,17 @@ TILINGS = {  # name -> algorithm (no knobs: the algorithm's own rule)
                                             partition_n=4),
     "h128x64 m16n8k8 (64x32 planes)": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2),
     "h128x64s4 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2, stages=4),
+    "h128x64 m16n8k4": P(tile_m=16, tile_k=4, partition_m=4, planes_n=2),
+    "h128x64 m16n8k16": P(tile_m=16, tile_k=16, partition_m=4, planes_n=2),
+    "h128x64 m16n8k8 nofb": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2, fragment_buffering=False),
+    "h128x64k32 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2, stage_k=32),
+    "h128x64k32 m16n8k16": P(tile_m=16, tile_k=16, partition_m=4, planes_n=2, stage_k=32),
+    "h128x64k32s2 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2, stage_k=32, stages=2),
+    "h128x64k8s4 m16n8k8": P(tile_m=16, tile_k=8, partition_m=4, planes_n=2, stage_k=8, stages=4),
+    "h128x64 m16n8k8 (8 planes 32x32)": P(tile_m=16, tile_k=8, planes_m=4, planes_n=2, partition_m=2),
+    "h64x128 m16n8k8 (64x32 planes)": P(tile_m=16, tile_k=8, planes_m=1, planes_n=4, partition_m=4),
+    "h64x128 m16n8k8 (32x64 planes)": P(tile_m=16, tile_k=8, planes_m=2, planes_n=2, partition_m=2,
+                                        partition_n=8),
     "h256x128 m16n8k8 (16 planes 64x32)": P(tile_m=16, tile_k=8, planes_m=4, planes_n=4, partition_m=4),
     "h64x64s4 m16n8k8 (32x32 planes)": P(tile_m=16, tile_k=8, planes_n=2, partition_m=2, stages=4),
     "simple_dmma": SimpleDmmaAlgorithm(),

@@ -59,26 +59,33 @@ def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
 
 
 #: pipelined_dmma candidates (planes_m, planes_n, plane_m, plane_n, stage_k, stages), largest stage
-#: first: 128 x 128 (8 planes of 64 x 32), 128 x 64 (4 planes of 64 x 32), 64 x 64 (4 planes of
-#: 32 x 32, 4 slots). bench/sweep_dmma_tilings.py measures the alternatives.
-_PIPELINED_CANDIDATES = [
-    (2, 4, 64, 32, 16, 3),
-    (2, 2, 64, 32, 16, 3),
-    (2, 2, 32, 32, 16, 4),
-]
+#: first, per architecture. sm_80 (m8n8k4): 128 x 128 (8 planes of 64 x 32), 128 x 64 (4 planes of
+#: 64 x 32), 64 x 64 (4 planes of 32 x 32, 4 slots). sm_90 (m16n8k8), from bench/sweep_dmma_tilings.py
+#: on the H100 (h100_2026-11-25_sweep_dmma_tilings.json): 128 x 64 in 3 slots ran 0.91-0.95x cuBLAS at
+#: 2048^3 / 4096^3 against 0.78-0.82x for every 128 x 128 (eight planes share the SM's FP64 tensor
+#: units no faster than four, and three 73 KiB cubes fit an SM where 128 x 128 fits two).
+_PIPELINED_CANDIDATES = {
+    (8, 0): [(2, 4, 64, 32, 16, 3), (2, 2, 64, 32, 16, 3), (2, 2, 32, 32, 16, 4)],
+    (9, 0): [(2, 2, 64, 32, 16, 3), (2, 2, 32, 32, 16, 4)],
+}
+
+
+def _pipelined_candidates(dialect: Dialect) -> list[tuple]:
+    cc = dialect.device.compute_capability or (8, 0)
+    return _PIPELINED_CANDIDATES[(9, 0) if cc >= (9, 0) else (8, 0)]
 
 
 def pipelined_dmma_presets(dialect: Dialect) -> list[dict]:
     shape = tile_shape(dialect)
     return [pipelined_preset(plm, pln, wm // shape["tile_m"], wn // 8, sk, stages, **shape)
-            for plm, pln, wm, wn, sk, stages in _PIPELINED_CANDIDATES]
+            for plm, pln, wm, wn, sk, stages in _pipelined_candidates(dialect)]
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
     presets = pipelined_dmma_presets(dialect)
-    for preset, (plm, pln, wm, wn, _, _) in zip(presets, _PIPELINED_CANDIDATES):
+    for preset, (plm, pln, wm, wn, _, _) in zip(presets, _pipelined_candidates(dialect)):
         if _cubes(problem, plm * wm, pln * wn) >= sms:
             break
     return preset

@@ -114,9 +114,10 @@ def test_tiling_rules_fill_the_device():
             sel = select(problem((1, n, n, n)), SM90)
             fills = -(-n // sel.stage_m) * -(-n // sel.stage_n) >= 132
             assert fills or (sel.stage_m, sel.stage_n) in ((32, 32), (64, 64)), (select.__name__, n, sel)
-    for dialect, tile in ((SM80, (8, 8, 4)), (SM90, (16, 8, 8))):
+    # sm_90: 128 x 64 (measured 0.91-0.95x cuBLAS against 0.78-0.82x for 128 x 128 on the H100).
+    for dialect, tile, stage_n in ((SM80, (8, 8, 4), 128), (SM90, (16, 8, 8), 64)):
         big = select_pipelined_dmma_tiling(problem((1, 4096, 4096, 4096)), dialect)
-        assert (big.stage_m, big.stage_n, big.stage_k, big.stages) == (128, 128, 16, 3)
+        assert (big.stage_m, big.stage_n, big.stage_k, big.stages) == (128, stage_n, 16, 3)
         assert (big.tile_m, big.tile_n, big.tile_k or 4) == tile
         assert (big.partition_m * big.tile_m, big.partition_n * 8) == (64, 32)
 
@@ -130,7 +131,7 @@ def test_pipelined_shared_memory_follows_the_global_layout(lhs, rhs):
     assert g.lhs_loader.size == 8 and g.lhs_loader.vec == 2
     assert g.lhs_loader.smem_bytes == st.lhs_smem_elems * 8 and g.rhs_loader.smem_bytes == st.rhs_smem_elems * 8
     assert g.dynamic_shared_bytes == g.stages * (g.lhs_loader.smem_bytes + g.rhs_loader.smem_bytes)
-    assert g.dynamic_shared_bytes <= 120 * 1024        # 128 x 128 x 16 in 3 slots: 110 to 120 KiB
+    assert g.dynamic_shared_bytes <= 120 * 1024        # at most 128 x 128 x 16 in 3 slots: 110 to 120 KiB
 
 
 @pytest.mark.parametrize("align, piece", [(2, 2), (1, 1)])
