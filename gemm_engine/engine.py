@@ -190,16 +190,17 @@ class Engine:
         target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=a.device)
         stream = torch_stream(torch, device)
         pt = target.data_ptr()
-        if call.direct and call.direct(pa, pb, pt, stream=stream):
+        more = call.fused_values(extras, _torch_address) if call.fused else ()
+        if call.direct and call.direct(pa, pb, pt, *more, stream=stream):
             self.last_choice = (plan.algorithm, plan.config)
             return target
         with self.runtime.on_stream(stream):
             values = {"lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0}
             if call.fused:
-                values.update(epilogue_arguments(extras, lambda x: (x.data_ptr(), 0)))
+                values.update(epilogue_arguments(extras, _torch_address))
             args = call.packer.pack(self.launcher.with_workspace(plan, values, call.packer.fixed))
             if call.direct is None:
-                call.direct = False if call.fused else self.launcher.prepare_direct(plan, args, call.packer.fixed)
+                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
             self.launcher.run_packed(plan, args)
         self.last_choice = (plan.algorithm, plan.config)
         return target
@@ -243,10 +244,10 @@ class Engine:
         rt = self.runtime
         plan = call.plan
         if call.direct and out is None:
-            # A one-kernel plan with no epilogue arguments on CUDA: only the three addresses
-            # change between calls (codegen/cuda_launch.py, `PreparedLaunch`).
+            # A one-kernel plan on CUDA: only the three addresses (and a fused call's epilogue
+            # values) change between calls (codegen/cuda_launch.py, `PreparedLaunch`).
             target = rt.empty(call.out_shape, call.dtype)
-            if call.direct(a, b, target):
+            if call.direct(a, b, target, *(call.fused_values(extras, rt.ptr_arg) if call.fused else ())):
                 self.last_choice = (plan.algorithm, plan.config)
                 return target
         arrays = {name: x for name, x in zip(("c", "bias", "scale_a", "scale_b"), extras[2:])
@@ -259,7 +260,7 @@ class Engine:
         if call.direct is None:
             # The plan's first fast call prepares its direct launch (only the first: a plan the
             # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
-            call.direct = False if call.fused else self.launcher.prepare_direct(plan, args, call.packer.fixed)
+            call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
         self.launcher.run_packed(plan, args)
         rt.record(target)
         self.last_choice = (plan.algorithm, plan.config)
@@ -382,6 +383,11 @@ class Engine:
                     alg = None
             self._tuned[key] = alg
         return self._tuned[key]
+
+
+def _torch_address(x) -> tuple[int, int]:
+    """A torch tensor's (pointer, element offset): its data pointer already includes the offset."""
+    return x.data_ptr(), 0
 
 
 def _torch_meta(tensor_type):

@@ -101,16 +101,16 @@ class Launcher:
         scratch = rt.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
         return {**values, "workspace": rt.ptr_arg(scratch)[0]}
 
-    def prepare_direct(self, plan: Plan, args: tuple, fixed: dict):
-        """The launch with only the three addresses new (`CallPlan.direct`), for a one-kernel plan
-        without a workspace on a runtime that offers it; a plan whose by-value parameters derive
-        from the operands' addresses (TMA maps) gets them per address pair (`DerivedDirect`).
-        False otherwise."""
+    def prepare_direct(self, plan: Plan, args: tuple, fixed: dict, more: tuple[str, ...] = ()):
+        """The launch with only the three addresses new (`CallPlan.direct`), and the parameters
+        ``more`` (a fused call's epilogue values), for a one-kernel plan without a workspace on a
+        runtime that offers it; a plan whose by-value parameters derive from the operands'
+        addresses (TMA maps) gets them per address pair (`DerivedDirect`). False otherwise."""
         if plan.workspace is not None or len(plan.launches) != 1:
             return False
         launch = plan.launches[0]
         prepared = self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,
-                                               plan.signature.positions(("lhs_base", "rhs_base", "out_base")))
+                                               plan.signature.positions(("lhs_base", "rhs_base", "out_base") + more))
         if not prepared:
             return False
         return prepared if plan.call_values is None else DerivedDirect(prepared, plan, fixed)
@@ -136,7 +136,7 @@ class DerivedDirect:
         self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
         self._structs: OrderedDict = OrderedDict()
 
-    def __call__(self, a, b, out, stream=None) -> bool:
+    def __call__(self, a, b, out, *more, stream=None) -> bool:
         pa = a if type(a) is int else a.data.ptr
         pb = b if type(b) is int else b.data.ptr
         structs = self._structs.get((pa, pb))
@@ -145,7 +145,7 @@ class DerivedDirect:
             structs = self._structs[(pa, pb)] = [derived[n] for n in self.names]
             if len(self._structs) > self.PAIRS:
                 self._structs.popitem(last=False)
-        return self.prepared(a, b, out, stream=stream, structs=structs)
+        return self.prepared(a, b, out, *more, stream=stream, structs=structs)
 
 
 @dataclass
@@ -158,8 +158,9 @@ class CallPlan:
     out_shape: tuple
     dtype: np.dtype
     fused: bool                  # the epilogue takes arguments (alpha, c, bias...) per call
-    #: ``direct(a, b, out) -> bool``: the launch with only the three addresses new (CUDA; prepared
-    #: by the plan's first fast call; False where it cannot be); False when it cannot launch now.
+    #: ``direct(a, b, out, *fused_values) -> bool``: the launch with only the three addresses (and
+    #: a fused call's epilogue values) new (CUDA; prepared by the plan's first fast call; False
+    #: where it cannot be); False when it cannot launch now.
     direct: object = None
 
     @classmethod
@@ -172,6 +173,26 @@ class CallPlan:
             changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
         return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused)
+
+    @property
+    def fused_names(self) -> tuple[str, ...]:
+        """The kernel parameters a fused call sets per call (its epilogue's), in signature order."""
+        return tuple(p.name for p in self._fused_params)
+
+    @property
+    def _fused_params(self) -> tuple:
+        cached = self.__dict__.get("_fused")
+        if cached is None:
+            per_call = {"alpha", "beta"} | {f"{n}_{part}" for n in _EPILOGUE_ARRAYS for part in ("base", "offset")}
+            cached = self.__dict__["_fused"] = tuple(p for p in self.plan.signature.params
+                                                     if self.fused and p.name in per_call)
+        return cached
+
+    def fused_values(self, extras, address) -> list:
+        """A fused call's epilogue values, converted, in the order of `fused_names` (`direct`'s
+        arguments after the three addresses)."""
+        values = epilogue_arguments(extras, address)
+        return [p.convert(values[p.name]) for p in self._fused_params]
 
     def torch_dtype(self):
         """The result's torch dtype (looked up once per call plan: the torch fast path's budget is

@@ -75,6 +75,20 @@ def test_cuda_tensors_zero_copy_on_torchs_stream(engine, rng):
     assert rel_error(r.cpu().numpy(), reference(a.cpu().numpy(), b.cpu().numpy())) < 1e-5
 
 
+def test_repeated_fused_calls_on_cuda_tensors_see_each_calls_values(engine):
+    """The torch fast path of fused calls (a direct launch from the third call on) takes every
+    call's alpha, beta, c and bias, and the scales' numbers."""
+    if engine.backend != "cuda" or not torch.cuda.is_available():
+        pytest.skip("needs the CUDA backend and torch with a GPU")
+    dev = torch.device("cuda", engine.runtime.device_index)
+    a, b = torch.randn(130, 70, device=dev), torch.randn(70, 90, device=dev)
+    for i, (alpha, beta) in enumerate(((1.5, 0.5), (-2.0, 3.0), (0.25, -1.0), (3.0, 0.0), (1.0, 2.0))):
+        c, bias = torch.randn(130, 90, device=dev), torch.randn(90, device=dev)
+        got = engine.matmul(a, b, alpha=alpha, beta=beta, c=c, bias=bias, activation="relu", scale_a=0.5 + i)
+        want = torch.relu(alpha * (0.5 + i) * (a.double() @ b.double()) + beta * c.double() + bias.double())
+        assert rel_error(got.double().cpu().numpy(), want.cpu().numpy()) < 1e-5, (alpha, beta)
+
+
 def gemm_matmul(engine, a, b):
     return engine.matmul(a, b)
 

@@ -255,7 +255,16 @@ def per_call_torch(engine, size: int = 64, calls: int = 2000, repeats: int = 5,
         ref, ref_host, _ = _us_per_call(lambda: torch.matmul(a, b), torch.cuda.synchronize, calls, repeats)
         out[name] = {"engine_us": eng, "torch_us": ref, "ratio": eng / ref,
                      "engine_host_us": eng_host, "torch_host_us": ref_host}
-    return {"size": size, "calls": calls, "repeats": repeats, "dtypes": out,
+    # A fused call (bias + relu) against torch's two ops, float16: the epilogue's values travel per call.
+    a, b = (torch.randn(size, size, device="cuda").half() for _ in range(2))
+    bias = torch.randn(size, device="cuda").half()
+    eng, eng_host, _ = _us_per_call(lambda: engine.matmul(a, b, bias=bias, activation="relu"),
+                                    torch.cuda.synchronize, calls, repeats)
+    ref, ref_host, _ = _us_per_call(lambda: torch.relu_(torch.addmm(bias, a, b)), torch.cuda.synchronize, calls,
+                                    repeats)
+    fused = {"engine_us": eng, "torch_us": ref, "ratio": eng / ref, "engine_host_us": eng_host,
+             "torch_host_us": ref_host}
+    return {"size": size, "calls": calls, "repeats": repeats, "dtypes": out, "fused_float16": fused,
             "ratio": max(r["ratio"] for r in out.values())}
 
 
@@ -307,4 +316,9 @@ def format_overhead(d: dict) -> str:
     for name, r in ((d.get("per_call_torch") or {}).get("dtypes") or {}).items():
         out.append(f"  torch {name}: gemm_engine.matmul {r['engine_us']:.1f} us, torch.matmul {r['torch_us']:.1f} us "
                    f"({r['ratio']:.2f}x; host-only {r['engine_host_us']:.1f} vs {r['torch_host_us']:.1f})")
+    r = (d.get("per_call_torch") or {}).get("fused_float16")
+    if r:
+        out.append(f"  torch float16 bias + relu: gemm_engine.matmul {r['engine_us']:.1f} us, "
+                   f"torch.relu_(torch.addmm) {r['torch_us']:.1f} us ({r['ratio']:.2f}x; host-only "
+                   f"{r['engine_host_us']:.1f} vs {r['torch_host_us']:.1f})")
     return "\n".join(out)

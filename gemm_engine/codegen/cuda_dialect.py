@@ -7,6 +7,8 @@ helper is defined only in sources that call it (`Dialect.helpers_for`). The WMMA
 """
 from __future__ import annotations
 
+import re
+
 from . import ptx
 from .device import DeviceInfo
 from .dialect_base import Dialect
@@ -230,6 +232,15 @@ INLINE unsigned short f32_to_f16(float value) {
 #: PTX that exists only on an architecture-specific target (sm_90a: wgmma, setmaxnreg). A kernel
 #: using it must be compiled for that target, whose code runs on exactly that compute capability.
 _ARCH_SPECIFIC_PTX = ("wgmma.", "setmaxnreg.")
+
+
+#: PTX that needs sm_90 but no architecture-specific target (the f64 m16n8 mma.sync shapes).
+_SM90_PTX = re.compile(r"mma\.sync\.aligned\.m16n8k\d+\.row\.col\.f64")
+
+
+def source_needs_sm90(source: str) -> bool:
+    """Whether a kernel's source uses PTX that sm_80 lacks (an sm_90 target, "a" or not)."""
+    return any(w in source for w in _ARCH_SPECIFIC_PTX) or _SM90_PTX.search(source) is not None
 
 
 def cuda_target_arch(device: DeviceInfo, source: str) -> str | None:

@@ -63,6 +63,10 @@ class ByValueBlock(ParamBlock):
             ctypes.memmove(address, x, size)
 
 
+#: The converted scalar types a prepared launch takes per call (`Param.convert`'s).
+_CONVERTED = (np.float32, np.float64, np.int64)
+
+
 def _slot_value(x, ndarray) -> int:
     t = type(x)
     if t is np.int64 or t is int:
@@ -155,10 +159,11 @@ class DriverLauncher:
 
 
 class PreparedLaunch:
-    """One kernel launch whose arguments are all fixed but the arrays at ``arrays`` positions: its
-    own parameter block, filled once, gets only their addresses per call (0.3 us instead of the
-    1.9 us of a full refill, bench/per_call_overhead.py). ``__call__`` returns False, launching nothing,
-    when another device is current (the caller then takes the general path)."""
+    """One kernel launch whose arguments are all fixed but those at the ``arrays`` positions (the
+    three addresses, and a fused call's epilogue values): its own parameter block, filled once,
+    gets only those per call (0.3 us instead of the 1.9 us of a full refill,
+    bench/per_call_overhead.py). ``__call__`` returns False, launching nothing, when another device
+    is current (the caller then takes the general path)."""
 
     def __init__(self, runtime, kernel, cubes: int, units: int, args: tuple, shared_bytes: int,
                  arrays: tuple[int, ...]):
@@ -174,7 +179,8 @@ class PreparedLaunch:
         self._launch = launcher.launch_kernel
 
     def __call__(self, *arrays, stream: int | None = None, structs=None) -> bool:
-        """Launch with these arrays (CuPy arrays, or addresses as ints) at the array positions, on
+        """Launch with these values (CuPy arrays, addresses as ints, or converted scalars: numpy
+        float32 / float64 / int64) at the positions, on
         ``stream`` (a raw stream handle) or CuPy's current stream; ``structs``: new values of the
         by-value parameters, in order (``bytes``), where the plan derives them per call."""
         cp = self.cp
@@ -191,7 +197,8 @@ class PreparedLaunch:
             for (_, address, size), data in zip(block.by_value, structs):
                 ctypes.memmove(address, data, size)
         for position, x in zip(self.positions, arrays):
-            slots[position] = x if type(x) is int else x.data.ptr
+            t = type(x)
+            slots[position] = x if t is int else _slot_value(x, cp.ndarray) if t in _CONVERTED else x.data.ptr
         self._launch(self.function, self.cubes, 1, 1, self.units, 1, 1, self.shared,
                      cp.cuda.get_current_stream().ptr if stream is None else stream, block.address, 0)
         return True

@@ -42,7 +42,7 @@ class _FakeRuntime:
     """What PreparedLaunch reads of a CudaRuntime, with a recording cuLaunchKernel."""
 
     def __init__(self):
-        self.launched, self.set_devices = [], []
+        self.launched, self.set_devices, self.slots_read = [], [], 4
         rt = self
 
         class cp:
@@ -70,7 +70,7 @@ class _FakeRuntime:
 
         class Launcher:
             def launch_kernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, address, extra):
-                n = 4
+                n = rt.slots_read
                 addresses = (ctypes.c_void_p * n).from_address(address)
                 rt.launched.append([ctypes.c_int64.from_address(addresses[i]).value for i in range(n)])
 
@@ -99,6 +99,26 @@ def test_prepared_launch_changes_only_the_array_slots_per_thread():
     thread.join()
     assert launch(Arr(500), Arr(600))
     assert rt.launched == [[100, 5, 200, -1], [300, 5, 400, -1], [500, 5, 600, -1]]
+
+
+def test_prepared_launch_takes_a_fused_calls_epilogue_values():
+    """Positions past the three addresses take a fused call's converted values per call: float32
+    alpha in the slot's low 4 bytes, float64 beta's 8 bytes, int64 offsets, int addresses."""
+    from gemm_engine.codegen.cuda_launch import PreparedLaunch
+
+    class Arr:
+        def __init__(self, ptr):
+            self.data = type("M", (), {"ptr": ptr})()
+
+    rt = _FakeRuntime()
+    rt.slots_read = 8
+    args = (FakeArray(), FakeArray(), FakeArray(), np.float32(1), np.float64(0), np.int64(9), FakeArray(), np.int64(0))
+    launch = PreparedLaunch(rt, None, 2, 32, args, 0, (0, 1, 2, 3, 4, 6, 7))
+    assert launch(Arr(10), Arr(20), 30, np.float32(-2.5), np.float64(0.75), 4096, np.int64(3))
+    slots = rt.launched[-1]
+    assert slots[:3] == [10, 20, 30] and slots[5] == 9 and slots[6:] == [4096, 3]
+    assert np.int64(slots[3]).astype(np.int32).view(np.float32) == np.float32(-2.5)
+    assert np.int64(slots[4]).view(np.float64) == 0.75
 
 
 def test_by_value_arguments_get_aligned_buffers_of_their_own():

@@ -186,11 +186,13 @@ def test_k_zero(engine, rng):
 
 
 def test_device_arrays_take_the_cached_path(engine, rng):
-    """Repeated fused calls on device arrays reuse a plan and still see new alpha, beta and data."""
+    """Repeated fused calls on device arrays reuse a plan and still see new alpha, beta and data
+    (the first call plans, the second packs and prepares the direct launch on CUDA, the later ones
+    launch it with only the addresses and epilogue values new)."""
     rt = engine.runtime
     a, b = random(rng, (37, 19), "float32"), random(rng, (19, 45), "float32")
     da, db = rt.to_device(a), rt.to_device(b)
-    for alpha, beta in ((1.5, 0.5), (-2.0, 3.0)):
+    for alpha, beta in ((1.5, 0.5), (-2.0, 3.0), (0.25, -1.0), (3.0, 0.0)):
         c, bias = random(rng, (37, 45), "float32"), random(rng, (45,), "float32")
         dc, dbias = rt.to_device(c), rt.to_device(bias)
         result = rt.to_host(engine.matmul(da, db, alpha=alpha, beta=beta, c=dc, bias=dbias, activation="silu"))
