@@ -4,11 +4,13 @@ Every writer stores through `GlobalMatmul.store` (or its parts: `output_value`, 
 fused epilogue and the bounds checks are the same whichever writer an algorithm composes.
 
 * `DirectWriter`: one store per accumulator element, as the stage hands them out.
-* `PairedWriter`: half-precision outputs leave two at a time: the two accumulators a lane holds at
-  (row, col) and (row, col + 1) (col even) become one 32-bit store of both, converted by one paired
-  conversion, when the output's base and leading dimension are 4-byte aligned (checked once, at run
-  time: the problem does not describe the output) and col + 1 is in range; else one by one.
-  Only where the dialect has the paired conversion (CUDA sm_80+); elsewhere it is `DirectWriter`.
+* `PairedWriter`: outputs leave two at a time: the two accumulators a lane holds at (row, col) and
+  (row, col + 1) (col even) become one store of both, when the output's base and leading dimension
+  are aligned to the pair (checked once, at run time: the problem does not describe the output)
+  and col + 1 is in range; else one by one. Half precision: one 32-bit store converted by one
+  paired conversion (where the dialect has it: CUDA sm_80+); float32, int32 and float64: one 8- or
+  16-byte vector store (the H100's int8 kernel stalled 32% of its cycles on a full store queue
+  with one 4-byte store per int32 result).
 * `StagedWriter` (knob ``staged_output``): the accumulators go through the epilogue into a tile in
   the global level's shared-memory ring (`SHARED_RING`), then the cube copies the tile out in
   16-byte row segments. A tensor-core fragment gives each lane two adjacent elements of eight rows,
@@ -46,19 +48,30 @@ class DirectWriter:
 
 
 _HALF_PAIRS = {"f16_bits": "f16x2", "bf16_bits": "bf16x2"}
+#: Output words a pair of which is one two-wide vector (float2, int2, double2: both dialects').
+_WORD_PAIRS = ("f32", "i32", "f64")
 
 
 class PairedWriter(DirectWriter):
     name = "paired"
 
     def setup(self, problem, selection, dialect) -> WriterConfig:
-        return WriterConfig(pairs=problem.out.storage in _HALF_PAIRS and dialect.supports("pack_half2"))
+        storage = problem.out.storage
+        return WriterConfig(pairs=(storage in _HALF_PAIRS and dialect.supports("pack_half2"))
+                            or storage in _WORD_PAIRS)
 
     def write(self, g, cfg, d, scope) -> str:
         if not cfg.writer.pairs:
             return super().write(g, cfg, d, scope)
-        cvt = _HALF_PAIRS[cfg.out.storage]
+        storage = cfg.out.storage
         out = scope.out
+
+        def pair_store(index, lo, hi):
+            if storage in _HALF_PAIRS:
+                return f"*(GLOBAL unsigned*)({out.ptr} + {index}) = {d.pack_half2(_HALF_PAIRS[storage], hi, lo)};"
+            vec = f"{d.c_type(storage)}2"
+            return (f"{{ {vec} pv; pv.x = {lo}; pv.y = {hi}; "
+                    f"{d.vector_ref('global', storage, 2, f'{out.ptr} + {index}')} = pv; }}")
         pending: list = []
 
         def single(row, col, value):
@@ -77,14 +90,15 @@ class PairedWriter(DirectWriter):
             index = f"({scope.m0} + {r0}) * {out.ld} + {scope.n0} + {c0}"
             hi = g.output_value(cfg, d, scope, row, col, value)
             lo = g.output_value(cfg, d, scope, r0, c0, v0)
-            pair = f"*(GLOBAL unsigned*)({out.ptr} + {index}) = {d.pack_half2(cvt, hi, lo)};"
+            pair = pair_store(index, lo, hi)
             return f"if ({' && '.join(conds)}) {pair}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}"
 
         code = g.stage.write(cfg.stage, d, writer)
         if pending:
             code += "\n" + single(*pending.pop())
-        return (f"const bool out_pairs = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * 2)) "
-                f"& 3) == 0;\n" + code)
+        size = cfg.out.itemsize
+        return (f"const bool out_pairs = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {size})) "
+                f"& {2 * size - 1}) == 0;\n" + code)
 
 
 class StagedWriter(PairedWriter):
