@@ -83,3 +83,14 @@ def test_capabilities(cc, expect):
 def test_dialect_device_mismatch():
     with pytest.raises(ValueError, match="cuda device"):
         CudaDialect(DeviceInfo("opencl", "x", 1, 65536, 256, 1))
+
+
+def test_sources_that_need_sm90_are_recognized():
+    """float64's m16n8 shapes and the sm_90a instructions need an sm_90 target; m8n8k4 f64 and the
+    16-bit m16n8k16 shape do not (tests/codegen/test_cuda_sources.py compiles by this)."""
+    from gemm_engine.codegen.cuda_dialect import source_needs_sm90
+    for k in (4, 8, 16):
+        assert source_needs_sm90(f'asm("mma.sync.aligned.m16n8k{k}.row.col.f64.f64.f64.f64 {{%0}}")')
+    assert source_needs_sm90('asm volatile("wgmma.fence.sync.aligned;")')
+    assert not source_needs_sm90('asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}")')
+    assert not source_needs_sm90('asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0}")')
