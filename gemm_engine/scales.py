@@ -13,9 +13,11 @@ Kinds, told apart by shape (the conventions of torch._scaled_mm, TransformerEngi
 Where a shape fits two kinds (M = 1, or K <= 128) the kinds mean the same product. Batched calls
 share their scales over the batch. Per-tensor, row and column scales multiply the accumulator in
 the kernel's epilogue (`global_.epilogue`; number scales fold into ``alpha``), so they cost nothing
-on the tensor cores. Block scales change along K, so they cannot wait for the epilogue: they
-dequantize the operands to float32 first (`dequantize`) and the product runs in float32 (exact
-float32 FMA unless ``precision="tf32"``): correct on every device, not yet at tensor-core speed.
+on the tensor cores. Block scales change along K, so they cannot wait for the epilogue: the global
+levels that promote partial sums (``applies_block_scales``: the wgmma kernels on sm_90a,
+`global_.promotion`) apply them per block of K on the tensor cores; for any other composition
+`Engine.matmul` dequantizes the operands to float32 first (`dequantize`) and the product runs in
+float32 (exact float32 FMA unless ``precision="tf32"``): correct on every device, slower.
 
 A scale with the wrong shape or dtype raises ValueError / TypeError naming ``scale_a`` /
 ``scale_b`` before anything runs; the result is float32 for integer operands (W8A8), else the
