@@ -148,3 +148,47 @@ def print_sweep_table(rows, vs_cublas=False, skipped_width=None):
         ratio = f" {r['kern'] / cublas[(r['shape'], r['dtype'])]:.2f} |" if vs_cublas else ""
         print(f"| {r['shape']} | {r['dtype']} | {r['name']} | {r.get('tiling', '')} | {r['call']:.0f} | "
               f"{r['kern']:.0f} |{ratio} {err} |")
+
+
+# -- the H100 row tools (bench/hopper_gemm.py, bench/low_precision.py) ---------------------------------
+def row_tool_parser(doc: str, rows_help: str):
+    """The options every row tool takes: --repeat, --rows, --check-only, --json, --markdown (a tool
+    adds its own before parsing)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--rows", default="", help=rows_help)
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    return ap
+
+
+def row_tool_session(script: str, argv: list[str]):
+    """(engine, torch, cupy, result) for a row tool on CUDA with an empty tuning cache (the
+    default choice), ``result`` holding the device's name and the command line."""
+    import os
+    import tempfile
+    os.environ["GEMM_ENGINE_CACHE_DIR"] = tempfile.mkdtemp()
+    import cupy as cp
+    import torch
+    import gemm_engine
+    engine = gemm_engine.Engine(backend="cuda")
+    result = {"device": torch.cuda.get_device_name(), "command": f"python3 bench/{script} " + " ".join(argv)}
+    return engine, torch, cp, result
+
+
+def write_row_tool_outputs(args, result: dict, markdown) -> None:
+    """The JSON (everything) and markdown (the rows, after the command) files a run asked for, and
+    the table printed last; ``markdown(rows, device)`` renders it."""
+    import json
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    if "rows" not in result:
+        return
+    table = markdown(result["rows"], result["device"])
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(f"Command: `{result['command']}`\n\n" + table)
+    print(table)

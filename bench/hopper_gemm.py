@@ -19,14 +19,12 @@ A correctness sweep of ``specialized_wgmma`` over edge shapes, layouts, batches 
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import tempfile
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+from common import row_tool_parser, row_tool_session, write_row_tool_outputs  # noqa: E402
 
 PEAK = 989e12
 TOL = {"bfloat16": 2e-2, "float16": 5e-3}
@@ -231,21 +229,10 @@ def markdown(table, device) -> str:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--rows", default="", help="comma-separated row labels (default: all)")
-    ap.add_argument("--check-only", action="store_true")
+    ap = row_tool_parser(__doc__, "comma-separated row labels (default: all)")
     ap.add_argument("--kernels", action="store_true", help="also time kernel selections without the frontend")
-    ap.add_argument("--json")
-    ap.add_argument("--markdown")
     args = ap.parse_args()
-    os.environ["GEMM_ENGINE_CACHE_DIR"] = tempfile.mkdtemp()   # the default choice: an empty tuning cache
-    import cupy as cp
-    import torch
-    import gemm_engine
-    engine = gemm_engine.Engine(backend="cuda")
-    device = torch.cuda.get_device_name()
-    result = {"device": device, "command": "python3 bench/hopper_gemm.py " + " ".join(sys.argv[1:])}
+    engine, torch, cp, result = row_tool_session("hopper_gemm.py", sys.argv[1:])
     result["checks"] = check(engine, torch, ("bfloat16", "float16"))
     failed = [c for c in result["checks"] if not c["ok"]]
     if args.kernels:
@@ -256,14 +243,7 @@ def main():
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    if args.markdown and "rows" in result:
-        with open(args.markdown, "w") as f:
-            f.write(f"Command: `{result['command']}`\n\n" + markdown(result["rows"], device))
-    if "rows" in result:
-        print(markdown(result["rows"], device))
+    write_row_tool_outputs(args, result, markdown)
     print(f"checks: {len(result['checks']) - len(failed)} ok, {len(failed)} failed")
     sys.exit(1 if failed else 0)
 

@@ -15,13 +15,12 @@ For each row, on torch CUDA tensors (the engine takes them zero-copy and runs on
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import tempfile
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+from common import row_tool_parser, row_tool_session, write_row_tool_outputs  # noqa: E402
 
 #: (label, kind, batch, m, n, k, b layout); fp8 rows: kind "fp8:<scales>:<out dtype>"
 ROWS = [
@@ -271,21 +270,10 @@ def markdown(table, device) -> str:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--rows", default="", help="comma-separated row label prefixes (default: all)")
-    ap.add_argument("--check-only", action="store_true")
+    ap = row_tool_parser(__doc__, "comma-separated row label prefixes (default: all)")
     ap.add_argument("--checks", default="int8,float64,fp8", help="comma-separated kinds to check first")
-    ap.add_argument("--json")
-    ap.add_argument("--markdown")
     args = ap.parse_args()
-    os.environ["GEMM_ENGINE_CACHE_DIR"] = tempfile.mkdtemp()   # the default choice: an empty tuning cache
-    import cupy as cp
-    import torch
-    import gemm_engine
-    engine = gemm_engine.Engine(backend="cuda")
-    device = torch.cuda.get_device_name()
-    result = {"device": device, "command": "python3 bench/low_precision.py " + " ".join(sys.argv[1:])}
+    engine, torch, cp, result = row_tool_session("low_precision.py", sys.argv[1:])
     kinds = args.checks.split(",")
     result["checks"] = []
     if "int8" in kinds:
@@ -299,14 +287,7 @@ def main():
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or any(r[0].startswith(p) for p in args.rows.split(","))]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    if args.markdown and "rows" in result:
-        with open(args.markdown, "w") as f:
-            f.write(f"Command: `{result['command']}`\n\n" + markdown(result["rows"], device))
-    if "rows" in result:
-        print(markdown(result["rows"], device))
+    write_row_tool_outputs(args, result, markdown)
     ran = [c for c in result["checks"] if "refused" not in c]
     print(f"checks: {len(ran) - len(failed)} ok, {len(failed)} failed, "
           f"{len(result['checks']) - len(ran)} refused")

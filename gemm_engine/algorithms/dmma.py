@@ -76,9 +76,11 @@ def _pipelined_candidates(dialect: Dialect) -> list[tuple]:
 
 
 def pipelined_dmma_presets(dialect: Dialect) -> list[dict]:
-    shape = tile_shape(dialect)
-    return [pipelined_preset(plm, pln, wm // shape["tile_m"], wn // 8, sk, stages, **shape)
-            for plm, pln, wm, wn, sk, stages in _pipelined_candidates(dialect)]
+    shape, presets = tile_shape(dialect), []
+    for plm, pln, wm, wn, sk, stages in _pipelined_candidates(dialect):
+        part = _partition(wm, wn, shape)
+        presets.append(pipelined_preset(plm, pln, part.pop("partition_m"), part.pop("partition_n"), sk, stages, **part))
+    return presets
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:

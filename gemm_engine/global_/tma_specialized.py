@@ -162,19 +162,25 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             "}",
         ])
 
+    def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False) -> list[str]:
+        """A consumer's step: wait until slot ``it % stages`` is full, then issue its wgmma batch
+        (``fresh``: overwriting the accumulators, for promotion)."""
+        s = cfg.stages
+        lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
+        return [f"const unsigned slot = it % {s}u;",
+                d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
+                self.stage.execute(cfg.stage, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
+                                   f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh)]
+
     def _consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
         if cfg.promotion is not None:
             return self._promoting_consumer(cfg, d, scope, listener)
         st, s = cfg.stage, cfg.stages
-        lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
         release = f"if (UNIT_ID % {WARPGROUP} == 0) {d.mbarrier_arrive(self._empty(cfg, f'(it - 1u) % {s}u'))}"
         tile = "\n".join([
             self.stage.init_accumulators(st, d),
             "for (int step = 0; step < k_steps; ++step, ++it) {",
-            f"const unsigned slot = it % {s}u;",
-            d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
-            self.stage.execute(st, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
-                               f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener),
+            *self._slot_batch(cfg, d, listener),
             # The batch of the slice before this one is done: its slot may be filled again.
             self.stage.wait(st, d, 1),
             f"if (step > 0) {{\n{release}\n}}",
@@ -197,15 +203,11 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         block scales (loaded while the batch runs); the two consumer warpgroups overlap one's
         additions with the other's wgmma."""
         st, s = cfg.stage, cfg.stages
-        lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
         release = f"if (UNIT_ID % {WARPGROUP} == 0) {d.mbarrier_arrive(self._empty(cfg, f'it % {s}u'))}"
         tile = "\n".join([
             self.stage.init_promoted(st, d),
             "for (int step = 0; step < k_steps; ++step, ++it) {",
-            f"const unsigned slot = it % {s}u;",
-            d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
-            self.stage.execute(st, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
-                               f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=True),
+            *self._slot_batch(cfg, d, listener, fresh=True),
             *cfg.promotion.step(self.stage, st, d, scope, release),
             "}",
             self.stage.take_promoted(st, d),
