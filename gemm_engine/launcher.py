@@ -125,9 +125,10 @@ class Launcher:
 
 class DerivedDirect:
     """A prepared launch of a plan whose by-value parameters (TMA tensor maps) derive from the
-    operands' addresses: derived once per (lhs, rhs) address pair (a call plan's other values are
-    fixed) and kept for the last few pairs, so a repeated call costs a lookup and two 128-byte
-    copies on top of the prepared launch's address refill."""
+    operands' addresses: derived once per (lhs, rhs, out) address triple (a call plan's other values
+    are fixed; the output's map, where the writer stores through one, holds its address) and kept
+    for the last few, so a repeated call costs a lookup and a few 128-byte copies on top of the
+    prepared launch's address refill."""
 
     PAIRS = 16
 
@@ -139,10 +140,12 @@ class DerivedDirect:
     def __call__(self, a, b, out, *more, stream=None) -> bool:
         pa = a if type(a) is int else a.data.ptr
         pb = b if type(b) is int else b.data.ptr
-        structs = self._structs.get((pa, pb))
+        po = out if type(out) is int else out.data.ptr
+        structs = self._structs.get((pa, pb, po))
         if structs is None:
-            derived = self.derive({**self.fixed, "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0})
-            structs = self._structs[(pa, pb)] = [derived[n] for n in self.names]
+            derived = self.derive({**self.fixed, "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0,
+                                   "out_base": po, "out_offset": 0})
+            structs = self._structs[(pa, pb, po)] = [derived[n] for n in self.names]
             if len(self._structs) > self.PAIRS:
                 self._structs.popitem(last=False)
         return self.prepared(a, b, out, *more, stream=stream, structs=structs)

@@ -113,27 +113,43 @@ def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
-#: specialized_wgmma's 128 x 256 tiles per multiprocessor and K from which it was measured ahead of
-#: pipelined_wgmma (H100, bench/results/h100_2026-11-24_hopper_gemm.md, against cuBLAS in the same
-#: run): bf16 4096^3 0.86x against 0.80x, 8192 x 12288 x 4096 0.89 against 0.84, f16 8192 x 4096 x
-#: 11008 1.07 against 0.91; behind it with fewer or shorter tiles (2048^3 even, 64 x 512^3 batched
-#: 0.68 against 0.84, 1000^3 0.58 against 0.74).
+#: Where specialized_wgmma passes pipelined_wgmma. Storing through TMA (TmaStoreWriter: the tile's
+#: stores run on under the next tile's main loop), on the H100 against cuBLAS in one run
+#: (bench/results/h100_2026-11-25_hopper_gemm_tma_store_old_rule.md, both forced): bf16
+#: 2048^3 0.81x against 0.72, 128 x 14336 x 4096 0.97 against 0.92, f16 64 x 512^3 batched 1.01
+#: against 0.89, relu(a@b+bias) 8192 x 8192 x 64 2.02 against 1.57, bf16 4096^3 0.94 against 0.81;
+#: behind only with a few tiles (f16 1000^3: 32 tiles of 128 x 256, 0.81 against 1.02). Storing
+#: directly (outputs whose tile and ring do not fit shared memory together: int8's int32 tiles), it
+#: was measured ahead only with two tiles per multiprocessor or more and K from 2048
+#: (bench/results/h100_2026-11-24_hopper_gemm.md).
+SPECIALIZED_MIN_TILES = 48
 SPECIALIZED_MIN_WAVES, SPECIALIZED_MIN_K = 2, 2048
 
 
 def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
-    """specialized_wgmma where its persistent cubes each own two or more long tiles: there the
-    producer's run-ahead across tile boundaries and the warp roles pay; below, its fixed costs
-    (a full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma."""
+    """specialized_wgmma where its persistent cubes have enough tiles to share: its fixed costs (a
+    full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma on a few; storing
+    directly, its exposed stores also want long tiles, two per multiprocessor or more."""
+    from .specialized_wgmma import SpecializedWgmmaAlgorithm
     if problem.epilogue.block_scales:
         return None     # the one kernel that applies scales per K block (others run dequantized)
     tiles = problem.batch * -(-problem.m // 128) * -(-problem.n // 256)
+    try:
+        staged = SpecializedWgmmaAlgorithm().select(problem, dialect)["tma_store"]
+    except (KeyError, TypeError):
+        staged = False
+    if staged:
+        if tiles < SPECIALIZED_MIN_TILES:
+            return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES}: pipelined_wgmma "
+                    f"is faster there")
+        return None
     sms = max(1, dialect.device.compute_units)
     if tiles < SPECIALIZED_MIN_WAVES * sms:
-        return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor: "
-                f"pipelined_wgmma is faster there")
+        return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor "
+                f"(its stores are direct for these outputs): pipelined_wgmma is faster there")
     if problem.k < SPECIALIZED_MIN_K:
-        return f"K = {problem.k} is short (from {SPECIALIZED_MIN_K}): pipelined_wgmma is faster there"
+        return (f"K = {problem.k} is short (from {SPECIALIZED_MIN_K} where its stores are direct): "
+                f"pipelined_wgmma is faster there")
     return None
 
 
@@ -145,10 +161,10 @@ RULES: tuple[Rule, ...] = (
     Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)"),
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
-    Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel, ahead of pipelined_wgmma on large "
-                              "16-bit problems (bf16 4096^3: 0.86x cuBLAS against 0.80; f16 8192 x 4096 x "
-                              "11008: 1.07 against 0.91); TMA's 16-byte alignment or a small or short "
-                              "problem passes it by", specialized_worth_it),
+    Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
+                              "pipelined_wgmma from a third of a wave of tiles (bf16 4096^3: 0.94x cuBLAS "
+                              "against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch against 1.6); "
+                              "TMA's 16-byte alignment or a small problem passes it by", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),

@@ -22,7 +22,7 @@ from ..batch.tma_persistent import TmaPersistentBatchMatmul
 from ..global_.promotion import wants_promotion
 from ..global_.tma_loader import TmaLoader
 from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
-from ..global_.writers import PairedWriter
+from ..global_.tma_store_writer import TmaStoreWriter
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
 from ..tile.wgmma import WgmmaTile
 from .base import Algorithm, distinct, register
@@ -32,6 +32,8 @@ _CANDIDATES = [
     (2, 1, 1, 256, 4),     # 128 x 256: 48 KiB a slot
     (2, 1, 1, 128, 6),     # 128 x 128: 32 KiB a slot
 ]
+#: Room for the ring's barriers and its 1 KiB alignment; the fewest slots worth staging for.
+_SLACK, _MIN_STAGES = 2048, 3
 #: Promoting problems (fp8, block scales: two accumulator sets, 64 x 128 per warpgroup): three
 #: consumer warpgroups where the tiles fill the device twice, as the larger tile reads fewer bytes
 #: per flop (fp8 e4m3 8192^3 on the H100, one run: 192 x 128 1.06 ms against 1.18-1.25 for
@@ -46,6 +48,15 @@ def _preset(wm, wn, pm, tn, stages, **more) -> dict:
     return dict(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages, **more)
 
 
+def _store(problem, dialect, tile_m: int, tile_n: int, stages: int) -> dict:
+    """``stages`` and ``tma_store``: the output tile staged for TMA stores (TmaStoreWriter) with as
+    many of ``stages`` ring slots as fit beside it, at least 3; else direct stores and all of them.
+    A slot holds 128 bytes of K for each of the tile's tile_m + tile_n lines, whatever the type."""
+    slot, staging = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize
+    fit = (dialect.device.max_shared_memory - staging - _SLACK) // slot
+    return dict(stages=min(stages, fit), tma_store=True) if fit >= _MIN_STAGES else dict(stages=stages, tma_store=False)
+
+
 @register
 class SpecializedWgmmaAlgorithm(Algorithm):
     name = "specialized_wgmma"
@@ -56,7 +67,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     global_ = TmaSpecializedGlobalMatmul
     lhs_loader = TmaLoader
     rhs_loader = TmaLoader
-    writer = PairedWriter
+    writer = TmaStoreWriter
     batch = TmaPersistentBatchMatmul
 
     def select(self, problem, dialect):
@@ -72,7 +83,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         # 4096^3 0.260 -> 0.242 ms, 8192^3 1.94 -> 1.62, 8192 x 12288 x 4096 1.61 -> 1.28, 2048^3
         # (128 x 128 tiles) 0.066 -> 0.063; swizzled and other widths measured no better.
         order = dict(dispatch="grouped", dispatch_width=8) if tiles >= sms else dict(dispatch="row_major")
-        return _preset(wm, wn, pm, tn, stages, **order)
+        return _preset(wm, wn, pm, tn, **_store(problem, dialect, wm * pm * 64, wn * tn, stages), **order)
 
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
@@ -80,6 +91,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         for c in _PROMOTED if wants_promotion(problem) else _CANDIDATES:
             for order in ("row_major", "grouped", "swizzled"):
                 space.append(_preset(*c, dispatch=order, dispatch_width=8))
+            space.append(_preset(*c[:4], **_store(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4]),
+                                 dispatch="grouped", dispatch_width=8))
         return distinct(space)
 
 

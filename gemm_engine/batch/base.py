@@ -53,6 +53,9 @@ class OperandRef:
     #: TENSOR_MAPS; empty otherwise).
     tensor_map: str = ""
     batch: str = "0"
+    #: A condition true when this call may use ``tensor_map`` (the output's: its alignment is
+    #: known per call only); empty where the map is always usable.
+    map_flag: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from ..codegen.dialect import Dialect
 from ..codegen.tensor_map import ENCODER, MAP_ALIGN, MAP_BYTES
-from ..global_.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS
+from ..global_.capabilities import OUTPUT_TENSOR_MAP, OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS
 from ..contracts import Requirement
 from ..errors import SetupError
 from ..problem import MatmulProblem
@@ -31,6 +31,12 @@ from .partitioned import PartitionedBatchMatmul
 from .signature import BY_VALUE, KernelSignature, Param
 
 _MAPS = ("lhs_map", "rhs_map")
+
+
+def _out_usable(address: int, ld: int, batch_stride: int, batch: int, size: int) -> bool:
+    """Whether TMA can address the output (16-byte address and strides): the kernel's ``out_tma``
+    (`TmaPersistentBatchMatmul.kernel`) computes the same from the same values."""
+    return (address | ld * size | (batch_stride * size if batch > 1 else 0)) % 16 == 0
 
 
 def _address(pointer, offset: int, itemsize: int) -> int:
@@ -42,7 +48,7 @@ def _address(pointer, offset: int, itemsize: int) -> int:
 class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     name = "tma_persistent_batch"
     knobs = dispatch_knobs("row_major")
-    provides = frozenset({PERSISTENT_TILE_LOOP, TENSOR_MAPS})
+    provides = frozenset({PERSISTENT_TILE_LOOP, TENSOR_MAPS, OUTPUT_TENSOR_MAP})
     requires = (Requirement.of("global_", OWN_TILE_LOOP,
                                why="its cubes own several tiles, and only a global level that runs the "
                                    "tile loop itself computes them all"),)
@@ -55,14 +61,22 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return BatchConfig(global_=global_, dispatch=dispatch,
                            persistent_cubes=max(1, dialect.device.compute_units))
 
+    @staticmethod
+    def _out_map(cfg: BatchConfig) -> bool:
+        """Whether the writer stores through the output's tensor map (OUTPUT_TENSOR_MAP)."""
+        return getattr(cfg.global_.writer, "tma_store", False)
+
     def signature(self, cfg: BatchConfig) -> KernelSignature:
+        maps = _MAPS + (("out_map",) if self._out_map(cfg) else ())
         return super().signature(cfg).extended(
-            *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in _MAPS))
+            *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in maps))
 
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
+        out = (OperandRef("out", "out_ld", "out_map", "(int)b", "out_tma") if self._out_map(cfg)
+               else OperandRef("out", "out_ld"))
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
                          rhs=OperandRef("rhs", "rhs_ld", "rhs_map", "(rhs_batch_stride != 0 ? (int)b : 0)"),
-                         out=OperandRef("out", "out_ld"),
+                         out=out,
                          tiles=(lambda body: self.tile_loop(cfg, d, body)) if d is not None else None)
 
     def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str) -> str:
@@ -70,7 +84,12 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                           *self.tile_origin(cfg, d), body, "}"])
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
-        return "\n".join([*self.kernel_head(cfg, d), self.body(cfg, d), "}"])
+        size = cfg.result.itemsize
+        # The host's `_out_usable` on the same values: out_map holds the output's map exactly then.
+        flag = ([f"const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
+                 f" | (unsigned long long)(batch > 1 ? out_batch_stride * {size} : 0)) & 15) == 0;"]
+                if self._out_map(cfg) else [])
+        return "\n".join([*self.kernel_head(cfg, d), *flag, self.body(cfg, d), "}"])
 
     def call_values(self, cfg: BatchConfig, problem: MatmulProblem) -> CallValues:
         g, level = cfg.global_, self.global_
@@ -84,6 +103,19 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                                               int(values[f"{op}_batch_stride"]), int(values["batch"]))
                 address = _address(values[f"{op}_base"], int(values[f"{op}_offset"]), itemsize)
                 out[f"{op}_map"] = ENCODER.encode(address, spec)
+            if self._out_map(cfg):
+                out.update(self._out_values(cfg, values, problem.out.itemsize))
             return out
 
-        return CallValues(_MAPS, derive)
+        return CallValues(_MAPS + (("out_map",) if self._out_map(cfg) else ()), derive)
+
+    def _out_values(self, cfg: BatchConfig, values: dict, itemsize: int) -> dict:
+        """``out_map``: the output's map where TMA can address it, else zeros (the kernel's
+        ``out_tma`` is then false, and it stores directly)."""
+        rows, cols, ld = int(values["M"]), int(values["N"]), int(values["out_ld"])
+        stride, batch = int(values["out_batch_stride"]), int(values["batch"])
+        address = _address(values["out_base"], int(values["out_offset"]), itemsize)
+        if not _out_usable(address, ld, stride, batch, itemsize):
+            return {"out_map": bytes(MAP_BYTES)}
+        spec = self.global_.writer.tensor_map_spec(cfg.global_, rows, cols, ld, stride, batch)
+        return {"out_map": ENCODER.encode(address, spec)}

@@ -194,6 +194,21 @@ INLINE unsigned short f32_to_f16(float value) {
         name = self._use(ptx.tma_load(len(coords)))
         return f"{name}({dst}, &{tensor_map}, {bar}, {', '.join(f'(int)({c})' for c in coords)});"
 
+    def tma_store(self, tensor_map: str, src: str, coords: list[str]) -> str:
+        """Statement: copy the box at shared address ``src`` to the tensor-map parameter
+        ``tensor_map`` at ``coords`` (innermost first), in this unit's bulk group."""
+        name = self._use(ptx.tma_store(len(coords)))
+        return f"{name}(&{tensor_map}, {src}, {', '.join(f'(int)({c})' for c in coords)});"
+
+    def bulk_commit(self) -> str:
+        return f"{self._use(ptx.bulk_commit())}();"
+
+    def bulk_wait(self, pending: int, read: bool) -> str:
+        return f"{self._use(ptx.bulk_wait(pending, read))}();"
+
+    def sync_units(self, ident: int, count: int) -> str:
+        return f"{self._use(ptx.named_barrier())}({ident}u, {count}u);"
+
     def setmaxnreg(self, increase: bool, count: int) -> str:
         return f"{self._use(ptx.setmaxnreg(increase, count))}();"
 

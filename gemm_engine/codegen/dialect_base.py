@@ -148,12 +148,15 @@ class Dialect:
     #: pointers carry their space, CUDA's generic pointers reach shared memory unqualified.
     _local_pointer_space: str = ""
 
+    def pointer_space(self, space: str) -> str:
+        """The qualifier of a pointer into ``space`` ("global" or "local") memory ("" if none)."""
+        return {"global": "GLOBAL", "local": self._local_pointer_space}[space]
+
     def vector_ref(self, space: str, word: str, width: int, pointer: str, const: bool = False) -> str:
         """Lvalue: the ``width``-wide vector of element word ``word`` (``float4``, ``double2``: the
         same type names in both backends, components ``.x .y .z .w``) at ``pointer``, an element
         pointer into ``space`` ("global" or "local") memory aligned to the whole vector."""
-        qualifier = {"global": "GLOBAL", "local": self._local_pointer_space}[space]
-        vec = f"{'const ' if const else ''}{qualifier} {self.c_type(word)}{width}".strip()
+        vec = f"{'const ' if const else ''}{self.pointer_space(space)} {self.c_type(word)}{width}".strip()
         return f"(*({vec}*)({pointer}))"
 
     #: Helper functions defined only in sources that call them (name -> definition).

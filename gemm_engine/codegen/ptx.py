@@ -224,18 +224,55 @@ def mbarrier_wait() -> tuple[str, str]:
                "    } while (!done);")
 
 
+def _tma_coords(rank: int, first: int) -> tuple[str, str, str]:
+    """A TMA copy's ``rank`` coordinates: their asm operands (from ``%first``), C parameters
+    ``c0..`` and asm inputs."""
+    return (", ".join(f"%{first + i}" for i in range(rank)), ", ".join(f"int c{i}" for i in range(rank)),
+            ", ".join(f'"r"(c{i})' for i in range(rank)))
+
+
 def tma_load(rank: int) -> tuple[str, str]:
     """``cp.async.bulk.tensor.{rank}d`` of one box of the tensor map at generic address ``map``
     (a ``__grid_constant__`` parameter), whose first element is at coordinates ``c0..``, into
     shared memory at ``dst``, completing (bytes counted) on the mbarrier ``bar``. Coordinates
     outside the tensor read zeros."""
-    coords = ", ".join(f"%{3 + i}" for i in range(rank))
-    cparams = ", ".join(f"int c{i}" for i in range(rank))
-    cins = ", ".join(f'"r"(c{i})' for i in range(rank))
+    coords, cparams, cins = _tma_coords(rank, 3)
     return _fn(f"ptx_tma_load_{rank}d", f"unsigned dst, const void* map, unsigned bar, {cparams}",
                f'    asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes '
                f'[%0], [%1, {{{coords}}}], [%2];"\n'
                f'        :: "r"(dst), "l"(map), "r"(bar), {cins} : "memory");')
+
+
+def tma_store(rank: int) -> tuple[str, str]:
+    """``cp.async.bulk.tensor.{rank}d`` of one box from shared memory at ``src`` to the tensor map
+    at generic address ``map`` (a ``__grid_constant__`` parameter) at coordinates ``c0..``, in this
+    unit's bulk group. Elements of the box outside the tensor are not written."""
+    coords, cparams, cins = _tma_coords(rank, 2)
+    return _fn(f"ptx_tma_store_{rank}d", f"const void* map, unsigned src, {cparams}",
+               f'    asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group '
+               f'[%0, {{{coords}}}], [%1];"\n'
+               f'        :: "l"(map), "r"(src), {cins} : "memory");')
+
+
+def bulk_commit() -> tuple[str, str]:
+    """Close this unit's bulk group of TMA stores issued since the last one."""
+    return _statement("ptx_bulk_commit", "cp.async.bulk.commit_group;")
+
+
+def bulk_wait(pending: int, read: bool) -> tuple[str, str]:
+    """Wait until at most ``pending`` of this unit's bulk groups are outstanding: ``read``, until
+    their sources in shared memory have been read (the buffer may be written again); else until
+    their writes are done."""
+    suffix = ".read" if read else ""
+    return _statement(f"ptx_bulk_wait{'_read' if read else ''}_{pending}",
+                      f"cp.async.bulk.wait_group{suffix} {pending};")
+
+
+def named_barrier() -> tuple[str, str]:
+    """``bar.sync id, count``: the ``count`` units (a multiple of 32) that reach barrier ``id``
+    wait for each other; the rest of the cube goes on."""
+    return _fn("ptx_named_barrier", "unsigned id, unsigned count",
+               '    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");')
 
 
 def setmaxnreg(increase: bool, count: int) -> tuple[str, str]:

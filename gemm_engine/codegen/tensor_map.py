@@ -29,6 +29,7 @@ MAP_ALIGN = 64
 #: Element storage word -> CUtensorMapDataType name.
 _DATA_TYPES = {"f16_bits": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16_bits": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "i8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+               "i32": "CU_TENSOR_MAP_DATA_TYPE_INT32",
                # fp8 moves as bytes: TMA only copies them
                "f8e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "f8e5m2": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
 _CACHE_MAX = 256

@@ -27,7 +27,10 @@ each unit's own registers). Global levels require an interface; stages require a
 
 Writer contract (writers.py): given the stage's accumulators and the global level's `store`, a
 writer emits the stores of the cube's tile. A writer may need what only some global levels have
-(a shared-memory ring that is free once the main loop ends: `SHARED_RING`).
+(a shared-memory ring that is free once the main loop ends: `SHARED_RING`; a staging tile, a
+barrier among the storing units and an elected unit for bulk stores: `STORE_STAGING`). A
+persistent cube's global level renders the writer's `after_tiles` once its units are past their
+last tile.
 """
 from __future__ import annotations
 
@@ -182,6 +185,10 @@ class GlobalMatmul(ABC):
         """The `SharedRing` a writer may reuse after the main loop (levels that provide SHARED_RING)."""
         return None
 
+    def store_staging(self, cfg: GlobalConfig, d: Dialect):
+        """The `StoreStaging` a writer may fill between tiles (levels that provide STORE_STAGING)."""
+        return None
+
 
 @dataclass(frozen=True)
 class SharedRing:
@@ -192,3 +199,17 @@ class SharedRing:
     pointer: str
     bytes: int
     drain: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StoreStaging:
+    """A shared-memory buffer a global level keeps for its writer's output tile (`STORE_STAGING`):
+    ``address`` (its 32-bit shared address, 1024-byte aligned) and ``pointer`` (a byte pointer to
+    it), ``bytes``; ``sync`` (a statement: every unit that stores meets there), ``elected`` (a
+    condition true in exactly one of those units)."""
+
+    address: str
+    pointer: str
+    bytes: int
+    sync: str
+    elected: str

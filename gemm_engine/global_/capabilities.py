@@ -26,6 +26,10 @@ UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's regist
 SHARED_RING = Capability("shared ring", "a dynamic shared-memory ring that is free once the main loop "
                                         "is done")
 
+STORE_STAGING = Capability("store staging", "a shared-memory buffer of one output tile, free for the writer "
+                                            "between tiles, a barrier among the units that store, and one "
+                                            "elected unit that issues bulk stores")
+
 # -- what a global level and its batch level offer each other (the Hopper pipeline) -----------------
 OWN_TILE_LOOP = Capability("own tile loop", "a global level that runs the batch level's tile loop "
                                             "inside each of its roles (scope.tiles)")
@@ -33,3 +37,6 @@ PERSISTENT_TILE_LOOP = Capability("persistent tile loop", "a batch level that ha
                                                           "the loop over a persistent cube's tiles")
 TENSOR_MAPS = Capability("tensor maps", "a batch level that passes each operand's TMA tensor map as a "
                                         "kernel parameter, encoded per call")
+OUTPUT_TENSOR_MAP = Capability("output tensor map", "a batch level that passes the output's TMA tensor map "
+                                                    "and whether this call's output may use it (out_map, "
+                                                    "out_tma)")

@@ -27,7 +27,7 @@ loop over the cube's tiles (dispatch order, per-tile origin and output pointers)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..codegen.dialect import Dialect
 from ..contracts import Requirement
@@ -36,8 +36,8 @@ from ..problem import Layout, MatmulProblem
 from ..selection import Knob
 from ..stage.base import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
-from .base import GlobalConfig, GlobalMatmul
-from .capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TMA_LOADER
+from .base import GlobalConfig, GlobalMatmul, StoreStaging
+from .capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, STORE_STAGING, TMA_LOADER
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .promotion import Promotion, check_promotion
@@ -57,6 +57,7 @@ _BARRIER_BYTES = 8
 class TmaSpecializedConfig(GlobalConfig):
     stages: int = 4
     promotion: Promotion | None = None     # global_/promotion.py
+    staging: int = 0                       # bytes of the writer's staging tile (STORE_STAGING)
 
     @property
     def consumers(self) -> int:
@@ -73,8 +74,9 @@ class TmaSpecializedConfig(GlobalConfig):
 
     @property
     def dynamic_shared_bytes(self) -> int:
-        # The ring, a full and an empty barrier per slot, and slack to align the ring to 1 KiB.
-        return self.ring_bytes + 2 * self.stages * _BARRIER_BYTES + ATOM_BYTES
+        # The ring, the writer's staging tile, a full and an empty barrier per slot, and slack to
+        # align the ring to 1 KiB.
+        return self.ring_bytes + self.staging + 2 * self.stages * _BARRIER_BYTES + ATOM_BYTES
 
     @property
     def slot_bytes(self) -> int:
@@ -84,7 +86,7 @@ class TmaSpecializedConfig(GlobalConfig):
 class TmaSpecializedGlobalMatmul(GlobalMatmul):
     name = "tma_specialized_global"
     knobs = (Knob("stages", 4, "slots of the shared-memory ring"),)
-    provides = frozenset({OWN_TILE_LOOP})
+    provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
                 Requirement.of("rhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -115,6 +117,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, 1, selection), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
                                    writer=self.writer.setup(problem, selection, dialect), promotion=promotion)
+        cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
@@ -126,8 +129,11 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             f"const unsigned ring_base = ({d.shared_address('gemm_ring')} + {ATOM_BYTES - 1}u) & ~{ATOM_BYTES - 1}u;",
             "const unsigned lhs_ring = ring_base;",
             f"const unsigned rhs_ring = ring_base + {s * lb}u;",
+            *([f"const unsigned stage_out = ring_base + {cfg.ring_bytes}u;",
+               f"unsigned char* const stage_out_ptr = gemm_ring + (stage_out - {d.shared_address('gemm_ring')});"]
+              if cfg.staging else []),
             # full[i] at bars + 8 i, empty[i] at bars + 8 (stages + i)
-            f"const unsigned ring_bars = ring_base + {cfg.ring_bytes}u;",
+            f"const unsigned ring_bars = ring_base + {cfg.ring_bytes + cfg.staging}u;",
             f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor_bits()}ull | (unsigned long long)(lhs_ring >> 4);",
             f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor_bits()}ull | (unsigned long long)(rhs_ring >> 4);",
         ])
@@ -195,6 +201,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             self.stage.declare(st, d),
             "unsigned it = 0;",
             scope.tiles(tile),
+            self.writer.after_tiles(self, cfg, d),
         ])
 
     def _promoting_consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
@@ -220,7 +227,15 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             self.stage.declare_promoted(st, d),
             "unsigned it = 0;",
             scope.tiles(tile),
+            self.writer.after_tiles(self, cfg, d),
         ])
+
+    def store_staging(self, cfg: TmaSpecializedConfig, d: Dialect) -> StoreStaging | None:
+        """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""
+        if not cfg.staging:
+            return None
+        return StoreStaging("stage_out", "stage_out_ptr", cfg.staging,
+                            d.sync_units(1, cfg.stage.units), "UNIT_ID == 0")
 
     def body(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         if scope.tiles is None:

@@ -32,6 +32,7 @@ from .capabilities import SHARED_RING
 class WriterConfig:
     pairs: bool = False       # PairedWriter: half-precision pairs
     staged: bool = False      # StagedWriter: through the shared ring
+    tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/tma_store_writer.py)
 
 
 class DirectWriter:
@@ -45,6 +46,15 @@ class DirectWriter:
 
     def write(self, g, cfg, d, scope) -> str:
         return g.stage.write(cfg.stage, d, lambda row, col, value: g.store(cfg, d, scope, row, col, value))
+
+    def staging_bytes(self, cfg) -> int:
+        """Shared memory this writer needs the global level to keep for it (`STORE_STAGING`)."""
+        return 0
+
+    def after_tiles(self, g, cfg, d) -> str:
+        """Statements once a persistent cube's units are past their last tile (writers whose stores
+        may still be in flight wait for them here)."""
+        return ""
 
 
 _HALF_PAIRS = {"f16_bits": "f16x2", "bf16_bits": "bf16x2"}
@@ -60,22 +70,22 @@ class PairedWriter(DirectWriter):
         return WriterConfig(pairs=(storage in _HALF_PAIRS and dialect.supports("pack_half2"))
                             or storage in _WORD_PAIRS)
 
-    def write(self, g, cfg, d, scope) -> str:
-        if not cfg.writer.pairs:
-            return super().write(g, cfg, d, scope)
-        storage = cfg.out.storage
-        out = scope.out
+    @staticmethod
+    def pair_value(d, storage: str, lo: str, hi: str, space: str, pointer: str) -> str:
+        """Statement: the two converted outputs ``lo``, ``hi`` stored as one word / vector at
+        ``pointer`` (an output-element pointer in address space ``space``)."""
+        if storage in _HALF_PAIRS:
+            word = f"{d.pointer_space(space)} unsigned".strip()
+            return f"*({word}*)({pointer}) = {d.pack_half2(_HALF_PAIRS[storage], hi, lo)};"
+        vec = f"{d.c_type(storage)}2"
+        return f"{{ {vec} pv; pv.x = {lo}; pv.y = {hi}; {d.vector_ref(space, storage, 2, pointer)} = pv; }}"
 
-        def pair_store(index, lo, hi):
-            if storage in _HALF_PAIRS:
-                return f"*(GLOBAL unsigned*)({out.ptr} + {index}) = {d.pack_half2(_HALF_PAIRS[storage], hi, lo)};"
-            vec = f"{d.c_type(storage)}2"
-            return (f"{{ {vec} pv; pv.x = {lo}; pv.y = {hi}; "
-                    f"{d.vector_ref('global', storage, 2, f'{out.ptr} + {index}')} = pv; }}")
+    @staticmethod
+    def paired(g, cfg, d, scope, pair, single, flag: str | None) -> str:
+        """The stage's accumulators written two at a time where two in a row are (row, col) and
+        (row, col + 1), ``flag`` (if any) holds and both are in range: ``pair(row, col, lo, hi)``
+        with the converted outputs, else ``single(row, col, value)`` each (bounds checked there)."""
         pending: list = []
-
-        def single(row, col, value):
-            return g.store(cfg, d, scope, row, col, value)
 
         def writer(row, col, value):
             if not pending:
@@ -85,17 +95,32 @@ class PairedWriter(DirectWriter):
             pending.clear()
             if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
                 return single(r0, c0, v0) + "\n" + single(row, col, value)
-            conds = (["out_pairs"] + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
+            conds = (([flag] if flag else []) + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
                      + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else []))
-            index = f"({scope.m0} + {r0}) * {out.ld} + {scope.n0} + {c0}"
             hi = g.output_value(cfg, d, scope, row, col, value)
             lo = g.output_value(cfg, d, scope, r0, c0, v0)
-            pair = pair_store(index, lo, hi)
-            return f"if ({' && '.join(conds)}) {pair}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}"
+            both = pair(r0, c0, lo, hi)
+            if not conds:
+                return both
+            return f"if ({' && '.join(conds)}) {both}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}"
 
         code = g.stage.write(cfg.stage, d, writer)
         if pending:
             code += "\n" + single(*pending.pop())
+        return code
+
+    def write(self, g, cfg, d, scope) -> str:
+        if not cfg.writer.pairs:
+            return super().write(g, cfg, d, scope)
+        storage = cfg.out.storage
+        out = scope.out
+
+        def pair(row, col, lo, hi):
+            index = f"({scope.m0} + {row}) * {out.ld} + {scope.n0} + {col}"
+            return self.pair_value(d, storage, lo, hi, "global", f"{out.ptr} + {index}")
+
+        code = self.paired(g, cfg, d, scope, pair, lambda row, col, value: g.store(cfg, d, scope, row, col, value),
+                           "out_pairs")
         size = cfg.out.itemsize
         return (f"const bool out_pairs = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {size})) "
                 f"& {2 * size - 1}) == 0;\n" + code)

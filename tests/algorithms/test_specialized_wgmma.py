@@ -22,6 +22,8 @@ from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.tma_loader import TmaLoader
 from gemm_engine.global_.tma_specialized import TmaSpecializedGlobalMatmul
+from gemm_engine.global_.tma_store_writer import TmaStoreWriter
+from gemm_engine.global_.writers import PairedWriter
 from gemm_engine.global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from gemm_engine.problem import Layout, MatmulProblem
 
@@ -55,8 +57,9 @@ def test_refuses_operands_tma_cannot_address():
 @pytest.mark.parametrize("swap", [
     dict(lhs_loader=TmaLoader, batch=PartitionedBatchMatmul),                   # maps need a batch level passing them
     dict(global_=TmaSpecializedGlobalMatmul, batch=PartitionedBatchMatmul),     # roles need the tile loop
-    dict(global_=WgmmaPipelinedGlobalMatmul),                                   # the TMA batch needs a looping global
-], ids=["loader-without-maps", "global-without-tile-loop", "batch-without-looping-global"])
+    dict(global_=WgmmaPipelinedGlobalMatmul, writer=PairedWriter),              # the TMA batch needs a looping global
+    dict(writer=TmaStoreWriter),                                                # no staging tile in the pipelined global
+], ids=["loader-without-maps", "global-without-tile-loop", "batch-without-looping-global", "tma-store-without-staging"])
 def test_mismatched_compositions_are_refused_naming_the_capability(swap):
     base = SpecializedWgmmaAlgorithm if "global_" in swap and swap.get("batch") is None else PipelinedWgmmaAlgorithm
     if swap.get("global_") is TmaSpecializedGlobalMatmul:
@@ -64,7 +67,7 @@ def test_mismatched_compositions_are_refused_naming_the_capability(swap):
     alg = type("Swapped", (base,), {"name": "swapped", **swap})()
     with pytest.raises(SetupError) as info:
         alg.setup(problem(), SM90)
-    assert any(w in str(info.value) for w in ("tensor map", "tile loop", "swizzled ring slot")), str(info.value)
+    assert any(w in str(info.value) for w in ("tensor map", "tile loop", "swizzled ring slot", "bulk stores")), str(info.value)
 
 
 # -- structure -------------------------------------------------------------------------------------
@@ -75,7 +78,7 @@ def test_kernel_structure():
     assert cuda_target_arch(SM90.device, src) == "sm_90a"
     assert cfg.units == 384 and cfg.batch.global_.consumers == 2          # two consumer warpgroups + a producer
     assert "LAUNCH_BOUNDS_MIN(384, 1) void gemm_engine_kernel(" in src                         # setmaxnreg needs the cap at entry
-    assert kernel.count("__grid_constant__") == 2                         # lhs_map, rhs_map
+    assert kernel.count("__grid_constant__") == 3                         # lhs_map, rhs_map, out_map
     assert "ptx_setmaxnreg_dec_40()" in kernel and "ptx_setmaxnreg_inc_232()" in kernel
     assert "cp.async.bulk.tensor.3d" in src and "mbarrier.try_wait.parity" in src
     assert "cp.async.ca" not in src and "cp.async.cg" not in src          # no per-thread copies
@@ -86,14 +89,23 @@ def test_kernel_structure():
     # A 128 x 256 slot: lhs one 128-line box, rhs (row-major: MN-major) four 64-wide boxes.
     assert kernel.count("ptx_tma_load_3d(") == 5
     assert "49152u" in kernel                                              # the bytes a full barrier expects
+    # The output leaves through a staging tile: four 64-column TMA stores per tile, committed as one
+    # group, the staging tile waited for (read) before it is refilled, everything waited for at the end.
+    g = cfg.batch.global_
+    assert g.writer.tma_store and g.staging == 128 * 256 * 2 and g.stages == 3
+    assert kernel.count("ptx_tma_store_3d(") == 4 and kernel.count("ptx_bulk_commit()") == 1
+    assert kernel.count("ptx_bulk_wait_read_0()") == 1 and kernel.count("ptx_bulk_wait_0()") == 1
+    assert kernel.count("ptx_named_barrier(1u, 256u)") == 2 and "if (out_tma) {" in kernel
     assert cfg.batch.persistent_cubes == SM90.device.compute_units
 
 
 def test_signature_appends_tensor_maps_by_value():
     alg, cfg = setup(problem())
     sig = alg.signature(cfg)
-    assert sig.names[-2:] == ("lhs_map", "rhs_map")
-    assert all(p.kind == "by_value" and p.size == MAP_BYTES and p.align == 64 for p in sig.params[-2:])
+    assert sig.names[-3:] == ("lhs_map", "rhs_map", "out_map")
+    assert all(p.kind == "by_value" and p.size == MAP_BYTES and p.align == 64 for p in sig.params[-3:])
+    direct = SpecializedWgmmaAlgorithm(tma_store=False)
+    assert direct.signature(direct.setup(problem(), SM90)).names[-2:] == ("lhs_map", "rhs_map")
 
 
 @pytest.mark.parametrize("layouts, lhs_box, rhs_box, lhs_copies, rhs_copies", [
@@ -120,13 +132,33 @@ def test_tensor_maps_derived_per_call(monkeypatch):
     cv = alg.call_values(cfg, p)
     values = {"lhs_base": 4096, "lhs_offset": 8, "lhs_ld": 80, "lhs_batch_stride": 8000,
               "rhs_base": 65536, "rhs_offset": 0, "rhs_ld": 72, "rhs_batch_stride": 0,
+              "out_base": 1 << 20, "out_offset": 16, "out_ld": 208, "out_batch_stride": 208 * 100,
               "M": 100, "N": 200, "K": 72, "batch": 3}
     out = cv.derive(values)
-    assert set(out) == set(cv.names) == {"lhs_map", "rhs_map"}
-    (la, ls), (ra, rs) = seen
-    assert la == 4096 + 8 * 2 and ra == 65536
+    assert set(out) == set(cv.names) == {"lhs_map", "rhs_map", "out_map"}
+    (la, ls), (ra, rs), (oa, os_) = seen
+    assert la == 4096 + 8 * 2 and ra == 65536 and oa == (1 << 20) + 16 * 2
     assert ls.dims == (72, 100, 3) and ls.strides == (160, 16000) and ls.box == (64, 128, 1)
     assert rs.dims == (72, 200, 1) and rs.strides == (144, 144 * 200) and rs.box == (64, cfg.batch.global_.stage.stage_n, 1)
+    # The output: row-major, one box a 128-byte band of the tile's rows.
+    assert os_.dims == (200, 100, 3) and os_.strides == (416, 416 * 100) and os_.box == (64, 128, 1)
+    # An output TMA cannot address (leading dimension 201 halves: 402 bytes) gets no map: the
+    # kernel's out_tma is false for it and it stores directly.
+    seen.clear()
+    assert cv.derive({**values, "out_ld": 201})["out_map"] == bytes(MAP_BYTES) and len(seen) == 2
+    assert cv.derive({**values, "out_offset": 3})["out_map"] == bytes(MAP_BYTES)
+
+
+def test_kernel_decides_tma_stores_as_the_host_does():
+    """The kernel's out_tma is the host's alignment rule on the same values (address, leading
+    dimension, batch stride when there is a batch), written once each side."""
+    from gemm_engine.batch.tma_persistent import _out_usable
+    alg, cfg = setup(problem(b=2))
+    src = alg.render(cfg, SM90)
+    assert ("const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * 2)"
+            " | (unsigned long long)(batch > 1 ? out_batch_stride * 2 : 0)) & 15) == 0;") in src
+    assert _out_usable(4096, 8, 24, 2, 2) and not _out_usable(4096, 9, 24, 2, 2)
+    assert not _out_usable(4096, 8, 20, 2, 2) and _out_usable(4096, 8, 20, 1, 2) and not _out_usable(4098, 8, 8, 1, 2)
 
 
 def test_kernel_refuses_batch_level_without_tile_loop_at_render():
@@ -194,6 +226,30 @@ def test_numerics(rng, dtype, case):
     assert_close(engine.runtime.to_host(out), a, bb, dtype)
 
 
+#: (batch, m, n, k, out leading dimension, out column offset): outputs TMA stores can address
+#: (16-byte address and strides: edges clipped by the box, batch entries) and ones they cannot
+#: (odd leading dimension, an address 2 bytes in), which take the direct stores in the same kernel.
+OUTPUT_CASES = [(1, 129, 257, 65, 264, 0), (4, 67, 264, 200, 264, 0), (2, 300, 136, 72, 136, 0),
+                (1, 129, 257, 65, 257, 0), (1, 200, 300, 64, 312, 1), (2, 300, 136, 72, 137, 0)]
+
+
+@pytest.mark.parametrize("case", OUTPUT_CASES, ids=lambda c: "x".join(map(str, c)))
+def test_numerics_of_each_output_path(rng, case):
+    engine = get_engine("cuda")
+    if engine.runtime.device.compute_capability != (9, 0):
+        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    b, m, n, k, ld, col0 = case
+    lead = (b,) if b > 1 else ()
+    a, bb = random(rng, lead + (m, k), "float16"), random(rng, lead + (k, n), "float16")
+    buf = engine.runtime.to_device(np.full(lead + (m, ld + col0), np.nan, dtype=np.float16))
+    out = buf[..., col0:col0 + n]
+    engine.matmul(padded(engine, a, "row", 0), padded(engine, bb, "row", 0), out=out, algorithm="specialized_wgmma")
+    host = engine.runtime.to_host(buf)
+    assert_close(host[..., col0:col0 + n], a, bb, "float16")
+    # Nothing outside the output was written (TMA clips its boxes at M and N).
+    assert np.isnan(host[..., :col0]).all() and np.isnan(host[..., col0 + n:]).all()
+
+
 def test_repeated_calls_derive_maps_once_per_address_pair():
     """The direct launch of a TMA plan derives its maps per (lhs, rhs) address pair, not per call."""
     from types import SimpleNamespace
@@ -203,15 +259,16 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
     derived, launched = [], []
 
     def derive(values):
-        derived.append((values["lhs_base"], values["rhs_base"], values["lhs_ld"]))
-        return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES}
-    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map"), derive), signature=alg.signature(cfg))
+        derived.append((values["lhs_base"], values["rhs_base"], values["out_base"], values["lhs_ld"]))
+        return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES, "out_map": b"O" * MAP_BYTES}
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg))
     direct = DerivedDirect(lambda a, b, out, stream=None, structs=None: launched.append(structs) or True,
                            plan, {"lhs_ld": 192})
-    for a, b in ((4096, 8192), (4096, 8192), (4096, 16384)):
-        assert direct(a, b, 0)
-    assert derived == [(4096, 8192, 192), (4096, 16384, 192)]
-    assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES] for s in launched) and len(launched) == 3
+    # The output's map holds its address: a new output is a new derivation.
+    for a, b, o in ((4096, 8192, 0), (4096, 8192, 0), (4096, 16384, 0), (4096, 16384, 512)):
+        assert direct(a, b, o)
+    assert derived == [(4096, 8192, 0, 192), (4096, 16384, 0, 192), (4096, 16384, 512, 192)]
+    assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES, b"O" * MAP_BYTES] for s in launched) and len(launched) == 4
 
 
 def test_register_reallocation_fits_the_register_file():

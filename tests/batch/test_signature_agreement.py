@@ -155,12 +155,16 @@ def test_pack_and_positions_follow_the_signature(device, name):
             signature.pack({k: v for k, v in values.items() if k != "out_base"})
 
 
-def test_tensor_map_algorithms_end_with_two_maps():
-    """specialized_wgmma's signature: the partitioned one, then lhs_map / rhs_map (128 bytes each)."""
+def test_tensor_map_algorithms_end_with_their_maps():
+    """specialized_wgmma's signature: the partitioned one, then lhs_map / rhs_map (128 bytes each),
+    and out_map where its writer stores through TMA."""
     found = _cases_or_skip("sm_90", "specialized_wgmma")
     for case in found:
         params = case.alg.signature(case.cfg).params
-        assert [(p.name, p.kind, p.size) for p in params[-2:]] == [("lhs_map", BY_VALUE, 128), ("rhs_map", BY_VALUE, 128)]
+        maps = [("lhs_map", BY_VALUE, 128), ("rhs_map", BY_VALUE, 128)]
+        if case.cfg.batch.global_.writer.tma_store:
+            maps.append(("out_map", BY_VALUE, 128))
+        assert [(p.name, p.kind, p.size) for p in params[-len(maps):]] == maps
         assert "const __grid_constant__ ge_bytes128_a64 lhs_map" in case.source
 
 

@@ -1,0 +1,104 @@
+"""Where a call's device time goes: every kernel an engine call (and torch.matmul) launches, with its
+duration from CUPTI (torch.profiler), and the stream's span per call, so launch gaps and extra
+kernels show apart from the GEMM kernel's own time.
+
+For each shape: ``calls`` back-to-back calls on torch tensors (the engine's default choice, or
+``--algorithm``) under the profiler, after a warm-up; prints per kernel name its count and mean
+microseconds, then the mean span per call (first kernel start to last kernel end over the calls)
+against the mean sum of kernel durations per call. Writes JSON with ``--json``.
+
+    python3 bench/kernel_durations.py --shapes 2048x2048x2048,4096x4096x4096 --dtype bfloat16
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+
+
+def kernels_of(torch, fn, calls: int) -> tuple[list[dict], float]:
+    """(per-kernel records, span in microseconds) of ``calls`` calls of ``fn`` under the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    ks = [e for e in prof.events() if str(e.device_type).endswith("CUDA") and e.time_range.end > e.time_range.start]
+    if not ks:
+        return [], 0.0
+    span = max(e.time_range.end for e in ks) - min(e.time_range.start for e in ks)
+    return [{"name": e.name, "us": e.time_range.end - e.time_range.start} for e in ks], span
+
+
+def summarize(records: list[dict], span: float, calls: int) -> dict:
+    by = {}
+    for r in records:
+        by.setdefault(r["name"], []).append(r["us"])
+    kernels = [{"name": n[:90], "count": len(v), "mean_us": sum(v) / len(v)} for n, v in by.items()]
+    busy = sum(r["us"] for r in records)
+    return {"kernels": kernels, "span_us_per_call": span / calls, "busy_us_per_call": busy / calls}
+
+
+def _variants(engine, args):
+    """(label, algorithm argument) of each engine call measured: the default choice, then each
+    ``--variant name=JSON`` (overrides of ``--algorithm``'s selection)."""
+    from gemm_engine.algorithms import REGISTRY
+    out = [("engine " + (args.algorithm or "default"), args.algorithm)]
+    for v in args.variant:
+        label, _, knobs = v.partition("=")
+        out.append((label, REGISTRY[args.algorithm or "specialized_wgmma"](**json.loads(knobs or "{}"))))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default="2048x2048x2048,4096x4096x4096,8192x8192x8192",
+                    help="comma list of MxNxK")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--algorithm", default=None, help="registered algorithm (default: the engine's choice)")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=JSON: also time --algorithm (default specialized_wgmma) with these knobs")
+    ap.add_argument("--b-layout", choices=("row", "col"), default="row",
+                    help="col: b is the transpose of a contiguous (N, K) tensor (K-major)")
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    import torch
+    import gemm_engine
+    engine = gemm_engine.Engine(backend="cuda")
+    tdt = getattr(torch, args.dtype)
+    out = {"device": torch.cuda.get_device_name(), "command": "python3 bench/kernel_durations.py " + " ".join(sys.argv[1:]),
+           "shapes": []}
+    for shape in args.shapes.split(","):
+        m, n, k = (int(x) for x in shape.split("x"))
+        a = torch.randn(m, k, device="cuda").to(tdt)
+        b = torch.randn(k, n, device="cuda").to(tdt) if args.b_layout == "row" else torch.randn(n, k, device="cuda").to(tdt).t()
+        ref = torch.matmul(a.float(), b.float())
+        row = {"shape": [m, n, k], "flops": 2 * m * n * k}
+        calls = [(label, (lambda alg=alg: engine.matmul(a, b, algorithm=alg))) for label, alg in _variants(engine, args)]
+        for name, fn in calls + [("torch.matmul", lambda: torch.matmul(a, b))]:
+            try:
+                err = float(torch.linalg.norm(fn().float() - ref) / torch.linalg.norm(ref))
+            except Exception as exc:  # noqa: BLE001 -- torch has no fp8 matmul: recorded, not fatal
+                row[name] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+                print(f"{shape} {name}: {row[name]['error']}")
+                continue
+            row[name] = {**summarize(*kernels_of(torch, fn, args.calls), args.calls), "rel_err": err}
+            s = row[name]
+            print(f"{shape} {name}: rel_err {err:.1e}, span {s['span_us_per_call']:.1f} us/call, "
+                  f"kernels busy {s['busy_us_per_call']:.1f} us/call")
+            for kr in s["kernels"]:
+                print(f"    {kr['count']:4d} x {kr['mean_us']:9.2f} us  {kr['name']}")
+        out["shapes"].append(row)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

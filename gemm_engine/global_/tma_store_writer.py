@@ -1,0 +1,137 @@
+"""TMA store writer: each output tile goes through the fused epilogue into a shared staging tile, and
+one unit stores it with bulk tensor copies (TMA) that run on while the cube computes its next tile.
+
+Why: a wgmma fragment gives each lane two adjacent outputs in each of eight rows, so direct stores
+write 8 scattered 4- or 8-byte pieces per warp instruction, and the consumers do nothing else while
+they drain. On the H100 the persistent bf16 kernel spent about 40 us of a 4096^3 product's 194 us
+in its four tile epilogues (kernel time against K at 4096 x 4096: 35 us at K = 256, 79 at 1024,
+194 at 4096; cuBLAS 19 / 48 / 173: bench/results/h100_2026-11-25_kernel_durations.json). Through
+this writer: 20 / 49 / 175 us, with a ring of 3 slots beside the staging tile against 4
+(bench/results/h100_2026-11-25_kernel_durations_tma_store.json).
+
+Per tile, in the units the global level names (`STORE_STAGING`):
+
+1. the elected unit waits until the previous tile's bulk stores have *read* the staging tile, and
+   the units meet (``sync``);
+2. every unit writes its outputs, converted, into the staging tile (pairs as one 4- / 8-byte store),
+   then makes them visible to the async proxy (``fence.proxy.async``); the units meet again;
+3. the elected unit issues one TMA store per 128-byte column band of the tile and commits them.
+
+The staging tile is ``stage_n * size / 128`` bands of ``stage_m`` rows of 128 bytes, each in TMA's
+128-byte swizzle (16-byte chunk ``c`` of row ``r`` at chunk ``c ^ (r % 8)``): the eight rows of one
+fragment store then fall in different banks. TMA clips the box at the output's edges, so outputs
+past M or N are never written (the epilogue reads ``c`` and ``bias`` in range only, as every writer).
+
+Whether a call's output may be stored this way is decided per call (the problem does not describe
+the output's address): the batch level encodes the output's tensor map and sets the flag the scope
+names (`OUTPUT_TENSOR_MAP`) when the address, leading dimension and batch stride are 16-byte
+multiples; otherwise the tile is written as `PairedWriter` does. After its last tile the elected
+unit waits until its stores are complete (the staging tile must outlive them).
+"""
+from __future__ import annotations
+
+from ..codegen.tensor_map import TensorMapSpec
+from ..contracts import Requirement
+from ..errors import SetupError
+from ..selection import Knob
+from .capabilities import OUTPUT_TENSOR_MAP, STORE_STAGING
+from .writers import PairedWriter, WriterConfig
+
+SWIZZLE = 128
+#: TMA box extents are at most 256 along every dimension.
+_MAX_ROWS = 256
+#: Output words a tensor map describes (the wgmma pipelines' results).
+_WORDS = ("f16_bits", "bf16_bits", "f32", "i32")
+
+
+class TmaStoreWriter(PairedWriter):
+    name = "tma_store"
+    knobs = (Knob("tma_store", True, "store each output tile through shared memory with TMA bulk stores "
+                                     "(asynchronous) where the call's output allows it"),)
+    requires = (Requirement.of("global_", STORE_STAGING, why="the tile is staged in shared memory and stored "
+                                                             "by one elected unit"),
+                Requirement.of("batch", OUTPUT_TENSOR_MAP, why="TMA stores write through the output's tensor map"))
+
+    def setup(self, problem, selection, dialect) -> WriterConfig:
+        paired = super().setup(problem, selection, dialect)
+        return WriterConfig(pairs=paired.pairs, tma_store=selection.tma_store and problem.out.storage in _WORDS)
+
+    # -- what the global and batch levels ask ------------------------------------------------------
+    @staticmethod
+    def band(cfg) -> int:
+        """Output elements in one 128-byte row of a staging band."""
+        return SWIZZLE // cfg.out.itemsize
+
+    def staging_bytes(self, cfg) -> int:
+        """Shared memory the global level keeps for the staging tile; SetupError if the stage tile is
+        not whole boxes."""
+        if not cfg.writer.tma_store:
+            return 0
+        st = cfg.stage
+        if st.stage_n % self.band(cfg) or st.stage_m > _MAX_ROWS:
+            raise SetupError(self.name, f"a {st.stage_m} x {st.stage_n} tile is not whole TMA boxes of at most "
+                                        f"{_MAX_ROWS} rows x {self.band(cfg)} elements (set tma_store=False)")
+        return st.stage_m * st.stage_n * cfg.out.itemsize
+
+    def tensor_map_spec(self, cfg, rows: int, cols: int, ld: int, batch_stride: int, batch: int) -> TensorMapSpec:
+        """The output's map: ``rows x cols`` row-major with leading dimension ``ld`` and
+        ``batch_stride`` (elements) over ``batch`` entries; one box is a staging band."""
+        size = cfg.out.itemsize
+        step = batch_stride * size if batch > 1 else ld * size * rows
+        return TensorMapSpec(cfg.out.storage, (cols, rows, batch), (ld * size, step),
+                             (self.band(cfg), cfg.stage.stage_m, 1), SWIZZLE)
+
+    # -- device side -------------------------------------------------------------------------------
+    def _offset(self, cfg, row: str, col: str) -> str:
+        """Byte offset in the staging tile of tile element (``row``, ``col``)."""
+        size, band, rows = cfg.out.itemsize, self.band(cfg), cfg.stage.stage_m
+        inner = f"((({col}) % {band}) * {size})"
+        return (f"(({col}) / {band}) * {rows * SWIZZLE} + ({row}) * {SWIZZLE} + "
+                f"((({inner} >> 4) ^ (({row}) & 7)) << 4) + ({inner} & 15)")
+
+    def write(self, g, cfg, d, scope) -> str:
+        direct = super().write(g, cfg, d, scope)
+        if not cfg.writer.tma_store:
+            return direct
+        stg, out = g.store_staging(cfg, d), scope.out
+        if stg is None or not out.tensor_map or not out.map_flag:
+            raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
+                                        "output tensor map")
+        storage, ctype = cfg.out.storage, d.storage_type(cfg.out)
+
+        def at(row, col):
+            return f"({stg.pointer} + {self._offset(cfg, row, col)})"
+
+        def pair(row, col, lo, hi):
+            return self.pair_value(d, storage, lo, hi, "local", at(row, col))
+
+        def single(row, col, value):
+            store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0", g.output_value(cfg, d, scope, row, col, value))
+            return g.guarded(cfg, scope, row, col, store)
+
+        band, rows = self.band(cfg), cfg.stage.stage_m
+        stores = []
+        for j in range(cfg.stage.stage_n // band):
+            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u",
+                                [f"{scope.n0} + {j * band}", scope.m0, out.batch])
+            stores.append(f"if ({scope.n0} + {j * band} < {scope.n}) {store}" if cfg.check_n and j else store)
+        return "\n".join([
+            f"if ({out.map_flag}) {{",
+            f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",   # the last tile's stores have read it
+            stg.sync,
+            self.paired(g, cfg, d, scope, pair, single, None),
+            d.fence_proxy_async(),
+            stg.sync,
+            f"if ({stg.elected}) {{",
+            *stores,
+            d.bulk_commit(),
+            "}",
+            "} else {",
+            direct,
+            "}",
+        ])
+
+    def after_tiles(self, g, cfg, d) -> str:
+        if not cfg.writer.tma_store:
+            return ""
+        return f"if ({g.store_staging(cfg, d).elected}) {d.bulk_wait(0, read=False)}"
