@@ -16,6 +16,7 @@ import json
 import sys
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 
 def kernels_of(torch, fn, calls: int) -> tuple[list[dict], float]:
@@ -65,6 +66,9 @@ def main():
                     help="NAME=JSON: also time --algorithm (default specialized_wgmma) with these knobs")
     ap.add_argument("--b-layout", choices=("row", "col"), default="row",
                     help="col: b is the transpose of a contiguous (N, K) tensor (K-major)")
+    ap.add_argument("--out-dtype", default=None, help="the engine's out_dtype (fp8 products: float32 unless given)")
+    ap.add_argument("--scales", choices=("tensor", "row", "block"), default=None,
+                    help="fp8: scale_a / scale_b of this kind (bench/low_precision.py's)")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -78,9 +82,15 @@ def main():
         m, n, k = (int(x) for x in shape.split("x"))
         a = torch.randn(m, k, device="cuda").to(tdt)
         b = torch.randn(k, n, device="cuda").to(tdt) if args.b_layout == "row" else torch.randn(n, k, device="cuda").to(tdt).t()
-        ref = torch.matmul(a.float(), b.float())
+        kw = {"out_dtype": args.out_dtype} if args.out_dtype else {}
+        if args.scales:
+            from low_precision import dequantized_ref, scales
+            kw["scale_a"], kw["scale_b"] = scales(torch, args.scales, m, n, k, torch.Generator(device="cuda"))
+            ref = dequantized_ref(torch, a, b, kw["scale_a"], kw["scale_b"], args.scales).float()
+        else:
+            ref = torch.matmul(a.float(), b.float())
         row = {"shape": [m, n, k], "flops": 2 * m * n * k}
-        calls = [(label, (lambda alg=alg: engine.matmul(a, b, algorithm=alg))) for label, alg in _variants(engine, args)]
+        calls = [(label, (lambda alg=alg: engine.matmul(a, b, algorithm=alg, **kw))) for label, alg in _variants(engine, args)]
         for name, fn in calls + [("torch.matmul", lambda: torch.matmul(a, b))]:
             try:
                 err = float(torch.linalg.norm(fn().float() - ref) / torch.linalg.norm(ref))

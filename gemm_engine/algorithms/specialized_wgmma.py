@@ -35,13 +35,20 @@ _CANDIDATES = [
 #: Room for the ring's barriers and its 1 KiB alignment; the fewest slots worth staging for.
 _SLACK, _MIN_STAGES = 2048, 3
 #: Promoting problems (fp8, block scales: two accumulator sets, 64 x 128 per warpgroup): three
-#: consumer warpgroups where the tiles fill the device twice, as the larger tile reads fewer bytes
-#: per flop (fp8 e4m3 8192^3 on the H100, one run: 192 x 128 1.06 ms against 1.18-1.25 for
-#: 128 x 128; 4096^3 0.181 against 0.180-0.184), else two.
+#: consumer warpgroups where their tiles fill the device 8 times or more, as the larger tile reads
+#: fewer bytes per flop, else two, whose tiles divide into waves more evenly. Kernel times on the
+#: H100 with TMA stores (bench/results/h100_2026-11-25_kernel_durations_tiles_fp8_*.json): e4m3
+#: 8192^3 bf16 out, 192 x 128 (21 waves) 0.766 ms against 0.936 for 128 x 128; 4096^3 (5.3 waves
+#: of 192 x 128) 0.110 against 0.106, float32 out 0.128 against 0.113.
 _PROMOTED = [
     (3, 1, 1, 128, 5),     # 192 x 128: 40 KiB a slot
     (2, 1, 1, 128, 6),
 ]
+_PROMOTED_WAVES = 8
+#: Block-scaled 192 x 128 tiles run faster on 3 slots than on 4 (H100 kernel times, e4m3, bf16 out:
+#: 4096 x 7168 x 16384 1.015 ms against 1.073, 8192^3 1.105 against 1.133; per-tensor scales the
+#: other way, 8192^3 0.831 against 0.804: bench/results/h100_2026-11-25_kernel_durations_fp8_stages.json).
+_BLOCK_SCALED_STAGES = 3
 
 
 def _preset(wm, wn, pm, tn, stages, **more) -> dict:
@@ -75,8 +82,10 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         promoted = wants_promotion(problem)
         for wm, wn, pm, tn, stages in _PROMOTED if promoted else _CANDIDATES:
             tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
-            if tiles >= (2 * sms if promoted and wm == 3 else sms):
+            if tiles >= (_PROMOTED_WAVES * sms if promoted and wm == 3 else sms):
                 break
+        if problem.epilogue.block_scales and wm == 3:
+            stages = _BLOCK_SCALED_STAGES
         # Grouped by 8 tile rows wherever there is more than a wave of tiles: the operand blocks
         # neighbouring cubes share stay in L2, which bounds these sizes. Measured on the H100
         # (bench/results/h100_2026-11-24_hopper_kernels.json), f16 kernel times, row-major -> grouped:
