@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--out-dtype", default=None, help="the engine's out_dtype (fp8 products: float32 unless given)")
     ap.add_argument("--scales", choices=("tensor", "row", "block"), default=None,
                     help="fp8: scale_a / scale_b of this kind (bench/low_precision.py's)")
+    ap.add_argument("--precision", default=None, help="the engine's precision (tf32: torch.matmul with TF32 too)")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -83,6 +84,9 @@ def main():
         a = torch.randn(m, k, device="cuda").to(tdt)
         b = torch.randn(k, n, device="cuda").to(tdt) if args.b_layout == "row" else torch.randn(n, k, device="cuda").to(tdt).t()
         kw = {"out_dtype": args.out_dtype} if args.out_dtype else {}
+        if args.precision:
+            kw["precision"] = args.precision
+            torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
         if args.scales:
             from low_precision import dequantized_ref, scales
             kw["scale_a"], kw["scale_b"] = scales(torch, args.scales, m, n, k, torch.Generator(device="cuda"))

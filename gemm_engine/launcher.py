@@ -93,13 +93,12 @@ class Launcher:
         """``values`` plus a fresh workspace where the plan needs one, and the parameters the plan
         derives per call (`Plan.call_values`: TMA tensor maps) from ``values`` and the values
         ``fixed`` for a call plan."""
+        if plan.workspace is not None:    # first: derived values may point into it
+            scratch = self.runtime.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
+            values = {**values, "workspace": self.runtime.ptr_arg(scratch)[0]}
         if plan.call_values is not None:
             values = {**values, **plan.call_values.derive({**fixed, **values} if fixed else values)}
-        if plan.workspace is None:
-            return values
-        rt = self.runtime
-        scratch = rt.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
-        return {**values, "workspace": rt.ptr_arg(scratch)[0]}
+        return values
 
     def prepare_direct(self, plan: Plan, args: tuple, fixed: dict, more: tuple[str, ...] = ()):
         """The launch with only the three addresses new (`CallPlan.direct`), and the parameters

@@ -122,6 +122,11 @@ def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
 #: directly (outputs whose tile and ring do not fit shared memory together: int8's int32 tiles), it
 #: was measured ahead only with two tiles per multiprocessor or more and K from 2048
 #: (bench/results/h100_2026-11-24_hopper_gemm.md).
+#: An operand TMA cannot address or the tile cannot read in its layout is copied first
+#: (batch/tma_k_major.py), one pass over it: f16 4093^3 0.043 + 0.054 ms of copies and a 0.251 ms
+#: kernel against pipelined_wgmma's 0.826 and cuBLAS's 0.880; fp8 / int8 4096^3 with a row-major b
+#: 0.038 + 0.112 / 0.102; tf32 4096^3 0.052 + 0.350 against cuBLAS 0.338
+#: (bench/results/h100_2026-11-25_kernel_durations_copies.json).
 SPECIALIZED_MIN_TILES = 48
 SPECIALIZED_MIN_WAVES, SPECIALIZED_MIN_K = 2, 2048
 
@@ -130,10 +135,21 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     """specialized_wgmma where its persistent cubes have enough tiles to share: its fixed costs (a
     full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma on a few; storing
     directly, its exposed stores also want long tiles, two per multiprocessor or more."""
+    from ..batch.tma_k_major import copies_needed
     from .specialized_wgmma import SpecializedWgmmaAlgorithm
     if problem.epilogue.block_scales:
         return None     # the one kernel that applies scales per K block (others run dequantized)
     tiles = problem.batch * -(-problem.m // 128) * -(-problem.n // 256)
+    copies = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    # A copied operand (transposed for the tile, or re-pitched for TMA) costs its pass: worth it on
+    # a wave of tiles or more with the other extent past the pipelined kernels' bound for theirs.
+    sms = max(1, dialect.device.compute_units)
+    for op in copies:
+        other, extent = ("N", problem.n) if op == "lhs" else ("M", problem.m)
+        if extent < WGMMA_TRANSPOSE_MIN_EXTENT or tiles < sms:
+            return (f"the {op} is copied first (TMA's 16-byte rule or a K-major tile); with {other} = {extent} "
+                    f"and {tiles} tiles of 128 x 256 the pass costs more than it gains (auto wants {other} >= "
+                    f"{WGMMA_TRANSPOSE_MIN_EXTENT} and a wave of tiles)")
     try:
         staged = SpecializedWgmmaAlgorithm().select(problem, dialect)["tma_store"]
     except (KeyError, TypeError):
@@ -143,7 +159,6 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
             return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES}: pipelined_wgmma "
                     f"is faster there")
         return None
-    sms = max(1, dialect.device.compute_units)
     if tiles < SPECIALIZED_MIN_WAVES * sms:
         return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor "
                 f"(its stores are direct for these outputs): pipelined_wgmma is faster there")
@@ -163,8 +178,9 @@ RULES: tuple[Rule, ...] = (
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
                               "pipelined_wgmma from a third of a wave of tiles (bf16 4096^3: 0.94x cuBLAS "
-                              "against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch against 1.6); "
-                              "TMA's 16-byte alignment or a small problem passes it by", specialized_worth_it),
+                              "against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch against 1.6), "
+                              "operands TMA cannot address or the tile cannot read copied first (f16 "
+                              "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),

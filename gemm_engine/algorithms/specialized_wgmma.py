@@ -4,21 +4,23 @@ persistent cubes.
 ``specialized_wgmma`` = `WgmmaTile` (64 x tile_n x 16 per consumer warpgroup) under
 `WarpgroupPartitionedStage` under `TmaSpecializedGlobalMatmul` (one producer warpgroup issuing TMA
 copies through `TmaLoader`s into a ring of mbarrier-guarded slots; ``setmaxnreg`` moves registers
-from it to the consumers), `PairedWriter` stores, under `TmaPersistentBatchMatmul` (one cube per
-multiprocessor looping over tiles; tensor maps encoded per call). CUDA sm_90a, float16 / bfloat16
-with float32 accumulation, every layout (column-major lhs / row-major rhs through wgmma's transpose
-bits), every shape (TMA zero-fills the edges), operands whose address, leading dimension and batch
-stride are 16-byte multiples (TMA's rule; others are refused, and auto takes pipelined_wgmma).
+from it to the consumers), `TmaStoreWriter` (each output tile staged in shared memory and stored by
+TMA while the next one computes; direct paired stores where the call's output is not 16-byte
+aligned), under `TmaKMajorBatchMatmul` (one cube per multiprocessor looping over tiles; tensor maps
+encoded per call; an operand TMA cannot address, or one the tile reads only K-major in the other
+layout, copied first into a K-major workspace). CUDA sm_90a: float16 / bfloat16 with float32
+accumulation, fp8 and int8 (promoted / exact), every layout (16-bit: column-major lhs / row-major
+rhs through wgmma's transpose bits), every shape (TMA zero-fills the edges).
 
 Tiling rule: the cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128
-accumulators per unit) on a 4-slot ring of 64 k (48 KiB a slot) for large outputs; 128 x 128 where
-fewer than a wave of 128 x 256 tiles would leave multiprocessors idle. fp8 and block scales promote
-(a second set of float32 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups)
-for two waves or more, else 128 x 128.
+accumulators per unit) for large outputs; 128 x 128 where fewer than a wave of 128 x 256 tiles
+would leave multiprocessors idle. fp8 and block scales promote (a second set of float32
+accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8 waves, else
+128 x 128. The ring takes as many slots as fit beside the staging tile (at least 3).
 """
 from __future__ import annotations
 
-from ..batch.tma_persistent import TmaPersistentBatchMatmul
+from ..batch.tma_k_major import TmaKMajorBatchMatmul
 from ..global_.promotion import wants_promotion
 from ..global_.tma_loader import TmaLoader
 from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
@@ -75,7 +77,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     lhs_loader = TmaLoader
     rhs_loader = TmaLoader
     writer = TmaStoreWriter
-    batch = TmaPersistentBatchMatmul
+    batch = TmaKMajorBatchMatmul
 
     def select(self, problem, dialect):
         sms = max(1, dialect.device.compute_units)

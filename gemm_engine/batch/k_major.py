@@ -42,6 +42,8 @@ class KMajorBatchConfig(BatchConfig):
     lhs_copy: bool = field(default=False, kw_only=True)
     rhs_copy: bool = field(default=False, kw_only=True)
     pitch_align: int = field(default=4, kw_only=True)   # elements per 16 bytes
+    #: Operands whose source is K-major already (copied for their alignment: re-pitched, not transposed).
+    k_major_sources: tuple[str, ...] = field(default=(), kw_only=True)
 
     @property
     def copies(self) -> tuple[str, ...]:
@@ -56,18 +58,29 @@ def k_pitch(k: int, align: int) -> int:
 class KMajorBatchMatmul(PartitionedBatchMatmul):
     name = "k_major_batch"
 
-    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
+    def copies_for(self, problem: MatmulProblem) -> tuple[bool, bool]:
+        """Whether lhs / rhs are copied: the ones the tile cannot read in their layout."""
         if not self.global_.requires_k_major(problem):
+            return False, False
+        return problem.lhs_layout is not Layout.ROW, problem.rhs_layout is not Layout.COL
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
+        lhs_copy, rhs_copy = self.copies_for(problem)
+        if not (lhs_copy or rhs_copy):
             return super().setup(problem, selection, dialect)
-        lhs_copy, rhs_copy = problem.lhs_layout is not Layout.ROW, problem.rhs_layout is not Layout.COL
         align = 16 // problem.lhs.itemsize
-        inner = replace(problem, lhs_layout=Layout.ROW, rhs_layout=Layout.COL,
+        inner = replace(problem, lhs_layout=Layout.ROW if lhs_copy else problem.lhs_layout,
+                        rhs_layout=Layout.COL if rhs_copy else problem.rhs_layout,
                         lhs_align=align if lhs_copy else problem.lhs_align,
                         rhs_align=align if rhs_copy else problem.rhs_align)
         base = super().setup(inner, selection, dialect)
         return KMajorBatchConfig(global_=base.global_, dispatch=base.dispatch,
                                  persistent_cubes=base.persistent_cubes, lhs_copy=lhs_copy,
-                                 rhs_copy=rhs_copy, pitch_align=align)
+                                 rhs_copy=rhs_copy, pitch_align=align,
+                                 k_major_sources=tuple(op for op, copy, layout, k_major in
+                                                       (("lhs", lhs_copy, problem.lhs_layout, Layout.ROW),
+                                                        ("rhs", rhs_copy, problem.rhs_layout, Layout.COL))
+                                                       if copy and Layout(layout) is k_major))
 
     def _copied(self, cfg) -> tuple[str, ...]:
         return cfg.copies if isinstance(cfg, KMajorBatchConfig) else ()
@@ -95,9 +108,10 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
                                         writable=True))
 
     def scope(self, cfg, d=None):
-        scope = super().scope(cfg)
-        # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long.
-        copies = {op: OperandRef(op, "k_pitch") for op in self._copied(cfg)}
+        scope = super().scope(cfg, d)
+        # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long
+        # (a batch level passing tensor maps encodes theirs from the copies).
+        copies = {op: replace(getattr(scope, op), ptr=op, ld="k_pitch") for op in self._copied(cfg)}
         return replace(scope, **copies)
 
     def _regions(self, cfg) -> dict[str, str]:
@@ -127,7 +141,8 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
 
     def _transpose_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
         """Operand ``op`` (element (k, x) at ``k * ld + x``: a row-major rhs or a column-major lhs)
-        into its region as rows of k: ``x * k_pitch + k``."""
+        into its region as rows of k: ``x * k_pitch + k``; a K-major source (element (k, x) at
+        ``x * ld + k``) row by row."""
         t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
         x_extent = "M" if op == "lhs" else "N"
         params = self.signature(cfg).render(d)
@@ -147,6 +162,20 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             f"const GLOBAL {t}* src = {op}_base + {op}_offset + b * {op}_batch_stride;",
             f"GLOBAL {t}* dst = workspace + {self._regions(cfg)[op]} + b * {x_extent} * k_pitch;",
             f"const int tx = UNIT_ID % {_TILE}, ty = UNIT_ID / {_TILE};",
+            *self._copy_body(cfg, op, x_extent),
+            "}",
+        ])
+
+    def _copy_body(self, cfg: KMajorBatchConfig, op: str, x_extent: str) -> list[str]:
+        """The copy of one 64 x 64 tile: through a padded shared tile when it transposes (both the
+        reads and the writes whole rows), straight along k when the source is K-major."""
+        if op in cfg.k_major_sources:
+            return ["#pragma unroll",
+                    f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
+                    "const i64 x = x0 + i, k = k0 + tx;",
+                    f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = src[x * {op}_ld + k];",
+                    "}"]
+        return [
             "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
             f"const i64 k = k0 + i, x = x0 + tx;",
@@ -157,7 +186,5 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
             f"const i64 x = x0 + i, k = k0 + tx;",
             f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = tile[tx * {_TILE + 1} + i];",
-            "}",
-            "}",
-        ])
+            "}"]
 

@@ -33,13 +33,13 @@ from .signature import BY_VALUE, KernelSignature, Param
 _MAPS = ("lhs_map", "rhs_map")
 
 
-def _out_usable(address: int, ld: int, batch_stride: int, batch: int, size: int) -> bool:
+def out_usable(address: int, ld: int, batch_stride: int, batch: int, size: int) -> bool:
     """Whether TMA can address the output (16-byte address and strides): the kernel's ``out_tma``
     (`TmaPersistentBatchMatmul.kernel`) computes the same from the same values."""
     return (address | ld * size | (batch_stride * size if batch > 1 else 0)) % 16 == 0
 
 
-def _address(pointer, offset: int, itemsize: int) -> int:
+def device_address(pointer, offset: int, itemsize: int) -> int:
     """The device address of an operand's element 0 (``pointer``: a device array or an address)."""
     base = pointer if isinstance(pointer, int) else pointer.data.ptr
     return base + offset * itemsize
@@ -85,7 +85,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         size = cfg.result.itemsize
-        # The host's `_out_usable` on the same values: out_map holds the output's map exactly then.
+        # The host's `out_usable` on the same values: out_map holds the output's map exactly then.
         flag = ([f"const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
                  f" | (unsigned long long)(batch > 1 ? out_batch_stride * {size} : 0)) & 15) == 0;"]
                 if self._out_map(cfg) else [])
@@ -99,9 +99,8 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         def derive(values: dict) -> dict:
             out = {}
             for op, loader, lcfg, itemsize, (rows, cols) in loaders:
-                spec = loader.tensor_map_spec(lcfg, int(values[rows]), int(values[cols]), int(values[f"{op}_ld"]),
-                                              int(values[f"{op}_batch_stride"]), int(values["batch"]))
-                address = _address(values[f"{op}_base"], int(values[f"{op}_offset"]), itemsize)
+                address, ld, stride = self.map_source(cfg, values, op, itemsize)
+                spec = loader.tensor_map_spec(lcfg, int(values[rows]), int(values[cols]), ld, stride, int(values["batch"]))
                 out[f"{op}_map"] = ENCODER.encode(address, spec)
             if self._out_map(cfg):
                 out.update(self._out_values(cfg, values, problem.out.itemsize))
@@ -109,13 +108,19 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
 
         return CallValues(_MAPS + (("out_map",) if self._out_map(cfg) else ()), derive)
 
+    def map_source(self, cfg: BatchConfig, values: dict, op: str, itemsize: int) -> tuple[int, int, int]:
+        """(address of element 0, leading dimension, batch stride) of what operand ``op``'s map
+        describes: the operand itself here (a level copying it first describes the copy)."""
+        return (device_address(values[f"{op}_base"], int(values[f"{op}_offset"]), itemsize), int(values[f"{op}_ld"]),
+                int(values[f"{op}_batch_stride"]))
+
     def _out_values(self, cfg: BatchConfig, values: dict, itemsize: int) -> dict:
         """``out_map``: the output's map where TMA can address it, else zeros (the kernel's
         ``out_tma`` is then false, and it stores directly)."""
         rows, cols, ld = int(values["M"]), int(values["N"]), int(values["out_ld"])
         stride, batch = int(values["out_batch_stride"]), int(values["batch"])
-        address = _address(values["out_base"], int(values["out_offset"]), itemsize)
-        if not _out_usable(address, ld, stride, batch, itemsize):
+        address = device_address(values["out_base"], int(values["out_offset"]), itemsize)
+        if not out_usable(address, ld, stride, batch, itemsize):
             return {"out_map": bytes(MAP_BYTES)}
         spec = self.global_.writer.tensor_map_spec(cfg.global_, rows, cols, ld, stride, batch)
         return {"out_map": ENCODER.encode(address, spec)}

@@ -49,9 +49,43 @@ def test_refuses_devices_without_wgmma(device):
         setup(problem(), dialect_for(device))
 
 
-def test_refuses_operands_tma_cannot_address():
+def test_operands_tma_cannot_address_are_copied_first():
+    """Operands aligned to 8 bytes: the persistent level alone refuses them (TMA's 16-byte rule);
+    the algorithm's batch level copies them into a K-major workspace with 16-byte rows first (a
+    row-major lhs re-pitched, a row-major rhs transposed), and the maps describe the copies."""
     with pytest.raises(SetupError, match="16 bytes"):
-        setup(problem(align=4))
+        type("Plain", (SpecializedWgmmaAlgorithm,), {"name": "plain", "batch": TmaPersistentBatchMatmul})().setup(
+            problem(align=4), SM90)
+    p = problem(b=2, m=100, n=200, k=70, align=4)
+    alg, cfg = setup(p)
+    batch = cfg.batch
+    assert (batch.lhs_copy, batch.rhs_copy, batch.k_major_sources) == (True, True, ("lhs",))
+    assert [launch.name for launch in alg.launches(cfg, p)] == [
+        "gemm_engine_k_major_lhs", "gemm_engine_k_major_rhs", "gemm_engine_kernel"]
+    pitch = 72                                                  # K rounded up to 8 halves
+    assert alg.workspace(cfg, p).count == 2 * (100 + 200) * pitch
+    g = batch.global_
+    assert g.lhs_loader.operand.layout is Layout.ROW and g.rhs_loader.operand.layout is Layout.COL
+    src = alg.render(cfg, SM90)
+    assert "dst[x * k_pitch + k] = src[x * lhs_ld + k];" in src           # re-pitched, not transposed
+    assert "tile[i * 65 + tx] = src[k * rhs_ld + x];" in src              # transposed
+    values = {"M": 100, "N": 200, "K": 70, "batch": 2, "workspace": 1 << 20,
+              "lhs_base": 4096, "lhs_offset": 0, "lhs_ld": 70, "lhs_batch_stride": 7000,
+              "rhs_base": 65536, "rhs_offset": 0, "rhs_ld": 200, "rhs_batch_stride": 0}
+    assert batch_level(alg).map_source(batch, values, "lhs", 2) == (1 << 20, pitch, 100 * pitch)
+    # The rhs region follows the lhs copies; a broadcast rhs's copy is broadcast (stride 0).
+    assert batch_level(alg).map_source(batch, values, "rhs", 2) == ((1 << 20) + 2 * 2 * 100 * pitch, pitch, 0)
+
+
+def batch_level(alg):
+    return alg.components
+
+
+def test_fp8_with_a_row_major_b_runs_on_a_transposed_copy():
+    e4m3 = BY_NAME["float8_e4m3fn"]
+    p = MatmulProblem(1, 4096, 4096, 4096, e4m3, e4m3, BY_NAME["bfloat16"], Layout.ROW, Layout.ROW, 16, 16)
+    _, cfg = setup(p)
+    assert (cfg.batch.lhs_copy, cfg.batch.rhs_copy, cfg.batch.k_major_sources) == (False, True, ())
 
 
 @pytest.mark.parametrize("swap", [
@@ -152,13 +186,13 @@ def test_tensor_maps_derived_per_call(monkeypatch):
 def test_kernel_decides_tma_stores_as_the_host_does():
     """The kernel's out_tma is the host's alignment rule on the same values (address, leading
     dimension, batch stride when there is a batch), written once each side."""
-    from gemm_engine.batch.tma_persistent import _out_usable
+    from gemm_engine.batch.tma_persistent import out_usable
     alg, cfg = setup(problem(b=2))
     src = alg.render(cfg, SM90)
     assert ("const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * 2)"
             " | (unsigned long long)(batch > 1 ? out_batch_stride * 2 : 0)) & 15) == 0;") in src
-    assert _out_usable(4096, 8, 24, 2, 2) and not _out_usable(4096, 9, 24, 2, 2)
-    assert not _out_usable(4096, 8, 20, 2, 2) and _out_usable(4096, 8, 20, 1, 2) and not _out_usable(4098, 8, 8, 1, 2)
+    assert out_usable(4096, 8, 24, 2, 2) and not out_usable(4096, 9, 24, 2, 2)
+    assert not out_usable(4096, 8, 20, 2, 2) and out_usable(4096, 8, 20, 1, 2) and not out_usable(4098, 8, 8, 1, 2)
 
 
 def test_kernel_refuses_batch_level_without_tile_loop_at_render():
@@ -248,6 +282,31 @@ def test_numerics_of_each_output_path(rng, case):
     assert_close(host[..., col0:col0 + n], a, bb, "float16")
     # Nothing outside the output was written (TMA clips its boxes at M and N).
     assert np.isnan(host[..., :col0]).all() and np.isnan(host[..., col0 + n:]).all()
+
+
+#: (batch, m, n, k, layouts, broadcast b): contiguous operands with odd extents, which TMA cannot
+#: address: copied into the K-major workspace first (re-pitched or transposed).
+COPY_CASES = [(1, 131, 133, 75, ("row", "row"), False), (2, 67, 129, 33, ("col", "col"), False),
+              (3, 65, 70, 45, ("row", "row"), True), (1, 300, 257, 1001, ("col", "row"), False)]
+
+
+@pytest.mark.parametrize("case", COPY_CASES, ids=lambda c: "x".join(map(str, c[:4])) + "-" + "".join(x[0] for x in c[4]))
+def test_numerics_of_copied_operands(rng, case):
+    engine = get_engine("cuda")
+    if engine.runtime.device.compute_capability != (9, 0):
+        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    b, m, n, k, layouts, bcast = case
+    lead = (b,) if b > 1 else ()
+    a = random(rng, lead + (m, k), "float16")
+    bb = random(rng, ((k, n) if bcast else lead + (k, n)), "float16")
+
+    def on_device(x, layout):
+        if layout == "row":
+            return engine.runtime.to_device(x)
+        return engine.runtime.to_device(np.ascontiguousarray(np.swapaxes(x, -1, -2))).swapaxes(-1, -2)
+    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np.float16))
+    engine.matmul(on_device(a, layouts[0]), on_device(bb, layouts[1]), out=out, algorithm="specialized_wgmma")
+    assert_close(engine.runtime.to_host(out), a, bb, "float16")
 
 
 def test_repeated_calls_derive_maps_once_per_address_pair():
