@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from ..codegen.dialect import Dialect
 from ..problem import Layout, MatmulProblem
-from .base import BatchConfig, Launch, OperandRef, Workspace
+from .base import BatchConfig, Launch, Workspace
 from .partitioned import PartitionedBatchMatmul
 from .signature import array
 
@@ -178,13 +178,13 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return [
             "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
-            f"const i64 k = k0 + i, x = x0 + tx;",
+            "const i64 k = k0 + i, x = x0 + tx;",
             f"if (k < K && x < {x_extent}) tile[i * {_TILE + 1} + tx] = src[k * {op}_ld + x];",
             "}",
             "SYNC_CUBE();",
             "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
-            f"const i64 x = x0 + i, k = k0 + tx;",
+            "const i64 x = x0 + i, k = k0 + tx;",
             f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = tile[tx * {_TILE + 1} + i];",
             "}"]
 
