@@ -101,18 +101,19 @@ class Launcher:
         return values
 
     def prepare_direct(self, plan: Plan, args: tuple, fixed: dict, more: tuple[str, ...] = ()):
-        """The launch with only the three addresses new (`CallPlan.direct`), and the parameters
-        ``more`` (a fused call's epilogue values), for a one-kernel plan without a workspace on a
-        runtime that offers it; a plan whose by-value parameters derive from the operands'
-        addresses (TMA maps) gets them per address pair (`DerivedDirect`). False otherwise."""
-        if plan.workspace is not None or len(plan.launches) != 1:
+        """The launches with only the three addresses new (`CallPlan.direct`), and the parameters
+        ``more`` (a fused call's epilogue values), on a runtime that offers prepared launches: one
+        prepared launch for a one-kernel plan with nothing derived per call, else `DirectLaunches`
+        (a fresh workspace, per-call derived values, several kernels). False otherwise."""
+        arrays = ("lhs_base", "rhs_base", "out_base") + more + (("workspace",) if plan.workspace is not None else ())
+        positions = plan.signature.positions(arrays)
+        prepared = [self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args,
+                                                launch.shared_bytes, positions) for launch in plan.launches]
+        if not prepared or not all(prepared):
             return False
-        launch = plan.launches[0]
-        prepared = self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,
-                                               plan.signature.positions(("lhs_base", "rhs_base", "out_base") + more))
-        if not prepared:
-            return False
-        return prepared if plan.call_values is None else DerivedDirect(prepared, plan, fixed)
+        if len(prepared) == 1 and plan.workspace is None and plan.call_values is None:
+            return prepared[0]
+        return DirectLaunches(prepared, plan, fixed, self.runtime)
 
     def run(self, plan: Plan, values: dict) -> None:
         self.run_packed(plan, plan.signature.pack(self.with_workspace(plan, values)))
@@ -122,32 +123,48 @@ class Launcher:
             self.runtime.launch_converted(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes)
 
 
-class DerivedDirect:
-    """A prepared launch of a plan whose by-value parameters (TMA tensor maps) derive from the
-    operands' addresses: derived once per (lhs, rhs, out) address triple (a call plan's other values
-    are fixed; the output's map, where the writer stores through one, holds its address) and kept
-    for the last few, so a repeated call costs a lookup and a few 128-byte copies on top of the
-    prepared launch's address refill."""
+class DirectLaunches:
+    """The prepared launches of a plan, in order, with what they need per call: a fresh workspace
+    (allocated on the call's stream, so the pool reuses it only after these kernels) and the
+    by-value parameters derived from the addresses (TMA tensor maps: derived once per (lhs, rhs,
+    out, workspace) address tuple, a call plan's other values being fixed, and kept for the last
+    few), so a repeated call costs a lookup and a few 128-byte copies on top of the prepared
+    launches' address refills."""
 
     PAIRS = 16
 
-    def __init__(self, prepared, plan: Plan, fixed: dict):
-        self.prepared, self.derive, self.fixed = prepared, plan.call_values.derive, dict(fixed)
+    def __init__(self, prepared: list, plan: Plan, fixed: dict, runtime=None):
+        self.launches, self.fixed, self.runtime = list(prepared), dict(fixed), runtime
+        self.derive = plan.call_values.derive if plan.call_values is not None else None
+        self.workspace = getattr(plan, "workspace", None)
         self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
         self._structs: OrderedDict = OrderedDict()
 
+    def _scratch(self, stream) -> tuple:
+        if self.workspace is None:
+            return ()
+        rt = self.runtime
+        with rt.on_stream(stream):
+            return (rt.empty((self.workspace.count,), device_dtype(self.workspace.element)),)
+
     def __call__(self, a, b, out, *more, stream=None) -> bool:
-        pa = a if type(a) is int else a.data.ptr
-        pb = b if type(b) is int else b.data.ptr
-        po = out if type(out) is int else out.data.ptr
-        structs = self._structs.get((pa, pb, po))
-        if structs is None:
-            derived = self.derive({**self.fixed, "lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0,
-                                   "out_base": po, "out_offset": 0})
-            structs = self._structs[(pa, pb, po)] = [derived[n] for n in self.names]
-            if len(self._structs) > self.PAIRS:
-                self._structs.popitem(last=False)
-        return self.prepared(a, b, out, *more, stream=stream, structs=structs)
+        scratch = self._scratch(stream)
+        structs = None
+        if self.derive is not None:
+            key = tuple(x if type(x) is int else x.data.ptr for x in (a, b, out, *scratch))
+            structs = self._structs.get(key)
+            if structs is None:
+                values = {**self.fixed, "lhs_base": key[0], "lhs_offset": 0, "rhs_base": key[1], "rhs_offset": 0,
+                          "out_base": key[2], "out_offset": 0, **({"workspace": key[3]} if scratch else {})}
+                derived = self.derive(values)
+                structs = self._structs[key] = [derived[n] for n in self.names]
+                if len(self._structs) > self.PAIRS:
+                    self._structs.popitem(last=False)
+        # Only the first can refuse (another device current), before anything is launched.
+        for launch in self.launches:
+            if not launch(a, b, out, *more, *scratch, stream=stream, structs=structs):
+                return False
+        return True
 
 
 @dataclass

@@ -310,10 +310,10 @@ def test_numerics_of_copied_operands(rng, case):
 
 
 def test_repeated_calls_derive_maps_once_per_address_pair():
-    """The direct launch of a TMA plan derives its maps per (lhs, rhs) address pair, not per call."""
+    """The direct launch of a TMA plan derives its maps per (lhs, rhs, out) addresses, not per call."""
     from types import SimpleNamespace
     from gemm_engine.batch.base import CallValues
-    from gemm_engine.launcher import DerivedDirect
+    from gemm_engine.launcher import DirectLaunches
     alg, cfg = setup(problem())
     derived, launched = [], []
 
@@ -321,13 +321,42 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
         derived.append((values["lhs_base"], values["rhs_base"], values["out_base"], values["lhs_ld"]))
         return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES, "out_map": b"O" * MAP_BYTES}
     plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg))
-    direct = DerivedDirect(lambda a, b, out, stream=None, structs=None: launched.append(structs) or True,
-                           plan, {"lhs_ld": 192})
+    direct = DirectLaunches([lambda a, b, out, stream=None, structs=None: launched.append(structs) or True],
+                            plan, {"lhs_ld": 192})
     # The output's map holds its address: a new output is a new derivation.
     for a, b, o in ((4096, 8192, 0), (4096, 8192, 0), (4096, 16384, 0), (4096, 16384, 512)):
         assert direct(a, b, o)
     assert derived == [(4096, 8192, 0, 192), (4096, 16384, 0, 192), (4096, 16384, 512, 192)]
     assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES, b"O" * MAP_BYTES] for s in launched) and len(launched) == 4
+
+
+def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
+    """A plan that copies operands first: every kernel gets the same fresh workspace (allocated on
+    the call's stream), the maps derive with its address, and a refusal of the first launches
+    nothing."""
+    import contextlib
+    from types import SimpleNamespace
+    from gemm_engine.batch.base import CallValues, Workspace
+    from gemm_engine.launcher import DirectLaunches
+    alg, cfg = setup(problem(align=4))
+    seen, allocations = [], []
+
+    class Scratch:
+        def __init__(self, n):
+            self.data = SimpleNamespace(ptr=1 << 30 | len(allocations) << 12)
+            allocations.append(n)
+    runtime = SimpleNamespace(on_stream=lambda stream: contextlib.nullcontext(), empty=lambda shape, dtype: Scratch(shape[0]))
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"),
+                                                  lambda v: seen.append(v["workspace"]) or dict.fromkeys(
+                                                      ("lhs_map", "rhs_map", "out_map"), bytes(MAP_BYTES))),
+                           signature=alg.signature(cfg), workspace=Workspace(BY_NAME["float16"], 4096))
+    got = []
+    kernels = [lambda *xs, stream=None, structs=None, i=i: got.append((i, xs[-1].data.ptr)) or True for i in range(3)]
+    assert DirectLaunches(kernels, plan, {}, runtime)(1, 2, 3, stream=7)
+    assert allocations == [4096] and seen == [1 << 30] and got == [(0, 1 << 30), (1, 1 << 30), (2, 1 << 30)]
+    refusing = [lambda *xs, stream=None, structs=None: False] + kernels
+    got.clear()
+    assert not DirectLaunches(refusing, plan, {}, runtime)(1, 2, 3) and got == []
 
 
 def test_register_reallocation_fits_the_register_file():
