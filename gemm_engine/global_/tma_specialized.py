@@ -14,7 +14,10 @@ them. Roles, each one branch of a single if/else (what ``setmaxnreg`` needs):
   slice wait until its slot is *full*, issue the stage's wgmma batch on it, wait until at most one
   batch is pending (so the previous slice's batch is done) and release that slice's slot (one
   arrival per warpgroup on its *empty* barrier); after the last slice wait for everything, release
-  the last slot, and store through the writer (the fused epilogue included).
+  the last slot, and store through the writer (the fused epilogue included). The level keeps the
+  writer's staging tile after the ring where the writer asks for one (`STORE_STAGING`: TmaStoreWriter,
+  whose TMA stores run on under the next tile's main loop); the consumer units meet on named
+  barrier 1 for it, and unit 0 issues the stores.
 
 Barrier phases: slot ``it % stages`` of the cube's running slice count ``it`` is in its phase
 ``(it / stages) & 1``. Consumers wait for that parity on *full*; the producer waits for the other
