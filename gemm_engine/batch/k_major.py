@@ -162,11 +162,11 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             f"const GLOBAL {t}* src = {op}_base + {op}_offset + b * {op}_batch_stride;",
             f"GLOBAL {t}* dst = workspace + {self._regions(cfg)[op]} + b * {x_extent} * k_pitch;",
             f"const int tx = UNIT_ID % {_TILE}, ty = UNIT_ID / {_TILE};",
-            *self._copy_body(cfg, op, x_extent),
+            *self._copy_body(cfg, d, op, x_extent),
             "}",
         ])
 
-    def _copy_body(self, cfg: KMajorBatchConfig, op: str, x_extent: str) -> list[str]:
+    def _copy_body(self, cfg: KMajorBatchConfig, d: Dialect, op: str, x_extent: str) -> list[str]:
         """The copy of one 64 x 64 tile: through a padded shared tile when it transposes (both the
         reads and the writes whole rows), straight along k when the source is K-major."""
         if op in cfg.k_major_sources:
@@ -175,12 +175,17 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
                     "const i64 x = x0 + i, k = k0 + tx;",
                     f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = src[x * {op}_ld + k];",
                     "}"]
-        return [
+        scalar_read = [
             "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
             "const i64 k = k0 + i, x = x0 + tx;",
             f"if (k < K && x < {x_extent}) tile[i * {_TILE + 1} + tx] = src[k * {op}_ld + x];",
-            "}",
+            "}"]
+        size = getattr(cfg.global_, f"{op}_loader").operand.element.itemsize
+        if size < 4:
+            return self._packed_transpose(op, x_extent, size, d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element), scalar_read)
+        return [
+            *scalar_read,
             "SYNC_CUBE();",
             "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
@@ -188,3 +193,41 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = tile[tx * {_TILE + 1} + i];",
             "}"]
 
+    @staticmethod
+    def _packed_transpose(op: str, x_extent: str, size: int, t: str, scalar_read: list[str]) -> list[str]:
+        """The transposing copy of 1- and 2-byte elements a 32-bit word at a time: the H100 moved
+        about the same elements per second whatever their size (tf32 4096^2 52 us, f16 4093^2 54,
+        int8 4096^2 38: bench/results/h100_2026-11-25_kernel_durations_copies.json), so packing 4
+        or 2 to a load and a store cuts the instructions that bound it. Reads go by words where the
+        source rows are 4-byte aligned (else element by element); writes always (the copy's rows
+        are whole 16-byte chunks), element by element only at the end of K."""
+        words = 4 // size
+        per = _TILE // words                 # units along one tile row
+        rows = _UNITS // per                 # tile rows per pass
+        pitch, bits = _TILE + 1, 8 * size
+        word = "unsigned"
+        unpack = " ".join(f"tile[i * {pitch} + c * {words} + {j}] = (T)(w >> {bits * j});" for j in range(words))
+        pack = " | ".join(f"((unsigned)(U)tile[(c * {words} + {j}) * {pitch} + i] << {bits * j})" for j in range(words))
+        utype = "unsigned char" if size == 1 else "unsigned short"
+        return [
+            f"typedef {t} T; typedef {utype} U;",
+            f"const int c = UNIT_ID % {per};",
+            f"if (((((unsigned long long)src) | (unsigned long long)({op}_ld * {size})) & 3) == 0) {{",
+            "#pragma unroll",
+            f"for (int i = UNIT_ID / {per}; i < {_TILE}; i += {rows}) {{",
+            f"const i64 k = k0 + i, x = x0 + c * {words};",
+            "if (k >= K) continue;",
+            f"if (x + {words} <= {x_extent}) {{ const {word} w = *(const GLOBAL {word}*)(src + k * {op}_ld + x); {unpack} }}",
+            f"else for (int j = 0; j < {words}; ++j) if (x + j < {x_extent}) tile[i * {pitch} + c * {words} + j] = src[k * {op}_ld + x + j];",
+            "}",
+            "} else {",
+            *scalar_read,
+            "}",
+            "SYNC_CUBE();",
+            "#pragma unroll",
+            f"for (int i = UNIT_ID / {per}; i < {_TILE}; i += {rows}) {{",
+            f"const i64 x = x0 + i, k = k0 + c * {words};",
+            f"if (x >= {x_extent} || k >= K) continue;",
+            f"if (k + {words} <= K) *(GLOBAL {word}*)(dst + x * k_pitch + k) = {pack};",
+            f"else for (int j = 0; j < {words}; ++j) if (k + j < K) dst[x * k_pitch + k + j] = tile[(c * {words} + j) * {pitch} + i];",
+            "}"]
