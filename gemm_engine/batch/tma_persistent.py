@@ -31,6 +31,8 @@ from .partitioned import PartitionedBatchMatmul
 from .signature import BY_VALUE, KernelSignature, Param
 
 _MAPS = ("lhs_map", "rhs_map")
+#: The kernel's condition that this call's output map may be used (`out_usable` on the device).
+_OUT_FLAG = "out_tma"
 
 
 def out_usable(address: int, ld: int, batch_stride: int, batch: int, size: int) -> bool:
@@ -66,13 +68,16 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         """Whether the writer stores through the output's tensor map (OUTPUT_TENSOR_MAP)."""
         return getattr(cfg.global_.writer, "tma_store", False)
 
+    def _maps(self, cfg: BatchConfig) -> tuple[str, ...]:
+        """The tensor-map parameters: the operands', and the output's where the writer takes it."""
+        return _MAPS + (("out_map",) if self._out_map(cfg) else ())
+
     def signature(self, cfg: BatchConfig) -> KernelSignature:
-        maps = _MAPS + (("out_map",) if self._out_map(cfg) else ())
         return super().signature(cfg).extended(
-            *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in maps))
+            *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in self._maps(cfg)))
 
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
-        out = (OperandRef("out", "out_ld", "out_map", "(int)b", "out_tma") if self._out_map(cfg)
+        out = (OperandRef("out", "out_ld", "out_map", "(int)b", _OUT_FLAG) if self._out_map(cfg)
                else OperandRef("out", "out_ld"))
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
                          rhs=OperandRef("rhs", "rhs_ld", "rhs_map", "(rhs_batch_stride != 0 ? (int)b : 0)"),
@@ -86,7 +91,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         size = cfg.result.itemsize
         # The host's `out_usable` on the same values: out_map holds the output's map exactly then.
-        flag = ([f"const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
+        flag = ([f"const bool {_OUT_FLAG} = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
                  f" | (unsigned long long)(batch > 1 ? out_batch_stride * {size} : 0)) & 15) == 0;"]
                 if self._out_map(cfg) else [])
         return "\n".join([*self.kernel_head(cfg, d), *flag, self.body(cfg, d), "}"])
@@ -106,7 +111,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                 out.update(self._out_values(cfg, values, problem.out.itemsize))
             return out
 
-        return CallValues(_MAPS + (("out_map",) if self._out_map(cfg) else ()), derive)
+        return CallValues(self._maps(cfg), derive)
 
     def map_source(self, cfg: BatchConfig, values: dict, op: str, itemsize: int) -> tuple[int, int, int]:
         """(address of element 0, leading dimension, batch stride) of what operand ``op``'s map

@@ -234,6 +234,14 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
 ]
 
 
+def sm90_engine():
+    """The CUDA engine, or a skip where the GPU is not sm_90 (wgmma and TMA)."""
+    engine = get_engine("cuda")
+    if engine.runtime.device.compute_capability != (9, 0):
+        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    return engine
+
+
 def padded(engine, host, layout, pad):
     """``host`` on the device in ``layout``, its leading dimension rounded up to 8 elements past
     ``pad`` (the extents stay odd; the stride is what TMA needs 16-byte aligned)."""
@@ -248,9 +256,7 @@ def padded(engine, host, layout, pad):
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("case", NUMERIC_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{''.join(x[0] for x in c[4])}")
 def test_numerics(rng, dtype, case):
-    engine = get_engine("cuda")
-    if engine.runtime.device.compute_capability != (9, 0):
-        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    engine = sm90_engine()
     b, m, n, k, layouts, pad = case
     lead = (b,) if b > 1 else ()
     a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
@@ -269,9 +275,7 @@ OUTPUT_CASES = [(1, 129, 257, 65, 264, 0), (4, 67, 264, 200, 264, 0), (2, 300, 1
 
 @pytest.mark.parametrize("case", OUTPUT_CASES, ids=lambda c: "x".join(map(str, c)))
 def test_numerics_of_each_output_path(rng, case):
-    engine = get_engine("cuda")
-    if engine.runtime.device.compute_capability != (9, 0):
-        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    engine = sm90_engine()
     b, m, n, k, ld, col0 = case
     lead = (b,) if b > 1 else ()
     a, bb = random(rng, lead + (m, k), "float16"), random(rng, lead + (k, n), "float16")
@@ -292,9 +296,7 @@ COPY_CASES = [(1, 131, 133, 75, ("row", "row"), False), (2, 67, 129, 33, ("col",
 
 @pytest.mark.parametrize("case", COPY_CASES, ids=lambda c: "x".join(map(str, c[:4])) + "-" + "".join(x[0] for x in c[4]))
 def test_numerics_of_copied_operands(rng, case):
-    engine = get_engine("cuda")
-    if engine.runtime.device.compute_capability != (9, 0):
-        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
+    engine = sm90_engine()
     b, m, n, k, layouts, bcast = case
     lead = (b,) if b > 1 else ()
     a = random(rng, lead + (m, k), "float16")
