@@ -6,7 +6,7 @@ For each row, on torch CUDA tensors (the engine takes them zero-copy and runs on
 1. checks the engine against a float64 reference first (int8: exact equality; floats: relative
    Frobenius error under the dtype's tolerance; output poisoned first), over edge shapes, both
    layouts of each operand, batches and every algorithm that sets up;
-2. times, by CUDA events after a warm-up (median, `gemm_engine.timing.device_time`), the engine's
+2. times, by CUDA events after a warm-up (median, `gemm_engine.timing.device_times`: samples in turns), the engine's
    default choice (``auto``, empty tuning cache) and the baseline: ``torch._int_mm`` for int8,
    ``torch._scaled_mm`` for fp8, the faster of ``torch.matmul`` and ``cupy.matmul`` for float64;
 3. prints a table (TFLOP/s or TOPS, ratio baseline time / engine time) and writes JSON.
@@ -164,7 +164,7 @@ def check(engine, torch, kinds, algorithms) -> list:
 
 
 def time_rows(engine, torch, cp, rows, repeat) -> list:
-    from gemm_engine.timing import device_time
+    from gemm_engine.timing import device_times
     rt = engine.runtime
     gen = torch.Generator(device="cuda").manual_seed(1)
     table = []
@@ -181,18 +181,22 @@ def time_rows(engine, torch, cp, rows, repeat) -> list:
         row["algorithm"] = engine.last_choice[0].name if engine.last_choice else "?"
         row["err"] = error(torch, out, ref, kind)
         row["ok"] = ok(row["err"], kind)
-        row["ms"] = device_time(rt, lambda: engine.matmul(a, bb), repeat=repeat, warmup=3) * 1e3
         if kind == "int8":
             base = {"torch._int_mm": lambda: torch._int_mm(a, bb)}
         else:
             ca, cb = cp.from_dlpack(a), cp.from_dlpack(bb)
             base = {"torch.matmul": lambda: torch.matmul(a, bb), "cupy.matmul": lambda: cp.matmul(ca, cb)}
-        for name, fn in base.items():
+        for name, fn in list(base.items()):
             try:
-                row[name] = device_time(rt, fn, repeat=repeat, warmup=3) * 1e3
+                fn()
             except RuntimeError as exc:    # torch._int_mm's layout rules
                 row[name] = None
                 row[f"{name} error"] = str(exc)[:200]
+                del base[name]
+        # The engine and its baselines in turns (timing.device_times): the same clocks for all.
+        timed = device_times(rt, {"engine": lambda: engine.matmul(a, bb), **base}, repeat=repeat, warmup=3)
+        row["ms"] = timed.pop("engine") * 1e3
+        row.update({name: seconds * 1e3 for name, seconds in timed.items()})
         times = [row[x] for x in base if row[x]]
         row["baseline_ms"] = min(times) if times else None
         row["tops"] = flops / row["ms"] / 1e9
@@ -210,7 +214,7 @@ def time_fp8_row(engine, torch, label, kind, m, n, k, b_layout, repeat, gen) -> 
     timed). Block scales against nothing (reported as engine TFLOP/s)."""
     import ml_dtypes
     import numpy as np
-    from gemm_engine.timing import device_time
+    from gemm_engine.timing import device_times
     _, skind, out_name, *fast = kind.split(":")
     a = operand(torch, m, k, "row", 1, "float8_e4m3fn", gen)[0]
     bb = operand(torch, k, n, b_layout, 1, "float8_e4m3fn", gen)[0]
@@ -228,8 +232,8 @@ def time_fp8_row(engine, torch, label, kind, m, n, k, b_layout, repeat, gen) -> 
     row["algorithm"] = engine.last_choice[0].name if engine.last_choice else "?"
     row["err"] = error(torch, out, ref, "float")
     row["ok"] = row["err"] < TOL[out_name]
-    row["ms"] = device_time(engine.runtime, lambda: engine.matmul(a, bb, **kw), repeat=repeat, warmup=3) * 1e3
     row["baseline_ms"] = None
+    fns = {"engine": lambda: engine.matmul(a, bb, **kw)}
     if skind != "block":
         one = torch.ones((), device="cuda")
         tsa, tsb = (one, one) if skind == "none" else (sa, sb)
@@ -242,9 +246,14 @@ def time_fp8_row(engine, torch, label, kind, m, n, k, b_layout, repeat, gen) -> 
             return torch._scaled_mm(a, tb, tsa, tsb, out_dtype=tdt, use_fast_accum=bool(fast))
         try:
             row["torch_err"] = error(torch, base(), ref, "float")
-            row["baseline_ms"] = device_time(engine.runtime, base, repeat=repeat, warmup=3) * 1e3
+            fns["base"] = base
         except RuntimeError as exc:
             row["torch._scaled_mm error"] = str(exc)[:300]
+    # The engine and torch in turns (timing.device_times): the same clocks for both.
+    timed = device_times(engine.runtime, fns, repeat=repeat, warmup=3)
+    row["ms"] = timed["engine"] * 1e3
+    if "base" in timed:
+        row["baseline_ms"] = timed["base"] * 1e3
     row["tops"] = flops / row["ms"] / 1e9
     row["ratio"] = row["baseline_ms"] / row["ms"] if row["baseline_ms"] else None
     print(f"{label:36s} {row['algorithm']:18s} {row['ms']:.4f} ms {row['tops']:.0f} T/s "

@@ -5,6 +5,13 @@ device where the backend offers it (CUDA events around the launches) and with th
 around ``fn(); synchronize()`` otherwise (OpenCL: PyOpenCL's profiling events would need a queue
 created with profiling on, which the engine's queue is not).
 
+Calls compared with each other (the engine and its baselines in one benchmark row) are timed by
+`device_times`: their samples taken in turns, so that all of them meet the same clocks. A long
+stretch of heavy kernels warms the H100 and its clocks drop (bf16 8192^3: the same kernel measured
+1.45 ms first and 1.58 ms fourth of 6 variants timed one after another,
+bench/results/h100_2026-11-25_kernel_durations_slots.json), so whoever is timed last in a row pays
+for the ones before it.
+
 A sample is one call, or for calls shorter than ``min_window`` a batch of back-to-back calls
 divided by their count: a lone short call measures the host's launch latency as much as the
 kernel, while a loop of calls (what an application runs) overlaps each call's host work with the
@@ -17,11 +24,12 @@ import math
 import statistics
 import time
 
-#: Calls shorter than this are timed in batches (seconds). Each batch starts on an idle device (the
-#: sample before it is synchronized), so its first call's host time and launch latency count once
-#: per batch: at 0.2 ms a 25 us kernel ran in batches of 5 and measured 40 us a call where 200 calls
-#: back to back took 26 us each (H100, bf16 2048^3; torch.matmul 32 against 25). At 1 ms the batch
-#: is 25 or more, for the engine and the baselines alike.
+#: Calls shorter than this are timed in batches (seconds). On CUDA each batch starts behind one
+#: untimed call, so the device is busy when the timing starts, as in a loop of calls. A batch that
+#: started on an idle device counted its first call's host time and launch latency, and more
+#: (H100, bench/results/h100_2026-11-25_timing_batches.json): one call timed alone from idle
+#: measured 0.96 ms where torch._scaled_mm's fp8 0.8 ms kernel took 0.81 behind a lead call, the
+#: engine's 1.02 against 0.88; bf16 2048^3 52 us against 27 (torch 39 against 26).
 MIN_WINDOW = 1e-3
 #: The largest batch.
 MAX_BATCH = 64
@@ -29,9 +37,11 @@ MAX_BATCH = 64
 
 def time_batch(runtime, fn, count: int, cp) -> float:
     """Seconds per call of ``count`` back-to-back ``fn()``: CUDA events when ``cp`` (CuPy) is
-    given, else the host clock up to ``runtime.synchronize()``."""
+    given (behind one untimed call: see `MIN_WINDOW`), else the host clock up to
+    ``runtime.synchronize()``."""
     if cp is not None:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
+        fn()
         start.record()
         for _ in range(count):
             fn()
@@ -47,14 +57,27 @@ def time_batch(runtime, fn, count: int, cp) -> float:
 
 def device_time(runtime, fn, repeat: int = 10, warmup: int = 2, min_window: float = MIN_WINDOW) -> float:
     """Median seconds of one ``fn()`` on ``runtime``'s device (see the module's docstring)."""
+    return device_times(runtime, {"fn": fn}, repeat, warmup, min_window)["fn"]
+
+
+def device_times(runtime, fns: dict, repeat: int = 10, warmup: int = 2, min_window: float = MIN_WINDOW) -> dict:
+    """``{name: median seconds of one call}`` of each function of ``fns``, their samples taken in
+    turns (one of each, ``repeat`` times), each function in batches of its own size."""
     if repeat < 1:
         raise ValueError(f"repeat: expected a positive count, got {repeat!r}")
-    for _ in range(warmup):
-        fn()
-    runtime.synchronize()
     cp = getattr(runtime, "cp", None) if runtime.backend == "cuda" else None
-    batch = 1
-    if min_window > 0:
-        first = time_batch(runtime, fn, 1, cp)
-        batch = max(1, min(MAX_BATCH, math.ceil(min_window / max(first, 1e-7))))
-    return statistics.median(time_batch(runtime, fn, batch, cp) for _ in range(repeat))
+    batches = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        runtime.synchronize()
+        batch = 1
+        if min_window > 0:
+            first = time_batch(runtime, fn, 1, cp)
+            batch = max(1, min(MAX_BATCH, math.ceil(min_window / max(first, 1e-7))))
+        batches[name] = batch
+    samples = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            samples[name].append(time_batch(runtime, fn, batches[name], cp))
+    return {name: statistics.median(v) for name, v in samples.items()}

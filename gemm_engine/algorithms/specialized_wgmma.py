@@ -16,7 +16,7 @@ Tiling rule: the cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256
 accumulators per unit) for large outputs; 128 x 128 where fewer than a wave of 128 x 256 tiles
 would leave multiprocessors idle. fp8 and block scales promote (a second set of float32
 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8 waves, else
-128 x 128. The ring takes as many slots as fit beside the staging tile (at least 3).
+128 x 128. The output tile is staged in as many column parts as leave room for the whole ring.
 """
 from __future__ import annotations
 
@@ -58,12 +58,29 @@ def _preset(wm, wn, pm, tn, stages, **more) -> dict:
 
 
 def _store(problem, dialect, tile_m: int, tile_n: int, stages: int) -> dict:
-    """``stages`` and ``tma_store``: the output tile staged for TMA stores (TmaStoreWriter) with as
-    many of ``stages`` ring slots as fit beside it, at least 3; else direct stores and all of them.
-    A slot holds 128 bytes of K for each of the tile's tile_m + tile_n lines, whatever the type."""
-    slot, staging = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize
-    fit = (dialect.device.max_shared_memory - staging - _SLACK) // slot
-    return dict(stages=min(stages, fit), tma_store=True) if fit >= _MIN_STAGES else dict(stages=stages, tma_store=False)
+    """``stages``, ``tma_store`` and ``store_parts``: the output tile staged for TMA stores
+    (TmaStoreWriter) in the fewest column parts (1, 2 or 4, each whole 128-byte bands) that leave
+    room for all ``stages`` ring slots; failing that, whole, with as many slots as fit beside it, at
+    least 3; else direct stores and all the slots. A slot holds 128 bytes of K for each of the
+    tile's tile_m + tile_n lines, whatever the type.
+
+    Measured on the H100 (kernel times, bench/results/h100_2026-11-25_kernel_durations_store_parts_*.json):
+    int8 128 x 256 (int32 results, 128 KiB whole) 4 slots beside 4 parts 0.095 ms at 4096^3 against
+    0.101-0.103 with direct stores (8192^3 0.657 against 0.689-0.699); tf32 0.343 against 0.349;
+    bf16 128 x 256 4 slots beside 2 parts 0.174 against 0.175 beside the whole tile on 3; fp8 no
+    different (0.804 against 0.802-0.811 at 8192^3)."""
+    slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize
+    band = 128 // problem.out.itemsize
+    room = dialect.device.max_shared_memory - _SLACK
+    for parts in (1, 2, 4):
+        if (tile_n // parts) % band:
+            break
+        if (room - whole // parts) // slot >= stages:
+            return dict(stages=stages, tma_store=True, store_parts=parts)
+    fit = (room - whole) // slot
+    if fit >= _MIN_STAGES:
+        return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
+    return dict(stages=stages, tma_store=False, store_parts=1)
 
 
 @register

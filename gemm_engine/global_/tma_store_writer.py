@@ -19,7 +19,13 @@ Per tile, in the units the global level names (`STORE_STAGING`):
 
 The staging tile is ``stage_n * size / 128`` bands of ``stage_m`` rows of 128 bytes, each in TMA's
 128-byte swizzle (16-byte chunk ``c`` of row ``r`` at chunk ``c ^ (r % 8)``): the eight rows of one
-fragment store then fall in different banks. TMA clips the box at the output's edges, so outputs
+fragment store then fall in different banks.
+
+``store_parts`` > 1 stages the tile in that many column parts, steps 1-3 once per part through a
+staging tile of one part: the ring keeps the shared memory the rest would take (bf16 128 x 256: 4
+slots beside a 32 KiB part instead of 3 beside 64 KiB), at the price of a wait and two meetings per
+part. The stage must tell its elements' columns apart when the kernel is rendered
+(`StageMatmul.write_columns`). TMA clips the box at the output's edges, so outputs
 past M or N are never written (the epilogue reads ``c`` and ``bias`` in range only, as every writer).
 
 Whether a call's output may be stored this way is decided per call (the problem does not describe
@@ -47,14 +53,17 @@ _WORDS = ("f16_bits", "bf16_bits", "f32", "i32")
 class TmaStoreWriter(PairedWriter):
     name = "tma_store"
     knobs = (Knob("tma_store", True, "store each output tile through shared memory with TMA bulk stores "
-                                     "(asynchronous) where the call's output allows it"),)
+                                     "(asynchronous) where the call's output allows it"),
+             Knob("store_parts", 1, "stage and store the output tile in this many column parts, one after "
+                                    "another (less shared memory for the staging tile)", choices=(1, 2, 4)))
     requires = (Requirement.of("global_", STORE_STAGING, why="the tile is staged in shared memory and stored "
                                                              "by one elected unit"),
                 Requirement.of("batch", OUTPUT_TENSOR_MAP, why="TMA stores write through the output's tensor map"))
 
     def setup(self, problem, selection, dialect) -> WriterConfig:
         paired = super().setup(problem, selection, dialect)
-        return WriterConfig(pairs=paired.pairs, tma_store=selection.tma_store and problem.out.storage in _WORDS)
+        return WriterConfig(pairs=paired.pairs, tma_store=selection.tma_store and problem.out.storage in _WORDS,
+                            store_parts=selection.store_parts)
 
     # -- what the global and batch levels ask ------------------------------------------------------
     @staticmethod
@@ -67,11 +76,12 @@ class TmaStoreWriter(PairedWriter):
         not whole boxes."""
         if not cfg.writer.tma_store:
             return 0
-        st = cfg.stage
-        if st.stage_n % self.band(cfg) or st.stage_m > _MAX_ROWS:
-            raise SetupError(self.name, f"a {st.stage_m} x {st.stage_n} tile is not whole TMA boxes of at most "
-                                        f"{_MAX_ROWS} rows x {self.band(cfg)} elements (set tma_store=False)")
-        return st.stage_m * st.stage_n * cfg.out.itemsize
+        st, parts = cfg.stage, cfg.writer.store_parts
+        if st.stage_n % (self.band(cfg) * parts) or st.stage_m > _MAX_ROWS:
+            raise SetupError(self.name, f"a {st.stage_m} x {st.stage_n} tile in {parts} column part(s) is not "
+                                        f"whole TMA boxes of at most {_MAX_ROWS} rows x {self.band(cfg)} elements "
+                                        f"(set tma_store=False or fewer store_parts)")
+        return st.stage_m * st.stage_n // parts * cfg.out.itemsize
 
     def tensor_map_spec(self, cfg, rows: int, cols: int, ld: int, batch_stride: int, batch: int) -> TensorMapSpec:
         """The output's map: ``rows x cols`` row-major with leading dimension ``ld`` and
@@ -98,38 +108,44 @@ class TmaStoreWriter(PairedWriter):
             raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
                                         "output tensor map")
         storage, ctype = cfg.out.storage, d.storage_type(cfg.out)
+        band, rows, parts = self.band(cfg), cfg.stage.stage_m, cfg.writer.store_parts
+        width = cfg.stage.stage_n // parts
+        code = [f"if ({out.map_flag}) {{"]
+        for part in range(parts):
+            first = part * width
 
-        def at(row, col):
-            return f"({stg.pointer} + {self._offset(cfg, row, col)})"
+            def at(row, col, first=first):
+                local = f"({col}) - {first}" if first else col
+                return f"({stg.pointer} + {self._offset(cfg, row, local)})"
 
-        def pair(row, col, lo, hi):
-            return self.pair_value(d, storage, lo, hi, "local", at(row, col))
+            def pair(row, col, lo, hi, at=at):
+                return self.pair_value(d, storage, lo, hi, "local", at(row, col))
 
-        def single(row, col, value):
-            store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0", g.output_value(cfg, d, scope, row, col, value))
-            return g.guarded(cfg, scope, row, col, store)
+            def single(row, col, value, at=at):
+                store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
+                                       g.output_value(cfg, d, scope, row, col, value))
+                return g.guarded(cfg, scope, row, col, store)
 
-        band, rows = self.band(cfg), cfg.stage.stage_m
-        stores = []
-        for j in range(cfg.stage.stage_n // band):
-            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u",
-                                [f"{scope.n0} + {j * band}", scope.m0, out.batch])
-            stores.append(f"if ({scope.n0} + {j * band} < {scope.n}) {store}" if cfg.check_n and j else store)
-        return "\n".join([
-            f"if ({out.map_flag}) {{",
-            f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",   # the last tile's stores have read it
-            stg.sync,
-            self.paired(g, cfg, d, scope, pair, single, None),
-            d.fence_proxy_async(),
-            stg.sync,
-            f"if ({stg.elected}) {{",
-            *stores,
-            d.bulk_commit(),
-            "}",
-            "} else {",
-            direct,
-            "}",
-        ])
+            stores = []
+            for j in range(width // band):
+                col = first + j * band
+                store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u",
+                                    [f"{scope.n0} + {col}", scope.m0, out.batch])
+                stores.append(f"if ({scope.n0} + {col} < {scope.n}) {store}" if cfg.check_n and col else store)
+            code += [
+                # the last stores (this tile's previous part, or the last tile's) have read it
+                f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",
+                stg.sync,
+                self.paired(g, cfg, d, scope, pair, single, None,
+                            range(first, first + width) if parts > 1 else None),
+                d.fence_proxy_async(),
+                stg.sync,
+                f"if ({stg.elected}) {{",
+                *stores,
+                d.bulk_commit(),
+                "}",
+            ]
+        return "\n".join([*code, "} else {", direct, "}"])
 
     def after_tiles(self, g, cfg, d) -> str:
         if not cfg.writer.tma_store:

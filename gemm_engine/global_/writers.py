@@ -35,6 +35,7 @@ class WriterConfig:
     pairs: bool = False       # PairedWriter: half-precision pairs
     staged: bool = False      # StagedWriter: through the shared ring
     tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/tma_store_writer.py)
+    store_parts: int = 1      # TmaStoreWriter: the tile staged in this many column parts, one after another
 
 
 class DirectWriter:
@@ -83,10 +84,11 @@ class PairedWriter(DirectWriter):
         return f"{{ {vec} pv; pv.x = {lo}; pv.y = {hi}; {d.vector_ref(space, storage, 2, pointer)} = pv; }}"
 
     @staticmethod
-    def paired(g, cfg, d, scope, pair, single, flag: str | None) -> str:
-        """The stage's accumulators written two at a time where two in a row are (row, col) and
-        (row, col + 1), ``flag`` (if any) holds and both are in range: ``pair(row, col, lo, hi)``
-        with the converted outputs, else ``single(row, col, value)`` each (bounds checked there)."""
+    def paired(g, cfg, d, scope, pair, single, flag: str | None, columns: range | None = None) -> str:
+        """The stage's accumulators (those of the stage tile's ``columns`` where given) written two
+        at a time where two in a row are (row, col) and (row, col + 1), ``flag`` (if any) holds and
+        both are in range: ``pair(row, col, lo, hi)`` with the converted outputs, else
+        ``single(row, col, value)`` each (bounds checked there)."""
         pending: list = []
 
         def writer(row, col, value):
@@ -106,7 +108,8 @@ class PairedWriter(DirectWriter):
                 return both
             return f"if ({' && '.join(conds)}) {both}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}"
 
-        code = g.stage.write(cfg.stage, d, writer)
+        code = (g.stage.write(cfg.stage, d, writer) if columns is None
+                else g.stage.write_columns(cfg.stage, d, writer, columns))
         if pending:
             code += "\n" + single(*pending.pop())
         return code

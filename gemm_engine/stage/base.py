@@ -125,3 +125,9 @@ class StageMatmul(ABC):
 
     @abstractmethod
     def write(self, cfg: StageConfig, d: Dialect, writer: Writer) -> str: ...
+
+    def write_columns(self, cfg: StageConfig, d: Dialect, writer: Writer, columns: range) -> str:
+        """`write` of the elements in the stage tile's ``columns`` only (a range of multiples of 8),
+        for a writer that stages the tile in parts; SetupError where the stage cannot tell its
+        elements' columns apart when the kernel is rendered."""
+        raise SetupError(self.name, "writes its tile only whole (a writer asked for column parts)")

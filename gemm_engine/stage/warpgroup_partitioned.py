@@ -191,8 +191,22 @@ class WarpgroupPartitionedStage(StageMatmul):
                          for i in range(cfg.partition_m))
 
     def write(self, cfg, d, writer: Writer) -> str:
+        return self._write(cfg, writer, None)
+
+    def write_columns(self, cfg, d, writer: Writer, columns: range) -> str:
+        # A warpgroup's columns start at wg_n0, known only when the kernel runs unless there is one
+        # warpgroup along n (wg_n0 = 0): then a tile column is the tile's own.
+        if cfg.warpgroups_n != 1 or columns.start % 8 or columns.stop % 8:
+            raise SetupError(self.name, f"column parts need one warpgroup along n and 8-column bounds "
+                                        f"(warpgroups_n={cfg.warpgroups_n}, columns {columns.start}..{columns.stop - 1})")
+        return self._write(cfg, writer, columns)
+
+    def _write(self, cfg, writer: Writer, columns: range | None) -> str:
         lines = []
         for i in range(cfg.partition_m):
-            for row, col, value in self.tile.acc_elements(cfg.tile, f"acc_{i}"):
+            acc = f"acc_{i}"
+            elements = (self.tile.acc_elements(cfg.tile, acc) if columns is None
+                        else self.tile.acc_elements(cfg.tile, acc, columns))
+            for row, col, value in elements:
                 lines.append(writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value))
         return "\n".join(lines)

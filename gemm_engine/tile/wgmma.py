@@ -257,9 +257,13 @@ class WgmmaTile(TileMatmul):
             for e in range(4):
                 yield 4 * j + e, 8 if e >= 2 else 0, 8 * j
 
-    def acc_elements(self, cfg, acc):
+    def acc_elements(self, cfg, acc, columns: range | None = None):
+        """As every tile's; ``columns``: only the elements of those tile columns (8-column groups
+        are whole: a range of multiples of 8)."""
         lane, warp = "lane", "wg_warp"
         row, col = f"({warp} * 16 + ({lane} >> 2))", f"(({lane} & 3) << 1)"
         for reg, dr, c0 in self.acc_registers(cfg):
+            if columns is not None and c0 not in columns:
+                continue
             r = f"{row} + 8" if dr else row
             yield r, f"{c0} + {col}" + (" + 1" if reg & 1 else ""), f"{acc}[{reg}]"

@@ -123,14 +123,42 @@ def test_kernel_structure():
     # A 128 x 256 slot: lhs one 128-line box, rhs (row-major: MN-major) four 64-wide boxes.
     assert kernel.count("ptx_tma_load_3d(") == 5
     assert "49152u" in kernel                                              # the bytes a full barrier expects
-    # The output leaves through a staging tile: four 64-column TMA stores per tile, committed as one
-    # group, the staging tile waited for (read) before it is refilled, everything waited for at the end.
+    # The output leaves through a staging tile of half the tile (so the ring keeps 4 slots): per
+    # half two 64-column TMA stores committed as one group, the staging tile waited for (read)
+    # before it is refilled, everything waited for at the end.
     g = cfg.batch.global_
-    assert g.writer.tma_store and g.staging == 128 * 256 * 2 and g.stages == 3
-    assert kernel.count("ptx_tma_store_3d(") == 4 and kernel.count("ptx_bulk_commit()") == 1
-    assert kernel.count("ptx_bulk_wait_read_0()") == 1 and kernel.count("ptx_bulk_wait_0()") == 1
-    assert kernel.count("ptx_named_barrier(1u, 256u)") == 2 and "if (out_tma) {" in kernel
+    assert g.writer.tma_store and g.writer.store_parts == 2 and g.staging == 128 * 256 and g.stages == 4
+    assert kernel.count("ptx_tma_store_3d(") == 4 and kernel.count("ptx_bulk_commit()") == 2
+    assert kernel.count("ptx_bulk_wait_read_0()") == 2 and kernel.count("ptx_bulk_wait_0()") == 1
+    assert kernel.count("ptx_named_barrier(1u, 256u)") == 4 and "if (out_tma) {" in kernel
     assert cfg.batch.persistent_cubes == SM90.device.compute_units
+
+
+@pytest.mark.parametrize("parts", [2, 4])
+def test_output_tile_staged_in_column_parts(parts):
+    """store_parts: the tile goes through a staging tile of one part, part after part (each waits
+    for the last stores' reads, meets twice, and commits its own stores); the ring gets the rest."""
+    alg, cfg = setup(problem(m=4096, n=4096, k=4096), store_parts=parts, stages=4)
+    g = cfg.batch.global_
+    assert g.staging == 128 * 256 * 2 // parts and g.stages == 4
+    kernel = alg.render(cfg, SM90)
+    kernel = kernel[kernel.index("void gemm_engine_kernel("):]
+    assert kernel.count("ptx_tma_store_3d(") == 4 and kernel.count("ptx_bulk_commit()") == parts
+    assert kernel.count("ptx_bulk_wait_read_0()") == parts and kernel.count("ptx_named_barrier(1u, 256u)") == 2 * parts
+    # every part's stores start at its own first column
+    for col in range(0, 256, 64):
+        assert f"(int)(cube_n0 + {col})" in kernel
+
+
+@pytest.mark.parametrize("overrides, why", [
+    (dict(store_parts=2, warpgroups_m=1, warpgroups_n=2, tile_n=128), "one warpgroup along n"),
+    (dict(store_parts=4, tile_n=128), "column part"),           # 128 / 4 = 32 columns: half a 64-wide box
+])
+def test_column_parts_refused_where_they_cannot_be_told_apart(overrides, why):
+    alg = SpecializedWgmmaAlgorithm(**overrides)
+    with pytest.raises(SetupError, match=why):
+        cfg = alg.setup(problem(m=4096, n=4096, k=4096), SM90)
+        alg.render(cfg, SM90)
 
 
 def test_signature_appends_tensor_maps_by_value():
@@ -273,15 +301,17 @@ OUTPUT_CASES = [(1, 129, 257, 65, 264, 0), (4, 67, 264, 200, 264, 0), (2, 300, 1
                 (1, 129, 257, 65, 257, 0), (1, 200, 300, 64, 312, 1), (2, 300, 136, 72, 137, 0)]
 
 
+@pytest.mark.parametrize("parts", [1, 2, 4])
 @pytest.mark.parametrize("case", OUTPUT_CASES, ids=lambda c: "x".join(map(str, c)))
-def test_numerics_of_each_output_path(rng, case):
+def test_numerics_of_each_output_path(rng, case, parts):
     engine = sm90_engine()
     b, m, n, k, ld, col0 = case
+    alg = SpecializedWgmmaAlgorithm(tile_n=256, stages=3, store_parts=parts)
     lead = (b,) if b > 1 else ()
     a, bb = random(rng, lead + (m, k), "float16"), random(rng, lead + (k, n), "float16")
     buf = engine.runtime.to_device(np.full(lead + (m, ld + col0), np.nan, dtype=np.float16))
     out = buf[..., col0:col0 + n]
-    engine.matmul(padded(engine, a, "row", 0), padded(engine, bb, "row", 0), out=out, algorithm="specialized_wgmma")
+    engine.matmul(padded(engine, a, "row", 0), padded(engine, bb, "row", 0), out=out, algorithm=alg)
     host = engine.runtime.to_host(buf)
     assert_close(host[..., col0:col0 + n], a, bb, "float16")
     # Nothing outside the output was written (TMA clips its boxes at M and N).
