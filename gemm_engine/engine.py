@@ -187,7 +187,9 @@ class Engine:
         import torch
         plan = call.plan
         device = a.get_device()
-        target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=a.device)
+        # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without the
+        # torch.device object ``a.device`` builds on every call.
+        target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=device)
         stream = torch_stream(torch, device)
         pt = target.data_ptr()
         more = call.fused_values(extras, _torch_address) if call.fused else ()

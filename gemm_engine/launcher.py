@@ -148,10 +148,13 @@ class DirectLaunches:
             return (rt.empty((self.workspace.count,), device_dtype(self.workspace.element)),)
 
     def __call__(self, a, b, out, *more, stream=None) -> bool:
-        scratch = self._scratch(stream)
+        scratch = self._scratch(stream) if self.workspace is not None else ()
         structs = None
         if self.derive is not None:
-            key = tuple(x if type(x) is int else x.data.ptr for x in (a, b, out, *scratch))
+            if type(a) is int and type(b) is int and type(out) is int and not scratch:
+                key = (a, b, out)          # torch's path: addresses already
+            else:
+                key = tuple(x if type(x) is int else x.data.ptr for x in (a, b, out, *scratch))
             structs = self._structs.get(key)
             if structs is None:
                 values = {**self.fixed, "lhs_base": key[0], "lhs_offset": 0, "rhs_base": key[1], "rhs_offset": 0,

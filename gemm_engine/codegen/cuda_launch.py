@@ -193,9 +193,12 @@ class PreparedLaunch:
             block = self._local.block = ByValueBlock(self.args) if by_value else ParamBlock(len(self.values))
             block.slots[:] = self.values
         slots = block.slots
-        if structs is not None:
+        # The same structures as this thread's last launch (a repeated call: the caller keeps one
+        # list per address tuple) are in the block already.
+        if structs is not None and structs is not self._local.__dict__.get("structs"):
             for (_, address, size), data in zip(block.by_value, structs):
                 ctypes.memmove(address, data, size)
+            self._local.structs = structs
         for position, x in zip(self.positions, arrays):
             t = type(x)
             slots[position] = x if t is int else _slot_value(x, cp.ndarray) if t in _CONVERTED else x.data.ptr

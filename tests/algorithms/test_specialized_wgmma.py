@@ -341,6 +341,24 @@ def test_numerics_of_copied_operands(rng, case):
     assert_close(engine.runtime.to_host(out), a, bb, "float16")
 
 
+def test_dependent_calls_in_a_row(rng):
+    """Each call reads the one before's result, the later ones through the direct launch (maps
+    derived per address tuple): x @ P with P a permutation, exact in float16, six times."""
+    engine = sm90_engine()
+    n = 2048
+    a = random(rng, (n, n), "float16")
+    perm = rng.permutation(n)
+    p = np.zeros((n, n), np.float16)
+    p[np.arange(n), perm] = 1
+    dp = engine.runtime.to_device(p)
+    x = engine.runtime.to_device(a)
+    want = a
+    for _ in range(6):
+        x = engine.matmul(x, dp, algorithm="specialized_wgmma")
+        want = want[:, np.argsort(perm)]
+    np.testing.assert_array_equal(engine.runtime.to_host(x), want)
+
+
 def test_repeated_calls_derive_maps_once_per_address_pair():
     """The direct launch of a TMA plan derives its maps per (lhs, rhs, out) addresses, not per call."""
     from types import SimpleNamespace
