@@ -152,20 +152,22 @@ class GlobalMatmul(ABC):
         return self.event(listener, BeforeStore())
 
     # -- stores: shared by every global matmul and writer -----------------------------------------
-    def store(self, cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str) -> str:
+    def store(self, cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str,
+              hoist: dict | None = None) -> str:
         """Statement: store the accumulator ``value`` of tile element (``row``, ``col``) (relative
         to the cube's origin), bounds-checked only on the axes the problem does not divide. Every
         writer goes through here, so one change (e.g. an epilogue) reaches every kernel."""
         out = scope.out
         return self.guarded(cfg, scope, row, col, d.store_global(
             cfg.out, out.ptr, f"({scope.m0} + {row}) * {out.ld} + {scope.n0} + {col}",
-            self.output_value(cfg, d, scope, row, col, value)))
+            self.output_value(cfg, d, scope, row, col, value, hoist)))
 
     @staticmethod
-    def output_value(cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str) -> str:
+    def output_value(cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str,
+                     hoist: dict | None = None) -> str:
         """Expression: what is stored for accumulator ``value`` of tile element (row, col): the
-        accumulator through the problem's fused epilogue."""
-        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}")
+        accumulator through the problem's fused epilogue (``hoist``: `Epilogue.apply`'s)."""
+        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}", hoist)
 
     @staticmethod
     def bounds(cfg: GlobalConfig, scope, row: str, col: str) -> list[str]:

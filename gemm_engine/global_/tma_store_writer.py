@@ -121,9 +121,9 @@ class TmaStoreWriter(PairedWriter):
             def pair(row, col, lo, hi, at=at):
                 return self.pair_value(d, storage, lo, hi, "local", at(row, col))
 
-            def single(row, col, value, at=at):
+            def single(row, col, value, hoist, at=at):
                 store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
-                                       g.output_value(cfg, d, scope, row, col, value))
+                                       g.output_value(cfg, d, scope, row, col, value, hoist))
                 return g.guarded(cfg, scope, row, col, store)
 
             stores = []

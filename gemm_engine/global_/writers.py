@@ -28,6 +28,7 @@ from typing import ClassVar
 from ..contracts import Requirement
 from ..selection import Knob
 from .capabilities import SHARED_RING
+from .epilogue import hoisted_scales
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,10 @@ class PairedWriter(DirectWriter):
         """The stage's accumulators (those of the stage tile's ``columns`` where given) written two
         at a time where two in a row are (row, col) and (row, col + 1), ``flag`` (if any) holds and
         both are in range: ``pair(row, col, lo, hi)`` with the converted outputs, else
-        ``single(row, col, value)`` each (bounds checked there)."""
+        ``single(row, col, value, hoist)`` each (bounds checked there). The epilogue's scale values
+        are read once each, ahead of the stores (`epilogue.hoisted_scales`), in a block of their own."""
         pending: list = []
+        hoist: dict = {}
 
         def writer(row, col, value):
             if not pending:
@@ -98,21 +101,25 @@ class PairedWriter(DirectWriter):
             (r0, c0, v0), = pending
             pending.clear()
             if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
-                return single(r0, c0, v0) + "\n" + single(row, col, value)
+                return single(r0, c0, v0, hoist) + "\n" + single(row, col, value, hoist)
             conds = (([flag] if flag else []) + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
                      + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else []))
-            hi = g.output_value(cfg, d, scope, row, col, value)
-            lo = g.output_value(cfg, d, scope, r0, c0, v0)
+            hi = g.output_value(cfg, d, scope, row, col, value, hoist)
+            lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist)
             both = pair(r0, c0, lo, hi)
             if not conds:
                 return both
-            return f"if ({' && '.join(conds)}) {both}\nelse {{\n{single(r0, c0, v0)}\n{single(row, col, value)}\n}}"
+            return (f"if ({' && '.join(conds)}) {both}\nelse {{\n{single(r0, c0, v0, hoist)}\n"
+                    f"{single(row, col, value, hoist)}\n}}")
 
         code = (g.stage.write(cfg.stage, d, writer) if columns is None
                 else g.stage.write_columns(cfg.stage, d, writer, columns))
         if pending:
-            code += "\n" + single(*pending.pop())
-        return code
+            code += "\n" + single(*pending.pop(), hoist)
+        if not hoist:
+            return code
+        bounds = {**({"lhs_scale": scope.m} if cfg.check_m else {}), **({"rhs_scale": scope.n} if cfg.check_n else {})}
+        return "\n".join(["{", *hoisted_scales(hoist, bounds), code, "}"])
 
     def write(self, g, cfg, d, scope) -> str:
         if not cfg.writer.pairs:
@@ -124,8 +131,8 @@ class PairedWriter(DirectWriter):
             index = f"({scope.m0} + {row}) * {out.ld} + {scope.n0} + {col}"
             return self.pair_value(d, storage, lo, hi, "global", f"{out.ptr} + {index}")
 
-        code = self.paired(g, cfg, d, scope, pair, lambda row, col, value: g.store(cfg, d, scope, row, col, value),
-                           "out_pairs")
+        code = self.paired(g, cfg, d, scope, pair,
+                           lambda row, col, value, hoist: g.store(cfg, d, scope, row, col, value, hoist), "out_pairs")
         size = cfg.out.itemsize
         return (f"const bool out_pairs = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {size})) "
                 f"& {2 * size - 1}) == 0;\n" + code)

@@ -155,7 +155,7 @@ const GLOBAL float* part = workspace + b * 256 * M * N + row * N + col;
 float sum = part[0];
 for (int s = 1; s < 256; ++s) sum += part[s * M * N];  /* fixed order: same bits every run */
 GLOBAL float* out = out_base + out_offset + b * out_batch_stride;
-const GLOBAL float* bias = bias_base + bias_offset;
+const GLOBAL float* RESTRICT bias = bias_base + bias_offset;
 out[row * out_ld + col] = ge_epilogue(sum, bias[(col) * bias_stride]);
 }
 }
