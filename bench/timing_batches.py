@@ -19,16 +19,11 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 BATCHES = (1, 2, 8, 64)
 
 
-def idle_batch(cp, fn, count: int) -> float:
-    """Seconds per call of ``count`` calls timed from an idle device (the rule before the lead call)."""
-    cp.cuda.Device().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(count):
-        fn()
-    stop.record()
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) / 1e3 / count
+def idle(rt, cp, fn, count: int) -> float:
+    """`time_batch` from an idle device (the rule before the lead call)."""
+    from gemm_engine.timing import time_batch
+    rt.synchronize()
+    return time_batch(rt, fn, count, cp, lead=False)
 
 
 def measure(rt, cp, fn, samples: int) -> dict:
@@ -44,7 +39,7 @@ def measure(rt, cp, fn, samples: int) -> dict:
     wall = (time.perf_counter() - t0) / 100
     out = {"host_us": host * 1e6, "wall_us": wall * 1e6}
     for count in BATCHES:
-        out[f"idle_b{count}_us"] = statistics.median(idle_batch(cp, fn, count) for _ in range(samples)) * 1e6
+        out[f"idle_b{count}_us"] = statistics.median(idle(rt, cp, fn, count) for _ in range(samples)) * 1e6
         out[f"busy_b{count}_us"] = statistics.median(time_batch(rt, fn, count, cp) for _ in range(samples)) * 1e6
     return out
 

@@ -148,7 +148,7 @@ class DirectLaunches:
             return (rt.empty((self.workspace.count,), device_dtype(self.workspace.element)),)
 
     def __call__(self, a, b, out, *more, stream=None) -> bool:
-        scratch = self._scratch(stream) if self.workspace is not None else ()
+        scratch = self._scratch(stream)
         structs = None
         if self.derive is not None:
             if type(a) is int and type(b) is int and type(out) is int and not scratch:

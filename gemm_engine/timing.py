@@ -35,13 +35,14 @@ MIN_WINDOW = 1e-3
 MAX_BATCH = 64
 
 
-def time_batch(runtime, fn, count: int, cp) -> float:
+def time_batch(runtime, fn, count: int, cp, lead: bool = True) -> float:
     """Seconds per call of ``count`` back-to-back ``fn()``: CUDA events when ``cp`` (CuPy) is
-    given (behind one untimed call: see `MIN_WINDOW`), else the host clock up to
-    ``runtime.synchronize()``."""
+    given (behind one untimed call unless ``lead`` is False: see `MIN_WINDOW`), else the host
+    clock up to ``runtime.synchronize()``."""
     if cp is not None:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
-        fn()
+        if lead:
+            fn()
         start.record()
         for _ in range(count):
             fn()
