@@ -74,6 +74,10 @@ class CubeScope:
     #: cube's tiles around ``body`` (which then reads m0, n0, the output and the batch coordinates
     #: of the tile at hand); global levels with roles call it once per role. None elsewhere.
     tiles: Callable[[str], str] | None = field(default=None, compare=False)
+    #: Cubes launched together in a cluster along M (consecutive cube ids on tiles one above the
+    #: other of the same column, as many tiles each), and this cube's rank in it (an expression).
+    cluster_m: int = 1
+    cluster_rank: str = "0"
 
 
 # -- dispatch orders ----------------------------------------------------------------------------------
@@ -204,6 +208,10 @@ class BatchMatmul(ABC):
     @abstractmethod
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         """Every kernel function (without the dialect preamble)."""
+
+    def kernel_attributes(self, cfg: BatchConfig, d: Dialect) -> str:
+        """Attributes of the main kernel beyond its launch bounds (a cluster shape), or ""."""
+        return ""
 
     def launch_bounds(self, cfg: BatchConfig) -> str:
         """The main kernel's launch bounds: its units, and the global matmul's occupancy hint."""

@@ -86,7 +86,8 @@ class PartitionedBatchMatmul(BatchMatmul):
         ``cubes_n``): what every partitioned kernel starts with."""
         g = cfg.global_
         stage = g.stage
-        return [f"KERNEL {self.launch_bounds(cfg)} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
+        attributes = " ".join(filter(None, (self.launch_bounds(cfg), self.kernel_attributes(cfg, d))))
+        return [f"KERNEL {attributes} void {KERNEL_NAME}(\n    {self.signature(cfg).render(d)})",
                 "{",
                 region("batch", self, cfg, f"| dispatch {cfg.dispatch.name} {plain_fields(cfg.dispatch)}".rstrip()),
                 self.global_.shared_declarations(g, d),

@@ -15,6 +15,14 @@ It provides what the warp-specialized Hopper global level needs (global_/tma_spe
 
 The grid is ``min(tiles, multiprocessors)``: one cube per multiprocessor (the global level's
 occupancy is 1), so no cube waits for a slot while another holds a multiprocessor idle.
+
+Clusters: where the global level's config asks for ``cluster_m`` > 1 (cubes sharing rhs slots by
+multicast), the kernel is declared with that cluster shape, the grid is a multiple of it (clusters
+of consecutive cube ids), and the loop walks *cluster tiles*: the dispatch order maps over
+``ceil(cubes_m / cluster_m)`` rows of them, and the cube of rank r takes row ``cluster_m * row + r``
+of the cluster tile's column. Every cube of a cluster so walks the same number of tiles of the same
+rhs block; a rank whose row is past M (odd tile rows) computes on TMA's zero fill and stores nothing.
+The scope says so (`CubeScope.cluster_m`, ``cluster_rank``), and the global level checks it.
 """
 from __future__ import annotations
 
@@ -76,25 +84,63 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return super().signature(cfg).extended(
             *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in self._maps(cfg)))
 
+    @staticmethod
+    def cluster_m(cfg: BatchConfig) -> int:
+        """Cubes per cluster along M, as the global level's config asks (1: no clusters)."""
+        return getattr(cfg.global_, "cluster_m", 1)
+
+    def kernel_attributes(self, cfg: BatchConfig, d: Dialect) -> str:
+        c = self.cluster_m(cfg)
+        return d.cluster_dims(c) if c > 1 else ""
+
+    def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int:
+        c = self.cluster_m(cfg)
+        if c == 1:
+            return super().cube_count(cfg, problem)
+        stage = cfg.global_.stage
+        cluster_tiles = problem.batch * -(-problem.m // (c * stage.stage_m)) * -(-problem.n // stage.stage_n)
+        return c * min(cluster_tiles, max(1, cfg.persistent_cubes // c))
+
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
         out = (OperandRef("out", "out_ld", "out_map", "(int)b", _OUT_FLAG) if self._out_map(cfg)
                else OperandRef("out", "out_ld"))
+        c = self.cluster_m(cfg)
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
                          rhs=OperandRef("rhs", "rhs_ld", "rhs_map", "(rhs_batch_stride != 0 ? (int)b : 0)"),
                          out=out,
-                         tiles=(lambda body: self.tile_loop(cfg, d, body)) if d is not None else None)
+                         tiles=(lambda body: self.tile_loop(cfg, d, body)) if d is not None else None,
+                         cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0")
 
     def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str) -> str:
-        return "\n".join(["for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {",
-                          *self.tile_origin(cfg, d), body, "}"])
+        c = self.cluster_m(cfg)
+        if c == 1:
+            return "\n".join(["for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {",
+                              *self.tile_origin(cfg, d), body, "}"])
+        stage = cfg.global_.stage
+        return "\n".join([
+            f"for (i64 cube = CUBE_ID / {c}; cube < batch * cluster_rows * cubes_n; cube += CUBE_COUNT / {c}) {{",
+            # The dispatch order over cluster tiles: its cubes_m is the rows of cluster tiles.
+            "i64 cluster_b, cluster_row, cluster_col;",
+            "{", "const i64 cubes_m = cluster_rows;", cfg.dispatch.render(),
+            "cluster_b = b; cluster_row = cube_row; cluster_col = cube_col;", "}",
+            "const i64 b = cluster_b;",
+            f"const i64 cube_row = cluster_row * {c} + cluster_rank;",
+            "const i64 cube_col = cluster_col;",
+            *self.pointers(cfg, d),
+            f"const i64 cube_m0 = cube_row * {stage.stage_m};",
+            f"const i64 cube_n0 = cube_col * {stage.stage_n};",
+            body, "}"])
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
+        c = self.cluster_m(cfg)
+        cluster = ([f"const i64 cluster_rows = (cubes_m + {c - 1}) / {c};",
+                    f"const i64 cluster_rank = (i64){d.cluster_rank()};"] if c > 1 else [])
         size = cfg.result.itemsize
         # The host's `out_usable` on the same values: out_map holds the output's map exactly then.
         flag = ([f"const bool {_OUT_FLAG} = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
                  f" | (unsigned long long)(batch > 1 ? out_batch_stride * {size} : 0)) & 15) == 0;"]
                 if self._out_map(cfg) else [])
-        return "\n".join([*self.kernel_head(cfg, d), *flag, self.body(cfg, d), "}"])
+        return "\n".join([*self.kernel_head(cfg, d), *cluster, *flag, self.body(cfg, d), "}"])
 
     def call_values(self, cfg: BatchConfig, problem: MatmulProblem) -> CallValues:
         g, level = cfg.global_, self.global_

@@ -188,11 +188,36 @@ INLINE unsigned short f32_to_f16(float value) {
         """Statement: wait until the phase of ``bar`` with parity ``parity`` (0 / 1) has completed."""
         return f"{self._use(ptx.mbarrier_wait())}({bar}, {parity});"
 
-    def tma_load(self, dst: str, tensor_map: str, bar: str, coords: list[str]) -> str:
+    def mbarrier_arrive_remote(self, bar: str, rank: str) -> str:
+        """Statement: one arrival on the mbarrier at shared address ``bar`` of the cluster's cube
+        ``rank`` (this cube's own rank included)."""
+        return f"{self._use(ptx.mbarrier_arrive_remote())}({bar}, {rank});"
+
+    def tma_load(self, dst: str, tensor_map: str, bar: str, coords: list[str], multicast: str | None = None) -> str:
         """Statement: copy the box of the tensor-map parameter ``tensor_map`` at ``coords`` (innermost
-        first) into shared address ``dst``, completing on the mbarrier at ``bar``."""
-        name = self._use(ptx.tma_load(len(coords)))
-        return f"{name}({dst}, &{tensor_map}, {bar}, {', '.join(f'(int)({c})' for c in coords)});"
+        first) into shared address ``dst``, completing on the mbarrier at ``bar``; ``multicast`` (a
+        mask of cluster ranks): into ``dst`` of each of those cubes, completing on each one's ``bar``."""
+        args = ", ".join(f"(int)({c})" for c in coords)
+        if multicast is not None:
+            name = self._use(ptx.tma_load_multicast(len(coords)))
+            return f"{name}({dst}, &{tensor_map}, {bar}, (unsigned short)({multicast}), {args});"
+        return f"{self._use(ptx.tma_load(len(coords)))}({dst}, &{tensor_map}, {bar}, {args});"
+
+    # -- clusters (sm_90) ----------------------------------------------------------------------------
+    @staticmethod
+    def cluster_dims(cubes: int) -> str:
+        """The kernel attribute launching its cubes in clusters of ``cubes`` consecutive cube ids
+        (compile-time cluster dimensions: an ordinary launch with a grid that is a multiple)."""
+        return f"__cluster_dims__({cubes}, 1, 1)"
+
+    def cluster_rank(self) -> str:
+        """Expression: this cube's rank in its cluster (unsigned)."""
+        return f"{self._use(ptx.cluster_rank())}()"
+
+    def cluster_sync(self) -> str:
+        """Statement: every unit of the cluster's cubes meets here (writes before, mbarrier
+        initializations included, are visible to all after)."""
+        return f"{self._use(ptx.cluster_sync())}();"
 
     def tma_store(self, tensor_map: str, src: str, coords: list[str]) -> str:
         """Statement: copy the box at shared address ``src`` to the tensor-map parameter

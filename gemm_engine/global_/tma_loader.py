@@ -17,6 +17,13 @@ read zeros, so the stage never sees garbage and the main loop has no bounds bran
 a slot completes on the slot's *full* mbarrier, whose expected bytes the global level raises by
 `slot_bytes` first.
 
+Shared slots (``shared_by`` cubes of a cluster read the same tile of this operand): each cube issues
+its share of the slot's boxes, multicast into the same slot of every cube of the cluster and
+completing on each one's *full* barrier, so every cube still receives the whole slot. The share is
+a run of whole copies where the copies divide evenly (MN-major tiles, several 64-wide atoms), else a
+run of lines of each copy (a K-major tile of one copy: boxes of ``lines / shared_by`` lines, whole
+1024-byte swizzle atoms, so the shared layout is the same).
+
 The tensor map (codegen/tensor_map.py) is a kernel parameter the batch level declares and encodes
 per call (it holds the address); its third dimension is the batch (extent 1 for a broadcast
 operand, whose batch coordinate is then 0). TMA's rules become setup refusals here: the operand's
@@ -44,6 +51,7 @@ MAX_BOX = 256
 @dataclass(frozen=True)
 class TmaLoaderConfig(LoaderConfig):
     size: int = 2                   # bytes per element
+    shared_by: int = 1              # cubes of a cluster issuing a share of each slot, multicast
 
     @property
     def row_elems(self) -> int:
@@ -52,12 +60,24 @@ class TmaLoaderConfig(LoaderConfig):
 
     @property
     def copies(self) -> int:
+        """64-wide atoms (copies of whole lines) of one slot."""
         return self.operand.contiguous_extent // self.row_elems
+
+    @property
+    def line_split(self) -> int:
+        """Parts each copy's lines are cut into: the sharing cubes' count where the copies do not
+        divide among them, else 1."""
+        return 1 if self.copies % self.shared_by == 0 else self.shared_by
 
     @property
     def box(self) -> tuple[int, int]:
         """(contiguous elements, lines) of one copy."""
-        return self.row_elems, self.operand.lines
+        return self.row_elems, self.operand.lines // self.line_split
+
+    @property
+    def issued(self) -> int:
+        """Boxes each cube issues per slot."""
+        return self.copies * self.line_split // self.shared_by
 
     @property
     def smem_bytes(self) -> int:
@@ -65,8 +85,8 @@ class TmaLoaderConfig(LoaderConfig):
 
     @property
     def slot_bytes(self) -> int:
-        """Bytes the copies of one slot deliver (what the full barrier expects)."""
-        return self.copies * self.box[0] * self.box[1] * self.size
+        """Bytes one slot receives, whoever issued them (what each cube's full barrier expects)."""
+        return self.copies * self.row_elems * self.operand.lines * self.size
 
 
 class TmaLoader(Loader):
@@ -77,7 +97,7 @@ class TmaLoader(Loader):
     def k_contiguous(self, operand_layout: Layout, is_lhs: bool) -> bool:
         return (operand_layout is Layout.ROW) == is_lhs
 
-    def setup(self, operand: OperandTile, units: int, selection=None) -> TmaLoaderConfig:
+    def setup(self, operand: OperandTile, units: int, selection=None, shared_by: int = 1) -> TmaLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile (the 128-byte-swizzled layout)")
         size = STORAGE_BYTES.get(operand.element.storage)
@@ -92,20 +112,41 @@ class TmaLoader(Loader):
         if operand.contiguous_extent % row or operand.lines > MAX_BOX:
             raise SetupError(self.name, f"{operand.ident}: a {operand.lines} x {operand.contiguous_extent} tile "
                                         f"is not whole boxes of at most {MAX_BOX} lines x {row}")
-        return TmaLoaderConfig(operand=operand, units=1, tasks=operand.contiguous_extent // row, size=size)
+        cfg = TmaLoaderConfig(operand=operand, units=1, tasks=operand.contiguous_extent // row, size=size,
+                              shared_by=shared_by)
+        if shared_by > 1 and cfg.line_split > 1 and operand.lines % (8 * shared_by):
+            raise SetupError(self.name, f"{operand.ident}: {shared_by} cubes cannot share a {operand.lines}-line tile "
+                                        f"of {cfg.copies} copies (the lines do not split into whole 8-line swizzle atoms)")
+        return cfg
 
     # -- device side --------------------------------------------------------------------------------
     def issue(self, cfg: TmaLoaderConfig, d: Dialect, tensor_map: str, batch: str, slot: str, bar: str,
-              row0: str, col0: str) -> str:
+              row0: str, col0: str, rank: str = "0") -> str:
         """Statements (one unit): copy the tile whose first element is (``row0``, ``col0``) of batch
-        entry ``batch`` into the slot at shared address ``slot``, completing on ``bar``."""
+        entry ``batch`` into the slot at shared address ``slot``, completing on ``bar``; a shared
+        slot (``shared_by`` > 1): the share of cluster rank ``rank``, multicast to every sharing cube."""
         op = cfg.operand
         contiguous0, line0 = (col0, row0) if op.layout is Layout.ROW else (row0, col0)
+        if cfg.shared_by == 1:
+            out = []
+            for j in range(cfg.copies):
+                dst = f"{slot} + {j * op.swizzle.atom_stride}u" if j else slot
+                c = f"{contiguous0} + {j * cfg.row_elems}" if j else contiguous0
+                out.append(d.tma_load(dst, tensor_map, bar, [c, line0, batch]))
+            return "\n".join(out)
+        mask = f"{(1 << cfg.shared_by) - 1}u"
+        if cfg.line_split == 1:         # this cube's run of whole copies
+            atoms = [f"(({rank}) * {cfg.issued} + {j})" for j in range(cfg.issued)]
+            line_offset = smem_offset = ""
+        else:                           # this cube's run of lines of every copy
+            atoms = [str(j) for j in range(cfg.copies)]
+            lines = cfg.box[1]
+            line_offset, smem_offset = f" + ({rank}) * {lines}", f" + ({rank}) * {lines * SWIZZLE_BYTES}u"
         out = []
-        for j in range(cfg.copies):
-            dst = f"{slot} + {j * op.swizzle.atom_stride}u" if j else slot
-            c = f"{contiguous0} + {j * cfg.row_elems}" if j else contiguous0
-            out.append(d.tma_load(dst, tensor_map, bar, [c, line0, batch]))
+        for atom in atoms:
+            dst = f"{slot} + {atom} * {op.swizzle.atom_stride}u{smem_offset}"
+            c = f"{contiguous0} + {atom} * {cfg.row_elems}"
+            out.append(d.tma_load(dst, tensor_map, bar, [c, f"{line0}{line_offset}", batch], multicast=mask))
         return "\n".join(out)
 
     # -- host side ----------------------------------------------------------------------------------

@@ -19,6 +19,15 @@ them. Roles, each one branch of a single if/else (what ``setmaxnreg`` needs):
   whose TMA stores run on under the next tile's main loop); the consumer units meet on named
   barrier 1 for it, and unit 0 issues the stores.
 
+Clusters (``cluster_m`` = 2): the batch level launches cubes in clusters of two along M (tiles one
+above the other, the same rhs column block, as many tiles each: `CubeScope.cluster_m`). Each
+cube's producer loads its own lhs tile and half of the rhs tile, multicast into both cubes
+(`TmaLoader` ``shared_by``), so each rhs block is read from L2 once per pair. A slot may be filled
+again only when both cubes' consumers are done with it: every consumer warpgroup arrives on the
+*empty* barrier of both cubes (``consumers * 2`` arrivals a phase), and the producer's wait acquires
+at cluster scope. The barriers are initialized before a cluster-wide meeting, and no cube leaves
+before its partner is done arriving on its barriers (a second meeting at the end).
+
 Barrier phases: slot ``it % stages`` of the cube's running slice count ``it`` is in its phase
 ``(it / stages) & 1``. Consumers wait for that parity on *full*; the producer waits for the other
 parity on *empty*, which a fresh barrier counts as already complete (the ring starts empty).
@@ -61,6 +70,7 @@ class TmaSpecializedConfig(GlobalConfig):
     stages: int = 4
     promotion: Promotion | None = None     # global_/promotion.py
     staging: int = 0                       # bytes of the writer's staging tile (STORE_STAGING)
+    cluster_m: int = 1                     # cubes of a cluster along M sharing each rhs slot
 
     @property
     def consumers(self) -> int:
@@ -88,7 +98,8 @@ class TmaSpecializedConfig(GlobalConfig):
 
 class TmaSpecializedGlobalMatmul(GlobalMatmul):
     name = "tma_specialized_global"
-    knobs = (Knob("stages", 4, "slots of the shared-memory ring"),)
+    knobs = (Knob("stages", 4, "slots of the shared-memory ring"),
+             Knob("cluster_m", 1, "cubes of a cluster along M that share each rhs slot, multicast (1 or 2)"))
     provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -103,7 +114,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> TmaSpecializedConfig:
         check_wgmma_device(self.name, dialect)
-        stages = selection.stages
+        stages, cluster_m = selection.stages, selection.cluster_m
+        if cluster_m not in (1, 2):
+            raise SetupError(self.name, f"cluster_m={cluster_m!r}: clusters of 1 or 2 cubes along M")
         if stages < 2:
             raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
         stage = self.stage.setup(problem, selection, dialect,
@@ -117,9 +130,10 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         lhs, rhs = operand_tiles(problem, stage, SwizzledOperandTile,
                                  lhs={"swizzle": stage.lhs_layout}, rhs={"swizzle": stage.rhs_layout})
         cfg = TmaSpecializedConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, 1, selection),
-                                   rhs_loader=self.rhs_loader.setup(rhs, 1, selection), out=problem.out,
-                                   check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
-                                   writer=self.writer.setup(problem, selection, dialect), promotion=promotion)
+                                   rhs_loader=self.rhs_loader.setup(rhs, 1, selection, shared_by=cluster_m),
+                                   out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k,
+                                   stages=stages, writer=self.writer.setup(problem, selection, dialect),
+                                   promotion=promotion, cluster_m=cluster_m)
         cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
@@ -137,8 +151,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
               if cfg.staging else []),
             # full[i] at bars + 8 i, empty[i] at bars + 8 (stages + i)
             f"const unsigned ring_bars = ring_base + {cfg.ring_bytes + cfg.staging}u;",
-            f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor_bits()}ull | (unsigned long long)(lhs_ring >> 4);",
-            f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor_bits()}ull | (unsigned long long)(rhs_ring >> 4);",
+            f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor('lhs_ring')};",
+            f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor('rhs_ring')};",
         ])
 
     @staticmethod
@@ -160,7 +174,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             self.lhs_loader.issue(cfg.lhs_loader, d, scope.lhs.tensor_map, scope.lhs.batch,
                                   f"lhs_ring + slot * {lb}u", self._full("slot"), f"(int){scope.m0}", "k0"),
             self.rhs_loader.issue(cfg.rhs_loader, d, scope.rhs.tensor_map, scope.rhs.batch,
-                                  f"rhs_ring + slot * {rb}u", self._full("slot"), "k0", f"(int){scope.n0}"),
+                                  f"rhs_ring + slot * {rb}u", self._full("slot"), "k0", f"(int){scope.n0}",
+                                  rank=scope.cluster_rank),
             "}",
         ])
         return "\n".join([
@@ -181,11 +196,19 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                 self.stage.execute(cfg.stage, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
                                    f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh)]
 
+    def _release(self, cfg: TmaSpecializedConfig, d: Dialect, slot: str) -> str:
+        """Statement: this warpgroup is done reading ``slot`` (one arrival on its *empty* barrier, in
+        every cube of the cluster whose producer fills it)."""
+        bar = self._empty(cfg, slot)
+        arrivals = (d.mbarrier_arrive(bar) if cfg.cluster_m == 1 else
+                    "{ " + " ".join(d.mbarrier_arrive_remote(bar, f"{r}u") for r in range(cfg.cluster_m)) + " }")
+        return f"if (UNIT_ID % {WARPGROUP} == 0) {arrivals}"
+
     def _consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
         if cfg.promotion is not None:
             return self._promoting_consumer(cfg, d, scope, listener)
         st, s = cfg.stage, cfg.stages
-        release = f"if (UNIT_ID % {WARPGROUP} == 0) {d.mbarrier_arrive(self._empty(cfg, f'(it - 1u) % {s}u'))}"
+        release = self._release(cfg, d, f"(it - 1u) % {s}u")
         tile = "\n".join([
             self.stage.init_accumulators(st, d),
             "for (int step = 0; step < k_steps; ++step, ++it) {",
@@ -213,7 +236,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         block scales (loaded while the batch runs); the two consumer warpgroups overlap one's
         additions with the other's wgmma."""
         st, s = cfg.stage, cfg.stages
-        release = f"if (UNIT_ID % {WARPGROUP} == 0) {d.mbarrier_arrive(self._empty(cfg, f'it % {s}u'))}"
+        release = self._release(cfg, d, f"it % {s}u")
         tile = "\n".join([
             self.stage.init_promoted(st, d),
             "for (int step = 0; step < k_steps; ++step, ++it) {",
@@ -244,19 +267,27 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         if scope.tiles is None:
             raise SetupError(self.name, "the batch level hands no tile loop (it needs one providing "
                                         f"{PERSISTENT_TILE_LOOP})")
+        if scope.cluster_m != cfg.cluster_m:
+            raise SetupError(self.name, f"cluster_m={cfg.cluster_m}, but the batch level launches clusters of "
+                                        f"{scope.cluster_m} along M (the cubes sharing a multicast slot must be "
+                                        f"launched together, on tiles of the same rhs block)")
         s, sk = cfg.stages, cfg.stage.stage_k
         listener = self.chain()
         inits = "\n".join(d.mbarrier_init(self._full(str(i)), 1) + "\n"
-                          + d.mbarrier_init(self._empty(cfg, str(i)), cfg.consumers) for i in range(s))
+                          + d.mbarrier_init(self._empty(cfg, str(i)), cfg.consumers * cfg.cluster_m) for i in range(s))
+        clustered = cfg.cluster_m > 1
         return "\n".join([
             *self.kernel_start(listener),
             f"if (UNIT_ID == 0) {{\n{inits}\n{d.fence_mbarrier_init()}\n}}",
-            "SYNC_CUBE();",
+            # With clusters, the partner's producer and consumers use this cube's barriers too.
+            d.cluster_sync() if clustered else "SYNC_CUBE();",
             f"const int k_steps = (int)(({scope.k} + {sk - 1}) / {sk});",
             f"if (UNIT_ID >= {cfg.stage.units}) {{",
             self._producer(cfg, d, scope),
             "} else {",
             self._consumer(cfg, d, scope, listener),
             "}",
+            # No cube leaves while its partner may still arrive on its barriers or multicast into it.
+            *([d.cluster_sync()] if clustered else []),
         ])
 

@@ -92,14 +92,13 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
     def shared_declarations(self, cfg: WgmmaPipelinedConfig, d: Dialect) -> str:
         st = cfg.stage
         lhs_ring = cfg.stages * cfg.lhs_loader.smem_bytes
-        lhs_bits, rhs_bits = st.lhs_layout.descriptor_bits(), st.rhs_layout.descriptor_bits()
         return "\n".join([
             d.dynamic_shared("gemm_ring"),
             f"const unsigned ring_base = ({d.shared_address('gemm_ring')} + {ATOM_BYTES - 1}u) & ~{ATOM_BYTES - 1}u;",
             "const unsigned lhs_ring = ring_base;",
             f"const unsigned rhs_ring = ring_base + {lhs_ring}u;",
-            f"const unsigned long long lhs_desc0 = {lhs_bits}ull | (unsigned long long)(lhs_ring >> 4);",
-            f"const unsigned long long rhs_desc0 = {rhs_bits}ull | (unsigned long long)(rhs_ring >> 4);",
+            f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor('lhs_ring')};",
+            f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor('rhs_ring')};",
         ])
 
     def _issue(self, cfg: WgmmaPipelinedConfig, d: Dialect, scope, slot: str, k0: str) -> str:

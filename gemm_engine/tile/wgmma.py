@@ -119,6 +119,14 @@ class SwizzledOperandLayout:
         """The constant fields of the descriptor (everything but the start address)."""
         return ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32) | (1 << 62)
 
+    def descriptor(self, address: str) -> str:
+        """Expression: the descriptor of the stage at 32-bit shared address ``address``. The start
+        address field is 14 bits of ``address >> 4``: the bits above are dropped, not or-ed into the
+        leading-byte offset after it. In a cube of rank 1 of a 2-cube cluster the H100's shared
+        addresses have such bits, and with them the MN-major operands (whose atoms the offset
+        steps over) read wrong atoms; K-major ones ignore the offset."""
+        return f"{self.descriptor_bits()}ull | (unsigned long long)((({address}) >> 4) & 0x3FFFu)"
+
 
 @dataclass(frozen=True)
 class WgmmaTileConfig(TileConfig):
