@@ -17,6 +17,8 @@ accumulators per unit) for large outputs; 128 x 128 where fewer than a wave of 1
 would leave multiprocessors idle. fp8 and block scales promote (a second set of float32
 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8 waves, else
 128 x 128. The output tile is staged in as many column parts as leave room for the whole ring.
+Long-K 16-bit problems of many tiles run in clusters of two cubes along M that share each rhs slot
+(``cluster_m=2``: global_/tma_specialized.py).
 """
 from __future__ import annotations
 
@@ -51,6 +53,13 @@ _PROMOTED_WAVES = 8
 #: 4096 x 7168 x 16384 1.015 ms against 1.073, 8192^3 1.105 against 1.133; per-tensor scales the
 #: other way, 8192^3 0.831 against 0.804: bench/results/h100_2026-11-25_kernel_durations_fp8_stages.json).
 _BLOCK_SCALED_STAGES = 3
+#: Clusters of two cubes along M sharing each rhs slot by multicast (``cluster_m=2``) where K is at
+#: least this long, for the 16-bit 128 x 256 tile with 4 waves of tiles or more. Kernel times on the
+#: H100 against one cube (bench/results/h100_2026-11-25_kernel_durations_clusters_*.json): bf16 8192^3
+#: 1.413 ms against 1.417-1.431, f16 8192 x 4096 x 11008 0.974 against 0.984-0.985; no different at
+#: K = 4096 (4096^3 0.179 against 0.177, 8192 x 12288 x 4096 1.090 against 1.090), slower for fp8
+#: (8192^3 0.865 against 0.801) and 128 x 128 tiles (2048^3 0.028 against 0.026).
+_CLUSTER_MIN_K, _CLUSTER_MIN_WAVES = 8192, 4
 
 
 def _preset(wm, wn, pm, tn, stages, **more) -> dict:
@@ -111,7 +120,10 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         # 4096^3 0.260 -> 0.242 ms, 8192^3 1.94 -> 1.62, 8192 x 12288 x 4096 1.61 -> 1.28, 2048^3
         # (128 x 128 tiles) 0.066 -> 0.063; swizzled and other widths measured no better.
         order = dict(dispatch="grouped", dispatch_width=8) if tiles >= sms else dict(dispatch="row_major")
-        return _preset(wm, wn, pm, tn, **_store(problem, dialect, wm * pm * 64, wn * tn, stages), **order)
+        cluster = (not promoted and tn == 256 and problem.k >= _CLUSTER_MIN_K
+                   and tiles >= _CLUSTER_MIN_WAVES * sms)
+        return _preset(wm, wn, pm, tn, **_store(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
+                       **(dict(cluster_m=2) if cluster else {}))
 
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
@@ -119,8 +131,9 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         for c in _PROMOTED if wants_promotion(problem) else _CANDIDATES:
             for order in ("row_major", "grouped", "swizzled"):
                 space.append(_preset(*c, dispatch=order, dispatch_width=8))
-            space.append(_preset(*c[:4], **_store(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4]),
-                                 dispatch="grouped", dispatch_width=8))
+            stored = _store(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4])
+            for cluster_m in (1, 2):
+                space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, cluster_m=cluster_m))
         return distinct(space)
 
 
