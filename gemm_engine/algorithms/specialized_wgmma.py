@@ -66,7 +66,7 @@ def _preset(wm, wn, pm, tn, stages, **more) -> dict:
     return dict(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages, **more)
 
 
-def _store(problem, dialect, tile_m: int, tile_n: int, stages: int) -> dict:
+def _store(problem, dialect, tile_m: int, tile_n: int, stages: int, groups: int = 1) -> dict:
     """``stages``, ``tma_store`` and ``store_parts``: the output tile staged for TMA stores
     (TmaStoreWriter) in the fewest column parts (1, 2 or 4, each whole 128-byte bands) that leave
     room for all ``stages`` ring slots; failing that, whole, with as many slots as fit beside it, at
@@ -78,7 +78,8 @@ def _store(problem, dialect, tile_m: int, tile_n: int, stages: int) -> dict:
     0.101-0.103 with direct stores (8192^3 0.657 against 0.689-0.699); tf32 0.343 against 0.349;
     bf16 128 x 256 4 slots beside 2 parts 0.174 against 0.175 beside the whole tile on 3; fp8 no
     different (0.804 against 0.802-0.811 at 8192^3)."""
-    slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize
+    # ``groups`` staging tiles (ping-pong: one per copy of the stage).
+    slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize * groups
     band = 128 // problem.out.itemsize
     room = dialect.device.max_shared_memory - _SLACK
     for parts in (1, 2, 4):
@@ -90,6 +91,17 @@ def _store(problem, dialect, tile_m: int, tile_n: int, stages: int) -> dict:
     if fit >= _MIN_STAGES:
         return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
     return dict(stages=stages, tma_store=False, store_parts=1)
+
+
+#: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
+_PINGPONG = [(2, 128), (1, 256)]
+
+
+def pingpong_preset(problem, dialect, partition_m: int, tile_n: int, stages: int = 6) -> dict:
+    """A ping-pong selection: two one-warpgroup copies of a ``64 partition_m x tile_n`` stage
+    taking tiles in turns, each with its staging tile, grouped order."""
+    return _preset(1, 1, partition_m, tile_n, schedule="pingpong", dispatch="grouped", dispatch_width=8,
+                   **_store(problem, dialect, 64 * partition_m, tile_n, stages, groups=2))
 
 
 @register
@@ -134,6 +146,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
             stored = _store(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4])
             for cluster_m in (1, 2):
                 space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, cluster_m=cluster_m))
+        for pm, tn in _PINGPONG:
+            space.append(pingpong_preset(problem, dialect, pm, tn))
         return distinct(space)
 
 

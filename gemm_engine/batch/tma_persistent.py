@@ -108,17 +108,24 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
                          rhs=OperandRef("rhs", "rhs_ld", "rhs_map", "(rhs_batch_stride != 0 ? (int)b : 0)"),
                          out=out,
-                         tiles=(lambda body: self.tile_loop(cfg, d, body)) if d is not None else None,
+                         tiles=((lambda body, first="0", step=1: self.tile_loop(cfg, d, body, first, step))
+                                if d is not None else None),
                          cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0")
 
-    def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str) -> str:
+    def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str, first: str = "0", step: int = 1) -> str:
+        """The loop over this cube's tiles around ``body``; ``first`` and ``step``: of the cube's
+        tiles, only the ``first``-th, then every ``step``-th (a role that shares the tiles with
+        another, as ping-pong consumers do)."""
         c = self.cluster_m(cfg)
+        start = "" if first == "0" else f" + ({first}) * {'CUBE_COUNT' if c == 1 else f'(CUBE_COUNT / {c})'}"
+        stride = "" if step == 1 else f"{step} * "
         if c == 1:
-            return "\n".join(["for (i64 cube = CUBE_ID; cube < batch * cubes_m * cubes_n; cube += CUBE_COUNT) {",
-                              *self.tile_origin(cfg, d), body, "}"])
+            return "\n".join([f"for (i64 cube = CUBE_ID{start}; cube < batch * cubes_m * cubes_n; "
+                              f"cube += {stride}CUBE_COUNT) {{", *self.tile_origin(cfg, d), body, "}"])
         stage = cfg.global_.stage
         return "\n".join([
-            f"for (i64 cube = CUBE_ID / {c}; cube < batch * cluster_rows * cubes_n; cube += CUBE_COUNT / {c}) {{",
+            f"for (i64 cube = CUBE_ID / {c}{start}; cube < batch * cluster_rows * cubes_n; "
+            f"cube += {stride}(CUBE_COUNT / {c})) {{",
             # The dispatch order over cluster tiles: its cubes_m is the rows of cluster tiles.
             "i64 cluster_b, cluster_row, cluster_col;",
             "{", "const i64 cubes_m = cluster_rows;", cfg.dispatch.render(),

@@ -231,8 +231,10 @@ INLINE unsigned short f32_to_f16(float value) {
     def bulk_wait(self, pending: int, read: bool) -> str:
         return f"{self._use(ptx.bulk_wait(pending, read))}();"
 
-    def sync_units(self, ident: int, count: int) -> str:
-        return f"{self._use(ptx.named_barrier())}({ident}u, {count}u);"
+    def sync_units(self, ident, count: int) -> str:
+        """Statement: ``count`` units meet at named barrier ``ident`` (a number, or an expression)."""
+        ident = f"{ident}u" if isinstance(ident, int) else f"(unsigned)({ident})"
+        return f"{self._use(ptx.named_barrier())}({ident}, {count}u);"
 
     def setmaxnreg(self, increase: bool, count: int) -> str:
         return f"{self._use(ptx.setmaxnreg(increase, count))}();"

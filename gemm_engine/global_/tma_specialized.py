@@ -19,6 +19,13 @@ them. Roles, each one branch of a single if/else (what ``setmaxnreg`` needs):
   whose TMA stores run on under the next tile's main loop); the consumer units meet on named
   barrier 1 for it, and unit 0 issues the stores.
 
+Schedules (``schedule``): *cooperative*, the consumer warpgroups are the stage's units and share
+each tile; *pingpong*, two copies of a one-warpgroup stage take the cube's tiles in turns (copy g
+the g-th, then every second: ``scope.tiles(body, first, step)``), each with its own staging tile
+and named barrier, so one copy's epilogue runs while the other's wgmma batches keep the tensor cores
+busy. The producer is the same: it loads the tiles in order, so each copy's slices are a run of
+``k_steps`` slots in the ring, after the other copy's; each slot has one reader warpgroup.
+
 Clusters (``cluster_m`` = 2): the batch level launches cubes in clusters of two along M (tiles one
 above the other, the same rhs column block, as many tiles each: `CubeScope.cluster_m`). Each
 cube's producer loads its own lhs tile and half of the rhs tile, multicast into both cubes
@@ -71,15 +78,30 @@ class TmaSpecializedConfig(GlobalConfig):
     promotion: Promotion | None = None     # global_/promotion.py
     staging: int = 0                       # bytes of the writer's staging tile (STORE_STAGING)
     cluster_m: int = 1                     # cubes of a cluster along M sharing each rhs slot
+    schedule: str = "cooperative"          # or "pingpong": copies of the stage take tiles in turns
 
     @property
-    def consumers(self) -> int:
-        """Consumer warpgroups (the stage's units)."""
+    def groups(self) -> int:
+        """Copies of the stage's consumer warpgroups, each on its own tiles."""
+        return 2 if self.schedule == "pingpong" else 1
+
+    @property
+    def slot_readers(self) -> int:
+        """Warpgroups reading each ring slot (those of one copy of the stage)."""
         return self.stage.units // WARPGROUP
 
     @property
+    def consumers(self) -> int:
+        """Consumer warpgroups in all."""
+        return self.slot_readers * self.groups
+
+    @property
+    def consumer_units(self) -> int:
+        return self.stage.units * self.groups
+
+    @property
     def units(self) -> int:
-        return self.stage.units + WARPGROUP
+        return self.consumer_units + WARPGROUP
 
     @property
     def ring_bytes(self) -> int:
@@ -87,9 +109,9 @@ class TmaSpecializedConfig(GlobalConfig):
 
     @property
     def dynamic_shared_bytes(self) -> int:
-        # The ring, the writer's staging tile, a full and an empty barrier per slot, and slack to
-        # align the ring to 1 KiB.
-        return self.ring_bytes + self.staging + 2 * self.stages * _BARRIER_BYTES + ATOM_BYTES
+        # The ring, the writer's staging tile (one per copy of the stage), a full and an empty
+        # barrier per slot, and slack to align the ring to 1 KiB.
+        return self.ring_bytes + self.staging * self.groups + 2 * self.stages * _BARRIER_BYTES + ATOM_BYTES
 
     @property
     def slot_bytes(self) -> int:
@@ -99,7 +121,10 @@ class TmaSpecializedConfig(GlobalConfig):
 class TmaSpecializedGlobalMatmul(GlobalMatmul):
     name = "tma_specialized_global"
     knobs = (Knob("stages", 4, "slots of the shared-memory ring"),
-             Knob("cluster_m", 1, "cubes of a cluster along M that share each rhs slot, multicast (1 or 2)"))
+             Knob("cluster_m", 1, "cubes of a cluster along M that share each rhs slot, multicast (1 or 2)"),
+             Knob("schedule", "cooperative", "consumer warpgroups sharing each tile (cooperative) or two "
+                                             "one-warpgroup copies taking tiles in turns (pingpong)",
+                  choices=("cooperative", "pingpong")))
     provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -117,14 +142,18 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         stages, cluster_m = selection.stages, selection.cluster_m
         if cluster_m not in (1, 2):
             raise SetupError(self.name, f"cluster_m={cluster_m!r}: clusters of 1 or 2 cubes along M")
+        schedule = selection.schedule
+        if schedule not in ("cooperative", "pingpong"):
+            raise SetupError(self.name, f"schedule={schedule!r}; expected 'cooperative' or 'pingpong'")
         if stages < 2:
             raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
         stage = self.stage.setup(problem, selection, dialect,
                                  self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
                                  self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
-        consumers = stage.units // WARPGROUP
+        consumers = stage.units // WARPGROUP * (2 if schedule == "pingpong" else 1)
         if consumers not in CONSUMER_REGISTERS:
-            raise SetupError(self.name, f"{consumers} consumer warpgroups; expected 1 to 3")
+            why = " (ping-pong runs two copies of the stage: one warpgroup each)" if schedule == "pingpong" else ""
+            raise SetupError(self.name, f"{consumers} consumer warpgroups{why}; expected 1 to 3")
         promotion = check_promotion(self.name, problem, stage)
         check_m, check_n, check_k = edge_checks(problem, stage)
         lhs, rhs = operand_tiles(problem, stage, SwizzledOperandTile,
@@ -133,7 +162,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, 1, selection, shared_by=cluster_m),
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k,
                                    stages=stages, writer=self.writer.setup(problem, selection, dialect),
-                                   promotion=promotion, cluster_m=cluster_m)
+                                   promotion=promotion, cluster_m=cluster_m, schedule=schedule)
         cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
@@ -150,7 +179,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                f"unsigned char* const stage_out_ptr = gemm_ring + (stage_out - {d.shared_address('gemm_ring')});"]
               if cfg.staging else []),
             # full[i] at bars + 8 i, empty[i] at bars + 8 (stages + i)
-            f"const unsigned ring_bars = ring_base + {cfg.ring_bytes + cfg.staging}u;",
+            f"const unsigned ring_bars = ring_base + {cfg.ring_bytes + cfg.staging * cfg.groups}u;",
             f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor('lhs_ring')};",
             f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor('rhs_ring')};",
         ])
@@ -180,7 +209,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         ])
         return "\n".join([
             d.setmaxnreg(False, PRODUCER_REGISTERS),
-            f"if (UNIT_ID == {cfg.stage.units}) {{",
+            f"if (UNIT_ID == {cfg.consumer_units}) {{",
             "unsigned it = 0;",
             scope.tiles(tile),
             "}",
@@ -225,10 +254,20 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         return "\n".join([
             d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
             self.stage.declare(st, d),
-            "unsigned it = 0;",
-            scope.tiles(tile),
+            *self._own_tiles(cfg, scope, tile),
             self.writer.after_tiles(self, cfg, d),
         ])
+
+    @staticmethod
+    def _own_tiles(cfg: TmaSpecializedConfig, scope, tile: str) -> list[str]:
+        """A consumer's loop over its tiles, ``it`` counting its slices: all the cube's tiles, or
+        (ping-pong) copy ``pp_group``'s turns, skipping the other copy's slices after each."""
+        if cfg.groups == 1:
+            return ["unsigned it = 0;", scope.tiles(tile)]
+        skip = f"it += {cfg.groups - 1}u * (unsigned)k_steps;"
+        return [f"const int pp_group = UNIT_ID / {cfg.stage.units};",
+                "unsigned it = (unsigned)pp_group * (unsigned)k_steps;",
+                scope.tiles(f"{tile}\n{skip}", first="pp_group", step=cfg.groups)]
 
     def _promoting_consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
         """The consumer loop with promotion: each slice's batch overwrites the accumulators, is
@@ -251,8 +290,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
             self.stage.declare(st, d),
             self.stage.declare_promoted(st, d),
-            "unsigned it = 0;",
-            scope.tiles(tile),
+            *self._own_tiles(cfg, scope, tile),
             self.writer.after_tiles(self, cfg, d),
         ])
 
@@ -260,8 +298,13 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""
         if not cfg.staging:
             return None
-        return StoreStaging("stage_out", "stage_out_ptr", cfg.staging,
-                            d.sync_units(1, cfg.stage.units), "UNIT_ID == 0")
+        if cfg.groups == 1:
+            return StoreStaging("stage_out", "stage_out_ptr", cfg.staging,
+                                d.sync_units(1, cfg.stage.units), "UNIT_ID == 0")
+        # Ping-pong: each copy of the stage its own staging tile, named barrier and elected unit.
+        return StoreStaging(f"(stage_out + (unsigned)pp_group * {cfg.staging}u)",
+                            f"(stage_out_ptr + pp_group * {cfg.staging})", cfg.staging,
+                            d.sync_units("1 + pp_group", cfg.stage.units), f"UNIT_ID % {cfg.stage.units} == 0")
 
     def body(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         if scope.tiles is None:
@@ -274,7 +317,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         s, sk = cfg.stages, cfg.stage.stage_k
         listener = self.chain()
         inits = "\n".join(d.mbarrier_init(self._full(str(i)), 1) + "\n"
-                          + d.mbarrier_init(self._empty(cfg, str(i)), cfg.consumers * cfg.cluster_m) for i in range(s))
+                          + d.mbarrier_init(self._empty(cfg, str(i)), cfg.slot_readers * cfg.cluster_m) for i in range(s))
         clustered = cfg.cluster_m > 1
         return "\n".join([
             *self.kernel_start(listener),
@@ -282,7 +325,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             # With clusters, the partner's producer and consumers use this cube's barriers too.
             d.cluster_sync() if clustered else "SYNC_CUBE();",
             f"const int k_steps = (int)(({scope.k} + {sk - 1}) / {sk});",
-            f"if (UNIT_ID >= {cfg.stage.units}) {{",
+            f"if (UNIT_ID >= {cfg.consumer_units}) {{",
             self._producer(cfg, d, scope),
             "} else {",
             self._consumer(cfg, d, scope, listener),

@@ -106,7 +106,9 @@ class WarpgroupPartitionedStage(StageMatmul):
         lines = [
             self.region(cfg),
             self.tile.declare_lanes(tc, d),
-            f"const int wg_index = UNIT_ID / {WARPGROUP};",
+            # Modulo the stage's units: a global level may run copies of the stage side by side
+            # (ping-pong consumers, each copy on its own tiles), each numbering its warpgroups alike.
+            f"const int wg_index = (UNIT_ID % {cfg.units}) / {WARPGROUP};",
             f"const int wg_m0 = (wg_index / {cfg.warpgroups_n}) * {cfg.partition_m * 64};",
             f"const int wg_n0 = (wg_index % {cfg.warpgroups_n}) * {tc.tile_n};",
             # This warpgroup's first tile, as a descriptor start-address increment (bytes >> 4).
