@@ -24,7 +24,11 @@ each tile; *pingpong*, two copies of a one-warpgroup stage take the cube's tiles
 the g-th, then every second: ``scope.tiles(body, first, step)``), each with its own staging tile
 and named barrier, so one copy's epilogue runs while the other's wgmma batches keep the tensor cores
 busy. The producer is the same: it loads the tiles in order, so each copy's slices are a run of
-``k_steps`` slots in the ring, after the other copy's; each slot has one reader warpgroup.
+``k_steps`` slots in the ring, after the other copy's; each slot has one reader warpgroup. The copies
+take their main loops in turns (two *turn* mbarriers: a copy waits for the other to be past its
+previous tile's slices, and tells it when it is past its own): a parity wait tells only this phase
+from the one before, so no consumer may wait on a slot more than one phase ahead of it, as a copy
+skipping the other's ``k_steps`` slices otherwise would (CUTLASS orders its ping-pong the same way).
 
 Clusters (``cluster_m`` = 2): the batch level launches cubes in clusters of two along M (tiles one
 above the other, the same rhs column block, as many tiles each: `CubeScope.cluster_m`). Each
@@ -111,7 +115,13 @@ class TmaSpecializedConfig(GlobalConfig):
     def dynamic_shared_bytes(self) -> int:
         # The ring, the writer's staging tile (one per copy of the stage), a full and an empty
         # barrier per slot, and slack to align the ring to 1 KiB.
-        return self.ring_bytes + self.staging * self.groups + 2 * self.stages * _BARRIER_BYTES + ATOM_BYTES
+        return (self.ring_bytes + self.staging * self.groups + (2 * self.stages + self.turn_barriers) * _BARRIER_BYTES
+                + ATOM_BYTES)
+
+    @property
+    def turn_barriers(self) -> int:
+        """Ping-pong: one mbarrier per copy, its turn to run a main loop."""
+        return self.groups if self.groups > 1 else 0
 
     @property
     def slot_bytes(self) -> int:
@@ -191,6 +201,24 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _empty(self, cfg: TmaSpecializedConfig, slot: str) -> str:
         return f"(ring_bars + {_BARRIER_BYTES}u * ({cfg.stages}u + ({slot})))"
 
+    def _turn(self, cfg: TmaSpecializedConfig, group: str) -> str:
+        return f"(ring_bars + {_BARRIER_BYTES}u * ({2 * cfg.stages}u + ({group})))"
+
+    def _turn_wait(self, cfg: TmaSpecializedConfig, d: Dialect) -> list[str]:
+        """Ping-pong, before a copy's main loop: its n-th tile waits until the other copy is past the
+        slices of the tile before (turn phase n - 1 + pp_group; the first tile of copy 0 waits for
+        nothing)."""
+        if cfg.groups == 1:
+            return []
+        return [f"if (turn + pp_group > 0) {d.mbarrier_wait(self._turn(cfg, 'pp_group'), '(turn + pp_group - 1) & 1')}"]
+
+    def _turn_pass(self, cfg: TmaSpecializedConfig, d: Dialect) -> list[str]:
+        """Ping-pong, after a copy's main loop (every unit past its waits): the other copy's turn."""
+        if cfg.groups == 1:
+            return []
+        return [f"if (UNIT_ID % {cfg.stage.units} == 0) {d.mbarrier_arrive(self._turn(cfg, '1 - pp_group'))}",
+                "++turn;"]
+
     def _producer(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         s, sk = cfg.stages, cfg.stage.stage_k
         lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
@@ -240,12 +268,14 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         release = self._release(cfg, d, f"(it - 1u) % {s}u")
         tile = "\n".join([
             self.stage.init_accumulators(st, d),
+            *self._turn_wait(cfg, d),
             "for (int step = 0; step < k_steps; ++step, ++it) {",
             *self._slot_batch(cfg, d, listener),
             # The batch of the slice before this one is done: its slot may be filled again.
             self.stage.wait(st, d, 1),
             f"if (step > 0) {{\n{release}\n}}",
             "}",
+            *self._turn_pass(cfg, d),
             self.stage.finish(st, d),
             release,
             *self.before_store(listener),
@@ -267,6 +297,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         skip = f"it += {cfg.groups - 1}u * (unsigned)k_steps;"
         return [f"const int pp_group = UNIT_ID / {cfg.stage.units};",
                 "unsigned it = (unsigned)pp_group * (unsigned)k_steps;",
+                "unsigned turn = 0;            // this copy's tiles so far",
                 scope.tiles(f"{tile}\n{skip}", first="pp_group", step=cfg.groups)]
 
     def _promoting_consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
@@ -278,10 +309,12 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         release = self._release(cfg, d, f"it % {s}u")
         tile = "\n".join([
             self.stage.init_promoted(st, d),
+            *self._turn_wait(cfg, d),
             "for (int step = 0; step < k_steps; ++step, ++it) {",
             *self._slot_batch(cfg, d, listener, fresh=True),
             *cfg.promotion.step(self.stage, st, d, scope, release),
             "}",
+            *self._turn_pass(cfg, d),
             self.stage.take_promoted(st, d),
             *self.before_store(listener),
             self.write_output(cfg, d, scope),
@@ -316,8 +349,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                         f"launched together, on tiles of the same rhs block)")
         s, sk = cfg.stages, cfg.stage.stage_k
         listener = self.chain()
-        inits = "\n".join(d.mbarrier_init(self._full(str(i)), 1) + "\n"
-                          + d.mbarrier_init(self._empty(cfg, str(i)), cfg.slot_readers * cfg.cluster_m) for i in range(s))
+        inits = "\n".join([d.mbarrier_init(self._full(str(i)), 1) + "\n"
+                           + d.mbarrier_init(self._empty(cfg, str(i)), cfg.slot_readers * cfg.cluster_m) for i in range(s)]
+                          + [d.mbarrier_init(self._turn(cfg, str(g)), 1) for g in range(cfg.turn_barriers)])
         clustered = cfg.cluster_m > 1
         return "\n".join([
             *self.kernel_start(listener),

@@ -32,6 +32,8 @@ def test_kernel_structure(partition_m, tile_n):
     assert "for (i64 cube = CUBE_ID + (pp_group) * CUBE_COUNT;" in src and "cube += 2 * CUBE_COUNT" in src
     assert "ptx_named_barrier((unsigned)(1 + pp_group), 128u);" in src
     assert "it += 1u * (unsigned)k_steps;" in src
+    # The copies' main loops take turns: two more mbarriers after the ring's.
+    assert f"if (turn + pp_group > 0) ptx_mbarrier_wait((ring_bars + 8u * ({2 * g.stages}u + (pp_group)))" in src
 
 
 def test_pingpong_with_clusters_walks_cluster_tiles_in_turns():
@@ -59,6 +61,10 @@ CASES = [  # (batch, m, n, k, layouts, ld pad, partition_m, tile_n, cluster_m)
     (1, 2000, 1500, 300, ("row", "row"), 0, 2, 128, 1), # 16 x 12 tiles: an odd count per cube
     (1, 2000, 1500, 300, ("row", "col"), 0, 2, 128, 2), # with clusters
     (1, 2, 3, 5, ("row", "col"), 11, 1, 256, 1),
+    # Several tiles per copy, each more slices than the ring has slots: a copy starting its next
+    # tile is k_steps slices past its last one, which only the turns keep within one phase.
+    (1, 4096, 2048, 1024, ("row", "row"), 0, 2, 128, 1),
+    (1, 4096, 2048, 1024, ("row", "col"), 0, 1, 256, 2),
 ]
 
 
