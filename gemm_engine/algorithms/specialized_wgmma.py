@@ -13,8 +13,10 @@ accumulation, fp8 and int8 (promoted / exact), every layout (16-bit: column-majo
 rhs through wgmma's transpose bits), every shape (TMA zero-fills the edges).
 
 Tiling rule: the cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128
-accumulators per unit) for large outputs; 128 x 128 where fewer than a wave of 128 x 256 tiles
-would leave multiprocessors idle. fp8 and block scales promote (a second set of float32
+accumulators per unit) for large outputs; 128 x 128 where at most half a wave of 128 x 256 tiles
+would leave multiprocessors idle (the 128 x 128 tiles then run in one wave). Ping-pong consumers
+(``schedule="pingpong"``, `pingpong_preset`) are in the tuning space, not chosen: slower on every
+row measured. fp8 and block scales promote (a second set of float32
 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8 waves, else
 128 x 128. The output tile is staged in as many column parts as leave room for the whole ring.
 Long-K 16-bit problems of many tiles run in clusters of two cubes along M that share each rhs slot
@@ -122,7 +124,13 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         promoted = wants_promotion(problem)
         for wm, wn, pm, tn, stages in _PROMOTED if promoted else _CANDIDATES:
             tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
-            if tiles >= (_PROMOTED_WAVES * sms if promoted and wm == 3 else sms):
+            # 128 x 256 from more than half a wave: its one wave takes as long as two waves of
+            # 128 x 128 tiles would, and the larger tile is the faster one (2048^3, 128 tiles on
+            # 132 multiprocessors: 0.0246 ms against 0.0252, bench/results/
+            # h100_2026-11-25_kernel_durations_pingpong_bf16.json, "co256"); at most half a wave,
+            # 128 x 128 tiles fill the device in one.
+            enough = (_PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
+            if tiles >= enough:
                 break
         if problem.epilogue.block_scales and wm == 3:
             stages = _BLOCK_SCALED_STAGES
@@ -131,7 +139,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         # (bench/results/h100_2026-11-24_hopper_kernels.json), f16 kernel times, row-major -> grouped:
         # 4096^3 0.260 -> 0.242 ms, 8192^3 1.94 -> 1.62, 8192 x 12288 x 4096 1.61 -> 1.28, 2048^3
         # (128 x 128 tiles) 0.066 -> 0.063; swizzled and other widths measured no better.
-        order = dict(dispatch="grouped", dispatch_width=8) if tiles >= sms else dict(dispatch="row_major")
+        order = (dict(dispatch="grouped", dispatch_width=8) if tiles >= sms or (tn == 256 and 2 * tiles > sms)
+                 else dict(dispatch="row_major"))
         cluster = (not promoted and tn == 256 and problem.k >= _CLUSTER_MIN_K
                    and tiles >= _CLUSTER_MIN_WAVES * sms)
         return _preset(wm, wn, pm, tn, **_store(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
