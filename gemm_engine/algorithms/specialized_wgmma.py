@@ -155,6 +155,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
             stored = _store(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4])
             for cluster_m in (1, 2):
                 space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, cluster_m=cluster_m))
+            if wants_promotion(problem) and c[0] * c[1] == 2:   # three sets fit two consumers' registers
+                space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, promote_behind=True))
         for pm, tn in _PINGPONG:
             space.append(pingpong_preset(problem, dialect, pm, tn))
         return distinct(space)

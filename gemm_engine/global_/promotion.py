@@ -12,6 +12,12 @@ float32 accumulators times the block's scales (`WarpgroupPartitionedStage.promot
 stores the sums. The price: the wait after every slot, and a second accumulator set, which limits a
 warpgroup to 64 x 128 (64 + 64 registers). ``precision="fast_accum"`` (cuBLASLt's fast
 accumulation) skips it for fp8 without block scales.
+
+``behind`` (the global level's ``promote_behind`` knob) hides the wait: slices alternate between
+two partial sets, and a slice is added into the sums only after the next slice's batch was issued
+(wgmma wait of 1, not 0), so a warpgroup's additions run under its own next batch instead of only
+under the other warpgroups'. Three accumulator sets (64 x 128: 192 registers): two consumer
+warpgroups at most.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ from ..scales import BLOCK
 FP8_KINDS = ("e4m3", "e5m2")
 #: Accumulator registers per unit of both sets (of a consumer's 232: the rest holds addresses).
 MAX_PROMOTED_REGS = 160
+#: The same for three sets (``behind``), which need a consumer's 232 registers (two warpgroups).
+MAX_BEHIND_REGS, MIN_BEHIND_REGISTERS = 192, 232
 
 
 @dataclass(frozen=True)
@@ -33,8 +41,9 @@ class Promotion:
 
     lhs_block: bool = False
     rhs_block: bool = False
+    behind: bool = False
 
-    def factors(self, scope):
+    def factors(self, scope, step: str = "step"):
         """(row_scale, col_scale) for `WarpgroupPartitionedStage.promotion_factors`: slice
         ``step``'s block scale of a stage-relative row / 128-column block (0 past the edge), or
         None for an operand without block scales. The arrays are the epilogue's ``lhs_scale`` /
@@ -43,19 +52,47 @@ class Promotion:
         if self.lhs_block:
             def row(r):
                 g = f"(({scope.m0}) + {r})"
-                return f"({g} < {scope.m} ? lhs_scale[{g} * lhs_scale_stride + step] : 0.0f)"
+                return f"({g} < {scope.m} ? lhs_scale[{g} * lhs_scale_stride + ({step})] : 0.0f)"
         if self.rhs_block:
             def col(c):
                 g = f"(({scope.n0}) + {c})"
-                return f"({g} < {scope.n} ? rhs_scale[step * rhs_scale_stride + ({g} >> 7)] : 0.0f)"
+                return f"({g} < {scope.n} ? rhs_scale[({step}) * rhs_scale_stride + ({g} >> 7)] : 0.0f)"
         return row, col
 
-    def step(self, stage, st, d, scope, release: str = "") -> list[str]:
-        """After a slot's batch was issued (``fresh``): its scales' loads, the wait, ``release``
-        (the slot is free once its batch is done), the additions into the float32 sums."""
-        row, col = self.factors(scope)
-        return [stage.promotion_factors(st, row, col), stage.finish(st, d), release,
-                stage.promote(st, d, row is not None, col is not None)]
+    def step(self, stage, st, d, scope, release: str = "", step: str = "step", acc: str = "acc",
+             pending: int = 0) -> list[str]:
+        """After a slot's batch was issued (``fresh``): the scales' loads of slice ``step`` (in
+        partial set ``acc``), the wait until at most ``pending`` batches run, ``release`` (the
+        slot is free once its batch is done), the additions into the float32 sums."""
+        row, col = self.factors(scope, step)
+        return ["{", stage.promotion_factors(st, row, col), stage.wait(st, d, pending), stage.pin(st, d, acc),
+                release, stage.promote(st, d, row is not None, col is not None, acc), "}"]
+
+    def main_loop(self, stage, st, d, scope, batch, release) -> list[str]:
+        """A consumer's loop over the ``k_steps`` slices of a tile, ``it`` counting them:
+        ``batch(acc)`` issues slice ``it``'s batch into partial set ``acc``, ``release(i)`` frees
+        slice ``i``'s slot. ``behind``: two slices an iteration, in sets ``acc`` and ``accb``, each added into
+        the sums after the next one's batch was issued."""
+        if not self.behind:
+            return ["for (int step = 0; step < k_steps; ++step, ++it) {", *batch("acc"),
+                    *self.step(stage, st, d, scope, release("it")), "}"]
+
+        def behind(step, acc, pending):
+            return self.step(stage, st, d, scope, release("it - 1u"), step, acc, pending)
+        # Slice 0 first, then pairs (odd slice in accb, even in acc), each pair's first batch
+        # issued before the slice before it is added; the tail adds what is left.
+        return [*batch("acc"), "++it;",
+                "int step = 1;",
+                "for (; step + 1 < k_steps; step += 2) {",
+                *batch("accb"), *behind("step - 1", "acc", 1), "++it;",
+                *batch("acc"), *behind("step", "accb", 1), "++it;",
+                "}",
+                "if (step < k_steps) {",           # an even count: the last slice, in set accb
+                *batch("accb"), *behind("step - 1", "acc", 1), "++it;",
+                *behind("step", "accb", 0),
+                "} else {",
+                *behind("step - 1", "acc", 0),
+                "}"]
 
 
 def wants_promotion(problem: MatmulProblem) -> bool:
@@ -64,9 +101,10 @@ def wants_promotion(problem: MatmulProblem) -> bool:
     return problem.epilogue.block_scales or (fp8 and problem.precision != "fast_accum")
 
 
-def check_promotion(component: str, problem: MatmulProblem, stage) -> Promotion | None:
+def check_promotion(component: str, problem: MatmulProblem, stage, behind: bool = False,
+                    registers: int = 0) -> Promotion | None:
     """How this stage (a `WarpgroupStageConfig`) promotes (None: not at all); SetupError where it
-    must and cannot."""
+    must and cannot. ``behind``: asked for (``registers``: a consumer unit's after reallocation)."""
     if not wants_promotion(problem):
         return None
     if stage.tile.kind not in FP8_KINDS or stage.stage_k != BLOCK:
@@ -77,5 +115,9 @@ def check_promotion(component: str, problem: MatmulProblem, stage) -> Promotion 
         raise SetupError(component, f"promotion keeps two accumulator sets: partition_m={stage.partition_m} x "
                                     f"tile_n={stage.tile.tile_n} needs {regs} registers per unit (at most "
                                     f"{MAX_PROMOTED_REGS}; tile_n=128 fits)")
-    return Promotion(problem.epilogue.lhs_scale == "block", problem.epilogue.rhs_scale == "block")
+    if behind and (3 * regs // 2 > MAX_BEHIND_REGS or registers < MIN_BEHIND_REGISTERS):
+        raise SetupError(component, f"promote_behind keeps three accumulator sets: {3 * regs // 2} registers "
+                                    f"per unit of a consumer's {registers} (at most {MAX_BEHIND_REGS}, and "
+                                    f"{MIN_BEHIND_REGISTERS} a consumer: two consumer warpgroups at most)")
+    return Promotion(problem.epilogue.lhs_scale == "block", problem.epilogue.rhs_scale == "block", behind)
 

@@ -132,6 +132,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     name = "tma_specialized_global"
     knobs = (Knob("stages", 4, "slots of the shared-memory ring"),
              Knob("cluster_m", 1, "cubes of a cluster along M that share each rhs slot, multicast (1 or 2)"),
+             Knob("promote_behind", False, "promoting kernels (fp8, block scales): add each slice into the "
+                                           "float32 sums under the next slice's wgmma (a third accumulator set)"),
              Knob("schedule", "cooperative", "consumer warpgroups sharing each tile (cooperative) or two "
                                              "one-warpgroup copies taking tiles in turns (pingpong)",
                   choices=("cooperative", "pingpong")))
@@ -164,7 +166,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         if consumers not in CONSUMER_REGISTERS:
             why = " (ping-pong runs two copies of the stage: one warpgroup each)" if schedule == "pingpong" else ""
             raise SetupError(self.name, f"{consumers} consumer warpgroups{why}; expected 1 to 3")
-        promotion = check_promotion(self.name, problem, stage)
+        promotion = check_promotion(self.name, problem, stage, selection.promote_behind,
+                                    CONSUMER_REGISTERS[consumers])
         check_m, check_n, check_k = edge_checks(problem, stage)
         lhs, rhs = operand_tiles(problem, stage, SwizzledOperandTile,
                                  lhs={"swizzle": stage.lhs_layout}, rhs={"swizzle": stage.rhs_layout})
@@ -243,15 +246,17 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             "}",
         ])
 
-    def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False) -> list[str]:
+    def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False,
+                    acc: str = "acc") -> list[str]:
         """A consumer's step: wait until slot ``it % stages`` is full, then issue its wgmma batch
-        (``fresh``: overwriting the accumulators, for promotion)."""
+        (``fresh``: overwriting accumulator set ``acc``, for promotion)."""
         s = cfg.stages
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
         return [f"const unsigned slot = it % {s}u;",
                 d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
                 self.stage.execute(cfg.stage, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
-                                   f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh)]
+                                   f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh,
+                                   acc=acc)]
 
     def _release(self, cfg: TmaSpecializedConfig, d: Dialect, slot: str) -> str:
         """Statement: this warpgroup is done reading ``slot`` (one arrival on its *empty* barrier, in
@@ -303,17 +308,16 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _promoting_consumer(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> str:
         """The consumer loop with promotion: each slice's batch overwrites the accumulators, is
         waited for (its slot released at once), and is added into float32 sums times the slice's
-        block scales (loaded while the batch runs); the two consumer warpgroups overlap one's
-        additions with the other's wgmma."""
+        block scales (loaded while the batch runs); the consumer warpgroups overlap one's
+        additions with the others' wgmma, and with its own next batch where it promotes behind
+        (global_/promotion.py)."""
         st, s = cfg.stage, cfg.stages
-        release = self._release(cfg, d, f"it % {s}u")
         tile = "\n".join([
             self.stage.init_promoted(st, d),
             *self._turn_wait(cfg, d),
-            "for (int step = 0; step < k_steps; ++step, ++it) {",
-            *self._slot_batch(cfg, d, listener, fresh=True),
-            *cfg.promotion.step(self.stage, st, d, scope, release),
-            "}",
+            *cfg.promotion.main_loop(self.stage, st, d, scope,
+                                     lambda acc: ["{", *self._slot_batch(cfg, d, listener, True, acc), "}"],
+                                     lambda i: self._release(cfg, d, f"({i}) % {s}u")),
             *self._turn_pass(cfg, d),
             self.stage.take_promoted(st, d),
             *self.before_store(listener),
@@ -322,7 +326,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         return "\n".join([
             d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
             self.stage.declare(st, d),
-            self.stage.declare_promoted(st, d),
+            self.stage.declare_promoted(st, d, cfg.promotion.behind),
             *self._own_tiles(cfg, scope, tile),
             self.writer.after_tiles(self, cfg, d),
         ])

@@ -122,9 +122,10 @@ class WarpgroupPartitionedStage(StageMatmul):
         return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}") for i in range(cfg.partition_m))
 
     def execute(self, cfg: WarpgroupStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
-                listener: StageEventListener, fresh: bool = False) -> str:
+                listener: StageEventListener, fresh: bool = False, acc: str = "acc") -> str:
         """``fresh``: the stage's first k slice overwrites the accumulators (a promoting global
-        level's per-block partial products) instead of adding to them."""
+        level's per-block partial products) instead of adding to them. ``acc``: which set
+        (``accb``: the second partial set of `declare_promoted` ``behind``)."""
         t, tc = self.tile, cfg.tile
         nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
         out = [listener.on_event(Begin()), t.fence(d)]
@@ -136,7 +137,7 @@ class WarpgroupPartitionedStage(StageMatmul):
                 lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), k0)}) >> 4)"
                 lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
-                out.append(t.execute(tc, d, lhs, rhs, f"acc_{i}", overwrite=fresh and kk == 0))
+                out.append(t.execute(tc, d, lhs, rhs, f"{acc}_{i}", overwrite=fresh and kk == 0))
                 out.append(listener.on_event(TileMatmulCompleted(kk * pm + i, nk * pm)))
         out += [t.commit(d), listener.on_event(Finish())]
         return "\n".join(c for c in out if c)
@@ -147,16 +148,18 @@ class WarpgroupPartitionedStage(StageMatmul):
 
     def finish(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
         """Every batch done and the accumulators pinned: ``write`` may read them."""
-        return "\n".join([self.tile.wait(d, 0)] + [self.tile.pin(cfg.tile, d, f"acc_{i}")
-                                                    for i in range(cfg.partition_m)])
+        return "\n".join([self.tile.wait(d, 0), self.pin(cfg, d)])
 
     # -- promotion: float32 sums of per-K-block partial products ----------------------------------
     # A global level that promotes (fp8, whose tensor-core sums keep fewer bits than float32; block
     # scales, which change per K block) lets each stage's batch overwrite ``acc_i`` (``fresh``),
     # waits for it, and adds it into ``pacc_i`` times the block's scales; ``acc_i`` = ``pacc_i``
-    # before the write.
-    def declare_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
-        return "\n".join(f"{d.c_type('f32')} pacc_{i}[{cfg.tile.acc_regs}];" for i in range(cfg.partition_m))
+    # before the write. ``behind``: a second partial set ``accb_i`` takes every other slice, so
+    # that one slice's additions run while the next slice's batch is on the tensor cores.
+    def declare_promoted(self, cfg: WarpgroupStageConfig, d: Dialect, behind: bool = False) -> str:
+        lines = [f"{d.c_type('f32')} pacc_{i}[{cfg.tile.acc_regs}];" for i in range(cfg.partition_m)]
+        lines += [self.tile.declare_acc(cfg.tile, d, f"accb_{i}") for i in range(cfg.partition_m) if behind]
+        return "\n".join(lines)
 
     def init_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
         return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) pacc_{i}[r] = 0.0f;"
@@ -176,14 +179,18 @@ class WarpgroupPartitionedStage(StageMatmul):
                 lines.append(f"const float ps_c{q} = {col_scale(f'wg_n0 + {128 * q}')};")
         return "\n".join(lines)
 
-    def promote(self, cfg: WarpgroupStageConfig, d: Dialect, rows: bool, cols: bool) -> str:
-        """``pacc_i += acc_i`` times the factors `promotion_factors` declared (``rows`` / ``cols``:
-        which it did); only after the stage's batch is done."""
+    def pin(self, cfg: WarpgroupStageConfig, d: Dialect, acc: str = "acc") -> str:
+        """After a wait: set ``acc``'s registers are read only from here on (see the tile's pin)."""
+        return "\n".join(self.tile.pin(cfg.tile, d, f"{acc}_{i}") for i in range(cfg.partition_m))
+
+    def promote(self, cfg: WarpgroupStageConfig, d: Dialect, rows: bool, cols: bool, acc: str = "acc") -> str:
+        """``pacc_i += acc_i`` (set ``acc``) times the factors `promotion_factors` declared (``rows``
+        / ``cols``: which it did); only after the batch that wrote them is done."""
         lines = []
         for i in range(cfg.partition_m):
             for reg, dr, c0 in self.tile.acc_registers(cfg.tile):
                 f = [f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols
-                value = f"(float)acc_{i}[{reg}]"
+                value = f"(float){acc}_{i}[{reg}]"
                 lines.append(f"pacc_{i}[{reg}] += {' * '.join([value] + f)};")
         return "\n".join(lines)
 
