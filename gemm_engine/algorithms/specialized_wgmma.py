@@ -18,7 +18,7 @@ would leave multiprocessors idle (the 128 x 128 tiles then run in one wave). Pin
 (``schedule="pingpong"``, `pingpong_preset`) are in the tuning space, not chosen: slower on every
 row measured. fp8 and block scales promote (a second set of float32
 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8 waves, else
-128 x 128. The output tile is staged in as many column parts as leave room for the whole ring.
+128 x 128, whose two warpgroups promote each slice behind their next batch. The output tile is staged in as many column parts as leave room for the whole ring.
 Long-K 16-bit problems of many tiles run in clusters of two cubes along M that share each rhs slot
 (``cluster_m=2``: global_/tma_specialized.py).
 """
@@ -51,6 +51,12 @@ _PROMOTED = [
     (2, 1, 1, 128, 6),
 ]
 _PROMOTED_WAVES = 8
+#: Two promoting consumer warpgroups add each slice behind their next batch (``promote_behind``,
+#: global_/promotion.py; three sets do not fit three warpgroups' registers). H100 kernel times, e4m3,
+#: b column-major, bf16 out, 128 x 128 tiles (bench/results/
+#: h100_2026-11-25_kernel_durations_promote_behind_*.json): 4096^3 per-tensor 0.1044 ms against
+#: 0.1087, rowwise 0.1048 against 0.1088, float32 out 0.1143 against 0.1165; 8192^3 0.807 against
+#: 0.852, still behind 192 x 128 (0.782).
 #: Block-scaled 192 x 128 tiles run faster on 3 slots than on 4 (H100 kernel times, e4m3, bf16 out:
 #: 4096 x 7168 x 16384 1.015 ms against 1.073, 8192^3 1.105 against 1.133; per-tensor scales the
 #: other way, 8192^3 0.831 against 0.804: bench/results/h100_2026-11-25_kernel_durations_fp8_stages.json).
@@ -143,8 +149,9 @@ class SpecializedWgmmaAlgorithm(Algorithm):
                  else dict(dispatch="row_major"))
         cluster = (not promoted and tn == 256 and problem.k >= _CLUSTER_MIN_K
                    and tiles >= _CLUSTER_MIN_WAVES * sms)
+        behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
         return _preset(wm, wn, pm, tn, **_store(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
-                       **(dict(cluster_m=2) if cluster else {}))
+                       **(dict(cluster_m=2) if cluster else {}), **behind)
 
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)

@@ -189,9 +189,12 @@ class WarpgroupPartitionedStage(StageMatmul):
         lines = []
         for i in range(cfg.partition_m):
             for reg, dr, c0 in self.tile.acc_registers(cfg.tile):
-                f = [f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols
-                value = f"(float){acc}_{i}[{reg}]"
-                lines.append(f"pacc_{i}[{reg}] += {' * '.join([value] + f)};")
+                # One factor (row scale times column scale, the same product for many registers,
+                # computed once) so that each addition is one fused multiply-add: written
+                # acc * r * c, C's left-to-right order costs two multiplies and an add each.
+                f = " * ".join([f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols)
+                value = f"(float){acc}_{i}[{reg}]" + (f" * ({f})" if f else "")
+                lines.append(f"pacc_{i}[{reg}] += {value};")
         return "\n".join(lines)
 
     def take_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:

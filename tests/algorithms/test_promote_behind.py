@@ -36,7 +36,8 @@ def test_kernel_keeps_a_second_partial_set_and_waits_for_one_batch_less():
     loop = src[src.index("for (; step + 1 < k_steps; step += 2) {"):src.index("if (step < k_steps) {")]
     assert loop.count("ptx_wgmma_wait_1();") == 2 and "if (" not in loop.replace("if (UNIT_ID % 128 == 0)", "")
     assert "lhs_scale[" in loop and "(step - 1)" in loop
-    plain = SpecializedWgmmaAlgorithm(**TILE).render(SpecializedWgmmaAlgorithm(**TILE).setup(p, SM90), SM90)
+    off = SpecializedWgmmaAlgorithm(**TILE, promote_behind=False)
+    plain = off.render(off.setup(p, SM90), SM90)
     assert "accb_0" not in plain and "ptx_wgmma_wait_1();" not in plain
 
 
@@ -117,3 +118,10 @@ def test_sources_compile_without_serialized_wgmma():
     assert not failures_of(results)
     for compiled in results.values():
         assert "C7514" not in compiled.log, compiled.log[-2000:]
+
+
+def test_default_promotes_behind_with_two_consumers_only():
+    d = SpecializedWgmmaAlgorithm()
+    assert d.selection_for(fp8_problem(4096, 4096, 4096), SM90).promote_behind       # 128 x 128
+    big = d.selection_for(fp8_problem(8192, 8192, 8192), SM90)                     # 192 x 128
+    assert big.warpgroups_m == 3 and not big.promote_behind
