@@ -84,10 +84,24 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // 64)
     few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
                      and problem.k >= 512 and 2 * tiles < dialect.device.compute_units)
+    if long_k and not thin and _hopper_16_bit(problem, dialect):
+        # The specialized kernel's 64 x 128 tiles fill half a wave and more without a split: 1024 x
+        # 1024 x 4096 f16 on the H100 14.4 us against split_k_wgmma's 34.3 (26.9 + 7.3 to reduce;
+        # bench/results/h100_2026-11-25_kernel_durations_small_{default,specialized}.json).
+        tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // 128)
+        if 2 * tiles > dialect.device.compute_units:
+            return (f"{tiles} tiles of 64 x 128 fill half the device and more: the Hopper specialized kernel "
+                    f"runs K = {problem.k} unsplit faster")
     if long_k or thin or few_fma_tiles:
         return None
     return (f"K = {problem.k} is not long against M = {problem.m}, N = {problem.n}: the output tiles "
             f"carry the parallelism")
+
+
+def _hopper_16_bit(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """16-bit operands on an sm_90 CUDA device (the specialized wgmma kernel's home)."""
+    cc = dialect.device.compute_capability
+    return dialect.backend == "cuda" and cc is not None and cc[0] == 9 and problem.lhs.itemsize == 2
 
 
 #: tf32 and int8 on wgmma transpose a non-K-major operand first (batch/k_major.py): 8 bytes moved
@@ -128,6 +142,13 @@ def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
 #: 0.038 + 0.112 / 0.102; tf32 4096^3 0.052 + 0.350 against cuBLAS 0.338
 #: (bench/results/h100_2026-11-25_kernel_durations_copies.json).
 SPECIALIZED_MIN_TILES = 48
+#: ... and from this many operations at any tile count, for 16-bit operands: its kernel then takes
+#: longer than a call's host time (about 20 us), and with 64 x 128 tiles below a wave of 128 x 128
+#: it runs 1.4-2.4x faster than pipelined_wgmma. H100 kernel times, f16, b row-major (bench/results/
+#: h100_2026-11-25_kernel_durations_small_{default,specialized}.json): 1024 x 1024 x 4096 14.4 us
+#: against 34.3 (cuBLAS 15.1), 1024 x 1024 x 1000 6.7 against 9.7. Smaller problems keep
+#: pipelined_wgmma, whose calls cost less host time where host time is the call.
+SPECIALIZED_MIN_FLOP = 1 << 32
 SPECIALIZED_MIN_WAVES, SPECIALIZED_MIN_K = 2, 2048
 
 
@@ -155,9 +176,10 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     except (KeyError, TypeError):
         staged = False
     if staged:
-        if tiles < SPECIALIZED_MIN_TILES:
-            return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES}: pipelined_wgmma "
-                    f"is faster there")
+        flop = 2 * problem.batch * problem.m * problem.n * problem.k
+        if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or problem.lhs.itemsize != 2):
+            return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES} and the problem is "
+                    f"small (16-bit from 2^32 operations): pipelined_wgmma is faster there")
         return None
     if tiles < SPECIALIZED_MIN_WAVES * sms:
         return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor "
@@ -177,7 +199,7 @@ RULES: tuple[Rule, ...] = (
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
-                              "pipelined_wgmma from a third of a wave of tiles (bf16 4096^3: 0.94x cuBLAS "
+                              "pipelined_wgmma from a third of a wave of tiles or, 16-bit, 2^32 operations (bf16 4096^3: 0.94x cuBLAS "
                               "against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
                               "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),

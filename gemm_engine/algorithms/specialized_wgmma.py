@@ -51,6 +51,13 @@ _PROMOTED = [
     (2, 1, 1, 128, 6),
 ]
 _PROMOTED_WAVES = 8
+#: 16-bit problems with less than a wave of 128 x 128 tiles take 64 x 128 (one consumer warpgroup):
+#: twice the tiles for as many multiprocessors. H100 kernel times, f16, b row-major (bench/results/
+#: h100_2026-11-25_kernel_durations_small_specialized.json): 1024 x 1024 x 4096 14.4 us against 22.8
+#: with 128 x 128 tiles (cuBLAS 15.1), 1000 x 1024 x 1024 5.6 against 8.2, 768^3 4.9 against 6.8,
+#: 512^3 3.9 against 5.4. Not where a row of the output (and of a row-major b) is not a whole number
+#: of 128-byte lines: 1024 x 1000 x 1024 10.3 against 9.1 (64-row tiles read b twice as often).
+_SMALL = (1, 1, 1, 128, 6)
 #: Two promoting consumer warpgroups add each slice behind their next batch (``promote_behind``,
 #: global_/promotion.py; three sets do not fit three warpgroups' registers). H100 kernel times, e4m3,
 #: b column-major, bf16 out, 128 x 128 tiles (bench/results/
@@ -138,6 +145,10 @@ class SpecializedWgmmaAlgorithm(Algorithm):
             enough = (_PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
             if tiles >= enough:
                 break
+        if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
+                and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
+            wm, wn, pm, tn, stages = _SMALL
+            tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // tn)
         if problem.epilogue.block_scales and wm == 3:
             stages = _BLOCK_SCALED_STAGES
         # Grouped by 8 tile rows wherever there is more than a wave of tiles: the operand blocks
@@ -145,7 +156,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         # (bench/results/h100_2026-11-24_hopper_kernels.json), f16 kernel times, row-major -> grouped:
         # 4096^3 0.260 -> 0.242 ms, 8192^3 1.94 -> 1.62, 8192 x 12288 x 4096 1.61 -> 1.28, 2048^3
         # (128 x 128 tiles) 0.066 -> 0.063; swizzled and other widths measured no better.
-        order = (dict(dispatch="grouped", dispatch_width=8) if tiles >= sms or (tn == 256 and 2 * tiles > sms)
+        order = (dict(dispatch="grouped", dispatch_width=8)
+                 if tiles >= sms or ((tn == 256 or wm * pm == 1) and 2 * tiles > sms)
                  else dict(dispatch="row_major"))
         cluster = (not promoted and tn == 256 and problem.k >= _CLUSTER_MIN_K
                    and tiles >= _CLUSTER_MIN_WAVES * sms)
@@ -156,7 +168,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
         space = [first]
-        for c in _PROMOTED if wants_promotion(problem) else _CANDIDATES:
+        for c in _PROMOTED if wants_promotion(problem) else _CANDIDATES + [_SMALL]:
             for order in ("row_major", "grouped", "swizzled"):
                 space.append(_preset(*c, dispatch=order, dispatch_width=8))
             stored = _store(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4])

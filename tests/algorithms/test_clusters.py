@@ -50,7 +50,7 @@ def test_mn_major_rhs_shares_whole_copies():
 ])
 def test_cube_count_is_whole_clusters_over_cluster_tiles(m, n, b, expected):
     p = problem(b=b, m=m, n=n, k=64)
-    alg, cfg = setup(p, cluster_m=2, tile_n=256, stages=4, store_parts=2)
+    alg, cfg = setup(p, cluster_m=2, warpgroups_m=2, tile_n=256, stages=4, store_parts=2)
     assert alg.cube_count(cfg, p) == expected
 
 

@@ -259,6 +259,8 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
     (1, 1000, 1000, 1000, ("col", "row"), 0),   # 128 x 128 tiles, several per cube
     (3, 67, 300, 200, ("row", "row"), 8),
     (1, 2, 3, 5, ("row", "row"), 11),
+    (1, 200, 384, 300, ("row", "row"), 0),      # 64 x 128 tiles (small 16-bit problems), M edge
+    (2, 100, 512, 130, ("col", "col"), 8),      # the same, batch
 ]
 
 
@@ -417,3 +419,20 @@ def test_register_reallocation_fits_the_register_file():
     for consumers, regs in CONSUMER_REGISTERS.items():
         assert regs % 8 == 0 and regs <= 240
         assert (consumers * regs + PRODUCER_REGISTERS) * 128 <= REGISTER_FILE, consumers
+
+
+@pytest.mark.parametrize("m, n, k, wm", [
+    (1024, 1024, 4096, 1),   # 64 tiles of 128 x 128: under a wave, 64 x 128 tiles
+    (1024, 1000, 1024, 2),   # rows of 2000 bytes: 64-row tiles would read b twice as often
+    (2048, 2048, 2048, 2),   # 128 x 256 tiles
+])
+def test_small_16_bit_problems_take_64_row_tiles(m, n, k, wm):
+    sel = SpecializedWgmmaAlgorithm().selection_for(problem(m=m, n=n, k=k), SM90)
+    assert sel.warpgroups_m * sel.partition_m == wm
+
+
+def test_auto_takes_the_specialized_kernel_for_mid_size_16_bit_problems():
+    from gemm_engine.algorithms import REGISTRY
+    auto = REGISTRY["auto"]()
+    for (m, n, k), name in {(1024, 1024, 4096): "specialized_wgmma", (1000, 1000, 1000): "pipelined_wgmma"}.items():
+        assert auto.chosen(auto.setup(problem(m=m, n=n, k=k), SM90)).name == name
