@@ -85,13 +85,16 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
                      and problem.k >= 512 and 2 * tiles < dialect.device.compute_units)
     if long_k and not thin and _hopper_16_bit(problem, dialect):
-        # The specialized kernel's 64 x 128 tiles fill half a wave and more without a split: 1024 x
-        # 1024 x 4096 f16 on the H100 14.4 us against split_k_wgmma's 34.3 (26.9 + 7.3 to reduce;
-        # bench/results/h100_2026-11-25_kernel_durations_small_{default,specialized}.json).
-        tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // 128)
-        if 2 * tiles > dialect.device.compute_units:
-            return (f"{tiles} tiles of 64 x 128 fill half the device and more: the Hopper specialized kernel "
-                    f"runs K = {problem.k} unsplit faster")
+        # Where the specialized kernel's tiles (64 x 128 for these sizes) fill half a wave and more,
+        # it runs unsplit faster: 1024 x 1024 x 4096 f16 on the H100 14.4 us against split_k_wgmma's
+        # 34.3 (26.9 + 7.3 to reduce; bench/results/h100_2026-11-25_kernel_durations_small_{default,
+        # specialized}.json).
+        from .specialized_wgmma import SpecializedWgmmaAlgorithm, selected_tiles, tile_count
+        tm, tn = selected_tiles(SpecializedWgmmaAlgorithm().select(problem, dialect))
+        spec_tiles = tile_count(problem, tm, tn)
+        if 2 * spec_tiles > dialect.device.compute_units:
+            return (f"{spec_tiles} tiles of {tm} x {tn} fill half the device and more: the Hopper specialized "
+                    f"kernel runs K = {problem.k} unsplit faster")
     if long_k or thin or few_fma_tiles:
         return None
     return (f"K = {problem.k} is not long against M = {problem.m}, N = {problem.n}: the output tiles "
@@ -157,10 +160,10 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma on a few; storing
     directly, its exposed stores also want long tiles, two per multiprocessor or more."""
     from ..batch.tma_k_major import copies_needed
-    from .specialized_wgmma import SpecializedWgmmaAlgorithm
+    from .specialized_wgmma import SpecializedWgmmaAlgorithm, tile_count
     if problem.epilogue.block_scales:
         return None     # the one kernel that applies scales per K block (others run dequantized)
-    tiles = problem.batch * -(-problem.m // 128) * -(-problem.n // 256)
+    tiles = tile_count(problem, 128, 256)
     copies = copies_needed(problem, WgmmaTile().requires_k_major(problem))
     # A copied operand (transposed for the tile, or re-pitched for TMA) costs its pass: worth it on
     # a wave of tiles or more with the other extent past the pipelined kernels' bound for theirs.
@@ -199,8 +202,9 @@ RULES: tuple[Rule, ...] = (
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
-                              "pipelined_wgmma from a third of a wave of tiles or, 16-bit, 2^32 operations (bf16 4096^3: 0.94x cuBLAS "
-                              "against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch against 1.6), "
+                              "pipelined_wgmma from a third of a wave of tiles or, 16-bit, 2^32 "
+                              "operations (bf16 4096^3: 0.94x cuBLAS against 0.81; relu(a@b+bias) "
+                              "8192 x 8192 x 64: 2.0x torch against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
                               "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "

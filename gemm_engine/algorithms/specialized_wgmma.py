@@ -18,7 +18,9 @@ would leave multiprocessors idle (the 128 x 128 tiles then run in one wave). Pin
 (``schedule="pingpong"``, `pingpong_preset`) are in the tuning space, not chosen: slower on every
 row measured. fp8 and block scales promote (a second set of float32
 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8 waves, else
-128 x 128, whose two warpgroups promote each slice behind their next batch. The output tile is staged in as many column parts as leave room for the whole ring.
+128 x 128, whose two warpgroups promote each slice behind their next batch. 16-bit problems under a
+wave of 128 x 128 tiles take 64 x 128 (one consumer warpgroup). The output tile is staged in as
+many column parts as leave room for the whole ring.
 Long-K 16-bit problems of many tiles run in clusters of two cubes along M that share each rhs slot
 (``cluster_m=2``: global_/tma_specialized.py).
 """
@@ -75,6 +77,17 @@ _BLOCK_SCALED_STAGES = 3
 #: K = 4096 (4096^3 0.179 against 0.177, 8192 x 12288 x 4096 1.090 against 1.090), slower for fp8
 #: (8192^3 0.865 against 0.801) and 128 x 128 tiles (2048^3 0.028 against 0.026).
 _CLUSTER_MIN_K, _CLUSTER_MIN_WAVES = 8192, 4
+
+
+def tile_count(problem, tile_m: int, tile_n: int) -> int:
+    """Output tiles of ``tile_m`` x ``tile_n`` over all batch entries."""
+    return problem.batch * -(-problem.m // tile_m) * -(-problem.n // tile_n)
+
+
+def selected_tiles(selection) -> tuple[int, int]:
+    """(tile_m, tile_n) of a selection of this algorithm (a mapping, as `select` returns)."""
+    return (selection["warpgroups_m"] * selection["partition_m"] * 64,
+            selection["warpgroups_n"] * selection["tile_n"])
 
 
 def _preset(wm, wn, pm, tn, stages, **more) -> dict:
@@ -136,7 +149,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         sms = max(1, dialect.device.compute_units)
         promoted = wants_promotion(problem)
         for wm, wn, pm, tn, stages in _PROMOTED if promoted else _CANDIDATES:
-            tiles = problem.batch * -(-problem.m // (wm * pm * 64)) * -(-problem.n // (wn * tn))
+            tiles = tile_count(problem, wm * pm * 64, wn * tn)
             # 128 x 256 from more than half a wave: its one wave takes as long as two waves of
             # 128 x 128 tiles would, and the larger tile is the faster one (2048^3, 128 tiles on
             # 132 multiprocessors: 0.0246 ms against 0.0252, bench/results/
@@ -148,7 +161,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
                 and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
             wm, wn, pm, tn, stages = _SMALL
-            tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // tn)
+            tiles = tile_count(problem, 64, tn)
         if problem.epilogue.block_scales and wm == 3:
             stages = _BLOCK_SCALED_STAGES
         # Grouped by 8 tile rows wherever there is more than a wave of tiles: the operand blocks
