@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .batch.base import KEPT_SCRATCH
 from .batch.signature import BY_VALUE, Packer
 from .dtypes import device_dtype
 from .planner import Plan
@@ -96,6 +97,9 @@ class Launcher:
         if plan.workspace is not None:    # first: derived values may point into it
             scratch = self.runtime.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
             values = {**values, "workspace": self.runtime.ptr_arg(scratch)[0]}
+        if plan.kept is not None:
+            kept = self.runtime.kept_scratch(plan.kept.count, device_dtype(plan.kept.element))
+            values = {**values, KEPT_SCRATCH: self.runtime.ptr_arg(kept)[0]}
         if plan.call_values is not None:
             values = {**values, **plan.call_values.derive({**fixed, **values} if fixed else values)}
         return values
@@ -105,13 +109,14 @@ class Launcher:
         ``more`` (a fused call's epilogue values), on a runtime that offers prepared launches: one
         prepared launch for a one-kernel plan with nothing derived per call, else `DirectLaunches`
         (a fresh workspace, per-call derived values, several kernels). False otherwise."""
-        arrays = ("lhs_base", "rhs_base", "out_base") + more + (("workspace",) if plan.workspace is not None else ())
+        arrays = ("lhs_base", "rhs_base", "out_base") + more + (("workspace",) if plan.workspace is not None else ()) \
+            + ((KEPT_SCRATCH,) if plan.kept is not None else ())
         positions = plan.signature.positions(arrays)
         prepared = [self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args,
                                                 launch.shared_bytes, positions) for launch in plan.launches]
         if not prepared or not all(prepared):
             return False
-        if len(prepared) == 1 and plan.workspace is None and plan.call_values is None:
+        if len(prepared) == 1 and plan.workspace is None and plan.call_values is None and plan.kept is None:
             return prepared[0]
         return DirectLaunches(prepared, plan, fixed, self.runtime)
 
@@ -137,6 +142,7 @@ class DirectLaunches:
         self.launches, self.fixed, self.runtime = list(prepared), dict(fixed), runtime
         self.derive = plan.call_values.derive if plan.call_values is not None else None
         self.workspace = getattr(plan, "workspace", None)
+        self.kept = getattr(plan, "kept", None)
         self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
         self._structs: OrderedDict = OrderedDict()
 
@@ -163,9 +169,13 @@ class DirectLaunches:
                 structs = self._structs[key] = [derived[n] for n in self.names]
                 if len(self._structs) > self.PAIRS:
                     self._structs.popitem(last=False)
+        kept = ()
+        if self.kept is not None:
+            with self.runtime.on_stream(stream):
+                kept = (self.runtime.kept_scratch(self.kept.count, device_dtype(self.kept.element)),)
         # Only the first can refuse (another device current), before anything is launched.
         for launch in self.launches:
-            if not launch(a, b, out, *more, *scratch, stream=stream, structs=structs):
+            if not launch(a, b, out, *more, *scratch, *kept, stream=stream, structs=structs):
                 return False
         return True
 

@@ -40,6 +40,9 @@ class Plan:
     workspace: Workspace | None
     #: Parameters each call derives from its other values (TMA tensor maps), or None.
     call_values: CallValues | None = None
+    #: Scratch the runtime keeps zeroed between calls (``kept_scratch``: the split tail's flags
+    #: and partial sums), or None.
+    kept: Workspace | None = None
 
 
 def render(alg: Algorithm, cfg: KernelConfig, dialect) -> str:
@@ -92,7 +95,8 @@ class Planner:
             launches.append(CompiledLaunch(kernel, launch.cubes, launch.units,
                                            shared if launch.dynamic_shared else 0))
         found = Plan(concrete, cfg, source, concrete.signature(cfg), tuple(launches),
-                     concrete.workspace(cfg, problem), concrete.call_values(cfg, problem))
+                     concrete.workspace(cfg, problem), concrete.call_values(cfg, problem),
+                     concrete.kept_workspace(cfg, problem))
         self._plans[key] = found
         if len(self._plans) > self.capacity:
             self._plans.popitem(last=False)

@@ -162,11 +162,21 @@ class Algorithm:
         return [self.select(problem, dialect)]
 
     def selection_for(self, problem: MatmulProblem, dialect: Dialect) -> Selection:
-        """The selection a setup uses: the caller's, or `select`'s, with the caller's overrides."""
+        """The selection a setup uses: the caller's, or `select`'s (less what it chose only for
+        the knobs the caller overrides: `yield_to`), with the caller's overrides."""
         base = self.selection
         if base is None:
-            base = self.selection_class().merged(self.select(problem, dialect))
+            chosen = self.select(problem, dialect)
+            if self.overrides and isinstance(chosen, Mapping):
+                chosen = self.yield_to(chosen, self.overrides)
+            base = self.selection_class().merged(chosen)
         return base.override(**self.overrides) if self.overrides else base
+
+    def yield_to(self, chosen: Mapping, overrides: Mapping) -> Mapping:
+        """`select`'s preset ``chosen`` with the knobs it set only because of a knob the caller
+        overrides dropped (back to their defaults), so that an override composes with the rest of
+        the choice instead of contradicting it. Default: all kept."""
+        return chosen
 
     def with_selection(self, selection) -> "Algorithm":
         """This algorithm with a whole selection (a preset is merged into the knobs' defaults)."""
@@ -228,6 +238,10 @@ class Algorithm:
 
     def workspace(self, cfg: KernelConfig, problem: MatmulProblem):
         return self.components.workspace(cfg.batch, problem)
+
+    def kept_workspace(self, cfg: KernelConfig, problem: MatmulProblem):
+        """Scratch kept zeroed between calls (`BatchMatmul.kept_workspace`), or None."""
+        return self.components.kept_workspace(cfg.batch, problem)
 
     def call_values(self, cfg: KernelConfig, problem: MatmulProblem):
         """The parameters each call derives from its others (`BatchMatmul.call_values`), or None."""
@@ -342,6 +356,9 @@ class AlgorithmFamily(Algorithm):
 
     def workspace(self, cfg, problem):
         return self.chosen(cfg).workspace(cfg, problem)
+
+    def kept_workspace(self, cfg, problem):
+        return self.chosen(cfg).kept_workspace(cfg, problem)
 
     def call_values(self, cfg, problem):
         return self.chosen(cfg).call_values(cfg, problem)

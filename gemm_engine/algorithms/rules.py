@@ -85,16 +85,21 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
                      and problem.k >= 512 and 2 * tiles < dialect.device.compute_units)
     if long_k and not thin and _hopper_16_bit(problem, dialect):
-        # Where the specialized kernel's tiles (64 x 128 for these sizes) fill half a wave and more,
-        # it runs unsplit faster: 1024 x 1024 x 4096 f16 on the H100 14.4 us against split_k_wgmma's
-        # 34.3 (26.9 + 7.3 to reduce; bench/results/h100_2026-11-25_kernel_durations_small_{default,
-        # specialized}.json).
+        # Where the specialized kernel's tiles (64 x 128 for these sizes), or the parts it splits
+        # them into along K (split_tail), fill half a wave and more, it runs in one kernel faster:
+        # 1024 x 1024 x 4096 f16 on the H100 14.4 us against split_k_wgmma's 34.3 (26.9 + 7.3 to
+        # reduce; bench/results/h100_2026-11-25_kernel_durations_small_{default,specialized}.json);
+        # bf16 1000 x 1000 x 4000 26.2 against 50.0, 512 x 1024 x 16384 42.4 against 59.3
+        # (bench/results/h100_2026-11-25_kernel_durations_split_tail_bf16.json).
         from .specialized_wgmma import SpecializedWgmmaAlgorithm, selected_tiles, tile_count
-        tm, tn = selected_tiles(SpecializedWgmmaAlgorithm().select(problem, dialect))
+        selection = SpecializedWgmmaAlgorithm().select(problem, dialect)
+        tm, tn = selected_tiles(selection)
         spec_tiles = tile_count(problem, tm, tn)
-        if 2 * spec_tiles > dialect.device.compute_units:
-            return (f"{spec_tiles} tiles of {tm} x {tn} fill half the device and more: the Hopper specialized "
-                    f"kernel runs K = {problem.k} unsplit faster")
+        parts = max(1, selection.get("split_tail", 1))
+        if 2 * spec_tiles * parts > dialect.device.compute_units:
+            split = f" (each split in {parts} along K)" if parts > 1 else ""
+            return (f"{spec_tiles} tiles of {tm} x {tn}{split} fill half the device and more: the Hopper "
+                    f"specialized kernel runs K = {problem.k} in one kernel faster")
     if long_k or thin or few_fma_tiles:
         return None
     return (f"K = {problem.k} is not long against M = {problem.m}, N = {problem.n}: the output tiles "

@@ -22,7 +22,8 @@ accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 
 wave of 128 x 128 tiles take 64 x 128 (one consumer warpgroup). The output tile is staged in as
 many column parts as leave room for the whole ring.
 Long-K 16-bit problems of many tiles run in clusters of two cubes along M that share each rhs slot
-(``cluster_m=2``: global_/tma_specialized.py).
+(``cluster_m=2``: global_/tma_specialized.py). A last wave of at most half the device's cubes is
+split along K into parts that fill it (``split_tail``: batch/split_tail.py).
 """
 from __future__ import annotations
 
@@ -77,6 +78,23 @@ _BLOCK_SCALED_STAGES = 3
 #: K = 4096 (4096^3 0.179 against 0.177, 8192 x 12288 x 4096 1.090 against 1.090), slower for fp8
 #: (8192^3 0.865 against 0.801) and 128 x 128 tiles (2048^3 0.028 against 0.026).
 _CLUSTER_MIN_K, _CLUSTER_MIN_WAVES = 8192, 4
+#: The last, partial wave of tiles split along K (``split_tail``, batch/split_tail.py) where it is at
+#: most half a wave: into as many parts as fill the device, at most 4, each at least 8 ring slots
+#: long (a part's partial sums cost a few slots' time to store and add). H100 kernel times
+#: (bench/results/h100_2026-11-25_kernel_durations_split_tail_*.json): block-scaled fp8 4096 x 7168 x
+#: 16384 (a tail of 44 tiles of 192 x 128 in 3 parts) 0.902 ms against 1.016; fp8 1024 x 1024 x 8192
+#: (64 tiles in 2) 18.9 us against 36.8; bf16 1000 x 1000 x 4000 26.2 against split_k_wgmma's 50.0,
+#: 512 x 1024 x 16384 42.4 against 59.3. The block-scaled 192 x 128 kernel takes it with a tail in
+#: one part too: its loop over whole tiles then compiles without spills (8192^3 1.030 ms against 1.071).
+_SPLIT_MAX, _SPLIT_MIN_SLICES = 4, 8
+
+
+def split_parts(problem, sms: int, tiles: int) -> int:
+    """The parts `select` splits each tile of the last wave into (1: none; the kernel computes the
+    same from its grid: batch/split_tail.py)."""
+    tail = tiles % sms
+    slices = -(-problem.k * problem.lhs.itemsize // 128)     # ring slots of 128 bytes of K
+    return min(_SPLIT_MAX, sms // tail, slices // _SPLIT_MIN_SLICES) if tail else 1
 
 
 def tile_count(problem, tile_m: int, tile_n: int) -> int:
@@ -175,8 +193,24 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         cluster = (not promoted and tn == 256 and problem.k >= _CLUSTER_MIN_K
                    and tiles >= _CLUSTER_MIN_WAVES * sms)
         behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
+        parts = split_parts(problem, sms, tiles)
+        if problem.epilogue.block_scales and wm == 3:
+            parts = max(parts, 2)
+        split = dict(split_tail=parts) if parts > 1 and not cluster else {}
         return _preset(wm, wn, pm, tn, **_store(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
-                       **(dict(cluster_m=2) if cluster else {}), **behind)
+                       **(dict(cluster_m=2) if cluster else {}), **behind, **split)
+
+    def yield_to(self, chosen, overrides):
+        """Its split tail goes with clusters or ping-pong the caller asks for (a split part is one
+        cube's, on all its consumers), and promotion behind with three consumer warpgroups (three
+        accumulator sets do not fit their registers), unless the caller asked for those too."""
+        out = dict(chosen)
+        knob = {**chosen, **overrides}.get
+        if "split_tail" not in overrides and (knob("cluster_m", 1) > 1 or knob("schedule", "cooperative") != "cooperative"):
+            out.pop("split_tail", None)
+        if "promote_behind" not in overrides and knob("warpgroups_m", 2) * knob("warpgroups_n", 1) > 2:
+            out.pop("promote_behind", None)
+        return out
 
     def tuning_space(self, problem, dialect):
         first = self.select(problem, dialect)
@@ -189,6 +223,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
                 space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, cluster_m=cluster_m))
             if wants_promotion(problem) and c[0] * c[1] == 2:   # three sets fit two consumers' registers
                 space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, promote_behind=True))
+            for parts in (2, _SPLIT_MAX):
+                space.append(_preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
         for pm, tn in _PINGPONG:
             space.append(pingpong_preset(problem, dialect, pm, tn))
         return distinct(space)

@@ -79,6 +79,9 @@ class CubeScope:
     #: other of the same column, as many tiles each), and this cube's rank in it (an expression).
     cluster_m: int = 1
     cluster_rank: str = "0"
+    #: The split-tail schedule (batch/split_tail.py `SplitTailScope`) where ``tiles`` renders one:
+    #: the body then computes slices ``k_lo`` .. ``k_hi`` of its tile and adds partial sums. None elsewhere.
+    split_tail: object = None
 
 
 # -- dispatch orders ----------------------------------------------------------------------------------
@@ -172,9 +175,15 @@ class Launch:
     dynamic_shared: bool = True   # launched with the global matmul's dynamic shared memory
 
 
+#: The kernel parameter a batch level's `kept_workspace` is passed as.
+KEPT_SCRATCH = "kept_scratch"
+
+
 @dataclass(frozen=True)
 class Workspace:
-    """Scratch memory the kernels of one call share: ``count`` elements of ``element``."""
+    """Scratch memory the kernels of one call share: ``count`` elements of ``element``. A batch
+    level's `kept_workspace` is the kernel parameter named `KEPT_SCRATCH`, its per-call
+    ``workspace`` the one named ``workspace``."""
 
     element: ElementType
     count: int
@@ -225,6 +234,11 @@ class BatchMatmul(ABC):
 
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
         """The scratch buffer the kernels share, or None."""
+        return None
+
+    def kept_workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
+        """Scratch memory that the runtime zero-fills once and keeps between calls (per stream),
+        which every kernel must leave zero (the split tail's flags), or None."""
         return None
 
     def call_values(self, cfg: BatchConfig, problem: MatmulProblem):

@@ -34,9 +34,12 @@ from ..global_.capabilities import OUTPUT_TENSOR_MAP, OWN_TILE_LOOP, PERSISTENT_
 from ..contracts import Requirement
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import BatchConfig, CallValues, CubeScope, OperandRef, dispatch_for, dispatch_knobs
+from ..dtypes import FLOAT32
+from . import split_tail
+from .base import (KEPT_SCRATCH, BatchConfig, CallValues, CubeScope, OperandRef, Workspace, dispatch_for,
+                   dispatch_knobs)
 from .partitioned import PartitionedBatchMatmul
-from .signature import BY_VALUE, KernelSignature, Param
+from .signature import BY_VALUE, KernelSignature, Param, array
 
 _MAPS = ("lhs_map", "rhs_map")
 #: The kernel's condition that this call's output map may be used (`out_usable` on the device).
@@ -82,7 +85,25 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
 
     def signature(self, cfg: BatchConfig) -> KernelSignature:
         return super().signature(cfg).extended(
-            *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in self._maps(cfg)))
+            *(Param(name, BY_VALUE, size=MAP_BYTES, align=MAP_ALIGN) for name in self._maps(cfg)),
+            *((array(KEPT_SCRATCH, "f32", writable=True),) if self.split_tail(cfg) else ()))
+
+    @staticmethod
+    def split_tail(cfg: BatchConfig) -> int:
+        """The most parts the global level's config lets a tile of the last wave be split into
+        (batch/split_tail.py; 0 or 1: none)."""
+        return getattr(cfg.global_, "split_tail", 0)
+
+    def kept_workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
+        if not self.split_tail(cfg):
+            return None
+        return Workspace(FLOAT32, split_tail.workspace_words(cfg.persistent_cubes, self._tile_words(cfg)))
+
+    @staticmethod
+    def _tile_words(cfg: BatchConfig) -> int:
+        """A partial slot: one 32-bit word per element of the tile (float32 or int32 sums; the
+        global level checks its stage's count against it)."""
+        return cfg.global_.stage.stage_m * cfg.global_.stage.stage_n
 
     @staticmethod
     def cluster_m(cfg: BatchConfig) -> int:
@@ -94,6 +115,8 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return d.cluster_dims(c) if c > 1 else ""
 
     def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int:
+        if self.split_tail(cfg):     # every multiprocessor: the tail's parts fill the device
+            return max(1, cfg.persistent_cubes)
         c = self.cluster_m(cfg)
         if c == 1:
             return super().cube_count(cfg, problem)
@@ -108,14 +131,23 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
                          rhs=OperandRef("rhs", "rhs_ld", "rhs_map", "(rhs_batch_stride != 0 ? (int)b : 0)"),
                          out=out,
-                         tiles=((lambda body, first="0", step=1: self.tile_loop(cfg, d, body, first, step))
+                         tiles=((lambda body, first="0", step=1, slices="": self.tile_loop(cfg, d, body, first, step, slices))
                                 if d is not None else None),
-                         cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0")
+                         cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0",
+                         split_tail=(split_tail.SplitTailScope(self._tile_words(cfg))
+                                     if self.split_tail(cfg) else None))
 
-    def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str, first: str = "0", step: int = 1) -> str:
+    def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str, first: str = "0", step: int = 1,
+                  slices: str = "") -> str:
         """The loop over this cube's tiles around ``body``; ``first`` and ``step``: of the cube's
         tiles, only the ``first``-th, then every ``step``-th (a role that shares the tiles with
-        another, as ping-pong consumers do)."""
+        another, as ping-pong consumers do). Split tail: the loop over the cube's units of
+        ``slices`` K slices a tile (batch/split_tail.py), for a role that takes them all."""
+        if self.split_tail(cfg):
+            if (first, step) != ("0", 1) or not slices:
+                raise SetupError(self.name, "the split-tail schedule deals every unit to the cube's roles alike: "
+                                            "each role walks all of them, given the K slices of a tile")
+            return split_tail.unit_loop(slices, self.tile_origin(cfg, d), body, self.split_tail(cfg))
         c = self.cluster_m(cfg)
         start = "" if first == "0" else f" + ({first}) * {'CUBE_COUNT' if c == 1 else f'(CUBE_COUNT / {c})'}"
         stride = "" if step == 1 else f"{step} * "

@@ -236,6 +236,25 @@ INLINE unsigned short f32_to_f16(float value) {
         ident = f"{ident}u" if isinstance(ident, int) else f"(unsigned)({ident})"
         return f"{self._use(ptx.named_barrier())}({ident}, {count}u);"
 
+    # -- partial sums between cubes (batch/split_tail.py) --------------------------------------------
+    def store_global_v4(self, pointer: str, regs: list[str], word: str = "f32") -> str:
+        """Statement: four 32-bit ``word`` values to 16 global bytes at ``pointer``."""
+        return f"{self._use(ptx.st_global_v4(word))}((void*)({pointer}), {', '.join(regs)});"
+
+    def load_global_l2_v4(self, pointer: str, regs: list[str], word: str = "f32") -> str:
+        """Statement: 16 global bytes at ``pointer`` (written by another cube in this kernel) into
+        four ``word`` variables, read from L2."""
+        return f"{self._use(ptx.ld_global_cg_v4(word))}((const void*)({pointer}), {', '.join(regs)});"
+
+    def flag_release(self, pointer: str) -> str:
+        """Statement: set the global flag at ``pointer`` (release, GPU scope)."""
+        return f"{self._use(ptx.flag_release())}((unsigned*)({pointer}));"
+
+    def flag_acquire_clear(self, pointer: str) -> str:
+        """Statement: wait until the global flag at ``pointer`` is set (acquire, GPU scope), then
+        clear it."""
+        return f"{self._use(ptx.flag_acquire_clear())}((unsigned*)({pointer}));"
+
     def setmaxnreg(self, increase: bool, count: int) -> str:
         return f"{self._use(ptx.setmaxnreg(increase, count))}();"
 

@@ -14,10 +14,7 @@ from ..errors import BackendUnavailableError
 from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from .device import DeviceInfo
 from .dialect import cuda_target_arch
-from .runtime import Runtime, span_of
-
-#: External streams wrapped per runtime (each a small CuPy object).
-STREAMS_MAX = 64
+from .runtime import STREAMS_MAX, Runtime, span_of
 
 
 def _cupy():
@@ -262,6 +259,9 @@ class CudaRuntime(Runtime):
 
     def fill_zero(self, x):
         x.fill(0)
+
+    def queue_key(self):
+        return self.cp.cuda.get_current_stream().ptr
 
     def contiguous(self, x, dtype=None):
         with self.cuda_device:

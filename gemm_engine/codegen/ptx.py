@@ -316,3 +316,46 @@ def setmaxnreg(increase: bool, count: int) -> tuple[str, str]:
     a load-only warpgroup gives registers back for the compute warpgroups to take."""
     verb = "inc" if increase else "dec"
     return _statement(f"ptx_setmaxnreg_{verb}_{count}", f"setmaxnreg.{verb}.sync.aligned.u32 {count};")
+
+
+# -- flags and partial sums between cubes (batch/split_tail.py) ------------------------------------
+def _v4(word: str) -> tuple[str, str, str]:
+    """(C type, asm constraint, PTX type) of a 32-bit accumulator word (f32 or i32)."""
+    return {"f32": ("float", "f", "f32"), "i32": ("int", "r", "s32")}[word]
+
+
+def st_global_v4(word: str) -> tuple[str, str]:
+    """Four 32-bit ``word`` registers to 16 global bytes at ``p`` (``st.global.v4``)."""
+    ctype, c, t = _v4(word)
+    return _fn(f"ptx_st_global_v4_{word}", f"void* p, {ctype} a, {ctype} b, {ctype} c, {ctype} d",
+               f'    asm volatile("st.global.v4.{t} [%0], {{%1, %2, %3, %4}};" '
+               f':: "l"(p), "{c}"(a), "{c}"(b), "{c}"(c), "{c}"(d) : "memory");')
+
+
+def ld_global_cg_v4(word: str) -> tuple[str, str]:
+    """16 global bytes at ``p`` into four ``word`` variables, from L2 (``__ldcg``: another cube
+    wrote them during this kernel, so no line of this multiprocessor's L1 may answer). A compiler
+    intrinsic, not ``asm volatile``: the compiler then issues a unit's loads back to back before
+    their additions (volatile statements, each followed by its additions, waited a full L2
+    round trip apiece), and still not above the barriers before them (``asm`` with a memory clobber)."""
+    ctype, _, _ = _v4(word)
+    vector = {"float": "float4", "int": "int4"}[ctype]
+    return _fn(f"cuda_ld_cg_v4_{word}", f"const void* p, {ctype}& a, {ctype}& b, {ctype}& c, {ctype}& d",
+               f"    const {vector} v = __ldcg((const {vector}*)p);\n    a = v.x; b = v.y; c = v.z; d = v.w;")
+
+
+def flag_release() -> tuple[str, str]:
+    """Set the global flag at ``p`` to 1 with release semantics at GPU scope: whatever this cube's
+    units wrote before meeting this unit at a barrier is visible to a unit that acquires the flag."""
+    return _fn("ptx_flag_release", "unsigned* p",
+               '    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(1u) : "memory");')
+
+
+def flag_acquire_clear() -> tuple[str, str]:
+    """Spin until the global flag at ``p`` is set (acquire at GPU scope), then clear it for the
+    next kernel (only this unit reads it)."""
+    return _fn("ptx_flag_acquire_clear", "unsigned* p",
+               "    unsigned v;\n    do {\n"
+               '        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");\n'
+               "    } while (v == 0u);\n"
+               '    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(0u) : "memory");')

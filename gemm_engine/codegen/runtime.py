@@ -20,6 +20,8 @@ from .dialect import Dialect, dialect_for
 #: Compiled kernels kept per runtime (least recently used first out; the compilers' own binary
 #: caches on disk make a recompile cheap).
 KERNELS_MAX = 256
+#: Streams (queues) a runtime keeps something for: a process may make streams without end.
+STREAMS_MAX = 64
 
 
 class Runtime(ABC):
@@ -121,6 +123,27 @@ class Runtime(ABC):
 
     @abstractmethod
     def fill_zero(self, x) -> None: ...
+
+    def kept_scratch(self, count: int, dtype):
+        """A device buffer of at least ``count`` ``dtype`` elements, zero-filled when made and then
+        kept for the work queued from here on (the current stream or queue): kernels that use it
+        leave it zero (the split tail's flags, batch/split_tail.py). Work on one queue runs in order, so
+        they never use it at once; a larger request replaces it (the old one is freed behind the
+        work queued on it)."""
+        key = (self.queue_key(), np.dtype(dtype).str)
+        kept = self.__dict__.setdefault("_kept", OrderedDict())
+        found = kept.get(key)
+        if found is None or found.size < count:
+            found = self.empty((count,), dtype)
+            self.fill_zero(found)
+            kept[key] = found
+            if len(kept) > STREAMS_MAX:       # bounded, as the streams are
+                kept.popitem(last=False)
+        return found
+
+    def queue_key(self):
+        """Identifies the queue (stream) that work queued now goes to."""
+        return None
 
     @abstractmethod
     def contiguous(self, x, dtype=None):

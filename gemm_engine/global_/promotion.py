@@ -68,13 +68,13 @@ class Promotion:
         return ["{", stage.promotion_factors(st, row, col), stage.wait(st, d, pending), stage.pin(st, d, acc),
                 release, stage.promote(st, d, row is not None, col is not None, acc), "}"]
 
-    def main_loop(self, stage, st, d, scope, batch, release) -> list[str]:
-        """A consumer's loop over the ``k_steps`` slices of a tile, ``it`` counting them:
+    def main_loop(self, stage, st, d, scope, batch, release, lo: str = "0", hi: str = "k_steps") -> list[str]:
+        """A consumer's loop over slices ``lo`` .. ``hi`` of a tile (at least one), ``it`` counting them:
         ``batch(acc)`` issues slice ``it``'s batch into partial set ``acc``, ``release(i)`` frees
         slice ``i``'s slot. ``behind``: two slices an iteration, in sets ``acc`` and ``accb``, each added into
         the sums after the next one's batch was issued."""
         if not self.behind:
-            return ["for (int step = 0; step < k_steps; ++step, ++it) {", *batch("acc"),
+            return [f"for (int step = {lo}; step < {hi}; ++step, ++it) {{", *batch("acc"),
                     *self.step(stage, st, d, scope, release("it")), "}"]
 
         def behind(step, acc, pending):
@@ -82,12 +82,12 @@ class Promotion:
         # Slice 0 first, then pairs (odd slice in accb, even in acc), each pair's first batch
         # issued before the slice before it is added; the tail adds what is left.
         return [*batch("acc"), "++it;",
-                "int step = 1;",
-                "for (; step + 1 < k_steps; step += 2) {",
+                "int step = 1;" if lo == "0" else f"int step = {lo} + 1;",
+                f"for (; step + 1 < {hi}; step += 2) {{",
                 *batch("accb"), *behind("step - 1", "acc", 1), "++it;",
                 *batch("acc"), *behind("step", "accb", 1), "++it;",
                 "}",
-                "if (step < k_steps) {",           # an even count: the last slice, in set accb
+                f"if (step < {hi}) {{",           # an even count: the last slice, in set accb
                 *batch("accb"), *behind("step - 1", "acc", 1), "++it;",
                 *behind("step", "accb", 0),
                 "} else {",

@@ -74,6 +74,8 @@ PRODUCER_REGISTERS = 40
 REGISTER_FILE = 64 * 1024
 CONSUMER_REGISTERS = {1: 240, 2: 232, 3: 152}
 _BARRIER_BYTES = 8
+#: Named barrier of the consumer units around a split tile's partial sums (1: the writer's).
+_SPLIT_BARRIER = 2
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,12 @@ class TmaSpecializedConfig(GlobalConfig):
     staging: int = 0                       # bytes of the writer's staging tile (STORE_STAGING)
     cluster_m: int = 1                     # cubes of a cluster along M sharing each rhs slot
     schedule: str = "cooperative"          # or "pingpong": copies of the stage take tiles in turns
+    split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
+
+    @property
+    def k_bounds(self) -> tuple[str, str]:
+        """The slices of the unit at hand: the split-tail schedule's, or the whole tile's."""
+        return ("k_lo", "k_hi") if self.split_tail else ("0", "k_steps")
 
     @property
     def groups(self) -> int:
@@ -136,7 +144,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                            "float32 sums under the next slice's wgmma (a third accumulator set)"),
              Knob("schedule", "cooperative", "consumer warpgroups sharing each tile (cooperative) or two "
                                              "one-warpgroup copies taking tiles in turns (pingpong)",
-                  choices=("cooperative", "pingpong")))
+                  choices=("cooperative", "pingpong")),
+             Knob("split_tail", 0, "split each tile of the last, partial wave along K into up to this many parts "
+                                   "that fill the device, partial sums added across cubes (0, 1: no split)"))
     provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -159,6 +169,14 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"schedule={schedule!r}; expected 'cooperative' or 'pingpong'")
         if stages < 2:
             raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
+        split = selection.split_tail
+        if split < 0:
+            raise SetupError(self.name, f"split_tail={split!r}: a count of parts (0 or 1: no split)")
+        split = split if split > 1 else 0
+        if split and (cluster_m != 1 or schedule != "cooperative"):
+            raise SetupError(self.name, f"split_tail with cluster_m={cluster_m}, schedule={schedule!r}: a part of a "
+                                        "tile is one cube's slices, computed by all its consumers "
+                                        "(cluster_m=1, schedule='cooperative')")
         stage = self.stage.setup(problem, selection, dialect,
                                  self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
                                  self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
@@ -175,7 +193,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, 1, selection, shared_by=cluster_m),
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k,
                                    stages=stages, writer=self.writer.setup(problem, selection, dialect),
-                                   promotion=promotion, cluster_m=cluster_m, schedule=schedule)
+                                   promotion=promotion, cluster_m=cluster_m, schedule=schedule,
+                                   split_tail=split)
         cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
@@ -225,8 +244,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _producer(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         s, sk = cfg.stages, cfg.stage.stage_k
         lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
+        lo, hi = cfg.k_bounds
         tile = "\n".join([
-            "for (int step = 0; step < k_steps; ++step, ++it) {",
+            f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
             f"const unsigned slot = it % {s}u;",
             d.mbarrier_wait(self._empty(cfg, "slot"), f"((it / {s}u) & 1u) ^ 1u"),
             d.mbarrier_arrive_expect_tx(self._full("slot"), f"{cfg.slot_bytes}u"),
@@ -242,7 +262,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             d.setmaxnreg(False, PRODUCER_REGISTERS),
             f"if (UNIT_ID == {cfg.consumer_units}) {{",
             "unsigned it = 0;",
-            scope.tiles(tile),
+            scope.tiles(tile, slices="k_steps"),
             "}",
         ])
 
@@ -271,20 +291,20 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             return self._promoting_consumer(cfg, d, scope, listener)
         st, s = cfg.stage, cfg.stages
         release = self._release(cfg, d, f"(it - 1u) % {s}u")
+        lo, hi = cfg.k_bounds
         tile = "\n".join([
             self.stage.init_accumulators(st, d),
             *self._turn_wait(cfg, d),
-            "for (int step = 0; step < k_steps; ++step, ++it) {",
+            f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
             *self._slot_batch(cfg, d, listener),
             # The batch of the slice before this one is done: its slot may be filled again.
             self.stage.wait(st, d, 1),
-            f"if (step > 0) {{\n{release}\n}}",
+            f"if (step > {lo}) {{\n{release}\n}}",
             "}",
             *self._turn_pass(cfg, d),
             self.stage.finish(st, d),
             release,
-            *self.before_store(listener),
-            self.write_output(cfg, d, scope),
+            *self._store(cfg, d, scope, listener),
         ])
         return "\n".join([
             d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
@@ -298,7 +318,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         """A consumer's loop over its tiles, ``it`` counting its slices: all the cube's tiles, or
         (ping-pong) copy ``pp_group``'s turns, skipping the other copy's slices after each."""
         if cfg.groups == 1:
-            return ["unsigned it = 0;", scope.tiles(tile)]
+            return ["unsigned it = 0;", scope.tiles(tile, slices="k_steps")]
         skip = f"it += {cfg.groups - 1}u * (unsigned)k_steps;"
         return [f"const int pp_group = UNIT_ID / {cfg.stage.units};",
                 "unsigned it = (unsigned)pp_group * (unsigned)k_steps;",
@@ -317,11 +337,10 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             *self._turn_wait(cfg, d),
             *cfg.promotion.main_loop(self.stage, st, d, scope,
                                      lambda acc: ["{", *self._slot_batch(cfg, d, listener, True, acc), "}"],
-                                     lambda i: self._release(cfg, d, f"({i}) % {s}u")),
+                                     lambda i: self._release(cfg, d, f"({i}) % {s}u"), *cfg.k_bounds),
             *self._turn_pass(cfg, d),
             self.stage.take_promoted(st, d),
-            *self.before_store(listener),
-            self.write_output(cfg, d, scope),
+            *self._store(cfg, d, scope, listener),
         ])
         return "\n".join([
             d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
@@ -330,6 +349,23 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             *self._own_tiles(cfg, scope, tile),
             self.writer.after_tiles(self, cfg, d),
         ])
+
+    def _store(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> list[str]:
+        """After a unit's last slice: the output tile through the writer; split tail:
+        a later part of a tile stores its sums for the tile's owner instead, and the owner adds
+        the later parts' sums first (batch/split_tail.py)."""
+        write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
+        if not cfg.split_tail:
+            return write
+        sk, st = scope.split_tail, cfg.stage
+        meet = d.sync_units(_SPLIT_BARRIER, st.units)
+        # Every consumer unit's stores, the meeting, then one release: what the owner acquires.
+        contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID")), meet,
+                      f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
+        add = [f"if (UNIT_ID == 0) {d.flag_acquire_clear(sk.flag('split_cube'))}", meet,
+               self.stage.add_partial(st, d, sk.partial("split_cube"))]
+        return ["if (k_lo > 0) {", *contribute, "} else {",
+                "if (k_hi < k_steps) {", sk.contributors("\n".join(add)), "}", *write, "}"]
 
     def store_staging(self, cfg: TmaSpecializedConfig, d: Dialect) -> StoreStaging | None:
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""
@@ -351,6 +387,12 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"cluster_m={cfg.cluster_m}, but the batch level launches clusters of "
                                         f"{scope.cluster_m} along M (the cubes sharing a multicast slot must be "
                                         f"launched together, on tiles of the same rhs block)")
+        if (scope.split_tail is not None) != bool(cfg.split_tail):
+            raise SetupError(self.name, f"split_tail={cfg.split_tail}, but the batch level "
+                                        f"{'splits' if scope.split_tail is not None else 'does not split'} its tail tiles")
+        if cfg.split_tail and scope.split_tail.partial_words != self.stage.partial_words(cfg.stage):
+            raise SetupError(self.name, f"the batch level's partial slots hold {scope.split_tail.partial_words} words; "
+                                        f"the stage's partial sums are {self.stage.partial_words(cfg.stage)}")
         s, sk = cfg.stages, cfg.stage.stage_k
         listener = self.chain()
         inits = "\n".join([d.mbarrier_init(self._full(str(i)), 1) + "\n"

@@ -202,6 +202,34 @@ class WarpgroupPartitionedStage(StageMatmul):
         return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) acc_{i}[r] = pacc_{i}[r];"
                          for i in range(cfg.partition_m))
 
+    # -- a tile's partial sums, when cubes split its K range (batch/split_tail.py) -------------------
+    @staticmethod
+    def partial_words(cfg: WarpgroupStageConfig) -> int:
+        """32-bit words of one cube's partial tile: every unit's accumulators."""
+        return cfg.units * cfg.partition_m * cfg.tile.acc_regs
+
+    @staticmethod
+    def _partial_vectors(cfg: WarpgroupStageConfig, base: str):
+        # Registers in fours, units interleaved (vector v of unit u at word (v * units + u) * 4): a
+        # warp's 16-byte accesses cover 512 contiguous bytes. Only this stage reads them back.
+        for i in range(cfg.partition_m):
+            for r in range(0, cfg.tile.acc_regs, 4):
+                v = (i * cfg.tile.acc_regs + r) // 4
+                yield f"acc_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
+
+    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
+        """Store this unit's accumulators (after `finish` or `take_promoted`) into the partial
+        tile at ``base`` (a pointer to `partial_words` 32-bit words)."""
+        return "\n".join(d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
+                         for acc, r, p in self._partial_vectors(cfg, base))
+
+    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
+        """The accumulators += the partial tile at ``base`` (another cube's `store_partial`)."""
+        t, word = d.c_type(cfg.tile.compute), cfg.tile.compute
+        return "\n".join("{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
+                         + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
+                         for acc, r, p in self._partial_vectors(cfg, base))
+
     def write(self, cfg, d, writer: Writer) -> str:
         return self._write(cfg, writer, None)
 

@@ -79,21 +79,26 @@ def scales(rng, kind, b, m, n, k):
     return sa, sb, np.repeat(sa, 128, 1)[:, :k], np.repeat(np.repeat(sb, 128, 0), 128, 1)[:k, :n]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-{len(c[5])}")
-def test_numerics(rng, case):
+def fp8_operands(rng, b, m, n, k, kind):
+    """(a, b, scale_a, scale_b, float64 reference of the dequantized product): e4m3 host arrays
+    (CuPy holds no fp8: the engine copies them over), b column-major (K-major for wgmma) as fp8
+    weights are kept."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    engine = sm90_engine()
-    b, m, n, k, kind, more = case
     lead = (b,) if b > 1 else ()
     a = (rng.standard_normal(lead + (m, k)) * 3).astype(ml_dtypes.float8_e4m3fn)
-    # b column-major (K-major for wgmma), as fp8 weights are kept.
     bb = np.swapaxes((rng.standard_normal(lead + (n, k)) * 3).astype(ml_dtypes.float8_e4m3fn), -1, -2)
     sa, sb, fa, fb = scales(rng, kind, b, m, n, k)
-    # Host arrays (CuPy holds no fp8): the engine copies them over and returns the result.
+    return a, bb, sa, sb, (a.astype(np.float64) * fa) @ (bb.astype(np.float64) * fb)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-{len(c[5])}")
+def test_numerics(rng, case):
+    b, m, n, k, kind, more = case
+    a, bb, sa, sb, ref = fp8_operands(rng, b, m, n, k, kind)
+    engine = sm90_engine()
     alg = SpecializedWgmmaAlgorithm(**{**TILE, **more, "promote_behind": True})
     out = engine.matmul(a, bb, scale_a=sa, scale_b=sb, algorithm=alg)
     assert engine.last_choice[1].batch.global_.promotion.behind
-    ref = (a.astype(np.float64) * fa) @ (bb.astype(np.float64) * fb)
     got = np.asarray(out, np.float64)
     assert np.isfinite(got).all()
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 2e-3

@@ -434,7 +434,9 @@ def test_small_16_bit_problems_take_64_row_tiles(m, n, k, wm):
 def test_auto_takes_the_specialized_kernel_for_mid_size_16_bit_problems():
     from gemm_engine.algorithms import REGISTRY
     auto = REGISTRY["auto"]()
-    # A long K over few tiles still splits; a small problem stays on the kernel cheaper to call.
+    # A long K over tiles that fill half the device once split along K (split_tail) runs in one
+    # kernel; over fewer it still splits in two kernels; a small problem stays on the kernel cheaper
+    # to call.
     for (m, n, k), name in {(1024, 1024, 4096): "specialized_wgmma", (1000, 1000, 1000): "pipelined_wgmma",
-                            (512, 512, 65536): "split_k_wgmma"}.items():
+                            (512, 512, 65536): "specialized_wgmma", (256, 256, 16384): "split_k_wgmma"}.items():
         assert auto.chosen(auto.setup(problem(m=m, n=n, k=k), SM90)).name == name

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gemm_engine.algorithms import REGISTRY
-from gemm_engine.batch.base import KERNEL_NAME
+from gemm_engine.batch.base import KEPT_SCRATCH, KERNEL_NAME
 from gemm_engine.batch.signature import ARRAY, BY_VALUE, INDEX, SCALAR
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.errors import SetupError
@@ -157,13 +157,15 @@ def test_pack_and_positions_follow_the_signature(device, name):
 
 def test_tensor_map_algorithms_end_with_their_maps():
     """specialized_wgmma's signature: the partitioned one, then lhs_map / rhs_map (128 bytes each),
-    and out_map where its writer stores through TMA."""
+    out_map where its writer stores through TMA, and the kept scratch where it splits its tail."""
     found = _cases_or_skip("sm_90", "specialized_wgmma")
     for case in found:
         params = case.alg.signature(case.cfg).params
         maps = [("lhs_map", BY_VALUE, 128), ("rhs_map", BY_VALUE, 128)]
         if case.cfg.batch.global_.writer.tma_store:
             maps.append(("out_map", BY_VALUE, 128))
+        if case.cfg.batch.global_.split_tail:
+            maps.append((KEPT_SCRATCH, ARRAY, 0))
         assert [(p.name, p.kind, p.size) for p in params[-len(maps):]] == maps
         assert "const __grid_constant__ ge_bytes128_a64 lhs_map" in case.source
 

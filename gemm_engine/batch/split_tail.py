@@ -1,0 +1,110 @@
+"""Split tail: the persistent TMA batch level's last, partial wave of tiles split along K so that
+it fills the device, partial sums added across cubes.
+
+A persistent kernel over T output tiles on G cubes takes ceil(T / G) tile times; where G does not
+divide T the last wave leaves multiprocessors idle. Block-scaled fp8 4096 x 7168 x 16384: 1232
+tiles of 192 x 128 on 132 multiprocessors, 9.33 waves, the last only 44 tiles. Split three ways
+along K, those 44 tiles make 132 parts: the last wave takes a third of a tile time.
+
+The schedule, which every warp role of a cube walks alike (the producer loads exactly the slices
+its consumers compute): tiles ``c``, ``c + G``, ... whole while they fill whole waves (the
+dispatch order's first ``T - tail``); then, where cube c < ``tail * parts``, part ``c / tail`` of
+tail tile ``c % tail``: K slices ``[p * slices / parts, (p + 1) * slices / parts)``, ``parts =
+min(split_tail, G / tail, slices)`` (1: the tail runs whole, as without the split). Parts of one
+tile run on ``tail`` cubes apart, all in the same last round, so every cube's last part is as long
+as the others' and the parts of a round read the operands in step (a cube c reads the K slices
+that cubes c +- tail read at the same time), as whole tiles do.
+
+Why not stream-K (Osama et al., PPoPP 2023: every cube an equal, contiguous run of the last
+tiles' K slices, tiles split wherever the runs end)? Built and measured on the H100, it was slower
+on every shape (bench/results/h100_2026-11-25_kernel_durations_stream_k_*.json; bf16 4096^3
+213-256 us against 174, 1024 x 1024 x 8192 55 against 29, block-scaled 4096 x 7168 x 16384 1110
+against 997): runs that start anywhere in a tile's K put the cubes out of step, and the operand
+reads L2 served once for a whole wave go to memory once per cube.
+
+Fixup. Part 0 of a tail tile is its *owner*: after its slices it waits for the flag of each cube
+holding a later part (`SplitTailScope.contributors`: the cubes ``tail``, ``2 tail``, ... above
+it), adds that cube's partial sums, clears the flag and stores the tile through the writer. A
+later part (``k_lo > 0``) is a *contributor*: it stores its sums into its cube's partial slot and
+sets its cube's flag. Owners wait only for parts of their own round, which wait for nothing, so
+the kernel cannot deadlock while all its cubes are resident: the persistent grid is at most one
+cube per multiprocessor (a GPU shared with other work delays some cubes, it does not stop them).
+
+The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:
+the runtime zero-fills it once per stream and hands the same buffer to every such kernel on that
+stream (`Runtime.kept_scratch`); each owner clears the flags it consumed, so every kernel leaves it
+zero. Kernels on one stream run in order, so they never share it at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Flag words per cube, padded so the partial slots start 256-byte aligned.
+_FLAG_PAD = 64
+
+
+def flag_words(cubes: int) -> int:
+    return -(-cubes // _FLAG_PAD) * _FLAG_PAD
+
+
+def workspace_words(cubes: int, partial_words: int) -> int:
+    """32-bit words of the kept workspace for a grid of ``cubes``, each partial tile
+    ``partial_words`` long."""
+    return flag_words(cubes) + cubes * partial_words
+
+
+@dataclass(frozen=True)
+class SplitTailScope:
+    """What a global level reads of the split-tail schedule around its body (`CubeScope.split_tail`):
+    the unit at hand is slices ``k_lo`` .. ``k_hi`` of the tile's ``slices`` (the count the global
+    level passed to ``tiles``); it contributes where ``k_lo > 0`` and owns the tile where
+    ``k_lo == 0 && k_hi < slices``."""
+
+    #: Words of a cube's partial slot (the stage's `partial_words`).
+    partial_words: int
+
+    def partial(self, cube: str) -> str:
+        """Pointer (32-bit words) to cube ``cube``'s partial slot."""
+        return (f"(kept_scratch + ((CUBE_COUNT + {_FLAG_PAD - 1}) & ~(i64){_FLAG_PAD - 1}) "
+                f"+ ({cube}) * {self.partial_words}ll)")
+
+    @staticmethod
+    def flag(cube: str) -> str:
+        """Pointer to cube ``cube``'s flag word."""
+        return f"(kept_scratch + ({cube}))"
+
+    @staticmethod
+    def contributors(body: str) -> str:
+        """``body`` once per cube ``split_cube`` holding a later part of the tile at hand (its
+        owner's), in part order."""
+        return (f"for (int split_cube = (int)CUBE_ID + split_tail; split_cube < split_tail * split_parts; "
+                f"split_cube += split_tail) {{\n{body}\n}}")
+
+
+def unit_loop(slices: str, origin: list[str], body: str, max_parts: int) -> str:
+    """This cube's units (``cube``: the tile's index in the dispatch order, ``k_lo`` / ``k_hi``:
+    its slices), with ``origin`` (the tile's coordinates and pointers from ``cube``) and ``body``
+    inside each; ``slices``: the K slices of a tile (an expression); ``max_parts``: the most parts
+    a tail tile is split into. Two copies of the body, the whole tiles' loop and the tail's part,
+    so that the loop keeps no more registers than without the split (the 3-consumer kernel's
+    consumers have 24 beside their accumulators)."""
+    return "\n".join([
+        "const i64 split_all = batch * cubes_m * cubes_n;",
+        "const int split_tail = (int)(split_all % CUBE_COUNT);",
+        "const i64 split_whole = split_all - split_tail;       // tiles in whole waves",
+        "for (i64 cube = CUBE_ID; cube < split_whole; cube += CUBE_COUNT) {",
+        f"const int k_lo = 0, k_hi = {slices}, split_parts = 1;",
+        *origin, body, "}",
+        "{",
+        "int split_parts = split_tail == 0 ? 1 : (int)CUBE_COUNT / split_tail;",
+        f"split_parts = split_parts < {max_parts} ? split_parts : {max_parts};",
+        f"split_parts = split_parts < ({slices}) ? split_parts : ({slices});",
+        # Part CUBE_ID / tail of tail tile CUBE_ID % tail: the cube's last unit. A loop that runs
+        # once at most (tail x parts <= CUBE_COUNT): ptxas serialized every wgmma of the kernel
+        # (C7515) with a plain if here.
+        "for (i64 split_u = CUBE_ID; split_u < (i64)split_tail * split_parts; split_u += CUBE_COUNT) {",
+        "const int split_part = (int)split_u / split_tail;",
+        "const i64 cube = split_whole + (int)split_u % split_tail;",
+        f"const int k_lo = split_part * ({slices}) / split_parts;",
+        f"const int k_hi = (split_part + 1) * ({slices}) / split_parts;",
+        *origin, body, "}", "}"])
