@@ -297,3 +297,24 @@ def test_numerics_int8_exact(rng):
     alg = SpecializedWgmmaAlgorithm(**CO128, split_tail=4)
     _twice(engine, lambda: np.asarray(engine.matmul(a, bb, algorithm=alg)),
            lambda got: np.testing.assert_array_equal(got.astype(np.int64), ref))
+
+
+def test_calls_on_two_streams_keep_a_scratch_each(rng):
+    """Split kernels queued on two streams at once: each stream has its own kept workspace (the
+    flags and partial slots of one would otherwise be shared by kernels running together)."""
+    engine = sm90_engine()
+    cp = pytest.importorskip("cupy")
+    m, n, k = 1000, 1000, 4000              # 64 tiles, split in 2 by default
+    pairs = [(random(rng, (m, k), "float16"), random(rng, (k, n), "float16")) for _ in range(2)]
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    outs = [[], []]
+    for _ in range(4):
+        for i, (stream, (a, bb)) in enumerate(zip(streams, pairs)):
+            with stream:
+                outs[i].append(engine.matmul(cp.asarray(a), cp.asarray(bb)))
+    assert engine.last_choice[1].batch.global_.split_tail == 2
+    for stream in streams:
+        stream.synchronize()
+    for (a, bb), results in zip(pairs, outs):
+        for got in results:
+            assert_close(cp.asnumpy(got), a, bb, "float16")
