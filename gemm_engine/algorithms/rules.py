@@ -84,13 +84,15 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     tiles = problem.batch * -(-problem.m // 64) * -(-problem.n // 64)
     few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
                      and problem.k >= 512 and 2 * tiles < dialect.device.compute_units)
-    if long_k and not thin and _hopper_16_bit(problem, dialect):
+    if long_k and not thin and _specialized_home(problem, dialect):
         # Where the specialized kernel's tiles (64 x 128 for these sizes), or the parts it splits
         # them into along K (split_tail), fill half a wave and more, it runs in one kernel faster:
         # 1024 x 1024 x 4096 f16 on the H100 14.4 us against split_k_wgmma's 34.3 (26.9 + 7.3 to
         # reduce; bench/results/h100_2026-11-25_kernel_durations_small_{default,specialized}.json);
         # bf16 1000 x 1000 x 4000 26.2 against 50.0, 512 x 1024 x 16384 42.4 against 59.3
-        # (bench/results/h100_2026-11-25_kernel_durations_split_tail_bf16.json).
+        # (bench/results/h100_2026-11-25_kernel_durations_split_tail_bf16.json); fp8 per-tensor bf16
+        # 2048 x 2048 x 8192 50.6 against 113.5, 1024 x 1024 x 8192 19.1 against 36.4, 1024 x 2048 x
+        # 16384 51.1 against 104.2 (bench/results/h100_2026-11-25_kernel_durations_fp8_long_k_*.json).
         from .specialized_wgmma import SpecializedWgmmaAlgorithm, selected_tiles, tile_count
         selection = SpecializedWgmmaAlgorithm().select(problem, dialect)
         tm, tn = selected_tiles(selection)
@@ -106,10 +108,12 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
             f"carry the parallelism")
 
 
-def _hopper_16_bit(problem: MatmulProblem, dialect: Dialect) -> bool:
-    """16-bit operands on an sm_90 CUDA device (the specialized wgmma kernel's home)."""
+def _specialized_home(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """16-bit or fp8 operands on an sm_90 CUDA device (the specialized wgmma kernel's home; int8 not
+    measured against split-K there)."""
     cc = dialect.device.compute_capability
-    return dialect.backend == "cuda" and cc is not None and cc[0] == 9 and problem.lhs.itemsize == 2
+    fp8 = problem.lhs.storage in ("f8e4m3", "f8e5m2")
+    return dialect.backend == "cuda" and cc is not None and cc[0] == 9 and (problem.lhs.itemsize == 2 or fp8)
 
 
 #: tf32 and int8 on wgmma transpose a non-K-major operand first (batch/k_major.py): 8 bytes moved
@@ -155,7 +159,9 @@ SPECIALIZED_MIN_TILES = 48
 #: it runs 1.4-2.4x faster than pipelined_wgmma. H100 kernel times, f16, b row-major (bench/results/
 #: h100_2026-11-25_kernel_durations_small_{default,specialized}.json): 1024 x 1024 x 4096 14.4 us
 #: against 34.3 (cuBLAS 15.1), 1024 x 1024 x 1000 6.7 against 9.7. Smaller problems keep
-#: pipelined_wgmma, whose calls cost less host time where host time is the call.
+#: pipelined_wgmma, whose calls cost less host time where host time is the call. fp8 alike: per-tensor
+#: 1024 x 1024 x 8192 18.9 us with its tail split in two, against 36.8 in split_k_wgmma
+#: (bench/results/h100_2026-11-25_kernel_durations_split_tail_fp8.json).
 SPECIALIZED_MIN_FLOP = 1 << 32
 SPECIALIZED_MIN_WAVES, SPECIALIZED_MIN_K = 2, 2048
 
@@ -185,9 +191,9 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
         staged = False
     if staged:
         flop = 2 * problem.batch * problem.m * problem.n * problem.k
-        if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or problem.lhs.itemsize != 2):
+        if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or not _specialized_home(problem, dialect)):
             return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES} and the problem is "
-                    f"small (16-bit from 2^32 operations): pipelined_wgmma is faster there")
+                    f"small (16-bit and fp8 from 2^32 operations): pipelined_wgmma is faster there")
         return None
     if tiles < SPECIALIZED_MIN_WAVES * sms:
         return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor "

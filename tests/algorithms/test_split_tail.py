@@ -170,6 +170,15 @@ def test_default_splits_tails_of_at_most_half_a_wave(p, parts):
     assert sel.split_tail == parts
 
 
+@pytest.mark.parametrize("shape, name", [((2048, 2048, 8192), "specialized_wgmma"),
+                                         ((1024, 1024, 8192), "specialized_wgmma"),
+                                         ((256, 256, 65536), "split_k_wgmma")])
+def test_auto_runs_long_fp8_products_in_one_kernel_where_its_parts_fill_half_the_device(shape, name):
+    from gemm_engine.algorithms import REGISTRY
+    auto = REGISTRY["auto"]()
+    assert auto.chosen(auto.setup(fp8_problem(*shape), SM90)).name == name
+
+
 def test_auto_explains_why_the_split_kernel_beats_split_k():
     from gemm_engine.algorithms.rules import split_k_worth_it
     why = split_k_worth_it(problem(m=1000, n=1000, k=4000), SM90)
