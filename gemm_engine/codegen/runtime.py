@@ -33,6 +33,7 @@ class Runtime(ABC):
     def __init__(self):
         self._kernels: OrderedDict[str, object] = OrderedDict()
         self._kernels_lock = threading.Lock()
+        self._kept: OrderedDict = OrderedDict()     # (queue, dtype) -> `kept_scratch`'s buffer
 
     @property
     def dialect(self) -> Dialect:
@@ -131,7 +132,7 @@ class Runtime(ABC):
         they never use it at once; a larger request replaces it (the old one is freed behind the
         work queued on it)."""
         key = (self.queue_key(), np.dtype(dtype).str)
-        kept = self.__dict__.setdefault("_kept", OrderedDict())
+        kept = self._kept
         found = kept.get(key)
         if found is None or found.size < count:
             found = self.empty((count,), dtype)

@@ -154,6 +154,18 @@ def test_a_bad_count_is_refused():
             SpecializedWgmmaAlgorithm(**CO128, split_tail=value)
 
 
+def test_kept_scratch_is_zeroed_once_and_kept_per_queue(engine):
+    """`Runtime.kept_scratch` (any backend): zero-filled when made, the same buffer for the next
+    request on the queue (a kernel leaves it zero), replaced by a larger one where more is asked."""
+    rt = engine.runtime
+    first = rt.kept_scratch(1000, np.float32)
+    assert first.size >= 1000 and not rt.to_host(first).any()
+    assert rt.kept_scratch(10, np.float32) is first
+    bigger = rt.kept_scratch(5000, np.float32)
+    assert bigger is not first and bigger.size >= 5000 and not rt.to_host(bigger).any()
+    assert rt.kept_scratch(1000, np.float32) is bigger
+
+
 # -- the default ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("p, parts", [
     (fp8_problem(4096, 7168, 16384, "block"), 3),   # 1232 tiles of 192 x 128: a tail of 44, in 3
