@@ -59,7 +59,9 @@ _PROMOTED_WAVES = 8
 #: h100_2026-11-25_kernel_durations_small_specialized.json): 1024 x 1024 x 4096 14.4 us against 22.8
 #: with 128 x 128 tiles (cuBLAS 15.1), 1000 x 1024 x 1024 5.6 against 8.2, 768^3 4.9 against 6.8,
 #: 512^3 3.9 against 5.4. Not where a row of the output (and of a row-major b) is not a whole number
-#: of 128-byte lines: 1024 x 1000 x 1024 10.3 against 9.1 (64-row tiles read b twice as often).
+#: of 128-byte lines: 1024 x 1000 x 1024 10.3 against 9.1 (64-row tiles read b twice as often); nor
+#: where the 64 x 128 tiles overflow a wave: bf16 128 x 14336 x 4096 (224 of them) 46.5 us against
+#: 45.1 in 112 tiles of 128 x 128 (bench/results/h100_2026-11-25_kernel_durations_skinny_small_tile.json).
 _SMALL = (1, 1, 1, 128, 6)
 #: Two promoting consumer warpgroups add each slice behind their next batch (``promote_behind``,
 #: global_/promotion.py; three sets do not fit three warpgroups' registers). H100 kernel times, e4m3,
@@ -177,6 +179,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
             if tiles >= enough:
                 break
         if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
+                and tile_count(problem, 64, _SMALL[3]) <= sms
                 and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
             wm, wn, pm, tn, stages = _SMALL
             tiles = tile_count(problem, 64, tn)

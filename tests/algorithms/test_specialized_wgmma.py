@@ -425,6 +425,7 @@ def test_register_reallocation_fits_the_register_file():
     (1024, 1024, 4096, 1),   # 64 tiles of 128 x 128: under a wave, 64 x 128 tiles
     (1024, 1000, 1024, 2),   # rows of 2000 bytes: 64-row tiles would read b twice as often
     (2048, 2048, 2048, 2),   # 128 x 256 tiles
+    (128, 14336, 4096, 2),   # 112 tiles of 128 x 128: 224 of 64 x 128 would overflow a wave
 ])
 def test_small_16_bit_problems_take_64_row_tiles(m, n, k, wm):
     sel = SpecializedWgmmaAlgorithm().selection_for(problem(m=m, n=n, k=k), SM90)
