@@ -205,12 +205,17 @@ class SpecializedWgmmaAlgorithm(Algorithm):
 
     def yield_to(self, chosen, overrides):
         """Its split tail goes with clusters or ping-pong the caller asks for (a split part is one
-        cube's, on all its consumers), and promotion behind with three consumer warpgroups (three
-        accumulator sets do not fit their registers), unless the caller asked for those too."""
+        cube's, on all its consumers) and its clusters with a split the caller asks for; promotion
+        behind goes with three consumer warpgroups (three accumulator sets do not fit their
+        registers); unless the caller asked for both."""
         out = dict(chosen)
         knob = {**chosen, **overrides}.get
         if "split_tail" not in overrides and (knob("cluster_m", 1) > 1 or knob("schedule", "cooperative") != "cooperative"):
             out.pop("split_tail", None)
+        if overrides.get("split_tail", 0) > 1:
+            for name in ("cluster_m", "schedule"):
+                if name not in overrides:
+                    out.pop(name, None)
         if "promote_behind" not in overrides and knob("warpgroups_m", 2) * knob("warpgroups_n", 1) > 2:
             out.pop("promote_behind", None)
         return out

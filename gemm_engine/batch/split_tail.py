@@ -27,12 +27,15 @@ holding a later part (`SplitTailScope.contributors`: the cubes ``tail``, ``2 tai
 it), adds that cube's partial sums, clears the flag and stores the tile through the writer. A
 later part (``k_lo > 0``) is a *contributor*: it stores its sums into its cube's partial slot and
 sets its cube's flag. Owners wait only for parts of their own round, which wait for nothing, so
-the kernel cannot deadlock while all its cubes are resident: the persistent grid is at most one
-cube per multiprocessor (a GPU shared with other work delays some cubes, it does not stop them).
+the kernel cannot deadlock while all its cubes can be resident at once: the persistent grid is one
+cube per multiprocessor. Where fewer multiprocessors are available for good (an MPS limit on the
+active threads, a green context, a kernel beside it that never ends), the owners, whose cube ids
+come first, may hold every one of them and wait for ever; a cooperative launch (which fails
+instead) or a last-arriver fixup would remove that, neither is built yet.
 
 The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:
-the runtime zero-fills it once per stream and hands the same buffer to every such kernel on that
-stream (`Runtime.kept_scratch`); each owner clears the flags it consumed, so every kernel leaves it
+the runtime zero-fills it once per stream (per thread, for the per-thread default stream) and hands
+the same buffer to every such kernel on that stream (`Runtime.kept_scratch`); each owner clears the flags it consumed, so every kernel leaves it
 zero. Kernels on one stream run in order, so they never share it at once.
 """
 from __future__ import annotations

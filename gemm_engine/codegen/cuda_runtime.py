@@ -7,6 +7,7 @@ from collections import OrderedDict
 import hashlib
 import os
 import tempfile
+import threading
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from .device import DeviceInfo
 from .dialect import cuda_target_arch
 from .runtime import STREAMS_MAX, Runtime, span_of
+
+#: ``cudaStreamPerThread``'s handle.
+_PER_THREAD_STREAM = 2
 
 
 def _cupy():
@@ -261,7 +265,9 @@ class CudaRuntime(Runtime):
         x.fill(0)
 
     def queue_key(self):
-        return self.cp.cuda.get_current_stream().ptr
+        ptr = self.cp.cuda.get_current_stream().ptr
+        # The per-thread default stream has one handle for a different stream in each thread.
+        return (ptr, threading.get_ident()) if ptr == _PER_THREAD_STREAM else ptr
 
     def contiguous(self, x, dtype=None):
         with self.cuda_device:

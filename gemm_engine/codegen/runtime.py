@@ -34,6 +34,7 @@ class Runtime(ABC):
         self._kernels: OrderedDict[str, object] = OrderedDict()
         self._kernels_lock = threading.Lock()
         self._kept: OrderedDict = OrderedDict()     # (queue, dtype) -> `kept_scratch`'s buffer
+        self._kept_lock = threading.Lock()
 
     @property
     def dialect(self) -> Dialect:
@@ -132,18 +133,22 @@ class Runtime(ABC):
         they never use it at once; a larger request replaces it (the old one is freed behind the
         work queued on it)."""
         key = (self.queue_key(), np.dtype(dtype).str)
-        kept = self._kept
-        found = kept.get(key)
-        if found is None or found.size < count:
-            found = self.empty((count,), dtype)
+        with self._kept_lock:
+            kept = self._kept
+            found = kept.get(key)
+            if found is not None and found.size >= count:
+                kept.move_to_end(key)
+                return found
+            found = kept[key] = self.empty((count,), dtype)
             self.fill_zero(found)
-            kept[key] = found
-            if len(kept) > STREAMS_MAX:       # bounded, as the streams are
+            kept.move_to_end(key)
+            if len(kept) > STREAMS_MAX:       # bounded, as the streams are: least recently used out
                 kept.popitem(last=False)
-        return found
+            return found
 
     def queue_key(self):
-        """Identifies the queue (stream) that work queued now goes to."""
+        """Identifies the queue (stream) that work queued now goes to: the same key only for work
+        that runs in order."""
         return None
 
     @abstractmethod

@@ -139,6 +139,11 @@ def test_overrides_compose_with_the_default_split():
         assert cfg.batch.global_.split_tail == 0
     with pytest.raises(SetupError, match="split_tail with cluster_m=2"):
         SpecializedWgmmaAlgorithm(cluster_m=2, split_tail=2).setup(p, SM90)
+    # The other way: a split asked for where the default clusters (2176 tiles, K = 8192).
+    clustered = problem(m=8192, n=8704, k=8192)
+    assert SpecializedWgmmaAlgorithm().selection_for(clustered, SM90).cluster_m == 2
+    cfg = SpecializedWgmmaAlgorithm(split_tail=2).setup(clustered, SM90)
+    assert cfg.batch.global_.split_tail == 2 and cfg.batch.global_.cluster_m == 1
     f8 = fp8_problem(1024, 1024, 8192)
     assert SpecializedWgmmaAlgorithm().selection_for(f8, SM90).promote_behind
     assert SpecializedWgmmaAlgorithm(warpgroups_m=3, stages=4).setup(f8, SM90).batch.global_.promotion.behind is False
