@@ -86,6 +86,12 @@ def epilogue_arguments(extras, address) -> dict:
     return values
 
 
+def kept_shape(plan: Plan):
+    """(count, dtype) of the plan's kept scratch (`Runtime.kept_scratch`), or None."""
+    kept = getattr(plan, "kept", None)
+    return None if kept is None else (kept.count, device_dtype(kept.element))
+
+
 class Launcher:
     def __init__(self, runtime):
         self.runtime = runtime
@@ -98,7 +104,7 @@ class Launcher:
             scratch = self.runtime.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
             values = {**values, "workspace": self.runtime.ptr_arg(scratch)[0]}
         if plan.kept is not None:
-            kept = self.runtime.kept_scratch(plan.kept.count, device_dtype(plan.kept.element))
+            kept = self.runtime.kept_scratch(*kept_shape(plan))
             values = {**values, KEPT_SCRATCH: self.runtime.ptr_arg(kept)[0]}
         if plan.call_values is not None:
             values = {**values, **plan.call_values.derive({**fixed, **values} if fixed else values)}
@@ -142,7 +148,7 @@ class DirectLaunches:
         self.launches, self.fixed, self.runtime = list(prepared), dict(fixed), runtime
         self.derive = plan.call_values.derive if plan.call_values is not None else None
         self.workspace = getattr(plan, "workspace", None)
-        self.kept = getattr(plan, "kept", None)
+        self.kept = kept_shape(plan)
         self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
         self._structs: OrderedDict = OrderedDict()
 
@@ -172,7 +178,7 @@ class DirectLaunches:
         kept = ()
         if self.kept is not None:
             with self.runtime.on_stream(stream):
-                kept = (self.runtime.kept_scratch(self.kept.count, device_dtype(self.kept.element)),)
+                kept = (self.runtime.kept_scratch(*self.kept),)
         # Only the first can refuse (another device current), before anything is launched.
         for launch in self.launches:
             if not launch(a, b, out, *more, *scratch, *kept, stream=stream, structs=structs):

@@ -92,8 +92,9 @@ _SPLIT_MAX, _SPLIT_MIN_SLICES = 4, 8
 
 
 def split_parts(problem, sms: int, tiles: int) -> int:
-    """The parts `select` splits each tile of the last wave into (1: none; the kernel computes the
-    same from its grid: batch/split_tail.py)."""
+    """The parts `select` splits each tile of the last wave into (1: none). The kernel takes the
+    fewest of this, its grid over the tail and the tile's slices (batch/split_tail.py): the same
+    where the grid is the device's multiprocessors, as the persistent grid is."""
     tail = tiles % sms
     slices = -(-problem.k * problem.lhs.itemsize // 128)     # ring slots of 128 bytes of K
     return min(_SPLIT_MAX, sms // tail, slices // _SPLIT_MIN_SLICES) if tail else 1

@@ -96,6 +96,8 @@ def unit_loop(slices: str, origin: list[str], body: str, max_parts: int) -> str:
         "const int split_tail = (int)(split_all % CUBE_COUNT);",
         "const i64 split_whole = split_all - split_tail;       // tiles in whole waves",
         "for (i64 cube = CUBE_ID; cube < split_whole; cube += CUBE_COUNT) {",
+        # Whole tiles: the body's owner and contributor branches are dead here (k_lo = 0, k_hi =
+        # slices), but must compile, so split_parts exists in this copy too.
         f"const int k_lo = 0, k_hi = {slices}, split_parts = 1;",
         *origin, body, "}",
         "{",
