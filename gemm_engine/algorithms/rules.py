@@ -108,12 +108,25 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
             f"carry the parallelism")
 
 
+#: int8 takes the specialized kernel on few tiles only where K is this many times the longer output
+#: extent or more. H100 kernel times, b column-major, default (its tail split) against
+#: pipelined_wgmma (bench/results/h100_2026-11-25_kernel_durations_int8_long_k.md): 512 x 512 x
+#: 32768 29.8-30.8 us against 83.9, 256 x 256 x 65536 47.4-48.2 against 168, 1024 x 1024 x 8192
+#: 18.7-19.3 against 19.8; but 1024 x 1024 x 4096 13.7-14.3 against 11.0, 2048 x 512 x 4096 13.6
+#: against 10.2, 1024 x 1024 x 2048 11.2-11.6 against 6.8 (int8's pipelined kernel runs twice the
+#: 16-bit rate, so the split pays later).
+INT8_SPECIALIZED_MIN_K_RATIO = 8
+
+
 def _specialized_home(problem: MatmulProblem, dialect: Dialect) -> bool:
-    """16-bit or fp8 operands on an sm_90 CUDA device (the specialized wgmma kernel's home; int8 not
-    measured against split-K there)."""
+    """16-bit or fp8 operands, or int8 with a long K (`INT8_SPECIALIZED_MIN_K_RATIO`), on an sm_90
+    CUDA device: where the specialized wgmma kernel runs few tiles, split along K, faster."""
     cc = dialect.device.compute_capability
-    fp8 = problem.lhs.storage in ("f8e4m3", "f8e5m2")
-    return dialect.backend == "cuda" and cc is not None and cc[0] == 9 and (problem.lhs.itemsize == 2 or fp8)
+    if dialect.backend != "cuda" or cc is None or cc[0] != 9:
+        return False
+    if problem.lhs.storage == "i8":
+        return problem.k >= INT8_SPECIALIZED_MIN_K_RATIO * max(problem.m, problem.n)
+    return problem.lhs.itemsize == 2 or problem.lhs.storage in ("f8e4m3", "f8e5m2")
 
 
 #: tf32 and int8 on wgmma transpose a non-K-major operand first (batch/k_major.py): 8 bytes moved

@@ -30,8 +30,11 @@ sets its cube's flag. Owners wait only for parts of their own round, which wait 
 the kernel cannot deadlock while all its cubes can be resident at once: the persistent grid is one
 cube per multiprocessor. Where fewer multiprocessors are available for good (an MPS limit on the
 active threads, a green context, a kernel beside it that never ends), the owners, whose cube ids
-come first, may hold every one of them and wait for ever; a cooperative launch (which fails
-instead) or a last-arriver fixup would remove that, neither is built yet.
+come first, may hold every one of them and wait for ever. A last-arriver fixup (each part takes a
+ticket; the last adds, waiting only for parts that took theirs first) removes that: it was built
+and measured, and ran slower (block-scaled 4096 x 7168 x 16384 1036 us against 892, the
+3-consumer kernel spilling in its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md).
+A cooperative launch, which fails instead of hanging, is not built.
 
 The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:
 the runtime zero-fills it once per stream (per thread, for the per-thread default stream) and hands

@@ -5,7 +5,8 @@ cubes through flags in a kept workspace.
 The schedule is checked by running its rendered C (the unit loop and the owners' contributor
 loop) under the host C compiler for many tile counts, grid sizes, slice counts and part limits;
 refusals and the plan's workspace on nominal devices; numerics (poisoned outputs, every call
-twice: the kernel must leave its flags clear) on an sm_90 GPU."""
+twice: the kernel must leave its flags clear, and the two results must be the same bits) on an
+sm_90 GPU."""
 from __future__ import annotations
 
 import shutil
@@ -196,6 +197,21 @@ def test_auto_runs_long_fp8_products_in_one_kernel_where_its_parts_fill_half_the
     assert auto.chosen(auto.setup(fp8_problem(*shape), SM90)).name == name
 
 
+@pytest.mark.parametrize("shape, name", [((512, 512, 32768), "specialized_wgmma"),
+                                         ((256, 256, 65536), "specialized_wgmma"),
+                                         ((1024, 1024, 8192), "specialized_wgmma"),
+                                         ((1024, 1024, 4096), "pipelined_wgmma"),
+                                         ((1024, 1024, 2048), "pipelined_wgmma"),
+                                         ((4096, 4096, 4096), "specialized_wgmma")])
+def test_auto_takes_the_split_kernel_for_int8_on_few_tiles_only_with_a_long_k(shape, name):
+    """int8's pipelined kernel runs twice the 16-bit rate: the split kernel pays from K >= 8 max(M,
+    N) on few tiles (rules.INT8_SPECIALIZED_MIN_K_RATIO); many tiles take it as before."""
+    from gemm_engine.algorithms import REGISTRY
+    auto = REGISTRY["auto"]()
+    p = problem(m=shape[0], n=shape[1], k=shape[2], dtype="int8", layouts=("row", "col"), align=16)
+    assert auto.chosen(auto.setup(p, SM90)).name == name
+
+
 def test_auto_explains_why_the_split_kernel_beats_split_k():
     from gemm_engine.algorithms.rules import split_k_worth_it
     why = split_k_worth_it(problem(m=1000, n=1000, k=4000), SM90)
@@ -250,9 +266,13 @@ def parts(engine, tiles: int, most: int, slices: int) -> int:
 
 
 def _twice(engine, call, check):
-    """Two calls into fresh poisoned outputs: the second finds the kept flags as the first left them."""
-    for _ in range(2):
-        check(call())
+    """Two calls into fresh poisoned outputs: the second finds the kept flags as the first left
+    them, and gives the same bits (the owner adds the later parts in part order)."""
+    first = np.asarray(call())
+    check(first)
+    second = np.asarray(call())
+    check(second)
+    np.testing.assert_array_equal(second, first)
 
 
 @pytest.mark.parametrize("case", HALF_CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}")
