@@ -119,7 +119,8 @@ class Launcher:
             + ((KEPT_SCRATCH,) if plan.kept is not None else ())
         positions = plan.signature.positions(arrays)
         prepared = [self.runtime.prepare_launch(launch.kernel, launch.cubes, launch.units, args,
-                                                launch.shared_bytes, positions) for launch in plan.launches]
+                                                launch.shared_bytes, positions, launch.co_resident)
+                    for launch in plan.launches]
         if not prepared or not all(prepared):
             return False
         if len(prepared) == 1 and plan.workspace is None and plan.call_values is None and plan.kept is None:
@@ -131,7 +132,8 @@ class Launcher:
 
     def run_packed(self, plan: Plan, args: tuple) -> None:
         for launch in plan.launches:
-            self.runtime.launch_converted(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes)
+            self.runtime.launch_converted(launch.kernel, launch.cubes, launch.units, args, launch.shared_bytes,
+                                          launch.co_resident)
 
 
 class DirectLaunches:

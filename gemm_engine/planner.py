@@ -28,6 +28,7 @@ class CompiledLaunch:
     cubes: int
     units: int
     shared_bytes: int
+    co_resident: bool = False     # `Launch.co_resident`
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class Planner:
                 raise SetupError(concrete.name, f"the {self.runtime.backend} compiler rejected kernel "
                                                 f"{launch.name}: {exc}", internal=True) from exc
             launches.append(CompiledLaunch(kernel, launch.cubes, launch.units,
-                                           shared if launch.dynamic_shared else 0))
+                                           shared if launch.dynamic_shared else 0, launch.co_resident))
         found = Plan(concrete, cfg, source, concrete.signature(cfg), tuple(launches),
                      concrete.workspace(cfg, problem), concrete.call_values(cfg, problem),
                      concrete.kept_workspace(cfg, problem))

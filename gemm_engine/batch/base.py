@@ -173,6 +173,10 @@ class Launch:
     cubes: int
     units: int
     dynamic_shared: bool = True   # launched with the global matmul's dynamic shared memory
+    #: Its cubes wait for one another (the split tail's owners for the later parts): the runtime
+    #: launches them all at once (a cooperative launch) or fails, rather than hang where fewer
+    #: cubes than the grid can be resident.
+    co_resident: bool = False
 
 
 #: The kernel parameter a batch level's `kept_workspace` is passed as.

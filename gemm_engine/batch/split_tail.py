@@ -34,7 +34,9 @@ come first, may hold every one of them and wait for ever. A last-arriver fixup (
 ticket; the last adds, waiting only for parts that took theirs first) removes that: it was built
 and measured, and ran slower (block-scaled 4096 x 7168 x 16384 1036 us against 892, the
 3-consumer kernel spilling in its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md).
-A cooperative launch, which fails instead of hanging, is not built.
+So the kernel is launched cooperatively (`Launch.co_resident`, cuLaunchCooperativeKernel): the
+driver starts its cubes only all at once, and fails a grid that cannot be resident instead of
+letting owners wait for cubes that never start.
 
 The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:
 the runtime zero-fills it once per stream (per thread, for the per-thread default stream) and hands

@@ -36,8 +36,8 @@ from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..dtypes import FLOAT32
 from . import split_tail
-from .base import (KEPT_SCRATCH, BatchConfig, CallValues, CubeScope, OperandRef, Workspace, dispatch_for,
-                   dispatch_knobs)
+from .base import (KEPT_SCRATCH, KERNEL_NAME, BatchConfig, CallValues, CubeScope, Launch, OperandRef, Workspace,
+                   dispatch_for, dispatch_knobs)
 from .partitioned import PartitionedBatchMatmul
 from .signature import BY_VALUE, KernelSignature, Param, array
 
@@ -93,6 +93,14 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         """The most parts the global level's config lets a tile of the last wave be split into
         (batch/split_tail.py; 0 or 1: none)."""
         return getattr(cfg.global_, "split_tail", 0)
+
+    def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
+        """The batch's launches; split tail: the GEMM kernel's cubes wait for one another (the
+        tail's owners for the later parts), so it is launched co-resident (batch/split_tail.py)."""
+        out = super().launches(cfg, problem)
+        if not self.split_tail(cfg):
+            return out
+        return [replace(launch, co_resident=True) if launch.name == KERNEL_NAME else launch for launch in out]
 
     def kept_workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
         if not self.split_tail(cfg):

@@ -112,6 +112,7 @@ class DriverLauncher:
     def __init__(self, cp):
         self.cp = cp
         self.launch_kernel = cp.cuda.driver.launchKernel
+        self.launch_cooperative = getattr(cp.cuda.driver, "launchCooperativeKernel", None)
         self._ndarray = cp.ndarray
         self._local = threading.local()          # .blocks: {argument count: ParamBlock}
         # id(kernel) -> (kernel, CUfunction handle): the kernel is kept with its id, so the id cannot
@@ -129,7 +130,20 @@ class DriverLauncher:
             entry = self._functions[id(kernel)] = (kernel, int(fn.ptr))
         return entry[1]
 
-    def __call__(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int) -> None:
+    def launch(self, function: int, cubes: int, units: int, shared_bytes: int, stream: int, params: int,
+               co_resident: bool = False) -> None:
+        """cuLaunchKernel, or cuLaunchCooperativeKernel where the cubes must be resident at once
+        (`Launch.co_resident`: the driver then fails a grid that cannot be, instead of starting
+        cubes that wait for ones that never run)."""
+        if not co_resident:
+            self.launch_kernel(function, cubes, 1, 1, units, 1, 1, shared_bytes, stream, params, 0)
+        elif self.launch_cooperative is None:
+            raise RuntimeError("this CuPy has no cooperative launch (cupy.cuda.driver.launchCooperativeKernel), "
+                               "which a kernel whose cubes wait for one another needs")
+        else:
+            self.launch_cooperative(function, cubes, 1, 1, units, 1, 1, shared_bytes, stream, params)
+
+    def __call__(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, co_resident: bool = False) -> None:
         if any(type(x) is bytes for x in args):
             key = tuple((i, len(x)) for i, x in enumerate(args) if type(x) is bytes) + (len(args),)
             blocks = getattr(self._local, "by_value", None)
@@ -142,7 +156,7 @@ class DriverLauncher:
                 block.fill(args)
             block.slots[:] = [_slot_value(x, self._ndarray) for x in args]
             stream = self.cp.cuda.get_current_stream().ptr
-            self.launch_kernel(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
+            self.launch(self.function(kernel), cubes, units, shared_bytes, stream, block.address, co_resident)
             return
         blocks = getattr(self._local, "blocks", None)
         if blocks is None:
@@ -155,7 +169,7 @@ class DriverLauncher:
         block.slots[:] = [x.data.ptr if type(x) is nd else int(x) if type(x) is i64 else _slot_value(x, nd)
                           for x in args]
         stream = self.cp.cuda.get_current_stream().ptr
-        self.launch_kernel(self.function(kernel), cubes, 1, 1, units, 1, 1, shared_bytes, stream, block.address, 0)
+        self.launch(self.function(kernel), cubes, units, shared_bytes, stream, block.address, co_resident)
 
 
 class PreparedLaunch:
@@ -166,7 +180,7 @@ class PreparedLaunch:
     is current (the caller then takes the general path)."""
 
     def __init__(self, runtime, kernel, cubes: int, units: int, args: tuple, shared_bytes: int,
-                 arrays: tuple[int, ...]):
+                 arrays: tuple[int, ...], co_resident: bool = False):
         launcher = runtime.driver_launch
         self.values = [_slot_value(x, runtime.cp.ndarray) for x in args]
         self.args = tuple(args)
@@ -176,7 +190,10 @@ class PreparedLaunch:
         self.cubes, self.units, self.shared = cubes, units, shared_bytes
         self.device = runtime.cuda_device.id
         self.cp = runtime.cp
+        # The plain launch bound directly (this runs on every call); co-resident cubes through the
+        # launcher's cooperative launch.
         self._launch = launcher.launch_kernel
+        self._cooperative = (lambda *a: launcher.launch(*a, True)) if co_resident else None
 
     def __call__(self, *arrays, stream: int | None = None, structs=None) -> bool:
         """Launch with these values (CuPy arrays, addresses as ints, or converted scalars: numpy
@@ -202,6 +219,9 @@ class PreparedLaunch:
         for position, x in zip(self.positions, arrays):
             t = type(x)
             slots[position] = x if t is int else _slot_value(x, cp.ndarray) if t in _CONVERTED else x.data.ptr
-        self._launch(self.function, self.cubes, 1, 1, self.units, 1, 1, self.shared,
-                     cp.cuda.get_current_stream().ptr if stream is None else stream, block.address, 0)
+        stream = cp.cuda.get_current_stream().ptr if stream is None else stream
+        if self._cooperative is None:
+            self._launch(self.function, self.cubes, 1, 1, self.units, 1, 1, self.shared, stream, block.address, 0)
+        else:
+            self._cooperative(self.function, self.cubes, self.units, self.shared, stream, block.address)
         return True

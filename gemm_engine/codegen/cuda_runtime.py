@@ -165,24 +165,28 @@ class CudaRuntime(Runtime):
         # An evicted kernel's opt-in is forgotten; a plan that launches it again opts in again.
         self._dyn_smem.pop(id(kernel), None)
 
-    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
+    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0, co_resident: bool = False):
         conv = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args)
-        self.launch_converted(kernel, cubes, units, conv, shared_bytes)
+        self.launch_converted(kernel, cubes, units, conv, shared_bytes, co_resident)
 
-    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0):
-        """`launch` for arguments already converted (integers as np.int64): the per-call path."""
+    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0, co_resident: bool = False):
+        """`launch` for arguments already converted (integers as np.int64): the per-call path.
+        ``co_resident``: a cooperative launch (cuLaunchCooperativeKernel), which fails where the
+        grid cannot be resident at once instead of letting cubes wait for ones that never start."""
         if self.cp.cuda.runtime.getDevice() != self.cuda_device.id:
             with self.cuda_device:  # entering the device context costs more than asking
-                return self.launch_converted(kernel, cubes, units, args, shared_bytes)
+                return self.launch_converted(kernel, cubes, units, args, shared_bytes, co_resident)
         ensure_context(self.cp, self.cuda_device.id)
         if shared_bytes > self._shared_limit(kernel):
             self._raise_shared_limit(kernel, shared_bytes)
         if self.driver_launch is not None:
-            self.driver_launch(kernel, cubes, units, args, shared_bytes)
+            self.driver_launch(kernel, cubes, units, args, shared_bytes, co_resident)
+        elif co_resident:
+            getattr(kernel, "kernel", kernel)((cubes,), (units,), args, shared_bytes, None, True)
         else:
             kernel((cubes,), (units,), args, shared_mem=shared_bytes)
 
-    def prepare_launch(self, kernel, cubes, units, args: tuple, shared_bytes: int, arrays):
+    def prepare_launch(self, kernel, cubes, units, args: tuple, shared_bytes: int, arrays, co_resident: bool = False):
         """A `PreparedLaunch` of ``kernel`` with ``args`` (only the arrays at positions ``arrays``
         change between its calls), or None where launches go through CuPy's Function call."""
         if self.driver_launch is None:
@@ -190,7 +194,7 @@ class CudaRuntime(Runtime):
         if shared_bytes > self._shared_limit(kernel):
             with self.cuda_device:
                 self._raise_shared_limit(kernel, shared_bytes)
-        return PreparedLaunch(self, kernel, cubes, units, args, shared_bytes, arrays)
+        return PreparedLaunch(self, kernel, cubes, units, args, shared_bytes, arrays, co_resident)
 
     def _raise_shared_limit(self, kernel, shared_bytes):
         """A block gets more than 48 KiB of dynamic shared memory only after an opt-in per kernel

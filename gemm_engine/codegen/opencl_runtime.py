@@ -120,13 +120,16 @@ class OpenCLRuntime(Runtime):
         program = self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
         return getattr(program, name)
 
-    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0):
+    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0, co_resident: bool = False):
         # shared_bytes: CUDA's dynamic shared memory; no OpenCL component asks for it.
         conv = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args)
-        self.launch_converted(kernel, cubes, units, conv, shared_bytes)
+        self.launch_converted(kernel, cubes, units, conv, shared_bytes, co_resident)
 
-    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0):
+    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0, co_resident: bool = False):
         """`launch` for arguments already converted (integers as np.int64): the per-call path."""
+        if co_resident:   # OpenCL 1.2 has no launch that keeps every work-group resident at once
+            raise RuntimeError("a kernel whose cubes wait for one another needs a co-resident (cooperative) "
+                               "launch, which OpenCL does not offer")
         self._last_event = kernel(self.queue, (cubes * units,), (units,), *args)
 
     def order_after(self, **arrays) -> None:

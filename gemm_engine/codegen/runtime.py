@@ -65,13 +65,17 @@ class Runtime(ABC):
     def _compile(self, source: str, name: str): ...
 
     @abstractmethod
-    def launch(self, kernel, cubes: int, units: int, args: list, shared_bytes: int = 0) -> None:
+    def launch(self, kernel, cubes: int, units: int, args: list, shared_bytes: int = 0,
+               co_resident: bool = False) -> None:
         """Run ``kernel`` on ``cubes`` cubes of ``units`` units. ``args`` holds `DeviceArray`
         pointer arguments (as `ptr_arg` returns them) and Python ints (passed as 64-bit).
-        ``shared_bytes``: dynamic shared memory per cube (CUDA; a config's ``dynamic_shared_bytes``)."""
+        ``shared_bytes``: dynamic shared memory per cube (CUDA; a config's ``dynamic_shared_bytes``).
+        ``co_resident``: all cubes must run at once (`Launch.co_resident`); a runtime that cannot
+        promise it raises before launching."""
 
     @abstractmethod
-    def launch_converted(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int = 0) -> None:
+    def launch_converted(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int = 0,
+                         co_resident: bool = False) -> None:
         """`launch` with every integer argument already an np.int64 (the cached per-call path)."""
 
     def on_stream(self, stream):
@@ -101,7 +105,8 @@ class Runtime(ABC):
     def from_cuda_array_interface(self, x, label: str):
         raise TypeError(f"matmul: {label} is a CUDA array; this engine runs on the {self.backend} backend")
 
-    def prepare_launch(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, arrays):
+    def prepare_launch(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, arrays,
+                       co_resident: bool = False):
         """A launch of ``kernel`` with ``args`` whose only changing arguments are the arrays at
         positions ``arrays`` (called with them), or None where the runtime has no such path."""
         return None

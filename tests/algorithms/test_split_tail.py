@@ -117,7 +117,10 @@ def test_plan_takes_every_multiprocessor_and_a_kept_workspace():
     assert kept.count == split_tail.workspace_words(sms, 128 * 256) and kept.element.storage == "f32"
     src = alg.render(cfg, SM90)
     assert "kept_scratch" in src and "ptx_flag_release" in src and "ptx_flag_acquire_clear" in src
+    # The owners wait for the later parts' cubes: the kernel is launched co-resident (cooperative).
+    assert [launch.co_resident for launch in alg.launches(cfg, p)] == [True]
     off = SpecializedWgmmaAlgorithm(**CO256)
+    assert [launch.co_resident for launch in off.launches(off.setup(p, SM90), p)] == [False]
     assert off.kept_workspace(off.setup(p, SM90), p) is None
     assert "kept_scratch" not in off.render(off.setup(p, SM90), SM90)
     one = SpecializedWgmmaAlgorithm(**CO256, split_tail=1)     # one part: no split
@@ -170,6 +173,16 @@ def test_kept_scratch_is_zeroed_once_and_kept_per_queue(engine):
     bigger = rt.kept_scratch(5000, np.float32)
     assert bigger is not first and bigger.size >= 5000 and not rt.to_host(bigger).any()
     assert rt.kept_scratch(1000, np.float32) is bigger
+
+
+def test_opencl_refuses_a_co_resident_launch(engine):
+    """OpenCL 1.2 cannot promise that all work-groups run at once: a kernel whose cubes wait for
+    one another is refused there before anything is enqueued (none is planned for OpenCL today)."""
+    if engine.backend != "opencl":
+        pytest.skip("the CUDA runtime's cooperative launch is checked with a recording driver "
+                    "(tests/codegen/test_cuda_launch.py) and on the GPU (test_numerics)")
+    with pytest.raises(RuntimeError, match="co-resident"):
+        engine.runtime.launch_converted(None, 1, 32, (), 0, True)
 
 
 # -- the default ----------------------------------------------------------------------------------

@@ -147,3 +147,66 @@ def test_signature_packs_by_value_parameters():
     assert sig.pack({"M": 3, "lhs_map": bytes(128)}) == (np.int64(3), bytes(128))
     with pytest.raises(ValueError, match="lhs_map: expected 128 bytes"):
         sig.pack({"M": 3, "lhs_map": bytes(64)})
+
+
+def _recording_cp(cooperative: bool = True):
+    """A CuPy stand-in whose driver records which launch function a DriverLauncher calls."""
+    calls = []
+
+    class driver:
+        @staticmethod
+        def launchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            calls.append(("plain", fn, gx, bx, shared, stream))
+
+    if cooperative:
+        driver.launchCooperativeKernel = staticmethod(
+            lambda fn, gx, gy, gz, bx, by, bz, shared, stream, params: calls.append(
+                ("cooperative", fn, gx, bx, shared, stream)))
+
+    class cp:
+        ndarray = FakeArray
+
+        class cuda:
+            pass
+
+        @staticmethod
+        def get_current_stream():
+            return type("S", (), {"ptr": 77})
+    cp.cuda.driver = driver
+    cp.cuda.get_current_stream = cp.get_current_stream
+    return cp, calls
+
+
+def test_co_resident_launches_are_cooperative_and_others_are_not():
+    """`Launch.co_resident` (the split tail's cubes wait for one another) takes
+    cuLaunchCooperativeKernel, which fails a grid that cannot be resident at once instead of
+    starting cubes that wait for ones that never run; every other launch stays cuLaunchKernel."""
+    from gemm_engine.codegen.cuda_launch import DriverLauncher, PreparedLaunch
+    cp, calls = _recording_cp()
+    launcher = DriverLauncher(cp)
+    kernel = type("K", (), {"ptr": 5})()
+    launcher(kernel, 132, 384, (np.int64(1),), 1000, co_resident=True)
+    launcher(kernel, 132, 384, (np.int64(1),), 1000)
+    assert [c[0] for c in calls] == ["cooperative", "plain"] and calls[0][1:] == (5, 132, 384, 1000, 77)
+
+    class Runtime:
+        driver_launch, cuda_device = launcher, type("D", (), {"id": 0})()
+    Runtime.cp = cp
+    cp.cuda.runtime = type("R", (), {"getDevice": staticmethod(lambda: 0)})
+    import gemm_engine.codegen.cuda_launch as cl
+    ensure, cl.ensure_context = cl.ensure_context, lambda cp, device: None
+    try:
+        for co in (True, False):
+            calls.clear()
+            assert PreparedLaunch(Runtime, kernel, 132, 384, (FakeArray(), np.int64(2)), 0, (0,), co)(FakeArray(), stream=9)
+            assert calls == [("cooperative" if co else "plain", 5, 132, 384, 0, 9)]
+    finally:
+        cl.ensure_context = ensure
+
+
+def test_co_resident_launch_without_a_cooperative_launch_is_refused():
+    from gemm_engine.codegen.cuda_launch import DriverLauncher
+    cp, calls = _recording_cp(cooperative=False)
+    with pytest.raises(RuntimeError, match="no cooperative launch"):
+        DriverLauncher(cp)(type("K", (), {"ptr": 5})(), 132, 384, (np.int64(1),), 0, co_resident=True)
+    assert calls == []
