@@ -141,7 +141,14 @@ class DriverLauncher:
             raise RuntimeError("this CuPy has no cooperative launch (cupy.cuda.driver.launchCooperativeKernel), "
                                "which a kernel whose cubes wait for one another needs")
         else:
-            self.launch_cooperative(function, cubes, 1, 1, units, 1, 1, shared_bytes, stream, params)
+            try:
+                self.launch_cooperative(function, cubes, 1, 1, units, 1, 1, shared_bytes, stream, params)
+            except Exception as exc:  # noqa: BLE001 -- the driver's error, said in the engine's terms
+                raise RuntimeError(
+                    f"a cooperative launch of {cubes} cubes failed ({exc}): this kernel's cubes wait for one "
+                    f"another (a split tail: batch/split_tail.py) and this device or context cannot run them all "
+                    f"at once (an MPS limit, a green context); choose a config without it, e.g. "
+                    f"algorithm=SpecializedWgmmaAlgorithm(split_tail=0)") from exc
 
     def __call__(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, co_resident: bool = False) -> None:
         if any(type(x) is bytes for x in args):

@@ -182,7 +182,9 @@ class CudaRuntime(Runtime):
         if self.driver_launch is not None:
             self.driver_launch(kernel, cubes, units, args, shared_bytes, co_resident)
         elif co_resident:
-            getattr(kernel, "kernel", kernel)((cubes,), (units,), args, shared_bytes, None, True)
+            raise RuntimeError("this CuPy has no driver launch (cupy.cuda.driver.launchKernel), and with it no "
+                               "cooperative launch, which a kernel whose cubes wait for one another needs "
+                               "(a split tail: choose split_tail=0)")
         else:
             kernel((cubes,), (units,), args, shared_mem=shared_bytes)
 

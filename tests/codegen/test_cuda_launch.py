@@ -204,6 +204,17 @@ def test_co_resident_launches_are_cooperative_and_others_are_not():
         cl.ensure_context = ensure
 
 
+def test_a_failed_cooperative_launch_says_why_and_what_to_choose():
+    from gemm_engine.codegen.cuda_launch import DriverLauncher
+    cp, _ = _recording_cp()
+
+    def too_large(*args):
+        raise ValueError("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE")
+    cp.cuda.driver.launchCooperativeKernel = staticmethod(too_large)
+    with pytest.raises(RuntimeError, match=r"(?s)cooperative launch of 132 cubes failed.*TOO_LARGE.*split_tail=0"):
+        DriverLauncher(cp)(type("K", (), {"ptr": 5})(), 132, 384, (np.int64(1),), 0, co_resident=True)
+
+
 def test_co_resident_launch_without_a_cooperative_launch_is_refused():
     from gemm_engine.codegen.cuda_launch import DriverLauncher
     cp, calls = _recording_cp(cooperative=False)
