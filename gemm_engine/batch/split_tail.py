@@ -36,7 +36,9 @@ and measured, and ran slower (block-scaled 4096 x 7168 x 16384 1036 us against 8
 3-consumer kernel spilling in its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md).
 So the kernel is launched cooperatively (`Launch.co_resident`, cuLaunchCooperativeKernel): the
 driver starts its cubes only all at once, and fails a grid that cannot be resident instead of
-letting owners wait for cubes that never start.
+letting owners wait for cubes that never start (measured on the H100 with kernel times unchanged,
+bench/results/h100_2026-11-25_kernel_durations_split_cooperative.md; the failure itself is not
+tried there: no MPS limit or green context).
 
 The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:
 the runtime zero-fills it once per stream (per thread, for the per-thread default stream) and hands
