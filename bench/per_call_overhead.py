@@ -67,15 +67,16 @@ def steps(eng, a, b, calls):
         print(f"{plan.algorithm.name} runs {len(plan.launches)} kernels: launch steps of the first only")
     launch = plan.launches[0]
     kernel, cubes, units, shared = launch.kernel, launch.cubes, launch.units, launch.shared_bytes
-    rows["runtime.launch_converted"] = us(lambda: rt.launch_converted(kernel, cubes, units, args, shared), calls)
+    co = launch.co_resident      # a split tail's kernel: a cooperative launch on every path below
+    rows["runtime.launch_converted"] = us(lambda: rt.launch_converted(kernel, cubes, units, args, shared, co), calls)
     dl = rt.driver_launch
     if dl is not None:
         from gemm_engine.codegen.cuda_launch import ParamBlock
-        rows["DriverLauncher call"] = us(lambda: dl(kernel, cubes, units, args, shared), calls)
+        rows["DriverLauncher call"] = us(lambda: dl(kernel, cubes, units, args, shared, co), calls)
         positions = plan.signature.positions(("lhs_base", "rhs_base", "out_base"))
-        prepared = rt.prepare_launch(kernel, cubes, units, args, shared, positions)
+        prepared = rt.prepare_launch(kernel, cubes, units, args, shared, positions, co)
         rows["prepared launch (3 addresses)"] = us(lambda: prepared(a, b, out), calls)
-    if dl is not None and not any(isinstance(x, bytes) for x in args):   # no by-value structure
+    if dl is not None and not co and not any(isinstance(x, bytes) for x in args):   # plain, no by-value structure
         nd = cp.ndarray
         slots = [x.data.ptr if type(x) is nd else int(x) for x in args]
         block = ParamBlock(len(args))
@@ -87,7 +88,8 @@ def steps(eng, a, b, calls):
                                                                    block.address, 0), calls)
     if dl is None:
         print("CuPy exposes no cuLaunchKernel here: the driver launcher rows are left out")
-    rows["CuPy Function call"] = us(lambda: kernel((cubes,), (units,), args, shared_mem=shared), calls)
+    if not co:     # CuPy's Function call launches plainly
+        rows["CuPy Function call"] = us(lambda: kernel((cubes,), (units,), args, shared_mem=shared), calls)
     rows["cupy.empty"] = us(lambda: cp.empty((n, n), a.dtype), calls)
     rows["get_current_stream().ptr"] = us(lambda: cp.cuda.get_current_stream().ptr, calls)
     rows["runtime.getDevice"] = us(lambda: cp.cuda.runtime.getDevice(), calls)

@@ -88,6 +88,10 @@ class Planner:
         shared = cfg.batch.global_.dynamic_shared_bytes
         launches = []
         for launch in concrete.launches(cfg, problem):
+            if launch.co_resident and not getattr(self.runtime, "co_resident_launch", False):
+                raise SetupError(concrete.name, f"kernel {launch.name}'s cubes wait for one another (a split tail), "
+                                                f"so it needs a cooperative launch, which this {self.runtime.backend} "
+                                                f"runtime does not offer; choose split_tail=0")
             try:
                 kernel = self.runtime.kernel(source, launch.name)
             except Exception as exc:  # noqa: BLE001 -- a compiler error is reported as a refusal

@@ -167,7 +167,8 @@ def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
 #: 0.038 + 0.112 / 0.102; tf32 4096^3 0.052 + 0.350 against cuBLAS 0.338
 #: (bench/results/h100_2026-11-25_kernel_durations_copies.json).
 SPECIALIZED_MIN_TILES = 48
-#: ... and from this many operations at any tile count, for 16-bit operands: its kernel then takes
+#: ... and from this many operations at any tile count, for 16-bit and fp8 operands (int8 with a long
+#: K: `INT8_SPECIALIZED_MIN_K_RATIO`): its kernel then takes
 #: longer than a call's host time (about 20 us), and with 64 x 128 tiles below a wave of 128 x 128
 #: it runs 1.4-2.4x faster than pipelined_wgmma. H100 kernel times, f16, b row-major (bench/results/
 #: h100_2026-11-25_kernel_durations_small_{default,specialized}.json): 1024 x 1024 x 4096 14.4 us
@@ -206,7 +207,8 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
         flop = 2 * problem.batch * problem.m * problem.n * problem.k
         if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or not _specialized_home(problem, dialect)):
             return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES} and the problem is "
-                    f"small (16-bit and fp8 from 2^32 operations): pipelined_wgmma is faster there")
+                    f"small (16-bit and fp8 from 2^32 operations, int8 also with K >= "
+                    f"{INT8_SPECIALIZED_MIN_K_RATIO} max(M, N)): pipelined_wgmma is faster there")
         return None
     if tiles < SPECIALIZED_MIN_WAVES * sms:
         return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor "
@@ -226,8 +228,8 @@ RULES: tuple[Rule, ...] = (
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
-                              "pipelined_wgmma from a third of a wave of tiles or, 16-bit, 2^32 "
-                              "operations (bf16 4096^3: 0.94x cuBLAS against 0.81; relu(a@b+bias) "
+                              "pipelined_wgmma from a third of a wave of tiles or, 16-bit and fp8 "
+                              "(int8 with K >= 8 max(M, N)), 2^32 operations (bf16 4096^3: 0.94x cuBLAS against 0.81; relu(a@b+bias) "
                               "8192 x 8192 x 64: 2.0x torch against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
                               "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),

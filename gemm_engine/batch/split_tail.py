@@ -29,14 +29,15 @@ later part (``k_lo > 0``) is a *contributor*: it stores its sums into its cube's
 sets its cube's flag. Owners wait only for parts of their own round, which wait for nothing, so
 the kernel cannot deadlock while all its cubes can be resident at once: the persistent grid is one
 cube per multiprocessor. Where fewer multiprocessors are available for good (an MPS limit on the
-active threads, a green context, a kernel beside it that never ends), the owners, whose cube ids
-come first, may hold every one of them and wait for ever. A last-arriver fixup (each part takes a
+active threads, a green context) or for a while (a kernel beside it), a plain launch would start
+the cubes that fit, and the owners, whose cube ids come first, could hold every one of them and
+wait for the others for ever. A last-arriver fixup (each part takes a
 ticket; the last adds, waiting only for parts that took theirs first) removes that: it was built
 and measured, and ran slower (block-scaled 4096 x 7168 x 16384 1036 us against 892, the
 3-consumer kernel spilling in its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md).
 So the kernel is launched cooperatively (`Launch.co_resident`, cuLaunchCooperativeKernel): the
-driver starts its cubes only all at once, and fails a grid that cannot be resident instead of
-letting owners wait for cubes that never start (measured on the H100 with kernel times unchanged,
+driver starts its cubes only all at once (behind a kernel beside it, it waits for the room), and
+fails a grid that can never be resident instead of letting owners wait for cubes that never start (measured on the H100 with kernel times unchanged,
 bench/results/h100_2026-11-25_kernel_durations_split_cooperative.md; the failure itself is not
 tried there: no MPS limit or green context).
 

@@ -106,6 +106,11 @@ def ensure_context(cp, device: int) -> None:
     ready.add(device)
 
 
+#: The driver's errors for a cooperative grid that cannot be resident at once (by name: CuPy's
+#: CUDADriverError says it); any other error of the launch is raised as the driver gave it.
+_NOT_RESIDENT = ("COOPERATIVE_LAUNCH_TOO_LARGE", "CUDA_ERROR_NOT_SUPPORTED")
+
+
 class DriverLauncher:
     """Launches compiled kernels (CuPy ``RawKernel`` or ``Function``) with cuLaunchKernel."""
 
@@ -143,7 +148,9 @@ class DriverLauncher:
         else:
             try:
                 self.launch_cooperative(function, cubes, 1, 1, units, 1, 1, shared_bytes, stream, params)
-            except Exception as exc:  # noqa: BLE001 -- the driver's error, said in the engine's terms
+            except Exception as exc:  # noqa: BLE001 -- CuPy's CUDADriverError; only the residency ones reworded
+                if not any(code in str(exc) for code in _NOT_RESIDENT):
+                    raise
                 raise RuntimeError(
                     f"a cooperative launch of {cubes} cubes failed ({exc}): this kernel's cubes wait for one "
                     f"another (a split tail: batch/split_tail.py) and this device or context cannot run them all "

@@ -125,6 +125,7 @@ class CudaRuntime(Runtime):
         # cuLaunchKernel with a reusable parameter block where CuPy exposes it (cuda_launch.py);
         # CuPy's Function call otherwise.
         self.driver_launch = DriverLauncher(cp) if DriverLauncher.available(cp) else None
+        self.co_resident_launch = self.driver_launch is not None and self.driver_launch.launch_cooperative is not None
         props = cp.cuda.runtime.getDeviceProperties(index)
         name = props["name"]
         self.device = DeviceInfo(

@@ -29,6 +29,9 @@ class Runtime(ABC):
     device: DeviceInfo
     #: True for a CPU device (PoCL and the like): the CLI's default sizes stay small there.
     is_cpu = False
+    #: Whether `launch` can promise that all cubes of a grid run at once (``co_resident``): the
+    #: planner refuses a kernel that needs it on a runtime that cannot.
+    co_resident_launch = False
 
     def __init__(self):
         self._kernels: OrderedDict[str, object] = OrderedDict()

@@ -220,8 +220,11 @@ def test_auto_takes_the_split_kernel_for_int8_on_few_tiles_only_with_a_long_k(sh
     """int8's pipelined kernel runs twice the 16-bit rate: the split kernel pays from K >= 8 max(M,
     N) on few tiles (rules.INT8_SPECIALIZED_MIN_K_RATIO); many tiles take it as before."""
     from gemm_engine.algorithms import REGISTRY
+    from gemm_engine.dtypes import BY_NAME
+    from gemm_engine.problem import Layout, MatmulProblem
     auto = REGISTRY["auto"]()
-    p = problem(m=shape[0], n=shape[1], k=shape[2], dtype="int8", layouts=("row", "col"), align=16)
+    i8 = BY_NAME["int8"]
+    p = MatmulProblem(1, *shape, i8, i8, BY_NAME["int32"], Layout("row"), Layout("col"), 16, 16)  # int32 out, as matmul makes
     assert auto.chosen(auto.setup(p, SM90)).name == name
 
 
@@ -358,6 +361,24 @@ def test_numerics_int8_exact(rng):
            lambda got: np.testing.assert_array_equal(got.astype(np.int64), ref))
 
 
+def test_auto_int8_long_k_runs_split_and_exact(rng):
+    """The shape auto now sends to the split kernel for int8 (K >= 8 max(M, N)), through the
+    default path: exact int32, twice the same."""
+    engine = sm90_engine()
+    m, n, k = 512, 512, 32768          # 16 tiles of 128 x 128, each split in 4
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    bb = np.ascontiguousarray(rng.integers(-128, 128, (n, k), dtype=np.int8)).T
+    ref = a.astype(np.int64) @ bb.astype(np.int64)
+    da, db = engine.runtime.to_device(a), engine.runtime.to_device(bb)
+
+    def call():
+        got = engine.runtime.to_host(engine.matmul(da, db))
+        alg, cfg = engine.last_choice
+        assert alg.name == "specialized_wgmma" and cfg.batch.global_.split_tail == 4
+        return got
+    _twice(engine, call, lambda got: np.testing.assert_array_equal(got.astype(np.int64), ref))
+
+
 def test_calls_on_two_streams_keep_a_scratch_each(rng):
     """Split kernels queued on two streams at once: each stream has its own kept workspace (the
     flags and partial slots of one would otherwise be shared by kernels running together)."""
@@ -377,3 +398,20 @@ def test_calls_on_two_streams_keep_a_scratch_each(rng):
     for (a, bb), results in zip(pairs, outs):
         for got in results:
             assert_close(cp.asnumpy(got), a, bb, "float16")
+
+
+def test_a_runtime_without_a_cooperative_launch_refuses_the_split_kernel_when_planning():
+    """The planner checks `Runtime.co_resident_launch` before compiling: the refusal is a
+    SetupError that names the way out, not a launch-time failure on every call."""
+    from gemm_engine.planner import Planner
+
+    class NoCooperative:
+        backend, co_resident_launch = "cuda", False
+        dialect = SM90
+
+        def kernel(self, source, name):
+            raise AssertionError("compiled before the refusal")
+    alg = SpecializedWgmmaAlgorithm(**CO128, split_tail=2)
+    p = problem(m=1000, n=1000, k=4000)
+    with pytest.raises(SetupError, match="needs a cooperative launch.*choose split_tail=0"):
+        Planner(NoCooperative()).plan(alg, p, alg.setup(p, SM90))

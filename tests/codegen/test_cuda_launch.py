@@ -215,6 +215,17 @@ def test_a_failed_cooperative_launch_says_why_and_what_to_choose():
         DriverLauncher(cp)(type("K", (), {"ptr": 5})(), 132, 384, (np.int64(1),), 0, co_resident=True)
 
 
+def test_other_errors_of_a_cooperative_launch_are_raised_as_the_driver_gave_them():
+    from gemm_engine.codegen.cuda_launch import DriverLauncher
+    cp, _ = _recording_cp()
+
+    def illegal(*args):
+        raise ValueError("CUDA_ERROR_ILLEGAL_ADDRESS: an earlier kernel's")
+    cp.cuda.driver.launchCooperativeKernel = staticmethod(illegal)
+    with pytest.raises(ValueError, match="ILLEGAL_ADDRESS"):
+        DriverLauncher(cp)(type("K", (), {"ptr": 5})(), 132, 384, (np.int64(1),), 0, co_resident=True)
+
+
 def test_co_resident_launch_without_a_cooperative_launch_is_refused():
     from gemm_engine.codegen.cuda_launch import DriverLauncher
     cp, calls = _recording_cp(cooperative=False)
