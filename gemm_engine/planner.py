@@ -88,7 +88,7 @@ class Planner:
         shared = cfg.batch.global_.dynamic_shared_bytes
         launches = []
         for launch in concrete.launches(cfg, problem):
-            if launch.co_resident and not getattr(self.runtime, "co_resident_launch", False):
+            if launch.co_resident and not self.runtime.co_resident_launch:
                 raise SetupError(concrete.name, f"kernel {launch.name}'s cubes wait for one another (a split tail), "
                                                 f"so it needs a cooperative launch, which this {self.runtime.backend} "
                                                 f"runtime does not offer; choose split_tail=0")

@@ -229,8 +229,9 @@ RULES: tuple[Rule, ...] = (
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
                               "pipelined_wgmma from a third of a wave of tiles or, 16-bit and fp8 "
-                              "(int8 with K >= 8 max(M, N)), 2^32 operations (bf16 4096^3: 0.94x cuBLAS against 0.81; relu(a@b+bias) "
-                              "8192 x 8192 x 64: 2.0x torch against 1.6), "
+                              "(int8 with K >= 8 max(M, N)), 2^32 operations (bf16 4096^3: 0.94x "
+                              "cuBLAS against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch "
+                              "against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
                               "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "

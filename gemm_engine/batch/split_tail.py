@@ -31,15 +31,15 @@ the kernel cannot deadlock while all its cubes can be resident at once: the pers
 cube per multiprocessor. Where fewer multiprocessors are available for good (an MPS limit on the
 active threads, a green context) or for a while (a kernel beside it), a plain launch would start
 the cubes that fit, and the owners, whose cube ids come first, could hold every one of them and
-wait for the others for ever. A last-arriver fixup (each part takes a
-ticket; the last adds, waiting only for parts that took theirs first) removes that: it was built
-and measured, and ran slower (block-scaled 4096 x 7168 x 16384 1036 us against 892, the
-3-consumer kernel spilling in its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md).
-So the kernel is launched cooperatively (`Launch.co_resident`, cuLaunchCooperativeKernel): the
-driver starts its cubes only all at once (behind a kernel beside it, it waits for the room), and
-fails a grid that can never be resident instead of letting owners wait for cubes that never start (measured on the H100 with kernel times unchanged,
-bench/results/h100_2026-11-25_kernel_durations_split_cooperative.md; the failure itself is not
-tried there: no MPS limit or green context).
+wait for the others for ever. A last-arriver fixup (each part takes a ticket; the last adds,
+waiting only for parts that took theirs first) removes that: it was built and measured, and ran
+slower (block-scaled 4096 x 7168 x 16384 1036 us against 892, the 3-consumer kernel spilling in
+its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md). So the kernel is
+launched cooperatively (`Launch.co_resident`, cuLaunchCooperativeKernel): the driver starts its
+cubes only all at once (behind a kernel beside it, it waits for the room), and fails a grid that
+can never be resident instead of letting owners wait for cubes that never start. Kernel times
+unchanged on the H100 (bench/results/h100_2026-11-25_kernel_durations_split_cooperative.md); the
+failure itself is not tried there (no MPS limit or green context).
 
 The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:
 the runtime zero-fills it once per stream (per thread, for the per-thread default stream) and hands

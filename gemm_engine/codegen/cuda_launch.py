@@ -169,8 +169,7 @@ class DriverLauncher:
             else:
                 block.fill(args)
             block.slots[:] = [_slot_value(x, self._ndarray) for x in args]
-            stream = self.cp.cuda.get_current_stream().ptr
-            self.launch(self.function(kernel), cubes, units, shared_bytes, stream, block.address, co_resident)
+            self._go(self.function(kernel), cubes, units, shared_bytes, block.address, co_resident)
             return
         blocks = getattr(self._local, "blocks", None)
         if blocks is None:
@@ -182,8 +181,16 @@ class DriverLauncher:
         # The two common types inline (this runs on every call), the rest through _slot_value.
         block.slots[:] = [x.data.ptr if type(x) is nd else int(x) if type(x) is i64 else _slot_value(x, nd)
                           for x in args]
+        self._go(self.function(kernel), cubes, units, shared_bytes, block.address, co_resident)
+
+    def _go(self, function: int, cubes: int, units: int, shared_bytes: int, params: int, co_resident: bool):
+        # The plain launch straight to the driver (this runs on every call); co-resident ones
+        # through `launch`.
         stream = self.cp.cuda.get_current_stream().ptr
-        self.launch(self.function(kernel), cubes, units, shared_bytes, stream, block.address, co_resident)
+        if co_resident:
+            self.launch(function, cubes, units, shared_bytes, stream, params, True)
+        else:
+            self.launch_kernel(function, cubes, 1, 1, units, 1, 1, shared_bytes, stream, params, 0)
 
 
 class PreparedLaunch:
