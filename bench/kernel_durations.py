@@ -1,6 +1,6 @@
-"""Where a call's device time goes: every kernel an engine call (and torch.matmul) launches, with its
-duration from CUPTI (torch.profiler), and the stream's span per call, so launch gaps and extra
-kernels show apart from the GEMM kernel's own time.
+"""Where a call's device time goes: every kernel an engine call (and torch.matmul; torch._scaled_mm
+for fp8) launches, with its duration from CUPTI (torch.profiler), and the stream's span per call, so
+launch gaps and extra kernels show apart from the GEMM kernel's own time.
 
 For each shape: ``calls`` back-to-back calls on torch tensors (the engine's default choice, or
 ``--algorithm``) under the profiler, after a warm-up; prints per kernel name its count and mean
@@ -56,6 +56,17 @@ def _variants(engine, args):
     return out
 
 
+def _baseline(torch, a, b, kw, args):
+    """(name, call) of the library product the engine is measured against: torch.matmul, or for fp8
+    operands torch._scaled_mm (cuBLASLt) at the same scales and output dtype (none for block scales)."""
+    if not args.dtype.startswith("float8"):
+        return "torch.matmul", lambda: torch.matmul(a, b)
+    one = torch.ones((), device="cuda")
+    sa, sb = kw.get("scale_a", one), kw.get("scale_b", one)
+    tdt = getattr(torch, args.out_dtype or "float32")
+    return "torch._scaled_mm", lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=tdt)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="2048x2048x2048,4096x4096x4096,8192x8192x8192",
@@ -95,7 +106,7 @@ def main():
             ref = torch.matmul(a.float(), b.float())
         row = {"shape": [m, n, k], "flops": 2 * m * n * k}
         calls = [(label, (lambda alg=alg: engine.matmul(a, b, algorithm=alg, **kw))) for label, alg in _variants(engine, args)]
-        for name, fn in calls + [("torch.matmul", lambda: torch.matmul(a, b))]:
+        for name, fn in calls + [_baseline(torch, a, b, kw, args)]:
             try:
                 err = float(torch.linalg.norm(fn().float() - ref) / torch.linalg.norm(ref))
             except Exception as exc:  # noqa: BLE001 -- torch has no fp8 matmul: recorded, not fatal
