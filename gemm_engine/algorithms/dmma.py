@@ -5,7 +5,8 @@ m8n8k4 before) under the plane stage.
   k-major) with `PlanePartitionedStage` and `DmmaTile`;
 * ``pipelined_dmma``: the same stage and tile under `PipelinedGlobalMatmul` (a ring of ``cp.async``
   stages; `ChunkLoader` moves 16-byte chunks of two doubles, or 8-byte copies where an operand is
-  only 8-byte aligned), shared memory in the operands' global layout.
+  only 8-byte aligned), shared memory in the operands' global layout; results leave as 16-byte
+  pairs (`PairedWriter`) where the output's alignment allows.
 
 Both run float64 only, on CUDA sm_80+ (FP64 tensor cores: on the H100 about twice the FP64 FMA
 rate); everything else is refused with a SetupError. ``auto`` takes ``pipelined_dmma`` for float64
@@ -22,6 +23,7 @@ from __future__ import annotations
 from ..codegen.dialect import Dialect
 from ..global_.async_loader import ChunkLoader
 from ..global_.pipelined import PipelinedGlobalMatmul
+from ..global_.writers import PairedWriter
 from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.dmma import DmmaTile
@@ -75,18 +77,30 @@ def _pipelined_candidates(dialect: Dialect) -> list[tuple]:
     return _PIPELINED_CANDIDATES[(9, 0) if cc >= (9, 0) else (8, 0)]
 
 
-def pipelined_dmma_presets(dialect: Dialect) -> list[dict]:
+def pipelined_dmma_presets(dialect: Dialect, problem: MatmulProblem | None = None) -> list[dict]:
+    """The candidates as selections; on sm_90+ with carried fragments (the step's barrier before its
+    last k tile, the next slot's first fragments loaded under that k tile's DMMAs), which took the
+    128 x 64 kernel from 0.90 to 1.03x cuBLAS at 2048^3 on the H100 (same tile as cuBLAS's
+    sm90_xmma_gemm_f64f64_..._tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8, which ran 91% SM
+    throughput against our 77% before; h100_2026-11-25_f64_carried_fragments.md). Not measured on
+    sm_80, which keeps the plain ring. Nor where an operand takes 8-byte copies (a leading dimension
+    or offset of an odd number of doubles): their extra addresses on top of the second fragment set
+    spill (56-84 bytes at 4093^3)."""
     shape, presets = tile_shape(dialect), []
+    cc = dialect.device.compute_capability or (8, 0)
+    chunks = problem is None or min(problem.lhs_align, problem.rhs_align) >= 2
+    more = {"carry_fragments": True} if cc >= (9, 0) and chunks else {}
     for plm, pln, wm, wn, sk, stages in _pipelined_candidates(dialect):
         part = _partition(wm, wn, shape)
-        presets.append(pipelined_preset(plm, pln, part.pop("partition_m"), part.pop("partition_n"), sk, stages, **part))
+        presets.append(pipelined_preset(plm, pln, part.pop("partition_m"), part.pop("partition_n"), sk, stages,
+                                        **part, **more))
     return presets
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
-    presets = pipelined_dmma_presets(dialect)
+    presets = pipelined_dmma_presets(dialect, problem)
     for preset, (plm, pln, wm, wn, _, _) in zip(presets, _pipelined_candidates(dialect)):
         if _cubes(problem, plm * wm, pln * wn) >= sms:
             break
@@ -113,12 +127,13 @@ class PipelinedDmmaAlgorithm(Algorithm):
     global_ = PipelinedGlobalMatmul
     lhs_loader = ChunkLoader
     rhs_loader = ChunkLoader
+    writer = PairedWriter
 
     def select(self, problem, dialect):
         return select_pipelined_dmma_tiling(problem, dialect)
 
     def tuning_space(self, problem, dialect):
-        return distinct([self.select(problem, dialect)] + pipelined_dmma_presets(dialect))
+        return distinct([self.select(problem, dialect)] + pipelined_dmma_presets(dialect, problem))
 
 
 #: The DMMA algorithms' tilings: plane selections of the 8 x 8 x 4 float64 tile (plus the ring

@@ -14,7 +14,19 @@ flight while the stage computes on the oldest:
               register-path loaders store their staged slice i+S-1 now (after the compute that hid
               their global loads); the next barrier publishes it, long before step i+S-1 reads it
 
-One barrier per K step. The ring lives in dynamic shared memory (``dynamic_shared_bytes``, asked
+One barrier per K step. With ``carry_fragments`` (a knob; the stage must provide
+`CARRIED_FRAGMENTS`), the wait and barrier move into the step, before the stage's last k tile:
+
+    prologue: as above, then wait for slice 0, barrier, the stage loads slot 0's first fragments
+    step i:   issue slice i+S-1 into slot (i+S-1) % S (free: every unit read slot (i-1) % S before
+              step i-1's barrier); commit a group
+              the stage computes slot i % S; before its last k tile it runs the handover (wait
+              until slice i+1 has landed, barrier) and loads slot (i+1) % S's first fragments, so
+              the last k tile's tile matmuls cover the barrier and those loads
+
+It needs three slots or more: with two, the slice a handover waits for is issued in the same step,
+and a register-path loader's slice i+1, stored after step i's compute, would come after the
+handover that reads it. The ring lives in dynamic shared memory (``dynamic_shared_bytes``, asked
 for at launch): three or four 128 x 256 x 32 half-precision slices need far more than the 48 KiB a
 static declaration may take.
 """
@@ -27,7 +39,7 @@ from ..contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..selection import Knob
-from ..stage.base import SMEM_STAGE
+from ..stage.base import CARRIED_FRAGMENTS, SMEM_STAGE, Carry
 from .async_loader import ChunkOperandTile
 from .base import CHUNK_LOADER, SHARED_RING, GlobalConfig, GlobalMatmul, SharedRing
 from .simple import operand_tiles
@@ -35,6 +47,7 @@ from .simple import operand_tiles
 @dataclass(frozen=True)
 class PipelinedGlobalConfig(GlobalConfig):
     stages: int = 3
+    carry_fragments: bool = False
 
     @property
     def dynamic_shared_bytes(self) -> int:
@@ -44,7 +57,9 @@ class PipelinedGlobalConfig(GlobalConfig):
 
 class PipelinedGlobalMatmul(GlobalMatmul):
     name = "pipelined_global"
-    knobs = (Knob("stages", 3, "slots of the shared-memory ring"),)
+    knobs = (Knob("stages", 3, "slots of the shared-memory ring"),
+             Knob("carry_fragments", False, "barrier before the stage's last k tile, the next slot's first "
+                                            "fragments loaded under its tile matmuls"))
     provides = frozenset({SHARED_RING})
     requires = (Requirement.of("stage", SMEM_STAGE),
                 Requirement.of("lhs_loader", CHUNK_LOADER, why="it keeps a ring of asynchronous copies"),
@@ -70,15 +85,30 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                                  self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
         check_m, check_n, check_k = edge_checks(problem, stage)
         lhs, rhs = operand_tiles(problem, stage, self.operand_tile)
+        carry = bool(selection.carry_fragments)
+        if carry:
+            self._check_carry(stage, stages)
         cfg = PipelinedGlobalConfig(stage=stage, lhs_loader=self.lhs_loader.setup(lhs, stage.units, selection),
                                     rhs_loader=self.rhs_loader.setup(rhs, stage.units, selection), out=problem.out,
                                     check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
-                                    writer=self.writer.setup(problem, selection, dialect))
+                                    carry_fragments=carry, writer=self.writer.setup(problem, selection, dialect))
         for loader, elems in ((cfg.lhs_loader, stage.lhs_smem_elems), (cfg.rhs_loader, stage.rhs_smem_elems)):
             assert loader.smem_bytes == elems * loader.size, "loader and stage disagree on the slot size"
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
+    def _check_carry(self, stage_cfg, stages: int) -> None:
+        """SetupError unless the stage and the ring can carry fragments across slots."""
+        stage = type(self.stage).__name__
+        if CARRIED_FRAGMENTS not in self.stage.provides:
+            raise SetupError(self.name, f"carry_fragments=True needs {CARRIED_FRAGMENTS.name} ({CARRIED_FRAGMENTS.meaning}); stage "
+                                        f"{stage} does not offer it")
+        refusal = self.stage.carry_refusal(stage_cfg)
+        if refusal:
+            raise SetupError(self.name, f"carry_fragments=True: stage {stage} refuses: {refusal}")
+        if stages < 3:
+            raise SetupError(self.name, f"carry_fragments=True needs 3 or more stages (stages={stages}: the "
+                                        f"slice a handover waits for would be issued in the same step)")
 
     def shared_declarations(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
         ctype = d.c_type(cfg.lhs_loader.operand.smem_type_word)
@@ -111,21 +141,26 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, scope.lhs, "lhs_smem", scope.m0, "0"),
                                  self.rhs_loader.declare(cfg.rhs_loader, d, scope.rhs, "rhs_smem", "0", scope.n0)],
             lhs_cur=f"(lhs_smem + cur_slot * {st.lhs_smem_elems})",
-            rhs_cur=f"(rhs_smem + cur_slot * {st.rhs_smem_elems})")
+            rhs_cur=f"(rhs_smem + cur_slot * {st.rhs_smem_elems})",
+            carry=(f"(lhs_smem + next_slot * {st.lhs_smem_elems})", f"(rhs_smem + next_slot * {st.rhs_smem_elems})")
+            if cfg.carry_fragments else None)
 
     def _ring_body(self, cfg: PipelinedGlobalConfig, d: Dialect, scope, prefetch: int, loader_declarations: list,
                    lhs_cur: str, rhs_cur: str, before_barrier: tuple = (), after_compute: tuple = (),
-                   after_loop: tuple = (), before_loop: tuple = (), fresh: bool = False) -> str:
+                   after_loop: tuple = (), before_loop: tuple = (), fresh: bool = False,
+                   carry: tuple[str, str] | None = None) -> str:
         """The ring loop both pipelines run (see the module docstrings): slices are issued
         ``prefetch`` steps ahead through ``_issue`` / ``_commit``; the stage computes on
         ``lhs_cur`` / ``rhs_cur`` (expressions of ``cur_slot``). The subclass hooks: code before the
         loop, before the step's barrier, after the step's compute and register-path commits, and
-        after the loop; ``fresh``: each step's compute overwrites the accumulators (promotion)."""
+        after the loop; ``fresh``: each step's compute overwrites the accumulators (promotion);
+        ``carry``: (lhs, rhs) of slot ``next_slot``, where the stage carries fragments (the step's
+        wait and barrier become its handover, the hooks before the barrier with them)."""
         s, p, sk, st = cfg.stages, prefetch, cfg.stage.stage_k, cfg.stage
         commit_now = self._commit(cfg, d, "pre")
         commit_later = self._commit(cfg, d, "load_slot")
         listener = self.chain()
-        return "\n".join([
+        start = [
             *self.kernel_start(listener),
             self.stage.declare(st, d),
             self.stage.init_accumulators(st, d),
@@ -141,17 +176,27 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             d.cp_async_commit(),
             "}",
             f"int cur_slot = 0, load_slot = {p};",
+        ]
+        barrier = [d.cp_async_wait(p - 1), *before_barrier, "SYNC_CUBE();"]
+        if carry is None:
+            first, step_barrier, extra = [], barrier, {"fresh": True} if fresh else {}
+        else:
+            assert not (fresh or before_loop or after_compute or after_loop), "hooks a carried ring does not run"
+            first = [*barrier, f"if (k_steps > 0) {{\n{self.stage.load_first(st, d, lhs_cur, rhs_cur)}\n}}"]
+            step_barrier = [f"const int next_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;"]
+            extra = {"carry": Carry("\n".join(barrier), *carry, "step + 1 < k_steps")}
+        return "\n".join([
+            *start,
+            *first,
             "for (int step = 0; step < k_steps; ++step) {",
-            d.cp_async_wait(p - 1),
-            *before_barrier,
-            "SYNC_CUBE();",
+            *step_barrier,
             f"const bool more = step + {p} < k_steps;",
             "if (more) {",
             f"const i64 k0 = (i64)(step + {p}) * {sk};",
             self._issue(cfg, d, scope, "load_slot", "k0"),
             "}",
             d.cp_async_commit(),
-            self.stage.execute(st, d, lhs_cur, rhs_cur, listener, **({"fresh": True} if fresh else {})),
+            self.stage.execute(st, d, lhs_cur, rhs_cur, listener, **extra),
             *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
             *after_compute,
             f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",

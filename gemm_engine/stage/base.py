@@ -22,6 +22,12 @@ the loaders that they write shared memory the way it reads it, and provides one 
 below, which the global levels require. Which orientation each operand has in shared memory is the
 loaders' choice, passed to ``setup`` by the global level (``lhs_k_contiguous``, ``rhs_k_contiguous``);
 a stage that cannot read it refuses. The selection fields it reads are its ``knobs``.
+
+A stage that provides `CARRIED_FRAGMENTS` also answers ``carry_refusal(cfg)`` (why this config
+cannot, or None), ``load_first(cfg, d, lhs, rhs)`` (the first slot's first fragments, before the
+loop) and takes ``execute(..., carry=Carry(...))``: then the one barrier it runs is the global
+level's ``handover`` code, placed where it says (before its last k tile), and it reads the next
+slot (``lhs_next`` / ``rhs_next``) only after it.
 """
 from __future__ import annotations
 
@@ -43,9 +49,25 @@ SMEM_STAGE = Capability("shared-memory stage", "a stage that reads both operands
 REGISTER_LHS_STAGE = Capability("register-lhs stage", "a stage that reads lhs from each unit's own "
                                                       "registers (rows the global level loads) and rhs "
                                                       "from shared memory")
+CARRIED_FRAGMENTS = Capability("carried fragments", "a shared-memory stage that can load the next ring "
+                                                   "slot's first fragments during this slot's last tile "
+                                                   "matmuls, after a handover the global level gives it")
 ASYNC_DESCRIPTOR_STAGE = Capability("asynchronous descriptor stage",
                                     "a stage that issues asynchronous wgmma batches on 128-byte-swizzled "
                                     "shared memory, which the global level waits for")
+
+
+@dataclass(frozen=True)
+class Carry:
+    """What a global level hands a stage that carries fragments across ring slots: ``handover``,
+    code that makes the next slot readable (its wait and barrier); ``lhs_next`` / ``rhs_next``, the
+    next slot's shared-memory expressions; ``more``, the condition that there is a next slot."""
+
+    handover: str
+    lhs_next: str
+    rhs_next: str
+    more: str
+
 
 #: writer(row_expr, col_expr, value_expr) -> C statement storing one accumulator element.
 Writer = Callable[[str, str, str], str]

@@ -13,6 +13,16 @@ tile offers ``load_rhs_pair``) is requested before the partition_m x partition_n
 tile kt, so shared-memory latency hides behind a whole k tile of tensor-core work (it costs one
 more set of fragment registers). Same events, each load's event right after it.
 
+Carried fragments (`CARRIED_FRAGMENTS`, asked for by a ring-keeping global level: `Carry`): with
+fragment buffering and an even number of k tiles, the first k tile's fragments of the *next* ring
+slot are loaded during this slot's last k tile, after the global level's handover code (its wait
+for that slot and its barrier), so a plane always has tile matmuls to issue across the barrier:
+its latency and the next slot's first shared-memory reads hide behind the last k tile's tensor-core
+work (as CUTLASS's multistage main loop does; measured on the H100 in
+h100_2026-11-25_f64_carried_fragments.md). ``load_first`` loads them for the first slot, before
+the loop. The loads of the next slot's first k tile fire their events where they run, inside this
+slot's last k tile; ``load_first``'s fire none.
+
 Events (in execution order): ``Begin``; per k tile ``LhsLoaded`` once per lhs fragment (n = k tiles
 * partition_m), ``RhsLoaded`` once per rhs fragment (n = k tiles * partition_n) and
 ``TileMatmulCompleted`` after each tile matmul (n = k tiles * partition_m * partition_n); ``Finish``.
@@ -28,7 +38,7 @@ from ..global_.capabilities import GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM
 from ..problem import MatmulProblem
 from ..selection import Knob
 from ..tile.base import PLANE_SCOPE, SmemTile
-from .base import StageConfig, StageMatmul, Writer
+from .base import CARRIED_FRAGMENTS, SMEM_STAGE, Carry, StageConfig, StageMatmul, Writer
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
                      TileMatmulCompleted)
 
@@ -60,6 +70,7 @@ class PlaneStageConfig(StageConfig):
 
 class PlanePartitionedStage(StageMatmul):
     name = "plane_partitioned_stage"
+    provides = frozenset({SMEM_STAGE, CARRIED_FRAGMENTS})
     knobs = (Knob("planes_m", 2, "planes per cube along m"),
              Knob("planes_n", 4, "planes per cube along n"),
              Knob("partition_m", 4, "tiles per plane along m"),
@@ -123,39 +134,50 @@ class PlanePartitionedStage(StageMatmul):
         lines += [t.declare_rhs(tc, d, f"rhs_frag_{b}") for b in range(min(2, cfg.partition_n))]
         return "\n".join(lines)
 
-    def _buffered_steps(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str,
-                        rhs_smem: str) -> list[list[tuple[str, StageEvent]]]:
+    def _set_loads(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str, kt: int,
+                   events: bool = True) -> list[tuple[str, StageEvent | None]]:
+        """(code, event) of loading k tile ``kt``'s fragments into set ``kt % 2`` (rhs fragments two
+        n tiles per ``ldmatrix.x4`` where the tile offers ``load_rhs_pair``)."""
+        t, tc = self.tile, cfg.tile
+        pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
+        b, k = kt % 2, str((kt % nk) * tc.tile_k)
+        out = []
+        for i in range(pm):
+            src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
+            out.append((t.load_lhs(tc, d, f"lhs_frag_{b}_{i}", src), LhsLoaded(kt % nk * pm + i, nk * pm)))
+        pair = getattr(t, "load_rhs_pair", None)
+        j = 0
+        while j < pn:
+            src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
+            code = pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if pair and j + 1 < pn else None
+            if code:
+                out += [(code, RhsLoaded(kt % nk * pn + j, nk * pn)), ("", RhsLoaded(kt % nk * pn + j + 1, nk * pn))]
+                j += 2
+            else:
+                out.append((t.load_rhs(tc, d, f"rhs_frag_{b}_{j}", src), RhsLoaded(kt % nk * pn + j, nk * pn)))
+                j += 1
+        return out if events else [(code, None) for code, _ in out]
+
+    def _buffered_steps(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
+                        carry: Carry | None = None) -> list[list[tuple[str, StageEvent | None]]]:
         """Steps of every k tile with fragment buffering: k tile kt loads set (kt + 1) % 2 (the
         fragments of k tile kt + 1, the first k tile's loads running ahead of it) and computes on
         set kt % 2. Set b of k tile kt is only overwritten by the loads in k tile kt + 1, after
-        its last tile matmul was issued (mma.sync reads its registers at issue)."""
+        its last tile matmul was issued (mma.sync reads its registers at issue). With ``carry``
+        the first k tile's set is already loaded, and the last k tile loads the next slot's first
+        (set nk % 2 = 0) after the handover."""
         t, tc = self.tile, cfg.tile
         pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
-
-        def loads(kt: int) -> list[tuple[str, StageEvent]]:
-            b, k = kt % 2, str(kt * tc.tile_k)
-            out = []
-            for i in range(pm):
-                src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
-                out.append((t.load_lhs(tc, d, f"lhs_frag_{b}_{i}", src), LhsLoaded(kt * pm + i, nk * pm)))
-            pair = getattr(t, "load_rhs_pair", None)
-            j = 0
-            while j < pn:
-                src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
-                code = pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if pair and j + 1 < pn else None
-                if code:
-                    out += [(code, RhsLoaded(kt * pn + j, nk * pn)), ("", RhsLoaded(kt * pn + j + 1, nk * pn))]
-                    j += 2
-                else:
-                    out.append((t.load_rhs(tc, d, f"rhs_frag_{b}_{j}", src), RhsLoaded(kt * pn + j, nk * pn)))
-                    j += 1
-            return out
-
         tiles = []
         for kt in range(nk):
-            steps = loads(0) if kt == 0 else []
+            steps = self._set_loads(cfg, d, lhs_smem, rhs_smem, 0) if kt == 0 and carry is None else []
             if kt + 1 < nk:
-                steps += loads(kt + 1)
+                steps += self._set_loads(cfg, d, lhs_smem, rhs_smem, kt + 1)
+            elif carry is not None:
+                # Each load guarded on its own, so a listener's code after it runs on every slot.
+                steps.append((carry.handover, None))
+                steps += [(f"if ({carry.more}) {{\n{code}\n}}" if code else code, ev)
+                          for code, ev in self._set_loads(cfg, d, carry.lhs_next, carry.rhs_next, nk)]
             b = kt % 2
             for j in range(pn):
                 for i in range(pm):
@@ -163,6 +185,19 @@ class PlanePartitionedStage(StageMatmul):
                     steps.append((code, TileMatmulCompleted((kt * pn + j) * pm + i, nk * pm * pn)))
             tiles.append(steps)
         return tiles
+
+    def carry_refusal(self, cfg: PlaneStageConfig) -> str | None:
+        """Why this config cannot carry fragments across ring slots (None: it can)."""
+        if not cfg.fragment_buffering:
+            return "it carries fragments only with fragment_buffering=True"
+        if cfg.k_tiles % 2:
+            return (f"stage_k={cfg.stage_k} holds {cfg.k_tiles} k tiles of {cfg.tile.tile_k}; carried "
+                    f"fragments need an even number (the next slot's first set is set 0)")
+        return None
+
+    def load_first(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str) -> str:
+        """Carried fragments: the first slot's first k tile, loaded before the ring loop."""
+        return "\n".join(code for code, _ in self._set_loads(cfg, d, lhs_smem, rhs_smem, 0, events=False) if code)
 
     def init_accumulators(self, cfg, d):
         return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}_{j}")
@@ -191,15 +226,18 @@ class PlanePartitionedStage(StageMatmul):
                 steps.append((code, TileMatmulCompleted((kt * pn + j) * pm + i, nk * pm * pn)))
         return steps
 
-    def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener) -> str:
+    def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener, carry: Carry | None = None) -> str:
         nk, tk = cfg.k_tiles, cfg.tile.tile_k
+        if carry is not None:
+            refusal = self.carry_refusal(cfg)
+            assert refusal is None, refusal    # the global level asks carry_refusal at setup
         if cfg.fragment_buffering:
-            unrolled = self._buffered_steps(cfg, d, lhs_smem, rhs_smem)
+            unrolled = self._buffered_steps(cfg, d, lhs_smem, rhs_smem, carry)
         else:
             unrolled = [self._k_tile(cfg, d, lhs_smem, rhs_smem, str(kt * tk), kt) for kt in range(nk)]
         # Ask in execution order, so a listener sees the events as the kernel will run them.
         begin = listener.on_event(Begin())
-        injected = [[listener.on_event(ev) for _, ev in steps] for steps in unrolled]
+        injected = [[listener.on_event(ev) if ev is not None else "" for _, ev in steps] for steps in unrolled]
         finish = listener.on_event(Finish())
         out = [begin] if begin else []
         if not cfg.fragment_buffering and not any(code for per_tile in injected for code in per_tile):
