@@ -66,10 +66,21 @@ def select_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
 #: on the H100 (h100_2026-11-25_sweep_dmma_tilings.json): 128 x 64 in 3 slots ran 0.91-0.95x cuBLAS at
 #: 2048^3 / 4096^3 against 0.78-0.82x for every 128 x 128 (eight planes share the SM's FP64 tensor
 #: units no faster than four, and three 73 KiB cubes fit an SM where 128 x 128 fits two).
+#: sm_90 adds 32 x 64 (4 planes of 16 x 32, 4 slots), the tile cuBLAS runs below 2048^3.
 _PIPELINED_CANDIDATES = {
     (8, 0): [(2, 4, 64, 32, 16, 3), (2, 2, 64, 32, 16, 3), (2, 2, 32, 32, 16, 4)],
-    (9, 0): [(2, 2, 64, 32, 16, 3), (2, 2, 32, 32, 16, 4)],
+    (9, 0): [(2, 2, 64, 32, 16, 3), (2, 2, 32, 32, 16, 4), (2, 2, 16, 32, 16, 4)],
 }
+#: Cubes of each sm_90 candidate an H100 multiprocessor holds (ptxas: 254 / 168 / 118 registers of
+#: 128 units with carried fragments; 88 / 77 / 56 KiB of ring), and the rule between them, from
+#: kernel times on the H100 (bench/results/h100_2026-11-25_kernel_durations_f64_small_tiles.json,
+#: us, 128 x 64 / 64 x 64 / 32 x 64 / cuBLAS): 512^3 13.6 / 13.6 / 9.2 / 8.0; 768^3 32.6 / 32.5 /
+#: 28.3 / 24.1; 1000^3 - / 50.4 / 55.8 / 40.9; 1536^3 177.8 / 146.1 / 189.0 / 135.0; 2048^3 306.3 /
+#: 301.2 / 404.3 / 281.7; 3000^3 1249 / 1128 / 1587 / 878; 4096^3 2293 / 2548 / 4299 / 2209. 32 x 64
+#: while 64 x 64 tiles number under 1.5 waves of multiprocessors; else 64 x 64 where its waves are
+#: fuller than 128 x 64's by 5 points or more (the whole waves' share of its resident cubes).
+_SM90_RESIDENT = (2, 3, 4)
+_SM90_SMALL_WAVES, _SM90_FULLER = 1.5, 0.05
 
 
 def _pipelined_candidates(dialect: Dialect) -> list[tuple]:
@@ -98,11 +109,18 @@ def pipelined_dmma_presets(dialect: Dialect, problem: MatmulProblem | None = Non
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
-    """The largest candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
+    """sm_90+: by the waves of each candidate's tiles (`_SM90_RESIDENT`); before: the largest
+    candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
-    presets = pipelined_dmma_presets(dialect, problem)
-    for preset, (plm, pln, wm, wn, _, _) in zip(presets, _pipelined_candidates(dialect)):
-        if _cubes(problem, plm * wm, pln * wn) >= sms:
+    presets, candidates = pipelined_dmma_presets(dialect, problem), _pipelined_candidates(dialect)
+    tiles = [_cubes(problem, plm * wm, pln * wn) for plm, pln, wm, wn, _, _ in candidates]
+    if (dialect.device.compute_capability or (8, 0)) >= (9, 0):
+        if tiles[1] < _SM90_SMALL_WAVES * sms:
+            return presets[2]
+        full = [t / (-(-t // (sms * r)) * sms * r) for t, r in zip(tiles, _SM90_RESIDENT)]
+        return presets[1] if full[1] >= full[0] + _SM90_FULLER else presets[0]
+    for preset, count in zip(presets, tiles):
+        if count >= sms:
             break
     return preset
 
