@@ -16,7 +16,7 @@ from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import FLOAT16, FLOAT32, FLOAT64
+from gemm_engine.dtypes import FLOAT64
 from gemm_engine.problem import Layout, MatmulProblem
 
 SM90 = dialect_for(nominal_cuda_device(9, 0))
