@@ -32,7 +32,7 @@ static declaration may take.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
 from ..contracts import Requirement
@@ -124,23 +124,6 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                           lhs.advance(cfg.lhs_loader, scope.lhs, cfg.stage.stage_k),
                           rhs.advance(cfg.rhs_loader, scope.rhs, cfg.stage.stage_k)])
 
-    def _issue_in_loop(self, cfg: PipelinedGlobalConfig, d: Dialect, scope) -> str:
-        """The loop's issue of slice ``k0`` into ``load_slot``. Where the problem has edges, the
-        loaders check bounds only where the slice crosses one (the slice that crosses K, the cubes
-        on the M and N edges): the rest take unchecked copies. f64 on the H100, kernel us, every
-        slice checked: 3000^3 1132, 3008 x 3008 x 3000 1062, 3000 x 3000 x 3008 967, 3008^3 939
-        (h100_2026-11-25_kernel_durations_f64_edges.json)."""
-        checked = self._issue(cfg, d, scope, "load_slot", "k0")
-        st = cfg.stage
-        inside = [cond for check, cond in ((cfg.check_k, f"k0 + {st.stage_k} <= {scope.k}"),
-                                           (cfg.check_m, f"{scope.m0} + {st.stage_m} <= {scope.m}"),
-                                           (cfg.check_n, f"{scope.n0} + {st.stage_n} <= {scope.n}")) if check]
-        if not inside:
-            return checked
-        free = replace(cfg, lhs_loader=_unchecked(cfg.lhs_loader), rhs_loader=_unchecked(cfg.rhs_loader))
-        return (f"if ({' && '.join(inside)}) {{\n{self._issue(free, d, scope, 'load_slot', 'k0')}\n"
-                f"}} else {{\n{checked}\n}}")
-
     def _commit(self, cfg: PipelinedGlobalConfig, d: Dialect, slot: str) -> str:
         return "\n".join(c for c in (self.lhs_loader.commit(cfg.lhs_loader, d, slot),
                                      self.rhs_loader.commit(cfg.rhs_loader, d, slot)) if c)
@@ -210,7 +193,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             f"const bool more = step + {p} < k_steps;",
             "if (more) {",
             f"const i64 k0 = (i64)(step + {p}) * {sk};",
-            self._issue_in_loop(cfg, d, scope),
+            self._issue(cfg, d, scope, "load_slot", "k0"),
             "}",
             d.cp_async_commit(),
             self.stage.execute(st, d, lhs_cur, rhs_cur, listener, **extra),
@@ -223,11 +206,6 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             *self.before_store(listener),
             self.write_output(cfg, d, scope),
         ])
-
-
-def _unchecked(loader_cfg):
-    """A loader config whose operand checks no bounds (a slice wholly inside the problem)."""
-    return replace(loader_cfg, operand=replace(loader_cfg.operand, check_rows=False, check_cols=False))
 
 
 def edge_checks(problem: MatmulProblem, stage) -> tuple[bool, bool, bool]:
