@@ -109,12 +109,12 @@ def pipelined_dmma_presets(dialect: Dialect, problem: MatmulProblem | None = Non
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
-    """sm_90+: by the waves of each candidate's tiles (`_SM90_RESIDENT`); before: the largest
+    """sm_90: by the waves of each candidate's tiles (`_SM90_RESIDENT`); other devices: the largest
     candidate stage whose grid gives every multiprocessor a cube (the last otherwise)."""
     sms = max(1, dialect.device.compute_units)
     presets, candidates = pipelined_dmma_presets(dialect, problem), _pipelined_candidates(dialect)
     tiles = [_cubes(problem, plm * wm, pln * wn) for plm, pln, wm, wn, _, _ in candidates]
-    if (dialect.device.compute_capability or (8, 0)) >= (9, 0):
+    if dialect.device.compute_capability == (9, 0):     # the residency counts are the H100's
         if tiles[1] < _SM90_SMALL_WAVES * sms:
             return presets[2]
         full = [t / (-(-t // (sms * r)) * sms * r) for t, r in zip(tiles, _SM90_RESIDENT)]
@@ -152,6 +152,14 @@ class PipelinedDmmaAlgorithm(Algorithm):
 
     def tuning_space(self, problem, dialect):
         return distinct([self.select(problem, dialect)] + pipelined_dmma_presets(dialect, problem))
+
+    def yield_to(self, chosen, overrides):
+        """Carried fragments go with the ring and stage the preset chose: a caller who sets the
+        stages, the stage's k, the tile's k or fragment buffering gets the plain ring unless they
+        ask for carry_fragments too (what they set may not carry: two slots, an odd k-tile count)."""
+        if "carry_fragments" not in overrides and {"stages", "stage_k", "tile_k", "fragment_buffering"} & set(overrides):
+            return {k: v for k, v in chosen.items() if k != "carry_fragments"}
+        return chosen
 
 
 #: The DMMA algorithms' tilings: plane selections of the 8 x 8 x 4 float64 tile (plus the ring

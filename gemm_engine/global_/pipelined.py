@@ -97,6 +97,17 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
+    def _execute(self, st, d: Dialect, lhs_cur: str, rhs_cur: str, listener, extra: dict) -> str:
+        """The stage's code for a step; where it carries fragments, SetupError unless it ran the
+        handover (the step's only wait and barrier) exactly once: a stage that dropped it would
+        race the ring."""
+        code = self.stage.execute(st, d, lhs_cur, rhs_cur, listener, **extra)
+        carry = extra.get("carry")
+        if carry is not None and code.count(carry.handover) != 1:
+            raise SetupError(self.name, f"stage {type(self.stage).__name__} ran the carried handover "
+                                        f"{code.count(carry.handover)} times (expected once: it is the step's barrier)")
+        return code
+
     def _check_carry(self, stage_cfg, stages: int) -> None:
         """SetupError unless the stage and the ring can carry fragments across slots."""
         stage = type(self.stage).__name__
@@ -178,6 +189,9 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             f"int cur_slot = 0, load_slot = {p};",
         ]
         barrier = [d.cp_async_wait(p - 1), *before_barrier, "SYNC_CUBE();"]
+        if getattr(cfg, "carry_fragments", False) and carry is None:
+            raise SetupError(self.name, f"carry_fragments=True, but {type(self).__name__}'s body runs the ring "
+                                        f"without handing its stage the next slot (a subclass's body must pass carry)")
         if carry is None:
             first, step_barrier, extra = [], barrier, {"fresh": True} if fresh else {}
         else:
@@ -196,7 +210,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             self._issue(cfg, d, scope, "load_slot", "k0"),
             "}",
             d.cp_async_commit(),
-            self.stage.execute(st, d, lhs_cur, rhs_cur, listener, **extra),
+            self._execute(st, d, lhs_cur, rhs_cur, listener, extra),
             *([f"if (more) {{\n{commit_later}\n}}"] if commit_later else []),
             *after_compute,
             f"cur_slot = cur_slot + 1 == {s} ? 0 : cur_slot + 1;",

@@ -37,14 +37,17 @@ class Begin(StageEvent):
 
 @dataclass(frozen=True)
 class LhsLoaded(StageEvent):
-    """The i-th of n lhs fragment loads (shared memory -> registers) has been issued."""
+    """The i-th of n lhs fragment loads (shared memory -> registers) has been issued. Where the
+    stage carries fragments (`CARRIED_FRAGMENTS`), the first k tile's loads (i < loads per k tile)
+    are those of the *next* ring slot, issued in this slot's last k tile after the handover; in a
+    run's last step they fire without a load (there is no next slot)."""
     i: int
     n: int
 
 
 @dataclass(frozen=True)
 class RhsLoaded(StageEvent):
-    """The i-th of n rhs fragment loads has been issued."""
+    """The i-th of n rhs fragment loads has been issued (as `LhsLoaded` where fragments are carried)."""
     i: int
     n: int
 

@@ -228,9 +228,9 @@ class PlanePartitionedStage(StageMatmul):
 
     def execute(self, cfg, d, lhs_smem, rhs_smem, listener: StageEventListener, carry: Carry | None = None) -> str:
         nk, tk = cfg.k_tiles, cfg.tile.tile_k
-        if carry is not None:
-            refusal = self.carry_refusal(cfg)
-            assert refusal is None, refusal    # the global level asks carry_refusal at setup
+        refusal = self.carry_refusal(cfg) if carry is not None else None
+        if refusal:      # the global level asks at setup; a user's global level may not have
+            raise SetupError(self.name, f"asked to carry fragments: {refusal}")
         if cfg.fragment_buffering:
             unrolled = self._buffered_steps(cfg, d, lhs_smem, rhs_smem, carry)
         else:

@@ -65,8 +65,10 @@ def test_handover_sits_before_the_last_k_tile():
     alg = PipelinedDmmaAlgorithm(PipelinedDmmaSelection(**CARRIED))
     src = alg.render(alg.setup(f64_problem(), SM90), SM90)
     loop = _loop(src)
-    assert loop.count("SYNC_CUBE();") == 1 and loop.count("cp.async.wait_group") == 0
+    assert loop.count("SYNC_CUBE();") == 1 and loop.count("ptx_cp_async_wait_") == 1
     barrier = loop.index("SYNC_CUBE();")
+    assert "cur_slot * " not in loop[barrier:loop.index("cur_slot = cur_slot + 1")], \
+        "the current slot is read after the handover (its slot may be refilled from then on)"
     first_k1 = loop.index("ptx_dmma_m16n8k8(acc_0_0, lhs_frag_1_0")
     assert loop.index("ptx_dmma_m16n8k8(acc_0_0, lhs_frag_0_0") < barrier < loop.index("next_slot * ") < first_k1
     assert loop.index("ptx_cp_async_wait_1();") < barrier
@@ -75,6 +77,84 @@ def test_handover_sits_before_the_last_k_tile():
     plain = PipelinedDmmaAlgorithm(PipelinedDmmaSelection(**PLAIN))
     plain_loop = _loop(plain.render(plain.setup(f64_problem(), SM90), SM90))
     assert plain_loop.index("SYNC_CUBE();") < plain_loop.index("ptx_dmma_m16n8k8") and "next_slot" not in plain_loop
+
+
+@pytest.mark.parametrize("stages", [3, 4, 5])
+def test_handover_waits_for_the_next_slice(stages):
+    """S - 1 slices in flight: the handover of step i waits until at most S - 2 groups are pending
+    (slice i + 1 has landed), the prologue the same (slice 0)."""
+    alg = PipelinedDmmaAlgorithm(**{**CARRIED, "stages": stages})
+    src = alg.render(alg.setup(f64_problem(), SM90), SM90)
+    loop = _loop(src)
+    assert loop.count(f"ptx_cp_async_wait_{stages - 2}();") == 1
+    assert src[:src.index("for (int step = 0")].count(f"ptx_cp_async_wait_{stages - 2}();") == 1
+
+
+def test_listener_sees_every_event_of_the_plain_ring():
+    """A user listener gets the same events under carry (the next slot's loads in the last k tile)."""
+    from gemm_engine.stage.events import StageEventListener
+
+    def events(knobs):
+        seen = []
+
+        class Recorder(StageEventListener):
+            def on_event(self, event):
+                seen.append(type(event).__name__)
+                return ""
+
+        class Listening(PipelinedDmmaAlgorithm):
+            name = "listening_dmma"
+            listener = Recorder
+
+        alg = Listening(**knobs)
+        alg.render(alg.setup(f64_problem(), SM90), SM90)
+        return sorted(seen)
+
+    assert events(CARRIED) == events(PLAIN)
+
+
+def test_a_stage_that_drops_the_handover_is_refused():
+    class Forgetful(PlanePartitionedStage):
+        def execute(self, cfg, d, lhs_smem, rhs_smem, listener, carry=None):
+            return super().execute(cfg, d, lhs_smem, rhs_smem, listener)
+
+    class UserDmma(PipelinedDmmaAlgorithm):
+        name = "user_dmma_forgetful"
+        stage = Forgetful
+
+    alg = UserDmma(**CARRIED)
+    with pytest.raises(SetupError) as info:
+        alg.render(alg.setup(f64_problem(), SM90), SM90)
+    assert "Forgetful" in info.value.reason and "handover" in info.value.reason
+
+
+def test_a_body_that_drops_the_carry_is_refused():
+    from gemm_engine.global_.pipelined import PipelinedGlobalMatmul
+
+    class OwnBody(PipelinedGlobalMatmul):
+        def body(self, cfg, d, scope):
+            st = cfg.stage
+            return self._ring_body(cfg, d, scope, prefetch=cfg.stages - 1, loader_declarations=[],
+                                   lhs_cur=f"(lhs_smem + cur_slot * {st.lhs_smem_elems})",
+                                   rhs_cur=f"(rhs_smem + cur_slot * {st.rhs_smem_elems})")
+
+    class UserDmma(PipelinedDmmaAlgorithm):
+        name = "user_dmma_own_body"
+        global_ = OwnBody
+
+    alg = UserDmma(**CARRIED)
+    with pytest.raises(SetupError) as info:
+        alg.render(alg.setup(f64_problem(), SM90), SM90)
+    assert "OwnBody" in info.value.reason and "carry" in info.value.reason
+
+
+def test_overrides_of_the_ring_get_the_plain_ring():
+    """The preset carries; a caller who sets the ring or stage without asking for carry gets the
+    plain ring (two slots and no fragment buffering set up as before), and carry where asked."""
+    for knobs in (dict(stages=2), dict(fragment_buffering=False), dict(stages=4), dict(tile_k=16, stage_k=32)):
+        assert PipelinedDmmaAlgorithm(**knobs).setup(f64_problem(), SM90).batch.global_.carry_fragments is False
+    assert PipelinedDmmaAlgorithm(stages=4, carry_fragments=True).setup(f64_problem(), SM90).batch.global_.carry_fragments
+    assert PipelinedDmmaAlgorithm(planes_m=2).setup(f64_problem(), SM90).batch.global_.carry_fragments
 
 
 # -- refusals ----------------------------------------------------------------------------------------
@@ -159,6 +239,7 @@ NUMERIC_CASES = [  # (shape (batch, m, n, k), lhs view, rhs view, knobs): k step
     ((1, 300, 200, 1000), "plain", "plain", dict(CARRIED, stage_k=32, stages=4)),
     ((2, 199, 99, 65), "plain", "col", dict(CARRIED, planes_m=2, partition_m=2, partition_n=4, stages=4)),
     ((1, 1024, 1024, 1024), "plain", "plain", CARRIED),
+    *[((1, 128, 64, k), "plain", "plain", dict(CARRIED, stages=s)) for s in (4, 5) for k in (16, 32, 48)],
 ]
 
 
@@ -197,15 +278,18 @@ def test_carried_fused_epilogue(cuda):
 
 
 @pytest.mark.cuda
-def test_carried_f16_mma_composition(cuda):
-    """The same global level and stage over the f16 mma.sync tile: carried fragments are not f64's."""
+@pytest.mark.parametrize("k", [520, 517])     # 517: a's rows are an odd number of halves (register path)
+def test_carried_f16_mma_composition(cuda, k):
+    """The same global level and stage over the f16 mma.sync tile: carried fragments are not f64's;
+    with a register-path loader too (its slice stored after the step's compute)."""
     engine, cp = cuda
     rng = np.random.default_rng(9)
-    a, b = rng.standard_normal((300, 520)).astype(np.float16), rng.standard_normal((520, 260)).astype(np.float16)
+    a, b = rng.standard_normal((300, k)).astype(np.float16), rng.standard_normal((k, 260)).astype(np.float16)
     alg = PipelinedMmaAlgorithm(planes_m=2, planes_n=2, partition_m=4, partition_n=8, stage_k=32, stages=4,
                                 fragment_buffering=True, carry_fragments=True)
     out = cp.full((300, 260), np.nan, dtype=np.float16)
     engine.matmul(cp.asarray(a), cp.asarray(b), out=out, algorithm=alg)
-    assert engine.last_choice[1].batch.global_.carry_fragments
+    g = engine.last_choice[1].batch.global_
+    assert g.carry_fragments and g.lhs_loader.registers == (k % 8 != 0)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(cp.asnumpy(out).astype(np.float64) - ref) / np.linalg.norm(ref) < 2e-3
