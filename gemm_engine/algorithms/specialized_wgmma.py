@@ -81,14 +81,17 @@ _BLOCK_SCALED_STAGES = 3
 #: (8192^3 0.865 against 0.801) and 128 x 128 tiles (2048^3 0.028 against 0.026).
 _CLUSTER_MIN_K, _CLUSTER_MIN_WAVES = 8192, 4
 #: The last, partial wave of tiles split along K (``split_tail``, batch/split_tail.py) where it is at
-#: most half a wave: into as many parts as fill the device, at most 4, each at least 8 ring slots
-#: long (a part's partial sums cost a few slots' time to store and add). H100 kernel times
+#: most half a wave: into as many parts as fill the device, at most 4, each at least 24 ring slots
+#: long (a part's partial sums cost a few slots' time to store and add: f16 1000^3, 64 tiles of
+#: 128 x 128 in 2 parts of 8 slots, 14.6 us against 11.6 whole; 1000 x 1000 x 2000, parts of 16,
+#: 17.5-17.6 against 16.8; 1000 x 1000 x 4000, parts of 31-32, 27.0 against 27.8; 24 lies between:
+#: bench/results/h100_2026-11-25_kernel_durations_f16_mid_sizes.json, _f16_mid_clusters.json). H100 kernel times
 #: (bench/results/h100_2026-11-25_kernel_durations_split_tail_*.json): block-scaled fp8 4096 x 7168 x
 #: 16384 (a tail of 44 tiles of 192 x 128 in 3 parts) 0.902 ms against 1.016; fp8 1024 x 1024 x 8192
 #: (64 tiles in 2) 18.9 us against 36.8; bf16 1000 x 1000 x 4000 26.2 against split_k_wgmma's 50.0,
 #: 512 x 1024 x 16384 42.4 against 59.3. The block-scaled 192 x 128 kernel takes it with a tail in
 #: one part too: its loop over whole tiles then compiles without spills (8192^3 1.030 ms against 1.071).
-_SPLIT_MAX, _SPLIT_MIN_SLICES = 4, 8
+_SPLIT_MAX, _SPLIT_MIN_SLICES = 4, 24
 
 
 def split_parts(problem, sms: int, tiles: int) -> int:

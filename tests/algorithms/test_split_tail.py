@@ -194,6 +194,8 @@ def test_opencl_refuses_a_co_resident_launch(engine):
     (problem(m=1000, n=1000, k=4000), 2),           # 64 tiles of 128 x 128 (rows of 2000 bytes)
     (problem(m=4096, n=4096, k=4096), 0),           # a tail of 116: more than half a wave
     (problem(m=1000, n=1000, k=256), 0),            # 4 slices: too short to split
+    (problem(m=1000, n=1000, k=1000), 0),           # 16 slices: two parts of 8 ran slower than whole
+    (problem(m=1000, n=1000, k=2000), 0),           # 32: so did two of 16 (31 each at k=4000 won)
     (problem(m=8192, n=8704, k=8192), 0),           # clusters of two (2176 tiles, a tail of 64: not split)
 ])
 def test_default_splits_tails_of_at_most_half_a_wave(p, parts):
