@@ -49,3 +49,23 @@ def lane_env(tile, unit) -> dict:
     for name, expr in tile.lanes:
         env[name] = eval(re.sub(r"(?<![/*])/(?![/*])", "//", expr), {}, dict(env))
     return env
+
+
+def cuda_engine_or_skip(min_cc: tuple = (8, 0), needs: str = "sm_80"):
+    """(engine, cupy) of a CUDA engine whose device is at least ``min_cc``; pytest.skip saying why
+    not otherwise (no CuPy, no GPU, an older device). For the CUDA numerics tests' fixtures."""
+    import pytest
+    cp = pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
+    from gemm_engine import Engine
+    from gemm_engine.codegen.cuda_runtime import cuda_available
+    if not cuda_available():
+        pytest.skip("CuPy sees no CUDA GPU")
+    engine = Engine("cuda")
+    if (engine.device.compute_capability or (0, 0)) < min_cc:
+        pytest.skip(f"{engine.device.name} is below {needs}")
+    return engine, cp
+
+
+def device_col_major(cp, host):
+    """``host`` on the device as a transposed view of a column-major copy (its last two axes)."""
+    return cp.asarray(np.ascontiguousarray(np.swapaxes(host, -1, -2))).swapaxes(-1, -2)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from cuda_compile import SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
+from helpers import cuda_engine_or_skip, device_col_major
 from gemm_engine.algorithms.dmma import PipelinedDmmaAlgorithm, PipelinedDmmaSelection
 from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm
 from gemm_engine.codegen.device import nominal_cuda_device
@@ -113,6 +114,13 @@ def test_listener_sees_every_event_of_the_plain_ring():
     assert events(CARRIED) == events(PLAIN)
 
 
+def _render_refusal(alg) -> str:
+    """The reason of the SetupError rendering ``alg`` on sm_90 raises (it must raise one)."""
+    with pytest.raises(SetupError) as info:
+        alg.render(alg.setup(f64_problem(), SM90), SM90)
+    return info.value.reason
+
+
 def test_a_stage_that_drops_the_handover_is_refused():
     class Forgetful(PlanePartitionedStage):
         def execute(self, cfg, d, lhs_smem, rhs_smem, listener, carry=None):
@@ -122,10 +130,8 @@ def test_a_stage_that_drops_the_handover_is_refused():
         name = "user_dmma_forgetful"
         stage = Forgetful
 
-    alg = UserDmma(**CARRIED)
-    with pytest.raises(SetupError) as info:
-        alg.render(alg.setup(f64_problem(), SM90), SM90)
-    assert "Forgetful" in info.value.reason and "handover" in info.value.reason
+    reason = _render_refusal(UserDmma(**CARRIED))
+    assert "Forgetful" in reason and "handover" in reason
 
 
 def test_a_body_that_drops_the_carry_is_refused():
@@ -142,10 +148,8 @@ def test_a_body_that_drops_the_carry_is_refused():
         name = "user_dmma_own_body"
         global_ = OwnBody
 
-    alg = UserDmma(**CARRIED)
-    with pytest.raises(SetupError) as info:
-        alg.render(alg.setup(f64_problem(), SM90), SM90)
-    assert "OwnBody" in info.value.reason and "carry" in info.value.reason
+    reason = _render_refusal(UserDmma(**CARRIED))
+    assert "OwnBody" in reason and "carry" in reason
 
 
 def test_overrides_of_the_ring_get_the_plain_ring():
@@ -215,21 +219,11 @@ def test_carried_kernels_compile_without_spills():
 # -- CUDA numerics ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cuda():
-    cp = pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
-    from gemm_engine import Engine
-    from gemm_engine.codegen.cuda_runtime import cuda_available
-    if not cuda_available():
-        pytest.skip("CuPy sees no CUDA GPU")
-    engine = Engine("cuda")
-    if engine.device.compute_capability < (9, 0):
-        pytest.skip(f"{engine.device.name} is below sm_90 (m16n8k8 DMMA)")
-    return engine, cp
+    return cuda_engine_or_skip((9, 0), "sm_90 (m16n8k8 DMMA)")
 
 
 def _operand(cp, host, view):
-    if view == "col":
-        return cp.asarray(np.ascontiguousarray(np.swapaxes(host, -1, -2))).swapaxes(-1, -2)
-    return cp.asarray(host)
+    return device_col_major(cp, host) if view == "col" else cp.asarray(host)
 
 
 NUMERIC_CASES = [  # (shape (batch, m, n, k), lhs view, rhs view, knobs): k steps of 16 from 1 up

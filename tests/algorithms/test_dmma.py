@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers import cuda_engine_or_skip, device_col_major
 from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, PlaneSelection
 from gemm_engine.algorithms.rules import RULES
@@ -215,15 +216,7 @@ def test_compiles_without_spills():
 # -- CUDA numerics ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cuda():
-    cp = pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
-    from gemm_engine import Engine
-    from gemm_engine.codegen.cuda_runtime import cuda_available
-    if not cuda_available():
-        pytest.skip("CuPy sees no CUDA GPU")
-    engine = Engine("cuda")
-    if not engine.dialect.supports("mma_sync"):
-        pytest.skip(f"{engine.device.name} is below sm_80 (no DMMA)")
-    return engine, cp
+    return cuda_engine_or_skip((8, 0), "sm_80 (no DMMA)")
 
 
 def _device_operand(cp, host, view):
@@ -232,7 +225,7 @@ def _device_operand(cp, host, view):
     if view == "plain":
         return cp.asarray(host)
     if view == "col":
-        return cp.asarray(np.ascontiguousarray(np.swapaxes(host, -1, -2))).swapaxes(-1, -2)
+        return device_col_major(cp, host)
     wide = np.zeros(host.shape[:-1] + (host.shape[-1] + 2,), host.dtype)
     wide[..., 1:1 + host.shape[-1]] = host
     return cp.asarray(wide)[..., 1:1 + host.shape[-1]]

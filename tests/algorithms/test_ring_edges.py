@@ -16,17 +16,13 @@ import pytest
 from gemm_engine.algorithms.dmma import PipelinedDmmaAlgorithm
 from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
+from helpers import cuda_engine_or_skip, device_col_major
 
 
 # -- CUDA ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cuda():
-    cp = pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
-    from gemm_engine import Engine
-    from gemm_engine.codegen.cuda_runtime import cuda_available
-    if not cuda_available():
-        pytest.skip("CuPy sees no CUDA GPU")
-    return Engine("cuda"), cp
+    return cuda_engine_or_skip()
 
 
 CASES = [  # (algorithm, dtype, shape (batch, m, n, k), b column-major)
@@ -50,7 +46,7 @@ def test_edges_numerics(cuda, alg_cls, dtype, shape, col):
     rng = np.random.default_rng(sum(shape))
     a = rng.standard_normal(batch + (m, k)).astype(dtype)
     bb = rng.standard_normal(batch + (k, n)).astype(dtype)
-    db = cp.asarray(np.ascontiguousarray(np.swapaxes(bb, -1, -2))).swapaxes(-1, -2) if col else cp.asarray(bb)
+    db = device_col_major(cp, bb) if col else cp.asarray(bb)
     out_dtype = np.float64 if dtype == np.float64 else np.float32
     out = cp.full(batch + (m, n), np.nan, dtype=out_dtype)
     need = (9, 0) if alg_cls is PipelinedWgmmaAlgorithm else (8, 0)
