@@ -33,18 +33,23 @@ _DATA_TYPES = {"f16_bits": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16_bits": "CU_T
                # fp8 moves as bytes: TMA only copies them
                "f8e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "f8e5m2": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
 _CACHE_MAX = 256
+#: L2 promotion span in bytes -> CUtensorMapL2promotion name.
+_PROMOTIONS = {0: "CU_TENSOR_MAP_L2_PROMOTION_NONE", 64: "CU_TENSOR_MAP_L2_PROMOTION_L2_64B",
+               128: "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", 256: "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"}
 
 
 @dataclass(frozen=True)
 class TensorMapSpec:
     """Everything but the address: element word, extents and byte strides (innermost first; the
-    innermost stride is the element size, implied), the box, and the swizzle span in bytes."""
+    innermost stride is the element size, implied), the box, the swizzle span and the L2 promotion
+    (the span L2 fetches for a request: 0, 64, 128 or 256 bytes; the loader chooses it)."""
 
     word: str
     dims: tuple[int, ...]
     strides: tuple[int, ...]          # bytes, for dims[1:]
     box: tuple[int, ...]
     swizzle: int = 128
+    l2_promotion: int = 256
 
 
 class TensorMapEncoder:
@@ -91,7 +96,7 @@ class TensorMapEncoder:
             [u32(1)] * rank,
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             getattr(drv.CUtensorMapSwizzle, swizzle),
-            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            getattr(drv.CUtensorMapL2promotion, _PROMOTIONS[spec.l2_promotion]),
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
         if int(err) != 0:
             raise RuntimeError(f"cuTensorMapEncodeTiled failed ({err}) for address {address:#x}, {spec}")
