@@ -66,6 +66,10 @@ def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=Non
 
 #: The epilogue's per-call arrays: the call's argument order after alpha and beta (engine.matmul).
 _EPILOGUE_ARRAYS = ("c", "bias", "lhs_scale", "rhs_scale")
+#: Their (address, offset) parameter names (formatted once: `epilogue_arguments` runs every call).
+_EPILOGUE_KEYS = tuple((f"{n}_base", f"{n}_offset") for n in _EPILOGUE_ARRAYS)
+#: The epilogue's parameters a fused call sets per call.
+_EPILOGUE_PER_CALL = frozenset({"alpha", "beta", *(name for pair in _EPILOGUE_KEYS for name in pair)})
 
 
 def epilogue_arguments(extras, address) -> dict:
@@ -75,13 +79,13 @@ def epilogue_arguments(extras, address) -> dict:
     alpha, beta, *arrays = extras
     alpha = float(alpha)
     values = {"beta": 1.0 if beta is None else float(beta)}
-    for name, x in zip(_EPILOGUE_ARRAYS, arrays):
+    for (base, offset), x in zip(_EPILOGUE_KEYS, arrays):
         if x is None:
             continue
         if type(x) in (float, int):
             alpha *= x
         else:
-            values[f"{name}_base"], values[f"{name}_offset"] = address(x)
+            values[base], values[offset] = address(x)
     values["alpha"] = alpha
     return values
 
@@ -207,8 +211,7 @@ class CallPlan:
     def make(cls, plan: Plan, values: dict, out_shape, dtype, fused: bool) -> "CallPlan":
         """Everything of ``values`` but the addresses (and the epilogue's per-call values) is fixed:
         c's strides, bias's and the scales' strides too."""
-        epilogue = {"alpha", "beta"} | {f"{n}_{part}" for n in _EPILOGUE_ARRAYS for part in ("base", "offset")}
-        changing = set(_ADDRESSES) | (epilogue if fused else set()) | {"workspace"}
+        changing = set(_ADDRESSES) | (_EPILOGUE_PER_CALL if fused else set()) | {"workspace"}
         if plan.call_values is not None:
             changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
@@ -216,23 +219,20 @@ class CallPlan:
 
     @property
     def fused_names(self) -> tuple[str, ...]:
-        """The kernel parameters a fused call sets per call (its epilogue's), in signature order."""
-        return tuple(p.name for p in self._fused_params)
-
-    @property
-    def _fused_params(self) -> tuple:
+        """The kernel parameters a fused call sets per call (its epilogue's), in signature order
+        (found once per call plan: this runs on every fused call)."""
         cached = self.__dict__.get("_fused")
         if cached is None:
-            per_call = {"alpha", "beta"} | {f"{n}_{part}" for n in _EPILOGUE_ARRAYS for part in ("base", "offset")}
-            cached = self.__dict__["_fused"] = tuple(p for p in self.plan.signature.params
-                                                     if self.fused and p.name in per_call)
+            cached = self.__dict__["_fused"] = tuple(p.name for p in self.plan.signature.params
+                                                     if self.fused and p.name in _EPILOGUE_PER_CALL)
         return cached
 
     def fused_values(self, extras, address) -> list:
-        """A fused call's epilogue values, converted, in the order of `fused_names` (`direct`'s
-        arguments after the three addresses)."""
+        """A fused call's epilogue values in the order of `fused_names` (`direct`'s arguments after
+        the three addresses), as Python numbers and arrays: the prepared launch encodes each for
+        its parameter (codegen/cuda_launch.py, `slot_encoder`)."""
         values = epilogue_arguments(extras, address)
-        return [p.convert(values[p.name]) for p in self._fused_params]
+        return [values[name] for name in self.fused_names]
 
     def torch_dtype(self):
         """The result's torch dtype (looked up once per call plan: the torch fast path's budget is

@@ -121,6 +121,31 @@ def test_prepared_launch_takes_a_fused_calls_epilogue_values():
     assert np.int64(slots[4]).view(np.float64) == 0.75
 
 
+def test_prepared_launch_encodes_python_numbers_by_position():
+    """A fused call passes Python floats and ints (CallPlan.fused_values): each position encodes
+    them as its parameter reads them, bit for bit what numpy's converted scalars gave, float32
+    past its range made infinite as numpy makes it."""
+    from gemm_engine.codegen.cuda_launch import PreparedLaunch, slot_encoder
+
+    rt = _FakeRuntime()
+    rt.slots_read = 5
+    args = (FakeArray(), np.float32(1), np.float64(0), np.int64(9), FakeArray())
+    launch = PreparedLaunch(rt, None, 2, 32, args, 0, (1, 2, 3, 4))
+    for alpha, beta in ((-2.5, 0.75), (1 / 3, -1e-300), (1e300, float("inf")), (float("nan"), -0.0), (7, 3)):
+        with np.errstate(over="ignore"):     # 1e300 as float32: infinite, as numpy warns
+            assert launch(alpha, beta, 12, 4096)
+            want32 = np.float32(alpha)
+        slots = rt.launched[-1]
+        got32 = np.int64(slots[1]).astype(np.uint32).view(np.float32)
+        assert got32.tobytes() == want32.tobytes(), alpha
+        assert np.int64(slots[2]).view(np.float64).tobytes() == np.float64(beta).tobytes(), beta
+        assert slots[0] == FakeArray.data.ptr and slots[3:] == [12, 4096]
+    # numpy scalars at the same positions encode the same.
+    assert slot_encoder(np.float32(0))(np.float32(-2.5)) == slot_encoder(np.float32(0))(-2.5)
+    assert slot_encoder(np.int64(0))(np.int64(-4)) == -4
+    assert slot_encoder(FakeArray())(FakeArray()) == FakeArray.data.ptr
+
+
 def test_by_value_arguments_get_aligned_buffers_of_their_own():
     """A structure passed by value (a 128-byte TMA tensor map) is copied into a 64-byte-aligned
     buffer its parameter address points at; the 8-byte arguments keep their slots."""
