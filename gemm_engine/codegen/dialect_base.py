@@ -196,6 +196,12 @@ class Dialect:
         """A comment line saying how to build ``source`` by hand (for `gemm_engine.source`)."""
         return ""
 
+    def plane_uniform(self, value: str) -> str:
+        """Expression: ``value`` (an int the same on every unit of a plane), as the plane's first
+        unit has it, which tells the compiler it is uniform across the plane. Portable default:
+        ``value`` itself."""
+        return value
+
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:
         return ""

@@ -108,7 +108,8 @@ class WarpgroupPartitionedStage(StageMatmul):
             self.tile.declare_lanes(tc, d),
             # Modulo the stage's units: a global level may run copies of the stage side by side
             # (ping-pong consumers, each copy on its own tiles), each numbering its warpgroups alike.
-            f"const int wg_index = (UNIT_ID % {cfg.units}) / {WARPGROUP};",
+            # Plane-uniform, so that the descriptor arithmetic below stays in uniform registers.
+            f"const int wg_index = {d.plane_uniform(f'(UNIT_ID % {cfg.units}) / {WARPGROUP}')};",
             f"const int wg_m0 = (wg_index / {cfg.warpgroups_n}) * {cfg.partition_m * 64};",
             f"const int wg_n0 = (wg_index % {cfg.warpgroups_n}) * {tc.tile_n};",
             # This warpgroup's first tile, as a descriptor start-address increment (bytes >> 4).
