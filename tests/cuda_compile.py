@@ -294,6 +294,17 @@ def failures_of(results: dict) -> dict:
     return {c.label: c.log for c in results.values() if not c.ok}
 
 
+def spill_problems_of(results: dict) -> dict:
+    """{"name [arch]": problem} of the compiles in ``results`` (`compile_jobs`) that failed or
+    spill (`Compiled.spill_problem`); {} when none does."""
+    out = {}
+    for (name, arch), compiled in results.items():
+        trouble = compiled.spill_problem()
+        if trouble is not None:
+            out[f"{name} [{arch}]"] = trouble
+    return out
+
+
 def compile_all(sources: dict, nvcc: str, archs: tuple[str, ...] = ARCHS) -> dict:
     """{bundle label: error text} for every bundle of ``sources`` ({name: source}) that failed on an
     arch; {} when all compiled."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuda_compile import SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
+from cuda_compile import SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
 from helpers import cuda_engine_or_skip, device_col_major
 from gemm_engine.algorithms.dmma import PipelinedDmmaAlgorithm, PipelinedDmmaSelection
 from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm
@@ -212,8 +212,8 @@ def carried_jobs() -> list:
 @prefetched(carried_jobs)
 def test_carried_kernels_compile_without_spills():
     nvcc = nvcc_or_skip()
-    for (name, arch), compiled in compile_jobs(carried_jobs(), nvcc).items():
-        assert compiled.spill_problem() is None, f"{name} [{arch}]: {compiled.spill_problem()}"
+    problems = spill_problems_of(compile_jobs(carried_jobs(), nvcc))
+    assert not problems, problems
 
 
 # -- CUDA numerics ---------------------------------------------------------------------------------------

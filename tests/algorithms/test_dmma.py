@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import cuda_engine_or_skip, device_col_major
-from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
+from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
 from gemm_engine.algorithms import REGISTRY, PlaneSelection
 from gemm_engine.algorithms.rules import RULES
 from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,
@@ -208,9 +208,8 @@ def test_compiles_without_spills():
     for name, src, arch in jobs:
         shapes = ("m8n8k4",) if arch == SM80_FLAG else ("m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16")
         assert any(f"mma.sync.aligned.{s}.row.col.f64.f64.f64.f64" in src for s in shapes), (name, arch)
-    for (name, arch), compiled in compile_jobs(jobs, nvcc).items():
-        trouble = compiled.spill_problem()
-        assert trouble is None, f"{name} [{arch}]: {trouble}"
+    problems = spill_problems_of(compile_jobs(jobs, nvcc))
+    assert not problems, problems
 
 
 # -- CUDA numerics ------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched
+from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm, PipelinedSelection
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
@@ -108,9 +108,8 @@ def edge_path_jobs() -> list:
 @prefetched(edge_path_jobs)
 def test_edge_paths_compile_without_spills():
     nvcc = nvcc_or_skip()
-    for (name, arch), compiled in compile_jobs(edge_path_jobs(), nvcc).items():
-        trouble = compiled.spill_problem()
-        assert trouble is None, f"{name} [{arch}]: {trouble}"
+    problems = spill_problems_of(compile_jobs(edge_path_jobs(), nvcc))
+    assert not problems, problems
 
 
 # -- CUDA numerics ------------------------------------------------------------------------------------
