@@ -13,16 +13,16 @@ import numpy as np
 
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, bfloat16_dtype
 from gemm_engine.errors import SetupError
-from gemm_engine.frontend import OperandView, vector_alignment
-from gemm_engine.launcher import operand_values, output_values, size_values
+from gemm_engine.call.numpy_rules import OperandView, vector_alignment
+from gemm_engine.call.launch import operand_values, output_values, size_values
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.timing import device_time, time_batch
+from gemm_engine.runtime.timing import device_time, time_batch
 
 
 def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
     """Median seconds per ``fn()`` on the current CUDA stream: ``warmup`` calls, a sync (``sync``,
     else the current stream's), then ``repeat`` batches of ``inner`` back-to-back calls, each timed
-    by a pair of CUDA events (gemm_engine.timing's sampling)."""
+    by a pair of CUDA events (gemm_engine.runtime.timing's sampling)."""
     for _ in range(warmup):
         fn()
     (sync or cp.cuda.get_current_stream().synchronize)()
@@ -30,7 +30,7 @@ def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
 
 
 class Timer:
-    """Median seconds of one ``fn()`` on the engine's device (`gemm_engine.timing.device_time`,
+    """Median seconds of one ``fn()`` on the engine's device (`gemm_engine.runtime.timing.device_time`,
     one call per sample)."""
 
     def __init__(self, engine, repeat, warmup=2):

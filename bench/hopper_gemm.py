@@ -6,7 +6,7 @@ runs on torch's stream):
 
 1. checks every timed engine variant against a float64 reference (relative Frobenius error under
    the dtype's tolerance, output poisoned with NaN first);
-2. times, by CUDA events after a warm-up (median, `gemm_engine.timing.device_times`: samples in turns): the engine's
+2. times, by CUDA events after a warm-up (median, `gemm_engine.runtime.timing.device_times`: samples in turns): the engine's
    default choice (``auto``, empty tuning cache), ``specialized_wgmma`` and ``pipelined_wgmma``
    forced, ``torch.matmul`` and ``cupy.matmul`` (float16 only: CuPy has no bfloat16);
 3. prints a table (TFLOP/s, percent of the 989 TFLOP/s dense peak, ratio of the default to the
@@ -115,7 +115,7 @@ def check(engine, torch, dtypes) -> list:
 
 def time_rows(engine, torch, cp, rows, repeat) -> list:
     from gemm_engine.errors import SetupError
-    from gemm_engine.timing import device_times
+    from gemm_engine.runtime.timing import device_times
     rt = engine.runtime
     gen = torch.Generator(device="cuda").manual_seed(1)
     table = []
@@ -179,7 +179,7 @@ def kernel_times(engine, cp, sizes, selections, repeat) -> list:
     from common import Timer, planned_launch, tiling
     from gemm_engine.algorithms import REGISTRY
     from gemm_engine.errors import SetupError
-    from gemm_engine.frontend import dense_problem
+    from gemm_engine.call.numpy_rules import dense_problem
     timer = Timer(engine, repeat)
     out = []
     for m, n, k in sizes:

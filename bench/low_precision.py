@@ -6,7 +6,7 @@ For each row, on torch CUDA tensors (the engine takes them zero-copy and runs on
 1. checks the engine against a float64 reference first (int8: exact equality; floats: relative
    Frobenius error under the dtype's tolerance; output poisoned first), over edge shapes, both
    layouts of each operand, batches and every algorithm that sets up;
-2. times, by CUDA events after a warm-up (median, `gemm_engine.timing.device_times`: samples in turns), the engine's
+2. times, by CUDA events after a warm-up (median, `gemm_engine.runtime.timing.device_times`: samples in turns), the engine's
    default choice (``auto``, empty tuning cache) and the baseline: ``torch._int_mm`` for int8,
    ``torch._scaled_mm`` for fp8, the faster of ``torch.matmul`` and ``cupy.matmul`` for float64;
 3. prints a table (TFLOP/s or TOPS, ratio baseline time / engine time) and writes JSON.
@@ -164,7 +164,7 @@ def check(engine, torch, kinds, algorithms) -> list:
 
 
 def time_rows(engine, torch, cp, rows, repeat) -> list:
-    from gemm_engine.timing import device_times
+    from gemm_engine.runtime.timing import device_times
     rt = engine.runtime
     gen = torch.Generator(device="cuda").manual_seed(1)
     table = []
@@ -214,7 +214,7 @@ def time_fp8_row(engine, torch, label, kind, m, n, k, b_layout, repeat, gen) -> 
     timed). Block scales against nothing (reported as engine TFLOP/s)."""
     import ml_dtypes
     import numpy as np
-    from gemm_engine.timing import device_times
+    from gemm_engine.runtime.timing import device_times
     _, skind, out_name, *fast = kind.split(":")
     a = operand(torch, m, k, "row", 1, "float8_e4m3fn", gen)[0]
     bb = operand(torch, k, n, b_layout, 1, "float8_e4m3fn", gen)[0]

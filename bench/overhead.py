@@ -1,5 +1,5 @@
 """JIT and host overhead: cold-compile and warm-cache first calls, and per-call time against the
-native library on a tiny problem (gemm_engine.benchsuite.overhead does the work).
+native library on a tiny problem (gemm_engine.tools.benchsuite.overhead does the work).
 
     python3 bench/overhead.py --backend cuda --json bench/results/overhead.json
 """
@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 
-from gemm_engine.benchsuite.overhead import format_overhead, run_overhead  # noqa: E402
+from gemm_engine.tools.benchsuite.overhead import format_overhead, run_overhead  # noqa: E402
 
 
 def main(argv=None):

@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 
 import gemm_engine  # noqa: E402
-from gemm_engine.frontend import OperandView  # noqa: E402
-from gemm_engine.launcher import CallPlan, operand_values, output_values, size_values  # noqa: E402
+from gemm_engine.call.numpy_rules import OperandView  # noqa: E402
+from gemm_engine.call.launch import CallPlan, operand_values, output_values, size_values  # noqa: E402
 from gemm_engine.problem import Layout  # noqa: E402
 
 
@@ -71,7 +71,7 @@ def steps(eng, a, b, calls):
     rows["runtime.launch_converted"] = us(lambda: rt.launch_converted(kernel, cubes, units, args, shared, co), calls)
     dl = rt.driver_launch
     if dl is not None:
-        from gemm_engine.codegen.cuda_launch import ParamBlock
+        from gemm_engine.runtime.cuda_launch import ParamBlock
         rows["DriverLauncher call"] = us(lambda: dl(kernel, cubes, units, args, shared, co), calls)
         positions = plan.signature.positions(("lhs_base", "rhs_base", "out_base"))
         prepared = rt.prepare_launch(kernel, cubes, units, args, shared, positions, co)

@@ -23,7 +23,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import gemm_engine  # noqa: E402
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
-from gemm_engine.timing import device_time  # noqa: E402
+from gemm_engine.runtime.timing import device_time  # noqa: E402
 from common import knobs  # noqa: E402
 
 PROBLEMS = [(256, 128, 128, 128, "float16"), (256, 128, 128, 128, "bfloat16"), (1, 1000, 1000, 1000, "float16"),

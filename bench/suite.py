@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])  # run from a checkout without installing
 
-from gemm_engine.benchsuite import add_arguments, run_from_args  # noqa: E402
+from gemm_engine.tools.benchsuite import add_arguments, run_from_args  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,7 @@
 """How the timing rule itself moves a measurement: for a few engine calls and their baselines, the
 host time per call (calls issued back to back, no sync), the wall time per call of such a loop, and
 the median time per call of batches of 1 .. 64 calls timed by CUDA events, each batch starting on
-an idle device ("idle") or behind one untimed call ("busy", `gemm_engine.timing.time_batch`).
+an idle device ("idle") or behind one untimed call ("busy", `gemm_engine.runtime.timing.time_batch`).
 
     python3 bench/timing_batches.py --json bench/results/DEVICE_DATE_timing_batches.json
 """
@@ -21,13 +21,13 @@ BATCHES = (1, 2, 8, 64)
 
 def idle(rt, cp, fn, count: int) -> float:
     """`time_batch` from an idle device (the rule before the lead call)."""
-    from gemm_engine.timing import time_batch
+    from gemm_engine.runtime.timing import time_batch
     rt.synchronize()
     return time_batch(rt, fn, count, cp, lead=False)
 
 
 def measure(rt, cp, fn, samples: int) -> dict:
-    from gemm_engine.timing import time_batch
+    from gemm_engine.runtime.timing import time_batch
     for _ in range(5):
         fn()
     rt.synchronize()

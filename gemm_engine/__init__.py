@@ -9,9 +9,9 @@ from .algorithms import Algorithm, register
 from .batch.base import register_dispatch
 from .api import default_engine, matmul
 from .engine import Engine
-from .rendering import source
+from .tools.source import source
 from .errors import BackendUnavailableError, GemmEngineError, SetupError
-from .global_.activations import ACTIVATIONS, Activation, register_activation
+from .epilogue.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
 
 __all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",

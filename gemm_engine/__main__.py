@@ -1,6 +1,6 @@
-"""``python -m gemm_engine``: the command line (see gemm_engine.cli)."""
+"""``python -m gemm_engine``: the command line (see gemm_engine.tools.cli)."""
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 sys.exit(main())

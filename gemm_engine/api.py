@@ -62,7 +62,7 @@ def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis
                  the exact stored values (fp8, int8 or any dtype; int8 then gives float32). Each a
                  number or array per tensor, a vector per row of a (M,) / column of b (N,), or per
                  block of 128 along K: scale_a (M, ceil(K/128)), scale_b (ceil(K/128), ceil(N/128));
-                 see gemm_engine.scales.
+                 see gemm_engine.epilogue.scales.
 
     Errors: ValueError / TypeError naming the argument, before anything runs; `SetupError` when
     the named algorithm cannot run the problem, with the reason.

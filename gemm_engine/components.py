@@ -12,29 +12,29 @@ from .batch.base import (DISPATCHES, BatchConfig, BatchMatmul, CallValues, CubeS
 from .batch.dispatch import ColMajorDispatch, GroupedDispatch, RowMajorDispatch, SwizzledDispatch
 from .batch.k_major import KMajorBatchMatmul
 from .batch.partitioned import PartitionedBatchMatmul
-from .batch.signature import KernelSignature, Param
+from .codegen.signature import KernelSignature, Param
 from .batch.split_k import SplitKBatchMatmul
 from .batch.tma_persistent import TmaPersistentBatchMatmul
-from .contracts import Capability, Requirement, check_composition
-from .global_.async_loader import ChunkLoader
+from .compose.contracts import Capability, Requirement, check_composition
+from .global_.read.async_loader import ChunkLoader
 from .global_.base import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING, SWIZZLED_CHUNK_LOADER,
                            SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig, GlobalMatmul)
-from .global_.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS, TMA_LOADER
+from .compose.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS, TMA_LOADER
 from .global_.double_buffering import DoubleBufferingGlobalMatmul
 from .global_.listeners import DoubleBufferingListener, OrderedListener
-from .global_.loaders import CyclicLoader, Loader, OperandTile, TilewiseLoader
+from .global_.read.loaders import CyclicLoader, Loader, OperandTile, TilewiseLoader
 from .global_.ordered import OrderedGlobalMatmul, UnitRowsLoader
 from .global_.pipelined import PipelinedGlobalMatmul
 from .global_.simple import SimpleGlobalMatmul
 from .global_.skinny import SkinnyGlobalMatmul
 from .global_.specialized import SpecializedGlobalMatmul
-from .global_.swizzled_loader import SwizzledChunkLoader
-from .global_.tma_loader import TmaLoader
+from .global_.read.swizzled_loader import SwizzledChunkLoader
+from .global_.read.tma_loader import TmaLoader
 from .global_.tma_specialized import TmaSpecializedGlobalMatmul
-from .global_.vector_loader import VectorLoader
+from .global_.read.vector_loader import VectorLoader
 from .global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
-from .global_.writers import DirectWriter, PairedWriter, StagedWriter
-from .selection import Knob, Selection
+from .global_.write.writers import DirectWriter, PairedWriter, StagedWriter
+from .compose.selection import Knob, Selection
 from .stage.base import ASYNC_DESCRIPTOR_STAGE, REGISTER_LHS_STAGE, SMEM_STAGE, StageConfig, StageMatmul
 from .stage.events import (BeforeStore, Begin, ChainedListener, Finish, KernelStart, LhsLoaded, RecordingListener,
                            RhsLoaded, StageEvent, StageEventListener, TileMatmulCompleted)

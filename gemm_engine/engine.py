@@ -21,14 +21,14 @@ import numpy as np
 
 from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
-from .choice import Choice, ChoicePolicy
+from .call.choose import Choice, ChoicePolicy
 from .errors import SetupError
-from .interop import torch_stream
-from .codegen.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
-from .launcher import (CallPlan, Launcher, epilogue_arguments, epilogue_values, operand_values, output_values,
+from .call.arrays import torch_stream
+from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
+from .call.launch import (CallPlan, Launcher, epilogue_arguments, epilogue_values, operand_values, output_values,
                        size_values)
-from .operands import Preparer
-from .planner import Plan, Planner
+from .call.prepare import Preparer
+from .call.plan import Plan, Planner
 from .problem import MatmulProblem
 
 #: Call plans (the fast path's) kept per engine, least recently used first out.
@@ -307,7 +307,7 @@ class Engine:
     def plan(self, problem: MatmulProblem, algorithm=None) -> tuple[Algorithm, KernelConfig, str]:
         """(algorithm, config, source) the engine would use for ``problem``; nothing is launched
         or compiled. The default algorithm is chosen as `matmul` chooses it (tuned, else "auto")."""
-        from .planner import render
+        from .call.plan import render
         choice = self.choose(problem, algorithm)
         return choice.algorithm, choice.config, render(choice.algorithm, choice.config, self.dialect)
 

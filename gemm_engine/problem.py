@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .dtypes import FP8_NAMES, ElementType
-from .global_.epilogue import IDENTITY, Epilogue
+from .epilogue.spec import IDENTITY, Epilogue
 
 
 class Layout(str, Enum):

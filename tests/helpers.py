@@ -57,7 +57,7 @@ def cuda_engine_or_skip(min_cc: tuple = (8, 0), needs: str = "sm_80"):
     import pytest
     cp = pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
     from gemm_engine import Engine
-    from gemm_engine.codegen.cuda_runtime import cuda_available
+    from gemm_engine.runtime.cuda import cuda_available
     if not cuda_available():
         pytest.skip("CuPy sees no CUDA GPU")
     engine = Engine("cuda")

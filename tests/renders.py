@@ -7,8 +7,8 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32, INT8, INT32, SUPPORTED_NAMES
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.activations import ACTIVATIONS
-from gemm_engine.global_.epilogue import Epilogue
+from gemm_engine.epilogue.activations import ACTIVATIONS
+from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.problem import Layout, MatmulProblem
 
 OPENCL_DEVICE = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gemm_engine import cli
+from gemm_engine.tools import cli
 from gemm_engine.tuning import CACHE_ENV
 
 from conftest import get_engine

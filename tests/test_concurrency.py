@@ -68,7 +68,7 @@ def test_caches_are_bounded(opencl_engine, rng, monkeypatch):
         engine.matmul(a, b)
     assert len(engine.planner) <= 5
     assert len(engine._calls) <= 5 and len(engine._chosen) <= 5
-    from gemm_engine.codegen.runtime import KERNELS_MAX
+    from gemm_engine.runtime.base import KERNELS_MAX
     assert len(rt._kernels) <= KERNELS_MAX
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import gemm_engine
 from gemm_engine.dtypes import FP8_NAMES, ml_dtype
-from gemm_engine.scales import BLOCK
+from gemm_engine.epilogue.scales import BLOCK
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 E4M3, E5M2 = ml_dtype("float8_e4m3fn"), ml_dtype("float8_e5m2")
@@ -186,7 +186,7 @@ def test_block_scales_take_the_kernel_that_applies_them_or_run_dequantized():
     from gemm_engine.codegen.dialect import dialect_for
     from gemm_engine.dtypes import FLOAT8_E4M3, FLOAT32
     from gemm_engine.errors import SetupError
-    from gemm_engine.global_.epilogue import Epilogue
+    from gemm_engine.epilogue.spec import Epilogue
     from gemm_engine.problem import Layout, MatmulProblem
     d = dialect_for(nominal_cuda_device(9, 0))
     p = MatmulProblem(1, 256, 384, 1024, FLOAT8_E4M3, FLOAT8_E4M3, FLOAT32, Layout.ROW, Layout.COL, 16, 16,
@@ -207,7 +207,7 @@ def test_split_k_refuses_block_scales():
     from gemm_engine.codegen.dialect import dialect_for
     from gemm_engine.dtypes import FLOAT8_E4M3, FLOAT32
     from gemm_engine.errors import SetupError
-    from gemm_engine.global_.epilogue import Epilogue
+    from gemm_engine.epilogue.spec import Epilogue
     from gemm_engine.problem import Layout, MatmulProblem
     d = dialect_for(nominal_cuda_device(9, 0))
     p = MatmulProblem(2, 128, 256, 4160, FLOAT8_E4M3, FLOAT8_E4M3, FLOAT32, Layout.ROW, Layout.COL, 16, 16,

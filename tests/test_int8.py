@@ -20,7 +20,7 @@ from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import INT8, INT32, SUPPORTED_NAMES, operand_dtypes
 from gemm_engine.errors import SetupError
-from gemm_engine.frontend import result_dtype
+from gemm_engine.call.numpy_rules import result_dtype
 from gemm_engine.problem import Layout, MatmulProblem
 from device_runs import (SENTINEL, assert_exact, device_operand, exact, int8_must_run, operands,  # noqa: F401
                          random_int8, run_device_int8)

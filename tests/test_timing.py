@@ -1,7 +1,7 @@
 """The timing rule (gemm_engine/timing.py): samples of compared calls are taken in turns."""
 import pytest
 
-from gemm_engine.timing import device_time, device_times
+from gemm_engine.runtime.timing import device_time, device_times
 
 
 class HostRuntime:

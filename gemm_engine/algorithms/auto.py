@@ -13,7 +13,7 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from .base import REGISTRY, AlgorithmFamily, KernelConfig, register
-from .rules import RULES, Rule
+from ..selector.rules import RULES, Rule
 
 
 @dataclass(frozen=True)

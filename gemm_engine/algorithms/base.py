@@ -23,13 +23,13 @@ from ..batch.base import BatchMatmul
 from ..batch.dispatch import RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
-from ..contracts import SLOTS, check_composition
+from ..compose.contracts import SLOTS, check_composition
 from ..errors import SetupError
-from ..global_.loaders import CyclicLoader
+from ..global_.read.loaders import CyclicLoader
 from ..global_.simple import SimpleGlobalMatmul
-from ..global_.writers import DirectWriter
+from ..global_.write.writers import DirectWriter
 from ..problem import MatmulProblem
-from ..selection import Selection, compose_selection, merge_knobs, name_selection
+from ..compose.selection import Selection, compose_selection, merge_knobs, name_selection
 from ..stage.events import StageEventListener
 from ..stage.unit_partitioned import UnitPartitionedStage
 from ..tile.register import RegisterTile

@@ -21,9 +21,9 @@ steps' worth of 8 x 8 x 4 work: 32 instructions and 48 fragment loads with m8n8k
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
-from ..global_.async_loader import ChunkLoader
+from ..global_.read.async_loader import ChunkLoader
 from ..global_.pipelined import PipelinedGlobalMatmul
-from ..global_.writers import PairedWriter
+from ..global_.write.writers import PairedWriter
 from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.dmma import DmmaTile

@@ -13,9 +13,9 @@ problem shrinks, so that the grid still fills the device's multiprocessors.
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
-from ..global_.async_loader import ChunkLoader
+from ..global_.read.async_loader import ChunkLoader
 from ..global_.pipelined import PipelinedGlobalMatmul
-from ..global_.writers import PairedWriter
+from ..global_.write.writers import PairedWriter
 from ..problem import MatmulProblem
 from ..stage.plane_partitioned import PlanePartitionedStage
 from ..tile.mma import MmaTile

@@ -7,7 +7,7 @@ the unit variant everywhere else.
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
-from ..global_.vector_loader import VectorLoader
+from ..global_.read.vector_loader import VectorLoader
 from ..problem import MatmulProblem
 from .accelerated import SimpleMmaAlgorithm
 from .base import Algorithm, AlgorithmFamily, distinct, register

@@ -18,7 +18,7 @@ from ..batch.split_k import SplitKBatchMatmul
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..global_.skinny import SkinnyGlobalMatmul
-from ..global_.skinny_tiling import UNITS, pow2_at_least, pow2_at_most, resolve_tiling, skinny_axis
+from ..selector.skinny import UNITS, pow2_at_least, pow2_at_most, resolve_tiling, skinny_axis
 from ..problem import MatmulProblem
 from .base import Algorithm, distinct, register
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from ..batch.tma_k_major import TmaKMajorBatchMatmul
 from ..global_.promotion import wants_promotion
-from ..global_.tma_loader import TmaLoader
+from ..global_.read.tma_loader import TmaLoader
 from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
-from ..global_.tma_store_writer import TmaStoreWriter
+from ..global_.write.tma_store_writer import TmaStoreWriter
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
 from ..tile.wgmma import WgmmaTile
 from .base import Algorithm, distinct, register

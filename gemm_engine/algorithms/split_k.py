@@ -8,7 +8,7 @@ problems with little output and a long K (its rule in algorithms/rules.py).
 from __future__ import annotations
 
 from ..batch.split_k import SplitKBatchMatmul
-from ..selection import preset_values
+from ..compose.selection import preset_values
 from .base import AlgorithmFamily, distinct, register
 from .pipelined import PipelinedMmaAlgorithm
 from .simple import SimpleUnitAlgorithm

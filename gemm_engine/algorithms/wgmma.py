@@ -19,9 +19,9 @@ from __future__ import annotations
 from ..codegen.dialect import Dialect
 from ..batch.k_major import KMajorBatchMatmul
 from ..global_.promotion import MAX_PROMOTED_REGS, wants_promotion
-from ..global_.swizzled_loader import SwizzledChunkLoader
+from ..global_.read.swizzled_loader import SwizzledChunkLoader
 from ..global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
-from ..global_.writers import StagedWriter
+from ..global_.write.writers import StagedWriter
 from ..problem import MatmulProblem
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
 from ..tile.wgmma import SWIZZLE_BYTES, WgmmaTile

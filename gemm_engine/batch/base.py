@@ -33,10 +33,10 @@ from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
 from ..errors import SetupError
 from ..global_.base import GlobalConfig, GlobalMatmul
-from ..global_.epilogue import Epilogue
+from ..epilogue.spec import Epilogue
 from ..problem import MatmulProblem
-from ..selection import Knob
-from .signature import KernelSignature
+from ..compose.selection import Knob
+from ..codegen.signature import KernelSignature
 
 KERNEL_NAME = "gemm_engine_kernel"
 

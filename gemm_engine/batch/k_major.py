@@ -30,7 +30,7 @@ from ..codegen.dialect import Dialect
 from ..problem import Layout, MatmulProblem
 from .base import BatchConfig, Launch, Workspace
 from .partitioned import PartitionedBatchMatmul
-from .signature import array
+from ..codegen.signature import array
 
 _TILE = 64          # transposed tile edge
 _ROWS = 4           # unit rows of a transpose cube: 256 units, 16 elements each way (in flight at once)

@@ -14,9 +14,9 @@ from ..codegen.comments import plain_fields, region
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from .base import KERNEL_NAME, BatchConfig, BatchMatmul, CubeScope, OperandRef, dispatch_for
-from .signature import KernelSignature, index, operand_params
+from ..codegen.signature import KernelSignature, index, operand_params
 
 
 class PartitionedBatchMatmul(BatchMatmul):

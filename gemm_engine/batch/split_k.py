@@ -23,12 +23,12 @@ from dataclasses import dataclass, field, replace
 from ..codegen.dialect import Dialect
 from ..dtypes import FLOAT32, FLOAT64, ElementType
 from ..errors import SetupError
-from ..global_.epilogue import IDENTITY, Epilogue
+from ..epilogue.spec import IDENTITY, Epilogue
 from ..problem import Layout, MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from .base import KERNEL_NAME, BatchConfig, CubeScope, Launch, OperandRef, Workspace
 from .partitioned import PartitionedBatchMatmul
-from .signature import array
+from ..codegen.signature import array
 
 REDUCE_KERNEL_NAME = "gemm_engine_reduce"
 _REDUCE_UNITS = 256

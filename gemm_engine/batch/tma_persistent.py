@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..codegen.dialect import Dialect
-from ..codegen.tensor_map import ENCODER, MAP_ALIGN, MAP_BYTES
-from ..global_.capabilities import OUTPUT_TENSOR_MAP, OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS
-from ..contracts import Requirement
+from ..runtime.tensor_map import ENCODER, MAP_ALIGN, MAP_BYTES
+from ..compose.capabilities import OUTPUT_TENSOR_MAP, OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS
+from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..dtypes import FLOAT32
@@ -39,7 +39,7 @@ from . import split_tail
 from .base import (KEPT_SCRATCH, KERNEL_NAME, BatchConfig, CallValues, CubeScope, Launch, OperandRef, Workspace,
                    dispatch_for, dispatch_knobs)
 from .partitioned import PartitionedBatchMatmul
-from .signature import BY_VALUE, KernelSignature, Param, array
+from ..codegen.signature import BY_VALUE, KernelSignature, Param, array
 
 _MAPS = ("lhs_map", "rhs_map")
 #: The kernel's condition that this call's output map may be used (`out_usable` on the device).

@@ -41,14 +41,14 @@ from typing import ClassVar
 from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..stage.base import StageConfig, StageMatmul
 from ..stage.events import BeforeStore, ChainedListener, KernelStart, StageEventListener
-from .capabilities import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING,  # noqa: F401 (re-exported)
+from ..compose.capabilities import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING,  # noqa: F401 (re-exported)
                            SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER)
-from .epilogue import IDENTITY, Epilogue
-from .loaders import Loader, LoaderConfig
-from .writers import DirectWriter
+from ..epilogue.spec import IDENTITY, Epilogue
+from .read.loaders import Loader, LoaderConfig
+from .write.writers import DirectWriter
 
 @dataclass(frozen=True)
 class GlobalConfig:

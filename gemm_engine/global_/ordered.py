@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..problem import Layout
 from ..stage.base import REGISTER_LHS_STAGE
 from ..stage.ordered_partitioned import LHS_REGS
 from .base import TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig
 from .double_buffering import DoubleBufferingGlobalMatmul
 from .listeners import OrderedListener
-from .loaders import Loader, LoaderConfig, OperandTile
+from .read.loaders import Loader, LoaderConfig, OperandTile
 
 
 class UnitRowsLoader(Loader):

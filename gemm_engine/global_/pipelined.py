@@ -35,12 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..stage.base import CARRIED_FRAGMENTS, SMEM_STAGE, Carry
-from .async_loader import ChunkOperandTile
+from .read.async_loader import ChunkOperandTile
 from .base import CHUNK_LOADER, SHARED_RING, GlobalConfig, GlobalMatmul, SharedRing
 from .simple import operand_tiles
 

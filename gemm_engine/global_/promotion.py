@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..scales import BLOCK
+from ..epilogue.scales import BLOCK
 
 #: The wgmma kinds whose accumulation needs promotion (unless the caller opts out).
 FP8_KINDS = ("e4m3", "e5m2")

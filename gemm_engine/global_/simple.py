@@ -6,12 +6,12 @@ overlaps across cubes). Double buffering and specialization refine exactly this 
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..stage.base import SMEM_STAGE
 from .base import TASK_LOADER, GlobalConfig, GlobalMatmul
-from .loaders import LoaderConfig, OperandTile
+from .read.loaders import LoaderConfig, OperandTile
 
 
 def operand_tiles(problem: MatmulProblem, stage, tile_class=OperandTile, **extra) -> tuple[OperandTile, OperandTile]:

@@ -37,12 +37,12 @@ from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from .base import GlobalConfig, GlobalMatmul
-from .loaders import OperandTile
+from .read.loaders import OperandTile
 from ..dtypes import WORD_BYTES
 from .simple import SimpleGlobalMatmul
-from .skinny_tiling import STORAGES, load_width, resolve_tiling, skinny_axis
+from ..selector.skinny import STORAGES, load_width, resolve_tiling, skinny_axis
 
 _COMPONENTS = "xyzw"
 

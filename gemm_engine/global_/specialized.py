@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SetupError
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..stage.events import StageEventListener
 from .base import GlobalConfig
 from .double_buffering import DoubleBufferingGlobalMatmul

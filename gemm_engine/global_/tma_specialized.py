@@ -53,18 +53,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..codegen.dialect import Dialect
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..stage.base import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
 from .base import GlobalConfig, GlobalMatmul, StoreStaging
-from .capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, STORE_STAGING, TMA_LOADER
+from ..compose.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, STORE_STAGING, TMA_LOADER
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .promotion import Promotion, check_promotion
-from .swizzled_loader import SwizzledOperandTile
+from .read.swizzled_loader import SwizzledOperandTile
 
 #: Registers per unit after reallocation: the producer keeps few, the consumers take the rest of
 #: the 64 Ki register file (2 consumer warpgroups: 128 x 40 + 256 x 232 = 64512). A request the

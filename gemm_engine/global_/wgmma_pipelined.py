@@ -30,17 +30,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..stage.base import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
 from .base import SWIZZLED_CHUNK_LOADER
 from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .promotion import Promotion, check_promotion
-from .swizzled_loader import SwizzledOperandTile
+from .read.swizzled_loader import SwizzledOperandTile
 
 
 

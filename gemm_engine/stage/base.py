@@ -17,7 +17,7 @@ interleave its own work. On exit the shared stages may be overwritten once all u
 ``write`` hands every accumulator element, with its row and column inside the stage, to a writer
 callback (the global level's, which owns bounds and the epilogue).
 
-Declared (`gemm_engine.contracts`): a stage requires a tile of its scope (`tile.base`), requires of
+Declared (`gemm_engine.compose.contracts`): a stage requires a tile of its scope (`tile.base`), requires of
 the loaders that they write shared memory the way it reads it, and provides one of the capabilities
 below, which the global levels require. Which orientation each operand has in shared memory is the
 loaders' choice, passed to ``setup`` by the global level (``lhs_k_contiguous``, ``rhs_k_contiguous``);
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar
 
 from ..codegen.dialect import Dialect
-from ..contracts import Capability
+from ..compose.contracts import Capability
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..tile.base import TileConfig, TileMatmul
 from .events import StageEventListener
 

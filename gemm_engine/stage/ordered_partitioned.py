@@ -14,9 +14,9 @@ registers (`UnitRowsLoader`).
 """
 from __future__ import annotations
 
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..global_.capabilities import K_MAJOR_SMEM, UNIT_REGISTERS
+from ..compose.capabilities import K_MAJOR_SMEM, UNIT_REGISTERS
 from ..tile.base import UNIT_SCOPE, SmemTile
 from .base import REGISTER_LHS_STAGE
 from .unit_partitioned import UnitPartitionedStage, UnitStageConfig

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..global_.capabilities import K_MAJOR_SMEM
+from ..compose.capabilities import K_MAJOR_SMEM
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..tile.base import UNIT_SCOPE, SmemTile
 from .base import StageConfig, StageMatmul, Writer
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEventListener,

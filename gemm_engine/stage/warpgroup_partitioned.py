@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
-from ..contracts import Requirement
+from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..global_.capabilities import SWIZZLED_SMEM
+from ..compose.capabilities import SWIZZLED_SMEM
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from ..tile.base import WARPGROUP_SCOPE
 from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout, WgmmaTile
 from .base import ASYNC_DESCRIPTOR_STAGE, StageConfig, StageMatmul, Writer

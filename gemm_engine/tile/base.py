@@ -20,7 +20,7 @@ rhs fragment for double buffering):
 Each method returns C source in the neutral vocabulary of `gemm_engine.codegen.dialect`; the
 host-side ``setup`` returns a frozen config or raises `SetupError` with the reason.
 
-What a tile offers its stage is declared (`gemm_engine.contracts`): its scope, one of the
+What a tile offers its stage is declared (`gemm_engine.compose.contracts`): its scope, one of the
 capabilities below, which the stages require. The selection fields it reads are its ``knobs``.
 """
 from __future__ import annotations
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Iterator
 
 from ..codegen.dialect import Dialect
-from ..contracts import Capability
+from ..compose.contracts import Capability
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 
 #: Tile scopes: who computes one tile matmul (what a stage must partition its cube into).
 UNIT_SCOPE = Capability("unit tile", "a unit-scoped tile (one unit computes it in registers)")

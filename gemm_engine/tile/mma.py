@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
 
 #: The lane id inside the plane, as every fragment expression uses it (declared once: `lanes`).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from .base import UNIT_SCOPE, SmemTile, TileConfig, TileMatmul
 
 # Beyond 8 x 8 accumulators per thread (64 registers, plus fragments) register pressure spills.

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from ..selection import Knob
+from ..compose.selection import Knob
 from .base import WARPGROUP_SCOPE, TileConfig, TileMatmul
 
 WARPGROUP = 128

@@ -10,8 +10,8 @@ far and a compile each.
 from __future__ import annotations
 
 from ..algorithms.base import REGISTRY, Algorithm, AlgorithmFamily
-from ..algorithms.rules import RULES, UNRANKED
-from ..choice import try_setup
+from ..selector.rules import RULES, UNRANKED
+from ..call.choose import try_setup
 
 
 def _expand(name: str) -> list[str]:

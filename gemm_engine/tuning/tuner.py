@@ -16,13 +16,13 @@ import numpy as np
 
 from ..dtypes import BFLOAT16, device_dtype, numpy_dtype
 from ..errors import SetupError
-from ..frontend import OperandView
-from ..global_.epilogue import IDENTITY
-from ..launcher import operand_values, output_values, size_values
-from ..operands import DeviceOperand
+from ..call.numpy_rules import OperandView
+from ..epilogue.spec import IDENTITY
+from ..call.launch import operand_values, output_values, size_values
+from ..call.prepare import DeviceOperand
 from ..problem import Layout, MatmulProblem
-from ..selection import Selection
-from ..timing import device_time
+from ..compose.selection import Selection
+from ..runtime.timing import device_time
 from .cache import Entry
 from .key import problem_key
 from .space import candidates

@@ -14,7 +14,7 @@ from test_specialized_wgmma import SM90, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.batch.tma_persistent import TmaPersistentBatchMatmul
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.tma_loader import TmaLoader
+from gemm_engine.global_.read.tma_loader import TmaLoader
 
 
 def test_kernel_structure():

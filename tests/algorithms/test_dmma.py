@@ -13,7 +13,7 @@ import pytest
 from helpers import cuda_engine_or_skip, device_col_major
 from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
 from gemm_engine.algorithms import REGISTRY, PlaneSelection
-from gemm_engine.algorithms.rules import RULES
+from gemm_engine.selector.rules import RULES
 from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,
                                          SimpleDmmaAlgorithm)
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device

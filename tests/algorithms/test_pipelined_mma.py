@@ -117,7 +117,7 @@ def test_edge_paths_compile_without_spills():
 def cuda():
     cp = pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
     from gemm_engine import Engine
-    from gemm_engine.codegen.cuda_runtime import cuda_available
+    from gemm_engine.runtime.cuda import cuda_available
     if not cuda_available():
         pytest.skip("CuPy sees no CUDA GPU")
     engine = Engine("cuda")

@@ -12,7 +12,7 @@ from test_specialized_wgmma import SM90, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.epilogue import Epilogue
+from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.problem import Layout, MatmulProblem
 
 E4M3 = BY_NAME["float8_e4m3fn"]

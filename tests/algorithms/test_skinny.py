@@ -14,13 +14,13 @@ import pytest
 from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.batch.base import KERNEL_NAME
-from gemm_engine.algorithms.rules import RULES
+from gemm_engine.selector.rules import RULES
 from gemm_engine.algorithms.skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.frontend import OperandView, vector_alignment
+from gemm_engine.call.numpy_rules import OperandView, vector_alignment
 from gemm_engine.problem import Layout, MatmulProblem
 from helpers import DTYPES, TOLERANCE, assert_close, random, reference, rel_error
 from device_runs import run_device

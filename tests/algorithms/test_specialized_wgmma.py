@@ -17,13 +17,13 @@ from gemm_engine.batch.partitioned import PartitionedBatchMatmul
 from gemm_engine.batch.tma_persistent import TmaPersistentBatchMatmul
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import cuda_target_arch, dialect_for
-from gemm_engine.codegen.tensor_map import MAP_BYTES
+from gemm_engine.runtime.tensor_map import MAP_BYTES
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.tma_loader import TmaLoader
+from gemm_engine.global_.read.tma_loader import TmaLoader
 from gemm_engine.global_.tma_specialized import TmaSpecializedGlobalMatmul
-from gemm_engine.global_.tma_store_writer import TmaStoreWriter
-from gemm_engine.global_.writers import PairedWriter
+from gemm_engine.global_.write.tma_store_writer import TmaStoreWriter
+from gemm_engine.global_.write.writers import PairedWriter
 from gemm_engine.global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from gemm_engine.problem import Layout, MatmulProblem
 
@@ -215,7 +215,7 @@ def test_l2_promotion_follows_line_alignment(monkeypatch):
     """Operand maps fetch 256 bytes into L2 per request where their lines start on 128-byte
     boundaries and 128 where they do not (misaligned lines of 2000 bytes ran 10-15% slower with
     256: global_/tma_loader.py); the promotion reaches the encoder in the spec."""
-    from gemm_engine.global_.tma_loader import l2_promotion
+    from gemm_engine.global_.read.tma_loader import l2_promotion
     assert [l2_promotion(x) for x in (128, 2048, 4096 * 2, 2000, 160, 144, 16)] == [256, 256, 256, 128, 128, 128, 128]
     p = problem(b=1, m=100, n=200, k=72, layouts=("row", "col"))
     alg, cfg = setup(p)
@@ -386,7 +386,7 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
     """The direct launch of a TMA plan derives its maps per (lhs, rhs, out) addresses, not per call."""
     from types import SimpleNamespace
     from gemm_engine.batch.base import CallValues
-    from gemm_engine.launcher import DirectLaunches
+    from gemm_engine.call.launch import DirectLaunches
     alg, cfg = setup(problem())
     derived, launched = [], []
 
@@ -410,7 +410,7 @@ def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
     import contextlib
     from types import SimpleNamespace
     from gemm_engine.batch.base import CallValues, Workspace
-    from gemm_engine.launcher import DirectLaunches
+    from gemm_engine.call.launch import DirectLaunches
     alg, cfg = setup(problem(align=4))
     seen, allocations = [], []
 

@@ -15,7 +15,7 @@ import pytest
 
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.batch.base import KEPT_SCRATCH, KERNEL_NAME
-from gemm_engine.batch.signature import ARRAY, BY_VALUE, INDEX, SCALAR
+from gemm_engine.codegen.signature import ARRAY, BY_VALUE, INDEX, SCALAR
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import MatmulProblem

@@ -64,7 +64,7 @@ def test_epilogue_runs_once_in_the_reduction(engine, rng):
     c, bias = random(rng, (21, 19), "float32"), random(rng, (19,), "float32")
     result = engine.matmul(a, b, alpha=0.5, c=c, beta=-2.0, bias=bias, activation="gelu",
                            algorithm=split(4), out_dtype=np.float64)
-    from gemm_engine.global_.activations import Gelu
+    from gemm_engine.epilogue.activations import Gelu
     ref = Gelu().reference(0.5 * (a.astype(np.float64) @ b) - 2.0 * c + bias)
     assert result.dtype == np.float64
     assert rel_error(result, ref) <= TOLERANCE["float32"]
@@ -100,8 +100,8 @@ def split_k_jobs() -> list:
     from gemm_engine.codegen.device import nominal_cuda_device
     from gemm_engine.codegen.dialect import dialect_for
     from gemm_engine.dtypes import BFLOAT16, FLOAT16
-    from gemm_engine.global_.activations import Relu
-    from gemm_engine.global_.epilogue import Epilogue
+    from gemm_engine.epilogue.activations import Relu
+    from gemm_engine.epilogue.spec import Epilogue
 
     jobs = {}
     for arch, cc in zip(ARCHS, ((8, 0), (9, 0))):

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from conftest import get_engine
 
-from gemm_engine.benchsuite import (SUITES, Row, add_arguments, markdown, plot, rows_for, run_from_args, run_suite,
+from gemm_engine.tools.benchsuite import (SUITES, Row, add_arguments, markdown, plot, rows_for, run_from_args, run_suite,
                                     table, to_json)
-from gemm_engine.benchsuite.baselines import Baseline, NumpyMatmul, baselines_for
-from gemm_engine.benchsuite.runner import device_info, run_row
+from gemm_engine.tools.benchsuite.baselines import Baseline, NumpyMatmul, baselines_for
+from gemm_engine.tools.benchsuite.runner import device_info, run_row
 from gemm_engine.errors import SetupError
 
 

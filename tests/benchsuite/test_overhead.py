@@ -1,11 +1,11 @@
-"""The JIT and host-overhead benchmarks (gemm_engine.benchsuite.overhead) run end to end on OpenCL
+"""The JIT and host-overhead benchmarks (gemm_engine.tools.benchsuite.overhead) run end to end on OpenCL
 (PoCL in CI): small call counts, one child process pair, so the file stays within a few seconds of
 PoCL compile time."""
 from __future__ import annotations
 
 import pytest
 
-from gemm_engine.benchsuite import overhead
+from gemm_engine.tools.benchsuite import overhead
 
 from conftest import get_engine
 

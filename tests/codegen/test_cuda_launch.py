@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from gemm_engine.codegen.cuda_launch import ParamBlock, _slot_value
+from gemm_engine.runtime.cuda_launch import ParamBlock, _slot_value
 
 
 class FakeArray:
@@ -85,7 +85,7 @@ class _FakeRuntime:
 def test_prepared_launch_changes_only_the_array_slots_per_thread():
     import threading
 
-    from gemm_engine.codegen.cuda_launch import PreparedLaunch
+    from gemm_engine.runtime.cuda_launch import PreparedLaunch
 
     class Arr:
         def __init__(self, ptr):
@@ -104,7 +104,7 @@ def test_prepared_launch_changes_only_the_array_slots_per_thread():
 def test_prepared_launch_takes_a_fused_calls_epilogue_values():
     """Positions past the three addresses take a fused call's converted values per call: float32
     alpha in the slot's low 4 bytes, float64 beta's 8 bytes, int64 offsets, int addresses."""
-    from gemm_engine.codegen.cuda_launch import PreparedLaunch
+    from gemm_engine.runtime.cuda_launch import PreparedLaunch
 
     class Arr:
         def __init__(self, ptr):
@@ -125,7 +125,7 @@ def test_prepared_launch_encodes_python_numbers_by_position():
     """A fused call passes Python floats and ints (CallPlan.fused_values): each position encodes
     them as its parameter reads them, bit for bit what numpy's converted scalars gave, float32
     past its range made infinite as numpy makes it."""
-    from gemm_engine.codegen.cuda_launch import PreparedLaunch, slot_encoder
+    from gemm_engine.runtime.cuda_launch import PreparedLaunch, slot_encoder
 
     rt = _FakeRuntime()
     rt.slots_read = 5
@@ -149,7 +149,7 @@ def test_prepared_launch_encodes_python_numbers_by_position():
 def test_by_value_arguments_get_aligned_buffers_of_their_own():
     """A structure passed by value (a 128-byte TMA tensor map) is copied into a 64-byte-aligned
     buffer its parameter address points at; the 8-byte arguments keep their slots."""
-    from gemm_engine.codegen.cuda_launch import ByValueBlock
+    from gemm_engine.runtime.cuda_launch import ByValueBlock
     blob = bytes(range(128))
     args = (np.int64(7), blob, np.int64(-3))
     block = ByValueBlock(args)
@@ -162,7 +162,7 @@ def test_by_value_arguments_get_aligned_buffers_of_their_own():
 
 
 def test_signature_packs_by_value_parameters():
-    from gemm_engine.batch.signature import BY_VALUE, KernelSignature, Param, index
+    from gemm_engine.codegen.signature import BY_VALUE, KernelSignature, Param, index
     from gemm_engine.codegen.device import nominal_cuda_device
     from gemm_engine.codegen.dialect import dialect_for
     sig = KernelSignature((*index("M"), Param("lhs_map", BY_VALUE, size=128, align=64)))
@@ -206,7 +206,7 @@ def test_co_resident_launches_are_cooperative_and_others_are_not():
     """`Launch.co_resident` (the split tail's cubes wait for one another) takes
     cuLaunchCooperativeKernel, which fails a grid that cannot be resident at once instead of
     starting cubes that wait for ones that never run; every other launch stays cuLaunchKernel."""
-    from gemm_engine.codegen.cuda_launch import DriverLauncher, PreparedLaunch
+    from gemm_engine.runtime.cuda_launch import DriverLauncher, PreparedLaunch
     cp, calls = _recording_cp()
     launcher = DriverLauncher(cp)
     kernel = type("K", (), {"ptr": 5})()
@@ -218,7 +218,7 @@ def test_co_resident_launches_are_cooperative_and_others_are_not():
         driver_launch, cuda_device = launcher, type("D", (), {"id": 0})()
     Runtime.cp = cp
     cp.cuda.runtime = type("R", (), {"getDevice": staticmethod(lambda: 0)})
-    import gemm_engine.codegen.cuda_launch as cl
+    import gemm_engine.runtime.cuda_launch as cl
     ensure, cl.ensure_context = cl.ensure_context, lambda cp, device: None
     try:
         for co in (True, False):
@@ -230,7 +230,7 @@ def test_co_resident_launches_are_cooperative_and_others_are_not():
 
 
 def test_a_failed_cooperative_launch_says_why_and_what_to_choose():
-    from gemm_engine.codegen.cuda_launch import DriverLauncher
+    from gemm_engine.runtime.cuda_launch import DriverLauncher
     cp, _ = _recording_cp()
 
     def too_large(*args):
@@ -241,7 +241,7 @@ def test_a_failed_cooperative_launch_says_why_and_what_to_choose():
 
 
 def test_other_errors_of_a_cooperative_launch_are_raised_as_the_driver_gave_them():
-    from gemm_engine.codegen.cuda_launch import DriverLauncher
+    from gemm_engine.runtime.cuda_launch import DriverLauncher
     cp, _ = _recording_cp()
 
     def illegal(*args):
@@ -252,7 +252,7 @@ def test_other_errors_of_a_cooperative_launch_are_raised_as_the_driver_gave_them
 
 
 def test_co_resident_launch_without_a_cooperative_launch_is_refused():
-    from gemm_engine.codegen.cuda_launch import DriverLauncher
+    from gemm_engine.runtime.cuda_launch import DriverLauncher
     cp, calls = _recording_cp(cooperative=False)
     with pytest.raises(RuntimeError, match="no cooperative launch"):
         DriverLauncher(cp)(type("K", (), {"ptr": 5})(), 132, 384, (np.int64(1),), 0, co_resident=True)

@@ -9,8 +9,8 @@ import pathlib
 import pytest
 
 import gemm_engine
-from gemm_engine.global_.activations import ACTIVATIONS
-from gemm_engine.global_.epilogue import Epilogue
+from gemm_engine.epilogue.activations import ACTIVATIONS
+from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.problem import Layout, MatmulProblem
 

@@ -15,10 +15,10 @@ from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import FLOAT16, FLOAT32, element_type
 from gemm_engine.errors import SetupError
-from gemm_engine.frontend import call_shape
-from gemm_engine.fusion import c_view
-from gemm_engine.global_.activations import ACTIVATIONS, Activation, register_activation
-from gemm_engine.global_.epilogue import Epilogue
+from gemm_engine.call.numpy_rules import call_shape
+from gemm_engine.call.request import c_view
+from gemm_engine.epilogue.activations import ACTIVATIONS, Activation, register_activation
+from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.problem import MatmulProblem
 
 from cuda_compile import ARCHS, compile_jobs, failures_of, nvcc_or_skip, prefetched

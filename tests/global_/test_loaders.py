@@ -7,7 +7,7 @@ import pytest
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm, UnitSelection
 from gemm_engine.dtypes import FLOAT32
 from gemm_engine.errors import SetupError
-from gemm_engine.global_.loaders import CyclicLoader, OperandTile, TilewiseLoader
+from gemm_engine.global_.read.loaders import CyclicLoader, OperandTile, TilewiseLoader
 from gemm_engine.problem import Layout
 from helpers import assert_close, random
 

@@ -217,7 +217,7 @@ TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "tf32": 5e-3}
 @pytest.fixture(scope="module")
 def cuda_engine():
     pytest.importorskip("cupy", reason="the CUDA numerics test needs CuPy")
-    from gemm_engine.codegen.cuda_runtime import cuda_available
+    from gemm_engine.runtime.cuda import cuda_available
     if not cuda_available():
         pytest.skip("CuPy sees no CUDA GPU")
     from gemm_engine import Engine

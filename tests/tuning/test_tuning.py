@@ -14,8 +14,8 @@ import gemm_engine
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm, UnitSelection
 from gemm_engine.algorithms.skinny import SkinnySelection
 from gemm_engine.dtypes import FLOAT16, FLOAT32
-from gemm_engine.global_.activations import ACTIVATIONS
-from gemm_engine.global_.epilogue import Epilogue
+from gemm_engine.epilogue.activations import ACTIVATIONS
+from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.tuning import CACHE_ENV, Entry, TuningCache, anchor, cache_dir, problem_key
 from gemm_engine.tuning import tuner as tuner_mod

@@ -1,0 +1,170 @@
+"""Fused epilogue: ``act(alpha * sa[row] * sb[col] * acc + beta * c + bias)`` applied to each
+accumulator on its way out (``sa`` / ``sb``: the dequantizing scales of a's rows and b's columns,
+one value each when per tensor: stride 0).
+
+Operand scales per block of 128 along K (``lhs_scale`` / ``rhs_scale`` = "block") travel here too,
+as the same kernel parameters, but the epilogue does not apply them: they change along K, so the
+global level multiplies each block's partial product by them (`GlobalMatmul.applies_block_scales`;
+every other global level is refused such a problem before launch, algorithms/base.py).
+
+Contract
+--------
+An `Epilogue` is part of the problem (and so of the compile key) and reaches every kernel through
+`GlobalMatmul.store`, the one place accumulators are written: no global matmul renders its own.
+What changes between calls without recompiling (``alpha``, ``beta``, the arrays) are kernel
+arguments; what changes the code (which terms exist, their element types, the activation) is in
+the dataclass. The batch level declares the parameters (`params`) and moves the ``c`` pointer to
+the batch entry (`pointers`); the store calls `apply` with the element's global row and column.
+
+The arithmetic is a small inline function rendered once per kernel (`helpers`), so each term is
+read once and the activation sees a plain variable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen.dialect import Dialect
+from ..dtypes import ElementType
+from .activations import Activation, Math
+
+_FUNCTION = "ge_epilogue"
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    scaled: bool = False                  # multiply the accumulator by the argument ``alpha``
+    c: ElementType | None = None          # add ``beta * c[b, row, col]`` (any strides, 0 = broadcast)
+    bias: ElementType | None = None       # add ``bias[col]`` (bias_axis 1) or ``bias[row]`` (0)
+    bias_axis: int = 1
+    activation: Activation | None = None
+    compute: str = "f32"                  # compute word the epilogue's arithmetic runs in
+    # Operand scales (float32): "" none; "vector": ``lhs_scale[row * lhs_scale_stride]`` (stride 0:
+    # one value), ``rhs_scale[col * rhs_scale_stride]``; "block": (M, ceil(K/128)) and
+    # (ceil(K/128), ceil(N/128)) row-major with leading dimension ``*_scale_stride``.
+    lhs_scale: str = ""
+    rhs_scale: str = ""
+
+    def __post_init__(self):
+        if self.bias_axis not in (0, 1):
+            raise ValueError(f"Epilogue.bias_axis must be 0 (rows) or 1 (columns), got {self.bias_axis}")
+
+    @property
+    def identity(self) -> bool:
+        return not (self.scaled or self.c or self.bias or self.activation or self.lhs_scale
+                    or self.rhs_scale)
+
+    @property
+    def scales(self) -> tuple[str, ...]:
+        """The scale arrays the kernel takes: "lhs_scale", "rhs_scale"."""
+        return tuple(n for n, kind in (("lhs_scale", self.lhs_scale), ("rhs_scale", self.rhs_scale)) if kind)
+
+    @property
+    def vector_scales(self) -> tuple[str, ...]:
+        """The scale arrays this epilogue multiplies by (per row of a, per column of b)."""
+        return tuple(n for n, kind in (("lhs_scale", self.lhs_scale), ("rhs_scale", self.rhs_scale))
+                     if kind == "vector")
+
+    @property
+    def block_scales(self) -> bool:
+        """Whether the global level must apply per-128-K-block scales (see the module docstring)."""
+        return "block" in (self.lhs_scale, self.rhs_scale)
+
+    @property
+    def element_types(self) -> tuple[ElementType, ...]:
+        return tuple(et for et in (self.c, self.bias) if et is not None)
+
+    # -- rendering ------------------------------------------------------------------------------
+    def params(self) -> tuple:
+        """The kernel parameters the epilogue appends to the batch level's signature: ``alpha``;
+        c's pointer, offset, strides and ``beta``; bias's pointer, offset and stride (those of the
+        terms it has). The host supplies them under these names (engine: `epilogue_values`)."""
+        from ..codegen.signature import SCALAR, Param, array, index
+        out = []
+        if self.scaled:
+            out.append(Param("alpha", SCALAR, self.compute))
+        if self.c is not None:
+            out += [array("c_base", self.c.storage), *index("c_offset", "c_row_stride", "c_col_stride",
+                                                            "c_batch_stride"), Param("beta", SCALAR, self.compute)]
+        if self.bias is not None:
+            out += [array("bias_base", self.bias.storage), *index("bias_offset", "bias_stride")]
+        for name in self.scales:
+            out += [array(f"{name}_base", "f32"), *index(f"{name}_offset", f"{name}_stride")]
+        return tuple(out)
+
+    def pointers(self, d: Dialect, batch: str = "b") -> list[str]:
+        """Statements (after the batch index ``batch`` is known) that define ``c`` and ``bias``."""
+        out = []
+        if self.c is not None:
+            out.append(f"const GLOBAL {d.storage_type(self.c)}* c = c_base + c_offset + {batch} * c_batch_stride;")
+        # bias and the scales never overlap the output (the frontend writes through a temporary
+        # where an output would overlap an input): RESTRICT lets the compiler load them once per
+        # element index and ahead of the stores, instead of again after each (H100, fp8 8192^3
+        # rowwise: 1.05 ms against 0.86 per-tensor before).
+        if self.bias is not None:
+            out.append(f"const GLOBAL {d.storage_type(self.bias)}* RESTRICT bias = bias_base + bias_offset;")
+        out += [f"const GLOBAL {d.c_type('f32')}* RESTRICT {name} = {name}_base + {name}_offset;"
+                for name in self.scales]
+        return out
+
+    def helpers(self, d: Dialect) -> str:
+        """The inline function `apply` calls (empty for the identity epilogue)."""
+        if self.identity:
+            return ""
+        t = d.c_type(self.compute)
+        params = [f"{t} x"]
+        lines = []
+        for name in self.vector_scales:     # dequantize first: the scales belong to the operands
+            params.append(f"{t} {name}")
+            lines.append(f"x = x * {name};")
+        if self.scaled:
+            params.append(f"{t} alpha")
+            lines.append("x = alpha * x;")
+        if self.c is not None:
+            params += [f"{t} c_value", f"{t} beta"]
+            lines.append("x += beta * c_value;")
+        if self.bias is not None:
+            params.append(f"{t} bias_value")
+            lines.append("x += bias_value;")
+        result = self.activation.render("x", Math(d, self.compute)) if self.activation else "x"
+        body = "\n    ".join(lines + [f"return {result};"])
+        return f"INLINE {t} {_FUNCTION}({', '.join(params)}) {{\n    {body}\n}}\n"
+
+    def apply(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None = None) -> str:
+        """Expression: the epilogue of accumulator ``value`` at global output (``row``, ``col``).
+        ``hoist``: the scale values are read into variables first (`hoisted_scales` declares
+        them): ``hoist`` maps (scale name, index expression) to the variable's name."""
+        if self.identity:
+            return value
+        args = [value]
+        for name, index in (("lhs_scale", row), ("rhs_scale", col)):
+            if name in self.vector_scales:
+                if hoist is None:
+                    args.append(f"{name}[({index}) * {name}_stride]")
+                else:
+                    args.append(hoist.setdefault((name, index), f"ge_{name}_{len(hoist)}"))
+        if self.scaled:
+            args.append("alpha")
+        if self.c is not None:
+            args += [d.load_global(self.c, "c", f"({row}) * c_row_stride + ({col}) * c_col_stride"), "beta"]
+        if self.bias is not None:
+            index = col if self.bias_axis == 1 else row
+            args.append(d.load_global(self.bias, "bias", f"({index}) * bias_stride"))
+        return f"{_FUNCTION}({', '.join(args)})"
+
+
+def hoisted_scales(hoist: dict, bounds: dict) -> list[str]:
+    """Declarations of the scale values `Epilogue.apply` named in ``hoist``, each read once
+    (``bounds``: scale name -> the index's exclusive bound where it must be checked, else absent;
+    0 past it). Why: read per output element under its bounds check, they were a dependent load
+    before each store (H100, fp8 e4m3 8192^3, bf16 out: rowwise scales 1.05 ms against 0.86
+    per-tensor, `bench/results/h100_2026-11-25_low_precision_interleaved.md`)."""
+    out = []
+    for (name, index), var in hoist.items():
+        load = f"{name}[({index}) * {name}_stride]"
+        if name in bounds:
+            load = f"(({index}) < {bounds[name]} ? {load} : 0.0f)"
+        out.append(f"const float {var} = {load};")
+    return out
+
+
+IDENTITY = Epilogue()

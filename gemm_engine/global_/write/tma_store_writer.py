@@ -1,0 +1,153 @@
+"""TMA store writer: each output tile goes through the fused epilogue into a shared staging tile, and
+one unit stores it with bulk tensor copies (TMA) that run on while the cube computes its next tile.
+
+Why: a wgmma fragment gives each lane two adjacent outputs in each of eight rows, so direct stores
+write 8 scattered 4- or 8-byte pieces per warp instruction, and the consumers do nothing else while
+they drain. On the H100 the persistent bf16 kernel spent about 40 us of a 4096^3 product's 194 us
+in its four tile epilogues (kernel time against K at 4096 x 4096: 35 us at K = 256, 79 at 1024,
+194 at 4096; cuBLAS 19 / 48 / 173: bench/results/h100_2026-11-25_kernel_durations.json). Through
+this writer: 20 / 49 / 175 us, with a ring of 3 slots beside the staging tile against 4
+(bench/results/h100_2026-11-25_kernel_durations_tma_store.json).
+
+Per tile, in the units the global level names (`STORE_STAGING`):
+
+1. the elected unit waits until the previous tile's bulk stores have *read* the staging tile, and
+   the units meet (``sync``);
+2. every unit writes its outputs, converted, into the staging tile (pairs as one 4- / 8-byte store),
+   then makes them visible to the async proxy (``fence.proxy.async``); the units meet again;
+3. the elected unit issues one TMA store per 128-byte column band of the tile and commits them.
+
+The staging tile is ``stage_n * size / 128`` bands of ``stage_m`` rows of 128 bytes, each in TMA's
+128-byte swizzle (16-byte chunk ``c`` of row ``r`` at chunk ``c ^ (r % 8)``): the eight rows of one
+fragment store then fall in different banks.
+
+``store_parts`` > 1 stages the tile in that many column parts, steps 1-3 once per part through a
+staging tile of one part: the ring keeps the shared memory the rest would take (bf16 128 x 256: 4
+slots beside a 32 KiB part instead of 3 beside 64 KiB), at the price of a wait and two meetings per
+part. The stage must tell its elements' columns apart when the kernel is rendered
+(`StageMatmul.write_columns`). TMA clips the box at the output's edges, so outputs
+past M or N are never written (the epilogue reads ``c`` and ``bias`` in range only, as every writer).
+
+Whether a call's output may be stored this way is decided per call (the problem does not describe
+the output's address): the batch level encodes the output's tensor map and sets the flag the scope
+names (`OUTPUT_TENSOR_MAP`) when the address, leading dimension and batch stride are 16-byte
+multiples; otherwise the tile is written as `PairedWriter` does. After its last tile the elected
+unit waits until its stores are complete (the staging tile must outlive them).
+"""
+from __future__ import annotations
+
+from ...runtime.tensor_map import TensorMapSpec
+from ...compose.contracts import Requirement
+from ...errors import SetupError
+from ...compose.selection import Knob
+from ...compose.capabilities import OUTPUT_TENSOR_MAP, STORE_STAGING
+from .writers import PairedWriter, WriterConfig
+
+SWIZZLE = 128
+#: TMA box extents are at most 256 along every dimension.
+_MAX_ROWS = 256
+#: Output words a tensor map describes (the wgmma pipelines' results).
+_WORDS = ("f16_bits", "bf16_bits", "f32", "i32")
+
+
+class TmaStoreWriter(PairedWriter):
+    name = "tma_store"
+    knobs = (Knob("tma_store", True, "store each output tile through shared memory with TMA bulk stores "
+                                     "(asynchronous) where the call's output allows it"),
+             Knob("store_parts", 1, "stage and store the output tile in this many column parts, one after "
+                                    "another (less shared memory for the staging tile)", choices=(1, 2, 4)))
+    requires = (Requirement.of("global_", STORE_STAGING, why="the tile is staged in shared memory and stored "
+                                                             "by one elected unit"),
+                Requirement.of("batch", OUTPUT_TENSOR_MAP, why="TMA stores write through the output's tensor map"))
+
+    def setup(self, problem, selection, dialect) -> WriterConfig:
+        paired = super().setup(problem, selection, dialect)
+        return WriterConfig(pairs=paired.pairs, tma_store=selection.tma_store and problem.out.storage in _WORDS,
+                            store_parts=selection.store_parts)
+
+    # -- what the global and batch levels ask ------------------------------------------------------
+    @staticmethod
+    def band(cfg) -> int:
+        """Output elements in one 128-byte row of a staging band."""
+        return SWIZZLE // cfg.out.itemsize
+
+    def staging_bytes(self, cfg) -> int:
+        """Shared memory the global level keeps for the staging tile; SetupError if the stage tile is
+        not whole boxes."""
+        if not cfg.writer.tma_store:
+            return 0
+        st, parts = cfg.stage, cfg.writer.store_parts
+        if st.stage_n % (self.band(cfg) * parts) or st.stage_m > _MAX_ROWS:
+            raise SetupError(self.name, f"a {st.stage_m} x {st.stage_n} tile in {parts} column part(s) is not "
+                                        f"whole TMA boxes of at most {_MAX_ROWS} rows x {self.band(cfg)} elements "
+                                        f"(set tma_store=False or fewer store_parts)")
+        return st.stage_m * st.stage_n // parts * cfg.out.itemsize
+
+    def tensor_map_spec(self, cfg, rows: int, cols: int, ld: int, batch_stride: int, batch: int) -> TensorMapSpec:
+        """The output's map: ``rows x cols`` row-major with leading dimension ``ld`` and
+        ``batch_stride`` (elements) over ``batch`` entries; one box is a staging band."""
+        size = cfg.out.itemsize
+        step = batch_stride * size if batch > 1 else ld * size * rows
+        return TensorMapSpec(cfg.out.storage, (cols, rows, batch), (ld * size, step),
+                             (self.band(cfg), cfg.stage.stage_m, 1), SWIZZLE)
+
+    # -- device side -------------------------------------------------------------------------------
+    def _offset(self, cfg, row: str, col: str) -> str:
+        """Byte offset in the staging tile of tile element (``row``, ``col``)."""
+        size, band, rows = cfg.out.itemsize, self.band(cfg), cfg.stage.stage_m
+        inner = f"((({col}) % {band}) * {size})"
+        return (f"(({col}) / {band}) * {rows * SWIZZLE} + ({row}) * {SWIZZLE} + "
+                f"((({inner} >> 4) ^ (({row}) & 7)) << 4) + ({inner} & 15)")
+
+    def write(self, g, cfg, d, scope) -> str:
+        direct = super().write(g, cfg, d, scope)
+        if not cfg.writer.tma_store:
+            return direct
+        stg, out = g.store_staging(cfg, d), scope.out
+        if stg is None or not out.tensor_map or not out.map_flag:
+            raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
+                                        "output tensor map")
+        storage, ctype = cfg.out.storage, d.storage_type(cfg.out)
+        band, rows, parts = self.band(cfg), cfg.stage.stage_m, cfg.writer.store_parts
+        width = cfg.stage.stage_n // parts
+        code = [f"if ({out.map_flag}) {{"]
+        for part in range(parts):
+            first = part * width
+
+            def at(row, col, first=first):
+                local = f"({col}) - {first}" if first else col
+                return f"({stg.pointer} + {self._offset(cfg, row, local)})"
+
+            def pair(row, col, lo, hi, at=at):
+                return self.pair_value(d, storage, lo, hi, "local", at(row, col))
+
+            def single(row, col, value, hoist, at=at):
+                store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
+                                       g.output_value(cfg, d, scope, row, col, value, hoist))
+                return g.guarded(cfg, scope, row, col, store)
+
+            stores = []
+            for j in range(width // band):
+                col = first + j * band
+                store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u",
+                                    [f"{scope.n0} + {col}", scope.m0, out.batch])
+                stores.append(f"if ({scope.n0} + {col} < {scope.n}) {store}" if cfg.check_n and col else store)
+            code += [
+                # the last stores (this tile's previous part, or the last tile's) have read it
+                f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",
+                stg.sync,
+                self.paired(g, cfg, d, scope, pair, single, None,
+                            range(first, first + width) if parts > 1 else None),
+                d.fence_proxy_async(),
+                stg.sync,
+                f"if ({stg.elected}) {{",
+                *stores,
+                d.bulk_commit(),
+                "}",
+            ]
+        return "\n".join([*code, "} else {", direct, "}"])
+
+    def after_tiles(self, g, cfg, d) -> str:
+        if not cfg.writer.tma_store:
+            return ""
+        return f"if ({g.store_staging(cfg, d).elected}) {d.bulk_wait(0, read=False)}"

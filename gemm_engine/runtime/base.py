@@ -1,0 +1,196 @@
+"""What the engine needs from a backend runtime: device facts, compiled kernels and arrays.
+
+`CudaRuntime` (CuPy) and `OpenCLRuntime` (PyOpenCL) implement it. Compiled kernels are kept per
+source text in memory; the compilers' own on-disk binary caches (CuPy's kernel cache and
+PyOpenCL's) make later processes fast, so no cache of our own is written.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+
+import numpy as np
+
+from ..codegen.device import DeviceInfo
+from ..codegen.dialect import Dialect, dialect_for
+
+
+#: Compiled kernels kept per runtime (least recently used first out; the compilers' own binary
+#: caches on disk make a recompile cheap).
+KERNELS_MAX = 256
+#: Streams (queues) a runtime keeps something for: a process may make streams without end.
+STREAMS_MAX = 64
+
+
+class Runtime(ABC):
+    backend = ""
+    device: DeviceInfo
+    #: True for a CPU device (PoCL and the like): the CLI's default sizes stay small there.
+    is_cpu = False
+    #: Whether `launch` can promise that all cubes of a grid run at once (``co_resident``): the
+    #: planner refuses a kernel that needs it on a runtime that cannot.
+    co_resident_launch = False
+
+    def __init__(self):
+        self._kernels: OrderedDict[str, object] = OrderedDict()
+        self._kernels_lock = threading.Lock()
+        self._kept: OrderedDict = OrderedDict()     # (queue, dtype) -> `kept_scratch`'s buffer
+        self._kept_lock = threading.Lock()
+
+    @property
+    def dialect(self) -> Dialect:
+        d = getattr(self, "_dialect", None)
+        if d is None:
+            d = self._dialect = dialect_for(self.device)
+        return d
+
+    def kernel(self, source: str, name: str):
+        """The compiled kernel for ``source`` (compiled once per runtime while it stays cached)."""
+        key = source + "\0" + name
+        with self._kernels_lock:
+            fn = self._kernels.get(key)
+            if fn is not None:
+                self._kernels.move_to_end(key)
+                return fn
+        fn = self._compile(source, name)
+        with self._kernels_lock:
+            self._kernels[key] = fn
+            if len(self._kernels) > KERNELS_MAX:
+                self._forget(self._kernels.popitem(last=False)[1])
+        return fn
+
+    def _forget(self, kernel) -> None:
+        """Drop what the runtime keeps beside a kernel the cache evicted (nothing by default)."""
+
+    @abstractmethod
+    def _compile(self, source: str, name: str): ...
+
+    @abstractmethod
+    def launch(self, kernel, cubes: int, units: int, args: list, shared_bytes: int = 0,
+               co_resident: bool = False) -> None:
+        """Run ``kernel`` on ``cubes`` cubes of ``units`` units. ``args`` holds `DeviceArray`
+        pointer arguments (as `ptr_arg` returns them) and Python ints (passed as 64-bit).
+        ``shared_bytes``: dynamic shared memory per cube (CUDA; a config's ``dynamic_shared_bytes``).
+        ``co_resident``: all cubes must run at once (`Launch.co_resident`); a runtime that cannot
+        promise it raises before launching."""
+
+    @abstractmethod
+    def launch_converted(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int = 0,
+                         co_resident: bool = False) -> None:
+        """`launch` with every integer argument already an np.int64 (the cached per-call path)."""
+
+    def on_stream(self, stream):
+        """A context in which this runtime's work goes to ``stream`` (a library's stream handle:
+        torch's current CUDA stream), or changes nothing (None, or a runtime without streams)."""
+        return contextlib.nullcontext()
+
+    def order_after(self, **arrays) -> None:
+        """A repeated call's ordering against the queues its arrays carry (`check_native` for each
+        native one, as the general path does): PyOpenCL arrays have queues of their own; CUDA work
+        runs on the caller's stream, so nothing here."""
+
+    def check_native(self, x, label: str) -> None:
+        """Refuse (TypeError naming ``label``) a native array this runtime cannot read as it is, or
+        wait for work on it that another queue has pending."""
+
+    def record(self, array) -> None:
+        """Note that the work just queued writes ``array`` (OpenCL: its event, for other queues)."""
+
+    def logical_dtype(self, x) -> np.dtype:
+        """The dtype of a native device array's elements."""
+        return x.dtype
+
+    def from_dlpack(self, x, label: str):
+        raise TypeError(f"matmul: {label} is a device array the {self.backend} backend cannot read")
+
+    def from_cuda_array_interface(self, x, label: str):
+        raise TypeError(f"matmul: {label} is a CUDA array; this engine runs on the {self.backend} backend")
+
+    def prepare_launch(self, kernel, cubes: int, units: int, args: tuple, shared_bytes: int, arrays,
+                       co_resident: bool = False):
+        """A launch of ``kernel`` with ``args`` whose only changing arguments are the arrays at
+        positions ``arrays`` (called with them), or None where the runtime has no such path."""
+        return None
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait until all work queued by this runtime has finished (for host-side timing)."""
+
+    # -- arrays ------------------------------------------------------------------------------
+    @abstractmethod
+    def is_native(self, x) -> bool: ...
+
+    @abstractmethod
+    def to_device(self, host: np.ndarray): ...
+
+    @abstractmethod
+    def to_host(self, x) -> np.ndarray: ...
+
+    @abstractmethod
+    def empty(self, shape, dtype): ...
+
+    @abstractmethod
+    def fill_zero(self, x) -> None: ...
+
+    def kept_scratch(self, count: int, dtype):
+        """A device buffer of at least ``count`` ``dtype`` elements, zero-filled when made and then
+        kept for the work queued from here on (the current stream or queue): kernels that use it
+        leave it zero (the split tail's flags, batch/split_tail.py). Work on one queue runs in order, so
+        they never use it at once; a larger request replaces it (the old one is freed behind the
+        work queued on it)."""
+        key = (self.queue_key(), np.dtype(dtype).str)
+        with self._kept_lock:
+            kept = self._kept
+            found = kept.get(key)
+            if found is not None and found.size >= count:
+                kept.move_to_end(key)
+                return found
+            found = kept[key] = self.empty((count,), dtype)
+            self.fill_zero(found)
+            kept.move_to_end(key)
+            if len(kept) > STREAMS_MAX:       # bounded, as the streams are: least recently used out
+                kept.popitem(last=False)
+            return found
+
+    def queue_key(self):
+        """Identifies the queue (stream) that work queued now goes to: the same key only for work
+        that runs in order."""
+        return None
+
+    @abstractmethod
+    def contiguous(self, x, dtype=None):
+        """A C-contiguous copy of x (materializing broadcasts), cast to ``dtype`` if given."""
+
+    @abstractmethod
+    def copy_into(self, dst, src) -> None:
+        """``dst[...] = src`` with numpy's same-kind cast; dst may be strided."""
+
+    @abstractmethod
+    def ptr_arg(self, x) -> tuple[object, int]:
+        """(kernel argument for x's buffer, element offset of x's first element from it)."""
+
+    @abstractmethod
+    def element_address(self, x) -> int:
+        """x's first element's address in elements (buffers assumed 256-byte aligned on OpenCL)."""
+
+    @abstractmethod
+    def byte_span(self, x) -> tuple[object, int, int]:
+        """(buffer identity, first byte, one past last byte) that x's elements can touch."""
+
+    def may_overlap(self, x, y) -> bool:
+        bx, lo_x, hi_x = self.byte_span(x)
+        by, lo_y, hi_y = self.byte_span(y)
+        return bx == by and lo_x < hi_y and lo_y < hi_x
+
+
+def span_of(base: int, shape, strides, itemsize: int) -> tuple[int, int]:
+    """First and one-past-last byte an array with these strides can touch."""
+    lo = hi = base
+    for size, stride in zip(shape, strides):
+        if size == 0:
+            return base, base
+        extent = (size - 1) * stride
+        lo, hi = (lo + extent, hi) if extent < 0 else (lo, hi + extent)
+    return lo, hi + itemsize

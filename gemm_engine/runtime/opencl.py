@@ -1,0 +1,218 @@
+"""OpenCL runtime through PyOpenCL: one context and in-order queue per engine, programs built by
+PyOpenCL (which keeps its own on-disk binary cache), arrays are `pyopencl.array.Array`."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import BackendUnavailableError
+from ..codegen.device import DeviceInfo
+from .base import Runtime, span_of
+from ..codegen.strided_copy import strided_copy_source
+
+#: Environment variable choosing an OpenCL device: "PLATFORM_SUBSTRING" or "PLATFORM:DEVICE_INDEX".
+DEVICE_ENV = "GEMM_ENGINE_OPENCL_DEVICE"
+
+
+def _pyopencl():
+    try:
+        import pyopencl as cl
+        import pyopencl.array as cla
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "the OpenCL backend needs PyOpenCL (pip install 'gemm_engine[opencl]') and an OpenCL "
+            "runtime (on Debian: apt-get install pocl-opencl-icd)") from exc
+    return cl, cla
+
+
+#: pyopencl's own variable choosing a context ("0", "0:1", ...), honoured when ours is not set.
+PYOPENCL_ENV = "PYOPENCL_CTX"
+
+
+def _devices(cl):
+    try:
+        platforms = cl.get_platforms()
+    except Exception as exc:
+        raise BackendUnavailableError(f"no OpenCL platform found: {exc}") from exc
+    devices = [(p, d) for p in platforms for d in p.get_devices()]
+    if not devices:
+        raise BackendUnavailableError("no OpenCL device found (on Debian: apt-get install pocl-opencl-icd)")
+    return devices
+
+
+def _listing(devices) -> str:
+    return "; ".join(f"{i}: {p.name}: {d.name}" for i, (p, d) in enumerate(devices))
+
+
+def _pick_device(cl, device):
+    """The device ``device`` names: a pyopencl.Device, an index into every platform's devices, or a
+    platform / device name substring with an optional ``:index`` among its matches (default:
+    $GEMM_ENGINE_OPENCL_DEVICE, else the first GPU, else the first device). Errors list them."""
+    if isinstance(device, cl.Device):
+        return device
+    if device is not None and (isinstance(device, bool) or not isinstance(device, (str, int))):
+        raise TypeError(f"device: expected an OpenCL device index (int), a name substring (str, optionally "
+                        f"':index') or a pyopencl.Device, got {type(device).__name__} {device!r}")
+    devices = _devices(cl)
+    spec = device if device is not None else os.environ.get(DEVICE_ENV)
+    if isinstance(spec, int):
+        if not 0 <= spec < len(devices):
+            raise ValueError(f"device: OpenCL device index {spec} out of range; devices: {_listing(devices)}")
+        return devices[spec][1]
+    if spec:
+        name, _, index = str(spec).partition(":")
+        chosen = [d for p, d in devices if name.lower() in (p.name + " " + d.name).lower()]
+        where = "device" if device is not None else f"${DEVICE_ENV}"
+        if not chosen:
+            raise ValueError(f"{where}: no OpenCL device matches {name!r}; devices: {_listing(devices)}")
+        if index and (not index.isdigit() or int(index) >= len(chosen)):
+            raise ValueError(f"{where}: {spec!r} asks for match {index!r}, but {name!r} matches "
+                             f"{len(chosen)} device(s): {[d.name for d in chosen]}")
+        return chosen[int(index or 0)]
+    # Prefer a GPU; else the first device.
+    gpus = [d for p, d in devices if d.type & cl.device_type.GPU]
+    return (gpus or [d for _, d in devices])[0]
+
+
+class OpenCLRuntime(Runtime):
+    backend = "opencl"
+
+    def __init__(self, device=None, context=None, queue=None):
+        """On ``queue`` (its context and device) or in ``context`` (``device`` among its devices,
+        default its first), else a context of its own on ``device`` (see `_pick_device`;
+        $PYOPENCL_CTX is honoured when neither ``device`` nor $GEMM_ENGINE_OPENCL_DEVICE is set)."""
+        super().__init__()
+        cl, cla = self.cl, self.cla = _pyopencl()
+        if queue is not None:
+            if not isinstance(queue, cl.CommandQueue):
+                raise TypeError(f"queue: expected a pyopencl.CommandQueue, got {type(queue).__name__}")
+            context, dev = queue.context, queue.device
+        elif context is not None:
+            if not isinstance(context, cl.Context):
+                raise TypeError(f"context: expected a pyopencl.Context, got {type(context).__name__}")
+            dev = _pick_device(cl, device) if device is not None else context.devices[0]
+            if dev not in context.devices:
+                raise ValueError(f"device: {dev.name} is not a device of the given context "
+                                 f"({[d.name for d in context.devices]})")
+        elif device is None and not os.environ.get(DEVICE_ENV) and os.environ.get(PYOPENCL_ENV):
+            context = cl.create_some_context(interactive=False)
+            dev = context.devices[0]
+        else:
+            dev = _pick_device(cl, device)
+        self.context = context or cl.Context([dev])
+        self.queue = queue or cl.CommandQueue(self.context)
+        self.cl_device = dev
+        self.is_cpu = bool(dev.type & cl.device_type.CPU)
+        self._last_event = None
+        plane = 32 if "nvidia" in dev.vendor.lower() else 1
+        self.device = DeviceInfo(
+            backend="opencl",
+            name=f"{dev.platform.name}: {dev.name}",
+            compute_units=int(dev.max_compute_units),
+            max_shared_memory=int(dev.local_mem_size),
+            max_threads_per_cube=int(dev.max_work_group_size),
+            plane_size=plane,
+            fp64=bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions,
+        )
+
+    def _compile(self, source, name):
+        program = self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
+        return getattr(program, name)
+
+    def launch(self, kernel, cubes, units, args, shared_bytes: int = 0, co_resident: bool = False):
+        # shared_bytes: CUDA's dynamic shared memory; no OpenCL component asks for it.
+        conv = tuple(np.int64(a) if isinstance(a, (int, np.integer)) else a for a in args)
+        self.launch_converted(kernel, cubes, units, conv, shared_bytes, co_resident)
+
+    def launch_converted(self, kernel, cubes, units, args: tuple, shared_bytes: int = 0, co_resident: bool = False):
+        """`launch` for arguments already converted (integers as np.int64): the per-call path."""
+        if co_resident:   # OpenCL 1.2 has no launch that keeps every work-group resident at once
+            raise RuntimeError("a kernel whose cubes wait for one another needs a co-resident (cooperative) "
+                               "launch, which OpenCL does not offer")
+        self._last_event = kernel(self.queue, (cubes * units,), (units,), *args)
+
+    def order_after(self, **arrays) -> None:
+        for label, x in arrays.items():
+            if x is not None and self.is_native(x):
+                self.check_native(x, label)
+
+    def check_native(self, x, label: str) -> None:
+        """An array of another context is refused; one written by work pending on another queue
+        is waited for (this runtime's queue would otherwise read it stale)."""
+        if x.context != self.context:
+            raise TypeError(f"matmul: {label} is a pyopencl array of another context than this engine's "
+                            f"(pass Engine(context=...) or Engine(queue=...) to run in it)")
+        if x.queue is not self.queue and x.events:
+            self.cl.wait_for_events(list(x.events))
+
+    def record(self, array) -> None:
+        """Work on ``array``'s own queue (a caller's ``out``) waits for the kernel that wrote it."""
+        if self._last_event is not None and isinstance(array, self.cla.Array) and array.queue is not self.queue:
+            array.add_event(self._last_event)
+
+    def synchronize(self):
+        self.queue.finish()
+
+    def is_native(self, x):
+        return isinstance(x, self.cla.Array)
+
+    def to_device(self, host):
+        return self.cla.to_device(self.queue, np.ascontiguousarray(host))
+
+    def to_host(self, x):
+        return x.get() if x.flags.forc else self.contiguous(x).get()
+
+    def empty(self, shape, dtype):
+        return self.cla.empty(self.queue, shape, dtype)
+
+    def fill_zero(self, x):
+        x.fill(0)
+
+    def contiguous(self, x, dtype=None):
+        dtype = np.dtype(dtype or x.dtype)
+        if x.flags.c_contiguous:
+            y = x.copy()
+        else:
+            y = self.empty(x.shape, x.dtype)
+            self._strided_copy(y, x)
+        return y if dtype == x.dtype else y.astype(dtype)
+
+    def copy_into(self, dst, src):
+        if src.dtype != dst.dtype:
+            src = src.astype(dst.dtype)
+        if dst.flags.c_contiguous and src.flags.c_contiguous:
+            self._last_event = self.cl.enqueue_copy(self.queue, dst.base_data, src.base_data,
+                                                    dst_offset=dst.offset, src_offset=src.offset,
+                                                    byte_count=src.nbytes)
+            self.record(dst)
+        else:
+            self._strided_copy(dst, src)
+            self.record(dst)
+
+    def _strided_copy(self, dst, src):
+        """dst[...] = src for arrays of one dtype and shape with any strides (PyOpenCL has none)."""
+        if dst.size == 0:
+            return
+        ndim = max(src.ndim, 1)
+        fn = self.kernel(strided_copy_source(self.dialect, ndim, dst.dtype.itemsize), "strided_copy")
+        shape = list(src.shape) or [1]
+        args = [src.base_data, src.offset // src.dtype.itemsize, dst.base_data, dst.offset // dst.dtype.itemsize,
+                dst.size]
+        for dim in range(ndim):
+            args += [shape[dim], (src.strides or (0,))[dim] // src.dtype.itemsize,
+                     (dst.strides or (0,))[dim] // dst.dtype.itemsize]
+        units = 64
+        self.launch(fn, -(-dst.size // units), units, args)
+
+    def ptr_arg(self, x):
+        if x.offset % x.dtype.itemsize:
+            raise ValueError("operand's offset is not a multiple of its item size")
+        return x.base_data, x.offset // x.dtype.itemsize
+
+    def element_address(self, x):
+        return x.offset // x.dtype.itemsize
+
+    def byte_span(self, x):
+        lo, hi = span_of(x.offset, x.shape, x.strides, x.dtype.itemsize)
+        return x.base_data.int_ptr, lo, hi
