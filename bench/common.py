@@ -13,8 +13,8 @@ import numpy as np
 
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, bfloat16_dtype
 from gemm_engine.errors import SetupError
-from gemm_engine.call.numpy_rules import OperandView, vector_alignment
-from gemm_engine.call.launch import operand_values, output_values, size_values
+from gemm_engine.views import OperandView, vector_alignment
+from gemm_engine.call.arguments import ArrayArgument, CallArguments, output_argument
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.runtime.timing import device_time, time_batch
 
@@ -59,9 +59,10 @@ def planned_launch(engine, alg, problem: MatmulProblem, lhs, rhs, out, lhs_view=
     lhs_view = lhs_view or OperandView(Layout.ROW, problem.k, problem.m * problem.k)
     rhs_view = rhs_view or OperandView(Layout.ROW, problem.n, problem.k * problem.n)
     plan = engine.planner.plan(alg, problem)
-    values = {**operand_values(rt, "lhs", lhs, lhs_view), **operand_values(rt, "rhs", rhs, rhs_view),
-              **output_values(rt, out, problem), **size_values(problem)}
-    args = plan.signature.pack(launcher.with_workspace(plan, values))
+    args = CallArguments(*(ArrayArgument(x, (("ld", v.ld), ("batch_stride", v.batch_stride)))
+                           for x, v in ((lhs, lhs_view), (rhs, rhs_view))), output_argument(out, problem),
+                         problem.m, problem.n, problem.k, problem.batch)
+    args = plan.signature.pack(launcher.with_workspace(plan, args.values(rt.ptr_arg)))
     return plan, lambda: launcher.run_packed(plan, args)
 
 

@@ -179,7 +179,7 @@ def kernel_times(engine, cp, sizes, selections, repeat) -> list:
     from common import Timer, planned_launch, tiling
     from gemm_engine.algorithms import REGISTRY
     from gemm_engine.errors import SetupError
-    from gemm_engine.call.numpy_rules import dense_problem
+    from gemm_engine.call.prepare import dense_problem
     timer = Timer(engine, repeat)
     out = []
     for m, n, k in sizes:

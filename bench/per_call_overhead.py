@@ -26,8 +26,9 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 
 import gemm_engine  # noqa: E402
-from gemm_engine.call.numpy_rules import OperandView  # noqa: E402
-from gemm_engine.call.launch import CallPlan, operand_values, output_values, size_values  # noqa: E402
+from gemm_engine.views import OperandView  # noqa: E402
+from gemm_engine.call.arguments import ArrayArgument, CallArguments, output_argument  # noqa: E402
+from gemm_engine.call.launch import CallPlan  # noqa: E402
 from gemm_engine.problem import Layout  # noqa: E402
 
 
@@ -48,19 +49,21 @@ def steps(eng, a, b, calls):
     plan = eng.plan_for(problem)
     out = cp.empty((n, n), a.dtype)
     view = OperandView(Layout.ROW, n, n * n)
-    values = {**operand_values(rt, "lhs", a, view), **operand_values(rt, "rhs", b, view),
-              **output_values(rt, out, problem), **size_values(problem)}
+    operand = (("ld", view.ld), ("batch_stride", view.batch_stride))
+    arguments = CallArguments(ArrayArgument(a, operand), ArrayArgument(b, operand), output_argument(out, problem),
+                              problem.m, problem.n, problem.k, problem.batch)
+    values = arguments.values(rt.ptr_arg)
     args = plan.signature.pack(launcher.with_workspace(plan, values))
-    call = CallPlan.make(plan, values, out.shape, out.dtype, fused=False)
+    call = CallPlan.make(plan, values, arguments.per_call_names(), out.shape, out.dtype, arguments.fused)
     ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
     rows = {
         "engine.matmul": us(lambda: eng.matmul(a, b), calls),
         "engine.matmul (torch tensors)": us(lambda: eng.matmul(ta, tb), calls),
         "cupy.matmul": us(lambda: cp.matmul(a, b), calls),
         "torch.matmul": us(lambda: torch.matmul(ta, tb), calls),
-        "CallPlan.pack (addresses only)": us(lambda: call.pack(rt, launcher, a, b, out), calls),
+        "CallPlan.pack (addresses only)": us(lambda: call.pack(launcher, a, b, out, None, rt.ptr_arg), calls),
         "KernelSignature.pack (every value)": us(lambda: plan.signature.pack(values), calls),
-        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, values), calls),
+        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, arguments), calls),
         "Launcher.run_packed": us(lambda: launcher.run_packed(plan, args), calls),
     }
     if len(plan.launches) != 1:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .algorithms.base import KernelConfig
 from .problem import MatmulProblem
+from .tuning import problem_key
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,6 @@ def summary(cfg: KernelConfig) -> str:
 def explain_problem(engine, problem: MatmulProblem, algorithm=None) -> Explanation:
     """The report of ``engine``'s choice for ``problem`` (see `Engine.explain`): the policy's own
     trace (choice.py), so the report cannot disagree with what a call runs."""
-    from .tuning import problem_key
     choice = engine.choose(problem, algorithm, trace=True)
     considered = tuple(Considered(v.name, v.verdict, v.reason, v.config.selection if v.config else None)
                        for v in choice.trace)

@@ -62,6 +62,7 @@ def test_caches_are_bounded(opencl_engine, rng, monkeypatch):
     engine = gemm_engine.Engine("opencl")
     engine.planner.capacity = 5
     monkeypatch.setattr(engine_module, "CALL_PLANS_MAX", 5)
+    monkeypatch.setattr(engine_module, "CHOSEN_MAX", 5)
     rt = engine.runtime
     for n in range(10, 40):
         a, b = rt.to_device(random(rng, (9, 7), "float32")), rt.to_device(random(rng, (7, n), "float32"))

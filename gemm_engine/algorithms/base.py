@@ -24,6 +24,7 @@ from ..batch.dispatch import RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
 from ..compose.contracts import SLOTS, check_composition
+from ..compose.registry import Composition, Registry
 from ..errors import SetupError
 from ..global_.read.loaders import CyclicLoader
 from ..global_.simple import SimpleGlobalMatmul
@@ -53,7 +54,7 @@ class KernelConfig:
 _SELECTIONS: dict[tuple, type[Selection]] = {}
 
 
-class Algorithm:
+class Algorithm(metaclass=Composition):
     """A composition of components, one per slot, that sets up kernels for matmul problems.
 
     Subclass to compose: set ``name`` (then `gemm_engine.register` it to reach it by name) and
@@ -383,7 +384,7 @@ def distinct(selections) -> list:
     return out
 
 
-REGISTRY: dict[str, type[Algorithm]] = {}
+REGISTRY: Registry = Registry("algorithm")
 
 
 def register(cls: type[Algorithm] | None = None, *, replace: bool = False):
@@ -394,12 +395,7 @@ def register(cls: type[Algorithm] | None = None, *, replace: bool = False):
         if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
             raise TypeError(f"register: expected an Algorithm subclass, got {cls!r}")
         name = cls.__dict__.get("name") or cls.name
-        taken = REGISTRY.get(name)
-        if taken is not None and taken is not cls and not replace:
-            raise ValueError(f"register: the name {name!r} is taken by {taken.__module__}.{taken.__qualname__}; "
-                             f"give {cls.__name__} its own `name` or pass replace=True")
-        REGISTRY[name] = cls
-        return cls
+        return REGISTRY.register(name, cls, replace, f"give {cls.__name__} its own `name`")
     return apply if cls is None else apply(cls)
 
 

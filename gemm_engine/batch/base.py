@@ -35,6 +35,7 @@ from ..errors import SetupError
 from ..global_.base import GlobalConfig, GlobalMatmul
 from ..epilogue.spec import Epilogue
 from ..problem import MatmulProblem
+from ..compose.registry import Registry
 from ..compose.selection import Knob
 from ..codegen.signature import KernelSignature
 
@@ -107,19 +108,17 @@ class Dispatch:
         raise NotImplementedError
 
 
-DISPATCHES: dict[str, type[Dispatch]] = {}
+DISPATCHES: Registry = Registry("dispatch order")
 
 
-def register_dispatch(cls: type[Dispatch], replace: bool = False) -> type[Dispatch]:
-    """Class decorator: make a dispatch order reachable by its ``name`` (a selection's ``dispatch``).
-    A taken name is refused unless ``replace``."""
-    if not (isinstance(cls, type) and issubclass(cls, Dispatch)):
-        raise TypeError(f"register_dispatch: expected a Dispatch subclass, got {cls!r}")
-    if cls.name in DISPATCHES and DISPATCHES[cls.name] is not cls and not replace:
-        raise ValueError(f"register_dispatch: the name {cls.name!r} is taken by "
-                         f"{DISPATCHES[cls.name].__name__}; give the order another name or pass replace=True")
-    DISPATCHES[cls.name] = cls
-    return cls
+def register_dispatch(cls: type[Dispatch] | None = None, replace: bool = False):
+    """Class decorator (also as ``@register_dispatch(replace=True)``): make a dispatch order
+    reachable by its ``name`` (a selection's ``dispatch``). A taken name is refused unless ``replace``."""
+    def apply(cls):
+        if not (isinstance(cls, type) and issubclass(cls, Dispatch)):
+            raise TypeError(f"register_dispatch: expected a Dispatch subclass, got {cls!r}")
+        return DISPATCHES.register(cls.name, cls, replace, "give the order another name")
+    return apply if cls is None else apply(cls)
 
 
 def dispatch_knobs(default: str) -> tuple[Knob, ...]:

@@ -1,22 +1,29 @@
-"""numpy's matmul semantics, on shapes, strides and dtypes only (no device, no launch).
+"""numpy's matmul rules, on shapes and dtypes only (no device, no launch): step 2 of a call.
 
-Everything a call can get wrong is checked here, before any data moves: operand ranks, the core
-dimension, broadcast of batch dimensions, dtypes, and ``out``. The messages follow numpy's.
+`apply` gives a call's `Rules`: operand ranks, the core dimension and broadcast of batch dimensions
+(`call_shape`), the kinds of the operands' scales (by their shapes), the weak typing of Python
+numbers given for ``c`` and ``bias`` (NEP 50), ``out``'s shape and dtype, and the one dtype rule
+(`result_types`): what the kernel reads each operand as, the product's type and the type the call
+returns after ``c``, ``bias``, scales and ``out_dtype``. The messages follow numpy's.
 
-The result dtype is numpy's with one deliberate exception: int8 @ int8 gives int32 (exact 32-bit
-accumulation, a GEMM library's contract; numpy wraps around in int8). See `result_dtype`.
+The result dtype is numpy's with the exceptions a GEMM library makes: int8 @ int8 gives int32
+(exact 32-bit accumulation; numpy wraps around in int8), fp8 @ fp8 gives float32, scaled int8
+(W8A8) and block-scaled operands give float32, and bfloat16 @ bfloat16 stays bfloat16.
 """
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import SUPPORTED_NAMES, WIDENED, element_type, is_fp8
-from ..problem import Layout
+from ..dtypes import SUPPORTED_NAMES, WIDENED, bfloat16_dtype, element_type, is_fp8
+from ..epilogue.scales import Scale, check_scale
+from .arrays import CallArrays, Imported
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,11 @@ class CallShape:
     @property
     def batch(self) -> int:
         return math.prod(self.batch_shape)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to multiply: an empty output or K = 0 (no kernel runs)."""
+        return self.batch == 0 or self.m == 0 or self.n == 0 or self.k == 0
 
 
 def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
@@ -58,14 +70,21 @@ def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
     return CallShape(batch_shape, int(m), int(n), int(k), out_shape, lhs_vector, rhs_vector)
 
 
-def result_dtype(a_dtype, b_dtype) -> np.dtype:
-    """numpy's result dtype, if both operands and the result are types the engine computes.
+@dataclass(frozen=True)
+class ResultTypes:
+    """The dtypes of one call: ``lhs`` / ``rhs`` what the kernel reads the operands as, ``product``
+    the type of ``a @ b`` (scaled), ``result`` what the call returns."""
 
-    One deliberate deviation from numpy: int8 @ int8 is int32 (`dtypes.WIDENED`), accumulated
-    exactly in 32-bit integers, as GEMM libraries do; numpy's result is int8, wrapped around. int8
-    with a float operand follows numpy's promotion (the float type, which holds int8 exactly).
-    fp8 @ fp8 (either kind, mixed too) is float32; fp8 with any other type is refused.
-    """
+    lhs: np.dtype
+    rhs: np.dtype
+    product: np.dtype
+    result: np.dtype
+
+
+def product_dtype(a_dtype, b_dtype) -> np.dtype:
+    """numpy's result dtype of ``a @ b``, if both operands and the result are types the engine
+    computes: the deviations from numpy are int8 @ int8 -> int32 and fp8 @ fp8 (either kind, mixed
+    too) -> float32; fp8 with any other type is refused."""
     if a_dtype == b_dtype:
         if a_dtype in _KNOWN:
             return np.dtype(a_dtype)  # the common case, without numpy's promotion machinery
@@ -93,10 +112,79 @@ def result_dtype(a_dtype, b_dtype) -> np.dtype:
     return dt
 
 
+#: Kept as its old name: the product rule is what callers of the two-operand rule mean.
+result_dtype = product_dtype
+
 _KNOWN = {np.dtype(n) for n in ("float32", "float64", "float16")}
+_BFLOAT16 = bfloat16_dtype()
+
+
+def operand_dtypes(a_dtype, b_dtype, product) -> tuple[np.dtype, np.dtype]:
+    """The dtypes a kernel reads its operands in: each its own where the product widens them (int8,
+    fp8: `WIDENED`), else both the product's (numpy's promotion)."""
+    a, b = np.dtype(a_dtype), np.dtype(b_dtype)
+    if a in WIDENED and b in WIDENED and WIDENED[a] == WIDENED[b] == product:
+        return a, b
+    return np.dtype(product), np.dtype(product)
+
+
+def result_types(a_dtype, b_dtype, *, c=None, bias=None, scales: str = "", out_dtype=None,
+                 casting: str = "same_kind") -> ResultTypes:
+    """The one dtype rule of a call. ``c`` / ``bias``: their dtypes (None: absent); ``scales``: ""
+    (none), "vector" (per tensor, row or column) or "block" (per 128 of K); ``out_dtype``: the
+    caller's (None: numpy's promotion of the product with c and bias), which ``casting`` must allow."""
+    product = product_dtype(a_dtype, b_dtype)
+    if scales == "block" or (scales and product.kind in "iu"):
+        product = np.dtype(np.float32)     # scaled int8 (W8A8) and block scales: float32
+    lhs, rhs = operand_dtypes(a_dtype, b_dtype, product)
+    natural = product
+    extras = [np.dtype(x) for x in (c, bias) if x is not None]
+    if extras and product.kind in "iu" and out_dtype is None:
+        raise TypeError(f"matmul: c and bias need a floating-point result; {product.name} products take "
+                        f"no epilogue terms (pass out_dtype=numpy.float32)")
+    for extra in extras:
+        if extra.name not in SUPPORTED_NAMES + ("int32",):
+            raise TypeError(f"matmul: c / bias have dtype {extra.name!r}; supported dtypes are "
+                            f"{', '.join(SUPPORTED_NAMES)}")
+        if natural.kind not in "iu":
+            natural = product_dtype(natural, extra)
+    if out_dtype is None:
+        return ResultTypes(lhs, rhs, product, natural)
+    out = check_out_dtype(out_dtype)
+    if not np.can_cast(natural, out, casting=casting):
+        raise TypeError(f"matmul: cannot cast the result from dtype({natural.name!r}) to out_dtype "
+                        f"dtype({out.name!r}) with casting rule {casting!r} (numpy's rule; pass "
+                        f"casting='unsafe' to allow it)")
+    return ResultTypes(lhs, rhs, product, out)
+
+
+#: The dtypes a call may return (`out_dtype`): every element type but the fp8 operand types.
+RESULT_NAMES = ("float32", "float64", "float16", "bfloat16", "int32", "int8")
+
+
+def check_out_dtype(out_dtype) -> np.dtype:
+    """``out_dtype`` as a dtype the engine stores results in; TypeError naming it otherwise."""
+    try:
+        out = np.dtype(out_dtype)
+    except TypeError:
+        out = None
+    if out is not None and is_fp8(out):
+        raise TypeError(f"matmul: out_dtype {out.name}: fp8 is an operand type only (results are float32, "
+                        f"bfloat16 or float16)")
+    if out is None or out.name not in RESULT_NAMES or (out.name == "bfloat16" and out != _BFLOAT16):
+        raise TypeError(f"matmul: out_dtype {out_dtype!r} is not a result dtype; expected one of "
+                        f"{', '.join(RESULT_NAMES)}")
+    return out
+
+
+def check_casting(casting) -> str:
+    if casting not in CASTINGS:
+        raise ValueError(f"casting: expected 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
+    return casting
 
 
 def check_out(out_shape, out_dtype, result: np.dtype, expected_shape, casting: str = "same_kind") -> None:
+    """numpy's checks of a given ``out``: its shape, and a dtype ``result`` casts to under ``casting``."""
     if tuple(out_shape) != tuple(expected_shape):
         raise ValueError(f"matmul: out has shape {tuple(out_shape)}, expected {tuple(expected_shape)}")
     if is_fp8(out_dtype):
@@ -108,76 +196,57 @@ def check_out(out_shape, out_dtype, result: np.dtype, expected_shape, casting: s
 
 
 @dataclass(frozen=True)
-class OperandView:
-    """How the kernel reads one operand without a copy: element (b, r, c) lives at
-    ``offset + b * batch_stride + r * ld + c`` (row layout) or ``... + c * ld + r`` (col layout)."""
+class Rules:
+    """A call after numpy's rules: its shape, its dtypes, ``c`` and ``bias`` as arrays of their
+    dtypes (None where absent, or ``c`` where ``beta`` is 0: it is not read), and the operands'
+    checked scales."""
 
-    layout: Layout
-    ld: int
-    batch_stride: int
+    shape: CallShape
+    types: ResultTypes
+    c: Imported | None
+    bias: Imported | None
+    lhs_scale: Scale | None
+    rhs_scale: Scale | None
 
 
-def operand_view(shape, strides, itemsize: int, batch_shape) -> OperandView | None:
-    """The stride-only view of an operand (already 2-D or more) broadcast to ``batch_shape``, or
-    None when its strides fit no layout the kernel reads (then it must be copied once)."""
-    if any(s % itemsize for s in strides):
-        return None
-    st = [s // itemsize for s in strides]
-    rows, cols = shape[-2:]
-    s_r, s_c = st[-2:]
-    # A dimension of extent 1 has no meaningful stride: pick the one that makes a layout fit.
-    if cols == 1 and rows == 1:
-        layout, ld = Layout.ROW, 1
-    elif s_c == 1 or cols == 1:
-        layout, ld = Layout.ROW, (s_r if rows > 1 else cols)
-    elif s_r == 1 or rows == 1:
-        layout, ld = Layout.COL, (s_c if cols > 1 else rows)
+def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=None, plain: bool = False) -> Rules:
+    """numpy's rules for one call's arrays (``beta``: the caller's, only to know whether ``c`` is
+    read; ``plain``: a call with no epilogue option at all)."""
+    check_casting(casting)
+    shape = call_shape(arrays.a.shape, arrays.b.shape)
+    a, b = arrays.a.dtype, arrays.b.dtype
+    if plain:
+        types = result_types(a, b)
+        rules = Rules(shape, types, None, None, None, None)
     else:
+        scales = tuple(check_scale(value, label, shape.m, shape.n, shape.k, lhs) for label, value, lhs in
+                       (("scale_a", arrays.scale_a, True), ("scale_b", arrays.scale_b, False)))
+        kinds = {s.kind for s in scales if s is not None}
+        scaled = "block" if "block" in kinds else "vector" if kinds else ""
+        product = result_types(a, b, scales=scaled).product
+        c_read = arrays.c is not None and not (isinstance(beta, numbers.Real) and beta == 0)
+        c = _weak(arrays.c, product, "c") if c_read else None
+        bias = _weak(arrays.bias, product, "bias")
+        types = result_types(a, b, c=None if c is None else c.dtype, bias=None if bias is None else bias.dtype,
+                             scales=scaled, out_dtype=out_dtype, casting=casting)
+        rules = Rules(shape, types, c, bias, *scales)
+    if arrays.out is not None:
+        check_out(arrays.out.shape, arrays.out.dtype, types.result, shape.out_shape, casting)
+    return rules
+
+
+def _weak(x, product: np.dtype, label: str) -> Imported | None:
+    """numpy's rule for Python numbers (NEP 50): an ``int`` or ``float`` given for ``c`` or ``bias``
+    takes the product's dtype where it is of that kind or narrower (``c=1.0`` with float32 operands
+    keeps a float32 result); arrays keep their dtype, which must be one the engine reads."""
+    if x is None:
         return None
-    # Batch dims: right-align with the output's, stride 0 for broadcast (or absent) ones, then find
-    # one stride s with offset(b) = b * s for the flattened index.
-    nb = len(batch_shape)
-    own = list(zip(shape[:-2], st[:-2]))
-    own = [(1, 0)] * (nb - len(own)) + own
-    stride = flat_batch_stride(batch_shape, [0 if own_size == 1 else s for own_size, s in own])
-    return None if stride is None else OperandView(layout, ld, stride)
-
-
-def flat_batch_stride(batch_shape, strides) -> int | None:
-    """The one stride s with offset(i) = i * s for the flattened batch index i over axes of
-    ``batch_shape`` with element ``strides`` (0 for a broadcast axis), or None when none exists."""
-    dims = [(size, s) for size, s in zip(batch_shape, strides) if size != 1]
-    if not dims:
-        return 0
-    unit = dims[-1][1]
-    span = 1
-    for size, s in reversed(dims):
-        if s != unit * span:
-            return None
-        span *= size
-    return unit
-
-
-def vector_alignment(address: int, view: OperandView, itemsize: int, max_bytes: int = 16) -> int:
-    """Widest vector (in elements, a power of two, at most ``max_bytes``) that every row (or column)
-    start of the operand is aligned to: it must divide the first element's address, the leading
-    dimension and the batch stride."""
-    width = max(1, max_bytes // itemsize)
-    while width > 1 and (address % width or view.ld % width or view.batch_stride % width):
-        width //= 2
-    return width
-
-
-def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str = "default",
-                  lhs_layout: Layout = Layout.ROW, rhs_layout: Layout = Layout.ROW):
-    """The `MatmulProblem` of freshly allocated contiguous operands (the CLI's and the tuner's
-    problems given by sizes): each operand's alignment follows from its leading dimension."""
-    from ..problem import MatmulProblem
-    dt = np.dtype(dtype)
-    et, out = element_type(dt), element_type(WIDENED.get(dt, dt))
-    aligns = []
-    for layout, rows, cols in ((Layout(lhs_layout), m, k), (Layout(rhs_layout), k, n)):
-        ld = cols if layout is Layout.ROW else rows
-        aligns.append(vector_alignment(0, OperandView(layout, ld, rows * cols), dt.itemsize))
-    return MatmulProblem(batch, m, n, k, et, et, out, Layout(lhs_layout), Layout(rhs_layout), *aligns,
-                         precision)
+    if isinstance(x, Imported):
+        if x.dtype.name not in SUPPORTED_NAMES and x.dtype.name != "int32":
+            raise TypeError(f"matmul: {label} has dtype {x.dtype.name!r}; supported dtypes are "
+                            f"{', '.join(SUPPORTED_NAMES)}")
+        return x
+    if product.kind == "f" or (type(x) is int and product.kind in "iu"):
+        return Imported(np.asarray(x, dtype=product), product, True, "numpy", x)
+    value = np.asarray(x)
+    return Imported(value, value.dtype, True, "numpy", x)

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..codegen.dialect import Dialect
+from ..compose.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,18 @@ class Activation:
         raise NotImplementedError
 
 
-ACTIVATIONS: dict[str, type[Activation]] = {}
+ACTIVATIONS: Registry = Registry("activation")
 
 
-def register_activation(cls: type[Activation]) -> type[Activation]:
-    """Class decorator: make an activation reachable by name in ``matmul(..., activation=name)``."""
-    ACTIVATIONS[cls.name] = cls
-    return cls
+def register_activation(cls: type[Activation] | None = None, *, replace: bool = False):
+    """Class decorator (also as ``@register_activation(replace=True)``): make an activation reachable
+    by name in ``matmul(..., activation=name)``. A taken name (a built-in such as "relu" too) is
+    refused unless ``replace``: the name's meaning would change for the whole process."""
+    def apply(cls):
+        if not (isinstance(cls, type) and issubclass(cls, Activation)):
+            raise TypeError(f"register_activation: expected an Activation subclass, got {cls!r}")
+        return ACTIVATIONS.register(cls.name, cls, replace)
+    return apply if cls is None else apply(cls)
 
 
 def resolve_activation(activation) -> Activation | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..codegen.signature import SCALAR, Param, array, index
 from ..dtypes import ElementType
 from .activations import Activation, Math
 
@@ -78,7 +79,6 @@ class Epilogue:
         """The kernel parameters the epilogue appends to the batch level's signature: ``alpha``;
         c's pointer, offset, strides and ``beta``; bias's pointer, offset and stride (those of the
         terms it has). The host supplies them under these names (engine: `epilogue_values`)."""
-        from ..codegen.signature import SCALAR, Param, array, index
         out = []
         if self.scaled:
             out.append(Param("alpha", SCALAR, self.compute))

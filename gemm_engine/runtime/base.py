@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..codegen.device import DeviceInfo
+from ..dtypes import bits_dtype
 from ..codegen.dialect import Dialect, dialect_for
 
 
@@ -98,6 +99,12 @@ class Runtime(ABC):
     def record(self, array) -> None:
         """Note that the work just queued writes ``array`` (OpenCL: its event, for other queues)."""
 
+    def after_launch(self, written, read=()) -> None:
+        """Order the caller's queues after the work just queued: it wrote ``written`` and read the
+        device arrays ``read`` (OpenCL arrays carry queues of their own; CUDA work runs on the
+        caller's stream, so nothing here)."""
+        self.record(written)
+
     def logical_dtype(self, x) -> np.dtype:
         """The dtype of a native device array's elements."""
         return x.dtype
@@ -127,6 +134,18 @@ class Runtime(ABC):
 
     @abstractmethod
     def to_host(self, x) -> np.ndarray: ...
+
+    def upload(self, host: np.ndarray):
+        """A host array on the device in its own dtype (bfloat16 and fp8 moved as their bits: device
+        libraries may lack them; the kernels know the type)."""
+        bits = bits_dtype(host.dtype)
+        return self.to_device(host if bits is None else host.view(bits))
+
+    def download(self, x, dtype) -> np.ndarray:
+        """The values of ``x`` (a device array, or a host array already in ``dtype``) on the host,
+        in their logical ``dtype`` (bits viewed back as bfloat16 / fp8)."""
+        host = x if isinstance(x, np.ndarray) else self.to_host(x)
+        return host.view(dtype) if host.dtype != dtype else host
 
     @abstractmethod
     def empty(self, shape, dtype): ...

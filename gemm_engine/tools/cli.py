@@ -58,7 +58,7 @@ def _layouts_text(args) -> str:
 
 
 def _problem(args, m=None, n=None, k=None, batch=None, dtype=None):
-    from ..call.numpy_rules import dense_problem
+    from ..call.prepare import dense_problem
     lhs, rhs = _layouts(args)
     return dense_problem(batch or args.batch, m or args.m, n or args.n, k or args.k,
                          _np_dtype(dtype or args.dtype), precision=args.precision,

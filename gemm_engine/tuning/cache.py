@@ -26,6 +26,9 @@ import os
 import tempfile
 import warnings
 
+from ..algorithms.base import REGISTRY
+from ..version import __version__
+
 #: The file's schema (entries; selections as their fields); a file of another schema is rebuilt.
 FORMAT = "gemm_engine.tuning/2"
 CACHE_ENV = "GEMM_ENGINE_CACHE_DIR"
@@ -44,7 +47,6 @@ def cache_dir() -> str:
 
 
 def _version() -> str:
-    from ..version import __version__
     return __version__
 
 
@@ -55,7 +57,6 @@ def selection_to_json(selection) -> dict:
 def selection_from_json(algorithm: str, data: dict):
     """The selection of registered ``algorithm`` that ``data`` describes (its type is the
     algorithm's own: nothing the file names is ever imported); ValueError when it cannot be rebuilt."""
-    from ..algorithms import REGISTRY
     cls = REGISTRY.get(algorithm)
     target = getattr(cls, "selection_class", None) if cls is not None else None
     if target is None:

@@ -20,7 +20,7 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.call.numpy_rules import OperandView, vector_alignment
+from gemm_engine.views import OperandView, vector_alignment
 from gemm_engine.problem import Layout, MatmulProblem
 from helpers import DTYPES, TOLERANCE, assert_close, random, reference, rel_error
 from device_runs import run_device

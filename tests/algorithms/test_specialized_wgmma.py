@@ -393,7 +393,8 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
     def derive(values):
         derived.append((values["lhs_base"], values["rhs_base"], values["out_base"], values["lhs_ld"]))
         return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES, "out_map": b"O" * MAP_BYTES}
-    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg))
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg),
+                           workspace=None, kept=None)
     direct = DirectLaunches([lambda a, b, out, stream=None, structs=None: launched.append(structs) or True],
                             plan, {"lhs_ld": 192})
     # The output's map holds its address: a new output is a new derivation.
@@ -422,7 +423,7 @@ def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
     plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"),
                                                   lambda v: seen.append(v["workspace"]) or dict.fromkeys(
                                                       ("lhs_map", "rhs_map", "out_map"), bytes(MAP_BYTES))),
-                           signature=alg.signature(cfg), workspace=Workspace(BY_NAME["float16"], 4096))
+                           signature=alg.signature(cfg), workspace=Workspace(BY_NAME["float16"], 4096), kept=None)
     got = []
     kernels = [lambda *xs, stream=None, structs=None, i=i: got.append((i, xs[-1].data.ptr)) or True for i in range(3)]
     assert DirectLaunches(kernels, plan, {}, runtime)(1, 2, 3, stream=7)

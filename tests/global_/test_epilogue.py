@@ -16,7 +16,7 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import FLOAT16, FLOAT32, element_type
 from gemm_engine.errors import SetupError
 from gemm_engine.call.numpy_rules import call_shape
-from gemm_engine.call.request import c_view
+from gemm_engine.views import c_view
 from gemm_engine.epilogue.activations import ACTIVATIONS, Activation, register_activation
 from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.problem import MatmulProblem

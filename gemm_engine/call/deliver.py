@@ -1,0 +1,85 @@
+"""The deliver step: the result as the caller gets it back.
+
+`finish` hands the array the kernels wrote (call/arguments.py `Target`) back in the caller's
+library (torch in, torch out; numpy in, numpy out; np.matrix in, np.matrix out), or copies it into
+``out`` where the kernels could not write ``out`` itself. Calls with nothing to multiply (an empty
+output, K = 0) are finished here without a kernel (`without_kernel`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensors import host_tensor
+from .arguments import Target
+from .arrays import CallArrays
+from .request import Request
+
+
+def finish(runtime, arrays: CallArrays, request: Request, target: Target):
+    """The call's return value once the kernels wrote ``target``."""
+    out, dtype = request.out, request.dtype
+    if arrays.host:
+        result = runtime.to_host(target.array)
+        if result.dtype != dtype:
+            result = result.view(dtype)
+        if out is None:
+            return _host_result(result, arrays, runtime)
+        out.array[...] = result
+        return out.original
+    if out is None:
+        return target.returned
+    if not target.direct:
+        runtime.copy_into(out.array, target.array)
+        runtime.record(out.array)
+    return out.original
+
+
+def _host_result(result: np.ndarray, arrays: CallArrays, runtime):
+    """A host result in the caller's library: numpy returns a scalar, not a 0-d array, for
+    vector @ vector, and an ndarray subclass (np.matrix) for such inputs."""
+    if result.ndim == 0:
+        result = result[()]
+    elif arrays.subtype is not None:
+        result = result.view(arrays.subtype)
+    return result if arrays.like is None else host_tensor(result, arrays.like.original.device)
+
+
+def without_kernel(runtime, arrays: CallArrays, request: Request):
+    """The result of a call with nothing to multiply: empty; zeros when K = 0, through the epilogue
+    (computed on the host in float64: a kernel would only read c and bias)."""
+    shape = request.shape
+    value = np.zeros(shape.out_shape)
+    if shape.k == 0 and shape.batch and shape.m and shape.n and not request.epilogue.identity:
+        if request.c is not None:
+            value = value + request.beta * runtime.download(request.c.array, request.c.dtype).astype(np.float64)
+        if request.bias is not None:
+            vec = runtime.download(request.bias.array, request.bias.dtype).astype(np.float64)
+            if request.bias_axis == 1 or shape.lhs_vector:
+                value = value + vec                              # over the output's last axis
+            else:
+                value = value + (vec[:, None] if not shape.rhs_vector else vec)
+        if request.activation is not None:
+            try:
+                value = request.activation.reference(value)
+            except NotImplementedError:
+                raise NotImplementedError(
+                    f"matmul: K = 0, so the result is activation {request.activation.name!r} of the epilogue's "
+                    f"terms, computed on the host with its numpy `reference`, which it does not define") from None
+    return _deliver_host(runtime, arrays, request, np.asarray(value).astype(request.dtype))
+
+
+def _deliver_host(runtime, arrays: CallArrays, request: Request, result: np.ndarray):
+    """A host result as the call returns it: into ``out``, or in the caller's library."""
+    out = request.out
+    if out is not None:
+        if out.host:
+            out.array[...] = result
+        else:
+            values = runtime.upload(np.asarray(result).astype(out.dtype))
+            runtime.copy_into(out.array, values.view(out.array.dtype))
+        return out.original
+    if arrays.host:
+        return _host_result(result, arrays, runtime)
+    if arrays.like is not None:
+        return host_tensor(result, arrays.like.original.device)
+    return runtime.upload(result)

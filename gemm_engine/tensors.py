@@ -1,0 +1,61 @@
+"""torch tensors as the engine's arrays: dtypes, bit views, streams (torch imported only when a
+tensor is at hand: it stays an optional dependency)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import FP8_NAMES, bfloat16_dtype, ml_dtype
+
+
+def is_torch(x) -> bool:
+    t = type(x)
+    return t.__name__ in ("Tensor", "Parameter") and t.__module__.split(".")[0] == "torch"
+
+
+def torch_bits(t):
+    """A tensor whose elements DLPack and numpy consumers know: bfloat16 as its 16 bits, fp8 as
+    its 8."""
+    import torch
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16)
+    if str(t.dtype).removeprefix("torch.") in FP8_NAMES:
+        return t.view(torch.uint8)
+    return t
+
+
+def torch_numpy_dtype(torch_dtype) -> np.dtype:
+    name = str(torch_dtype).removeprefix("torch.")
+    if name in ("bfloat16",) + FP8_NAMES:
+        dt = ml_dtype(name)
+        if dt is None:
+            raise TypeError(f"matmul: {name} tensors need the ml_dtypes package (pip install ml_dtypes)")
+        return dt
+    return np.dtype(name)
+
+
+def numpy_torch_dtype(dtype: np.dtype):
+    import torch
+    return getattr(torch, np.dtype(dtype).name)
+
+
+def torch_stream(torch, index: int) -> int:
+    """The raw handle of torch's current CUDA stream on device ``index``. torch's C accessor (the
+    one Triton launches with) where it exists: ``torch.cuda.current_stream`` builds a Stream object
+    in Python, a few microseconds of a 64^3 call's budget."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def host_tensor(result, device):
+    """A host result (a numpy array or scalar, bfloat16 included) as a torch tensor on ``device``."""
+    import torch
+    host = np.asarray(result)
+    dtype = host.dtype
+    bits = host.view(np.int16) if dtype == bfloat16_dtype() else host
+    # reshape: ascontiguousarray makes a 0-d result 1-d (torch's vector @ vector is 0-d).
+    tensor = torch.from_numpy(np.ascontiguousarray(bits).reshape(bits.shape))
+    if dtype == bfloat16_dtype():
+        tensor = tensor.view(torch.bfloat16)
+    return tensor.to(device)
