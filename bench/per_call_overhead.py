@@ -6,6 +6,8 @@ calls (tottime, top 25).
 
     python3 bench/per_call_overhead.py [--size 64] [--dtype float16] [--calls 20000] [--profile]
 
+The table goes to bench/results/<device>/per_call_steps.md (bench/current_tables.py).
+
 Steps (all public pieces: `Engine.plan_for`, `CallPlan.pack`, `Launcher.run` / `run_packed`,
 `CudaRuntime.launch_converted` / `prepare_launch`, `DriverLauncher`): packing a call's arguments by
 the plan's signature, the whole launch step, a packed launch, the runtime's launch, the driver
@@ -30,6 +32,9 @@ from gemm_engine.views import OperandView  # noqa: E402
 from gemm_engine.call.arguments import ArrayArgument, CallArguments, output_argument  # noqa: E402
 from gemm_engine.call.launch import CallPlan  # noqa: E402
 from gemm_engine.problem import Layout  # noqa: E402
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import current_tables  # noqa: E402
 
 
 def us(fn, calls):
@@ -106,17 +111,21 @@ def main(argv=None):
     ap.add_argument("--dtype", default="float16", help="float16, float32 (bfloat16 needs CuPy's ml_dtypes support)")
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--profile", action="store_true", help="then a cProfile of engine.matmul calls")
+    current_tables.add_arguments(ap, "per_call_steps")
     args = ap.parse_args(argv)
+    command = current_tables.command_line("per_call_overhead.py", sys.argv[1:] if argv is None else argv)
     eng = gemm_engine.Engine("cuda")
     cp = eng.runtime.cp
     rng = np.random.default_rng(0)
     a = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
     b = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
     plan, rows = steps(eng, a, b, args.calls)
-    print(f"per-call host time, {args.size}^3 {args.dtype} on {eng.device.name} "
-          f"({plan.algorithm.name}, {len(plan.launches)} kernel(s)):")
-    for k, v in rows.items():
-        print(f"  {k:36s} {v:8.2f} us")
+    text = "\n".join([f"Host microseconds per call, {args.size}^3 {args.dtype} ({plan.algorithm.name}, "
+                      f"{len(plan.launches)} kernel(s)), {args.calls} back-to-back calls a row.", "",
+                      "| step | us |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in rows.items()]) + "\n"
+    print(text)
+    current_tables.write(args, eng.device.name, "per-call host time, step by step (bench/per_call_overhead.py)",
+                         command, text)
     if args.profile:
         prof = cProfile.Profile()
         prof.enable()

@@ -20,7 +20,7 @@ through registers and lose the asynchronous ring; the pass costs one read and on
 operand (K x N x 8 bytes for a float32 rhs), small against the GEMM from a few hundred rows of M
 on (the heuristic's gate, algorithms/wgmma.py). Measured on the H100: tf32 4096^3 0.450 ms with a
 row-major rhs against 0.388 ms with a column-major one (the pass: about 0.06 ms for 128 MiB moved;
-bench/results/h100_2026-11-21_tf32_final.md).
+bench/results/h100/tf32_layouts.md, notes).
 """
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
     def _packed_transpose(op: str, x_extent: str, size: int, t: str, scalar_read: list[str]) -> list[str]:
         """The transposing copy of 1- and 2-byte elements a 32-bit word at a time: the H100 moved
         about the same elements per second whatever their size (tf32 4096^2 52 us, f16 4093^2 54,
-        int8 4096^2 38: bench/results/h100_2026-11-25_kernel_durations_copies.json), so packing 4
+        int8 4096^2 38: bench/results/h100/kernel_durations.md, notes), so packing 4
         or 2 to a load and a store cuts the instructions that bound it. Reads go by words where the
         source rows are 4-byte aligned (else element by element); writes always (the copy's rows
         are whole 16-byte chunks), element by element only at the end of K."""

@@ -17,9 +17,8 @@ that cubes c +- tail read at the same time), as whole tiles do.
 
 Why not stream-K (Osama et al., PPoPP 2023: every cube an equal, contiguous run of the last
 tiles' K slices, tiles split wherever the runs end)? Built and measured on the H100, it was slower
-on every shape (bench/results/h100_2026-11-25_kernel_durations_stream_k_*.json; bf16 4096^3
-213-256 us against 174, 1024 x 1024 x 8192 55 against 29, block-scaled 4096 x 7168 x 16384 1110
-against 997): runs that start anywhere in a tile's K put the cubes out of step, and the operand
+on every shape (bench/results/h100/kernel_durations.md, notes; bf16 4096^3 213-256 us against
+174): runs that start anywhere in a tile's K put the cubes out of step, and the operand
 reads L2 served once for a whole wave go to memory once per cube.
 
 Fixup. Part 0 of a tail tile is its *owner*: after its slices it waits for the flag of each cube
@@ -34,11 +33,11 @@ the cubes that fit, and the owners, whose cube ids come first, could hold every 
 wait for the others for ever. A last-arriver fixup (each part takes a ticket; the last adds,
 waiting only for parts that took theirs first) removes that: it was built and measured, and ran
 slower (block-scaled 4096 x 7168 x 16384 1036 us against 892, the 3-consumer kernel spilling in
-its K loop; bench/results/h100_2026-11-25_kernel_durations_split_ticket.md). So the kernel is
+its K loop; bench/results/h100/kernel_durations.md, notes). So the kernel is
 launched cooperatively (`Launch.co_resident`, cuLaunchCooperativeKernel): the driver starts its
 cubes only all at once (behind a kernel beside it, it waits for the room), and fails a grid that
 can never be resident instead of letting owners wait for cubes that never start. Kernel times
-unchanged on the H100 (bench/results/h100_2026-11-25_kernel_durations_split_cooperative.md); the
+unchanged on the H100 (bench/results/h100/kernel_durations.md, notes); the
 failure itself is not tried there (no MPS limit or green context).
 
 The workspace (`workspace_words`: a flag word per cube, then a partial tile per cube) is *kept*:

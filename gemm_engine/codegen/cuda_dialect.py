@@ -69,7 +69,7 @@ typedef long long i64;
         if (word, width) != ("f32", 4):
             return super().stream_vector(word, width, pointer)
         # Read-only path, no L1 allocation: bf16 1 x 8192 x 8192 split over cubes 0.0497 -> 0.0488
-        # ms on the H100 against __ldg (bench/results/h100_2026-11-21_gemv_probe.txt, na vs ldg).
+        # ms on the H100 against __ldg (bench/results/h100/gemv_bandwidth.md, na vs ldg).
         return f"{self._use(ptx.ld_stream_f4())}((const float*)({pointer}))"
 
     def dynamic_shared(self, name: str) -> str:
@@ -82,7 +82,7 @@ typedef long long i64;
         For a warpgroup's index this moves the wgmma descriptors' address arithmetic to the uniform
         datapath: the fp8 128 x 128 kernel's SASS drops from 1520 to 1464 instructions, with 15
         R2UR moves instead of 46, and its rowwise-scaled 4096^3 kernel runs 1.1% faster on the H100
-        (bench/results/h100_2026-11-25_kernel_durations_plane_uniform.txt)."""
+        (bench/results/h100/kernel_durations.md, notes)."""
         return f"__shfl_sync(0xffffffffu, ({value}), 0)"
 
     def shared_address(self, pointer: str) -> str:

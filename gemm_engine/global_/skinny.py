@@ -165,7 +165,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
              Knob("chunk_k", 0, "vector elements staged in shared memory at a time (0: chosen)"))
     buffers = 1   # one shared array (for `SimpleGlobalMatmul.check_shared_memory`)
     # Registers for every load in flight: bf16 1 x 8192 x 8192 split over cubes 0.0581 -> 0.0488 ms
-    # on the H100 (bench/results/h100_2026-11-21_gemv_probe.txt, R=0 against R=1).
+    # on the H100 (bench/results/h100/gemv_bandwidth.md, R=0 against R=1).
     occupancy = 1
 
     # -- setup ------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ slot are loaded during this slot's last k tile, after the global level's handove
 for that slot and its barrier), so a plane always has tile matmuls to issue across the barrier:
 its latency and the next slot's first shared-memory reads hide behind the last k tile's tensor-core
 work (as CUTLASS's multistage main loop does; measured on the H100 in
-h100_2026-11-25_f64_carried_fragments.md). ``load_first`` loads them for the first slot, before
+bench/results/h100/float64.md, notes). ``load_first`` loads them for the first slot, before
 the loop. The loads of the next slot's first k tile fire their events where they run, inside this
 slot's last k tile; ``load_first``'s fire none.
 

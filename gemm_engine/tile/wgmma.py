@@ -10,8 +10,8 @@ shared memory (`requires_k_major`; the batch level `batch.k_major` transposes an
 not). Every kind's k slice is 32 bytes, so the swizzled layout below is the same in bytes.
 tf32 operands reach the instruction as float32 bits, of which it uses the upper 19: truncation, not
 the rounding the mma.sync tile applies in registers (tile/mma.py). At 4096^3 that is a relative
-error of 7.8e-4 against 2.9e-4 for the mma tile and for cuBLAS's tf32 (bench/results/
-h100_2026-11-25_tf32_layouts_tile_rule.md). Rounding in shared memory would add a pass over every
+error of 7.8e-4 against 2.9e-4 for the mma tile and for cuBLAS's tf32
+(bench/results/h100/tf32_layouts.md). Rounding in shared memory would add a pass over every
 slot, as many bytes again as the instructions read; not done.
 
 The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesses before it,
