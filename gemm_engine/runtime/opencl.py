@@ -96,7 +96,12 @@ class OpenCLRuntime(Runtime):
                 raise ValueError(f"device: {dev.name} is not a device of the given context "
                                  f"({[d.name for d in context.devices]})")
         elif device is None and not os.environ.get(DEVICE_ENV) and os.environ.get(PYOPENCL_ENV):
-            context = cl.create_some_context(interactive=False)
+            try:
+                context = cl.create_some_context(interactive=False)
+            except Exception as exc:  # noqa: BLE001 -- PyOpenCL's RuntimeError names nothing
+                raise ValueError(f"${PYOPENCL_ENV}={os.environ[PYOPENCL_ENV]!r} matches no OpenCL platform and "
+                                 f"device ({exc}); devices: {_listing(_devices(cl))} (as PLATFORM:DEVICE indexes, "
+                                 f"e.g. '0:0'; or unset it)") from None
             dev = context.devices[0]
         else:
             dev = _pick_device(cl, device)
@@ -138,18 +143,40 @@ class OpenCLRuntime(Runtime):
                 self.check_native(x, label)
 
     def check_native(self, x, label: str) -> None:
-        """An array of another context is refused; one written by work pending on another queue
-        is waited for (this runtime's queue would otherwise read it stale)."""
+        """An array of another context is refused; one on another queue is ordered before this
+        runtime's next work: a marker on its queue (work pending there, whether or not it recorded an
+        event on the array) and its events, which this runtime's queue waits for on the device."""
         if x.context != self.context:
             raise TypeError(f"matmul: {label} is a pyopencl array of another context than this engine's "
                             f"(pass Engine(context=...) or Engine(queue=...) to run in it)")
-        if x.queue is not self.queue and x.events:
-            self.cl.wait_for_events(list(x.events))
+        if x.offset % x.dtype.itemsize:
+            raise ValueError(f"matmul: {label} starts {x.offset} bytes into its buffer, not a multiple of its "
+                             f"{x.dtype.itemsize}-byte elements: kernels address whole elements (copy it first)")
+        if x.queue is not None and x.queue is not self.queue:
+            waits = [self.cl.enqueue_marker(x.queue)] + list(x.events)
+            self.cl.enqueue_barrier(self.queue, wait_for=waits)
 
     def record(self, array) -> None:
-        """Work on ``array``'s own queue (a caller's ``out``) waits for the kernel that wrote it."""
-        if self._last_event is not None and isinstance(array, self.cla.Array) and array.queue is not self.queue:
+        """Work on ``array``'s own queue (a caller's ``out``) waits for the kernel that wrote it: its
+        events (PyOpenCL's own operations wait for them) and a barrier on that queue (the caller's
+        kernels too)."""
+        if self._last_event is not None and isinstance(array, self.cla.Array) and array.queue is not None \
+                and array.queue is not self.queue:
             array.add_event(self._last_event)
+            self.cl.enqueue_barrier(array.queue, wait_for=[self._last_event])
+
+    def after_launch(self, written, read=()) -> None:
+        """The kernel wrote ``written`` and read ``read``: the queues of both wait for it (a caller
+        that overwrites an input on its own queue must not do so under the kernel's reads)."""
+        self.record(written)
+        if self._last_event is None:
+            return
+        done = {id(getattr(written, "queue", None))}
+        for x in read:
+            queue = getattr(x, "queue", None)
+            if isinstance(x, self.cla.Array) and queue is not None and queue is not self.queue and id(queue) not in done:
+                done.add(id(queue))
+                self.cl.enqueue_barrier(queue, wait_for=[self._last_event])
 
     def synchronize(self):
         self.queue.finish()
@@ -206,13 +233,18 @@ class OpenCLRuntime(Runtime):
         self.launch(fn, -(-dst.size // units), units, args)
 
     def ptr_arg(self, x):
-        if x.offset % x.dtype.itemsize:
-            raise ValueError("operand's offset is not a multiple of its item size")
         return x.base_data, x.offset // x.dtype.itemsize
 
     def element_address(self, x):
         return x.offset // x.dtype.itemsize
 
     def byte_span(self, x):
-        lo, hi = span_of(x.offset, x.shape, x.strides, x.dtype.itemsize)
-        return x.base_data.int_ptr, lo, hi
+        """(the buffer, bytes) relative to the root buffer: a sub-buffer (``get_sub_region``) is its
+        parent's bytes from its origin on, so overlap is judged on the memory, not the handle."""
+        buffer, origin = x.base_data, 0
+        parent = buffer.get_info(self.cl.mem_info.ASSOCIATED_MEMOBJECT)
+        while parent is not None:
+            origin += buffer.get_info(self.cl.mem_info.OFFSET)
+            buffer, parent = parent, parent.get_info(self.cl.mem_info.ASSOCIATED_MEMOBJECT)
+        lo, hi = span_of(origin + x.offset, x.shape, x.strides, x.dtype.itemsize)
+        return buffer.int_ptr, lo, hi
