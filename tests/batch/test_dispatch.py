@@ -13,7 +13,7 @@ from gemm_engine.algorithms.accelerated import PlaneSelection
 from gemm_engine.algorithms.pipelined import PipelinedSelection
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm
 from gemm_engine.algorithms.wgmma import WgmmaSelection
-from gemm_engine.batch.dispatch import DISPATCHES, dispatch_for
+from gemm_engine.batch.dispatch import DISPATCHES, DispatchScope, dispatch_for
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, FLOAT32
@@ -35,18 +35,25 @@ def _grids():
             for n in range(1, MAX_CUBES + 1)]
 
 
+#: The harness's own names (none of the kernels'), so an order that reads or defines anything but
+#: its scope's names does not compile.
+HARNESS_SCOPE = DispatchScope(cube="h_cube", cubes_m="h_cubes_m", cubes_n="h_cubes_n", batch="h_batch",
+                              b="h_b", row="h_row", col="h_col", prefix="h_dispatch_")
+
+
 def _harness(d) -> str:
     """One unit runs every order's rendered code for every cube of every grid of `_grids`, writing
     (b, cube_row, cube_col) one after the other."""
+    s = HARNESS_SCOPE
     lines = [d.preamble([FLOAT32]), "KERNEL void dispatch_harness(GLOBAL i64* out) {", "i64 at = 0;"]
     for name, width in HARNESS_ORDERS:
         lines += [
-            f"for (i64 batch = 1; batch <= {MAX_BATCH}; ++batch)",
-            f"for (i64 cubes_m = 1; cubes_m <= {MAX_CUBES}; ++cubes_m)",
-            f"for (i64 cubes_n = 1; cubes_n <= {MAX_CUBES}; ++cubes_n)",
-            "for (i64 cube = 0; cube < batch * cubes_m * cubes_n; ++cube) {",
-            dispatch_for(name, width).render(),
-            "out[at] = b; out[at + 1] = cube_row; out[at + 2] = cube_col; at += 3;",
+            f"for (i64 h_batch = 1; h_batch <= {MAX_BATCH}; ++h_batch)",
+            f"for (i64 h_cubes_m = 1; h_cubes_m <= {MAX_CUBES}; ++h_cubes_m)",
+            f"for (i64 h_cubes_n = 1; h_cubes_n <= {MAX_CUBES}; ++h_cubes_n)",
+            "for (i64 h_cube = 0; h_cube < h_batch * h_cubes_m * h_cubes_n; ++h_cube) {",
+            dispatch_for(name, width, scope=s).define(s),
+            f"out[at] = {s.b}; out[at + 1] = {s.row}; out[at + 2] = {s.col}; at += 3;",
             "}",
         ]
     return "\n".join(lines + ["}"])
