@@ -148,9 +148,11 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                          tiles=((lambda body, first="0", step=1, slices="": self.tile_loop(cfg, d, body, first, step, slices))
                                 if d is not None else None),
                          cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0",
-                         split_tail=self._split_scope(cfg) if self.split_tail(cfg) else None)
+                         split_tail=self.split_tail_scope(cfg) if self.split_tail(cfg) else None)
 
-    def _split_scope(self, cfg: BatchConfig) -> split_tail.SplitTailScope:
+    def split_tail_scope(self, cfg: BatchConfig) -> split_tail.SplitTailScope:
+        """What the global level reads of the split-tail schedule: the partial slots' size and the
+        names of each unit's K range, which `split_tail.unit_loop` declares."""
         return split_tail.SplitTailScope(self._tile_words(cfg))
 
     def tile_origin(self, cfg: BatchConfig, d: Dialect) -> list[str]:
@@ -170,7 +172,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
             if (first, step) != ("0", 1) or not slices:
                 raise SetupError(self.name, "the split-tail schedule deals every unit to the cube's roles alike: "
                                             "each role walks all of them, given the K slices of a tile")
-            return split_tail.unit_loop(self._split_scope(cfg), slices, self.tile_origin(cfg, d), body,
+            return split_tail.unit_loop(self.split_tail_scope(cfg), slices, self.tile_origin(cfg, d), body,
                                         self.split_tail(cfg))
         c = self.cluster_m(cfg)
         start = "" if first == "0" else f" + ({first}) * {'CUBE_COUNT' if c == 1 else f'(CUBE_COUNT / {c})'}"

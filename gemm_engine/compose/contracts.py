@@ -165,10 +165,10 @@ def interface_gaps(provider, cap: Capability) -> list[str]:
 
 
 def _shown(func, bound_self=(None,)) -> str:
-    """``func``'s signature as a caller sees it (without self)."""
+    """``func``'s parameters as a caller sees them (without self and annotations)."""
     sig = inspect.signature(func)
-    params = list(sig.parameters.values())[len(bound_self):]
-    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+    params = [p.replace(annotation=p.empty) for p in list(sig.parameters.values())[len(bound_self):]]
+    return str(sig.replace(parameters=params, return_annotation=sig.empty))
 
 
 def config_gaps(cfg, cap: Capability) -> list[str]:
