@@ -111,7 +111,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         scope = super().scope(cfg, d)
         # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long
         # (a batch level passing tensor maps encodes theirs from the copies).
-        copies = {op: replace(getattr(scope, op), ptr=op, ld="k_pitch") for op in self._copied(cfg)}
+        copies = {op: replace(scope.operand(op), ptr=op, ld="k_pitch") for op in self._copied(cfg)}
         return replace(scope, **copies)
 
     def _regions(self, cfg) -> dict[str, str]:
@@ -129,7 +129,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
     def operand_pointer(self, cfg, d, op):
         if op not in self._copied(cfg):
             return super().operand_pointer(cfg, d, op)
-        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        t = d.storage_type(cfg.global_.loader(op).operand.element)
         x = "M" if op == "lhs" else "N"
         # A broadcast operand was copied once: its copy is broadcast too.
         return (f"const GLOBAL {t}* {op} = workspace + {self._regions(cfg)[op]} + "
@@ -143,7 +143,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         """Operand ``op`` (element (k, x) at ``k * ld + x``: a row-major rhs or a column-major lhs)
         into its region as rows of k: ``x * k_pitch + k``; a K-major source (element (k, x) at
         ``x * ld + k``) row by row."""
-        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        t = d.storage_type(cfg.global_.loader(op).operand.element)
         x_extent = "M" if op == "lhs" else "N"
         params = self.signature(cfg).render(d)
         return "\n".join([
@@ -181,9 +181,9 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             "const i64 k = k0 + i, x = x0 + tx;",
             f"if (k < K && x < {x_extent}) tile[i * {_TILE + 1} + tx] = src[k * {op}_ld + x];",
             "}"]
-        size = getattr(cfg.global_, f"{op}_loader").operand.element.itemsize
-        if size < 4:
-            return self._packed_transpose(op, x_extent, size, d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element), scalar_read)
+        element = cfg.global_.loader(op).operand.element
+        if element.itemsize < 4:
+            return self._packed_transpose(op, x_extent, element.itemsize, d.storage_type(element), scalar_read)
         return [
             *scalar_read,
             "SYNC_CUBE();",

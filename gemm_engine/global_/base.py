@@ -48,7 +48,19 @@ from ..compose.capabilities import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SM
                            SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER)
 from ..epilogue.spec import IDENTITY, Epilogue
 from .read.loaders import Loader, LoaderConfig
-from .write.writers import DirectWriter
+from .write.writers import DirectWriter, WriterConfig
+
+
+@dataclass(frozen=True)
+class TileLoopRequest:
+    """What a global level asks of a persistent batch level's tile loop (`PERSISTENT_TILE_LOOP`,
+    `GlobalConfig.tile_loop`): ``cluster_m`` cubes launched together along M (1: no clusters);
+    ``split_tail``: the last wave's tiles split along K into at most this many parts (0: none,
+    batch/split_tail.py). The batch level answers in the `CubeScope`, which the global level checks."""
+
+    cluster_m: int = 1
+    split_tail: int = 0
+
 
 @dataclass(frozen=True)
 class GlobalConfig:
@@ -61,7 +73,18 @@ class GlobalConfig:
     check_k: bool
     # What happens to each accumulator on its way out (set from the problem by the batch level).
     epilogue: Epilogue = field(default=IDENTITY, kw_only=True)
-    writer: object = field(default=None, kw_only=True)   # the writer's config (writers.py)
+    writer: WriterConfig = field(default=WriterConfig(), kw_only=True)   # the writer's config (writers.py)
+
+    def loader(self, op: str) -> LoaderConfig:
+        """The config of operand ``op``'s loader: "lhs" or "rhs"."""
+        if op not in ("lhs", "rhs"):
+            raise ValueError(f"loader: expected 'lhs' or 'rhs', got {op!r}")
+        return self.lhs_loader if op == "lhs" else self.rhs_loader
+
+    @property
+    def tile_loop(self) -> TileLoopRequest:
+        """What this level asks of a persistent batch level's tile loop: nothing, by default."""
+        return TileLoopRequest()
 
     @property
     def shared_memory_bytes(self) -> int:
@@ -127,8 +150,7 @@ class GlobalMatmul(ABC):
 
     def requires_k_major(self, problem: MatmulProblem) -> bool:
         """Whether the operands must reach this level K-major (the tile's business: tf32 wgmma)."""
-        tile = getattr(self.stage, "tile", None)
-        return tile is not None and tile.requires_k_major(problem)
+        return self.stage is not None and self.stage.requires_k_major(problem)
 
     # -- listeners --------------------------------------------------------------------------------
     def chain(self, own: StageEventListener | None = None) -> StageEventListener:

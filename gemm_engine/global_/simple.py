@@ -9,7 +9,7 @@ from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..stage.base import SMEM_STAGE
+from ..compose.capabilities import SMEM_STAGE
 from .base import TASK_LOADER, GlobalConfig, GlobalMatmul
 from .read.loaders import LoaderConfig, OperandTile
 

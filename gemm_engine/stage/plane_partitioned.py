@@ -9,7 +9,7 @@ issued, so its latency hides behind them.
 
 With ``fragment_buffering`` (a selection field, off by default) a plane instead keeps two sets of
 fragments: every fragment of k tile kt+1 (rhs fragments two n tiles per ``ldmatrix.x4`` where the
-tile offers ``load_rhs_pair``) is requested before the partition_m x partition_n tile matmuls of k
+tile's ``load_rhs_pair`` has one) is requested before the partition_m x partition_n tile matmuls of k
 tile kt, so shared-memory latency hides behind a whole k tile of tensor-core work (it costs one
 more set of fragment registers). Same events, each load's event right after it.
 
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..compose.capabilities import GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM
+from ..compose.capabilities import CARRIED_FRAGMENTS, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, PLANE_SCOPE, SMEM_STAGE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from ..tile.base import PLANE_SCOPE, SmemTile
-from .base import CARRIED_FRAGMENTS, SMEM_STAGE, Carry, StageConfig, StageMatmul, Writer
+from ..tile.base import SmemTile
+from .base import Carry, StageConfig, StageMatmul, Writer
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
                      TileMatmulCompleted)
 
@@ -137,7 +137,7 @@ class PlanePartitionedStage(StageMatmul):
     def _set_loads(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str, kt: int,
                    events: bool = True) -> list[tuple[str, StageEvent | None]]:
         """(code, event) of loading k tile ``kt``'s fragments into set ``kt % 2`` (rhs fragments two
-        n tiles per ``ldmatrix.x4`` where the tile offers ``load_rhs_pair``)."""
+        n tiles per ``ldmatrix.x4`` where the tile's ``load_rhs_pair`` has one)."""
         t, tc = self.tile, cfg.tile
         pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
         b, k = kt % 2, str((kt % nk) * tc.tile_k)
@@ -145,11 +145,10 @@ class PlanePartitionedStage(StageMatmul):
         for i in range(pm):
             src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
             out.append((t.load_lhs(tc, d, f"lhs_frag_{b}_{i}", src), LhsLoaded(kt % nk * pm + i, nk * pm)))
-        pair = getattr(t, "load_rhs_pair", None)
         j = 0
         while j < pn:
             src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
-            code = pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if pair and j + 1 < pn else None
+            code = t.load_rhs_pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if j + 1 < pn else ""
             if code:
                 out += [(code, RhsLoaded(kt % nk * pn + j, nk * pn)), ("", RhsLoaded(kt % nk * pn + j + 1, nk * pn))]
                 j += 2

@@ -51,7 +51,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import WARPGROUP_SCOPE, TileConfig, TileMatmul
+from ..compose.capabilities import WARPGROUP_SCOPE
+from .base import TileConfig, TileMatmul
 
 WARPGROUP = 128
 SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit or 32 32-bit elements
@@ -264,17 +265,22 @@ class WgmmaTile(TileMatmul):
     @staticmethod
     def acc_registers(cfg):
         """Per accumulator register of a unit: (index, row offset inside the warp's 16 rows: 0 or
-        8, first column of its 8-column group); the unit's own row and column within those are
-        ``lane >> 2`` and ``((lane & 3) << 1) + (index & 1)`` (the layout in the module docstring)."""
+        8, added to `acc_row`, first column of its 8-column group); the unit's own row and column
+        within those are ``lane >> 2`` and ``((lane & 3) << 1) + (index & 1)`` (the layout in the
+        module docstring)."""
         for j in range(cfg.tile_n // 8):
             for e in range(4):
                 yield 4 * j + e, 8 if e >= 2 else 0, 8 * j
 
+    @staticmethod
+    def acc_row(cfg) -> str:
+        """The tile row of this unit's first accumulator registers (`acc_registers` adds 0 or 8)."""
+        return "wg_warp * 16 + (lane >> 2)"
+
     def acc_elements(self, cfg, acc, columns: range | None = None):
         """As every tile's; ``columns``: only the elements of those tile columns (8-column groups
         are whole: a range of multiples of 8)."""
-        lane, warp = "lane", "wg_warp"
-        row, col = f"({warp} * 16 + ({lane} >> 2))", f"(({lane} & 3) << 1)"
+        row, col = f"({self.acc_row(cfg)})", "((lane & 3) << 1)"
         for reg, dr, c0 in self.acc_registers(cfg):
             if columns is not None and c0 not in columns:
                 continue

@@ -72,8 +72,8 @@ def test_loads_interleaved_with_tile_executions(device, shape):
     g, stage = cfg.batch.global_, cfg.batch.global_.stage
     # Every tile execution of the stage (a unit's partition may hold several tiles per k step).
     st = alg.components.global_.stage
-    tile_execs = [st.tile.execute(stage.tile, dialect, st._lhs_frag(stage, i), st._rhs_frag(stage, j),
-                                  st._acc(stage, i, j))
+    f = stage.fragments
+    tile_execs = [st.tile.execute(stage.tile, dialect, f.lhs(i), f.rhs(j), f.acc(i, j))
                   for i in range(stage.partition_m) for j in range(stage.partition_n)]
     loop = src.index("for (i64 k0 = 0;")
     execs = sorted(i for e in tile_execs for i in range(len(src)) if src.startswith(e, i))

@@ -83,8 +83,8 @@ def test_one_role_branch_with_barriers_outside(device, shape):
         assert reads and all(split < i < loader_end for i in reads), ident
     assert "UNIT_ID + " not in src and f"const int load_unit = UNIT_ID - {compute};" in src
     st = alg.components.global_.stage   # the first tile of the unit's partition
-    tile_exec = st.tile.execute(g.stage.tile, dialect, st._lhs_frag(g.stage, 0), st._rhs_frag(g.stage, 0),
-                                st._acc(g.stage, 0, 0))
+    f = g.stage.fragments
+    tile_exec = st.tile.execute(g.stage.tile, dialect, f.lhs(0), f.rhs(0), f.acc(0, 0))
     stores = [m.start() for m in re.finditer(r"\bout\[", src)]
     assert stores and all(loader_end < i < compute_end for i in stores + [src.index(tile_exec)])
     # Two shared-memory stages per operand.
