@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from ..batch.base import BatchMatmul
-from ..batch.dispatch import RowMajorDispatch
+from ..batch.dispatch import DISPATCHES, RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
 from ..compose.contracts import SLOTS, check_composition
@@ -113,7 +113,11 @@ class Algorithm(metaclass=Composition):
     # -- composition -------------------------------------------------------------------------------
     @classmethod
     def slots(cls) -> dict[str, type | None]:
-        return {slot: getattr(cls, slot, None) for slot in SLOTS}
+        """The slots' components; a registered order's name in the dispatch slot means that order."""
+        out = {slot: getattr(cls, slot, None) for slot in SLOTS}
+        if isinstance(out["dispatch"], str):
+            out["dispatch"] = DISPATCHES.get(out["dispatch"], out["dispatch"])
+        return out
 
     @classmethod
     def check(cls) -> None:
@@ -149,7 +153,7 @@ class Algorithm(metaclass=Composition):
                                rhs_loader=self.rhs_loader() if self.rhs_loader is not None else None,
                                writer=self.writer() if self.writer is not None else None,
                                listener=self.listener)
-        return self.batch(global_, dispatch=self.dispatch)
+        return self.batch(global_, dispatch=self.slots()["dispatch"])
 
     # -- selection -----------------------------------------------------------------------------
     def select(self, problem: MatmulProblem, dialect: Dialect) -> Mapping | Selection:
@@ -168,10 +172,19 @@ class Algorithm(metaclass=Composition):
         base = self.selection
         if base is None:
             chosen = self.select(problem, dialect)
+            if isinstance(chosen, Mapping) and "dispatch" in chosen and self._dispatch_swapped():
+                # A subclass put its own order in the dispatch slot: it is the default `select`'s
+                # order was chosen against, so the slot wins (as an override would).
+                chosen = {k: v for k, v in chosen.items() if k not in ("dispatch", "dispatch_width")}
             if self.overrides and isinstance(chosen, Mapping):
                 chosen = self.yield_to(chosen, self.overrides)
             base = self.selection_class().merged(chosen)
         return base.override(**self.overrides) if self.overrides else base
+
+    @classmethod
+    def _dispatch_swapped(cls) -> bool:   # another order than the class whose `select` runs had
+        owner = next(c for c in cls.__mro__ if "select" in c.__dict__)
+        return getattr(owner, "dispatch", None) is not cls.dispatch
 
     def yield_to(self, chosen: Mapping, overrides: Mapping) -> Mapping:
         """`select`'s preset ``chosen`` with the knobs it set only because of a knob the caller
@@ -193,15 +206,7 @@ class Algorithm(metaclass=Composition):
         self.check()
         if self._build_error is not None:
             raise _as_setup_error(self.name, self._build_error)
-        batch, global_ = self.components, self.components.global_
-        if problem.epilogue.block_scales and not getattr(global_, "applies_block_scales", False):
-            raise SetupError(global_.name, "the operands' scales per block of 128 along K must be applied "
-                                           "between K blocks, which this global level does not do "
-                                           "(matmul dequantizes the operands first instead)")
-        if problem.epilogue.block_scales and not getattr(batch, "forwards_block_scales", True):
-            raise SetupError(batch.name, "it splits K, so its global level cannot apply the operands' scales "
-                                         "per block of 128 along K (matmul dequantizes the operands first "
-                                         "instead)")
+        self.components.check_block_scales(problem)
         try:
             selection = self.selection_for(problem, dialect)
             batch = self.components.setup(problem, selection, dialect)

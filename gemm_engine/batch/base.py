@@ -341,6 +341,19 @@ class BatchMatmul(ABC):
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig: ...
 
+    def check_block_scales(self, problem: MatmulProblem) -> None:
+        """SetupError when the problem's scales change per block of 128 along K and this level or its
+        global level cannot apply them (the engine then dequantizes the operands first)."""
+        if not problem.epilogue.block_scales:
+            return
+        if not self.global_.applies_block_scales:
+            raise SetupError(self.global_.name, "the operands' scales per block of 128 along K must be applied "
+                                                "between K blocks, which this global level does not do "
+                                                "(matmul dequantizes the operands first instead)")
+        if not self.forwards_block_scales:
+            raise SetupError(self.name, "it splits K, so its global level cannot apply the operands' scales per "
+                                        "block of 128 along K (matmul dequantizes the operands first instead)")
+
     @abstractmethod
     def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int: ...
 

@@ -43,7 +43,7 @@ from ..problem import MatmulProblem
 from ..dtypes import FLOAT32
 from . import split_tail
 from .base import (KEPT_SCRATCH, KERNEL_NAME, BatchConfig, CallValues, CubeScope, DispatchScope, Launch, OperandRef,
-                   Workspace, dispatch_for, dispatch_knobs)
+                   Workspace, dispatch_for)
 from .partitioned import PartitionedBatchMatmul
 from ..codegen.signature import BY_VALUE, KernelSignature, Param, array
 
@@ -64,9 +64,14 @@ def device_address(pointer, offset: int, itemsize: int) -> int:
     return base + offset * itemsize
 
 
+#: Tile coordinates of TMA copies are signed 32-bit: an extent (less a tile) must stay below this.
+TMA_COORDINATE_LIMIT = (1 << 31) - 512
+
+
 class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     name = "tma_persistent_batch"
-    knobs = dispatch_knobs("row_major")
+    # The dispatch knobs come from the algorithm's dispatch slot (its order is their default), as
+    # on the partitioned level: declaring them here too would clash with any other order there.
     provides = frozenset({PERSISTENT_TILE_LOOP, TENSOR_MAPS, OUTPUT_TENSOR_MAP})
     requires = (Requirement.of("global_", OWN_TILE_LOOP,
                                why="its cubes own several tiles, and only a global level that runs the "
@@ -75,6 +80,12 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
         if dialect.backend != "cuda":
             raise SetupError(self.name, "TMA tensor maps exist on CUDA only")
+        extents = {"M": problem.m, "N": problem.n, "K": problem.k, "batch": problem.batch}
+        big = {name: value for name, value in extents.items() if value >= TMA_COORDINATE_LIMIT}
+        if big:
+            raise SetupError(self.name, f"{', '.join(f'{k} = {v}' for k, v in big.items())}: TMA copies take "
+                                        f"32-bit signed tile coordinates (cp.async.bulk.tensor), which reach "
+                                        f"{TMA_COORDINATE_LIMIT - 1} at most (a kernel of 64-bit pointers runs it)")
         dispatch = dispatch_for(selection.dispatch, selection.dispatch_width, self.name)
         global_ = replace(self.global_.setup(problem, selection, dialect), epilogue=problem.epilogue)
         return BatchConfig(global_=global_, dispatch=dispatch,

@@ -95,15 +95,17 @@ def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArra
     out = []
     for imp, scale, lhs in ((arrays.a, request.lhs_scale, True), (arrays.b, request.rhs_scale, False)):
         label = "a" if lhs else "b"
+        host_scale = None if scale is None else runtime.download(scale.array.array, scale.array.dtype)
         if imp.library == "torch":
             import torch
-            values = None if scale is None else scale.array.original
-            out.append(import_array(dequantize(imp.original, scale, values, lhs, shape.k, shape.n, torch),
-                                    label, runtime))
+            device = imp.original.device
+            values = None if scale is None else torch.as_tensor(np.asarray(host_scale, np.float32), device=device)
+            scaled = dequantize(imp.original, scale, values, lhs, shape.k, shape.n, torch)
         else:
-            values = None if scale is None else runtime.download(scale.array.array, scale.array.dtype)
-            out.append(import_array(dequantize(runtime.download(imp.array, imp.dtype), scale, values, lhs, shape.k,
-                                               shape.n, np), label, runtime))
+            scaled = dequantize(runtime.download(imp.array, imp.dtype), scale, host_scale, lhs, shape.k, shape.n, np)
+            # Device operands stay device arrays (their result too), host ones host arrays.
+            scaled = scaled if imp.host else runtime.upload(np.ascontiguousarray(scaled))
+        out.append(import_array(scaled, label, runtime))
     return CallArrays(out[0], out[1], arrays.out), request.dequantized()
 
 

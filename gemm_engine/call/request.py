@@ -136,6 +136,10 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
                 raise ValueError(f"matmul: {label}={scale.number} is not finite; (a * {label}) @ b mixes "
                                  f"infinities and NaN where the kernel would scale the sums: pass finite scales")
             factor *= scale.number
+        elif scale is not None and scale.array.host and not np.isfinite(
+                np.asarray(scale.array.array, np.float32)).all():
+            raise ValueError(f"matmul: {label} holds values that are not finite; (a * {label}) @ b mixes "
+                             f"infinities and NaN where the kernel would scale the sums: pass finite scales")
     lhs_scale, rhs_scale = (s if s is not None and s.array is not None else None
                             for s in (rules.lhs_scale, rules.rhs_scale))
     request = Request(shape, types, precision, options.casting, alpha * factor, beta, c, bias, axis, activation,

@@ -85,10 +85,18 @@ def _slot_words(slot: str) -> str:
 def check_composition(slots: Mapping[str, type | None], algorithm: str = "composition") -> None:
     """SetupError unless every filled, used slot's requirements are met by its neighbours, and no
     slot is filled that the composition does not use."""
+    for slot, cls in slots.items():
+        if cls is not None and not isinstance(cls, type):
+            raise SetupError(algorithm, f"the {_slot_words(slot)} slot holds {cls!r} (a {type(cls).__name__}), not "
+                                        f"a component class: put the class there (gemm_engine.components lists "
+                                        f"the built-in ones by slot)")
     used = {"batch", "dispatch", "listener"}
     batch = slots.get("batch")
     used |= set(getattr(batch, "uses", ("global_",)))
     global_ = slots.get("global_")
+    if "global_" in used and global_ is None:
+        raise SetupError(algorithm, f"the global level slot is empty, but {component_name(batch)} (batch) runs a "
+                                    f"global level in each cube: every composition needs one")
     if "global_" in used and global_ is not None:
         used |= set(getattr(global_, "uses", ()))
     stage = slots.get("stage")

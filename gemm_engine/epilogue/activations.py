@@ -51,7 +51,7 @@ class Activation:
         return type(self) is type(other) and vars(self) == vars(other)
 
     def __hash__(self):
-        return hash((type(self), tuple(sorted(vars(self).items()))))
+        return hash((type(self), _frozen(vars(self))))
 
     def __repr__(self):
         return self.name
@@ -63,6 +63,21 @@ class Activation:
     def reference(self, x: np.ndarray) -> np.ndarray:
         """The same function in numpy (float64), for tests."""
         raise NotImplementedError
+
+
+def _frozen(value):
+    """A hashable stand-in for a field's value (lists, dicts and arrays by their contents)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return (value.shape, tuple(value.ravel().tolist()))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 ACTIVATIONS: Registry = Registry("activation")

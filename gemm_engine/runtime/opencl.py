@@ -3,6 +3,8 @@ PyOpenCL (which keeps its own on-disk binary cache), arrays are `pyopencl.array.
 from __future__ import annotations
 
 import os
+import tempfile
+import warnings
 
 import numpy as np
 
@@ -16,6 +18,7 @@ DEVICE_ENV = "GEMM_ENGINE_OPENCL_DEVICE"
 
 
 def _pyopencl():
+    _cache_home_fixed()
     try:
         import pyopencl as cl
         import pyopencl.array as cla
@@ -30,6 +33,18 @@ def _pyopencl():
 PYOPENCL_ENV = "PYOPENCL_CTX"
 
 
+def _unusable_cache_home() -> str | None:
+    """The cache folder PoCL would write to, when it cannot be one (a file, say): PoCL then lists no
+    device at all, which reads like a missing driver. None when it looks usable."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    parent = home
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if os.path.isdir(home) or (parent and os.path.isdir(parent) and os.access(parent, os.W_OK)):
+        return None
+    return home
+
+
 def _devices(cl):
     try:
         platforms = cl.get_platforms()
@@ -37,8 +52,27 @@ def _devices(cl):
         raise BackendUnavailableError(f"no OpenCL platform found: {exc}") from exc
     devices = [(p, d) for p in platforms for d in p.get_devices()]
     if not devices:
-        raise BackendUnavailableError("no OpenCL device found (on Debian: apt-get install pocl-opencl-icd)")
+        hint = "(on Debian: apt-get install pocl-opencl-icd)"
+        bad = _unusable_cache_home()
+        if bad is not None:
+            hint = (f"(the cache folder {bad!r} is not a usable folder: PoCL lists no device without its kernel "
+                    f"cache; point $XDG_CACHE_HOME at a folder)")
+        raise BackendUnavailableError(f"no OpenCL device found {hint}")
     return devices
+
+
+def _cache_home_fixed() -> None:
+    """PoCL (its kernel cache) and PyOpenCL (its binary cache) keep their caches under
+    $XDG_CACHE_HOME, and PoCL lists no device at all when it cannot, which reads like a missing
+    driver: where it is not a usable folder, this process gets a temporary one (before the first
+    OpenCL call reads it), with a warning."""
+    bad = _unusable_cache_home()
+    if bad is None:
+        return
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gemm_engine_cache_")
+    warnings.warn(f"gemm_engine: the cache folder {bad!r} ($XDG_CACHE_HOME) is not a usable folder, which leaves "
+                  f"PoCL without devices; this process caches kernels in {os.environ['XDG_CACHE_HOME']} instead "
+                  f"(point $XDG_CACHE_HOME at a folder)", RuntimeWarning, stacklevel=4)
 
 
 def _listing(devices) -> str:

@@ -4,6 +4,8 @@ level declared (`GlobalConfig.tile_loop`, the writer's ``tma_store``), not probe
 from __future__ import annotations
 
 import re
+
+import pytest
 from dataclasses import replace
 
 import gemm_engine
@@ -62,3 +64,14 @@ def test_what_the_loop_reads_of_the_global_level_is_its_declared_request():
     no_store = replace(cfg, global_=replace(cfg.global_, writer=replace(cfg.global_.writer, tma_store=False)))
     batch = alg.components
     assert "out_map" in batch.signature(cfg).names and "out_map" not in batch.signature(no_store).names
+
+
+def test_extents_past_32_bit_coordinates_are_refused_and_auto_runs_another_kernel():
+    # cp.async.bulk.tensor takes s32 tile coordinates: M = 2^31 + 256 (137 GB of bf16 at N = K = 16,
+    # which an H200 holds) would wrap them negative.
+    bf16 = BY_NAME["bfloat16"]
+    problem = MatmulProblem(1, (1 << 31) + 256, 16, 16, bf16, bf16, bf16, Layout.ROW, Layout.COL, 8, 8)
+    with pytest.raises(gemm_engine.SetupError, match="32-bit signed tile coordinates"):
+        gemm_engine.source("specialized_wgmma", problem, backend="cuda", arch="sm_90")
+    text = gemm_engine.source("auto", problem, backend="cuda", arch="sm_90")
+    assert "cp.async.bulk.tensor" not in text

@@ -118,3 +118,21 @@ def test_pyopencl_ctx_that_matches_nothing_is_named(monkeypatch):
     monkeypatch.delenv("GEMM_ENGINE_OPENCL_DEVICE", raising=False)
     with pytest.raises(ValueError, match=r"\$PYOPENCL_CTX='7'.*devices: 0: "):
         gemm_engine.Engine("opencl")
+
+
+def test_a_cache_home_that_is_a_file_still_gives_a_device(tmp_path):
+    # PoCL lists no device when $XDG_CACHE_HOME cannot hold its kernel cache: the engine gives the
+    # process a folder of its own, says so, and runs.
+    import subprocess
+    import sys
+    _cl()
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "POCL_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(not_a_folder)
+    code = ("import numpy as np, gemm_engine; e = gemm_engine.Engine('opencl'); "
+            "print(e.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)).tolist())")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[[3.0, 3.0], [3.0, 3.0]]"
+    assert "is not a usable folder" in done.stderr
