@@ -32,7 +32,8 @@ sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import gemm_engine  # noqa: E402
-from gemm_engine.algorithms.skinny import SkinnySplitKAlgorithm, select_split_skinny  # noqa: E402
+from gemm_engine.algorithms.skinny import SkinnySplitKAlgorithm  # noqa: E402
+from gemm_engine.selector.skinny import select_split_skinny  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
 from common import events_time, tiling  # noqa: E402
 import current_tables  # noqa: E402

@@ -6,7 +6,8 @@ An algorithm is a subclass of `Algorithm` that sets class attributes, one per sl
 is declared (``provides`` / ``requires``, the capabilities below) and checked before setup, so a
 composition either runs right or is refused with a `SetupError` naming the components.
 """
-from .algorithms.base import Algorithm, AlgorithmFamily, KernelConfig, register
+from .algorithms.base import Algorithm, KernelConfig, register
+from .algorithms.family import AlgorithmFamily
 from .batch.base import (DISPATCHES, BatchConfig, BatchMatmul, CallValues, CubeScope, Dispatch, DispatchScope, Launch,
                          OperandRef, Workspace, register_dispatch)
 from .batch.dispatch import ColMajorDispatch, GroupedDispatch, RowMajorDispatch, SwizzledDispatch

@@ -62,13 +62,28 @@ def problem(m, n, k, dtype="float32", lhs_layout=Layout.ROW):
     return MatmulProblem(1, m, n, k, et, et, et, lhs_layout=lhs_layout)
 
 
+def any_problem(shape, dtype="float16", layouts=("row", "row"), align=None, out=None, **more):
+    """A (batch, m, n, k) problem of ``dtype`` operands (``"tf32"``: float32 with tf32 precision),
+    16-byte aligned unless ``align`` says otherwise; ``out`` defaults to the dtype's product
+    (int8: int32, fp8: float32)."""
+    if dtype == "tf32":
+        dtype, more = "float32", {"precision": "tf32", **more}
+    et = BY_NAME[dtype]
+    if out is None:
+        out = INT32 if et is INT8 else FLOAT32 if et.itemsize == 1 else et
+    wide = 16 // et.itemsize
+    lhs_align, rhs_align = align or (wide, wide)
+    return MatmulProblem(*shape, et, et, BY_NAME[out] if isinstance(out, str) else out,
+                         Layout(layouts[0]), Layout(layouts[1]), lhs_align, rhs_align, **more)
+
+
 #: The nominal devices the per-algorithm agreement tests render for (A100, H100, OpenCL; no device needed).
 NOMINAL_DEVICES = {"sm_80": nominal_cuda_device(8, 0), "sm_90": nominal_cuda_device(9, 0), "opencl": OPENCL_DEVICE}
 
 #: Algorithms that must set up on each device for at least one of coverage_problems() (no vacuous pass).
 MUST_SET_UP = {
-    "opencl": {"simple", "simple_unit", "double_buffering_unit", "ordered", "specialized", "split_k_unit",
-               "skinny", "skinny_split_k", "auto"},
+    "opencl": {"simple", "simple_unit", "double_buffering_unit", "ordered", "ordered_unit", "specialized",
+               "specialized_unit", "split_k_unit", "skinny", "skinny_split_k", "auto"},
     "sm_80": {"simple_mma", "double_buffering_mma", "pipelined_mma", "simple_wmma", "simple_dmma",
               "pipelined_dmma", "split_k_mma", "skinny", "auto"},
     "sm_90": {"pipelined_wgmma", "specialized_wgmma", "split_k_wgmma", "pipelined_mma", "skinny", "auto"},

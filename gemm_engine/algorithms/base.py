@@ -70,6 +70,8 @@ class Algorithm(metaclass=Composition):
     """
 
     name: ClassVar[str] = "algorithm"
+    #: A family (family.py) chooses among member algorithms and has no selection of its own.
+    is_family: ClassVar[bool] = False
     #: The public name of this algorithm's composed selection type (e.g. "UnitSelection").
     selection_name: ClassVar[str | None] = None
     # -- slots -------------------------------------------------------------------------------------
@@ -268,7 +270,7 @@ class _SelectionClass:
     first use; SetupError when two of its components declare one knob differently)."""
 
     def __get__(self, obj, cls):
-        if getattr(cls, "variants", None) is not None and issubclass(cls, AlgorithmFamily):
+        if cls.is_family:
             return None
         return cls._selection_class()
 
@@ -293,100 +295,6 @@ def _as_setup_error(name: str, exc: BaseException) -> SetupError:
     if isinstance(exc, SetupError):
         return exc
     return SetupError(name, f"a component raised {type(exc).__name__}: {exc}", internal=True)
-
-
-class AlgorithmFamily(Algorithm):
-    """One name for several compositions: setup takes the first variant that accepts the problem.
-
-    E.g. "simple" = (tensor-core variant, register variant): f16 on an sm_80+ GPU gets tensor cores,
-    float64 or OpenCL gets register FMA. A whole selection passed by the caller goes only to the
-    variants whose selection type it is; overrides go to the variants that have those fields. When
-    no variant accepts, the SetupError lists every variant's reason.
-    """
-
-    variants: ClassVar[tuple[type[Algorithm], ...]] = ()
-
-    def __init__(self, selection=None, **overrides):
-        if isinstance(selection, Mapping):
-            overrides, selection = {**selection, **overrides}, None
-        self.selection, self.overrides = selection, dict(overrides)
-        self.members = []
-        for v in self.variants:
-            target = _safe_selection_class(v)
-            if selection is not None and (target is None or not isinstance(selection, target)):
-                continue
-            if overrides and (target is None or not set(overrides) <= set(target.field_names())):
-                continue
-            self.members.append(v(selection, **overrides))
-        if not self.members:
-            what = type(selection).__name__ if selection is not None else f"overrides {sorted(overrides)}"
-            raise TypeError(f"{self.name}: no variant takes {what}; variants: "
-                            f"{[v.name for v in self.variants]}")
-
-    @classmethod
-    def check(cls) -> None:
-        return None   # each member checks its own composition
-
-    def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
-        reasons = []
-        for member in self.members:
-            try:
-                return member.setup(problem, dialect)
-            except SetupError as exc:
-                reasons.append(f"{member.name}: {exc.reason if exc.component == member.name else exc}")
-        raise SetupError(self.name, "no variant can run this problem: " + "; ".join(reasons))
-
-    def chosen(self, cfg: KernelConfig) -> Algorithm:
-        for member in self.members:
-            cls = type(member)
-            if cfg.algorithm == f"{cls.__module__}.{cls.__qualname__}":
-                return member
-            if isinstance(member, AlgorithmFamily):   # a family of families: ask it
-                try:
-                    return member.chosen(cfg)
-                except ValueError:
-                    pass
-        raise ValueError(f"{self.name}: config {cfg.algorithm} is not one of this family's")
-
-    def render(self, cfg, dialect):
-        return self.chosen(cfg).render(cfg, dialect)
-
-    def signature(self, cfg):
-        return self.chosen(cfg).signature(cfg)
-
-    def cube_count(self, cfg, problem):
-        return self.chosen(cfg).cube_count(cfg, problem)
-
-    def launches(self, cfg, problem):
-        return self.chosen(cfg).launches(cfg, problem)
-
-    def workspace(self, cfg, problem):
-        return self.chosen(cfg).workspace(cfg, problem)
-
-    def kept_workspace(self, cfg, problem):
-        return self.chosen(cfg).kept_workspace(cfg, problem)
-
-    def call_values(self, cfg, problem):
-        return self.chosen(cfg).call_values(cfg, problem)
-
-    def tuning_space(self, problem, dialect):
-        return []
-
-
-def _safe_selection_class(cls):
-    try:
-        return cls.selection_class
-    except SetupError:
-        return None
-
-
-def distinct(selections) -> list:
-    """``selections`` without repeats, in order (the tuner times each once)."""
-    out = []
-    for s in selections:
-        if s not in out:
-            out.append(s)
-    return out
 
 
 REGISTRY: Registry = Registry("algorithm")

@@ -1,11 +1,14 @@
-"""The skinny kernel's tiling rule: which axis its outputs run along, and its knobs left at 0
-chosen for the problem and device (`resolve_tiling`), so that a sweep may fix one knob and keep
-the rest. The kernel itself is global_/skinny.py."""
+"""Tilings of the skinny algorithms (M = 1 or N = 1): which axis the outputs run along, the skinny
+kernel's knobs left at 0 chosen for the problem and device (`resolve_tiling`, so that a sweep may
+fix one knob and keep the rest), and skinny_split_k's split of K over cubes. The kernel itself is
+global_/skinny.py; the measurements: bench/SELECTION_NOTES.md, "Skinny tilings"."""
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
 from ..dtypes import WORD_BYTES
+from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
+from .base import distinct
 
 #: Shared memory the staged vector may take: 32 KiB leaves room for several cubes per
 #: multiprocessor and holds all of K = 8192 in float32 (one chunk: no barrier inside the K loop).
@@ -94,3 +97,40 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
     cap = units * max(1, min(STAGING, CHUNK_BYTES // WORD_BYTES[big.compute] // units))
     chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), cap)
     return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk)
+
+
+def skinny_tuning_space(selection_class, problem: MatmulProblem, dialect: Dialect) -> list:
+    """The rule's tiling, then each of 2, 4, 8 loads in flight per unit (the one knob the bandwidth
+    sweeps found sensitive); ``selection_class`` is the skinny algorithm's selection type."""
+    return distinct([resolve_tiling(selection_class(), problem, dialect)] + [
+        resolve_tiling(selection_class(unroll=u), problem, dialect) for u in (2, 4, 8)])
+
+
+# -- skinny_split_k: K split over cubes -----------------------------------------------------------------
+#: Loads in flight per unit of the split kernel (16 x 16 bytes x 256 units = 64 KiB per cube).
+SPLIT_UNROLL = 16
+
+
+def select_split_skinny(problem: MatmulProblem, dialect: Dialect, splits: int = 0) -> dict:
+    """Every unit one 16-byte vector of outputs (one slice of K per cube), up to 256 units; about
+    one cube per compute unit, K cut into as many ranges as that takes, each a whole number of
+    staged chunks of at least 256 rows."""
+    along_n, dot = skinny_axis(problem)
+    if dot:
+        raise SetupError("skinny_split_k", "the big operand is contiguous along K: each output is a dot "
+                                           "product of whole rows (skinny reads it so)")
+    big = problem.rhs if along_n else problem.lhs
+    per_unit = 16 // big.itemsize
+    vectors = -(-(problem.n if along_n else problem.m) // per_unit)
+    units = min(UNITS, pow2_at_least(vectors), pow2_at_most(dialect.device.max_threads_per_cube))
+    tiles = problem.batch * -(-vectors // units)
+    if not splits:   # at least two: a caller who names this algorithm wants K split
+        splits = max(2, round(max(1, dialect.device.compute_units) / tiles))
+    chunk = units * pow2_at_least(-(-problem.k // (splits * units)))
+    return dict(outputs=units * per_unit, units=units, unroll=SPLIT_UNROLL, chunk_k=chunk,
+                split_k=-(-problem.k // chunk))
+
+
+def split_skinny_tuning_space(problem: MatmulProblem, dialect: Dialect) -> list:
+    return distinct([select_split_skinny(problem, dialect)] +
+                    [select_split_skinny(problem, dialect, s) for s in (8, 16, 32, 64)])

@@ -9,7 +9,8 @@ far and a compile each.
 """
 from __future__ import annotations
 
-from ..algorithms.base import REGISTRY, Algorithm, AlgorithmFamily
+from ..algorithms.base import REGISTRY, Algorithm
+from ..algorithms.family import AlgorithmFamily
 from ..selector.rules import RULES, UNRANKED
 from ..call.choose import try_setup
 

@@ -1,5 +1,5 @@
-"""The "ordered" algorithm: lhs loaded by each unit from global memory into registers, rhs double
-buffered in shared memory.
+"""The "ordered_unit" algorithm (the ordered family's one member): lhs loaded by each unit from
+global memory into registers, rhs double buffered in shared memory.
 
 Numerics (the shared register-tile suite), the shape of the rendered kernel (no lhs shared memory,
 one block of lhs register loads per K step before the first tile, lhs fragments read from those
@@ -21,7 +21,7 @@ from renders import OPENCL_DEVICE, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 
-ALG = "ordered"
+ALG = "ordered_unit"
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The "specialized" algorithm: compute units and load-only units in one cube.
+"""The "specialized_unit" algorithm (the specialized family's register member): compute units and
+load-only units in one cube.
 
 Numerics (the shared register-tile suite, plus splits only OpenCL allows), the shape of the rendered
 kernel (one role branch, barriers outside it, loads only on loader units, the launch size), setup
@@ -20,7 +21,7 @@ from renders import OPENCL_DEVICE, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 
-ALG = "specialized"
+ALG = "specialized_unit"
 CUDA = nominal_cuda_device()
 
 

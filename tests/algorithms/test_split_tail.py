@@ -232,7 +232,7 @@ def test_auto_takes_the_split_kernel_for_int8_on_few_tiles_only_with_a_long_k(sh
 
 
 def test_auto_explains_why_the_split_kernel_beats_split_k():
-    from gemm_engine.selector.rules import split_k_worth_it
+    from gemm_engine.selector.conditions import split_k_worth_it
     why = split_k_worth_it(problem(m=1000, n=1000, k=4000), SM90)
     assert why is not None and "each split in 2 along K" in why
 

@@ -157,7 +157,7 @@ def test_tf32_two_k_atoms_per_stage():
 
 
 def test_tf32_auto_rule_refuses_small_transposes():
-    from gemm_engine.selector.rules import wgmma_worth_it
+    from gemm_engine.selector.conditions import wgmma_worth_it
     assert "costs more than it gains" in wgmma_worth_it(problem(m=256, n=4096, k=4096, dtype="tf32"), SM90)
     assert wgmma_worth_it(problem(m=256, n=4096, k=4096, dtype="tf32", layouts=("row", "col")), SM90) is None
     assert wgmma_worth_it(problem(m=4096, n=4096, k=4096, dtype="tf32"), SM90) is None

@@ -24,7 +24,7 @@ from gemm_engine.problem import MatmulProblem
 from cuda_compile import ARCHS, compile_jobs, failures_of, nvcc_or_skip, prefetched
 from helpers import DTYPES, TOLERANCE, np_dtype, random, rel_error
 
-OPENCL_ALGORITHMS = ["simple_unit", "double_buffering_unit", "specialized", "ordered"]
+OPENCL_ALGORITHMS = ["simple_unit", "double_buffering_unit", "specialized_unit", "ordered_unit"]
 
 
 def unfused(a, b, *, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None):

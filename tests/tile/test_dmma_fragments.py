@@ -27,8 +27,8 @@ import re
 import numpy as np
 import pytest
 
-from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaSelection, select_dmma_tiling,
-                                         select_pipelined_dmma_tiling)
+from gemm_engine.algorithms.dmma import DmmaSelection, PipelinedDmmaSelection
+from gemm_engine.selector.dmma import select_dmma_tiling, select_pipelined_dmma_tiling
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import FLOAT64
