@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import get_engine
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random
 from renders import OPENCL_DEVICE
+from hopper_support import SM90, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
 from gemm_engine.batch import tma_persistent
@@ -27,19 +27,7 @@ from gemm_engine.global_.write.writers import PairedWriter
 from gemm_engine.global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from gemm_engine.problem import Layout, MatmulProblem
 
-SM90 = dialect_for(nominal_cuda_device(9, 0))
 HALF = ["float16"] + (["bfloat16"] if BF16 is not None else [])
-
-
-def problem(b=1, m=256, n=512, k=192, dtype="float16", layouts=("row", "row"), align=8):
-    et = BY_NAME[dtype]
-    return MatmulProblem(b, m, n, k, et, et, et, Layout(layouts[0]), Layout(layouts[1]), align, align)
-
-
-def setup(p, dialect=SM90, **overrides):
-    alg = SpecializedWgmmaAlgorithm(**overrides)
-    cfg = alg.setup(p, dialect)
-    return alg, cfg
 
 
 # -- refusals --------------------------------------------------------------------------------------
@@ -283,25 +271,6 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
     (1, 200, 384, 300, ("row", "row"), 0),      # 64 x 128 tiles (small 16-bit problems), M edge
     (2, 100, 512, 130, ("col", "col"), 8),      # the same, batch
 ]
-
-
-def sm90_engine():
-    """The CUDA engine, or a skip where the GPU is not sm_90 (wgmma and TMA)."""
-    engine = get_engine("cuda")
-    if engine.runtime.device.compute_capability != (9, 0):
-        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
-    return engine
-
-
-def padded(engine, host, layout, pad):
-    """``host`` on the device in ``layout``, its leading dimension rounded up to 8 elements past
-    ``pad`` (the extents stay odd; the stride is what TMA needs 16-byte aligned)."""
-    t = host if layout == "row" else np.swapaxes(host, -1, -2)
-    ld = -(-(t.shape[-1] + pad) // 8) * 8
-    buf = np.zeros(t.shape[:-1] + (ld,), t.dtype)
-    buf[..., :t.shape[-1]] = t
-    dev = engine.runtime.to_device(buf)[..., :t.shape[-1]]
-    return dev if layout == "row" else dev.swapaxes(-1, -2)
 
 
 @pytest.mark.parametrize("dtype", HALF)

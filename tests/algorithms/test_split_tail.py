@@ -18,8 +18,8 @@ import pytest
 
 from cuda_compile import archs_for, compile_jobs, failures_of, jobs_of, nvcc_or_skip, prefetched
 from helpers import assert_close, np_dtype, random
-from test_promote_behind import fp8_operands, fp8_problem
-from test_specialized_wgmma import SM90, padded, problem, sm90_engine
+from hopper_support import fp8_operands, fp8_problem
+from hopper_support import SM90, padded, problem, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.batch import split_tail
 from gemm_engine.errors import SetupError
