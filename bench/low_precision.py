@@ -59,7 +59,7 @@ SCALE_KINDS = ["none", "tensor", "row", "block"]
 
 
 def scales(torch, kind, m, n, k, gen):
-    """(scale_a, scale_b) float32 CUDA tensors of a scale kind (scales.py), or (None, None)."""
+    """(scale_a, scale_b) float32 CUDA tensors of a scale kind (gemm_engine/epilogue/scales.py), or (None, None)."""
     def r(*shape):
         return torch.rand(*shape, generator=gen, device="cuda") + 0.5
     if kind == "tensor":

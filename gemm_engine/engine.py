@@ -185,7 +185,7 @@ class Engine:
         return found
 
     def choose(self, problem: MatmulProblem, algorithm=None, trace: bool = False) -> Choice:
-        """The `Choice` a call of ``problem`` makes (see choice.py); ``trace``: every alternative's verdict."""
+        """The `Choice` a call of ``problem`` makes (see call/choose.py); ``trace``: every alternative's verdict."""
         return self.policy.choose(problem, algorithm, trace=trace)
 
     def plan_for(self, problem: MatmulProblem, algorithm=None) -> Plan:

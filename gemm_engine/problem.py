@@ -2,7 +2,7 @@
 
 `MatmulProblem` is what setup reads: sizes, element types, the memory layout of each operand and
 whether its base and leading dimension allow vector access. The numpy-facing front end
-(`frontend.py`) builds it from arrays; tests and the CLI may build it directly.
+(call/prepare.py) builds it from arrays; tests and the CLI may build it directly.
 """
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ class Algorithm(metaclass=Composition):
         return header + dialect.compile_note(text) + text
 
     def signature(self, cfg: KernelConfig):
-        """The kernels' `KernelSignature` (batch/signature.py)."""
+        """The kernels' `KernelSignature` (codegen/signature.py)."""
         return self.components.signature(cfg.batch)
 
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:

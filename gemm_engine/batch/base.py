@@ -2,7 +2,7 @@
 
 Contract
 --------
-The batch level owns the kernel: its `KernelSignature` (batch/signature.py: for each operand a base
+The batch level owns the kernel: its `KernelSignature` (codegen/signature.py: for each operand a base
 pointer, an element offset, a leading dimension and a batch stride (0 for a broadcast batch), the
 output likewise, ``M``, ``N``, ``K``, ``batch``, then what the epilogue and the batch level itself
 append, such as a workspace), the grid, and the map from each cube (block / work-group) to one

@@ -8,7 +8,7 @@ It provides what the warp-specialized Hopper global level needs (global_/tma_spe
   tile origin, with the output and epilogue pointers of that entry) around ``body``. The global level
   renders it once per warp role, so producer and consumers walk the same tiles in the same order
   with no barrier between them: the global level must run the loop itself (`OWN_TILE_LOOP`).
-* `TENSOR_MAPS`: ``lhs_map`` / ``rhs_map`` (128-byte ``__grid_constant__`` parameters, batch/signature.py
+* `TENSOR_MAPS`: ``lhs_map`` / ``rhs_map`` (128-byte ``__grid_constant__`` parameters, codegen/signature.py
   ``by_value``) appended to the partitioned signature, encoded per call from the operand's address,
   extents, leading dimension and batch stride by its `TmaLoader` (`call_values`). The scope tells
   the loaders each map and the batch coordinate (0 for a broadcast operand, batch stride 0).

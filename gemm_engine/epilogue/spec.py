@@ -96,7 +96,7 @@ class Epilogue:
         out = []
         if self.c is not None:
             out.append(f"const GLOBAL {d.storage_type(self.c)}* c = c_base + c_offset + {batch} * c_batch_stride;")
-        # bias and the scales never overlap the output (the frontend writes through a temporary
+        # bias and the scales never overlap the output (the arguments step writes through a temporary
         # where an output would overlap an input): RESTRICT lets the compiler load them once per
         # element index and ahead of the stores, instead of again after each (H100, fp8 8192^3
         # rowwise: 1.05 ms against 0.86 per-tensor before).

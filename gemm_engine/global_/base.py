@@ -122,7 +122,7 @@ class GlobalMatmul(ABC):
     occupancy = 0
     #: Whether this level applies operand scales per block of K (the problem's epilogue says
     #: ``lhs_scale`` / ``rhs_scale`` = "block"); algorithms refuse such problems before launch when
-    #: their global level does not (the frontend then dequantizes the operands first).
+    #: their global level does not (the engine then dequantizes the operands first).
     applies_block_scales = False
     #: The global level's own listener (double buffering spreads its loads through one).
     listener_class: ClassVar[type] = StageEventListener

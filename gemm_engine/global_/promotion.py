@@ -3,7 +3,7 @@
 Two things need it. fp8 wgmma accumulates in fewer bits than float32 (the H100 keeps about 14 of the
 sum's; DeepGEMM's account), so a long K loses accuracy: measured on the H100 at 4096^3, relative
 error 1.3e-3 accumulating in the tensor cores against 1.3e-4 promoted, cuBLASLt's own (torch
-._scaled_mm) 1.3e-4. And operand scales per block of 128 along K (``scales.BLOCK``) change from one
+._scaled_mm) 1.3e-4. And operand scales per block of 128 along K (``epilogue.scales.BLOCK``) change from one
 block to the next, so they must multiply each block's partial product, not the final sum.
 
 A promoting global level lets each ring slot's wgmma batch (fp8: one slot is exactly one block of
@@ -47,7 +47,7 @@ class Promotion:
         """(row_scale, col_scale) for `WarpgroupPartitionedStage.promotion_factors`: slice
         ``step``'s block scale of a stage-relative row / 128-column block (0 past the edge), or
         None for an operand without block scales. The arrays are the epilogue's ``lhs_scale`` /
-        ``rhs_scale`` parameters (global_/epilogue.py)."""
+        ``rhs_scale`` parameters (epilogue/spec.py)."""
         row = col = None
         if self.lhs_block:
             def row(r):

@@ -202,7 +202,7 @@ def test_tensor_maps_derived_per_call(monkeypatch):
 def test_l2_promotion_follows_line_alignment(monkeypatch):
     """Operand maps fetch 256 bytes into L2 per request where their lines start on 128-byte
     boundaries and 128 where they do not (misaligned lines of 2000 bytes ran 10-15% slower with
-    256: global_/tma_loader.py); the promotion reaches the encoder in the spec."""
+    256: global_/read/tma_loader.py); the promotion reaches the encoder in the spec."""
     from gemm_engine.global_.read.tma_loader import l2_promotion
     assert [l2_promotion(x) for x in (128, 2048, 4096 * 2, 2000, 160, 144, 16)] == [256, 256, 256, 128, 128, 128, 128]
     p = problem(b=1, m=100, n=200, k=72, layouts=("row", "col"))

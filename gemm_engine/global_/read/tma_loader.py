@@ -24,7 +24,7 @@ a run of whole copies where the copies divide evenly (MN-major tiles, several 64
 run of lines of each copy (a K-major tile of one copy: boxes of ``lines / shared_by`` lines, whole
 1024-byte swizzle atoms, so the shared layout is the same).
 
-The tensor map (codegen/tensor_map.py) is a kernel parameter the batch level declares and encodes
+The tensor map (runtime/tensor_map.py) is a kernel parameter the batch level declares and encodes
 per call (it holds the address); its third dimension is the batch (extent 1 for a broadcast
 operand, whose batch coordinate is then 0). TMA's rules become setup refusals here: the operand's
 address, leading dimension and batch stride must be 16-byte multiples (`OperandTile.align`), else

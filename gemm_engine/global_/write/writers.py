@@ -17,7 +17,7 @@ fused epilogue and the bounds checks are the same whichever writer an algorithm 
   so direct stores write 8 scattered pieces per warp instruction (measured on the H100: bf16
   8192 x 8192 x 64 ran at 0.147 ms direct, 0.111 ms staged). Where the tile does not fit the ring,
   or the knob is off, it writes as `PairedWriter` does.
-* `TmaStoreWriter` (global_/tma_store_writer.py): the tile staged in shared memory the global level
+* `TmaStoreWriter` (global_/write/tma_store_writer.py): the tile staged in shared memory the global level
   keeps for it (`STORE_STAGING`) and stored by TMA while the cube computes its next tile.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from ...epilogue.spec import hoisted_scales
 class WriterConfig:
     pairs: bool = False       # PairedWriter: half-precision pairs
     staged: bool = False      # StagedWriter: through the shared ring
-    tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/tma_store_writer.py)
+    tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/write/tma_store_writer.py)
     store_parts: int = 1      # TmaStoreWriter: the tile staged in this many column parts, one after another
 
 
