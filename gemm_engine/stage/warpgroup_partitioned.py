@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import roll
 from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..compose.capabilities import SWIZZLED_SMEM
@@ -131,11 +132,11 @@ class WarpgroupPartitionedStage(StageMatmul):
         nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
         out = [listener.on_event(Begin()), t.fence(d)]
         for kk in range(nk):
-            # Parenthesized: in C, + binds tighter than >>.
+            # The tile's start-address increment (bytes >> 4), a constant.
             k0 = kk * tc.tile_k
-            rhs_off = f"(({cfg.rhs_layout.tile_offset('0', k0)}) >> 4)"
+            rhs_off = cfg.rhs_layout.tile_offset_bytes(0, k0) >> 4
             for i in range(pm):
-                lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), k0)}) >> 4)"
+                lhs_off = cfg.lhs_layout.tile_offset_bytes(i * 64, k0) >> 4
                 lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
                 out.append(t.execute(tc, d, lhs, rhs, f"{acc}_{i}", overwrite=fresh and kk == 0))
@@ -248,6 +249,7 @@ class WarpgroupPartitionedStage(StageMatmul):
             acc = f"acc_{i}"
             elements = (self.tile.acc_elements(cfg.tile, acc) if columns is None
                         else self.tile.acc_elements(cfg.tile, acc, columns))
-            for row, col, value in elements:
-                lines.append(writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value))
-        return "\n".join(lines)
+            # A loop over the registers where the stores differ only in affine indices.
+            lines.append(roll([writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value)
+                               for row, col, value in elements]))
+        return "\n".join(line for line in lines if line)
