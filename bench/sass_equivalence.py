@@ -25,8 +25,9 @@ import tempfile
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
 _ARCH = {"sm_90": "-gencode=arch=compute_90a,code=sm_90a", "sm_80": "-gencode=arch=compute_80,code=sm_80"}
 
-#: name -> (algorithm, source keywords, arch)
+#: name -> (algorithm, source keywords, arch); an algorithm "name(knob=value)" overrides selection knobs
 KERNELS = {
+    "specialized_wgmma_bf16_split_tail": ("specialized_wgmma(split_tail=2)", dict(dtype="bfloat16"), "sm_90"),
     "specialized_wgmma_bf16": ("specialized_wgmma", dict(dtype="bfloat16"), "sm_90"),
     "specialized_wgmma_f16": ("specialized_wgmma", dict(dtype="float16"), "sm_90"),
     "specialized_wgmma_fp8": ("specialized_wgmma", dict(dtype="float8_e4m3fn"), "sm_90"),
@@ -59,12 +60,19 @@ def _functions(sass: str) -> dict[str, list[str]]:
 
 def run(out_dir: str, names) -> None:
     import gemm_engine   # the checkout on sys.path (--root)
+    import gemm_engine.algorithms
     os.makedirs(out_dir, exist_ok=True)
     summary = {}
     for name in names:
         algorithm, kwargs, arch = KERNELS[name]
         kwargs = {"m": 4096, "n": 4096, "k": 4096, **kwargs}
-        src = gemm_engine.source(algorithm, arch=arch, **kwargs)
+        if "(" in algorithm:
+            base, knobs = algorithm.rstrip(")").split("(")
+            alg = type(gemm_engine.algorithms.resolve(base))(
+                **{k: int(v) for k, v in (kv.split("=") for kv in knobs.split(","))})
+        else:
+            alg = algorithm
+        src = gemm_engine.source(alg, arch=arch, **kwargs)
         with open(os.path.join(out_dir, f"{name}.cu"), "w") as f:
             f.write(src)
         with tempfile.TemporaryDirectory() as tmp:

@@ -162,6 +162,14 @@ def roll(statements: Sequence[str], taken: frozenset = frozenset()) -> str:
     return _roll(templates, set(taken))
 
 
+def has_loop(code: str) -> bool:
+    """Whether ``code`` holds a loop that `roll` made."""
+    return _ROLLED.search(code) is not None
+
+
+_ROLLED = re.compile(r"#pragma unroll\nfor \(int (\w+) = 0; \1 < \d+; \+\+\1\) \{\n")
+
+
 def _roll(templates: list[list], taken: set) -> str:
     n = len(templates)
     names = {t for tpl in templates for t in tpl if isinstance(t, str) and (t[:1].isalpha() or t[:1] == "_")}
@@ -197,11 +205,16 @@ _BARE_HEADER = re.compile(r"(?:\}\s*)?(?:else|do)\Z")
 
 def emit(source: str, width: int = WIDTH) -> str:
     """``source`` indented by block and by brace-less ``if`` / ``for`` / ``else`` bodies, its lines
-    over ``width`` characters broken at safe points; the tokens themselves are unchanged."""
+    over ``width`` characters broken at safe points; the tokens themselves are unchanged. Laying out
+    what it laid out changes nothing."""
     out: list[str] = []
-    blocks: list[int] = []     # the indent level of each open block's statements
+    # Open brackets, innermost last, as [column, kind, indent]: a block (a brace that ends its line;
+    # column: of its statements) or a bracket the statement goes on past (column: of the lines that
+    # continue it; indent: the first such line's own, so that later lines keep their alignment).
+    open_: list[list] = []
     hang = 0                   # levels added by brace-less control headers above
-    parens: list[list] = []    # per open ( or [ carried to the next line: [its lines' level, their own indent]
+    statement = 0              # the column of the current statement's first line
+    goes_on = False            # the last line ended in an operator: the statement goes on
     in_comment = False
     for raw in source.split("\n"):
         line = raw.strip()
@@ -212,92 +225,135 @@ def emit(source: str, width: int = WIDTH) -> str:
         if not line:
             out.append("")
             continue
-        level = (blocks[-1] if blocks else 0) + hang
+        blocks = [b for b in open_ if b[1] == "block"]
+        column = (blocks[-1][0] if blocks else 0) + len(INDENT) * hang
         if line.startswith("#"):
-            out.append(INDENT * level + line if line.startswith("#pragma") else line)
+            out.append(" " * column + line if line.startswith("#pragma") else line)
             continue
-        code = [t for t in tokens(line) if _significant(t)]
-        if code and code[0] == "}" and blocks:
-            level = blocks[-1] - 1
-        lead = INDENT * level
-        if parens:
-            # a continuation line: under the statement, keeping the template's own alignment of its lines
-            indent = len(raw) - len(raw.lstrip())
-            if parens[-1][1] is None:
-                parens[-1][1] = indent
-            lead = INDENT * parens[-1][0] + " " * max(0, indent - parens[-1][1])
-        text = lead + line
-        out += _wrap(text, lead, width) if len(text) > width else [text]
-        if line.startswith("/*") and "*/" not in line:
+        if line.startswith("/*") and "*/" not in line:      # a comment over several lines: as it is
+            out.append(" " * column + line)
             in_comment = True
             continue
-        # blocks and parentheses this line opens or closes
-        for k, t in enumerate(code):
-            if t == "{":
-                blocks.append(level + 1)
-                hang = 0
-            elif t == "}" and blocks:
-                blocks.pop()
-            elif t in "([":
-                parens.append([(parens[-1][0] if parens else level) + (1 if k == len(code) - 1 else 2), None])
-            elif t in ")]" and parens:
-                parens.pop()
-        if parens:
+        code = [t for t in tokens(line) if _significant(t)]
+        inner = open_[-1] if open_ else None
+        carried = inner is not None and inner[1] != "block"
+        if carried:
+            indent = len(raw) - len(raw.lstrip())
+            if inner[2] is None:
+                inner[2] = indent
+            column = inner[0] + max(0, indent - inner[2])
+        elif goes_on or (code and code[0] in _LEADING):
+            column = statement + 2 * len(INDENT)
+        else:
+            if code and code[0] == "}" and blocks:
+                column = blocks[-1][0] - len(INDENT)
+            statement = column
+        outside = (column if carried else statement) + 2 * len(INDENT)   # where emit reads a break outside brackets
+        pieces = _wrap(line, column, outside, width) if column + len(line) > width else [" " * column + line]
+        out += pieces
+        for piece in pieces:
+            at = len(piece) - len(piece.lstrip())
+            piece_code = [t for t in tokens(piece) if _significant(t)]
+            for k, t in enumerate(piece_code):
+                last = k == len(piece_code) - 1
+                if t in "([{":
+                    if t == "{" and last and piece is pieces[-1]:
+                        open_.append([at + len(INDENT), "block", None])
+                        hang = 0
+                    else:
+                        open_.append([at + len(INDENT) * (1 if last else 2), "bracket", None])
+                elif t in ")]}" and open_:
+                    open_.pop()
+        inside = bool(open_) and open_[-1][1] != "block"
+        goes_on = bool(code) and code[-1] in _TRAILING and not inside
+        if inside or goes_on:
             continue
-        stripped = "".join(code)
-        header = (_HEADER.match(line) and code and code[-1] == ")") or _BARE_HEADER.match(stripped)
+        header = (_HEADER.match(line) and code[-1] == ")") or _BARE_HEADER.match("".join(code))
         if header:
             hang += 1
         elif code and code[-1] in (";", "}"):
             hang = 0
-    return "\n".join(out)
+    return "\n".join(_without_stray_blanks(out))
+
+
+def _without_stray_blanks(lines: list[str]) -> list[str]:
+    """Blank lines the templates leave (an empty piece joined in) dropped where they separate
+    nothing: at a block's start or end, or after another blank line."""
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        if not line:
+            after = next((x.strip() for x in lines[k + 1:] if x.strip()), "}")
+            if not out or not out[-1] or out[-1].endswith("{") or after.startswith("}"):
+                continue
+        out.append(line)
+    return out
+
+
+#: A line that starts with one of these continues the statement above (the wrap breaks before them).
+_LEADING = {"&&", "||", "?", "+", "-", "|", "^", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "/", "%"}
+#: A line that ends with one of these is continued by the next.
+_TRAILING = {",", "=", "+=", "-=", "*=", "/=", "|=", "&=", "^=", "&&", "||", "?", "+", "-", "|", "^"}
 
 
 # -- breaking long lines -------------------------------------------------------------------------
-_AFTER = {",", ";", "=", "+=", "-=", "*=", "/=", "|=", "&=", "^="}
+_AFTER = {",", "=", "+=", "-=", "*=", "/=", "|=", "&=", "^="}
 _BEFORE = {"&&", "||", "?", ":", "::", "+", "-", "|", "^", "<<", ">>", "<", ">", "<=", ">=", "==", "!="}
-_BREAK_RANK = {",": 0, ";": 0, "&&": 1, "||": 1, "?": 1, ":": 1, "::": 1}
+_BREAK_RANK = {",": 0, "&&": 1, "||": 1, "?": 1, ":": 1, "::": 1}
 
 
-def _wrap(text: str, indent: str, width: int) -> list[str]:
-    if text.lstrip().startswith(("/*", "//")) and text.rstrip().endswith("*/") and text.count("/*") == 1:
-        return _wrap_comment(text, indent, width)
-    toks = tokens(text[len(indent):])
-    # (offset in the line, nesting depth, rank) of every place a line break may go
-    points, depth, offset, prev = [], 0, len(indent), None
-    for t in toks:
+def _wrap(line: str, column: int, outside: int, width: int) -> list[str]:
+    """``line`` (stripped) at ``column``, broken where it can be into lines of at most ``width``: at
+    the outermost level that leaves a first line of some length, after a comma or an assignment,
+    before an operator. A continuation line goes two levels right of the line that opened the
+    bracket it is in, at ``outside`` where it is in none this line opened: where `emit` puts it
+    when it reads the lines again."""
+    if line.startswith(("/*", "//")) and line.endswith("*/") and line.count("/*") == 1:
+        return _wrap_comment(line, " " * column, width)
+    # (offset, depth, rank, opener offset) of every place a break may go; opener: the innermost
+    # bracket open there (None: none this line opened)
+    points, stack, offset, prev = [], [], 0, None
+    header = _HEADER.match(line) is not None
+    for t in tokens(line):
         if _significant(t):
-            binary = t in _BEFORE and (prev is not None and (prev in (")", "]") or prev[:1].isalnum()
-                                                             or prev[:1] in "_\"'"))
+            if header and not stack and prev == ")" and t not in (";", "{"):   # after `if (...)`: the body
+                points.append((offset, -1, 0, "body"))
+                header = False
+            binary = t in _BEFORE and prev is not None and (prev in (")", "]") or prev[:1].isalnum()
+                                                            or prev[:1] in "_\"'")
             if binary:
-                points.append((offset, depth, _BREAK_RANK.get(t, 2)))
+                points.append((offset, len(stack), _BREAK_RANK.get(t, 2), stack[-1] if stack else None))
             if t in "([{":
-                depth += 1
-            elif t in ")]}":
-                depth -= 1
+                stack.append(offset)
+            elif t in ")]}" and stack:
+                stack.pop()
             if t in _AFTER:
-                points.append((offset + len(t), depth, _BREAK_RANK.get(t, 3)))
+                points.append((offset + len(t), len(stack), _BREAK_RANK.get(t, 3), stack[-1] if stack else None))
             prev = t
         offset += len(t)
-    lines, start, lead = [], len(indent), indent
-    cont = indent + INDENT * 2
-    while len(lead) + len(text) - start > width:
-        room = width - len(lead)
-        fits = [p for p in points if start < p[0] and p[0] - start <= room and text[start:p[0]].strip()]
-        late = [p for p in fits if p[0] - start >= room * 0.4]
-        pool = late or fits
+    lines, starts = [], [(0, column)]       # (offset, column) where each output line begins
+    start, at = 0, column
+    while at + len(line) - start > width:
+        room = width - at
+        fits = [p for p in points if start < p[0] and p[0] - start <= room and line[start:p[0]].strip()]
+        pool = [p for p in fits if p[0] - start >= room * 0.4] or fits
         if not pool:
-            later = [p for p in points if p[0] > start and text[start:p[0]].strip()]
-            if not later:
+            pool = [p for p in points if p[0] > start and line[start:p[0]].strip()][:1]
+            if not pool:
                 break
-            pick = later[0]
+        pick = min(pool, key=lambda p: (p[1], p[2], -p[0]))
+        lines.append(" " * at + line[start:pick[0]].strip())
+        if pick[3] == "body":         # the body of a control header one level in, as emit reads it
+            at = column + len(INDENT)
+            outside = at + 2 * len(INDENT)
+        elif pick[3] is not None:     # under the line that opened the bracket
+            at = [c for o, c in starts if o <= pick[3]][-1] + 2 * len(INDENT)
         else:
-            pick = min(pool, key=lambda p: (p[1], p[2], -p[0]))
-        lines.append(lead + text[start:pick[0]].strip())
-        start, lead = pick[0], cont
-        while start < len(text) and text[start] == " ":
+            at = outside
+        start = pick[0]
+        while start < len(line) and line[start] == " ":
             start += 1
-    lines.append(lead + text[start:].strip())
+        starts.append((start, at))
+    lines.append(" " * at + line[start:].strip())
     return lines
 
 

@@ -190,13 +190,15 @@ class WarpgroupPartitionedStage(StageMatmul):
         / ``cols``: which it did); only after the batch that wrote them is done."""
         lines = []
         for i in range(cfg.partition_m):
+            adds = []
             for reg, dr, c0 in self.tile.acc_registers(cfg.tile):
                 # One factor (row scale times column scale, the same product for many registers,
                 # computed once) so that each addition is one fused multiply-add: written
                 # acc * r * c, C's left-to-right order costs two multiplies and an add each.
                 f = " * ".join([f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols)
                 value = f"(float){acc}_{i}[{reg}]" + (f" * ({f})" if f else "")
-                lines.append(f"pacc_{i}[{reg}] += {value};")
+                adds.append(f"pacc_{i}[{reg}] += {value};")
+            lines.append(roll(adds))
         return "\n".join(lines)
 
     def take_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
@@ -222,15 +224,15 @@ class WarpgroupPartitionedStage(StageMatmul):
     def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
         """Store this unit's accumulators (after `finish` or `take_promoted`) into the partial
         tile at ``base`` (a pointer to `partial_words` 32-bit words)."""
-        return "\n".join(d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
-                         for acc, r, p in self._partial_vectors(cfg, base))
+        return roll([d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
+                     for acc, r, p in self._partial_vectors(cfg, base)])
 
     def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
         """The accumulators += the partial tile at ``base`` (another cube's `store_partial`)."""
         t, word = d.c_type(cfg.tile.compute), cfg.tile.compute
-        return "\n".join("{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
-                         + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
-                         for acc, r, p in self._partial_vectors(cfg, base))
+        return roll(["{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
+                     + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
+                     for acc, r, p in self._partial_vectors(cfg, base)])
 
     def write(self, cfg, d, writer: Writer) -> str:
         return self._write(cfg, writer, None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...codegen.emitter import has_loop
 from ...compose.contracts import Requirement
 from ...compose.selection import Knob
 from ...compose.capabilities import SHARED_RING
@@ -89,8 +90,8 @@ class PairedWriter(DirectWriter):
         """The stage's accumulators (those of the stage tile's ``columns`` where given) written two
         at a time where two in a row are (row, col) and (row, col + 1), ``flag`` (if any) holds and
         both are in range: ``pair(row, col, lo, hi)`` with the converted outputs, else
-        ``single(row, col, value, hoist)`` each (bounds checked there). Where only ``flag`` decides,
-        it is tested once, around the whole tile (the stage may then render each version as a loop).
+        ``single(row, col, value, hoist)`` each (bounds checked there). Where only ``flag`` decides
+        and the stage renders its stores as loops, it is tested once, around a version of each.
         The epilogue's scale values are read once each, ahead of the stores
         (`epilogue.hoisted_scales`), in a block of their own."""
         hoist: dict = {}
@@ -122,13 +123,15 @@ class PairedWriter(DirectWriter):
             code = stores(writer)
             return code + ("\n" + single(*pending.pop(), hoist) if pending else "")
 
-        if cfg.check_m or cfg.check_n or not flag:
+        paired_only = two_at_a_time(lambda r0, c0: [])
+        if flag and not (cfg.check_m or cfg.check_n) and has_loop(paired_only):
+            # nvcc merges the tests of unrolled stores into one branch, not those of a loop's iterations
+            code = (f"if ({flag}) {{\n{paired_only}\n}} else {{\n"
+                    f"{stores(lambda row, col, value: single(row, col, value, hoist))}\n}}")
+        else:
             code = two_at_a_time(lambda r0, c0: (([flag] if flag else [])
                                                  + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
                                                  + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else [])))
-        else:
-            code = (f"if ({flag}) {{\n{two_at_a_time(lambda r0, c0: [])}\n}} else {{\n"
-                    f"{stores(lambda row, col, value: single(row, col, value, hoist))}\n}}")
         if not hoist:
             return code
         bounds = {**({"lhs_scale": scope.m} if cfg.check_m else {}), **({"rhs_scale": scope.n} if cfg.check_n else {})}
