@@ -330,6 +330,15 @@ def _wrap(line: str, column: int, outside: int, width: int) -> list[str]:
                 points.append((offset + len(t), len(stack), _BREAK_RANK.get(t, 3), stack[-1] if stack else None))
             prev = t
         offset += len(t)
+    # A break inside a short bracket (``&(a + b)[...]``) splits what reads as one term: ranked deeper.
+    closer, opened = {}, []
+    for m in re.finditer(r"[()\[\]{}]", _blank_strings(line)):
+        if m.group() in "([{":
+            opened.append(m.start())
+        elif opened:
+            closer[opened.pop()] = m.start()
+    points = [(o, d + (2 if b not in (None, "body") and closer.get(b, len(line)) - b < 40 else 0), r, b)
+              for o, d, r, b in points]
     lines, starts = [], [(0, column)]       # (offset, column) where each output line begins
     start, at = 0, column
     while at + len(line) - start > width:
@@ -355,6 +364,11 @@ def _wrap(line: str, column: int, outside: int, width: int) -> list[str]:
         starts.append((start, at))
     lines.append(" " * at + line[start:].strip())
     return lines
+
+
+def _blank_strings(line: str) -> str:
+    """``line`` with the insides of its string and character literals and comments blanked out."""
+    return "".join(t if not t.startswith(('"', "'", "/*", "//")) else " " * len(t) for t in tokens(line))
 
 
 def _wrap_comment(text: str, indent: str, width: int) -> list[str]:

@@ -95,10 +95,9 @@ class TmaStoreWriter(PairedWriter):
     def _offset(self, cfg, row: str, col: str) -> str:
         """Byte offset in the staging tile of tile element (``row``, ``col``)."""
         size, band, rows = cfg.out.itemsize, self.band(cfg), cfg.stage.stage_m
-        row, col = (x if x.isidentifier() else f"({x})" for x in (row, col))
-        inner = f"(({col} % {band}) * {size})"
-        return (f"({col} / {band}) * {rows * SWIZZLE} + {row} * {SWIZZLE} + "
-                f"((({inner} >> 4) ^ ({row} & 7)) << 4) + ({inner} & 15)")
+        inner = f"((({col}) % {band}) * {size})"
+        return (f"(({col}) / {band}) * {rows * SWIZZLE} + ({row}) * {SWIZZLE} + "
+                f"((({inner} >> 4) ^ (({row}) & 7)) << 4) + ({inner} & 15)")
 
     def write(self, g, cfg, d, scope) -> str:
         direct = super().write(g, cfg, d, scope)
@@ -119,12 +118,8 @@ class TmaStoreWriter(PairedWriter):
                 local = f"({col}) - {first}" if first else col
                 return f"({stg.pointer} + {self._offset(cfg, row, local)})"
 
-            def pair(row, col, lo, hi, first=first):
-                # The element's place in the part, named: the swizzled offset reads them five times.
-                local = f"({col}) - {first}" if first else col
-                return "\n".join(["{", f"const int row = {row};", f"const int col = {local};",
-                                   self.pair_value(d, storage, lo, hi, "local",
-                                                   f"({stg.pointer} + {self._offset(cfg, 'row', 'col')})"), "}"])
+            def pair(row, col, lo, hi, at=at):
+                return self.pair_value(d, storage, lo, hi, "local", at(row, col))
 
             def single(row, col, value, hoist, at=at):
                 store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
