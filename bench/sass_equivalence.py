@@ -7,7 +7,8 @@ kernels, saved per run and compared between two runs (no GPU needed: nvcc, ptxas
 
 Each kernel is rendered by `gemm_engine.source`, compiled with ``nvcc -cubin -Xptxas -v`` for its
 architecture (sm_90a for the sm_90 sources, sm_80 for the sm_80 ones), and disassembled with
-``cuobjdump -sass`` (CUOBJDUMP names another copy, e.g. the nvidia-cuda-cuobjdump wheel's). A run
+``cuobjdump -sass`` (CUOBJDUMP names another copy: without a CUDA toolkit's, ``pip install --target
+DIR nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`` and set CUOBJDUMP and NVDISASM_PATH to their bin/). A run
 writes ``<name>.cu``, ``<name>.sass`` (instructions without addresses or encodings) and
 ``summary.json``; ``--compare`` prints one row per kernel: registers, spill bytes, stack, SASS
 instruction count before and after, and whether the instruction sequences are identical.
