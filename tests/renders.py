@@ -1,6 +1,8 @@
 """Shared by the structure tests: kernels rendered for nominal devices (no device needed)."""
 from __future__ import annotations
 
+import re
+
 from cases import LAYOUT_SHAPES, LAYOUTS, SHAPES
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
@@ -48,6 +50,27 @@ def sources_for(algorithm_name: str, cc: tuple[int, int]) -> dict:
             continue  # a combination this algorithm refuses is tested by its own setup tests
         sources.setdefault(cfg, (p, alg.render(cfg, dialect)))
     return {f"{algorithm_name} {p}": src for p, src in sources.values()}
+
+
+def flat(text: str) -> str:
+    """``text`` (a kernel or a piece of one) with every run of whitespace one space: what the
+    emitter's indentation and line breaks (codegen/emitter.py) leave of a template's text."""
+    return " ".join(text.split())
+
+
+def joined_literals(text: str) -> str:
+    """``text`` with the string literals the PTX helpers spread over lines joined again (as C joins
+    adjacent literals): each ``asm`` statement's PTX on one line, to search."""
+    return re.sub(r'"\s*\n\s*"', "", text)
+
+
+def locate(fragment: str, text: str) -> int:
+    """Where ``fragment`` (a template's text) starts in the kernel ``text``, whatever whitespace the
+    emitter put between its words; ValueError when it is not there."""
+    found = re.search(r"\s+".join(map(re.escape, fragment.split())), text)
+    if found is None:
+        raise ValueError(f"not in the source: {fragment[:200]!r}")
+    return found.start()
 
 
 def render(problem, device, algorithm="double_buffering"):

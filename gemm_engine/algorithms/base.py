@@ -23,6 +23,7 @@ from ..batch.base import BatchMatmul
 from ..batch.dispatch import DISPATCHES, RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import emit
 from ..compose.contracts import SLOTS, check_composition
 from ..compose.registry import Composition, Registry
 from ..errors import SetupError
@@ -221,7 +222,8 @@ class Algorithm(metaclass=Composition):
 
     # -- codegen ----------------------------------------------------------------------------
     def render(self, cfg: KernelConfig, dialect: Dialect) -> str:
-        """Full kernel source: the dialect preamble plus the batch level's kernels."""
+        """Full kernel source: the dialect preamble plus the batch level's kernels, laid out by the
+        emitter (indented blocks, no line much over 120 characters)."""
         g = cfg.batch.global_
         epilogue = cfg.batch.epilogue
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
@@ -231,7 +233,7 @@ class Algorithm(metaclass=Composition):
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()
         text = (dialect.preamble(ets, headers) + dialect.helpers_for(body) + epilogue.helpers(dialect)
                 + body + "\n")
-        return header + dialect.compile_note(text) + text
+        return emit(header + dialect.compile_note(text) + text)
 
     def signature(self, cfg: KernelConfig):
         """The kernels' `KernelSignature` (codegen/signature.py)."""

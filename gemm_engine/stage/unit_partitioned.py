@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import roll
 from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..compose.capabilities import K_MAJOR_SMEM, UNIT_SCOPE
@@ -176,6 +177,6 @@ class UnitPartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for j in range(cfg.partition_n):
                 m0, n0 = self._origin(cfg, "m", i), self._origin(cfg, "n", j)
-                for row, col, value in self.tile.acc_elements(cfg.tile, cfg.fragments.acc(i, j)):
-                    lines.append(writer(f"{m0} + {row}", f"{n0} + {col}", value))
-        return "\n".join(lines)
+                lines.append(roll([writer(f"{m0} + {row}", f"{n0} + {col}", value)
+                                   for row, col, value in self.tile.acc_elements(cfg.tile, cfg.fragments.acc(i, j))]))
+        return "\n".join(line for line in lines if line)
