@@ -154,8 +154,10 @@ class Engine:
                     self._calls[call_key] = call
                     if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
                         self._calls.popitem(last=False)
-                if arrays.like is not None:
-                    self.fast.torch_type = type(arrays.like.original)
+            if arrays.like is not None and self.fast.torch_type is None:
+                # From now on torch tensors are recognized by type (no torch import): their repeated
+                # calls take the fast path.
+                self.fast.torch_type = type(arrays.like.original)
             return finish(rt, arrays, request, target)
 
     def _forget_plans(self) -> None:
