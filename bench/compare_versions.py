@@ -74,8 +74,15 @@ for label, dtype, batch, m, n, k, layout, fused in ROWS:
     for _ in range(REPEAT):            # in turns
         e += timed(mine, 1)
         t += timed(theirs, 1)
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(10):
+            mine()
+        torch.cuda.synchronize()
+    ks = [ev for ev in prof.events() if str(ev.device_type).endswith("CUDA") and ev.time_range.end > ev.time_range.start]
+    kernel_us = sum(ev.time_range.end - ev.time_range.start for ev in ks) / 10
     out["rows"][label] = {"engine_ms": statistics.median(e), "torch_ms": statistics.median(t), "error": err,
-                          "choice": engine.last_choice[0].name if engine.last_choice else "?"}
+                          "kernel_us": kernel_us, "choice": engine.last_choice[0].name if engine.last_choice else "?"}
 
 for label, fused in (("64^3 f16 plain", False), ("64^3 f16 bias+relu", True)):
     a, b = operands("float16", 1, 64, 64, 64, "row")
@@ -124,8 +131,9 @@ def main() -> int:
         for name, root in versions.items():
             runs[name].append(run_child(root, args.repeat, args.calls))
     print(f"old: {runs['old'][0]['file']}\nnew: {runs['new'][0]['file']}")
-    print("| row | old choice | old ms | old ratio | new choice | new ms | new ratio | new/old time | max error |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| row | old choice | old ms | old ratio | new choice | new ms | new ratio | new/old time | "
+          "kernel us old / new (CUPTI) | max error |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for label, *_ in ROWS:
         cells = []
         for name in ("old", "new"):
@@ -133,8 +141,10 @@ def main() -> int:
             t = statistics.median(r["rows"][label]["torch_ms"] for r in runs[name])
             cells.append((runs[name][0]["rows"][label]["choice"], e, t / e))
         err = max(r["rows"][label]["error"] for name in runs for r in runs[name])
+        ku = [statistics.median(r["rows"][label]["kernel_us"] for r in runs[name]) for name in ("old", "new")]
         (oc, oe, orat), (nc, ne, nrat) = cells
-        print(f"| {label} | {oc} | {oe:.4f} | {orat:.3f} | {nc} | {ne:.4f} | {nrat:.3f} | {ne / oe:.3f} | {err:.1e} |")
+        print(f"| {label} | {oc} | {oe:.4f} | {orat:.3f} | {nc} | {ne:.4f} | {nrat:.3f} | {ne / oe:.3f} | "
+              f"{ku[0]:.1f} / {ku[1]:.1f} | {err:.1e} |")
     print("\n| host us per call | old engine | new engine | old torch | new torch |\n|---|---|---|---|---|")
     for label in runs["new"][0]["host"]:
         vals = [statistics.median(r["host"][label][who] for r in runs[name])

@@ -39,7 +39,8 @@ def test_repeated_calls_on_torch_cuda_tensors_skip_the_general_path(rng, monkeyp
         want = torch.relu(a.double() @ b.double() + bias.double()) if fused else a.double() @ b.double()
         got = engine.matmul(a, b, **options)
         assert type(got) is torch.Tensor and rel_error(got.cpu().numpy(), want.cpu().numpy()) < 2e-5
-    check()                                   # plans the call; torch's type is known from here on
+    check()                                   # torch's type is known from here on
+    check()                                   # plans the call under its key
     _general_path_forbidden(monkeypatch)
     check()
     check()
