@@ -34,7 +34,7 @@ from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE, SWIZZLED_SMEM, WARPGR
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout
-from .base import StageConfig, StageMatmul, Writer
+from .base import StageConfig, StageMatmul, Writer, stores
 from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
 
 # Accumulator registers per unit beyond which ptxas spills (255 in all, addresses need some).
@@ -278,6 +278,6 @@ class WarpgroupPartitionedStage(StageMatmul):
             elements = (self.tile.acc_elements(cfg.tile, acc) if columns is None
                         else self.tile.acc_elements(cfg.tile, acc, columns=columns))
             # A loop over the registers where the stores differ only in affine indices.
-            lines.append(roll([writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value)
-                               for row, col, value in elements]))
+            lines.append(stores(writer, [writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value)
+                                         for row, col, value in elements]))
         return "\n".join(line for line in lines if line)

@@ -30,6 +30,7 @@ from ...compose.contracts import Requirement
 from ...compose.selection import Knob
 from ...compose.capabilities import SHARED_RING
 from ...epilogue.spec import hoisted_scales
+from ...stage.base import StoreWriter
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class DirectWriter:
         return WriterConfig()
 
     def write(self, g, cfg, d, scope) -> str:
-        return g.stage.write(cfg.stage, d, lambda row, col, value: g.store(cfg, d, scope, row, col, value))
+        return g.stage.write(cfg.stage, d, StoreWriter(lambda row, col, value: g.store(cfg, d, scope, row, col, value),
+                                                       loops=cfg.epilogue.identity))
 
     def staging_bytes(self, cfg) -> int:
         """Shared memory this writer needs the global level to keep for it (`STORE_STAGING`)."""
@@ -97,6 +99,7 @@ class PairedWriter(DirectWriter):
         hoist: dict = {}
 
         def stores(writer):
+            writer = StoreWriter(writer, loops=cfg.epilogue.identity)
             return (g.stage.write(cfg.stage, d, writer) if columns is None
                     else g.stage.write_columns(cfg.stage, d, writer, columns))
 
@@ -195,7 +198,7 @@ class StagedWriter(PairedWriter):
             *ring.drain,
             "{",
             f"{out_t}* out_tile = ({out_t}*){ring.pointer};",
-            g.stage.write(cfg.stage, d, to_tile),
+            g.stage.write(cfg.stage, d, StoreWriter(to_tile, loops=cfg.epilogue.identity)),
             "SYNC_CUBE();",
             f"const bool out_vectors = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {et.itemsize})) & 15) == 0;",
             f"for (int i = UNIT_ID; i < {st.stage_m * per_row}; i += {st.units}) {{",
