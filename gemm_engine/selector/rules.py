@@ -20,8 +20,8 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .conditions import (always, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
-                         wgmma_worth_it)
+from .conditions import (always, skinny_split_worth_it, skinny_worth_it, specialized_worth_it,  # noqa: F401
+                         split_k_worth_it, wgmma_worth_it)
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ RULES: tuple[Rule, ...] = (
     Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
                            "outputs: K split over a wave of cubes, each reading long runs of rows "
                            "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)", skinny_split_worth_it),
-    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)"),
+    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used); for 2 to 8 "
+                   "rows streaming a big operand on CUDA, each element read once for every row (predicted)",
+         skinny_worth_it),
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
