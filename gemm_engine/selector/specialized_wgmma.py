@@ -134,6 +134,8 @@ def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
     every tile split along K into parts (``split_tail``: all of them are the last wave) so that
     the most multiprocessors stream (fewer parts, then the first size, on ties); None where fewer
     than `DECODE_MIN_BUSY` of the device would (a split-K launch spreads it wider)."""
+    if problem.lhs.storage in ("i8", "f32"):
+        return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
     sms = max(1, dialect.device.compute_units)
     shapes = decode_shapes(problem)
     slices = -(-problem.k * problem.lhs.itemsize // 128)
@@ -152,8 +154,10 @@ def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
     _, (wm, wn, pm, tn, stages), parts, busy = best
     if busy < DECODE_MIN_BUSY:
         return None
+    # Two promoting consumer warpgroups add each slice behind the next (as the rule's 128 x 128 tiles).
+    behind = dict(promote_behind=True) if wants_promotion(problem) and wm * wn == 2 else {}
     return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), dispatch="row_major",
-                  **(dict(split_tail=parts) if parts > 1 else {}))
+                  **behind, **(dict(split_tail=parts) if parts > 1 else {}))
 
 
 def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:

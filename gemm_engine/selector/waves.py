@@ -35,8 +35,9 @@ def short_side(problem: MatmulProblem) -> int:
 
 
 def big_operand_bytes(problem: MatmulProblem) -> int:
-    """Bytes of the larger operand (the weight of a decode product), all batch entries."""
-    return problem.batch * problem.k * max(problem.m * problem.lhs.itemsize, problem.n * problem.rhs.itemsize)
+    """Bytes of the larger operand of one batch entry (the weight of a decode product; a batch of
+    small products, 256 x 128^3, streams nothing big)."""
+    return problem.k * max(problem.m * problem.lhs.itemsize, problem.n * problem.rhs.itemsize)
 
 
 def moved_bytes(problem: MatmulProblem) -> int:

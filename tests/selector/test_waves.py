@@ -14,6 +14,7 @@ def test_waves_and_fill():
 def test_bytes_and_intensity():
     p = any_problem((1, 16, 4096, 4096), "bfloat16", ("row", "col"))
     assert big_operand_bytes(p) == 4096 * 4096 * 2 and short_side(p) == 16
+    assert big_operand_bytes(any_problem((256, 128, 128, 128), "bfloat16")) == 128 * 128 * 2     # one entry
     assert moved_bytes(p) == (16 * 4096 + 4096 * 4096 + 16 * 4096) * 2
     assert 15 < intensity(p) < 16          # about M flop a byte of weight
     square = any_problem((1, 4096, 4096, 4096), "bfloat16")
