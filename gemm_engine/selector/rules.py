@@ -61,7 +61,9 @@ RULES: tuple[Rule, ...] = (
                               "cuBLAS against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch "
                               "against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
-                              "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),
+                              "4093^3: 2.5x cuBLAS); a small problem passes it by; weight-streaming "
+                              "products (a short side up to 128 against 8 MiB up) with every tile split "
+                              "along K over the device (predicted)", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),

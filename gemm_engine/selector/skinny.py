@@ -125,9 +125,14 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
 
 def skinny_tuning_space(selection_class, problem: MatmulProblem, dialect: Dialect) -> list:
     """The rule's tiling, then each of 2, 4, 8 loads in flight per unit (the one knob the bandwidth
-    sweeps found sensitive); ``selection_class`` is the skinny algorithm's selection type."""
-    return distinct([resolve_tiling(selection_class(), problem, dialect)] + [
-        resolve_tiling(selection_class(unroll=u), problem, dialect) for u in (2, 4, 8)])
+    sweeps found sensitive); dot products of several rows also 1, 2 and 4 outputs a unit (each
+    staged vector's reuse); ``selection_class`` is the skinny algorithm's selection type."""
+    space = [resolve_tiling(selection_class(), problem, dialect)]
+    space += [resolve_tiling(selection_class(unroll=u), problem, dialect) for u in (2, 4, 8)]
+    if skinny_rows(problem) > 1 and skinny_axis(problem)[1]:
+        space += [resolve_tiling(selection_class(unit_outputs=r), problem, dialect) for r in (1, 2, 4)
+                  if r * skinny_rows(problem) <= MAX_ACCUMULATORS]
+    return distinct(space)
 
 
 # -- skinny_split_k: K split over cubes -----------------------------------------------------------------
