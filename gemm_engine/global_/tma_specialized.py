@@ -361,10 +361,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
         if not cfg.split_tail:
             return write
-        sk, st = scope.split_tail, cfg.stage
-        meet = d.sync_units(_SPLIT_BARRIER, st.units)
-        # Only the tile's rows inside the problem move (a decode batch fills a quarter of 64 rows).
-        rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""
+        sk, st, meet = scope.split_tail, cfg.stage, d.sync_units(_SPLIT_BARRIER, cfg.stage.units)
+        rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""   # only rows inside M move
         # Every consumer unit's stores, the meeting, then one release: what the owner acquires.
         contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet,
                       f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
