@@ -99,6 +99,13 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
         lanes = min(LANES, most, pow2_at_least(-(-problem.k // (width * unroll))))
         reuse = selection.unit_outputs or min(unit_outputs_for(rows), pow2_at_least(extent))
         outputs = selection.outputs or min(most // lanes * reuse, pow2_at_least(extent))
+        if not selection.outputs and rows > 1:
+            # Fewer outputs a cube where the cubes would not give every multiprocessor one and a half
+            # (several outputs a unit make a cube cover more of them: 8 rows of a 4096 x 4096 weight
+            # would be 128 cubes of 32). One row keeps the measured GEMV tiling.
+            target = 3 * max(1, dialect.device.compute_units) // 2
+            while outputs > reuse and problem.batch * -(-extent // outputs) < target:
+                outputs //= 2
         units = selection.units or max(1, lanes * outputs // reuse)
     else:
         per_unit = 16 // big.itemsize
