@@ -294,7 +294,8 @@ def main(argv=None):
         print(f"{time.time() - start:5.0f}s {row.label}: default {rec.get('default_ms', float('nan')):.4f} ms, best "
               f"{rec.get('best', '?')} {rec.get('best_ms', float('nan')):.4f} ms", flush=True)
         shape_sweep.save(path, result)
-    current_tables.write(args, result["device"], TITLE, result["command"], markdown(result))
+    history = shape_sweep.first_history(args, result["device"], f"the first run: {len(result['rows'])} rows.")
+    current_tables.write(args, result["device"], TITLE, result["command"], markdown(result) + history)
     print(markdown(result).split("\n### ")[0])
 
 

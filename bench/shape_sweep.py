@@ -32,6 +32,8 @@ import json
 import os
 import sys
 import time
+from datetime import date
+from pathlib import Path
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -258,10 +260,22 @@ def rows_of(args) -> list[Row]:
     return [shape_rows.shrunk(r) for r in rows] if args.smoke else rows
 
 
+def first_history(args, device: str, line: str) -> str:
+    """A history section for a table's first file (bench/results/ keeps one in every table), or ''
+    where the file there already has its own."""
+    path = Path(args.markdown) if getattr(args, "markdown", None) else None
+    if current_tables.split(current_tables.existing(device, args.table, path))[1]:
+        return ""
+    return f"\n## History\n\n- {date.today()}: {line}\n"
+
+
 def write_table(args, result: dict) -> None:
     table = shape_report.markdown(result["records"])
     if result.get("not_started"):
         table = f"{len(result['not_started'])} planned rows were not started (budget).\n\n" + table
+    mean = shape_report.geomean(r["ratio"] for r in shape_report.timed(result["records"]))
+    table += first_history(args, result["device"], f"the first run: {len(result['records'])} rows, geometric mean "
+                                                   f"{mean or float('nan'):.3f}.")
     current_tables.write(args, result["device"], TITLE, result["command"], table)
 
 

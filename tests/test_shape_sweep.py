@@ -129,3 +129,14 @@ def test_probe_candidates_on_a_nominal_h100():
     assert not any(n.split()[0] in shape_probe.FALLBACKS for n in names)
     square = shape_probe.candidates(engine, any_problem((1, 3000, 3000, 3000), "bfloat16"), 16)
     assert any("cluster_m=2" in label for label, _ in square)
+
+
+def test_a_first_table_carries_its_history(tmp_path):
+    args = types.SimpleNamespace(markdown=str(tmp_path / "first.md"), table="shape_sweep_test_only")
+    shape_sweep.write_table(args, {"device": "NVIDIA H100 80GB HBM3", "command": "python3 bench/shape_sweep.py",
+                                   "records": [_record("a", "square", 1.0)]})
+    text = (tmp_path / "first.md").read_text()
+    assert re.search(r"(?ms)^## History\n.*^- \d{4}-\d{2}-\d{2}: the first run: 1 rows", current_tables.split(text)[1])
+    shape_sweep.write_table(args, {"device": "NVIDIA H100 80GB HBM3", "command": "python3 bench/shape_sweep.py",
+                                   "records": [_record("a", "square", 1.0)]})
+    assert (tmp_path / "first.md").read_text().count("## History") == 1
