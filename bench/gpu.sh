@@ -20,6 +20,8 @@
 #   overhead    bench/overhead.py, then bench/per_call_overhead.py             -> overhead.md, per_call_steps.md
 #   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_small_problems.json, gemv_bandwidth.md
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
+#   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
+#   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
@@ -35,7 +37,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps "
+KNOWN=" tests hopper suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps shapes probe "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -88,6 +90,8 @@ stage() {  # the commands of one stage
                    'python3 bench/per_call_overhead.py' ;;
     probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
+    shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
+    probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
                  'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \
@@ -99,7 +103,7 @@ stage() {  # the commands of one stage
 # Each stage runs in a child shell under its own timeout: its whole output in $OUT/<stage>.log, its
 # last 30 lines on the screen.
 export -f stage each bench
-export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0}
+export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0} SUBSET_ROWS=${SUBSET_ROWS:-targets} PRESET=${PRESET:-decode}
 summary="" failed=0
 for s in $STAGES; do
   echo "== $s"

@@ -20,8 +20,8 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .conditions import (always, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
-                         wgmma_worth_it)
+from .conditions import (always, skinny_split_worth_it, skinny_worth_it, specialized_worth_it,  # noqa: F401
+                         split_k_worth_it, wgmma_worth_it)
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ RULES: tuple[Rule, ...] = (
     Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
                            "outputs: K split over a wave of cubes, each reading long runs of rows "
                            "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)", skinny_split_worth_it),
-    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)"),
+    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used); for 2 to 8 "
+                   "rows streaming a big operand on CUDA, each element read once for every row (predicted)",
+         skinny_worth_it),
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
@@ -59,7 +61,9 @@ RULES: tuple[Rule, ...] = (
                               "cuBLAS against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch "
                               "against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
-                              "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),
+                              "4093^3: 2.5x cuBLAS); a small problem passes it by; weight-streaming "
+                              "products (a short side up to 128 against 8 MiB up) with every tile split "
+                              "along K over the device (predicted)", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),

@@ -245,20 +245,40 @@ class WarpgroupPartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for r in range(0, cfg.tile.acc_regs, 4):
                 v = (i * cfg.tile.acc_regs + r) // 4
-                yield f"{cfg.fragments.acc}_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
+                yield i, f"{cfg.fragments.acc}_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
 
-    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
+    @staticmethod
+    def _rows_guard(cfg: WarpgroupStageConfig, i: int, rows: str, body: list[str]) -> list[str]:
+        """``body`` (partition ``i``'s partial stores or adds) where this warp's 16 rows of it start
+        before ``rows`` (the tile's rows inside the problem; "" for all): a decode batch of 16 rows
+        in a 64-row tile moves a quarter of the partial sums. Whole warps skip: no divergence."""
+        if not rows:
+            return body
+        first = f"wg_m0 + {i * 64} + (UNIT_ID % {WARPGROUP}) / 32 * 16"
+        return [f"if ({first} < {rows}) {{", *body, "}"]
+
+    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str, rows: str = "") -> str:
         """Store this unit's accumulators (after `finish` or `take_promoted`) into the partial
-        tile at ``base`` (a pointer to `partial_words` 32-bit words)."""
-        return roll([d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
-                     for acc, r, p in self._partial_vectors(cfg, base)])
+        tile at ``base`` (a pointer to `partial_words` 32-bit words); ``rows``: the tile's rows
+        inside the problem (an expression; rows past it are never stored, so their sums are skipped)."""
+        lines = []
+        for i in range(cfg.partition_m):
+            body = [d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
+                    for at, acc, r, p in self._partial_vectors(cfg, base) if at == i]
+            lines += self._rows_guard(cfg, i, rows, [roll(body)])
+        return "\n".join(lines)
 
-    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
-        """The accumulators += the partial tile at ``base`` (another cube's `store_partial`)."""
+    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str, rows: str = "") -> str:
+        """The accumulators += the partial tile at ``base`` (another cube's `store_partial` with the
+        same ``rows``)."""
         t, word = d.c_type(cfg.tile.compute), cfg.tile.compute
-        return roll(["{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
-                     + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
-                     for acc, r, p in self._partial_vectors(cfg, base)])
+        lines = []
+        for i in range(cfg.partition_m):
+            body = ["{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
+                    + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
+                    for at, acc, r, p in self._partial_vectors(cfg, base) if at == i]
+            lines += self._rows_guard(cfg, i, rows, [roll(body)])
+        return "\n".join(lines)
 
     def write(self, cfg, d, writer: Writer) -> str:
         return self._write(cfg, writer, None)
