@@ -100,6 +100,9 @@ class CallArrays:
     bias: object = None
     scale_a: object = None
     scale_b: object = None
+    #: A grouped call's offsets or counts (`Imported`), and its per-row scale (a routing weight).
+    groups: object = None
+    row_scale: object = None
 
     @property
     def host(self) -> bool:
@@ -120,8 +123,8 @@ class CallArrays:
     def device_arrays(self) -> tuple:
         """The caller's device arrays the kernels read in place (the runtime orders their queues
         after the launch)."""
-        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b)
-                     if isinstance(x, Imported) and not x.host)
+        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b, self.groups,
+                                       self.row_scale) if isinstance(x, Imported) and not x.host)
 
     @property
     def subtype(self) -> type | None:
@@ -136,10 +139,16 @@ def _number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_, np.ndarray))
 
 
-def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None) -> CallArrays:
+def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, groups=None,
+                row_scale=None) -> CallArrays:
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
-    be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked)."""
+    be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked).
+    ``groups``: a grouped call's (label, offsets or counts); ``row_scale``: its per-row scale."""
     arrays = CallArrays(import_array(a, "a", runtime), import_array(b, "b", runtime))
+    if groups is not None:
+        arrays.groups = import_array(groups[1], groups[0], runtime)
+    if row_scale is not None:
+        arrays.row_scale = import_array(row_scale, "row_scale", runtime)
     if out is not None:
         if isinstance(out, tuple) and len(out) == 1:
             out = out[0]
