@@ -24,16 +24,16 @@ import numpy as np
 
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .call.arguments import EpilogueInputs, build_arguments
-from .call.arrays import import_call
+from .call.arrays import import_call, import_list
 from .call.choose import Choice, ChoicePolicy
-from .call.deliver import finish, without_kernel
+from .call.deliver import finish, finish_list, without_kernel
 from .call.doc import grouped_doc, matmul_doc
 from .call.fast import CALL_PLANS_MAX, TORCH_KEY, FastPath
 from .call.launch import CallPlan, Launcher
 from .call.plan import Plan, Planner, render
-from .call.prepare import dequantized, prepare
+from .call.prepare import dequantized, prepare, prepare_list
 from .call import numpy_rules
-from .call.request import CallOptions, make_request
+from .call.request import CallOptions, make_list_request, make_request
 from .compose.registry import generation
 from .errors import SetupError
 from .explain import explain_problem
@@ -166,6 +166,12 @@ class Engine:
             self._forget_plans()
         precision = self.precision if precision is None else precision
         algorithm = "grouped" if algorithm is None else algorithm
+        if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+            given = tuple(name for name, value in (("offsets", offsets), ("counts", counts), ("c", c), ("bias", bias),
+                                                   ("row_scale", row_scale), ("scale_a", scale_a),
+                                                   ("scale_b", scale_b), ("beta", beta)) if value is not None)
+            return self._grouped_list(a, b, out, CallOptions(alpha, None, bias_axis, activation, out_dtype, casting,
+                                                             precision), algorithm, given)
         if (offsets is None) == (counts is None):
             raise ValueError("grouped_matmul: pass offsets (each group's end: contiguous rows, or the reduction "
                              "with a 2-D b) or counts (masked rows per group), not both or neither")
@@ -183,6 +189,22 @@ class Engine:
         if 0 in request.shape.out_shape:
             return without_kernel(rt, arrays, request)
         return self._launch(arrays, request, algorithm)
+
+    def _grouped_list(self, a, b, out, options: CallOptions, algorithm, given: tuple):
+        """A list-layout grouped call: the steps of `grouped_matmul`, each group its own sizes."""
+        rt = self.runtime
+        arrays = import_list(rt, a, b, out)
+        sizes, types = numpy_rules.list_rules(arrays, options.out_dtype, options.casting)
+        request = make_list_request(arrays, sizes, types, options, given)
+        self.resolve(algorithm)
+        with rt.on_stream(arrays.stream):
+            prepared = prepare_list(rt, arrays, request)
+            plan = self.plan_for(prepared.problem, algorithm)
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
+            return finish_list(rt, arrays, request, target)
 
     def _launch(self, arrays, request, algorithm):
         """Steps 4-8 of a grouped call (prepare, choose, plan, arguments and launch, deliver)."""

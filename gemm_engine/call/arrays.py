@@ -166,6 +166,53 @@ def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
     return arrays
 
 
+@dataclass
+class ListArrays:
+    """A list-layout grouped call's arrays (grouped_matmul with lists): one (a, b) pair per group,
+    imported, and ``out`` (a list of one array per group) or None."""
+
+    a: list
+    b: list
+    out: list | None = None
+
+    @property
+    def host(self) -> bool:
+        return all(x.host for x in self.a + self.b)
+
+    @property
+    def like(self) -> Imported | None:
+        return next((x for x in self.a + self.b if x.library == "torch"), None)
+
+    @property
+    def stream(self) -> int | None:
+        return next((x.stream for x in self.a + self.b if x.stream), None)
+
+    @property
+    def device_arrays(self) -> tuple:
+        return tuple(x.array for x in self.a + self.b if not x.host)
+
+    #: numpy's ndarray-subclass rule is matmul's: a list call returns plain arrays.
+    subtype = None
+
+
+def import_list(runtime, a, b, out=None) -> ListArrays:
+    """Step 1 of a list-layout grouped call: each group's operands (and outs) imported."""
+    if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+        raise TypeError(f"grouped_matmul: the list layout takes a and b both as lists of 2-D arrays, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if len(a) != len(b):
+        raise ValueError(f"grouped_matmul: a lists {len(a)} groups, b {len(b)}")
+    arrays = ListArrays([import_array(x, f"a[{i}]", runtime) for i, x in enumerate(a)],
+                        [import_array(x, f"b[{i}]", runtime) for i, x in enumerate(b)])
+    if out is not None:
+        if not isinstance(out, (list, tuple)) or len(out) != len(a):
+            raise TypeError(f"grouped_matmul: out must be a list of one array per group ({len(a)}) with the "
+                            f"list layout, got {type(out).__name__}")
+        arrays.out = [_checked_out(import_array(x, f"out[{i}]", runtime), arrays.host, runtime)
+                      for i, x in enumerate(out)]
+    return arrays
+
+
 def _checked_out(out: Imported, host: bool, runtime) -> Imported:
     """``out`` where the result can go: a host array for host operands, a device array (or a
     tensor) for device operands, writable."""

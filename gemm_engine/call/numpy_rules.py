@@ -21,7 +21,7 @@ import numpy as np
 from ..dtypes import SUPPORTED_NAMES, WIDENED, bfloat16_dtype, element_type, is_fp8
 from ..epilogue.grouped_terms import GroupShape, grouped_scale
 from ..epilogue.scales import Scale, check_scale
-from .arrays import CallArrays, Imported
+from .arrays import CallArrays, Imported, ListArrays
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -290,3 +290,27 @@ def _weak(x, product: np.dtype, label: str) -> Imported | None:
         return Imported(np.asarray(x, dtype=product), product, True, "numpy", x)
     value = np.asarray(x)
     return Imported(value, value.dtype, True, "numpy", x)
+
+
+def list_rules(arrays: ListArrays, out_dtype=None, casting: str = "same_kind") -> tuple[tuple, ResultTypes]:
+    """numpy's rules for a list-layout grouped call: ((m, n, k) per group, the dtypes), every group
+    a 2-D product of the same operand dtypes; each given out checked as matmul checks one."""
+    check_casting(casting)
+    sizes = []
+    for i, (x, y) in enumerate(zip(arrays.a, arrays.b)):
+        if len(x.shape) != 2 or len(y.shape) != 2:
+            raise ValueError(f"grouped_matmul: the list layout takes 2-D arrays; a[{i}] has shape {tuple(x.shape)}, "
+                             f"b[{i}] {tuple(y.shape)}")
+        if x.shape[1] != y.shape[0]:
+            raise ValueError(f"grouped_matmul: a[{i}] {tuple(x.shape)} and b[{i}] {tuple(y.shape)} differ in K")
+        sizes.append((int(x.shape[0]), int(y.shape[1]), int(x.shape[1])))
+    for label, side in (("a", arrays.a), ("b", arrays.b)):
+        kinds = {x.dtype for x in side}
+        if len(kinds) > 1:
+            raise TypeError(f"grouped_matmul: every {label}[i] must have one dtype, got {sorted(k.name for k in kinds)}")
+    if not sizes:
+        raise ValueError("grouped_matmul: the list layout needs at least one group")
+    types = result_types(arrays.a[0].dtype, arrays.b[0].dtype, out_dtype=out_dtype, casting=casting)
+    for i, (o, (m, n, _)) in enumerate(zip(arrays.out or (), sizes)):
+        check_out(o.shape, o.dtype, types.result, (m, n), casting)
+    return tuple(sizes), types

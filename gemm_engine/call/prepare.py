@@ -14,11 +14,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import WIDENED, bits_dtype, element_type
+from ..batch.group_walk import LIST_FIELDS
+from ..dtypes import WIDENED, bits_dtype, device_dtype, element_type
 from ..epilogue.grouped_terms import term_strides
 from ..epilogue.scales import dequantize
 from ..problem import Groups, Layout, MatmulProblem
-from .arrays import CallArrays, Imported, import_array
+from .arrays import CallArrays, Imported, ListArrays, import_array
 from .request import Request
 from ..views import CView, OperandView, c_view, operand_view, vector_alignment
 
@@ -243,6 +244,57 @@ def _extents(runtime, imp: Imported) -> DeviceTerm:
     if imp.dtype != np.int32 or not imp.array.flags.c_contiguous:
         return DeviceTerm(runtime.contiguous(imp.array, np.int32), 1, True)
     return DeviceTerm(imp.array, 1)
+
+
+def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
+    """Step 4 of a list-layout grouped call: each side's operands as one base array and per-group
+    element offsets from it, the groups' table (`LIST_FIELDS`, int64, uploaded: its addresses are
+    the call's), the packed output's offsets, and the `MatmulProblem` (its sizes the largest)."""
+    types, sizes = request.types, request.sizes
+    lhs, lhs_at = _list_side(runtime, arrays.a, types.lhs)
+    rhs, rhs_at = _list_side(runtime, arrays.b, types.rhs)
+    table, out_offset = [], 0
+    for (m, n, k), (lo, lld), (ro, rld) in zip(sizes, lhs_at, rhs_at):
+        table.append((m, n, k, lo, lld, ro, rld, out_offset, n))
+        out_offset += m * n
+    assert len(table[0]) == len(LIST_FIELDS)
+    g = request.groups
+    problem = MatmulProblem(g.groups, g.m, g.n, g.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
+                            request.precision, request.epilogue, Groups("list"))
+    groups = DeviceTerm(runtime.upload(np.asarray(table, np.int64)), 1, True)
+    return Prepared(request, problem, lhs, rhs, groups=groups)
+
+
+def _list_side(runtime, imps: list, dtype) -> tuple[DeviceOperand, list]:
+    """One side's operands of a list-layout call: (the operand the kernel's base parameter reads,
+    with the layout, first leading dimension and alignment of them all; (element offset from it,
+    leading dimension) per group). CUDA device arrays in place (offsets between their addresses, in
+    the layout of the first; another layout is copied into it); anything else packed row-major on
+    the host and moved in one copy (OpenCL buffers have no addresses to take differences of)."""
+    itemsize = np.dtype(device_dtype(element_type(dtype))).itemsize
+    if runtime.backend == "cuda" and not any(x.host or x.dtype != dtype for x in imps):
+        ops = [_operand(runtime, x, dtype, None, False, True, grouped=True) for x in imps]
+        layout = ops[0].view.layout
+        for i, op in enumerate(ops):
+            if op.view.layout is not layout:        # the first's layout, copied on the device
+                x = runtime.contiguous(op.array.T).T if layout is Layout.COL else runtime.contiguous(op.array)
+                ops[i] = DeviceOperand(x, operand_view(x.shape, x.strides, itemsize, ()), op.align, True)
+        addresses = [runtime.element_address(op.array) for op in ops]
+        if all(runtime.byte_span(op.array)[1] % itemsize == 0 for op in ops):
+            align = min(vector_alignment(a, op.view, itemsize) for a, op in zip(addresses, ops))
+            base = ops[0]
+            at = [(a - addresses[0], op.view.ld) for a, op in zip(addresses, ops)]
+            return DeviceOperand(base.array, base.view, align, any(op.copied for op in ops)), at
+    host = [np.ascontiguousarray(runtime.download(x.array, x.dtype) if not x.host else x.array, dtype) for x in imps]
+    at, offset = [], 0
+    for h in host:
+        at.append((offset, h.shape[1]))
+        offset += h.size
+    packed = np.concatenate([h.ravel() for h in host]) if host else np.zeros(0, dtype)
+    dev = runtime.upload(packed)
+    align = min(vector_alignment(o, OperandView(Layout.ROW, ld, 0), itemsize) for o, ld in at)
+    return DeviceOperand(dev, OperandView(Layout.ROW, at[0][1], 0), align, True), at
 
 
 def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str = "default",

@@ -29,7 +29,7 @@ from ..epilogue.grouped_terms import GroupShape, column_kind, row_kind
 from ..epilogue.scales import Scale
 from ..epilogue.spec import IDENTITY, Epilogue
 from ..problem import MatmulProblem
-from .arrays import CallArrays, Imported
+from .arrays import CallArrays, Imported, ListArrays
 from .numpy_rules import CallShape, ResultTypes, Rules
 
 
@@ -72,6 +72,8 @@ class Request:
     extents: Imported | None = None
     row_scale: Imported | None = None
     per_group: frozenset = frozenset()
+    #: The list layout's (m, n, k) per group.
+    sizes: tuple = ()
 
     @property
     def dtype(self) -> np.dtype:
@@ -208,3 +210,25 @@ def _epilogue(request: Request) -> Epilogue:
 def _scale_kind(scale) -> str:
     """The epilogue's word for a `Scale`: "" (none), "block", else "vector"."""
     return "" if scale is None else "block" if scale.kind == "block" else "vector"
+
+
+def make_list_request(arrays: ListArrays, sizes: tuple, types: ResultTypes, options: CallOptions,
+                      given: tuple[str, ...] = ()) -> Request:
+    """Step 3 of a list-layout grouped call: its options (``alpha`` and ``activation`` only; the
+    names in ``given`` are the other epilogue arguments the caller passed, refused), the shape of
+    its packed result (every group's m x n, one after another)."""
+    if given:
+        raise ValueError(f"grouped_matmul: the list layout takes alpha and activation as its epilogue, not "
+                         f"{', '.join(given)}")
+    if options.precision not in MatmulProblem.PRECISIONS:
+        raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {options.precision!r}")
+    if options.precision == "fast_accum" and not (is_fp8(types.lhs) and is_fp8(types.rhs)):
+        raise ValueError("precision='fast_accum' concerns fp8 operands (their tensor-core sums)")
+    total = sum(m * n for m, n, _ in sizes)
+    big = [max(s[i] for s in sizes) for i in range(3)]
+    shape = CallShape((len(sizes),), big[0], big[1], big[2], (total,), False, False)
+    groups = GroupShape("list", len(sizes), *big)
+    request = Request(shape, types, options.precision, options.casting, _real(options.alpha, "alpha"), 0.0, None,
+                      None, 1, resolve_activation(options.activation), None, None, None, IDENTITY, groups=groups,
+                      sizes=tuple(sizes))
+    return replace(request, epilogue=_epilogue(request))
