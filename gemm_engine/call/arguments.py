@@ -237,9 +237,11 @@ def result_target(runtime, arrays: CallArrays, prepared: Prepared) -> Target:
     if out is not None and writes_in_place(runtime, prepared, out):
         return Target(out.array, out.array, True)
     shape, dtype = request.shape.out_shape, request.dtype
-    # A masked grouped call writes only each group's counted rows: the others are zeros in a fresh
-    # result, and as they were in an ``out`` written through a temporary (which starts as its copy).
-    masked = request.groups is not None and request.groups.layout == "masked"
+    # A masked grouped call writes only each group's counted rows, a contiguous one only the rows
+    # its offsets cover: the others are as they were in an ``out`` written through a temporary
+    # (which starts as its copy), and zeros in a masked call's fresh result.
+    layout = request.groups.layout if request.groups is not None else None
+    masked = layout == "masked"
     like = arrays.like
     if like is not None and not arrays.host:
         import torch
@@ -250,7 +252,7 @@ def result_target(runtime, arrays: CallArrays, prepared: Prepared) -> Target:
         bits = bits_dtype(dtype) if arrays.host else None
         array = runtime.empty(shape, dtype if bits is None else bits)
         target = Target(array, array)
-    if masked and out is not None:
+    if layout in ("masked", "contiguous") and out is not None and out.dtype == dtype:
         runtime.copy_into(target.array, _as_result(runtime, out, target.array.dtype))
     elif masked:
         runtime.fill_zero(target.array)
@@ -258,8 +260,8 @@ def result_target(runtime, arrays: CallArrays, prepared: Prepared) -> Target:
 
 
 def _as_result(runtime, out: Imported, storage):
-    """A masked call's ``out`` (of the result's dtype: the request checks it) as the temporary's
-    storage holds it, on the device."""
+    """A grouped call's ``out`` of the result's dtype as the temporary's storage holds it, on the
+    device."""
     if out.host:
         return runtime.upload(np.ascontiguousarray(out.array).view(storage))
     return out.array
