@@ -23,6 +23,7 @@ from ..batch.grouped import GroupedBatchMatmul
 from ..batch.grouped_tma import GroupedTmaBatchMatmul
 from ..batch.tma_persistent import TmaPersistentBatchMatmul
 from ..problem import MatmulProblem
+from ..selector.grouped import grouped_specialized_tiling
 from .base import Algorithm, register
 from .family import AlgorithmFamily
 from .pipelined import PipelinedMmaAlgorithm
@@ -55,8 +56,11 @@ class GroupedAlgorithm(Algorithm):
     dispatch = ColMajorDispatch
 
     def select(self, problem, dialect):
-        dense = super().select(typical(problem) if problem.groups is not None else problem, dialect)
+        like = typical(problem) if problem.groups is not None else problem
+        dense = super().select(like, dialect)
         chosen = dict(dense) if isinstance(dense, Mapping) else dense.changed()
+        if isinstance(self, SpecializedWgmmaAlgorithm):
+            chosen = grouped_specialized_tiling(like, dialect, chosen)
         chosen = {k: v for k, v in chosen.items() if k not in _DROPPED}
         names = self.selection_class.field_names()
         reentrant = self.components is not None and self.components.global_.reentrant

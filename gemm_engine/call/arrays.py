@@ -238,8 +238,13 @@ def _import_torch(tensor, label: str, runtime) -> Imported:
             raise TypeError(f"matmul: {label} is on cuda:{index}, this engine runs on cuda:{runtime.device_index} "
                             f"({runtime.device.name})")
         import torch
-        arr = runtime.from_dlpack(torch_bits(t), label)
-        return Imported(arr, dtype, False, "torch", tensor, torch_stream(torch, index))
+        stream = torch_stream(torch, index)
+        # Imported on torch's current stream: DLPack then orders nothing (a consumer on another
+        # stream would make torch record an event and that stream wait for it, which a CUDA graph
+        # being captured on torch's stream refuses).
+        with runtime.on_stream(stream):
+            arr = runtime.from_dlpack(torch_bits(t), label)
+        return Imported(arr, dtype, False, "torch", tensor, stream)
     # Another device than the engine's: one copy through the host.
     host = torch_bits(t.cpu()).numpy().view(dtype)
     return Imported(host, dtype, True, "torch", tensor)

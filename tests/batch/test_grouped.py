@@ -155,6 +155,11 @@ COMPILE_CASES = [  # (name, problem, dialect, arch)
     ("grouped", grouped("masked", bias=BY_NAME["bfloat16"], row_scale=True), SM90, SM90A_FLAG),
     ("grouped", fp8(lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),           # DeepGEMM's scales
     ("grouped", fp8("masked", m=64, lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),
+    # the promoted tiles by rows per group: 64 x 128 (32), 128 x 128 (128), the dense rule's 192 x 128 (1024)
+    ("grouped", fp8(groups=256, m=8192, n=4096, k=7168, lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),
+    ("grouped", fp8(groups=256, m=32768, n=7168, k=2048, lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),
+    ("grouped", fp8(groups=32, m=32768, n=4096, k=7168, lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),
+    ("grouped", grouped(groups=256, m=8192, n=4096, k=7168), SM90, SM90A_FLAG),        # 64 x 128, bf16
     ("grouped", grouped("k", layouts=(COL, ROW)), SM90, SM90A_FLAG),                    # wgmma ring
     ("grouped", grouped("list", "float16", align=1), SM90, SM90A_FLAG),
     ("grouped_pipelined_mma", grouped("contiguous", "float16", layouts=(ROW, COL)), SM80, SM80_FLAG),
