@@ -54,9 +54,11 @@ def matmul_doc(where: str):
     return apply
 
 
-GROUPED_DOC = """One GEMM per group, in one launch: ``act(alpha * (a_g @ b_g) + beta * c + bias_g) * row_scale``
-for every group g, {where}; the group extents are read on the device (no synchronization, no
-padding per group, safe to capture in a CUDA graph and replay with new extents).
+GROUPED_DOC = """One GEMM per group in one launch, {where}.
+
+    Each group g computes ``act(alpha * (a_g @ b_g) + beta * c + bias_g) * row_scale``; the group
+    extents are read on the device (no synchronization, no padding per group, safe to capture in a
+    CUDA graph and replay with new extents).
 
     Layouts (the extents: ``offsets``, each group's end, int32 or int64, as torch._grouped_mm's
     ``offs``; or ``counts``; on the device or the host):
