@@ -48,6 +48,13 @@ def test_contiguous_few_tokens(engine, rng, tokens):
         close(out, contiguous_ref(x, w, counts))
 
 
+def test_an_empty_reduction_gives_each_groups_epilogue_of_zeros(engine, rng):
+    counts = routing(rng, E, T)
+    x, w, bias = data(rng, (T, 0)), data(rng, (E, 0, N)), data(rng, (E, N))
+    out = engine.grouped_matmul(x, w, offsets=offsets(counts), bias=bias, activation="relu")
+    close(out, contiguous_ref(x, w, counts, bias=bias, activation="relu"))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"] + (["bfloat16"] if BF16 is not None else []))
 def test_contiguous_dtypes_and_weight_layouts(engine, rng, dtype):
     counts = routing(rng, E, T)
@@ -196,6 +203,19 @@ def test_list_layout(engine, rng):
     for o, x, w in zip(given, xs, ws):
         if o.size:
             close(o, x.astype(np.float64) @ w)
+
+
+def test_list_layout_of_device_arrays(engine, rng):
+    # CUDA reads them in place (offsets between their addresses, a transposed one copied into the
+    # first's layout); OpenCL packs them
+    rt = engine.runtime
+    sizes = [(9, 16, 24), (33, 8, 40), (1, 24, 8)]
+    xs = [data(rng, (m, k)) for m, n, k in sizes]
+    ws = [data(rng, (k, n)) for m, n, k in sizes]
+    dws = [rt.to_device(w) for w in ws[:2]] + [rt.to_device(np.ascontiguousarray(ws[2].T)).T]
+    outs = engine.grouped_matmul([rt.to_device(x) for x in xs], dws)
+    for o, x, w in zip(outs, xs, ws):
+        close(rt.to_host(o), x.astype(np.float64) @ w)
 
 
 # -- errors ---------------------------------------------------------------------------------------------

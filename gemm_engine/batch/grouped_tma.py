@@ -42,6 +42,9 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GroupedBatchConfig:
         check_grouped(self.name, problem, self.global_)
+        if problem.k == 0:
+            raise SetupError(self.name, "K = 0: a tensor map's extents are at least 1 (a portable level computes "
+                                        "the epilogue of zeros)")
         base = super().setup(problem, selection, dialect)
         request = base.global_.tile_loop
         if request.cluster_m != 1 or request.split_tail > 1:

@@ -145,6 +145,8 @@ def _operand(runtime, imp: Imported, dtype, shape, vector: bool, lhs: bool, grou
     if vector:
         x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
     view = operand_view(x.shape, x.strides, x.dtype.itemsize, batch_shape)
+    if view is None and 0 in x.shape:    # a grouped call's empty reduction: nothing is read
+        return DeviceOperand(x, OperandView(Layout.ROW, max(1, x.shape[-1]), 0), 1, copied)
     if view is None:
         # Strides that fit no layout (or a broadcast that no single batch stride describes):
         # one contiguous copy, materializing the broadcast batch.
