@@ -7,7 +7,7 @@ CUDA or OpenCL kernels from one description.
 from . import algorithms, components
 from .algorithms import Algorithm, register
 from .batch.base import register_dispatch
-from .api import default_engine, matmul
+from .api import default_engine, grouped_matmul, matmul
 from .engine import Engine
 from .tools.source import source
 from .errors import BackendUnavailableError, GemmEngineError, SetupError
@@ -15,6 +15,6 @@ from .epilogue.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
 
 __all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
-           "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "matmul",
+           "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "grouped_matmul", "matmul",
            "register", "register_activation", "register_dispatch", "source"]
 from .version import __version__  # noqa: E402

@@ -1,8 +1,10 @@
-"""The module-level API: `matmul` on the default engine (`default_engine`, created on first use)."""
+"""The module-level API: `matmul` and `grouped_matmul` on the default engine (`default_engine`, created
+on first use)."""
 from __future__ import annotations
 
 import threading
 
+from .call.doc import grouped_doc
 from .engine import Engine, matmul_doc
 
 _default_engine: Engine | None = None
@@ -28,3 +30,14 @@ def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
                                    casting=casting, algorithm=algorithm, precision=precision, tune=tune,
                                    scale_a=scale_a, scale_b=scale_b)
+
+
+@grouped_doc("on the default engine (`default_engine`)")
+def grouped_matmul(a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
+                   bias_axis=-1, activation=None, row_scale=None, out_dtype=None, casting="same_kind", algorithm=None,
+                   precision=None, scale_a=None, scale_b=None):
+    return default_engine().grouped_matmul(a, b, offsets=offsets, counts=counts, out=out, alpha=alpha, beta=beta,
+                                           c=c, bias=bias, bias_axis=bias_axis, activation=activation,
+                                           row_scale=row_scale, out_dtype=out_dtype, casting=casting,
+                                           algorithm=algorithm, precision=precision, scale_a=scale_a,
+                                           scale_b=scale_b)

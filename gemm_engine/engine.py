@@ -24,16 +24,16 @@ import numpy as np
 
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .call.arguments import EpilogueInputs, build_arguments
-from .call.arrays import import_call
+from .call.arrays import import_call, import_list
 from .call.choose import Choice, ChoicePolicy
-from .call.deliver import finish, without_kernel
-from .call.doc import matmul_doc
+from .call.deliver import finish, finish_list, without_kernel
+from .call.doc import grouped_doc, matmul_doc
 from .call.fast import CALL_PLANS_MAX, TORCH_KEY, FastPath
 from .call.launch import CallPlan, Launcher
 from .call.plan import Plan, Planner, render
-from .call.prepare import dequantized, prepare
+from .call.prepare import dequantized, prepare, prepare_list
 from .call import numpy_rules
-from .call.request import CallOptions, make_request
+from .call.request import CallOptions, make_list_request, make_request
 from .compose.registry import generation
 from .errors import SetupError
 from .explain import explain_problem
@@ -158,6 +158,76 @@ class Engine:
                 # From now on torch tensors are recognized by type (no torch import): their repeated
                 # calls take the fast path.
                 self.fast.torch_type = type(arrays.like.original)
+            return finish(rt, arrays, request, target)
+
+    @grouped_doc("on this engine's device, by one generated kernel")
+    def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
+                       bias_axis=-1, activation=None, row_scale=None, out_dtype=None, casting="same_kind",
+                       algorithm=None, precision=None, scale_a=None, scale_b=None):
+        if self._generation != generation():
+            self._forget_plans()
+        precision = self.precision if precision is None else precision
+        algorithm = "grouped" if algorithm is None else algorithm
+        if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+            given = tuple(name for name, value in (("offsets", offsets), ("counts", counts), ("c", c), ("bias", bias),
+                                                   ("row_scale", row_scale), ("scale_a", scale_a),
+                                                   ("scale_b", scale_b), ("beta", beta)) if value is not None)
+            return self._grouped_list(a, b, out, CallOptions(alpha, None, bias_axis, activation, out_dtype, casting,
+                                                             precision), algorithm, given)
+        if (offsets is None) == (counts is None):
+            raise ValueError("grouped_matmul: pass offsets (each group's end: contiguous rows, or the reduction "
+                             "with a 2-D b) or counts (masked rows per group), not both or neither")
+        extents = ("offsets", offsets, "offsets") if counts is None else ("counts", counts, "masked")
+        plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
+                 and scale_b is None and beta is None and row_scale is None and type(alpha) in (float, int)
+                 and alpha == 1 and casting == "same_kind")
+        options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
+        rt = self.runtime
+        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
+                             groups=extents[:2], row_scale=row_scale)
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain, layout=extents[2])
+        request = make_request(arrays, rules, options, plain)
+        self.resolve(algorithm)
+        if 0 in request.shape.out_shape:
+            return without_kernel(rt, arrays, request)
+        return self._launch(arrays, request, algorithm)
+
+    def _grouped_list(self, a, b, out, options: CallOptions, algorithm, given: tuple):
+        """A list-layout grouped call: the steps of `grouped_matmul`, each group its own sizes."""
+        rt = self.runtime
+        arrays = import_list(rt, a, b, out)
+        sizes, types = numpy_rules.list_rules(arrays, options.out_dtype, options.casting)
+        request = make_list_request(arrays, sizes, types, options, given)
+        self.resolve(algorithm)
+        with rt.on_stream(arrays.stream):
+            prepared = prepare_list(rt, arrays, request)
+            plan = self.plan_for(prepared.problem, algorithm)
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
+            return finish_list(rt, arrays, request, target)
+
+    def _launch(self, arrays, request, algorithm):
+        """Steps 4-8 of a grouped call (prepare, choose, plan, arguments and launch, deliver)."""
+        rt = self.runtime
+        with rt.on_stream(arrays.stream):
+            prepared = prepare(rt, arrays, request)
+            try:
+                plan = self.plan_for(prepared.problem, algorithm)
+            except SetupError as refused:
+                if not request.epilogue.block_scales:
+                    raise
+                arrays, request = dequantized(rt, arrays, request)     # as matmul: no kernel applies them
+                prepared = prepare(rt, arrays, request)
+                try:
+                    plan = self.plan_for(prepared.problem, algorithm)
+                except SetupError:
+                    raise refused from None
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
             return finish(rt, arrays, request, target)
 
     def _forget_plans(self) -> None:

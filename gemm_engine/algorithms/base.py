@@ -209,6 +209,7 @@ class Algorithm(metaclass=Composition):
         self.check()
         if self._build_error is not None:
             raise _as_setup_error(self.name, self._build_error)
+        self.components.check_groups(problem)
         self.components.check_block_scales(problem)
         try:
             selection = self.selection_for(problem, dialect)

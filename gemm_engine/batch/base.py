@@ -333,6 +333,9 @@ class BatchMatmul(ABC):
     #: applying block scales (`GlobalMatmul.applies_block_scales`) indexes them right; a level
     #: splitting K says False, and algorithms with it refuse block-scaled problems.
     forwards_block_scales: ClassVar[bool] = True
+    #: The grouped layouts (problem.py `GROUP_LAYOUTS`) this level walks; none: it runs dense
+    #: problems only (its grid and pointers follow sizes known on the host).
+    group_layouts: ClassVar[frozenset] = frozenset()
 
     def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_
@@ -353,6 +356,18 @@ class BatchMatmul(ABC):
         if not self.forwards_block_scales:
             raise SetupError(self.name, "it splits K, so its global level cannot apply the operands' scales per "
                                         "block of 128 along K (matmul dequantizes the operands first instead)")
+
+    def check_groups(self, problem: MatmulProblem) -> None:
+        """SetupError unless this level runs ``problem``'s layout: a grouped problem needs a level
+        that walks its groups (batch/grouped.py), a grouped level runs grouped problems only."""
+        layout = problem.groups.layout if problem.groups is not None else None
+        if layout is None and self.group_layouts:
+            raise SetupError(self.name, "it walks the groups of a grouped problem (grouped_matmul); this "
+                                        "problem is dense")
+        if layout is not None and layout not in self.group_layouts:
+            known = f"it walks {sorted(self.group_layouts)} only" if self.group_layouts else \
+                "its grid and operand pointers follow sizes known on the host, not group extents read on the device"
+            raise SetupError(self.name, f"cannot run a grouped problem of layout {layout!r}: {known}")
 
     @abstractmethod
     def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int: ...

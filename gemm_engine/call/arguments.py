@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from ..dtypes import bits_dtype
 from ..tensors import numpy_torch_dtype, torch_bits
 from .arrays import CallArrays, Imported
@@ -87,6 +89,10 @@ class CallArguments:
     rhs_scale: ArrayArgument | None = None
     #: Whether the kernels take the epilogue's arguments (a fused call).
     fused: bool = field(default=False)
+    #: A grouped call's offsets or counts (``groups_base``, ``groups_offset``: problem.py `Groups`)
+    #: and its per-row scale (``row_scale_*``, with the epilogue's arguments).
+    groups: ArrayArgument | None = None
+    row_scale: ArrayArgument | None = None
 
     def values(self, address) -> dict:
         """Every parameter value by name (``address(x)``: the runtime's (kernel argument, element
@@ -95,7 +101,8 @@ class CallArguments:
         arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS]
         if self.fused:
             out.update(alpha=self.alpha, beta=self.beta)
-            arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS]
+            arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS] + [("row_scale", self.row_scale)]
+        arrays.append(("groups", self.groups))
         for name, arg in arrays:
             if arg is None:
                 continue
@@ -109,6 +116,9 @@ class CallArguments:
         names = {n for op in OPERAND_ARRAYS for n in _BASE_OFFSET[op]}
         if self.fused:
             names |= {"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]}
+        for name in ("groups", "row_scale"):
+            if getattr(self, name) is not None:
+                names |= {f"{name}_base", f"{name}_offset"}
         return frozenset(names)
 
 
@@ -148,8 +158,9 @@ def operand_argument(op) -> ArrayArgument:
 
 
 def output_argument(target, problem) -> ArrayArgument:
-    """The output: a contiguous (batch, M, N) device array."""
-    return ArrayArgument(target, (("ld", problem.n), ("batch_stride", problem.m * problem.n)))
+    """The output: a contiguous (batch, M, N) device array; a contiguous grouped call's: one (M, N)."""
+    contiguous = problem.groups is not None and problem.groups.layout == "contiguous"
+    return ArrayArgument(target, (("ld", problem.n), ("batch_stride", 0 if contiguous else problem.m * problem.n)))
 
 
 def plain_arguments(lhs, rhs, target, problem) -> CallArguments:
@@ -170,14 +181,17 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         values = tuple(getattr(t.strides, n) for n in names) if len(names) > 1 else (t.strides,)
         return ArrayArgument(t.array, tuple(zip(names, values)))
 
+    vector = ("stride", "group_stride") if problem.groups is not None else ("stride",)
     return CallArguments(
         operand_argument(prepared.lhs), operand_argument(prepared.rhs), output_argument(target.array, problem),
         problem.m, problem.n, problem.k, problem.batch,
         alpha=request.alpha, beta=request.beta,
         c=term(prepared.c, "row_stride", "col_stride", "batch_stride"),
-        bias=term(prepared.bias, "stride"),
-        lhs_scale=term(prepared.lhs_scale, "stride"), rhs_scale=term(prepared.rhs_scale, "stride"),
-        fused=not problem.epilogue.identity), target
+        bias=term(prepared.bias, *vector),
+        lhs_scale=term(prepared.lhs_scale, *vector), rhs_scale=term(prepared.rhs_scale, *vector),
+        fused=not problem.epilogue.identity,
+        groups=None if prepared.groups is None else ArrayArgument(prepared.groups.array),
+        row_scale=term(prepared.row_scale, *vector)), target
 
 
 @dataclass
@@ -223,14 +237,31 @@ def result_target(runtime, arrays: CallArrays, prepared: Prepared) -> Target:
     if out is not None and writes_in_place(runtime, prepared, out):
         return Target(out.array, out.array, True)
     shape, dtype = request.shape.out_shape, request.dtype
+    # A masked grouped call writes only each group's counted rows, a contiguous one only the rows
+    # its offsets cover: the others are as they were in an ``out`` written through a temporary
+    # (which starts as its copy), and zeros in a masked call's fresh result.
+    layout = request.groups.layout if request.groups is not None else None
+    masked = layout == "masked"
     like = arrays.like
     if like is not None and not arrays.host:
         import torch
         tensor = torch.empty(shape, dtype=numpy_torch_dtype(dtype), device=like.original.device)
-        return Target(runtime.from_dlpack(torch_bits(tensor), "result"), tensor)
-    # Device libraries may lack bfloat16 and fp8: a host caller's result moves as its bits.
-    bits = bits_dtype(dtype) if arrays.host else None
-    target = runtime.empty(shape, dtype if bits is None else bits)
-    return Target(target, target)
+        target = Target(runtime.from_dlpack(torch_bits(tensor), "result"), tensor)
+    else:
+        # Device libraries may lack bfloat16 and fp8: a host caller's result moves as its bits.
+        bits = bits_dtype(dtype) if arrays.host else None
+        array = runtime.empty(shape, dtype if bits is None else bits)
+        target = Target(array, array)
+    if layout in ("masked", "contiguous") and out is not None and out.dtype == dtype:
+        runtime.copy_into(target.array, _as_result(runtime, out, target.array.dtype))
+    elif masked:
+        runtime.fill_zero(target.array)
+    return target
 
 
+def _as_result(runtime, out: Imported, storage):
+    """A grouped call's ``out`` of the result's dtype as the temporary's storage holds it, on the
+    device."""
+    if out.host:
+        return runtime.upload(np.ascontiguousarray(out.array).view(storage))
+    return out.array

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tensors import host_tensor
 from .arguments import Target
-from .arrays import CallArrays
+from .arrays import CallArrays, ListArrays
 from .request import Request
 
 
@@ -83,3 +83,28 @@ def _deliver_host(runtime, arrays: CallArrays, request: Request, result: np.ndar
     if arrays.like is not None:
         return host_tensor(result, arrays.like.original.device)
     return runtime.upload(result)
+
+
+def finish_list(runtime, arrays: ListArrays, request: Request, target: Target) -> list:
+    """A list-layout grouped call's results: each group's m x n product, a view of the packed
+    result in the caller's library, or copied into its ``out``."""
+    host = runtime.to_host(target.array) if arrays.host else None
+    if host is not None and host.dtype != request.dtype:
+        host = host.view(request.dtype)
+    results, offset = [], 0
+    for i, (m, n, _) in enumerate(request.sizes):
+        span = slice(offset, offset + m * n)
+        offset += m * n
+        part = (host if host is not None else target.array)[span].reshape(m, n)
+        if arrays.out is None:
+            results.append(_host_result(part, arrays, runtime) if host is not None
+                           else target.returned[span].reshape(m, n))
+            continue
+        out = arrays.out[i]
+        if out.host:
+            out.array[...] = part if host is not None else runtime.download(part, request.dtype)
+        else:
+            runtime.copy_into(out.array, part)
+            runtime.record(out.array)
+        results.append(out.original)
+    return results

@@ -52,3 +52,51 @@ def matmul_doc(where: str):
         fn.__doc__ = MATMUL_DOC.format(where=where)
         return fn
     return apply
+
+
+GROUPED_DOC = """One GEMM per group in one launch, {where}.
+
+    Each group g computes ``act(alpha * (a_g @ b_g) + beta * c + bias_g) * row_scale``; the group
+    extents are read on the device (no synchronization, no padding per group, safe to capture in a
+    CUDA graph and replay with new extents).
+
+    Layouts (the extents: ``offsets``, each group's end, int32 or int64, as torch._grouped_mm's
+    ``offs``; or ``counts``; on the device or the host):
+
+    * contiguous (tokens sorted by expert): ``a`` (M, K), ``b`` (groups, K, N) in either layout,
+      ``offsets`` (groups,) with ``offsets[-1] == M`` -> (M, N); rows of group g are
+      ``offsets[g-1] .. offsets[g]`` (an empty group has none). Rows past ``offsets[-1]`` are not
+      written;
+    * masked (decode): ``a`` (groups, M, K), ``b`` (groups, K, N), ``counts`` (groups,) ->
+      (groups, M, N); rows at or past a group's count are zeros in a fresh result, left as they
+      were in a given ``out``, and never read into another row's result;
+    * k (a weight gradient, the reduction grouped): ``a`` (M, K), ``b`` (K, N), ``offsets`` over
+      K -> (groups, M, N): group g is ``a[:, lo:hi] @ b[lo:hi]`` (an empty group: the epilogue of
+      zeros);
+    * list: ``a`` and ``b`` lists (or tuples) of 2-D arrays, each pair its own M, N, K -> a list of
+      products (no offsets or counts; sizes are known on the host).
+
+    Offsets are clamped into ``[previous offset, M or K]`` and counts into ``[0, M]`` on the device.
+    Epilogue terms may be shared or per group (a leading axis of groups): ``bias`` (N,) or
+    (groups, N) over columns, per row (``bias_axis=0``); ``row_scale`` one float per output row
+    (a routing weight; contiguous (M,), masked (groups, M)), applied last; ``scale_a`` /
+    ``scale_b`` as in matmul, plus one value per group (groups,) and per-group columns
+    (groups, N); block scales: scale_a (M, ceil(K/128)) (masked: (groups, M, ceil(K/128))),
+    scale_b (groups, ceil(K/128), ceil(N/128)) (DeepGEMM's 1 x 128 and 128 x 128 layout);
+    ``c`` broadcasting to the output. See gemm_engine.epilogue.grouped_terms for every shape.
+    alpha, beta, activation, out, out_dtype, casting, precision: as in matmul.
+    algorithm:   "grouped" (default: the best grouped composition that runs here), or a grouped
+                 algorithm (``grouped_specialized_wgmma``, ``grouped_pipelined_wgmma``,
+                 ``grouped_pipelined_mma``, ``grouped_simple_unit``, or `grouped_variant` of your own).
+
+    Errors: ValueError / TypeError naming the argument; `SetupError` when the named algorithm
+    cannot run the call.
+    """
+
+
+def grouped_doc(where: str):
+    """Decorator: the one text that documents `Engine.grouped_matmul` and `gemm_engine.grouped_matmul`."""
+    def apply(fn):
+        fn.__doc__ = GROUPED_DOC.format(where=where)
+        return fn
+    return apply

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..dtypes import SUPPORTED_NAMES, WIDENED, bfloat16_dtype, element_type, is_fp8
+from ..epilogue.grouped_terms import GroupShape, grouped_scale
 from ..epilogue.scales import Scale, check_scale
-from .arrays import CallArrays, Imported
+from .arrays import CallArrays, Imported, ListArrays
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -207,19 +208,56 @@ class Rules:
     bias: Imported | None
     lhs_scale: Scale | None
     rhs_scale: Scale | None
+    #: A grouped call's layout and sizes (None: a dense call).
+    groups: GroupShape | None = None
 
 
-def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=None, plain: bool = False) -> Rules:
+def grouped_call_shape(a_shape, b_shape, groups_shape, layout: str) -> tuple[CallShape, GroupShape]:
+    """The shapes of a grouped call (``groups_shape``: its offsets' or counts'; ``layout``: "offsets"
+    for "contiguous" or "k", told apart by b's rank, or "masked"): "contiguous" a (M, K)
+    and b (groups, K, N) -> (M, N); "masked" a (groups, M, K), b (groups, K, N) -> (groups, M, N);
+    "k" a (M, K), b (K, N) -> (groups, M, N). ValueError naming the argument that does not fit."""
+    a_shape, b_shape, groups_shape = (tuple(int(x) for x in s) for s in (a_shape, b_shape, groups_shape))
+    if layout == "offsets":      # rows grouped (b per group) or the reduction (one b)
+        layout = "k" if len(b_shape) == 2 else "contiguous"
+    ranks = {"contiguous": (2, 3), "masked": (3, 3), "k": (2, 2)}[layout]
+    given = "counts" if layout == "masked" else "offsets"
+    if (len(a_shape), len(b_shape)) != ranks:
+        raise ValueError(f"grouped_matmul: {layout} layout ({given} given) takes a {ranks[0]}-D a and a {ranks[1]}-D b, "
+                         f"got shapes {a_shape} and {b_shape} (offsets with a 2-D a: b (groups, K, N) groups rows, "
+                         f"b (K, N) groups the reduction; counts: a (groups, M, K), b (groups, K, N))")
+    if len(groups_shape) != 1:
+        raise ValueError(f"grouped_matmul: {given} must be 1-D (one entry per group), got shape {groups_shape}")
+    groups = groups_shape[0]
+    m, k = a_shape[-2:]
+    k2, n = b_shape[-2:]
+    if k != k2:
+        raise ValueError(f"grouped_matmul: a's K = {k} and b's K = {k2} differ (shapes {a_shape} and {b_shape})")
+    for label, shape in (("a", a_shape), ("b", b_shape)):
+        if len(shape) == 3 and shape[0] != groups:
+            raise ValueError(f"grouped_matmul: {label} has {shape[0]} groups (shape {shape}), {given} has {groups}")
+    batch_shape = () if layout == "contiguous" else (groups,)
+    out_shape = batch_shape + (m, n)
+    return (CallShape(batch_shape, m, n, k, out_shape, False, False), GroupShape(layout, groups, m, n, k))
+
+
+def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=None, plain: bool = False,
+          layout: str | None = None) -> Rules:
     """numpy's rules for one call's arrays (``beta``: the caller's, only to know whether ``c`` is
-    read; ``plain``: a call with no epilogue option at all)."""
+    read; ``plain``: a call with no epilogue option at all; ``layout``: a grouped call's, whose
+    ``arrays.groups`` holds its offsets or counts)."""
     check_casting(casting)
-    shape = call_shape(arrays.a.shape, arrays.b.shape)
+    if layout is None:
+        shape, groups = call_shape(arrays.a.shape, arrays.b.shape), None
+    else:
+        shape, groups = grouped_call_shape(arrays.a.shape, arrays.b.shape, arrays.groups.shape, layout)
     a, b = arrays.a.dtype, arrays.b.dtype
     if plain:
         types = result_types(a, b)
         rules = Rules(shape, types, None, None, None, None)
     else:
-        scales = tuple(check_scale(value, label, shape.m, shape.n, shape.k, lhs) for label, value, lhs in
+        scales = tuple((check_scale(value, label, shape.m, shape.n, shape.k, lhs) if groups is None
+                        else grouped_scale(value, label, groups, lhs)) for label, value, lhs in
                        (("scale_a", arrays.scale_a, True), ("scale_b", arrays.scale_b, False)))
         kinds = {s.kind for s in scales if s is not None}
         scaled = "block" if "block" in kinds else "vector" if kinds else ""
@@ -230,6 +268,8 @@ def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=N
         types = result_types(a, b, c=None if c is None else c.dtype, bias=None if bias is None else bias.dtype,
                              scales=scaled, out_dtype=out_dtype, casting=casting)
         rules = Rules(shape, types, c, bias, *scales)
+    if groups is not None:
+        rules = replace(rules, groups=groups)
     if arrays.out is not None:
         check_out(arrays.out.shape, arrays.out.dtype, types.result, shape.out_shape, casting)
     return rules
@@ -250,3 +290,27 @@ def _weak(x, product: np.dtype, label: str) -> Imported | None:
         return Imported(np.asarray(x, dtype=product), product, True, "numpy", x)
     value = np.asarray(x)
     return Imported(value, value.dtype, True, "numpy", x)
+
+
+def list_rules(arrays: ListArrays, out_dtype=None, casting: str = "same_kind") -> tuple[tuple, ResultTypes]:
+    """numpy's rules for a list-layout grouped call: ((m, n, k) per group, the dtypes), every group
+    a 2-D product of the same operand dtypes; each given out checked as matmul checks one."""
+    check_casting(casting)
+    sizes = []
+    for i, (x, y) in enumerate(zip(arrays.a, arrays.b)):
+        if len(x.shape) != 2 or len(y.shape) != 2:
+            raise ValueError(f"grouped_matmul: the list layout takes 2-D arrays; a[{i}] has shape {tuple(x.shape)}, "
+                             f"b[{i}] {tuple(y.shape)}")
+        if x.shape[1] != y.shape[0]:
+            raise ValueError(f"grouped_matmul: a[{i}] {tuple(x.shape)} and b[{i}] {tuple(y.shape)} differ in K")
+        sizes.append((int(x.shape[0]), int(y.shape[1]), int(x.shape[1])))
+    for label, side in (("a", arrays.a), ("b", arrays.b)):
+        kinds = {x.dtype for x in side}
+        if len(kinds) > 1:
+            raise TypeError(f"grouped_matmul: every {label}[i] must have one dtype, got {sorted(k.name for k in kinds)}")
+    if not sizes:
+        raise ValueError("grouped_matmul: the list layout needs at least one group")
+    types = result_types(arrays.a[0].dtype, arrays.b[0].dtype, out_dtype=out_dtype, casting=casting)
+    for i, (o, (m, n, _)) in enumerate(zip(arrays.out or (), sizes)):
+        check_out(o.shape, o.dtype, types.result, (m, n), casting)
+    return tuple(sizes), types

@@ -25,10 +25,11 @@ import numpy as np
 
 from ..dtypes import element_type, is_fp8
 from ..epilogue.activations import Activation, resolve_activation
+from ..epilogue.grouped_terms import GroupShape, column_kind, row_kind
 from ..epilogue.scales import Scale
 from ..epilogue.spec import IDENTITY, Epilogue
 from ..problem import MatmulProblem
-from .arrays import CallArrays, Imported
+from .arrays import CallArrays, Imported, ListArrays
 from .numpy_rules import CallShape, ResultTypes, Rules
 
 
@@ -65,6 +66,14 @@ class Request:
     rhs_scale: Scale | None
     out: Imported | None
     epilogue: Epilogue
+    #: A grouped call (grouped_matmul): its layout and sizes, its offsets or counts, its per-row
+    #: scale (float32 values: a routing weight), and the terms with a leading axis of groups.
+    groups: GroupShape | None = None
+    extents: Imported | None = None
+    row_scale: Imported | None = None
+    per_group: frozenset = frozenset()
+    #: The list layout's (m, n, k) per group.
+    sizes: tuple = ()
 
     @property
     def dtype(self) -> np.dtype:
@@ -100,8 +109,9 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
         raise ValueError(f"precision='fast_accum' concerns fp8 operands (their tensor-core sums); got "
                          f"{types.lhs.name} and {types.rhs.name}")
     if plain:
-        return Request(rules.shape, types, precision, options.casting, 1.0, 0.0, None, None, 1, None, None, None,
-                       arrays.out, IDENTITY)
+        request = Request(rules.shape, types, precision, options.casting, 1.0, 0.0, None, None, 1, None, None, None,
+                          arrays.out, IDENTITY)
+        return request if rules.groups is None else _grouped(request, arrays, rules)
     shape = rules.shape
     alpha = _real(options.alpha, "alpha")
     c_given = arrays.c is not None
@@ -122,7 +132,7 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
         if not fits:
             raise ValueError(f"matmul: c of shape {tuple(c.shape)} does not broadcast to the output "
                              f"shape {tuple(shape.out_shape)}")
-    if bias is not None:
+    if bias is not None and rules.groups is None:
         want = shape.n if axis == 1 else shape.m
         if len(bias.shape) != 1 or bias.shape[0] != want:
             what = "columns (N" if axis == 1 else "rows (M"
@@ -144,13 +154,44 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
                             for s in (rules.lhs_scale, rules.rhs_scale))
     request = Request(shape, types, precision, options.casting, alpha * factor, beta, c, bias, axis, activation,
                       lhs_scale, rhs_scale, arrays.out, IDENTITY)
+    if rules.groups is not None:
+        request = _grouped(request, arrays, rules)
     return replace(request, epilogue=_epilogue(request))
+
+
+def _grouped(request: Request, arrays: CallArrays, rules: Rules) -> Request:
+    """A grouped call's request: its offsets or counts checked (integers, on any device), its bias
+    and row scale shapes (epilogue/grouped_terms.py), the terms that vary per group."""
+    g, extents = rules.groups, arrays.groups
+    label = "counts" if g.layout == "masked" else "offsets"
+    if g.layout == "masked" and request.out is not None and request.out.dtype != request.types.result:
+        raise TypeError(f"grouped_matmul: a masked call leaves out's rows past each count as they are, so out must have "
+                        f"the result dtype {request.types.result.name}, not {request.out.dtype.name}")
+    if extents.dtype.kind not in "iu" or extents.dtype.itemsize not in (4, 8):
+        raise TypeError(f"grouped_matmul: {label} must hold 32- or 64-bit integers, got dtype {extents.dtype.name!r}")
+    per_group = set()
+    if request.bias is not None:
+        kind = column_kind if request.bias_axis == 1 else row_kind
+        if kind("bias", request.bias.shape, g):
+            per_group.add("bias")
+    row_scale = arrays.row_scale
+    if row_scale is not None:
+        if row_scale.dtype.kind != "f":
+            raise TypeError(f"grouped_matmul: row_scale must hold floating-point values, got dtype {row_scale.dtype.name!r}")
+        if row_kind("row_scale", row_scale.shape, g):
+            per_group.add("row_scale")
+        if row_scale.host and not np.isfinite(np.asarray(row_scale.array, np.float64)).all():
+            raise ValueError("grouped_matmul: row_scale holds values that are not finite")
+    for name, scale in (("lhs_scale", request.lhs_scale), ("rhs_scale", request.rhs_scale)):
+        if scale is not None and scale.per_group:
+            per_group.add(name)
+    return replace(request, groups=g, extents=extents, row_scale=row_scale, per_group=frozenset(per_group))
 
 
 def _epilogue(request: Request) -> Epilogue:
     """The kernels' epilogue for a checked request (c and bias element types from their arrays)."""
     plain = (request.alpha == 1 and request.c is None and request.bias is None and request.activation is None
-             and request.lhs_scale is None and request.rhs_scale is None)
+             and request.lhs_scale is None and request.rhs_scale is None and request.row_scale is None)
     if plain:
         return IDENTITY
     out = element_type(request.types.result).compute
@@ -162,9 +203,32 @@ def _epilogue(request: Request) -> Epilogue:
     words = {out} | {et.compute for et in (c, bias) if et is not None}
     return Epilogue(scaled=request.alpha != 1, c=c, bias=bias, bias_axis=request.bias_axis,
                     activation=request.activation, compute="f64" if "f64" in words else "f32",
-                    lhs_scale=_scale_kind(request.lhs_scale), rhs_scale=_scale_kind(request.rhs_scale))
+                    lhs_scale=_scale_kind(request.lhs_scale), rhs_scale=_scale_kind(request.rhs_scale),
+                    row_scale=request.row_scale is not None, grouped=request.groups is not None)
 
 
 def _scale_kind(scale) -> str:
     """The epilogue's word for a `Scale`: "" (none), "block", else "vector"."""
     return "" if scale is None else "block" if scale.kind == "block" else "vector"
+
+
+def make_list_request(arrays: ListArrays, sizes: tuple, types: ResultTypes, options: CallOptions,
+                      given: tuple[str, ...] = ()) -> Request:
+    """Step 3 of a list-layout grouped call: its options (``alpha`` and ``activation`` only; the
+    names in ``given`` are the other epilogue arguments the caller passed, refused), the shape of
+    its packed result (every group's m x n, one after another)."""
+    if given:
+        raise ValueError(f"grouped_matmul: the list layout takes alpha and activation as its epilogue, not "
+                         f"{', '.join(given)}")
+    if options.precision not in MatmulProblem.PRECISIONS:
+        raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {options.precision!r}")
+    if options.precision == "fast_accum" and not (is_fp8(types.lhs) and is_fp8(types.rhs)):
+        raise ValueError("precision='fast_accum' concerns fp8 operands (their tensor-core sums)")
+    total = sum(m * n for m, n, _ in sizes)
+    big = [max(s[i] for s in sizes) for i in range(3)]
+    shape = CallShape((len(sizes),), big[0], big[1], big[2], (total,), False, False)
+    groups = GroupShape("list", len(sizes), *big)
+    request = Request(shape, types, options.precision, options.casting, _real(options.alpha, "alpha"), 0.0, None,
+                      None, 1, resolve_activation(options.activation), None, None, None, IDENTITY, groups=groups,
+                      sizes=tuple(sizes))
+    return replace(request, epilogue=_epilogue(request))

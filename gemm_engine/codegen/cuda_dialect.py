@@ -37,7 +37,7 @@ class CudaDialect(Dialect):
 typedef long long i64;
 """
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
-                "i8": "signed char", "i32": "int",
+                "i8": "signed char", "i32": "int", "i64": "i64",
                 "f8e4m3": "unsigned char", "f8e5m2": "unsigned char"}
 
     #: A by-value structure lives in the kernel's constant parameter space (no copy to local memory).

@@ -29,7 +29,7 @@ typedef long i64;
     _local_pointer_space = "__local"
     # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort",
-                "i8": "char", "i32": "int",
+                "i8": "char", "i32": "int", "i64": "i64",
                 "f8e4m3": "uchar", "f8e5m2": "uchar"}   # OpenCL's char is signed by the spec (C leaves it open)
 
     def _fp64_enable(self) -> str:

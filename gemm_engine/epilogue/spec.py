@@ -1,6 +1,11 @@
-"""Fused epilogue: ``act(alpha * sa[row] * sb[col] * acc + beta * c + bias)`` applied to each
-accumulator on its way out (``sa`` / ``sb``: the dequantizing scales of a's rows and b's columns,
-one value each when per tensor: stride 0).
+"""Fused epilogue: ``act(alpha * sa[row] * sb[col] * acc + beta * c + bias) * rs[row]`` applied to
+each accumulator on its way out (``sa`` / ``sb``: the dequantizing scales of a's rows and b's
+columns, one value each when per tensor: stride 0; ``rs``: a scale per output row applied last,
+such as a mixture-of-experts routing weight).
+
+Grouped problems (problem.py `Groups`): each array term may differ per group (a bias per expert, an
+expert's weight scales), so each takes a ``<term>_group_stride`` parameter too (0: shared by the
+groups) and its pointer moves to the group the batch level names (`pointers`).
 
 Operand scales per block of 128 along K (``lhs_scale`` / ``rhs_scale`` = "block") travel here too,
 as the same kernel parameters, but the epilogue does not apply them: they change along K, so the
@@ -44,6 +49,8 @@ class Epilogue:
     # (ceil(K/128), ceil(N/128)) row-major with leading dimension ``*_scale_stride``.
     lhs_scale: str = ""
     rhs_scale: str = ""
+    row_scale: bool = False               # multiply the result by ``row_scale[row]`` (float32), last
+    grouped: bool = False                 # array terms move per group (``<term>_group_stride``)
 
     def __post_init__(self):
         if self.bias_axis not in (0, 1):
@@ -52,12 +59,21 @@ class Epilogue:
     @property
     def identity(self) -> bool:
         return not (self.scaled or self.c or self.bias or self.activation or self.lhs_scale
-                    or self.rhs_scale)
+                    or self.rhs_scale or self.row_scale)
 
     @property
     def scales(self) -> tuple[str, ...]:
         """The scale arrays the kernel takes: "lhs_scale", "rhs_scale"."""
         return tuple(n for n, kind in (("lhs_scale", self.lhs_scale), ("rhs_scale", self.rhs_scale)) if kind)
+
+    @property
+    def grouped_terms(self) -> tuple[str, ...]:
+        """The array terms that move per group (a grouped epilogue's bias, scales and row scale; c
+        moves by its batch stride, as in a batched product)."""
+        if not self.grouped:
+            return ()
+        return tuple(n for n, on in (("bias", self.bias is not None), ("lhs_scale", self.lhs_scale),
+                                     ("rhs_scale", self.rhs_scale), ("row_scale", self.row_scale)) if on)
 
     @property
     def vector_scales(self) -> tuple[str, ...]:
@@ -87,8 +103,9 @@ class Epilogue:
                                                             "c_batch_stride"), Param("beta", SCALAR, self.compute)]
         if self.bias is not None:
             out += [array("bias_base", self.bias.storage), *index("bias_offset", "bias_stride")]
-        for name in self.scales:
+        for name in self.scales + (("row_scale",) if self.row_scale else ()):
             out += [array(f"{name}_base", "f32"), *index(f"{name}_offset", f"{name}_stride")]
+        out += index(*(f"{name}_group_stride" for name in self.grouped_terms))
         return tuple(out)
 
     def pointers(self, d: Dialect, batch: str = "b") -> list[str]:
@@ -100,10 +117,15 @@ class Epilogue:
         # where an output would overlap an input): RESTRICT lets the compiler load them once per
         # element index and ahead of the stores, instead of again after each (H100, fp8 8192^3
         # rowwise: 1.05 ms against 0.86 per-tensor before).
+        moved = self.grouped_terms
+
+        def at(name: str) -> str:
+            return f"{name}_base + {name}_offset" + (f" + {batch} * {name}_group_stride" if name in moved else "")
+
         if self.bias is not None:
-            out.append(f"const GLOBAL {d.storage_type(self.bias)}* RESTRICT bias = bias_base + bias_offset;")
-        out += [f"const GLOBAL {d.c_type('f32')}* RESTRICT {name} = {name}_base + {name}_offset;"
-                for name in self.scales]
+            out.append(f"const GLOBAL {d.storage_type(self.bias)}* RESTRICT bias = {at('bias')};")
+        out += [f"const GLOBAL {d.c_type('f32')}* RESTRICT {name} = {at(name)};"
+                for name in self.scales + (("row_scale",) if self.row_scale else ())]
         return out
 
     def helpers(self, d: Dialect) -> str:
@@ -126,6 +148,10 @@ class Epilogue:
             params.append(f"{t} bias_value")
             lines.append("x += bias_value;")
         result = self.activation.render("x", Math(d, self.compute)) if self.activation else "x"
+        if self.row_scale:           # last: the routing weight scales the expert's whole output
+            params.append(f"{t} row_scale")
+            lines.append(f"x = {result};")
+            result = "x * row_scale"
         body = "\n    ".join(lines + [f"return {result};"])
         return f"INLINE {t} {_FUNCTION}({', '.join(params)}) {{\n    {body}\n}}\n"
 
@@ -149,6 +175,9 @@ class Epilogue:
         if self.bias is not None:
             index = col if self.bias_axis == 1 else row
             args.append(d.load_global(self.bias, "bias", f"({index}) * bias_stride"))
+        if self.row_scale:
+            args.append(f"row_scale[({row}) * row_scale_stride]" if hoist is None
+                        else hoist.setdefault(("row_scale", row), f"ge_row_scale_{len(hoist)}"))
         return f"{_FUNCTION}({', '.join(args)})"
 
 

@@ -17,8 +17,7 @@ from .read.loaders import LoaderConfig, OperandTile
 def operand_tiles(problem: MatmulProblem, stage, tile_class=OperandTile, **extra) -> tuple[OperandTile, OperandTile]:
     """The lhs and rhs stage tiles a global matmul loads, with the bounds checks the problem needs,
     each operand's vector alignment and its extent along its contiguous axis."""
-    check_m, check_n, check_k = (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0,
-                                 problem.k % stage.stage_k != 0)
+    check_m, check_n, check_k = problem.checks(stage.stage_m, stage.stage_n, stage.stage_k)
     smem = stage.tile.smem_word
     lhs_layout, rhs_layout = Layout(problem.lhs_layout), Layout(problem.rhs_layout)
     lhs = tile_class("lhs", problem.lhs, lhs_layout, stage.stage_m, stage.stage_k, check_m, check_k,

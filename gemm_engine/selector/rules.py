@@ -83,6 +83,10 @@ UNRANKED: tuple[Unranked, ...] = (
     Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
     Unranked("ordered_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     Unranked("specialized_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
+    # Grouped problems only (grouped_matmul): every dense problem is refused by their batch level.
+    *(Unranked(name, "grouped problems only: grouped_matmul runs the grouped family (algorithms/grouped.py)")
+      for name in ("grouped", "grouped_specialized_wgmma", "grouped_pipelined_wgmma", "grouped_pipelined_mma",
+                   "grouped_simple_unit")),
 )
 
 #: Registered families (families.py's and a user's): each runs its best member that sets up; the
