@@ -11,6 +11,7 @@ from enum import Enum
 
 from .dtypes import FP8_NAMES, ElementType
 from .epilogue.spec import IDENTITY, Epilogue
+from .quant.format import WeightFormat
 
 
 class Layout(str, Enum):
@@ -41,6 +42,10 @@ class MatmulProblem:
     precision: str = "default"
     # What each output element goes through before it is stored (identity: plain matmul).
     epilogue: Epilogue = IDENTITY
+    # The rhs is a quantized weight in this format (gemm_engine/quant): the kernel reads packed codes
+    # with their scales (and zeros) and multiplies their values, delivered as ``rhs`` (the
+    # activations' type); None: a dense rhs.
+    weights: WeightFormat | None = None
 
     PRECISIONS = ("default", "tf32", "fast_accum")
 

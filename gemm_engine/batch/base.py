@@ -333,6 +333,9 @@ class BatchMatmul(ABC):
     #: applying block scales (`GlobalMatmul.applies_block_scales`) indexes them right; a level
     #: splitting K says False, and algorithms with it refuse block-scaled problems.
     forwards_block_scales: ClassVar[bool] = True
+    #: Whether the kernel signature and pointers carry quantized weights' scales and zeros
+    #: (`GlobalConfig.weights`); levels that do not refuse quantized problems (`check_weights`).
+    passes_weights: ClassVar[bool] = False
 
     def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_
@@ -353,6 +356,15 @@ class BatchMatmul(ABC):
         if not self.forwards_block_scales:
             raise SetupError(self.name, "it splits K, so its global level cannot apply the operands' scales per "
                                         "block of 128 along K (matmul dequantizes the operands first instead)")
+
+    def check_weights(self, problem: MatmulProblem) -> None:
+        """SetupError unless this level and its global level run the problem's rhs as given: a
+        quantized weight needs a level that passes its scales and zeros and a global level (or rhs
+        loader) that reads it; a dense rhs one that does not."""
+        if problem.weights is not None and not self.passes_weights:
+            raise SetupError(self.name, f"does not pass quantized weights' scales and zeros to its kernels "
+                                        f"({problem.weights.kind} rhs)")
+        self.global_.check_weights(problem)
 
     @abstractmethod
     def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int: ...

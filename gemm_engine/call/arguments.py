@@ -46,6 +46,8 @@ class EpilogueInputs(NamedTuple):
 EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"))
 #: The array fields the caller's operands and output feed.
 OPERAND_ARRAYS = ("lhs", "rhs", "out")
+#: The array fields of a quantized rhs beside its packed words (the ``rhs`` field): scales, zeros.
+WEIGHT_ARRAYS = ("qscale", "qzero")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ def _array_values(name: str, array, address) -> tuple:
 
 
 #: Parameter names of the per-call fields, formatted once (the fast paths run them every call).
-_BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset") for name in OPERAND_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
+_BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
+                for name in OPERAND_ARRAYS + WEIGHT_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,15 @@ class CallArguments:
     rhs_scale: ArrayArgument | None = None
     #: Whether the kernels take the epilogue's arguments (a fused call).
     fused: bool = field(default=False)
+    #: A quantized rhs's scales and zeros (``rhs`` holds its packed words), or None.
+    qscale: ArrayArgument | None = None
+    qzero: ArrayArgument | None = None
 
     def values(self, address) -> dict:
         """Every parameter value by name (``address(x)``: the runtime's (kernel argument, element
         offset) of an array)."""
         out = {"M": self.M, "N": self.N, "K": self.K, "batch": self.batch}
-        arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS]
+        arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS + WEIGHT_ARRAYS]
         if self.fused:
             out.update(alpha=self.alpha, beta=self.beta)
             arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS]
@@ -107,6 +113,7 @@ class CallArguments:
         """The parameters that change between calls of one call plan: the arrays' addresses, and a
         fused call's epilogue scalars and arrays."""
         names = {n for op in OPERAND_ARRAYS for n in _BASE_OFFSET[op]}
+        names |= {n for op in WEIGHT_ARRAYS if getattr(self, op) is not None for n in _BASE_OFFSET[op]}
         if self.fused:
             names |= {"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]}
         return frozenset(names)
@@ -177,7 +184,8 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         c=term(prepared.c, "row_stride", "col_stride", "batch_stride"),
         bias=term(prepared.bias, "stride"),
         lhs_scale=term(prepared.lhs_scale, "stride"), rhs_scale=term(prepared.rhs_scale, "stride"),
-        fused=not problem.epilogue.identity), target
+        fused=not problem.epilogue.identity,
+        qscale=term(prepared.qscale, "ld"), qzero=term(prepared.qzero, "ld")), target
 
 
 @dataclass
@@ -192,7 +200,8 @@ class Target:
 
 def reads_of(prepared: Prepared) -> list:
     """The device arrays a call's kernels read (what ``out`` must not overlap to be written directly)."""
-    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()]
+    weights = [t.array for t in (prepared.qscale, prepared.qzero) if t is not None]
+    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()] + weights
 
 
 def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:

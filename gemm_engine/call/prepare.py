@@ -51,6 +51,9 @@ class Prepared:
     bias: DeviceTerm | None = None
     lhs_scale: DeviceTerm | None = None
     rhs_scale: DeviceTerm | None = None
+    #: A quantized rhs's scales and zeros (its packed words are ``rhs``), with their leading dimensions.
+    qscale: DeviceTerm | None = None
+    qzero: DeviceTerm | None = None
 
     @property
     def terms(self) -> dict:
@@ -70,12 +73,22 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
     if shape.empty:
         return Prepared(request)
     lhs = _operand(runtime, arrays.a, request.types.lhs, shape, shape.lhs_vector, lhs=True)
-    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, lhs=False)
     types = request.types
+    if request.weights is not None:
+        prepared = _quantized(lhs, request)
+        _epilogue_terms(runtime, prepared, request)
+        return prepared
+    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, lhs=False)
     problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
                             element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
                             request.precision, request.epilogue)
     prepared = Prepared(request, problem, lhs, rhs)
+    _epilogue_terms(runtime, prepared, request)
+    return prepared
+
+
+def _epilogue_terms(runtime, prepared: Prepared, request: Request) -> None:
+    shape = request.shape
     if request.c is not None:
         prepared.c = _c_term(runtime, request.c, shape)
     if request.bias is not None:
@@ -84,7 +97,25 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
         scale = getattr(request, name)
         if scale is not None:
             setattr(prepared, name, _scale_term(runtime, scale))
-    return prepared
+
+
+def _quantized(lhs: DeviceOperand, request: Request) -> Prepared:
+    """A call of a quantized rhs: its packed words are the rhs operand (one weight for every batch
+    entry), its scales and zeros terms of their own; the problem's rhs type is the activations'.
+    A batch of contiguous activations with nothing per row but the product is folded into M, so
+    that the weights are streamed once (x of (B, M, K) is a (B * M, K) matrix; the output too)."""
+    shape, types, weights = request.shape, request.types, request.weights
+    batch, m = shape.batch, shape.m
+    folds = (batch > 1 and lhs.view.layout is Layout.ROW and lhs.view.batch_stride == m * lhs.view.ld
+             and request.c is None and (request.bias is None or request.bias_axis == 1))
+    if folds:
+        batch, m = 1, batch * m
+    rhs = DeviceOperand(weights.packed, OperandView(Layout.ROW, weights.ld, 0), 1)
+    problem = MatmulProblem(batch, m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, Layout.ROW, lhs.align, 1,
+                            request.precision, request.epilogue, weights.format)
+    return Prepared(request, problem, lhs, rhs, qscale=DeviceTerm(weights.scales, weights.scale_ld),
+                    qzero=None if weights.zeros is None else DeviceTerm(weights.zeros, weights.zero_ld))
 
 
 def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArrays, Request]:

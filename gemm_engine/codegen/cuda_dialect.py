@@ -38,7 +38,7 @@ typedef long long i64;
 """
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
                 "i8": "signed char", "i32": "int",
-                "f8e4m3": "unsigned char", "f8e5m2": "unsigned char"}
+                "f8e4m3": "unsigned char", "f8e5m2": "unsigned char", "u32": "unsigned int"}
 
     #: A by-value structure lives in the kernel's constant parameter space (no copy to local memory).
     _by_value = "const __grid_constant__ {type} {name}"

@@ -156,7 +156,7 @@ class Dialect:
         """Lvalue: the ``width``-wide vector of element word ``word`` (``float4``, ``double2``: the
         same type names in both backends, components ``.x .y .z .w``) at ``pointer``, an element
         pointer into ``space`` ("global" or "local") memory aligned to the whole vector."""
-        vec = f"{'const ' if const else ''}{self.pointer_space(space)} {self.c_type(word)}{width}".strip()
+        vec = f"{'const ' if const else ''}{self.pointer_space(space)} {self.vector_type(word, width)}".strip()
         return f"(*({vec}*)({pointer}))"
 
     #: Helper functions defined only in sources that call them (name -> definition).
@@ -186,6 +186,14 @@ class Dialect:
 
     def _struct(self, type_name: str, size: int, align: int) -> str:
         return f"typedef struct {{ unsigned char bytes[{size}]; }} __attribute__((aligned({align}))) {type_name};\n"
+
+    #: Vector type names whose base differs from the element's C type (CUDA spells 32-bit unsigned
+    #: words ``unsigned int`` but their vectors ``uint4``, as OpenCL does).
+    _vector_bases = {"u32": "uint"}
+
+    def vector_type(self, word: str, width: int) -> str:
+        """The ``width``-wide vector type of element word ``word`` (``float4``, ``uint4``)."""
+        return f"{self._vector_bases.get(word, self.c_type(word))}{width}"
 
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
         """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the

@@ -30,7 +30,7 @@ typedef long i64;
     # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort",
                 "i8": "char", "i32": "int",
-                "f8e4m3": "uchar", "f8e5m2": "uchar"}   # OpenCL's char is signed by the spec (C leaves it open)
+                "f8e4m3": "uchar", "f8e5m2": "uchar", "u32": "uint"}   # OpenCL's char is signed by the spec (C leaves it open)
 
     def _fp64_enable(self) -> str:
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"

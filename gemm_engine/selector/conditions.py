@@ -19,6 +19,11 @@ def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dequantizing compositions only for a quantized rhs (every other one refuses it)."""
+    return None if problem.weights is not None else "the rhs is not a quantized weight"
+
+
 #: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.
 SPLIT_SKINNY_MIN_BYTES = 16 << 20
 

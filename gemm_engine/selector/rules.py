@@ -20,8 +20,8 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .conditions import (always, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
-                         wgmma_worth_it)
+from .conditions import (always, quantized, skinny_split_worth_it, specialized_worth_it,  # noqa: F401
+                         split_k_worth_it, wgmma_worth_it)
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,11 @@ class Unranked:
 
 # -- the tables ---------------------------------------------------------------------------------------
 RULES: tuple[Rule, ...] = (
+    Rule("quantized_double_buffering_mma", "quantized weights (gemm_engine/quant) on tensor cores: the "
+                                           "dequantizing loader feeds mma.sync tiles (CUDA sm_80+, 16-bit "
+                                           "activations)", quantized),
+    Rule("quantized_simple_unit", "quantized weights by register FMA: every backend and activation type, "
+                                  "the fallback of quantized problems", quantized),
     Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
                            "outputs: K split over a wave of cubes, each reading long runs of rows "
                            "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)", skinny_split_worth_it),
@@ -70,6 +75,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 UNRANKED: tuple[Unranked, ...] = (
+    Unranked("quantized_simple_mma", "quantized weights on mma.sync without double buffering: "
+                                     "quantized_double_buffering_mma spreads its loads between tile matmuls"),
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "
                                       "0.89x cuBLAS)", tune=True),
     Unranked("simple_mma", "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster"),
