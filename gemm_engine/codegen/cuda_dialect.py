@@ -48,7 +48,8 @@ typedef long long i64;
 
     def supports(self, feature: str) -> bool:
         cc = self.device.compute_capability or (0, 0)
-        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2"):
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2",
+                       "plane_mma"):
             return cc >= (8, 0)
         if feature == "wgmma":
             return cc >= (9, 0)
@@ -130,6 +131,14 @@ INLINE unsigned short f32_to_f16(float value) {
         name = self._use(ptx.mma_sync(*shape, ptx_type, acc_type, constraint, self.c_type(acc_word),
                                       a_regs, b_regs))
         return f"{name}({acc}, {a}, {b});"
+
+    plane_mma_native = True
+
+    def plane_mma(self, kind: str, acc: str, a: str, b: str, scratch: str) -> str:
+        return self.mma_sync((16, 8, 16), kind, "f32", "f32", acc, a, b, 4, 2)
+
+    def pack16x2(self, kind: str, hi: str, lo: str) -> str:
+        return self.pack_half2(f"{kind}x2", hi, lo)
 
     def dmma(self, shape: tuple[int, int, int], acc: str, a: str, b: str) -> str:
         """Statement: ``acc += a @ b`` by one warp-wide f64 ``mma.sync`` of ``shape``."""

@@ -210,6 +210,27 @@ class Dialect:
         ``value`` itself."""
         return value
 
+    # -- a plane's 16 x 8 x 16 tensor-core product, native or emulated ---------------------------
+    #: Whether `plane_mma` is the hardware instruction (else an emulation through shared memory,
+    #: correct but slow: every plane's call is a cube barrier, so every plane must make it).
+    plane_mma_native: bool = False
+
+    def plane_mma_scratch(self) -> int:
+        """float32 elements of shared memory each plane hands `plane_mma` (0: none needed)."""
+        return 0
+
+    def plane_mma(self, kind: str, acc: str, a: str, b: str, scratch: str) -> str:
+        """Statement: ``acc[0..4) += A @ B`` for the plane's m16n8k16 product in the register
+        layout of PTX's ``mma.sync`` (row-major A in ``a[0..4)``, column-major B in ``b[0..2)``, 32-bit
+        words of two ``kind`` ("f16" / "bf16") halves; float32 accumulators), ``scratch`` the plane's
+        shared memory (`plane_mma_scratch` floats)."""
+        raise NotImplementedError(f"{type(self).__name__} has no plane mma")
+
+    def pack16x2(self, kind: str, hi: str, lo: str) -> str:
+        """Expression: two floats rounded to nearest even as one 32-bit word of two ``kind`` ("f16" /
+        "bf16") halves, ``hi`` in the upper one."""
+        raise NotImplementedError(f"{type(self).__name__} does not pack 16-bit pairs")
+
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:
         return ""
