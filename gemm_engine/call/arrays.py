@@ -147,12 +147,14 @@ def _number(x) -> bool:
 def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None) -> CallArrays:
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
     be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked)."""
+    a_imported = import_array(a, "a", runtime)
     if isinstance(b, QuantizedWeight):
-        # The engine's own device copy: it follows the activations' place, as a host operand would.
-        b_imported = Imported(b.device(runtime), np.dtype(np.float32), True, "quantized", b)
+        # The engine's own device copy, which follows the activations' place as a host operand would;
+        # its dtype is the activations' (numpy_rules.quantized_rhs_dtype).
+        b_imported = Imported(b.device(runtime), a_imported.dtype, True, "quantized", b)
     else:
         b_imported = import_array(b, "b", runtime)
-    arrays = CallArrays(import_array(a, "a", runtime), b_imported)
+    arrays = CallArrays(a_imported, b_imported)
     if out is not None:
         if isinstance(out, tuple) and len(out) == 1:
             out = out[0]

@@ -79,6 +79,7 @@ class DecodeConfig(GlobalConfig):
     m_tiles: int       # 8-row tiles of x (M <= 8 * m_tiles)
     kind: str          # the activations' 16-bit type: "f16" / "bf16"
     x_vector: bool     # x rows are read as 16-byte (int4) / 8-byte (8-bit) vectors
+    fast_pairs: bool   # int4 pairs dequantized by two 16-bit pair FMAs (`Dialect.dequant_pair`)
     scratch: int       # shared floats per plane of an emulated plane_mma (0: native)
 
     @property
@@ -118,14 +119,14 @@ class DecodeConfig(GlobalConfig):
         return 4 * (self.reduce_floats + self.planes * self.scratch)
 
 
-def default_tiling(m_tiles: int) -> tuple[int, int]:
-    """(loads, unroll) for 8-row x tiles: registers for accumulators (2 x loads x m_tiles x 4), x
-    (unroll x m_tiles x 4) and weights (unroll x loads x 4) stay near 128 per lane."""
-    if m_tiles <= 2:
-        return 2, 4
-    if m_tiles <= 4:
-        return 2, 2
-    return 1, 2
+def default_tiling(m_tiles: int, per_word: int) -> tuple[int, int]:
+    """(loads, unroll) for 8-row x tiles: accumulators (2 x loads x m_tiles x 4 registers), x
+    (unroll x m_tiles x 4) and weights (unroll x loads x 4) in registers without spilling. ptxas
+    (sm_90a, int4 group 128, bf16): M = 1: 119 registers; M = 16: 162; M = 32 (2, 2): 168; M = 64
+    (1, 1): 166, at (1, 2) 255. 8-bit codes dequantize by float32 arithmetic with more temporaries:
+    fp8 M = 8 at (2, 4) spills on sm_90a, at (2, 2) takes 76 registers: half the unroll."""
+    loads, unroll = (2, 4) if m_tiles <= 2 else (2, 2) if m_tiles <= 4 else (1, 1)
+    return loads, max(1, unroll // 2) if per_word == 4 else unroll
 
 
 class QuantizedDecodeGlobalMatmul(GlobalMatmul):
@@ -153,7 +154,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         if m_tiles > MAX_M_TILES:
             raise SetupError(self.name, f"M = {problem.m}: the decode kernel holds at most {8 * MAX_M_TILES} rows "
                                         f"of x (the tiled kernels run larger M)")
-        loads, unroll = default_tiling(m_tiles)
+        loads, unroll = default_tiling(m_tiles, w.per_word)
         loads, unroll = selection.column_loads or loads, selection.unroll or unroll
         planes = selection.planes
         for label, value in (("planes", planes), ("column_loads", loads), ("unroll", unroll)):
@@ -174,6 +175,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         stage_k = block_k * w.group_size // math.gcd(block_k, w.group_size) if w.group_size else block_k
         stage = DecodeTiling(stage_m=8 * m_tiles, stage_n=32 * loads, stage_k=stage_k, units=units)
         x_vector = Layout(problem.lhs_layout) is Layout.ROW and problem.lhs_align >= w.per_word
+        # The pair FMAs round once from exact values only where the scales are of x's own type.
+        fast = dialect.supports("dequant_pair") and w.kind == "int4" and w.scale_type == problem.lhs
         lhs = DecodeRead(OperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, block_k,
                                      False, False, 0, k_along_rows=False, align=problem.lhs_align))
         rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, block_k, stage.stage_n, False, False, 0,
@@ -181,7 +184,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         cfg = DecodeConfig(stage=stage, lhs_loader=lhs, rhs_loader=rhs, out=problem.out,
                            check_m=problem.m % stage.stage_m != 0, check_n=problem.n % stage.stage_n != 0,
                            check_k=False, weights=w, planes=planes, loads=loads, unroll=unroll, m_tiles=m_tiles,
-                           kind=_KINDS[problem.lhs.name], x_vector=x_vector, scratch=dialect.plane_mma_scratch())
+                           kind=_KINDS[problem.lhs.name], x_vector=x_vector, fast_pairs=fast,
+                           scratch=dialect.plane_mma_scratch())
         limit = min(dialect.device.max_shared_memory, 48 * 1024)
         if cfg.shared_memory_bytes > limit:
             raise SetupError(self.name, f"needs {cfg.shared_memory_bytes} bytes of shared memory (planes x "
@@ -277,16 +281,24 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         return f"(({k}) < {scope.k} ? ({k}) : {scope.k} - 1)" if guarded else f"({k})"
 
     def _scales(self, cfg: DecodeConfig, d: Dialect, k: str, slot: int) -> list[str]:
-        """Statements: the float32 scales (and zeros) of the lane's columns for row ``k``'s group into
-        ``qd_s`` / ``qd_z`` slot ``slot`` (4 per 16-byte load)."""
+        """Statements: the scales (and zeros) of the lane's columns for row ``k``'s group into slot
+        ``slot`` (4 per 16-byte load): ``qd_s`` / ``qd_z`` as float32 (the scale, 2^23 + the zero),
+        or for the pair FMAs ``qd_s2`` / ``qd_z2`` (the scale, -(bias + zero) in both halves)."""
         w = cfg.weights
         lines = []
         for h in range(cfg.loads):
             for c in range(4):
                 i = (slot * cfg.loads + h) * 4 + c
-                lines.append(f"qd_s[{i}] = {w.scale_value(d, k, f'qd_scol{h} + {c}')};")
-                if w.zeros:
-                    lines.append(f"qd_z[{i}] = {w.zero_value(d, k, f'qd_scol{h} + {c}')};")
+                col = f"qd_scol{h} + {c}"
+                zero = w.zero_value(d, k, col) if w.zeros else d.literal(w.implicit_zero, "f32")
+                if cfg.fast_pairs:
+                    lines.append(f"{{ const float s = {w.scale_value(d, k, col)}; "
+                                 f"qd_s2[{i}] = {d.pack16x2(cfg.kind, 's', 's')}; "
+                                 f"qd_z2[{i}] = {d.dequant_pair_zero(cfg.kind, zero)}; }}")
+                    continue
+                lines.append(f"qd_s[{i}] = {w.scale_value(d, k, col)};")
+                if w.kind != "fp8_e4m3":
+                    lines.append(f"qd_z[{i}] = {w.biased_zero(zero)};")
         return lines
 
     def _products(self, cfg: DecodeConfig, d: Dialect) -> list[str]:
@@ -304,8 +316,12 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                         c = pair + half
                         word = f"qd_w[{(u * cfg.loads + h) * 4 + c}]"
                         si = (slot * cfg.loads + h) * 4 + c
-                        scale, zero = f"qd_s[{si}]", (f"qd_z[{si}]" if w.zeros else d.literal(w.implicit_zero, "f32"))
                         j = 4 * s + 2 * second
+                        if cfg.fast_pairs:
+                            words.append(d.dequant_pair(cfg.kind, w.pair_bits(word, j), f"qd_s2[{si}]",
+                                                        f"qd_z2[{si}]"))
+                            continue
+                        scale, zero = f"qd_s[{si}]", f"qd_z[{si}]"
                         words.append(d.pack16x2(cfg.kind, w.value(d, word, j + 1, scale, zero),
                                                 w.value(d, word, j, scale, zero)))
                     lines.append(f"qd_a[0] = {words[0]}; qd_a[1] = {words[1]}; qd_a[2] = {words[2]}; "
@@ -341,8 +357,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
             f"{u32} qd_x[{cfg.unroll * cfg.m_tiles * (p // 2)}];",
             f"{u32} qd_a[4];",
             f"{u32} qd_b[2];",
-            f"float qd_s[{slots}];",
-            *([f"float qd_z[{slots}];"] if w.zeros else []),
+            *([f"{u32} qd_s2[{slots}];", f"{u32} qd_z2[{slots}];"] if cfg.fast_pairs else
+              [f"float qd_s[{slots}];"] + ([f"float qd_z[{slots}];"] if w.kind != "fp8_e4m3" else [])),
         ]
         if cfg.scales_per == "once":
             lines += self._scales(cfg, d, "0", 0)

@@ -50,6 +50,15 @@ def round16(values, word: str) -> np.ndarray:
     return from_bits16(to_bits16(values, word), word)
 
 
+def round16_up(values, word: str) -> np.ndarray:
+    """Positive float values rounded up to the 16-bit type of ``word`` (a scale that still spans
+    its range after rounding)."""
+    v = np.asarray(values, np.float32)
+    bits = to_bits16(v, word)
+    bits = np.where(from_bits16(bits, word) < v, bits + np.uint16(1), bits).astype(np.uint16)
+    return from_bits16(bits, word)
+
+
 def _fp8():
     dt = ml_dtype("float8_e4m3fn")
     if dt is None:
@@ -115,4 +124,4 @@ def pad_columns(x: np.ndarray, multiple: int) -> np.ndarray:
 
 
 __all__ = ["SCALE_PITCH", "WORD_PITCH", "fp8_codes", "fp8_values", "from_bits16", "pack", "pad_columns", "round16",
-           "round_up", "scale_dtype", "scale_word", "to_bits16", "unpack"]
+           "round16_up", "round_up", "scale_dtype", "scale_word", "to_bits16", "unpack"]

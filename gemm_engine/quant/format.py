@@ -147,14 +147,35 @@ class WeightFormat:
             return d.load_global(self.scale_type, "qzero", f"{self.group_row(k)} * qzero_ld + ({col})")
         return d.literal(self.implicit_zero, "f32")
 
-    def value(self, d, word: str, j: int, scale: str, zero: str) -> str:
-        """Expression: the float32 value of row ``j`` of the 32-bit ``word`` (exact: a code minus a
-        whole zero point, or an fp8 value, times a 16-bit scale fits float32's 24 bits)."""
-        code = f"(({word}) >> {self.shift(j)}) & {self.mask}u"
+    def biased_zero(self, zero: str) -> str:
+        """Expression: what `value` subtracts for zero point ``zero``: ``2^23 + zero`` (exact: zero
+        points are whole numbers below 2^16), so that the code, read as ``2^23 + code`` by putting
+        its bits into a float's mantissa (no integer conversion instruction), minus it is exact."""
+        return f"(8388608.0f + {zero})"
+
+    def value(self, d, word: str, j: int, scale: str, biased_zero: str) -> str:
+        """Expression: the float32 value of row ``j`` of the 32-bit ``word`` (``biased_zero``:
+        `biased_zero`'s; exact: a code minus a whole zero point, or an fp8 value, times a 16-bit
+        scale fits float32's 24 bits)."""
+        code = f"((({word}) >> {self.shift(j)}) & {self.mask}u)"
         if self.kind == "fp8_e4m3":
-            # The preamble's exact fp8 conversion (dialect_base.py, by bits).
-            return f"f8e4m3_to_f32(({d.c_type('f8e4m3')})({code})) * {scale}"
-        return f"((float)({code}) - {zero}) * {scale}"
+            # e4m3's sign, exponent and mantissa bits placed in a float's: the float is the code's
+            # value times 2^-120 (subnormal codes become float subnormals), so one exact multiply
+            # by 2^120 gives it, with no branch (e4m3fn's NaN codes, which quantize never makes,
+            # read as 480).
+            bits = f"((({code}) & 0x80u) << 24) | ((({code}) & 0x7fu) << 20)"
+            return f"(UINT_AS_FLOAT({bits}) * 1.329227995784916e+36f) * {scale}"
+        return f"(UINT_AS_FLOAT(0x4b000000u | {code}) - {biased_zero}) * {scale}"
+
+    def pair_bits(self, word: str, j: int) -> str:
+        """Expression: the int4 codes of rows ``j`` and ``j + 1`` of ``word`` in the low 4 bits of
+        a 32-bit word's two 16-bit halves (row j low). One shift and mask in the prepacked layout."""
+        a, b = self.shift(j), self.shift(j + 1)
+        low = f"((({word}) >> {a}) & 0xfu)"
+        if b - a == 16:
+            return f"((({word}) >> {a}) & 0x000f000fu)"
+        high = f"(({word}) << {16 - b})" if b <= 16 else f"(({word}) >> {b - 16})"
+        return f"({low} | ({high} & 0x000f0000u))"
 
 
 __all__ = ["KINDS", "LAYOUTS", "SCALE_TYPES", "STRIP_COLUMNS", "STRIP_ROWS", "WeightFormat"]

@@ -9,7 +9,7 @@ Per group of ``group_size`` rows of K (the last group may be shorter) and per co
   clamped to the code range, codes ``round(w / scale) + zero``, clamped;
 * fp8 e4m3 (symmetric only): ``scale = max|w| / 448``, codes the e4m3 rounding of ``w / scale``.
 
-Scales are rounded to their 16-bit type first and the codes computed with the rounded scale, so
+Scales are rounded (up) to their 16-bit type first and the codes computed with the rounded scale, so
 `QuantizedWeight.dequantize` is the nearest grid point to ``w`` the stored scale describes. A group
 of zeros gets scale 1. Quantization is a one-time host step (numpy), not a kernel.
 """
@@ -91,7 +91,9 @@ def quantize(w, format: str = "int4", group_size=128, symmetric: bool = True, sc
     else:
         scale = (hi - lo) / top
     scale = np.where(scale > 0, scale, 1.0)
-    scale = C.round16(scale, word).astype(np.float64)
+    # Rounded up, so that the range still fits the codes (an asymmetric int8 grid rounded down by
+    # one f16 unit would lose a code at its top).
+    scale = C.round16_up(scale, word).astype(np.float64)
     scale = np.where(scale > 0, scale, C.round16(np.full(scale.shape, 2.0 ** -14), word))  # underflowed to 0
     per_row = np.repeat(scale, size, axis=0)[:k]
     if format == "fp8_e4m3":

@@ -82,6 +82,14 @@ class QuantizedWeight:
         if (zeros is not None) != fmt.zeros:
             raise ValueError(f"QuantizedWeight: format says zeros={fmt.zeros}, but zeros "
                              f"{'were' if zeros is not None else 'were not'} given")
+        if zeros is not None:
+            z = C.from_bits16(np.asarray(zeros)[:, :n], fmt.scale)
+            if not (np.all(z == np.round(z)) and np.all(z >= 0) and np.all(z <= 1 << fmt.bits)):
+                raise ValueError(f"QuantizedWeight: zero points must be whole numbers in [0, {1 << fmt.bits}] (the "
+                                 f"kernels subtract them exactly)")
+        scale_values = C.from_bits16(scales[:, :n], fmt.scale)
+        if not np.all(np.isfinite(scale_values)):
+            raise ValueError("QuantizedWeight: scales must be finite")
         self.format, self.k, self.n = fmt, k, n
         self.packed = _readonly(packed, np.uint32)
         self.scales = _readonly(scales, np.uint16)

@@ -60,7 +60,7 @@ class DequantizingLoader(Loader):
         lines_common = [
             f"const {d.c_type('u32')} word = {src.ptr}[{w.word_index(kw, col, src.ld)}];",
             f"const float scale = {w.scale_value(d, 'gr', col)};",
-            f"const float zero = {w.zero_value(d, 'gr', col)};" if w.kind != "fp8_e4m3" else "",
+            f"const float zero = {w.biased_zero(w.zero_value(d, 'gr', col))};" if w.kind != "fp8_e4m3" else "",
         ]
         out = []
         for t in range(cfg.tasks):
