@@ -264,7 +264,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                     halves = []
                     for e in (2 * i, 2 * i + 1):
                         k = f"{krow} + {e}"
-                        read = f"({u32})qd_xs[{self._x_index(cfg, scope, row, f'(({k}) < {scope.k} ? ({k}) : 0)' if guarded else k)}]"
+                        safe = f"(({k}) < {scope.k} ? ({k}) : 0)" if guarded else k
+                        read = f"({u32})qd_xs[{self._x_index(cfg, scope, row, safe)}]"
                         cond = conds + ([f"({k}) < {scope.k}"] if guarded else [])
                         halves.append(f"(({' && '.join(cond)}) ? {read} : 0u)" if cond else read)
                     lines.append(f"qd_x[{base + i}] = {halves[0]} | ({halves[1]} << 16);")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensors import is_torch
-from . import codes as C
+from .codes import SCALE_PITCH, pack, pad_columns, scale_word, to_bits16
 from .format import KINDS, WeightFormat
 from .weight import QuantizedWeight
 
@@ -47,7 +47,7 @@ def _scales(x, label: str) -> tuple[np.ndarray, str]:
         name = x.dtype.name
     if name not in ("float16", "bfloat16") or np.ndim(x) != 2:
         raise ValueError(f"{label} must be a 2-D float16 or bfloat16 array, got {name} {np.shape(x)}")
-    return np.asarray(x, np.float32), C.scale_word(name)
+    return np.asarray(x, np.float32), scale_word(name)
 
 
 def _unpack_columns(words: np.ndarray, bits: int, order) -> np.ndarray:
@@ -67,7 +67,8 @@ def _group(group_size, k: int, groups: int, label: str) -> int:
         g = 0
     want = -(-k // g) if g else 1
     if groups != want:
-        raise ValueError(f"{label}: {groups} rows of scales, but K = {k} with group_size={group_size} has {want} groups")
+        raise ValueError(f"{label}: {groups} rows of scales, but K = {k} with group_size={group_size} has "
+                         f"{want} groups")
     return g
 
 
@@ -76,9 +77,9 @@ def _weight(kind: str, g: int, codes: np.ndarray, scale: np.ndarray, zero: np.nd
     implicit = KINDS[kind][1]
     symmetric = bool(np.all(zero == implicit))
     fmt = WeightFormat(kind, g, not symmetric, word)
-    scales = C.pad_columns(C.to_bits16(scale, word), C.SCALE_PITCH)
-    zeros = None if symmetric else C.pad_columns(C.to_bits16(zero, word), C.SCALE_PITCH)
-    return QuantizedWeight(fmt, k, n, C.pack(codes, fmt), scales, zeros)
+    scales = pad_columns(to_bits16(scale, word), SCALE_PITCH)
+    zeros = None if symmetric else pad_columns(to_bits16(zero, word), SCALE_PITCH)
+    return QuantizedWeight(fmt, k, n, pack(codes, fmt), scales, zeros)
 
 
 def from_gptq(qweight, qzeros, scales, *, bits: int = 4, group_size=128, g_idx=None,

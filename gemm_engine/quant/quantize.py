@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensors import is_torch
-from . import codes as C
+from .codes import SCALE_PITCH, fp8_codes, pack, pad_columns, round16, round16_up, scale_word, to_bits16
 from .format import KINDS, WeightFormat
 from .weight import QuantizedWeight
 
@@ -63,7 +63,7 @@ def quantize(w, format: str = "int4", group_size=128, symmetric: bool = True, sc
         name = getattr(getattr(w, "dtype", None), "name", "")
         name = str(getattr(w, "dtype", "")).replace("torch.", "") if is_torch(w) else name
         scale_dtype = name if name in ("float16", "bfloat16") else "float16"
-    word = C.scale_word(scale_dtype)
+    word = scale_word(scale_dtype)
     values = host_values(w)
     if values.ndim != 2 or 0 in values.shape:
         raise ValueError(f"quantize: w must be a non-empty (K, N) matrix, got shape {values.shape}")
@@ -93,17 +93,17 @@ def quantize(w, format: str = "int4", group_size=128, symmetric: bool = True, sc
     scale = np.where(scale > 0, scale, 1.0)
     # Rounded up, so that the range still fits the codes (an asymmetric int8 grid rounded down by
     # one f16 unit would lose a code at its top).
-    scale = C.round16_up(scale, word).astype(np.float64)
-    scale = np.where(scale > 0, scale, C.round16(np.full(scale.shape, 2.0 ** -14), word))  # underflowed to 0
+    scale = round16_up(scale, word).astype(np.float64)
+    scale = np.where(scale > 0, scale, round16(np.full(scale.shape, 2.0 ** -14), word))  # underflowed to 0
     per_row = np.repeat(scale, size, axis=0)[:k]
     if format == "fp8_e4m3":
-        codes = C.fp8_codes(values / per_row)
+        codes = fp8_codes(values / per_row)
         zeros = None
     else:
         zero = np.full(scale.shape, float(implicit)) if symmetric else np.clip(np.round(-lo / scale), 0, top)
         codes = np.clip(np.round(values / per_row) + np.repeat(zero, size, axis=0)[:k], 0, top).astype(np.uint8)
-        zeros = None if symmetric else C.pad_columns(C.to_bits16(zero, word), C.SCALE_PITCH)
-    return QuantizedWeight(fmt, k, n, C.pack(codes, fmt), C.pad_columns(C.to_bits16(scale, word), C.SCALE_PITCH),
+        zeros = None if symmetric else pad_columns(to_bits16(zero, word), SCALE_PITCH)
+    return QuantizedWeight(fmt, k, n, pack(codes, fmt), pad_columns(to_bits16(scale, word), SCALE_PITCH),
                            zeros)
 
 

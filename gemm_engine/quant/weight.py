@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import codes as C
+from .codes import (SCALE_PITCH, WORD_PITCH, fp8_values, from_bits16, pack, round16, round_up, scale_dtype, scale_word,
+                    unpack)
 from .format import STRIP_COLUMNS, STRIP_ROWS, WeightFormat
 
 
@@ -63,31 +64,31 @@ class QuantizedWeight:
         packed, scales = np.asarray(packed), np.asarray(scales)
         kw = -(-k // fmt.per_word)
         if fmt.layout == "prepacked":
-            want = (-(-n // STRIP_COLUMNS), C.round_up(kw, STRIP_ROWS), STRIP_COLUMNS)
+            want = (-(-n // STRIP_COLUMNS), round_up(kw, STRIP_ROWS), STRIP_COLUMNS)
             if packed.shape != want:
                 raise ValueError(f"QuantizedWeight: prepacked words of a {k} x {n} {fmt.kind} weight have shape "
                                  f"{want}, got {packed.shape}")
-        elif packed.ndim != 2 or packed.shape[0] != kw or packed.shape[1] < n or packed.shape[1] % C.WORD_PITCH:
+        elif packed.ndim != 2 or packed.shape[0] != kw or packed.shape[1] < n or packed.shape[1] % WORD_PITCH:
             raise ValueError(f"QuantizedWeight: k_packed words of a {k} x {n} {fmt.kind} weight have shape ({kw}, "
-                             f"N padded to a multiple of {C.WORD_PITCH}), got {packed.shape}")
+                             f"N padded to a multiple of {WORD_PITCH}), got {packed.shape}")
         groups = fmt.groups(k)
         for name, x in (("scales", scales), ("zeros", zeros)):
             if x is None:
                 continue
             x = np.asarray(x)
             if x.dtype != np.uint16 or x.ndim != 2 or x.shape[0] != groups or x.shape[1] < n \
-                    or x.shape[1] % C.SCALE_PITCH:
+                    or x.shape[1] % SCALE_PITCH:
                 raise ValueError(f"QuantizedWeight: {name} must be uint16 bits of shape ({groups}, N padded to a "
-                                 f"multiple of {C.SCALE_PITCH}), got {x.dtype} {x.shape}")
+                                 f"multiple of {SCALE_PITCH}), got {x.dtype} {x.shape}")
         if (zeros is not None) != fmt.zeros:
             raise ValueError(f"QuantizedWeight: format says zeros={fmt.zeros}, but zeros "
                              f"{'were' if zeros is not None else 'were not'} given")
         if zeros is not None:
-            z = C.from_bits16(np.asarray(zeros)[:, :n], fmt.scale)
+            z = from_bits16(np.asarray(zeros)[:, :n], fmt.scale)
             if not (np.all(z == np.round(z)) and np.all(z >= 0) and np.all(z <= 1 << fmt.bits)):
                 raise ValueError(f"QuantizedWeight: zero points must be whole numbers in [0, {1 << fmt.bits}] (the "
                                  f"kernels subtract them exactly)")
-        scale_values = C.from_bits16(scales[:, :n], fmt.scale)
+        scale_values = from_bits16(scales[:, :n], fmt.scale)
         if not np.all(np.isfinite(scale_values)):
             raise ValueError("QuantizedWeight: scales must be finite")
         self.format, self.k, self.n = fmt, k, n
@@ -104,11 +105,11 @@ class QuantizedWeight:
 
     @property
     def scale_dtype(self) -> np.dtype:
-        return C.scale_dtype(self.format.scale)
+        return scale_dtype(self.format.scale)
 
     def codes(self) -> np.ndarray:
         """The (K, N) uint8 codes."""
-        return C.unpack(self.packed, self.format, self.k, self.n)
+        return unpack(self.packed, self.format, self.k, self.n)
 
     def _per_row(self, table: np.ndarray) -> np.ndarray:
         """A (groups, N) table repeated to one row per row of K."""
@@ -117,13 +118,13 @@ class QuantizedWeight:
 
     def scale_values(self) -> np.ndarray:
         """The (groups, N) float32 scales."""
-        return C.from_bits16(self.scales[:, : self.n], self.format.scale)
+        return from_bits16(self.scales[:, : self.n], self.format.scale)
 
     def zero_values(self) -> np.ndarray:
         """The (groups, N) float32 zero points (the implicit zero where the format has none)."""
         if self.zeros is None:
             return np.full((self.format.groups(self.k), self.n), self.format.implicit_zero, np.float32)
-        return C.from_bits16(self.zeros[:, : self.n], self.format.scale)
+        return from_bits16(self.zeros[:, : self.n], self.format.scale)
 
     def dequantize(self, rounded_to=None) -> np.ndarray:
         """The (K, N) float32 values the weight stands for; ``rounded_to`` ("float16" /
@@ -131,11 +132,11 @@ class QuantizedWeight:
         codes = self.codes()
         scale = self._per_row(self.scale_values()).astype(np.float64)
         if self.format.kind == "fp8_e4m3":
-            values = C.fp8_values(codes).astype(np.float64) * scale
+            values = fp8_values(codes).astype(np.float64) * scale
         else:
             values = (codes.astype(np.float64) - self._per_row(self.zero_values())) * scale
         values = values.astype(np.float32)
-        return values if rounded_to is None else C.round16(values, C.scale_word(rounded_to))
+        return values if rounded_to is None else round16(values, scale_word(rounded_to))
 
     # -- layouts -----------------------------------------------------------------------------------
     def prepack(self) -> "QuantizedWeight":
@@ -146,7 +147,7 @@ class QuantizedWeight:
             return self
         fmt = WeightFormat(self.format.kind, self.format.group_size, self.format.zeros, self.format.scale,
                            "prepacked")
-        return QuantizedWeight(fmt, self.k, self.n, C.pack(self.codes(), fmt), self.scales, self.zeros)
+        return QuantizedWeight(fmt, self.k, self.n, pack(self.codes(), fmt), self.scales, self.zeros)
 
     @property
     def ld(self) -> int:

@@ -140,8 +140,8 @@ def cuda_sources() -> dict:
     out = {}
     for name, kind, group, zeros, layout, m, dtype, knobs in SOURCE_CASES:
         et = {"bfloat16": BFLOAT16, "float16": FLOAT16}[dtype]
-        fmt = WeightFormat(kind, group, zeros and kind != "fp8_e4m3", "bf16_bits" if dtype == "bfloat16" else "f16_bits",
-                           layout)
+        scale = "bf16_bits" if dtype == "bfloat16" else "f16_bits"
+        fmt = WeightFormat(kind, group, zeros and kind != "fp8_e4m3", scale, layout)
         for cc in ((8, 0), (9, 0)):
             d = dialect_for(nominal_cuda_device(*cc))
             alg = REGISTRY[name](**knobs)

@@ -41,7 +41,8 @@ def awq_tensors(codes, zeros, scales):
 
 def expected(codes, zeros, scales, group):
     rows = np.arange(codes.shape[0]) // group
-    return ((codes.astype(np.float64) - zeros[rows]) * scales.astype(np.float16).astype(np.float64)[rows]).astype(np.float32)
+    scale = scales.astype(np.float16).astype(np.float64)[rows]
+    return ((codes.astype(np.float64) - zeros[rows]) * scale).astype(np.float32)
 
 
 @pytest.mark.parametrize("bits", [4, 8])
