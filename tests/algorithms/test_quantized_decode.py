@@ -28,10 +28,12 @@ def weight(rng, k, n):
     return rng.standard_normal((k, n)) * rng.uniform(0.05, 20.0, size=(k, 1))
 
 
-def run(engine, rng, kind, symmetric, group, m, k, n, dtype, layout, algorithm="quantized_decode", **knobs):
+def run(engine, rng, kind, symmetric, group, m, k, n, dtype, layout, algorithm="quantized_decode", scales=None,
+        **knobs):
+    """``scales``: the scales' dtype (default x's own: on CUDA int4 then takes the pair FMAs)."""
     if dtype == "bfloat16" and BF16 is None:
         pytest.skip("bfloat16 needs ml_dtypes")
-    q = quantize(weight(rng, k, n), kind, group, symmetric)
+    q = quantize(weight(rng, k, n), kind, group, symmetric, scale_dtype=scales or dtype)
     q = q.prepack() if layout == "prepacked" else q
     x = rng.standard_normal((m, k)).astype(np_dtype(dtype))
     alg = REGISTRY[algorithm](**knobs)
@@ -48,6 +50,7 @@ CASES = [
     ("int4", False, 32, 5, 100, 37, "bfloat16", "k_packed", dict(column_loads=1, unroll=2)),   # scales per step
     ("int4", True, 64, 17, 200, 70, "float16", "prepacked", dict(column_loads=1, unroll=1)),  # per block, 3 x tiles
     ("int4", False, None, 8, 77, 33, "float16", "k_packed", dict(column_loads=1, unroll=1)),   # per column
+    ("int4", True, 32, 2, 64, 40, "bfloat16", "prepacked", dict(column_loads=1, unroll=1, scales="float16")),
     ("int8", False, 32, 3, 130, 40, "bfloat16", "prepacked", dict(column_loads=1, unroll=1)),
     ("int8", True, None, 1, 72, 20, "float16", "k_packed", dict(column_loads=1, unroll=2, planes=2)),
     ("fp8_e4m3", True, 32, 2, 64, 64, "bfloat16", "k_packed", dict(column_loads=1, unroll=1)),
