@@ -36,6 +36,9 @@ STRIP_COLUMNS, STRIP_ROWS = 64, 4
 
 @dataclass(frozen=True)
 class WeightFormat:
+    """How a quantized weight is stored (the module docstring): the code ``kind``, rows of K per
+    scale, whether there are zero points, the scales' 16-bit type and the words' layout."""
+
     kind: str                   # "int4", "int8", "fp8_e4m3"
     group_size: int = 0         # rows of K per scale; 0: one scale per output column
     zeros: bool = False         # an array of zero points (asymmetric), else the implicit zero
