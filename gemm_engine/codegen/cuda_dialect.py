@@ -282,6 +282,15 @@ INLINE unsigned short f32_to_f16(float value) {
         four ``word`` variables, read from L2."""
         return f"{self._use(ptx.ld_global_cg_v4(word))}((const void*)({pointer}), {', '.join(regs)});"
 
+    def fence_device(self) -> str:
+        return "__threadfence();"
+
+    def ticket(self, pointer: str) -> str:
+        return f"atomicAdd((unsigned int*)({pointer}), 1u)"
+
+    def load_other_cube(self, ctype: str, pointer: str, index: str) -> str:
+        return f"__ldcg(({pointer}) + ({index}))"   # from L2: this SM's L1 may hold nothing of it, or old lines
+
     def flag_release(self, pointer: str) -> str:
         """Statement: set the global flag at ``pointer`` (release, GPU scope)."""
         return f"{self._use(ptx.flag_release())}((unsigned*)({pointer}));"

@@ -231,6 +231,22 @@ class Dialect:
         "bf16") halves, ``hi`` in the upper one."""
         raise NotImplementedError(f"{type(self).__name__} does not pack 16-bit pairs")
 
+    # -- cubes that hand each other results through global memory ------------------------------
+    def fence_device(self) -> str:
+        """Statement: this unit's global writes before it are visible device-wide before its
+        later ones (and an atomic after it)."""
+        raise NotImplementedError(f"{type(self).__name__} has no device fence")
+
+    def ticket(self, pointer: str) -> str:
+        """Expression: atomically add 1 to the 32-bit counter at ``pointer`` (global memory);
+        its value before."""
+        raise NotImplementedError(f"{type(self).__name__} has no atomic counter")
+
+    def load_other_cube(self, ctype: str, pointer: str, index: str) -> str:
+        """Expression: element ``index`` of the global array ``pointer`` of C type ``ctype`` that
+        another cube of this kernel wrote (not from this cube's own cache)."""
+        raise NotImplementedError(f"{type(self).__name__} has no coherent load")
+
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:
         return ""

@@ -93,6 +93,17 @@ typedef long i64;
     def pack16x2(self, kind: str, hi: str, lo: str) -> str:
         return f"ge_pack_{kind}x2({hi}, {lo})"
 
+    # OpenCL 1.2's fence orders one work-item's accesses; what another work-group then reads is the
+    # device's coherence (PoCL and NVIDIA's driver keep global memory coherent at atomics).
+    def fence_device(self) -> str:
+        return "mem_fence(CLK_GLOBAL_MEM_FENCE);"
+
+    def ticket(self, pointer: str) -> str:
+        return f"atomic_inc((volatile __global uint*)({pointer}))"
+
+    def load_other_cube(self, ctype: str, pointer: str, index: str) -> str:
+        return f"((volatile const __global {ctype}*)({pointer}))[{index}]"
+
     def _fp64_enable(self) -> str:
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
 
