@@ -16,7 +16,7 @@ launched as planned, without the call path's host time); "TB/s" counts the packe
 and zeros once per call. The table goes to bench/results/<device>/quantized.md (current_tables).
 
     BENCH_RESULTS=$OUT python3 bench/quantized.py              # every row (about 5 minutes on an H100)
-    BENCH_RESULTS=$OUT python3 bench/quantized.py --variants   # and the decode tilings at M <= 16
+    BENCH_RESULTS=$OUT python3 bench/quantized.py --variants   # and the decode tilings at M <= 64
     python3 bench/quantized.py --formats int4 --ms 1,16 --shapes 4096x4096 --json q.json
 """
 from __future__ import annotations
@@ -97,12 +97,14 @@ def torch_int4(torch, codes_nk, scales_gn, zeros_gn, group: int):
     return packs, sz
 
 
-#: Decode tilings timed with ``--variants`` (int4, M <= 16): no split over cubes with longer blocks
-#: per plane, or a split with shorter ones; each is an (algorithm name, knobs) pair.
+#: Decode tilings timed with ``--variants`` (int4, M <= 64): no split over cubes with longer blocks
+#: per plane, a split with shorter ones, planes along N (x read once per cube); (algorithm, knobs).
 VARIANTS = (("quantized_decode", dict(column_loads=1, unroll=8, planes=8)),
             ("quantized_decode", dict(column_loads=2, unroll=4, planes=8)),
             ("quantized_decode_split_k", dict(column_loads=2, unroll=2)),
-            ("quantized_decode_split_k", dict(column_loads=1, unroll=4)))
+            ("quantized_decode_split_k", dict(column_loads=1, unroll=4)),
+            ("quantized_decode_split_k", dict(planes_along="n", planes=4)),
+            ("quantized_decode", dict(planes_along="n", planes=4)))
 
 
 def variant_rows(engine, torch, cp, row: dict, x, q, ref) -> list[dict]:
@@ -198,7 +200,7 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
         row["speedup"] = row["cublas_us"] / row["engine_us"]
         if row["torch_wo_us"]:
             row["vs_torch"] = row["torch_wo_us"] / row["engine_us"]
-    if args.variants and fmt == "int4" and m <= 16:
+    if args.variants and fmt == "int4" and m <= 64:
         row["variants"] = variant_rows(engine, torch, cp, row, x, q, ref)
     return row
 
@@ -228,7 +230,7 @@ def main(argv=None) -> int:
     p.add_argument("--algorithm", default=None, help="an algorithm name instead of the default choice")
     p.add_argument("--k-packed", action="store_true", help="time the k_packed (GPTQ) layout instead of prepacked")
     p.add_argument("--variants", action="store_true",
-                   help="also time the decode kernel's other tilings at M <= 16 (int4): rows marked 'variant', "
+                   help="also time the decode kernel's other tilings at M <= 64 (int4): rows marked 'variant', "
                         "not in the table's headline")
     p.add_argument("--json", help="write every row here too")
     current_tables.add_arguments(p, "quantized")
@@ -252,7 +254,7 @@ def main(argv=None) -> int:
     text = table(rows)
     variants = [v for r in rows for v in r.get("variants", ())]
     if variants:
-        text += "\n\nDecode tilings (`--variants`), int4 M <= 16:\n\n| N x K | M | tiling | us | x cuBLAS | TB/s |\n" \
+        text += "\n\nDecode tilings (`--variants`), int4 M <= 64:\n\n| N x K | M | tiling | us | x cuBLAS | TB/s |\n" \
                 "|---|---|---|---|---|---|\n" + "\n".join(
                     f"| {v['shape']} | {v['m']} | {v['variant']} | "
                     + (f"{v['engine_us']:.1f} | {v['speedup']:.2f} | {v['tbps']:.2f} |" if v.get("engine_us")

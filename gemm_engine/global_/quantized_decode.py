@@ -4,7 +4,10 @@ At decode sizes the product reads every packed weight once and little else; the 
 the weights' words flowing at the memory's rate and spend few instructions per weight. Each cube
 owns ``32 * loads`` consecutive output columns and all M rows (in 8-row tiles); its ``planes``
 planes split the cube's K range in blocks of ``unroll`` steps (plane p takes blocks p, p + planes,
-...), and a deterministic reduction through shared memory adds the planes' partial sums.
+...), and a deterministic reduction through shared memory adds the planes' partial sums. With
+``planes_along="n"`` the planes instead take ``32 * loads`` columns each of a ``planes`` times
+wider cube, all of its K range: they read the same x at the same time (one L2 read of x serves
+the cube's planes through L1, where larger M makes x's traffic count) and need no reduction.
 
 The product is computed transposed on the plane's m16n8k16 tensor-core instruction (`Dialect.
 plane_mma`; an emulation through shared memory on OpenCL): ``out^T (N x M) = W^T (N x K) @ x^T``,
@@ -73,7 +76,8 @@ class DecodeRead:
 
 @dataclass(frozen=True, kw_only=True)
 class DecodeConfig(GlobalConfig):
-    planes: int        # planes per cube, splitting its K range
+    planes: int        # planes per cube, splitting its K range (or its columns: ``along_n``)
+    along_n: bool      # planes take columns of a wider cube instead of blocks of its K range
     loads: int         # 16-byte weight loads per lane and step (32 * loads columns per cube)
     unroll: int        # steps per block (every load of a block in flight at once)
     m_tiles: int       # 8-row tiles of x (M <= 8 * m_tiles)
@@ -111,8 +115,12 @@ class DecodeConfig(GlobalConfig):
         return "once" if not g else "block" if g % self.block_k == 0 else "step"
 
     @property
+    def plane_columns(self) -> int:
+        return 32 * self.loads
+
+    @property
     def reduce_floats(self) -> int:
-        return self.planes * self.stage.stage_m * self.stage.stage_n
+        return 0 if self.along_n else self.planes * self.stage.stage_m * self.stage.stage_n
 
     @property
     def shared_memory_bytes(self) -> int:
@@ -137,7 +145,9 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
     reads_quantized = True
     knobs = (Knob("planes", 4, "planes per cube, splitting its K range"),
              Knob("column_loads", 0, "16-byte weight loads per lane and step: 32 columns each (0: chosen by M)"),
-             Knob("unroll", 0, "steps of 4 word rows per block, all loads of a block in flight (0: chosen by M)"))
+             Knob("unroll", 0, "steps of 4 word rows per block, all loads of a block in flight (0: chosen by M)"),
+             Knob("planes_along", "k", "what the planes split: 'k' (the cube's K range, a reduction) or 'n' "
+                                       "(the cube's columns: one x read for all of them)"))
     buffers = 1
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DecodeConfig:
@@ -157,6 +167,9 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         loads, unroll = default_tiling(m_tiles, w.per_word)
         loads, unroll = selection.column_loads or loads, selection.unroll or unroll
         planes = selection.planes
+        if selection.planes_along not in ("k", "n"):
+            raise SetupError(self.name, f"planes_along={selection.planes_along!r}: 'k' or 'n'")
+        along_n = selection.planes_along == "n"
         for label, value in (("planes", planes), ("column_loads", loads), ("unroll", unroll)):
             if not isinstance(value, int) or value < 1:
                 raise SetupError(self.name, f"{label}={value!r} must be a positive int")
@@ -173,7 +186,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                                         f"units per cube")
         block_k = unroll * step_k
         stage_k = block_k * w.group_size // math.gcd(block_k, w.group_size) if w.group_size else block_k
-        stage = DecodeTiling(stage_m=8 * m_tiles, stage_n=32 * loads, stage_k=stage_k, units=units)
+        stage = DecodeTiling(stage_m=8 * m_tiles, stage_n=32 * loads * (planes if along_n else 1), stage_k=stage_k,
+                             units=units)
         x_vector = Layout(problem.lhs_layout) is Layout.ROW and problem.lhs_align >= w.per_word
         # The pair FMAs round once from exact values only where the scales are of x's own type.
         fast = dialect.supports("dequant_pair") and w.kind == "int4" and w.scale_type == problem.lhs
@@ -183,7 +197,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                                      k_along_rows=True, weights=w))
         cfg = DecodeConfig(stage=stage, lhs_loader=lhs, rhs_loader=rhs, out=problem.out,
                            check_m=problem.m % stage.stage_m != 0, check_n=problem.n % stage.stage_n != 0,
-                           check_k=False, weights=w, planes=planes, loads=loads, unroll=unroll, m_tiles=m_tiles,
+                           check_k=False, weights=w, planes=planes, along_n=along_n, loads=loads, unroll=unroll,
+                           m_tiles=m_tiles,
                            kind=_KINDS[problem.lhs.name], x_vector=x_vector, fast_pairs=fast,
                            scratch=dialect.plane_mma_scratch())
         limit = min(dialect.device.max_shared_memory, 48 * 1024)
@@ -194,7 +209,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
 
     # -- codegen -------------------------------------------------------------------------------------
     def shared_declarations(self, cfg: DecodeConfig, d: Dialect) -> str:
-        lines = [f"LOCAL float qd_reduce[{cfg.reduce_floats}] ALIGN16;"]
+        lines = [f"LOCAL float qd_reduce[{cfg.reduce_floats}] ALIGN16;"] if cfg.reduce_floats else []
         if cfg.scratch:
             lines.append(f"LOCAL float qd_scratch[{cfg.planes * cfg.scratch}] ALIGN16;")
         return "\n".join(lines)
@@ -213,7 +228,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         out = []
         last = f"(({scope.n} + 3) / 4) * 4 - 4"
         for h in range(cfg.loads):
-            col = f"{scope.n0} + {32 * h} + 4 * qd_g"
+            plane = f" + qd_plane * {cfg.plane_columns}" if cfg.along_n else ""
+            col = f"{scope.n0}{plane} + {32 * h} + 4 * qd_g"
             clamped = f"({col} < {last} ? {col} : {last})" if cfg.check_n else col
             out.append(f"const i64 qd_col{h} = {clamped if cfg.weights.layout == 'k_packed' else col};")
             out.append(f"const i64 qd_scol{h} = {clamped};")
@@ -366,9 +382,10 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         fast = "\n    ".join(self._loads(cfg, d, scope, guarded=False))
         tail = "\n    ".join(self._loads(cfg, d, scope, guarded=True))
         products = "\n    ".join(self._products(cfg, d))
+        share = 1 if cfg.along_n else cfg.planes    # planes splitting the K range
         lines += [
-            f"for (i64 qd_r = 0; qd_r < (qd_blocks + {cfg.planes - 1}) / {cfg.planes}; ++qd_r) {{",
-            f"const i64 qd_blk = qd_r * {cfg.planes} + qd_plane;",
+            f"for (i64 qd_r = 0; qd_r < (qd_blocks + {share - 1}) / {share}; ++qd_r) {{",
+            f"const i64 qd_blk = qd_r * {share}" + ("" if cfg.along_n else " + qd_plane") + ";",
             f"const i64 qd_kb = qd_blk * {cfg.block_k};",
             f"if (qd_blk < qd_full) {{\n    {fast}\n}} else {{\n    {tail}\n}}",
             products,
@@ -381,6 +398,16 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         """The planes' partial sums through shared memory, each output added in plane order by one
         unit (deterministic) and stored through the epilogue."""
         sm, sn = cfg.stage.stage_m, cfg.stage.stage_n
+        if cfg.along_n:
+            # Each plane holds whole sums of its own columns: stored straight from its registers.
+            lines = [*self.before_store(listener)]
+            for i in range(cfg.tiles):
+                for j in range(cfg.m_tiles):
+                    for e in range(4):
+                        row = f"{8 * j} + 2 * qd_t + {e & 1}"
+                        col = f"qd_plane * {cfg.plane_columns} + {self.column(cfg, i, e >> 1)}"
+                        lines.append(self.store(cfg, d, scope, row, col, f"qd_acc[{(i * cfg.m_tiles + j) * 4 + e}]"))
+            return lines
         lines = []
         for i in range(cfg.tiles):
             for j in range(cfg.m_tiles):

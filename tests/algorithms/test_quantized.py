@@ -123,3 +123,23 @@ def test_refusals(opencl_engine, rng):
         e.matmul(x, q, tune=True)
     with pytest.raises(ValueError, match="mismatch"):
         e.quantized_matmul(x[:, :16], q)
+
+
+@pytest.mark.parametrize("name", ["quantized_double_buffering_mma", "quantized_simple_mma"])
+@pytest.mark.parametrize("case", [("int4", False, 128, 300, 70, "bfloat16"), ("int8", True, None, 77, 33, "float16"),
+                                  ("fp8_e4m3", True, 32, 96, 129, "bfloat16")], ids=lambda c: "-".join(map(str, c)))
+def test_mma_compositions(engine, rng, name, case):
+    """The dequantizing loader under mma.sync tiles (CUDA sm_80+): each weight rounded once to x's
+    type in shared memory; refused elsewhere with the tile's reason."""
+    kind, symmetric, group, k, n, dtype = case
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    q = quantize(weight(rng, k, n), kind, group, symmetric)
+    x = rng.standard_normal((130, k)).astype(np_dtype(dtype))
+    try:
+        y = engine.quantized_matmul(x, q, algorithm=name)
+    except SetupError as exc:
+        if engine.backend == "cuda" and (engine.device.compute_capability or (0, 0)) >= (8, 0):
+            raise
+        pytest.skip(f"{name} does not run on {engine.backend}: {exc.reason}")
+    check(y, x, q, dtype, np.asarray(x, np.float64) @ q.dequantize(rounded_to=dtype).astype(np.float64))

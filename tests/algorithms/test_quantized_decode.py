@@ -55,6 +55,8 @@ CASES = [
     ("int8", True, None, 1, 72, 20, "float16", "k_packed", dict(column_loads=1, unroll=2, planes=2)),
     ("fp8_e4m3", True, 32, 2, 64, 64, "bfloat16", "k_packed", dict(column_loads=1, unroll=1)),
     ("int4", True, 128, 64, 256, 50, "bfloat16", "k_packed", dict(column_loads=1, unroll=1)),  # M = 64
+    ("int4", False, 32, 17, 200, 150, "bfloat16", "prepacked", dict(column_loads=1, unroll=1, planes=2,
+                                                                      planes_along="n")),    # planes along N
     ("int4", False, 128, 4, 300, 90, "bfloat16", "prepacked", {}),                              # default tiling
 ]
 
@@ -102,6 +104,15 @@ def test_refusals(problem, words):
         REGISTRY["quantized_decode"]().setup(problem, d)
 
 
+def test_planes_along_n_widen_the_cube_and_need_no_reduction():
+    d = dialect_for(nominal_cuda_device())
+    cfg = REGISTRY["quantized_decode"](planes_along="n", planes=4, column_loads=2).setup(_problem(m=64), d)
+    g = cfg.batch.global_
+    assert g.stage.stage_n == 4 * 64 and g.reduce_floats == 0 and g.along_n
+    with pytest.raises(SetupError, match="planes_along"):
+        REGISTRY["quantized_decode"](planes_along="m").setup(_problem(), d)
+
+
 def test_refused_below_sm80_and_where_shared_memory_ends():
     with pytest.raises(SetupError, match="plane product"):
         REGISTRY["quantized_decode"]().setup(_problem(), dialect_for(nominal_cuda_device(7, 5)))
@@ -130,6 +141,7 @@ SOURCE_CASES = [
     ("quantized_decode", "int4", 128, False, "k_packed", 16, "float16", {}),
     ("quantized_decode", "int4", 32, False, "k_packed", 32, "bfloat16", {}),
     ("quantized_decode", "int4", 0, True, "prepacked", 64, "float16", {}),
+    ("quantized_decode_split_k", "int4", 128, False, "prepacked", 64, "bfloat16", dict(planes_along="n")),
     ("quantized_decode_split_k", "int4", 128, True, "prepacked", 4, "bfloat16", {}),
     ("quantized_decode", "int8", 0, False, "prepacked", 16, "bfloat16", {}),
     ("quantized_decode", "fp8_e4m3", 0, False, "k_packed", 8, "float16", {}),
