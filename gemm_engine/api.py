@@ -41,3 +41,12 @@ def grouped_matmul(a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta
                                            row_scale=row_scale, out_dtype=out_dtype, casting=casting,
                                            algorithm=algorithm, precision=precision, scale_a=scale_a,
                                            scale_b=scale_b)
+
+
+def quantized_matmul(x, qweight, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
+                     out_dtype=None, casting="same_kind", algorithm=None):
+    """``x @ qweight.dequantize()`` on the default engine, without materializing the weight (see
+    `Engine.quantized_matmul`)."""
+    return default_engine().quantized_matmul(x, qweight, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
+                                             bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
+                                             casting=casting, algorithm=algorithm)

@@ -38,6 +38,7 @@ from .compose.registry import generation
 from .errors import SetupError
 from .explain import explain_problem
 from .problem import MatmulProblem
+from .quant.weight import QuantizedWeight
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
@@ -114,6 +115,21 @@ class Engine:
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
         return self._call(a, b, out, c, bias, scale_a, scale_b, options, plain, algorithm, tune, call_key)
 
+    def quantized_matmul(self, x, qweight, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
+                         activation=None, out_dtype=None, casting="same_kind", algorithm=None):
+        """``x @ qweight.dequantize()`` with ``matmul``'s epilogue (``act(alpha * (x @ W) + beta * c +
+        bias)``), without materializing the weight: the kernels read its packed codes, scales and
+        zeros. ``x``: float16, bfloat16 or float32 activations (..., M, K) of any library (numpy's
+        rules: a batch of x multiplies the one weight); ``qweight``: a `QuantizedWeight` (K, N)
+        (`gemm_engine.quantize`, `from_gptq`, `from_awq`). The result has x's dtype unless
+        ``out_dtype`` says otherwise. The weights reach tensor-core kernels rounded once to x's
+        16-bit type (register-FMA kernels use them exactly); the sums are float32."""
+        if not isinstance(qweight, QuantizedWeight):
+            raise TypeError(f"quantized_matmul: qweight must be a QuantizedWeight (gemm_engine.quantize), got "
+                            f"{type(qweight).__name__}")
+        return self.matmul(x, qweight, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                           activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm)
+
     def _call(self, a, b, out, c, bias, scale_a, scale_b, options: CallOptions, plain: bool, algorithm, tune: bool,
               call_key):
         """The general path: every step of the module docstring, in order."""
@@ -121,6 +137,9 @@ class Engine:
         arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b)
         rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain)
         request = make_request(arrays, rules, options, plain)
+        if tune and arrays.quantized:
+            raise ValueError("matmul: tune=True does not time quantized weights yet (name an algorithm, or let "
+                             "auto choose)")
         if algorithm is not None:
             self.resolve(algorithm)   # an unknown name fails even when there is nothing to compute
         if request.shape.empty:

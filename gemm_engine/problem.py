@@ -15,6 +15,7 @@ from enum import Enum
 
 from .dtypes import FP8_NAMES, ElementType
 from .epilogue.spec import IDENTITY, Epilogue
+from .quant.format import WeightFormat
 
 
 class Layout(str, Enum):
@@ -76,6 +77,10 @@ class MatmulProblem:
     epilogue: Epilogue = IDENTITY
     # A grouped problem's layout (None: one dense, possibly batched, product).
     groups: Groups | None = None
+    # The rhs is a quantized weight in this format (gemm_engine/quant): the kernel reads packed codes
+    # with their scales (and zeros) and multiplies their values, delivered as ``rhs`` (the
+    # activations' type); None: a dense rhs.
+    weights: WeightFormat | None = None
 
     PRECISIONS = ("default", "tf32", "fast_accum")
 

@@ -211,6 +211,7 @@ class Algorithm(metaclass=Composition):
             raise _as_setup_error(self.name, self._build_error)
         self.components.check_groups(problem)
         self.components.check_block_scales(problem)
+        self.components.check_weights(problem)
         try:
             selection = self.selection_for(problem, dialect)
             batch = self.components.setup(problem, selection, dialect)
@@ -228,7 +229,7 @@ class Algorithm(metaclass=Composition):
         g = cfg.batch.global_
         epilogue = cfg.batch.epilogue
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
-               *epilogue.element_types)
+               *epilogue.element_types, *(g.weights.element_types if g.weights is not None else ()))
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()

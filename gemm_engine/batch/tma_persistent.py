@@ -70,6 +70,7 @@ TMA_COORDINATE_LIMIT = (1 << 31) - 512
 
 class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     name = "tma_persistent_batch"
+    passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
     # The dispatch knobs come from the algorithm's dispatch slot (its order is their default), as
     # on the partitioned level: declaring them here too would clash with any other order there.
     provides = frozenset({PERSISTENT_TILE_LOOP, TENSOR_MAPS, OUTPUT_TENSOR_MAP})

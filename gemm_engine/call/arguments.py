@@ -48,6 +48,8 @@ class EpilogueInputs(NamedTuple):
 EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"))
 #: The array fields the caller's operands and output feed.
 OPERAND_ARRAYS = ("lhs", "rhs", "out")
+#: The array fields of a quantized rhs beside its packed words (the ``rhs`` field): scales, zeros.
+WEIGHT_ARRAYS = ("qscale", "qzero")
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ def _array_values(name: str, array, address) -> tuple:
 
 
 #: Parameter names of the per-call fields, formatted once (the fast paths run them every call).
-_BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset") for name in OPERAND_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
+_BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
+                for name in OPERAND_ARRAYS + WEIGHT_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
 
 
 @dataclass(frozen=True)
@@ -93,12 +96,15 @@ class CallArguments:
     #: and its per-row scale (``row_scale_*``, with the epilogue's arguments).
     groups: ArrayArgument | None = None
     row_scale: ArrayArgument | None = None
+    #: A quantized rhs's scales and zeros (``rhs`` holds its packed words), or None.
+    qscale: ArrayArgument | None = None
+    qzero: ArrayArgument | None = None
 
     def values(self, address) -> dict:
         """Every parameter value by name (``address(x)``: the runtime's (kernel argument, element
         offset) of an array)."""
         out = {"M": self.M, "N": self.N, "K": self.K, "batch": self.batch}
-        arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS]
+        arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS + WEIGHT_ARRAYS]
         if self.fused:
             out.update(alpha=self.alpha, beta=self.beta)
             arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS] + [("row_scale", self.row_scale)]
@@ -114,6 +120,7 @@ class CallArguments:
         """The parameters that change between calls of one call plan: the arrays' addresses, and a
         fused call's epilogue scalars and arrays."""
         names = {n for op in OPERAND_ARRAYS for n in _BASE_OFFSET[op]}
+        names |= {n for op in WEIGHT_ARRAYS if getattr(self, op) is not None for n in _BASE_OFFSET[op]}
         if self.fused:
             names |= {"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]}
         for name in ("groups", "row_scale"):
@@ -191,7 +198,8 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         lhs_scale=term(prepared.lhs_scale, *vector), rhs_scale=term(prepared.rhs_scale, *vector),
         fused=not problem.epilogue.identity,
         groups=None if prepared.groups is None else ArrayArgument(prepared.groups.array),
-        row_scale=term(prepared.row_scale, *vector)), target
+        row_scale=term(prepared.row_scale, *vector),
+        qscale=term(prepared.qscale, "ld"), qzero=term(prepared.qzero, "ld")), target
 
 
 @dataclass
@@ -206,7 +214,8 @@ class Target:
 
 def reads_of(prepared: Prepared) -> list:
     """The device arrays a call's kernels read (what ``out`` must not overlap to be written directly)."""
-    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()]
+    weights = [t.array for t in (prepared.qscale, prepared.qzero) if t is not None]
+    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()] + weights
 
 
 def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:

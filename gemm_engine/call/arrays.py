@@ -11,7 +11,9 @@ device, or a numpy array. Accepted:
   (bfloat16 as its bits: DLPack consumers may lack it), the work then runs on torch's current
   stream, so that it is ordered after the producer of the inputs and before their next consumer
   with no synchronization;
-* any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``.
+* any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``;
+* for ``b``, a `QuantizedWeight` (gemm_engine/quant): its arrays on the engine's device, uploaded
+  once per runtime (`QuantizedWeight.device`), imported as a (K, N) operand of library "quantized".
 
 The result comes back in the caller's library: torch in, torch out (on the inputs' device); numpy
 in, numpy out; device arrays of the runtime stay there.
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant.weight import QuantizedWeight
 from ..tensors import is_torch, torch_bits, torch_numpy_dtype, torch_stream
 
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -110,6 +113,11 @@ class CallArrays:
         return self.a.host and self.b.host
 
     @property
+    def quantized(self) -> bool:
+        """``b`` is a quantized weight (its ``array`` a `DeviceWeight`)."""
+        return self.b.library == "quantized"
+
+    @property
     def like(self) -> Imported | None:
         """The operand whose library the result takes (torch in, torch out), or None."""
         return self.a if self.a.library == "torch" else self.b if self.b.library == "torch" else None
@@ -144,7 +152,14 @@ def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
     be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked).
     ``groups``: a grouped call's (label, offsets or counts); ``row_scale``: its per-row scale."""
-    arrays = CallArrays(import_array(a, "a", runtime), import_array(b, "b", runtime))
+    a_imported = import_array(a, "a", runtime)
+    if isinstance(b, QuantizedWeight):
+        # The engine's own device copy, which follows the activations' place as a host operand would;
+        # its dtype is the activations' (numpy_rules.quantized_rhs_dtype).
+        b_imported = Imported(b.device(runtime), a_imported.dtype, True, "quantized", b)
+    else:
+        b_imported = import_array(b, "b", runtime)
+    arrays = CallArrays(a_imported, b_imported)
     if groups is not None:
         arrays.groups = import_array(groups[1], groups[0], runtime)
     if row_scale is not None:

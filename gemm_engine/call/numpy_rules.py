@@ -252,6 +252,8 @@ def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=N
     else:
         shape, groups = grouped_call_shape(arrays.a.shape, arrays.b.shape, arrays.groups.shape, layout)
     a, b = arrays.a.dtype, arrays.b.dtype
+    if arrays.quantized:
+        b = quantized_rhs_dtype(arrays)
     if plain:
         types = result_types(a, b)
         rules = Rules(shape, types, None, None, None, None)
@@ -273,6 +275,23 @@ def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=N
     if arrays.out is not None:
         check_out(arrays.out.shape, arrays.out.dtype, types.result, shape.out_shape, casting)
     return rules
+
+
+#: Activation dtypes a quantized weight multiplies: its values are delivered in the activations' type.
+QUANTIZED_ACTIVATIONS = ("float16", "bfloat16", "float32")
+
+
+def quantized_rhs_dtype(arrays: CallArrays) -> np.dtype:
+    """The dtype a quantized ``b`` is read as: the activations' own (16-bit fragments of the
+    dequantized weights for 16-bit activations, float32 values for float32 ones)."""
+    a = arrays.a.dtype
+    if a.name not in QUANTIZED_ACTIVATIONS:
+        raise TypeError(f"matmul: a quantized weight multiplies float16, bfloat16 or float32 activations, "
+                        f"got {a.name}")
+    if arrays.scale_a is not None or arrays.scale_b is not None:
+        raise ValueError("matmul: scale_a / scale_b do not apply to a quantized weight (its scales are part of "
+                         "it; pass alpha for a number)")
+    return a
 
 
 def _weak(x, product: np.dtype, label: str) -> Imported | None:

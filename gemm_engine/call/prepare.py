@@ -64,6 +64,9 @@ class Prepared:
     #: A grouped call's per-row scale and its offsets or counts (int32).
     row_scale: DeviceTerm | None = None
     groups: DeviceTerm | None = None
+    #: A quantized rhs's scales and zeros (its packed words are ``rhs``), with their leading dimensions.
+    qscale: DeviceTerm | None = None
+    qzero: DeviceTerm | None = None
 
     @property
     def terms(self) -> dict:
@@ -84,13 +87,23 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
     if shape.empty if grouped is None else 0 in shape.out_shape:
         return Prepared(request)
     lhs = _operand(runtime, arrays.a, request.types.lhs, shape, shape.lhs_vector, True, grouped is not None)
-    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, False, grouped is not None)
     types = request.types
+    if request.weights is not None:
+        prepared = _quantized(lhs, request)
+        _epilogue_terms(runtime, prepared, request)
+        return prepared
+    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, False, grouped is not None)
     problem = MatmulProblem(shape.batch if grouped is None else grouped.groups, shape.m, shape.n, shape.k,
                             element_type(types.lhs), element_type(types.rhs), element_type(types.result),
                             lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, request.precision, request.epilogue,
-                            None if grouped is None else Groups(grouped.layout))
+                            groups=None if grouped is None else Groups(grouped.layout))
     prepared = Prepared(request, problem, lhs, rhs)
+    _epilogue_terms(runtime, prepared, request)
+    return prepared
+
+
+def _epilogue_terms(runtime, prepared: Prepared, request: Request) -> None:
+    shape, grouped = request.shape, request.groups
     if request.c is not None:
         prepared.c = _c_term(runtime, request.c, shape)
     if request.bias is not None:
@@ -107,7 +120,25 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
                                            per_group="row_scale" in request.per_group)
     if grouped is not None:
         prepared.groups = _extents(runtime, request.extents)
-    return prepared
+
+
+def _quantized(lhs: DeviceOperand, request: Request) -> Prepared:
+    """A call of a quantized rhs: its packed words are the rhs operand (one weight for every batch
+    entry), its scales and zeros terms of their own; the problem's rhs type is the activations'.
+    A batch of contiguous activations with nothing per row but the product is folded into M, so
+    that the weights are streamed once (x of (B, M, K) is a (B * M, K) matrix; the output too)."""
+    shape, types, weights = request.shape, request.types, request.weights
+    batch, m = shape.batch, shape.m
+    folds = (batch > 1 and lhs.view.layout is Layout.ROW and lhs.view.batch_stride == m * lhs.view.ld
+             and request.c is None and (request.bias is None or request.bias_axis == 1))
+    if folds:
+        batch, m = 1, batch * m
+    rhs = DeviceOperand(weights.packed, OperandView(Layout.ROW, weights.ld, 0), 1)
+    problem = MatmulProblem(batch, m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, Layout.ROW, lhs.align, 1,
+                            request.precision, request.epilogue, weights=weights.format)
+    return Prepared(request, problem, lhs, rhs, qscale=DeviceTerm(weights.scales, weights.scale_ld),
+                    qzero=None if weights.zeros is None else DeviceTerm(weights.zeros, weights.zero_ld))
 
 
 def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArrays, Request]:
@@ -263,7 +294,7 @@ def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
     g = request.groups
     problem = MatmulProblem(g.groups, g.m, g.n, g.k, element_type(types.lhs), element_type(types.rhs),
                             element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
-                            request.precision, request.epilogue, Groups("list"))
+                            request.precision, request.epilogue, groups=Groups("list"))
     groups = DeviceTerm(runtime.upload(np.asarray(table, np.int64)), 1, True)
     return Prepared(request, problem, lhs, rhs, groups=groups)
 

@@ -74,6 +74,8 @@ class Request:
     per_group: frozenset = frozenset()
     #: The list layout's (m, n, k) per group.
     sizes: tuple = ()
+    #: The quantized weight ``b`` stands for, on the device (`quant.weight.DeviceWeight`), or None.
+    weights: object = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -108,9 +110,10 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
     if precision == "fast_accum" and not (is_fp8(types.lhs) and is_fp8(types.rhs)):
         raise ValueError(f"precision='fast_accum' concerns fp8 operands (their tensor-core sums); got "
                          f"{types.lhs.name} and {types.rhs.name}")
+    weights = arrays.b.array if arrays.quantized else None
     if plain:
         request = Request(rules.shape, types, precision, options.casting, 1.0, 0.0, None, None, 1, None, None, None,
-                          arrays.out, IDENTITY)
+                          arrays.out, IDENTITY, weights=weights)
         return request if rules.groups is None else _grouped(request, arrays, rules)
     shape = rules.shape
     alpha = _real(options.alpha, "alpha")
@@ -153,7 +156,7 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
     lhs_scale, rhs_scale = (s if s is not None and s.array is not None else None
                             for s in (rules.lhs_scale, rules.rhs_scale))
     request = Request(shape, types, precision, options.casting, alpha * factor, beta, c, bias, axis, activation,
-                      lhs_scale, rhs_scale, arrays.out, IDENTITY)
+                      lhs_scale, rhs_scale, arrays.out, IDENTITY, weights=weights)
     if rules.groups is not None:
         request = _grouped(request, arrays, rules)
     return replace(request, epilogue=_epilogue(request))
