@@ -23,8 +23,8 @@ def default_engine() -> Engine:
 @matmul_doc("on the default engine (`default_engine`; see `Engine` for one bound to a backend and device)")
 def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
            out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False, scale_a=None,
-           scale_b=None):
+           scale_b=None, mul=None):
     return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
                                    casting=casting, algorithm=algorithm, precision=precision, tune=tune,
-                                   scale_a=scale_a, scale_b=scale_b)
+                                   scale_a=scale_a, scale_b=scale_b, mul=mul)

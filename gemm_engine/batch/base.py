@@ -333,6 +333,9 @@ class BatchMatmul(ABC):
     #: applying block scales (`GlobalMatmul.applies_block_scales`) indexes them right; a level
     #: splitting K says False, and algorithms with it refuse block-scaled problems.
     forwards_block_scales: ClassVar[bool] = True
+    #: Whether the global level applies the call's epilogue, so that a gated one's column pairs are
+    #: stored together (global_/write/pairs.py); a level that applies it per element says False.
+    forwards_pairs: ClassVar[bool] = True
 
     def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_

@@ -40,10 +40,13 @@ class EpilogueInputs(NamedTuple):
     bias: object
     scale_a: object
     scale_b: object
+    mul: object = None
 
 
 #: The call input that feeds each epilogue array field (the caller's keyword -> the kernel's name).
-EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"))
+EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"), ("mul", "mul"))
+#: The epilogue inputs a Python number may stand for, folded into alpha (the operands' scales).
+NUMBER_SCALES = ("scale_a", "scale_b")
 #: The array fields the caller's operands and output feed.
 OPERAND_ARRAYS = ("lhs", "rhs", "out")
 
@@ -85,6 +88,7 @@ class CallArguments:
     bias: ArrayArgument | None = None
     lhs_scale: ArrayArgument | None = None
     rhs_scale: ArrayArgument | None = None
+    mul: ArrayArgument | None = None
     #: Whether the kernels take the epilogue's arguments (a fused call).
     fused: bool = field(default=False)
 
@@ -134,7 +138,7 @@ def epilogue_values(inputs: EpilogueInputs, address) -> dict:
         if x is None:
             continue
         if type(x) in (float, int):
-            alpha *= x            # a number scale (`Request` folds it into alpha too)
+            alpha *= x            # a number scale (`Request` folds it into alpha too; fast.py: only scales)
         else:
             base, offset = _BASE_OFFSET[name]
             values[base], values[offset] = address(x)
@@ -148,8 +152,9 @@ def operand_argument(op) -> ArrayArgument:
 
 
 def output_argument(target, problem) -> ArrayArgument:
-    """The output: a contiguous (batch, M, N) device array."""
-    return ArrayArgument(target, (("ld", problem.n), ("batch_stride", problem.m * problem.n)))
+    """The output: a contiguous (batch, M, N) device array (N / 2 columns for a gated epilogue)."""
+    n = problem.epilogue.out_columns(problem.n)
+    return ArrayArgument(target, (("ld", n), ("batch_stride", problem.m * n)))
 
 
 def plain_arguments(lhs, rhs, target, problem) -> CallArguments:
@@ -177,6 +182,7 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         c=term(prepared.c, "row_stride", "col_stride", "batch_stride"),
         bias=term(prepared.bias, "stride"),
         lhs_scale=term(prepared.lhs_scale, "stride"), rhs_scale=term(prepared.rhs_scale, "stride"),
+        mul=term(prepared.mul, "row_stride", "col_stride", "batch_stride"),
         fused=not problem.epilogue.identity), target
 
 

@@ -89,7 +89,7 @@ def _is_array_like(x) -> bool:
 
 @dataclass
 class CallArrays:
-    """Every array argument of one call, imported (`Imported`); ``c`` and ``bias`` given as Python
+    """Every array argument of one call, imported (`Imported`); ``c``, ``bias`` and ``mul`` given as Python
     numbers stay numbers (numpy's weak-scalar rule types them in the request step), scales given as
     real numbers too (per-tensor factors)."""
 
@@ -100,6 +100,7 @@ class CallArrays:
     bias: object = None
     scale_a: object = None
     scale_b: object = None
+    mul: object = None
 
     @property
     def host(self) -> bool:
@@ -120,7 +121,7 @@ class CallArrays:
     def device_arrays(self) -> tuple:
         """The caller's device arrays the kernels read in place (the runtime orders their queues
         after the launch)."""
-        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b)
+        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b, self.mul)
                      if isinstance(x, Imported) and not x.host)
 
     @property
@@ -136,7 +137,7 @@ def _number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_, np.ndarray))
 
 
-def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None) -> CallArrays:
+def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, mul=None) -> CallArrays:
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
     be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked)."""
     arrays = CallArrays(import_array(a, "a", runtime), import_array(b, "b", runtime))
@@ -151,6 +152,8 @@ def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
         arrays.c = c if type(c) in (int, float) else import_array(c, "c", runtime)
     if bias is not None:
         arrays.bias = bias if type(bias) in (int, float) else import_array(bias, "bias", runtime)
+    if mul is not None:
+        arrays.mul = mul if type(mul) in (int, float) else import_array(mul, "mul", runtime)
     for label, x in (("scale_a", scale_a), ("scale_b", scale_b)):
         if x is not None:
             setattr(arrays, label, float(x) if _number(x) else import_array(x, label, runtime))

@@ -9,7 +9,7 @@ and the operands' views.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,12 +51,13 @@ class Prepared:
     bias: DeviceTerm | None = None
     lhs_scale: DeviceTerm | None = None
     rhs_scale: DeviceTerm | None = None
+    mul: DeviceTerm | None = None
 
     @property
     def terms(self) -> dict:
         """The epilogue's device arrays by name (those the request has)."""
         return {name: t for name, t in (("c", self.c), ("bias", self.bias), ("lhs_scale", self.lhs_scale),
-                                        ("rhs_scale", self.rhs_scale)) if t is not None}
+                                        ("rhs_scale", self.rhs_scale), ("mul", self.mul)) if t is not None}
 
     @property
     def copied(self) -> bool:
@@ -80,6 +81,9 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
         prepared.c = _c_term(runtime, request.c, shape)
     if request.bias is not None:
         prepared.bias = _vector_term(runtime, request.bias)
+    if request.mul is not None:
+        # Read as c is, broadcast to the activation's values (half the columns of a gated derivative).
+        prepared.mul = _c_term(runtime, request.mul, replace(shape, out_shape=shape.value_shape))
     for name in ("lhs_scale", "rhs_scale"):
         scale = getattr(request, name)
         if scale is not None:
