@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 
 from .engine import Engine, matmul_doc
+from .tensors import torch_op_wanted
 
 _default_engine: Engine | None = None
 _default_lock = threading.Lock()
@@ -24,6 +25,12 @@ def default_engine() -> Engine:
 def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
            out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False, scale_a=None,
            scale_b=None, mul=None):
+    if torch_op_wanted(a, b, (c, bias, mul)):
+        # Before the default engine is made: torch.compile traces this call without entering it.
+        from .torch.route import routed
+        return routed(None, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                      activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
+                      precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)
     return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
                                    casting=casting, algorithm=algorithm, precision=precision, tune=tune,
