@@ -8,6 +8,7 @@ from . import algorithms, components
 from .algorithms import Algorithm, register
 from .batch.base import register_dispatch
 from .api import default_engine, matmul
+from .compile_ahead import LinearShape, warmup
 from .engine import Engine
 from .tools.source import source
 from .errors import BackendUnavailableError, GemmEngineError, SetupError
@@ -16,5 +17,5 @@ from .problem import Layout, MatmulProblem
 
 __all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
            "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "matmul",
-           "register", "register_activation", "register_dispatch", "source"]
+           "register", "register_activation", "register_dispatch", "source", "LinearShape", "warmup"]
 from .version import __version__  # noqa: E402

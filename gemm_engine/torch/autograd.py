@@ -50,8 +50,8 @@ def operand_grads(a, b, gz, alpha, need_a: bool, need_b: bool, engine: int, prec
         ga = _mm(g2, b2.mT, alpha, engine, precision)
         ga = ga.sum_to_size(a2.shape).reshape(a.shape).to(a.dtype)
     if need_b:
-        if b2.dim() == 2 and g2.dim() > 2:
-            # b broadcasts over the batch: one GEMM with the batch flattened into its K.
+        if b2.dim() == 2:
+            # b broadcasts over any batch: one GEMM with the batch flattened into its K.
             k, n = b2.shape
             flat_a = a2.expand(*g2.shape[:-2], *a2.shape[-2:]).reshape(-1, k)
             flat_g = g2.reshape(-1, n)
