@@ -11,11 +11,11 @@ from .api import default_engine, matmul
 from .compile_ahead import LinearShape, warmup
 from .engine import Engine
 from .tools.source import source
-from .errors import BackendUnavailableError, GemmEngineError, SetupError
+from .errors import BackendUnavailableError, CaptureError, GemmEngineError, SetupError
 from .epilogue.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
 
-__all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
+__all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "CaptureError", "Engine", "GemmEngineError",
            "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "matmul",
            "register", "register_activation", "register_dispatch", "source", "LinearShape", "warmup"]
 from .version import __version__  # noqa: E402

@@ -39,6 +39,7 @@ from .errors import SetupError
 from .epilogue.activations import resolve_activation
 from .explain import explain_problem
 from .problem import MatmulProblem
+from .handles import register as register_handle
 from .tensors import torch_op_wanted
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
@@ -81,6 +82,8 @@ class Engine:
         #: The registries' generation the caches above were filled under (compose/registry.py).
         self._generation = generation()
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
+        #: A number naming this engine in the torch ops' calls (gemm_engine/torch/ops.py).
+        self.handle = register_handle(self)
 
     @property
     def backend(self) -> str:
@@ -99,9 +102,9 @@ class Engine:
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False,
                scale_a=None, scale_b=None, mul=None):
-        if torch_op_wanted(a, b, (c, bias, mul)):
+        if torch_op_wanted(a, b, (c, bias, mul, scale_a, scale_b)):
             # Autograd, torch.compile's tracing, autocast: through the registered ops (gemm_engine/torch).
-            from .torch.route import routed
+            from .torch.route import routed   # the optional torch layer (it needs torch)
             return routed(self, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
                           activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
                           precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)

@@ -87,3 +87,4 @@ def torch_op_wanted(a, b, extras=()) -> bool:
         if (grad and x.requires_grad) or (type(x) is not tensor and type(x) is not torch.nn.Parameter):
             return True
     return False
+

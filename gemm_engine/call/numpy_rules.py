@@ -21,6 +21,7 @@ import numpy as np
 from ..dtypes import SUPPORTED_NAMES, WIDENED, bfloat16_dtype, element_type, is_fp8
 from ..epilogue.activations import Derivative
 from ..epilogue.scales import Scale, check_scale
+from ..tensors import torch_numpy_dtype
 from .arrays import CallArrays, Imported
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
@@ -198,7 +199,10 @@ RESULT_NAMES = ("float32", "float64", "float16", "bfloat16", "int32", "int8")
 
 
 def check_out_dtype(out_dtype) -> np.dtype:
-    """``out_dtype`` as a dtype the engine stores results in; TypeError naming it otherwise."""
+    """``out_dtype`` (a numpy or torch dtype, or a name) as a dtype the engine stores results in;
+    TypeError naming it otherwise."""
+    if type(out_dtype).__module__ == "torch":
+        out_dtype = torch_numpy_dtype(out_dtype)
     try:
         out = np.dtype(out_dtype)
     except TypeError:

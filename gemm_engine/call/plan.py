@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..algorithms.base import Algorithm, KernelConfig
 from ..batch.base import CallValues, Workspace
 from ..codegen.signature import KernelSignature
-from ..errors import SetupError
+from ..errors import CaptureError, SetupError
 from ..problem import MatmulProblem
 from ..runtime.source_cache import SourceCache, source_key
 
@@ -107,6 +107,8 @@ class Planner:
                                                 f"runtime does not offer; choose split_tail=0")
             try:
                 kernel = self.runtime.kernel(source, launch.name)
+            except CaptureError:
+                raise
             except Exception as exc:  # noqa: BLE001 -- a compiler error is reported as a refusal
                 raise SetupError(concrete.name, f"the {self.runtime.backend} compiler rejected kernel "
                                                 f"{launch.name}: {exc}", internal=True) from exc

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..codegen.device import DeviceInfo
+from ..errors import CaptureError
 from ..dtypes import bits_dtype
 from ..codegen.dialect import Dialect, dialect_for
 
@@ -104,7 +105,7 @@ class Runtime(ABC):
     def check_compile(self, name: str) -> None:
         """RuntimeError where compiling now would break a CUDA graph being captured."""
         if self.capturing():
-            raise RuntimeError(
+            raise CaptureError(
                 f"gemm_engine: kernel {name} is not compiled yet, and the current CUDA stream is capturing a CUDA "
                 f"graph: compiling and loading a kernel during capture would invalidate the capture. Warm up "
                 f"first: run the same call once before capturing, or gemm_engine.warmup(...) with its shapes "

@@ -225,12 +225,9 @@ def warmup(args) -> int:
 
     if bool(args.shapes) == bool(args.model):
         raise ValueError("warmup: give --shapes or --model (one of them)")
-    engine = Engine(args.backend)
-    status = 0
-    for dtype in args.dtypes.split(","):
-        dtype = dtype.strip()
-        what = (list(LLAMA3_8B) if args.model
-                else [_problem(args, m, n, k, batch, dtype) for batch, m, n, k in args.shapes])
+    engine, status = Engine(args.backend), 0
+    for dtype in (d.strip() for d in args.dtypes.split(",")):
+        what = list(LLAMA3_8B) if args.model else [_problem(args, m, n, k, b, dtype) for b, m, n, k in args.shapes]
         report = compile_ahead(what, dtype=dtype, tokens=args.tokens, training=args.training, engine=engine,
                                workers=args.workers)
         print(f"{dtype}: {report}")

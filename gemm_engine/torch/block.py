@@ -83,5 +83,5 @@ def train(block: nn.Module, data, steps: int, lr: float = 1e-3) -> list[float]:
         loss = F.mse_loss(block(x).float(), y.float())
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return losses

@@ -26,8 +26,7 @@ import threading
 
 import torch
 
-from .. import api
-from ..api import default_engine
+from ..handles import engine_of
 from ..call import numpy_rules
 from ..epilogue.activations import ACTIVATIONS, Activation, Derivative, resolve_activation
 from ..epilogue.scales import check_scale
@@ -45,27 +44,14 @@ SCHEMAS = {
 
 # -- handles: engines and activations as schema values -------------------------------------------------
 _lock = threading.Lock()
-_ENGINES: dict = {}            # handle -> Engine (0: the default engine, looked up per call)
-_ENGINE_HANDLES: dict = {}     # id(engine) -> handle
 _ACTIVATIONS: dict = {}        # key -> unregistered Activation instance
 _ACTIVATION_KEYS: dict = {}    # Activation instance -> key
 
 
 def engine_handle(engine) -> int:
-    """The handle an op takes for ``engine`` (None or the default engine: 0; the default engine is
-    not made here, so that torch.compile traces this)."""
-    if engine is None or engine is api._default_engine:
-        return 0
-    found = _ENGINE_HANDLES.get(id(engine))
-    if found is None or _ENGINES.get(found) is not engine:
-        with _lock:
-            found = len(_ENGINES) + 1
-            _ENGINES[found], _ENGINE_HANDLES[id(engine)] = engine, found
-    return found
-
-
-def engine_of(handle: int):
-    return default_engine() if handle == 0 else _ENGINES[handle]
+    """The handle an op takes for ``engine``: its `Engine.handle`, 0 for None (the default engine,
+    made where the call runs: torch.compile traces this without making one)."""
+    return 0 if engine is None else engine.handle
 
 
 def activation_key(activation) -> str:

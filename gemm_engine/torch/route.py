@@ -12,10 +12,30 @@ import numbers
 
 import torch
 
-from ..api import default_engine
 from ..call import numpy_rules
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
+from ..handles import engine_of
 from .ops import activation_key, engine_handle, op
+
+
+def _weak_dtypes() -> dict:
+    """(a's dtype, b's dtype) -> the dtype a number given for c / bias / mul takes (numpy's weak
+    rule: the product's where it is floating, else float64), for every pair the engine multiplies:
+    a table made once, so that torch.compile traces a lookup (it cannot trace numpy's dtypes)."""
+    names = ("float32", "float64", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
+    table = {}
+    for x in names:
+        for y in names:
+            tx, ty = getattr(torch, x), getattr(torch, y)
+            try:
+                product = numpy_rules.product_dtype(torch_numpy_dtype(tx), torch_numpy_dtype(ty))
+            except TypeError:
+                continue
+            table[tx, ty] = numpy_torch_dtype(product) if product.kind == "f" else torch.float64
+    return table
+
+
+_WEAK = _weak_dtypes()
 
 
 def _tensor(x, a, b):
@@ -23,9 +43,7 @@ def _tensor(x, a, b):
     if x is None or isinstance(x, torch.Tensor):
         return x
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
-        product = numpy_rules.product_dtype(torch_numpy_dtype(a.dtype), torch_numpy_dtype(b.dtype))
-        dtype = numpy_torch_dtype(product) if product.kind == "f" else torch.float64
-        return torch.tensor(float(x), dtype=dtype, device=a.device)
+        return torch.tensor(float(x), dtype=_WEAK.get((a.dtype, b.dtype), torch.float64), device=a.device)
     return torch.as_tensor(x, device=a.device)
 
 
@@ -46,7 +64,7 @@ def routed(engine, a, b, *, out, alpha, beta, c, bias, bias_axis, activation, ou
         if grad or torch.compiler.is_compiling():
             raise RuntimeError("gemm_engine.matmul: out= is not supported on tensors that require grad or under "
                                "torch.compile (the op returns a new tensor); assign the result instead")
-        return (engine or default_engine()).compute(a.detach(), b.detach(), out=out, alpha=alpha, beta=beta, c=c, bias=bias,
+        return (engine or engine_of(0)).compute(a.detach(), b.detach(), out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                               bias_axis=bias_axis, activation=activation, out_dtype=out_dtype, casting=casting,
                               algorithm=algorithm, precision=precision, tune=tune, scale_a=scale_a,
                               scale_b=scale_b, mul=mul)
@@ -55,7 +73,7 @@ def routed(engine, a, b, *, out, alpha, beta, c, bias, bias_axis, activation, ou
                         f"algorithm must be a registered name (got {type(algorithm).__name__}); register it "
                         f"(gemm_engine.register)")
     if tune and not torch.compiler.is_compiling():
-        (engine or default_engine()).tune(a.detach(), b.detach(), precision=precision)
+        (engine or engine_of(0)).tune(a.detach(), b.detach(), precision=precision)
     handle, precision = engine_handle(engine), precision or ""
     key = activation_key(activation)
     if not isinstance(bias_axis, int) or isinstance(bias_axis, bool):

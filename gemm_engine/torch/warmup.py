@@ -3,21 +3,20 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..compile_ahead import LinearShape
 from .modules import SwiGLU
 
 
-def model_layers(model: nn.Module) -> tuple[list[LinearShape], object, bool]:
-    """(the distinct `LinearShape`s of ``model``'s nn.Linear, `Linear` and `SwiGLU` modules, the
-    dtype of their weights: the first one's, None without any; whether it lies on the CPU)."""
+def model_layers(model: nn.Module) -> tuple[list[tuple], object, bool]:
+    """(the distinct (in_features, out_features, bias, activation) of ``model``'s nn.Linear, `Linear`
+    and `SwiGLU` modules (compile_ahead.py's `LinearShape` fields), the dtype of their weights: the
+    first one's, None without any; whether it lies on the CPU)."""
     layers, dtype, host = [], None, True
     for module in model.modules():
         if isinstance(module, nn.Linear):
-            shape = LinearShape(module.in_features, module.out_features, module.bias is not None,
-                                getattr(module, "activation", None))
+            shape = (module.in_features, module.out_features, module.bias is not None,
+                     getattr(module, "activation", None))
         elif isinstance(module, SwiGLU):
-            shape = LinearShape(module.in_features, 2 * module.hidden_features, module.bias is not None,
-                                module.activation)
+            shape = (module.in_features, 2 * module.hidden_features, module.bias is not None, module.activation)
         else:
             continue
         if dtype is None:
