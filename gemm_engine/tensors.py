@@ -59,3 +59,32 @@ def host_tensor(result, device):
     if dtype == bfloat16_dtype():
         tensor = tensor.view(torch.bfloat16)
     return tensor.to(device)
+
+
+_TORCH: list = [None]     # the torch module, once a call has seen a tensor (no import before)
+
+
+def torch_op_wanted(a, b, extras=()) -> bool:
+    """Whether a call goes through gemm_engine.torch's registered ops rather than straight to the
+    engine: torch tensors among ``a``, ``b`` and ``extras`` (c, bias, mul) that require grad while
+    grad mode is on, any tensor under torch.compile's tracing or autocast, or a tensor subclass
+    other than a Parameter (fake and functional tensors). Cheap for every other call (a few
+    hundred nanoseconds on tensors: the eager path stays direct)."""
+    torch = _TORCH[0]
+    if torch is None:
+        if not (is_torch(a) or is_torch(b) or any(is_torch(x) for x in extras)):
+            return False
+        import torch
+        _TORCH[0] = torch
+    tensor = torch.Tensor
+    found = [x for x in (a, b, *extras) if isinstance(x, tensor)]
+    if not found:
+        return False
+    if torch.compiler.is_compiling() or torch._C._is_any_autocast_enabled():
+        return True
+    grad = torch.is_grad_enabled()
+    for x in found:
+        if (grad and x.requires_grad) or (type(x) is not tensor and type(x) is not torch.nn.Parameter):
+            return True
+    return False
+
