@@ -76,6 +76,10 @@ _BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
                 for name in OPERAND_ARRAYS + WEIGHT_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
 
 
+#: The parameters `epilogue_values` sets (a fused call's per-call epilogue values).
+EPILOGUE_NAMES = frozenset({"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]})
+
+
 @dataclass(frozen=True)
 class CallArguments:
     """Every argument of one call's kernels (see the module docstring for how they are named)."""

@@ -55,6 +55,7 @@ def test_compiling_during_capture_says_to_warm_up(cuda_engine):
         with torch.cuda.graph(graph):
             gemm_engine.matmul(x, w, activation="gelu_tanh")
     gemm_engine.warmup([cuda_engine.problem_for(x, w, activation="gelu_tanh")], engine=cuda_engine)
+    graph = torch.cuda.CUDAGraph()       # a graph whose capture was aborted cannot capture again
     with torch.cuda.graph(graph):
         y = gemm_engine.matmul(x, w, activation="gelu_tanh")
     graph.replay()
