@@ -69,3 +69,21 @@ def cuda_engine_or_skip(min_cc: tuple = (8, 0), needs: str = "sm_80"):
 def device_col_major(cp, host):
     """``host`` on the device as a transposed view of a column-major copy (its last two axes)."""
     return cp.asarray(np.ascontiguousarray(np.swapaxes(host, -1, -2))).swapaxes(-1, -2)
+
+
+def cl_run(opencl_engine, source: str, kernel: str, args, size: int, local=None, out: int = -1):
+    """Build ``source`` (OpenCL C) in the engine's context and run ``kernel`` over ``size``
+    work-items (work-groups of ``local``) with ``args``: numpy arrays go as buffers holding a copy,
+    anything else (numpy scalars) as is. Returns the host copy of array argument ``args[out]``
+    after the run. For tests of rendered helpers and small kernels on PoCL."""
+    import pyopencl as cl
+    rt = opencl_engine.runtime
+    program = cl.Program(rt.context, source).build(options=["-cl-std=CL1.2"])
+    rw = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    bound = [cl.Buffer(rt.context, rw, hostbuf=np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
+             for a in args]
+    getattr(program, kernel)(rt.queue, (size,), None if local is None else (local,), *bound)
+    result = np.empty_like(np.ascontiguousarray(args[out]))
+    cl.enqueue_copy(rt.queue, result, bound[out])
+    rt.queue.finish()
+    return result
