@@ -87,3 +87,20 @@ def cl_run(opencl_engine, source: str, kernel: str, args, size: int, local=None,
     cl.enqueue_copy(rt.queue, result, bound[out])
     rt.queue.finish()
     return result
+
+
+def call_request(engine, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, mul=None, alpha=1.0,
+                 beta=None, bias_axis=-1, activation=None, out_dtype=None, casting="same_kind", precision="default"):
+    """(arrays, request) of a call as the engine's general path makes them (call/arrays.py,
+    numpy_rules.py, request.py), for tests of the steps after them (prepare, deliver)."""
+    from gemm_engine.call import numpy_rules
+    from gemm_engine.call.arrays import import_call
+    from gemm_engine.call.request import CallOptions, make_request
+    from gemm_engine.epilogue.activations import resolve_activation
+    rt = engine.runtime
+    plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
+             and scale_b is None and beta is None and alpha == 1 and mul is None)
+    arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b, mul=mul)
+    rules = numpy_rules.apply(arrays, out_dtype, casting, beta, plain, activation=resolve_activation(activation))
+    options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
+    return arrays, make_request(arrays, rules, options, plain)
