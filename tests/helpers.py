@@ -104,3 +104,17 @@ def call_request(engine, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
     rules = numpy_rules.apply(arrays, out_dtype, casting, beta, plain, activation=resolve_activation(activation))
     options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
     return arrays, make_request(arrays, rules, options, plain)
+
+
+def acc_coverage(tile, cfg, units: int, **acc_kwargs) -> dict:
+    """{(row, col): [(unit, register expression), ...]} of every accumulator element that units
+    ``0..units-1`` hold by ``tile.acc_elements(cfg, "acc")`` (index expressions evaluated in
+    Python through `lane_env`): a tile's layout covers its tile_m x tile_n tile exactly once."""
+    import re
+    held: dict = {}
+    for unit in range(units):
+        env = lane_env(tile, unit)
+        for row, col, value in tile.acc_elements(cfg, "acc", **acc_kwargs):
+            at = tuple(eval(re.sub(r"(?<![/*])/(?![/*])", "//", e), {}, dict(env)) for e in (row, col))
+            held.setdefault(at, []).append((unit, value))
+    return held
