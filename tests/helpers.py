@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from gemm_engine.batch.base import OperandRef
+from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import bfloat16_dtype
+from gemm_engine.problem import Layout
 
 BF16 = bfloat16_dtype()
 
@@ -118,3 +121,50 @@ def acc_coverage(tile, cfg, units: int, **acc_kwargs) -> dict:
             at = tuple(eval(re.sub(r"(?<![/*])/(?![/*])", "//", e), {}, dict(env)) for e in (row, col))
             held.setdefault(at, []).append((unit, value))
     return held
+
+
+def run_loader(opencl_engine, loader, cfg, src: np.ndarray, corners):
+    """Run a task loader alone on PoCL, once per (row0, col0) of ``corners`` (one kernel build):
+    every one of ``cfg.units`` units runs ``loader.tasks`` into local memory for the stage tile at
+    (row0, col0) of the 2-D host operand ``src`` (laid out as ``cfg.operand.layout`` says), then
+    the stage is copied out. Yields (stage as the loader left it, the stage it should hold:
+    elements of the tile at ``cfg.operand.smem_index``, zeros outside ``src``, NaN where the loader
+    need not write)."""
+    op = cfg.operand
+    d = dialect_for(opencl_engine.device)
+    rows, cols = src.shape
+    stored = np.ascontiguousarray(src if op.layout is Layout.ROW else src.T)
+    elems = op.k_extent * op.smem_ld
+    smem_t, src_t = d.c_type(op.smem_type_word), d.c_type(op.element.storage)
+    tasks = "\n".join(loader.tasks(cfg, d, OperandRef("src", str(stored.shape[1])), "smem", "row0", "col0",
+                                   str(rows), str(cols)))
+    source = d.preamble([op.element]) + f"""
+__kernel void load(__global const {src_t}* src, __global {smem_t}* out, const long row0, const long col0) {{
+    __local {smem_t} smem[{elems}];
+    for (int i = UNIT_ID; i < {elems}; i += {cfg.units}) smem[i] = out[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {tasks}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = UNIT_ID; i < {elems}; i += {cfg.units}) out[i] = smem[i];
+}}
+"""
+    import pyopencl as cl
+    rt = opencl_engine.runtime
+    kernel = cl.Kernel(cl.Program(rt.context, source).build(options=["-cl-std=CL1.2"]), "load")
+    smem_dtype = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[op.smem_type_word] if op.converts \
+        else stored.dtype
+    rw = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    src_buf = cl.Buffer(rt.context, rw, hostbuf=stored)
+    for row0, col0 in corners:
+        got = np.full(elems, -12345, smem_dtype)
+        out_buf = cl.Buffer(rt.context, rw, hostbuf=got)
+        kernel(rt.queue, (cfg.units,), (cfg.units,), src_buf, out_buf, np.int64(row0), np.int64(col0))
+        cl.enqueue_copy(rt.queue, got, out_buf)
+        rt.queue.finish()
+        want = np.full(elems, np.nan)
+        for r in range(op.rows):
+            for c in range(op.cols):
+                gr, gc = row0 + r, col0 + c
+                at = eval(op.smem_index(str(r), str(c)))
+                want[at] = float(src[gr, gc]) if gr < rows and gc < cols else 0.0
+        yield got, want
