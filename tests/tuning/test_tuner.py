@@ -40,7 +40,8 @@ def _tuner(opencl_engine, algs, monkeypatch, times=None):
 
 
 def test_the_fastest_correct_candidate_wins(opencl_engine, monkeypatch):
-    a, b = SimpleUnitAlgorithm(tile_m=2), SimpleUnitAlgorithm(tile_m=4)
+    a, b = SimpleUnitAlgorithm().with_selection({"tile_m": 2}), SimpleUnitAlgorithm().with_selection({"tile_m": 4})
+    assert a.selection != b.selection
     # rough then full time for each: b is faster.
     result = _tuner(opencl_engine, [a, b], monkeypatch, times=[3e-3, 3e-3, 1e-3, 1e-3]).run(PROBLEM)
     assert result.best.algorithm == "simple_unit" and result.best.selection == b.selection
