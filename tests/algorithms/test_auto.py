@@ -8,7 +8,7 @@ import pytest
 from gemm_engine.algorithms.auto import AutoAlgorithm, decide
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME, FLOAT32, FLOAT64
+from gemm_engine.dtypes import BY_NAME, FLOAT64
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.selector.rules import RULES

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from gemm_engine.algorithms.base import REGISTRY, Algorithm, KernelConfig, register, resolve
+from gemm_engine.algorithms.base import REGISTRY, register, resolve
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm, UnitSelection
 from gemm_engine.codegen.device import DeviceInfo
 from gemm_engine.codegen.dialect import dialect_for

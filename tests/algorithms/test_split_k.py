@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from gemm_engine.algorithms.base import REGISTRY
-from gemm_engine.algorithms.simple import SimpleUnitAlgorithm
 from gemm_engine.algorithms.split_k import SplitKAlgorithm, SplitKMmaAlgorithm, SplitKUnitAlgorithm, SplitKWgmmaAlgorithm
 from gemm_engine.batch.split_k import SplitKBatchMatmul
 from gemm_engine.dtypes import FLOAT32

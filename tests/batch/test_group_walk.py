@@ -5,7 +5,6 @@ layout's promise -- and the groups word and tile bound."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from gemm_engine.batch.group_walk import GroupWalk, groups_word, tile_bound, LIST_FIELDS
 from gemm_engine.batch.order import dispatch_for

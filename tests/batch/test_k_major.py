@@ -3,14 +3,11 @@ only those in the other layout), the copy's pitch, launches, workspace and signa
 transposing copy kernel run alone on PoCL (a unit composition whose tile asks for K-major operands)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm
 from gemm_engine.batch.k_major import KMajorBatchConfig, KMajorBatchMatmul, k_pitch
-from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import FLOAT16, FLOAT32
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.tile.register import RegisterTile

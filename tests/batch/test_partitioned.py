@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import types
 
-import numpy as np
 import pytest
 
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm

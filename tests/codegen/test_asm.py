@@ -19,7 +19,7 @@ def _joined(statement: str) -> str:
 def _sections(statement: str) -> list[str]:
     """The text of each ':'-separated section after the PTX (outputs, inputs, clobbers)."""
     body = statement.split("(", 1)[1].rsplit(");", 1)[0]
-    parts, depth, cur, in_str = [], 0, "", False
+    parts, cur, in_str = [], "", False
     for i, ch in enumerate(body):
         if ch == '"' and body[i - 1] != "\\":
             in_str = not in_str

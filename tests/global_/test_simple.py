@@ -4,7 +4,6 @@ its shared-memory check naming the need and the limit, and its kernels on PoCL a
 shapes that leave partial tiles on every axis."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm

@@ -4,7 +4,6 @@ what `gemm_engine.source` renders (its config line on stderr), and one-line erro
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from gemm_engine.dtypes import FLOAT16, INT8, INT32
 from gemm_engine.errors import SetupError

@@ -3,8 +3,6 @@ adding every other registered algorithm but families -- and `candidates` for a p
 whole selection from its tuning space, refusals by name (a refusing or crashing algorithm)."""
 from __future__ import annotations
 
-import pytest
-
 from gemm_engine.algorithms.base import REGISTRY
 from gemm_engine.algorithms.family import AlgorithmFamily
 from gemm_engine.codegen.device import nominal_cuda_device

@@ -9,7 +9,7 @@ import pytest
 
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32, FLOAT64
+from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.write.tma_store_writer import TmaStoreWriter
 from gemm_engine.global_.write.writers import WriterConfig
