@@ -6,6 +6,8 @@ of K over cubes. The kernel itself is global_/skinny.py; the measurements:
 bench/SELECTION_NOTES.md, "Skinny tilings"."""
 from __future__ import annotations
 
+import math
+
 from ..codegen.dialect import Dialect
 from ..dtypes import WORD_BYTES
 from ..errors import SetupError
@@ -127,6 +129,11 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
     # most STAGING loads per unit (each is a line of code), over all the rows.
     per_row = max(1, min(STAGING // rows, CHUNK_BYTES // WORD_BYTES[big.compute] // units // rows))
     chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), units * per_row)
+    if dot and not selection.chunk_k:
+        # Every unit stages whole steps of the chunk and every load of a row lies in one chunk: a
+        # multiple of both the units and the load width (5 rows of 2 units made 12 for a width of 8).
+        whole = math.lcm(units, width)
+        chunk = max(whole, chunk // whole * whole)
     return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk, unit_outputs=reuse)
 
 

@@ -108,6 +108,31 @@ def test_tiling_by_rows():
     assert (g.dot, g.rows, g.per_unit) == (False, 8, 8)
 
 
+def test_chunk_is_whole_loads_and_whole_steps_of_the_units():
+    """The failing CUDA case (5 x 130 x 96 f16, dot): four outputs a unit left 2 units, and 6
+    elements a unit and row made a chunk of 12, which a load of 8 elements straddles; the tiling
+    now rounds the chunk to whole loads and whole units' steps (here 8)."""
+    g = SkinnyAlgorithm().setup(problem(5, 130, 96, "float16", rhs="col"), H100).batch.global_
+    assert (g.stage.units, g.big.width, g.chunk) == (2, 8, 8)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_every_row_count_and_short_k_sets_up(dtype):
+    """Setup never refuses its own tiling: every row count, dot and split-K, short and odd K and
+    outputs (each chunk a multiple of the units and of the load width)."""
+    for rows in range(1, 17):
+        for n in (5, 130, 4096):
+            for k in (7, 8, 24, 96, 100, 1000):
+                for rhs in ("col", "row"):
+                    p = problem(rows, n, k, dtype, rhs=rhs)
+                    try:
+                        g = SkinnyAlgorithm().setup(p, H100).batch.global_
+                    except SetupError as exc:
+                        assert "sums a unit" in str(exc), f"{p}: {exc}"    # the one refusal: too many sums
+                        continue
+                    assert g.chunk % g.stage.units == 0 and (not g.dot or g.chunk % g.big.width == 0), p
+
+
 @pytest.mark.parametrize("p, match", [
     (problem(9, 4096, 4096), "sums a unit"),                 # bf16 split-K: 9 rows x 8 outputs
     (problem(17, 4096, 4096, rhs="col"), "at most 16"),
