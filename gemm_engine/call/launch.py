@@ -164,8 +164,9 @@ class CallPlan:
         signature order (found once per call plan: this runs on every fused call)."""
         cached = self.__dict__.get("_fused")
         if cached is None:
+            # The runtime's scratch (fresh or kept) is the launcher's, not the epilogue's.
             per_call = set(self.packer.changing_names) - {"lhs_base", "lhs_offset", "rhs_base", "rhs_offset",
-                                                          "out_base", "out_offset", "workspace"}
+                                                          "out_base", "out_offset", "workspace", KEPT_SCRATCH}
             if self.plan.call_values is not None:
                 per_call -= set(self.plan.call_values.names)
             cached = self.__dict__["_fused"] = tuple(p.name for p in self.plan.signature.params
