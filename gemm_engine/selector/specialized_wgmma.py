@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..batch.k_major import ragged_operands
+from ..batch.tma_k_major import copies_needed
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
+from ..tile.wgmma import WgmmaTile
 from .base import distinct, tile_count
 from .waves import streams_weights
 
@@ -43,6 +46,12 @@ PROMOTED_WAVES = 8
 #: 16-bit problems under a wave of 128 x 128 tiles: 64 x 128 (one consumer warpgroup), twice the
 #: tiles, where an output row (and a row-major b's) is whole 128-byte lines and they fit a wave.
 SMALL = (1, 1, 1, 128, 6)
+#: Operands whose rows are not whole 128-byte lines (`ragged_copies`): the share of an aligned
+#: kernel's time each costs the tile loads (bf16 3000^3 0.133 ms against 3008^3's 0.085: 0.56 for
+#: two), a copy's bytes a second (one read and one write) and launch, the 16-bit kernel's rate on
+#: whole lines (3008^3: 640 TFLOP/s; fp8 and int8 twice, tf32 half).
+RAGGED_SHARE, COPY_BPS, COPY_LAUNCH_US = 0.25, 2.6e12, 2.0
+KERNEL_FLOPS = {1: 1.28e15, 2: 6.4e14, 4: 3.2e14}
 #: Block-scaled 192 x 128 tiles run faster on 3 slots than on 4.
 BLOCK_SCALED_STAGES = 3
 #: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
@@ -214,8 +223,27 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     if problem.epilogue.block_scales and wm == 3:
         parts = max(parts, 2)     # its loop over whole tiles compiles without spills then
     split = dict(split_tail=parts) if parts > 1 and not cluster else {}
+    ragged = dict(copy_ragged=True) if ragged_copies(problem) else {}
     return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
-                  **(dict(cluster_m=2) if cluster else {}), **behind, **split)
+                  **(dict(cluster_m=2) if cluster else {}), **behind, **split, **ragged)
+
+
+def ragged_copies(problem: MatmulProblem) -> bool:
+    """Whether to copy the operands whose rows are not whole 128-byte lines into rows that are
+    (batch/k_major.py ``copy_ragged``): where each copy's pass (`COPY_BPS`, `COPY_LAUNCH_US`) costs
+    less than the `RAGGED_SHARE` of the kernel it saves (bf16 squares from about 2100), or where
+    they are copied anyway (TMA's 16 bytes, a K-major tile: then only the pitch changes)."""
+    ragged = ragged_operands(problem)
+    forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    extra = [op for op in ragged if op not in forced]
+    if not extra:
+        return bool(ragged)
+    kernel_us = problem.flops / KERNEL_FLOPS.get(problem.lhs.itemsize, KERNEL_FLOPS[4]) * 1e6
+    for op in extra:
+        size = problem.batch * problem.k * (problem.m if op == "lhs" else problem.n) * problem.lhs.itemsize
+        if 2 * size / COPY_BPS * 1e6 + COPY_LAUNCH_US >= RAGGED_SHARE * kernel_us:
+            return False
+    return True
 
 
 def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
@@ -242,6 +270,8 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
     and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
     ping-pong tilings."""
     space = [first]
+    if ragged_operands(problem):     # whole 128-byte lines by a copy, or not
+        space.append({**first, "copy_ragged": not first.get("copy_ragged", False)})
     promoted = wants_promotion(problem)
     for c in PROMOTED if promoted else CANDIDATES + [SMALL]:
         for order in ("row_major", "grouped", "swizzled"):
