@@ -14,6 +14,9 @@
 #   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.md
 #   tf32        bench/tf32_layouts.py: tf32 by b's layout, vs torch's tf32     -> tf32_layouts.md
 #   lowp        bench/low_precision.py: int8, fp8 (scales), float64 vs torch   -> low_precision.md
+#   grouped     the grouped GEMM's CUDA tests, then bench/grouped.py (MoE rows vs torch._grouped_mm,
+#               CUDA-graph replay with new routing)                              -> grouped.md
+#   quantized   bench/quantized.py: int4 / int8 / fp8 weights, bf16 x (issue 31) -> quantized.md
 #   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> square_float32.md
 #   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> square_float16_bfloat16_tf32.md
 #   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64_algorithms.md
@@ -37,7 +40,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps shapes probe "
+KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -79,6 +82,9 @@ stage() {  # the commands of one stage
     hopper) python3 bench/hopper_gemm.py --repeat 30 --json "$OUT/hopper_gemm.json" ;;
     special) python3 bench/special_cases.py --repeat "$REPEAT" --json "$OUT/special_cases.json" ;;
     lowp) python3 bench/low_precision.py --repeat "$REPEAT" --json "$OUT/low_precision.json" ;;
+    grouped) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -rfE tests/algorithms/test_grouped_specialized.py tests/test_grouped_matmul.py' \
+                  'python3 bench/grouped.py --repeat 10 --json "$OUT/grouped.json"' ;;
+    quantized) python3 bench/quantized.py --json "$OUT/quantized.json" ;;
     tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" ;;
     f32) bench f32 float32 simple_unit,double_buffering_unit,specialized,ordered,auto ;;
     tensorcore) bench tensorcore float16,bfloat16,tf32 \

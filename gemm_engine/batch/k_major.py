@@ -92,6 +92,7 @@ def ragged_operands(problem: MatmulProblem) -> tuple[str, ...]:
 
 class KMajorBatchMatmul(PartitionedBatchMatmul):
     name = "k_major_batch"
+    passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
     knobs = PartitionedBatchMatmul.knobs + (
         Knob("copy_ragged", False, "copy an operand whose rows are not whole 128-byte lines into rows that are "
                                    "(one pass over it; the tile's loads then read whole lines)"),)

@@ -51,6 +51,29 @@ def cvt_pack(kind: str) -> tuple[str, str]:
                                        volatile=False) + "\n    return p;", ret="unsigned")
 
 
+def dequant_pair(kind: str) -> tuple[str, str]:
+    """Two int4 codes to their 16-bit values: ``q`` holds ``bias + code`` in each ``kind`` half
+    (the code's bits or'ed into the mantissa of 1024.0 (f16) / 128.0 (bf16)), ``nz2`` ``-(bias +
+    zero)`` and ``s2`` the scale in both halves: ``(q - (bias + zero))`` is exact, times the scale
+    rounded once to nearest even (``+ -0.0`` keeps a zero product's sign): two ``fma.rn.{kind}x2``."""
+    one = {"f16": "0x3c003c00u", "bf16": "0x3f803f80u"}[kind]
+    return _fn(f"ptx_dequant_pair_{kind}", "unsigned q, unsigned s2, unsigned nz2",
+               "    unsigned d;\n"
+               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"({one}), "r"(nz2));\n'
+               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
+               "    return d;", ret="unsigned")
+
+
+def ld_stream_u4() -> tuple[str, str]:
+    """A 16-byte read-only global load of four 32-bit words that does not allocate in L1 (packed
+    weights, read once)."""
+    return _fn("ptx_ld_stream_u4", "const unsigned* p",
+               "    uint4 v;\n"
+               '    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"\n'
+               '        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));\n    return v;',
+               ret="uint4")
+
+
 # -- tensor-core instructions ---------------------------------------------------------------------
 def mma_sync(m: int, n: int, k: int, ptx: str, acc_ptx: str, constraint: str, ctype: str,
              a_regs: int, b_regs: int) -> tuple[str, str]:

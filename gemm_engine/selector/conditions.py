@@ -49,6 +49,40 @@ def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dequantizing compositions only for a quantized rhs (every other one refuses it)."""
+    return None if problem.weights is not None else "the rhs is not a quantized weight"
+
+
+#: Largest M the quantized decode kernel takes (its x rows live in registers: 8 tiles of 8).
+DECODE_MAX_M = 64
+
+
+def quantized_decode_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_decode for quantized weights at decode sizes (M <= 64), on the hardware
+    instruction only (the OpenCL emulation is for checking it: the register-FMA loader path is
+    faster there)."""
+    if problem.weights is None:
+        return "the rhs is not a quantized weight"
+    if problem.m > DECODE_MAX_M:
+        return f"M = {problem.m} > {DECODE_MAX_M}: the tiled kernels reuse each dequantized weight more"
+    if not dialect.plane_mma_native:
+        return "the plane product is emulated on this device: the register-FMA path is faster"
+    return None
+
+
+def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_decode_split_k where the output's 64-column strips give fewer than two cubes per
+    compute unit: K is cut into ranges over more cubes, so that every multiprocessor streams."""
+    why = quantized_decode_worth_it(problem, dialect)
+    if why is not None:
+        return why
+    strips = problem.batch * -(-problem.n // 64) * -(-problem.m // DECODE_MAX_M)
+    if strips >= 2 * max(1, dialect.device.compute_units):
+        return f"{strips} cubes of 64 columns already give every compute unit two"
+    return None
+
+
 #: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.
 SPLIT_SKINNY_MIN_BYTES = 16 << 20
 

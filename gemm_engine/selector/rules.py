@@ -20,7 +20,8 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .conditions import (always, skinny_split_worth_it, skinny_worth_it, specialized_worth_it,  # noqa: F401
+from .conditions import (always, quantized, quantized_decode_split_worth_it,  # noqa: F401
+                         quantized_decode_worth_it, skinny_split_worth_it, skinny_worth_it, specialized_worth_it,
                          split_k_worth_it, wgmma_worth_it)
 
 
@@ -71,9 +72,23 @@ RULES: tuple[Rule, ...] = (
     Rule("pipelined_dmma", "float64 tensor cores on sm_80+ (m16n8k8 on sm_90: 0.9x cuBLAS, 4.8x register FMA on the H100)"),
     Rule("simple_unit", "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
                         "ahead of double_buffering_unit's 0.81)"),
+    # Quantized weights (gemm_engine/quant): every rule above refuses them (check_weights), each below
+    # refuses a dense rhs; last, so that a dense problem's choice never looks at them.
+    Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) with few 64-column strips: "
+                                     "the weights streamed once, K cut over more cubes so that every "
+                                     "multiprocessor streams", quantized_decode_split_worth_it),
+    Rule("quantized_decode", "quantized weights at decode sizes (M <= 64): the weights streamed once, "
+                             "dequantized in registers into tensor-core fragments", quantized_decode_worth_it),
+    Rule("quantized_double_buffering_mma", "quantized weights (gemm_engine/quant) on tensor cores: the "
+                                           "dequantizing loader feeds mma.sync tiles (CUDA sm_80+, 16-bit "
+                                           "activations)", quantized),
+    Rule("quantized_simple_unit", "quantized weights by register FMA: every backend and activation type, "
+                                  "the fallback of quantized problems", quantized),
 )
 
 UNRANKED: tuple[Unranked, ...] = (
+    Unranked("quantized_simple_mma", "quantized weights on mma.sync without double buffering: "
+                                     "quantized_double_buffering_mma spreads its loads between tile matmuls"),
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "
                                       "0.89x cuBLAS)", tune=True),
     Unranked("simple_mma", "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster"),
@@ -83,6 +98,10 @@ UNRANKED: tuple[Unranked, ...] = (
     Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
     Unranked("ordered_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     Unranked("specialized_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
+    # Grouped problems only (grouped_matmul): every dense problem is refused by their batch level.
+    *(Unranked(name, "grouped problems only: grouped_matmul runs the grouped family (algorithms/grouped.py)")
+      for name in ("grouped", "grouped_specialized_wgmma", "grouped_pipelined_wgmma", "grouped_pipelined_mma",
+                   "grouped_simple_unit")),
 )
 
 #: Registered families (families.py's and a user's): each runs its best member that sets up; the

@@ -137,7 +137,8 @@ class PairedWriter(DirectWriter):
                                                  + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else [])))
         if not hoist:
             return code
-        bounds = {**({"lhs_scale": scope.m} if cfg.check_m else {}), **({"rhs_scale": scope.n} if cfg.check_n else {})}
+        bounds = {**({"lhs_scale": scope.m, "row_scale": scope.m} if cfg.check_m else {}),
+                  **({"rhs_scale": scope.n} if cfg.check_n else {})}
         return "\n".join(["{", *hoisted_scales(hoist, bounds), code, "}"])
 
     def write(self, g, cfg, d, scope) -> str:
