@@ -48,9 +48,10 @@ PROMOTED_WAVES = 8
 #: not from SMALL_MAX_K where 128 x 128 tiles split along K still give more than half the
 #: multiprocessors a part: two consumer warpgroups a multiprocessor at a small cost (1024 x 1024 x
 #: 65536 in 64 x 128 tiles: 646 TFLOP/s, 5.0 a multiprocessor, cuBLAS 775; 128 x 128 in 2 parts
-#: predicted: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"; 512 x 512 x 65536 keeps 64 x 128).
+#: predicted: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"). Below it 64 x 128 was measured
+#: faster split along K (512 x 1024 x 16384 in 2 parts 42.4 us); 512 x 512 x 65536 keeps it.
 SMALL = (1, 1, 1, 128, 6)
-SMALL_MAX_K = 16384
+SMALL_MAX_K = 65536
 #: Operands whose rows are not whole 128-byte lines (`ragged_copies`): the share of an aligned
 #: kernel's time each costs the tile loads (bf16 3000^3 0.133 ms against 3008^3's 0.085: 0.56 for
 #: two), a copy's bytes a second (one read and one write) and launch, the 16-bit kernel's rate on

@@ -191,9 +191,12 @@ def test_ragged_rows_are_copied_where_the_pass_costs_less_than_it_saves():
 
 
 def test_long_k_under_a_wave_keeps_two_consumer_warpgroups():
-    """1024 x 1024: 64 x 128 tiles (one consumer warpgroup) at K = 4096, where they measured fastest;
-    from K = 16384, 128 x 128 tiles in 2 parts along K (two consumer warpgroups a multiprocessor)."""
+    """1024 x 1024: 64 x 128 tiles (one consumer warpgroup) at K = 4096 and 16384, where they
+    measured fastest; from K = 65536, 128 x 128 tiles in 2 parts along K (two consumer warpgroups a
+    multiprocessor, predicted); not where those would leave most multiprocessors idle (512 x 512)."""
     sel = select_specialized_tiling(any_problem((1, 1024, 1024, 4096), "bfloat16"), SM90)
     assert selected_tiles(sel) == (64, 128)
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 1024, 1024, 16384), "bfloat16"), SM90)) == (64, 128)
     sel = select_specialized_tiling(any_problem((1, 1024, 1024, 65536), "bfloat16"), SM90)
     assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 512, 512, 65536), "bfloat16"), SM90)) == (64, 128)
