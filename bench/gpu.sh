@@ -28,8 +28,8 @@
 #   rules       issue 28's selector rules on rows they were not fit on, about 4 minutes: the CUDA tests of
 #               the copies, decode tilings, skinny rows and fused split calls; bench/shape_sweep.py's
 #               decode rows at M = 1, 4, 16, 48, 96 of seven weights (only 16 x 4096 x 4096 was probed);
-#               bench/shape_probe.py --preset ragged (copy_ragged both ways) -> rules.log,
-#               shape_sweep_heldout.md, shape_probe_ragged.md
+#               bench/shape_probe.py --preset rules (copy_ragged both ways; long K's tiles) -> rules.log,
+#               shape_sweep_heldout.md, shape_probe_rules.md
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
@@ -105,7 +105,7 @@ stage() {  # the commands of one stage
     probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
     rules) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests/batch/test_k_major.py tests/algorithms/test_decode.py tests/algorithms/test_specialized_wgmma.py tests/global_/test_skinny.py tests/call/test_launch.py' \
                 'python3 bench/shape_sweep.py --subset decode --max-tokens 128 --part 1/2 --budget 70 --table shape_sweep_heldout --json "$OUT/shape_sweep_heldout.json"' \
-                'python3 bench/shape_probe.py --preset ragged --max-candidates 3 --budget 50 --table shape_probe_ragged --json "$OUT/shape_probe_ragged.json"' ;;
+                'python3 bench/shape_probe.py --preset rules --max-candidates 4 --budget 60 --table shape_probe_rules --json "$OUT/shape_probe_rules.json"' ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
                  'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \
