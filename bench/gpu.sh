@@ -25,6 +25,11 @@
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
 #   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
 #   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
+#   rules       issue 28's selector rules on rows they were not fit on, about 4 minutes: the CUDA tests of
+#               the copies, decode tilings, skinny rows and fused split calls; bench/shape_sweep.py's
+#               decode rows at M = 1, 4, 16, 48, 96 of seven weights (only 16 x 4096 x 4096 was probed);
+#               bench/shape_probe.py --preset rules (copy_ragged both ways; long K's tiles) -> rules.log,
+#               shape_sweep_heldout.md, shape_probe_rules.md
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
@@ -40,7 +45,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe "
+KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -98,6 +103,9 @@ stage() {  # the commands of one stage
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
     shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
     probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
+    rules) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests/batch/test_k_major.py tests/algorithms/test_decode.py tests/algorithms/test_specialized_wgmma.py tests/global_/test_skinny.py tests/call/test_launch.py' \
+                'python3 bench/shape_sweep.py --subset decode --max-tokens 128 --part 1/2 --budget 70 --table shape_sweep_heldout --json "$OUT/shape_sweep_heldout.json"' \
+                'python3 bench/shape_probe.py --preset rules --max-candidates 4 --budget 60 --table shape_probe_rules --json "$OUT/shape_probe_rules.json"' ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
                  'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \

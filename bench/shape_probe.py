@@ -60,6 +60,14 @@ PRESETS = {
              + [Row("square", "square", "float16", 1000, 1000, 1000, "row", "col")],
     "fp32": [Row("square", "square", "tf32", 4096, 4096, 4096), Row("square", "square", "tf32", 4096, 4096, 4096, "row", "col"),
              Row("square", "square", "float32", 4096, 4096, 4096)],
+    # The predicted rules on rows no rule was fit on (bench/gpu.sh 'rules', --max-candidates 4): ragged
+    # rows (16-byte but not 128-byte lines: no copy TMA needs anyway; 3000^3, which the rule was fit
+    # on, the anchor), the default (copy_ragged where the selector predicts the copy pays) against
+    # the same tiling the other way; 1024 x 1024 x 65536 in 128 x 128 tiles against 64 x 128.
+    "rules": [Row("square", "square", "bfloat16", s, s, s) for s in (2104, 2504, 3000, 4000)]
+             + [Row("random", "odd", "float16", 2900, 3500, 1800, "row", "col"),
+                Row("random", "odd", "bfloat16", 5000, 3000, 2000, "col", "row"),
+                Row("k", "k", "bfloat16", 1024, 1024, 65536)],
     # Held-out rows (no rule was fit on them): the default against the best of the tuning space.
     "random": shape_rows.random_rows(kinds=("bfloat16",))[::3],
 }
@@ -87,14 +95,22 @@ def focus(problem, dialect) -> list[tuple[str, dict]]:
     asks: decode rows the decode tiles in 1 to 8 parts, the skinny kernel's outputs a unit and
     split-K; other rows the wave tiles (192 x 128, 128 x 256, 128 x 128) whole and split, clusters of
     two sharing the rhs by multicast (cuBLAS's 64 x 128 kernel at f16 1000^3 runs in 2 x 1
-    clusters) and 64-row tiles; short K the pipelined kernel's two-slot tiling."""
-    from gemm_engine.selector.specialized_wgmma import store_plan
+    clusters) and 64-row tiles; short K the pipelined kernel's two-slot tiling; first, where rows
+    are not whole 128-byte lines, the specialized kernel's own tiling with ``copy_ragged`` the other
+    way (the ragged-copy rule's question); from `SMALL_MAX_K`, the 64 x 128 tiles."""
+    from gemm_engine.batch.k_major import ragged_operands
+    from gemm_engine.selector.specialized_wgmma import SMALL_MAX_K, select_specialized_tiling, store_plan
     from gemm_engine.selector.waves import short_side, streams_weights
 
     def spec(wm, tn, stages, wn=1, **more):
         plan = store_plan(problem, dialect, 64 * wm, wn * tn, stages)
         return "specialized_wgmma", dict(warpgroups_m=wm, warpgroups_n=wn, tile_n=tn, **plan, **more)
     out = []
+    if problem.k >= SMALL_MAX_K and not streams_weights(problem):
+        out.append(spec(1, 128, 6))     # the 64 x 128 tiles the default leaves from SMALL_MAX_K
+    if ragged_operands(problem) and problem.lhs.itemsize <= 2 and not streams_weights(problem):
+        chosen = select_specialized_tiling(problem, dialect)
+        out.append(("specialized_wgmma", {**chosen, "copy_ragged": not chosen.get("copy_ragged", False)}))
     if streams_weights(problem):
         rows = short_side(problem)
         if problem.m <= problem.n:

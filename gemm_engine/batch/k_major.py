@@ -13,6 +13,13 @@ that operand into a workspace, then runs the partitioned kernel on the copy:
 2. ``gemm_engine_kernel``: the partitioned kernel reading the copy: its scope gives the copied
    operand's pointer into the workspace and its leading dimension ``k_pitch``.
 
+With ``copy_ragged`` (a knob the selector sets), an operand whose rows are not whole 128-byte
+lines (3000 x 3000 half-precision rows of 6000 bytes: each 128-byte piece a tile load reads spans
+two lines, twice the L2 requests) is copied too, into rows of a 128-byte pitch, in its own layout
+where the tile reads that layout (batch/repitch.py: ``gemm_engine_copy_lhs`` / ``_rhs``); copies
+that keep their layout (a K-major source, an MN-major one kept so) are row copies, the others
+transposes. Every copy's rows are then whole 128-byte lines.
+
 Every kernel takes the batch level's usual arguments plus the workspace. With nothing to
 transpose this level is the partitioned one: one kernel, no workspace. Why a separate pass and
 not a transposing loader: ``cp.async`` copies bytes as they lie, so a transposing loader would go
@@ -27,7 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..codegen.dialect import Dialect
+from ..compose.selection import Knob
 from ..problem import Layout, MatmulProblem
+from . import repitch
 from .base import BatchConfig, Launch, Workspace
 from .partitioned import PartitionedBatchMatmul
 from ..codegen.signature import array
@@ -41,64 +50,119 @@ _UNITS = _TILE * _ROWS
 class KMajorBatchConfig(BatchConfig):
     lhs_copy: bool = field(default=False, kw_only=True)
     rhs_copy: bool = field(default=False, kw_only=True)
-    pitch_align: int = field(default=4, kw_only=True)   # elements per 16 bytes
+    pitch_align: int = field(default=4, kw_only=True)   # elements per 16 bytes (per 128 with copy_ragged)
     #: Operands whose source is K-major already (copied for their alignment: re-pitched, not transposed).
     k_major_sources: tuple[str, ...] = field(default=(), kw_only=True)
+    #: Copied operands kept MN-major (rows of K, each M or N long: ``copy_ragged`` on a layout the tile reads).
+    mn_major_copies: tuple[str, ...] = field(default=(), kw_only=True)
+    #: Elements per load and store of each row copy (batch/repitch.py), by operand.
+    copy_widths: tuple[tuple[str, int], ...] = field(default=(), kw_only=True)
 
     @property
     def copies(self) -> tuple[str, ...]:
         return tuple(name for name, on in (("lhs", self.lhs_copy), ("rhs", self.rhs_copy)) if on)
 
+    @property
+    def row_copies(self) -> tuple[str, ...]:
+        """Copies in the source's own layout (row copies, batch/repitch.py); the others transpose."""
+        return tuple(op for op in self.copies if op in self.k_major_sources or op in self.mn_major_copies)
+
 
 def k_pitch(k: int, align: int) -> int:
-    """Row length (elements) of a transposed operand: K rounded up to whole 16-byte chunks."""
+    """Row length (elements) of a copied operand: its rows (K, or M or N kept MN-major) rounded up
+    to whole ``align``-element chunks (16 bytes, or 128 with ``copy_ragged``)."""
     return -(-k // align) * align
+
+
+#: Bytes of the lines a tile's loads read whole where an operand's rows are multiples of them.
+LINE_BYTES = 128
+
+
+def ragged_operands(problem: MatmulProblem) -> tuple[str, ...]:
+    """The operands whose rows (along their contiguous axis, taken as unpadded) are not whole
+    `LINE_BYTES` lines."""
+    out = []
+    for op, layout, et, k_major in (("lhs", problem.lhs_layout, problem.lhs, Layout.ROW),
+                                    ("rhs", problem.rhs_layout, problem.rhs, Layout.COL)):
+        extent = problem.k if Layout(layout) is k_major else (problem.m if op == "lhs" else problem.n)
+        if extent * et.itemsize % LINE_BYTES:
+            out.append(op)
+    return tuple(out)
 
 
 class KMajorBatchMatmul(PartitionedBatchMatmul):
     name = "k_major_batch"
     passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
+    knobs = PartitionedBatchMatmul.knobs + (
+        Knob("copy_ragged", False, "copy an operand whose rows are not whole 128-byte lines into rows that are "
+                                   "(one pass over it; the tile's loads then read whole lines)"),)
 
     def copies_for(self, problem: MatmulProblem) -> tuple[bool, bool]:
-        """Whether lhs / rhs are copied: the ones the tile cannot read in their layout."""
+        """Whether lhs / rhs must be copied: the ones the tile cannot read in their layout."""
         if not self.global_.requires_k_major(problem):
             return False, False
         return problem.lhs_layout is not Layout.ROW, problem.rhs_layout is not Layout.COL
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
         lhs_copy, rhs_copy = self.copies_for(problem)
+        ragged = ragged_operands(problem) if selection.copy_ragged else ()
+        lhs_copy, rhs_copy = lhs_copy or "lhs" in ragged, rhs_copy or "rhs" in ragged
         if not (lhs_copy or rhs_copy):
             return super().setup(problem, selection, dialect)
-        align = 16 // problem.lhs.itemsize
-        inner = replace(problem, lhs_layout=Layout.ROW if lhs_copy else problem.lhs_layout,
-                        rhs_layout=Layout.COL if rhs_copy else problem.rhs_layout,
-                        lhs_align=align if lhs_copy else problem.lhs_align,
-                        rhs_align=align if rhs_copy else problem.rhs_align)
+        k_major_tile = self.global_.requires_k_major(problem)
+        sources = {"lhs": (lhs_copy, Layout(problem.lhs_layout), Layout.ROW, problem.lhs, problem.lhs_align),
+                   "rhs": (rhs_copy, Layout(problem.rhs_layout), Layout.COL, problem.rhs, problem.rhs_align)}
+        k_sources = tuple(op for op, (copy, layout, k_major, _, _) in sources.items() if copy and layout is k_major)
+        # A ragged copy keeps an MN-major layout the tile reads (a row copy, not a transpose).
+        kept = tuple(op for op, (copy, layout, k_major, _, _) in sources.items()
+                     if copy and layout is not k_major and selection.copy_ragged and not k_major_tile)
+        align = (LINE_BYTES if selection.copy_ragged else 16) // problem.lhs.itemsize
+        vector = 16 // problem.lhs.itemsize
+        inner = replace(problem,
+                        lhs_layout=problem.lhs_layout if not lhs_copy or "lhs" in kept else Layout.ROW,
+                        rhs_layout=problem.rhs_layout if not rhs_copy or "rhs" in kept else Layout.COL,
+                        lhs_align=vector if lhs_copy else problem.lhs_align,
+                        rhs_align=vector if rhs_copy else problem.rhs_align)
         base = super().setup(inner, selection, dialect)
+        widths = tuple((op, repitch.copy_width(et, a)) for op, (copy, _, _, et, a) in sources.items()
+                       if op in k_sources + kept)
         return KMajorBatchConfig(global_=base.global_, dispatch=base.dispatch,
                                  persistent_cubes=base.persistent_cubes, lhs_copy=lhs_copy,
-                                 rhs_copy=rhs_copy, pitch_align=align,
-                                 k_major_sources=tuple(op for op, copy, layout, k_major in
-                                                       (("lhs", lhs_copy, problem.lhs_layout, Layout.ROW),
-                                                        ("rhs", rhs_copy, problem.rhs_layout, Layout.COL))
-                                                       if copy and Layout(layout) is k_major))
+                                 rhs_copy=rhs_copy, pitch_align=align, k_major_sources=k_sources,
+                                 mn_major_copies=kept, copy_widths=widths)
 
     def _copied(self, cfg) -> tuple[str, ...]:
         return cfg.copies if isinstance(cfg, KMajorBatchConfig) else ()
 
+    @staticmethod
+    def copy_shape(cfg: KMajorBatchConfig, op: str, m, n, k) -> tuple:
+        """(rows, row length) of operand ``op``'s copy per batch entry (values or C names): rows of
+        K for a K-major copy, rows of M or N kept MN-major."""
+        extent = m if op == "lhs" else n
+        return (k, extent) if op in cfg.mn_major_copies else (extent, k)
+
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
-        extent = {"lhs": problem.m, "rhs": problem.n}
-        tiles_k = -(-problem.k // _TILE)
-        return [Launch(f"gemm_engine_k_major_{op}", problem.batch * tiles_k * -(-extent[op] // _TILE),
-                       _UNITS, dynamic_shared=False) for op in self._copied(cfg)] + super().launches(cfg, problem)
+        out = []
+        for op in self._copied(cfg):
+            rows, length = self.copy_shape(cfg, op, problem.m, problem.n, problem.k)
+            if op in cfg.row_copies:
+                width = dict(cfg.copy_widths)[op]
+                out.append(Launch(f"gemm_engine_copy_{op}", repitch.cubes(problem.batch, rows, length, width),
+                                  repitch.UNITS, dynamic_shared=False))
+            else:
+                out.append(Launch(f"gemm_engine_k_major_{op}", problem.batch * -(-length // _TILE) * -(-rows // _TILE),
+                                  _UNITS, dynamic_shared=False))
+        return out + super().launches(cfg, problem)
 
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem):
         copied = self._copied(cfg)
         if not copied:
             return None
-        pitch = k_pitch(problem.k, cfg.pitch_align)
-        rows = sum({"lhs": problem.m, "rhs": problem.n}[op] for op in copied)
-        return Workspace(problem.lhs, problem.batch * rows * pitch)
+        count = 0
+        for op in copied:
+            rows, length = self.copy_shape(cfg, op, problem.m, problem.n, problem.k)
+            count += rows * k_pitch(length, cfg.pitch_align)
+        return Workspace(problem.lhs, problem.batch * count)
 
     # -- kernels ---------------------------------------------------------------------------------
     def signature(self, cfg):
@@ -108,20 +172,32 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return signature.extended(array("workspace", cfg.global_.lhs_loader.operand.element.storage,
                                         writable=True))
 
+    @staticmethod
+    def pitch_name(cfg: KMajorBatchConfig, op: str) -> str:
+        """The C name of operand ``op``'s copy's row pitch."""
+        return f"{op}_pitch" if op in cfg.mn_major_copies else "k_pitch"
+
+    def _entry(self, cfg: KMajorBatchConfig, op: str) -> str:
+        """C expression: elements of one batch entry of ``op``'s copy."""
+        rows, _ = self.copy_shape(cfg, op, "M", "N", "K")
+        return f"{rows} * {self.pitch_name(cfg, op)}"
+
     def scope(self, cfg, d=None):
         scope = super().scope(cfg, d)
-        # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long
-        # (a batch level passing tensor maps encodes theirs from the copies).
-        copies = {op: replace(scope.operand(op), ptr=op, ld="k_pitch") for op in self._copied(cfg)}
+        # The copies are read through their own pointers (`operand_pointer`) with rows of their
+        # pitch (a batch level passing tensor maps encodes theirs from the copies).
+        copies = {op: replace(scope.operand(op), ptr=op, ld=self.pitch_name(cfg, op)) for op in self._copied(cfg)}
         return replace(scope, **copies)
 
     def _regions(self, cfg) -> dict[str, str]:
         """Element offset of each copied operand's region in the workspace."""
-        return {"lhs": "0", "rhs": "batch * M * k_pitch" if cfg.lhs_copy else "0"}
+        return {"lhs": "0", "rhs": f"batch * {self._entry(cfg, 'lhs')}" if cfg.lhs_copy else "0"}
 
     def _pitch(self, cfg) -> str:
         a = cfg.pitch_align
-        return f"const i64 k_pitch = (K + {a - 1}) & ~(i64){a - 1};"
+        kept = "".join(f" const i64 {op}_pitch = ({'M' if op == 'lhs' else 'N'} + {a - 1}) & ~(i64){a - 1};"
+                       for op in cfg.mn_major_copies)
+        return f"const i64 k_pitch = (K + {a - 1}) & ~(i64){a - 1};{kept}"
 
     def pointers(self, cfg, d):
         lines = super().pointers(cfg, d)
@@ -131,19 +207,36 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         if op not in self._copied(cfg):
             return super().operand_pointer(cfg, d, op)
         t = d.storage_type(cfg.global_.loader(op).operand.element)
-        x = "M" if op == "lhs" else "N"
         # A broadcast operand was copied once: its copy is broadcast too.
         return (f"const GLOBAL {t}* {op} = workspace + {self._regions(cfg)[op]} + "
-                f"({op}_batch_stride == 0 ? 0 : b * {x} * k_pitch);")
+                f"({op}_batch_stride == 0 ? 0 : b * {self._entry(cfg, op)});")
 
     def kernel(self, cfg, d: Dialect) -> str:
         main = super().kernel(cfg, d)
-        return "\n\n".join([self._transpose_kernel(cfg, d, op) for op in self._copied(cfg)] + [main])
+        copies = [self._copy_kernel(cfg, d, op) if op in cfg.row_copies else self._transpose_kernel(cfg, d, op)
+                  for op in self._copied(cfg)]
+        return "\n\n".join(copies + [main])
+
+    def _copy_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
+        """Operand ``op`` into its region row by row in its own layout (batch/repitch.py)."""
+        element = cfg.global_.loader(op).operand.element
+        rows, length = self.copy_shape(cfg, op, "M", "N", "K")
+        t = repitch.bits_type(d, element.itemsize)
+        return "\n".join([
+            f"KERNEL LAUNCH_BOUNDS({repitch.UNITS}) void gemm_engine_copy_{op}(\n    {self.signature(cfg).render(d)})",
+            "{",
+            self._pitch(cfg),
+            f"const GLOBAL {t}* src = (const GLOBAL {t}*)({op}_base + {op}_offset);",
+            f"GLOBAL {t}* dst = (GLOBAL {t}*)(workspace + {self._regions(cfg)[op]});",
+            # A broadcast operand (batch stride 0): copied once.
+            *repitch.body(d, element, dict(cfg.copy_widths)[op], "src", f"{op}_ld", f"{op}_batch_stride", "dst",
+                          rows, length, self.pitch_name(cfg, op), f"({op}_batch_stride == 0 ? 1 : batch)"),
+            "}",
+        ])
 
     def _transpose_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
         """Operand ``op`` (element (k, x) at ``k * ld + x``: a row-major rhs or a column-major lhs)
-        into its region as rows of k: ``x * k_pitch + k``; a K-major source (element (k, x) at
-        ``x * ld + k``) row by row."""
+        into its region as rows of k: ``x * k_pitch + k``."""
         t = d.storage_type(cfg.global_.loader(op).operand.element)
         x_extent = "M" if op == "lhs" else "N"
         params = self.signature(cfg).render(d)
@@ -159,23 +252,19 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             # x fastest: neighbouring cubes read neighbouring pieces of the same source rows.
             f"const i64 k0 = ((CUBE_ID % tiles) / tiles_x) * {_TILE};",
             f"const i64 x0 = ((CUBE_ID % tiles) % tiles_x) * {_TILE};",
-            f"if (b > 0 && {op}_batch_stride == 0) return;   /* a broadcast operand: copied once */",
+            # A broadcast operand is copied once: its later entries' cubes copy no rows, and still
+            # reach the barrier (PoCL miscompiled an early return before it: wrong values, stray writes).
+            f"const i64 x_rows = (b > 0 && {op}_batch_stride == 0) ? 0 : {x_extent};",
             f"const GLOBAL {t}* src = {op}_base + {op}_offset + b * {op}_batch_stride;",
             f"GLOBAL {t}* dst = workspace + {self._regions(cfg)[op]} + b * {x_extent} * k_pitch;",
             f"const int tx = UNIT_ID % {_TILE}, ty = UNIT_ID / {_TILE};",
-            *self._copy_body(cfg, d, op, x_extent),
+            *self._copy_body(cfg, d, op, "x_rows"),
             "}",
         ])
 
     def _copy_body(self, cfg: KMajorBatchConfig, d: Dialect, op: str, x_extent: str) -> list[str]:
-        """The copy of one 64 x 64 tile: through a padded shared tile when it transposes (both the
-        reads and the writes whole rows), straight along k when the source is K-major."""
-        if op in cfg.k_major_sources:
-            return ["#pragma unroll",
-                    f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",
-                    "const i64 x = x0 + i, k = k0 + tx;",
-                    f"if (k < K && x < {x_extent}) dst[x * k_pitch + k] = src[x * {op}_ld + k];",
-                    "}"]
+        """The transposing copy of one 64 x 64 tile, through a padded shared tile (both the reads
+        and the writes whole rows)."""
         scalar_read = [
             "#pragma unroll",
             f"for (int i = ty; i < {_TILE}; i += {_ROWS}) {{",

@@ -9,9 +9,13 @@ An operand is copied (batch/k_major.py's copy kernels, then the persistent kerne
   bytes: odd extents such as 4093 x 4093 half-precision operands): re-pitched into rows of k padded
   to 16 bytes (transposed too where its source is MN-major, which the tile reads as well).
 
+* with ``copy_ragged`` (the selector's choice where the pass costs less than it saves: selector/
+  specialized_wgmma.py `ragged_copies`), where its rows are not whole 128-byte lines: re-pitched
+  to whole lines in its own layout (TMA's boxes of 128-byte rows then each read one line, not two).
+
 Nothing to copy: exactly the persistent level (one kernel, no workspace). The copied operand's
-tensor map describes its copy: the workspace region, ``k_pitch`` elements a row, ``extent *
-k_pitch`` a batch entry (0 for a broadcast operand, copied once).
+tensor map describes its copy: the workspace region, its pitch a row (K rounded up; M or N for a
+copy kept MN-major), a row count times it a batch entry (0 for a broadcast operand, copied once).
 """
 from __future__ import annotations
 
@@ -38,10 +42,13 @@ class TmaKMajorBatchMatmul(KMajorBatchMatmul, TmaPersistentBatchMatmul):
         if op not in self._copied(cfg):
             return super().map_source(cfg, values, op, itemsize)
         m, n, k, batch = (int(values[x]) for x in ("M", "N", "K", "batch"))
-        pitch = k_pitch(k, cfg.pitch_align)
-        region = batch * m * pitch if op == "rhs" and cfg.lhs_copy else 0
-        extent = m if op == "lhs" else n
-        stride = extent * pitch if int(values[f"{op}_batch_stride"]) else 0
+
+        def entry(name):      # (elements of a batch entry of the copy, its pitch)
+            rows, length = self.copy_shape(cfg, name, m, n, k)
+            return rows * k_pitch(length, cfg.pitch_align), k_pitch(length, cfg.pitch_align)
+        region = batch * entry("lhs")[0] if op == "rhs" and cfg.lhs_copy else 0
+        size, pitch = entry(op)
+        stride = size if int(values[f"{op}_batch_stride"]) else 0
         return device_address(values["workspace"], region, itemsize), pitch, stride
 
 

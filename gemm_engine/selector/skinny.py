@@ -6,6 +6,8 @@ of K over cubes. The kernel itself is global_/skinny.py; the measurements:
 bench/SELECTION_NOTES.md, "Skinny tilings"."""
 from __future__ import annotations
 
+import math
+
 from ..codegen.dialect import Dialect
 from ..dtypes import WORD_BYTES
 from ..errors import SetupError
@@ -27,9 +29,10 @@ LANES = 32
 #: row for each of its outputs, at most `MAX_ACCUMULATORS` in all.
 MAX_ROWS, MAX_ACCUMULATORS = 16, 64
 #: Dot products of several rows: outputs per unit, by rows (each staged vector read from shared
-#: memory serves that many weight rows: at 8 rows and one output a unit would read 16 bytes of
-#: shared memory per byte of the weight, past what a multiprocessor delivers at HBM speed).
-UNIT_OUTPUTS = ((2, 1), (4, 2), (MAX_ROWS, 4))
+#: memory serves that many weight rows). 4 from 2 rows: bf16 2 x 4096 x 4096 11.8 us against 14.7
+#: with one a unit; 8 rows 22.4 against 27.2 (2) and 42.1 (1); 8 x 14336 x 4096 59.8 against 82.4
+#: and 146.9 (bench/SELECTION_NOTES.md, "Skinny rows"). One row keeps its measured GEMV tiling.
+UNIT_OUTPUTS = ((1, 1), (MAX_ROWS, 4))
 
 
 #: Storage words the skinny kernel reads (floating point: its accumulators are float32 / float64).
@@ -98,15 +101,25 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
                            problem.k)
         lanes = min(LANES, most, pow2_at_least(-(-problem.k // (width * unroll))))
         reuse = selection.unit_outputs or min(unit_outputs_for(rows), pow2_at_least(extent))
-        outputs = selection.outputs or min(most // lanes * reuse, pow2_at_least(extent))
-        if not selection.outputs and rows > 1:
-            # Fewer outputs a cube where the cubes would not give every multiprocessor one and a half
-            # (several outputs a unit make a cube cover more of them: 8 rows of a 4096 x 4096 weight
-            # would be 128 cubes of 32). One row keeps the measured GEMV tiling.
-            target = 3 * max(1, dialect.device.compute_units) // 2
-            while outputs > reuse and problem.batch * -(-extent // outputs) < target:
+        target = 3 * max(1, dialect.device.compute_units) // 2
+        if selection.unit_outputs or rows == 1:
+            # `lanes` for every group of ``reuse`` outputs.
+            outputs = selection.outputs or min(most // lanes * reuse, pow2_at_least(extent))
+            # Fewer outputs a cube where the cubes would not give every multiprocessor one and a half.
+            # One row keeps the measured GEMV tiling.
+            while not selection.outputs and rows > 1 and outputs > reuse and problem.batch * -(-extent // outputs) < target:
                 outputs //= 2
-        units = selection.units or max(1, lanes * outputs // reuse)
+            units = selection.units or max(1, lanes * outputs // reuse)
+        else:
+            # The cube one output a unit would make (lanes along K, one and a half cubes a
+            # multiprocessor at least), each unit taking `reuse` of its outputs and a `reuse`-th of
+            # each row: as many loads in flight a unit, a `reuse`-th of the shared-memory reads a
+            # weight byte (the measured 2-row tiling: 8 outputs, 256 units, 128 lanes an output).
+            outputs = selection.outputs or min(most // lanes, pow2_at_least(extent))
+            while not selection.outputs and outputs > reuse and problem.batch * -(-extent // outputs) < target:
+                outputs //= 2
+            units = selection.units or max(1, lanes * outputs)
+            reuse = min(reuse, outputs)
     else:
         per_unit = 16 // big.itemsize
         if selection.outputs:
@@ -127,6 +140,11 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
     # most STAGING loads per unit (each is a line of code), over all the rows.
     per_row = max(1, min(STAGING // rows, CHUNK_BYTES // WORD_BYTES[big.compute] // units // rows))
     chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), units * per_row)
+    if dot and not selection.chunk_k:
+        # Every unit stages whole steps of the chunk and every load of a row lies in one chunk: a
+        # multiple of both the units and the load width (5 rows of 2 units made 12 for a width of 8).
+        whole = math.lcm(units, width)
+        chunk = max(whole, chunk // whole * whole)
     return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk, unit_outputs=reuse)
 
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..batch.k_major import ragged_operands
+from ..batch.tma_k_major import copies_needed
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
+from ..tile.wgmma import WgmmaTile
 from .base import distinct, tile_count
-from .waves import streams_weights
+from .waves import big_operand_bytes, compute_us, stream_us, streams_weights
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest tile first.
 CANDIDATES = [
@@ -41,8 +44,20 @@ PROMOTED = [
 ]
 PROMOTED_WAVES = 8
 #: 16-bit problems under a wave of 128 x 128 tiles: 64 x 128 (one consumer warpgroup), twice the
-#: tiles, where an output row (and a row-major b's) is whole 128-byte lines and they fit a wave.
+#: tiles, where an output row (and a row-major b's) is whole 128-byte lines and they fit a wave;
+#: not from SMALL_MAX_K where 128 x 128 tiles split along K still give more than half the
+#: multiprocessors a part: two consumer warpgroups a multiprocessor at a small cost (1024 x 1024 x
+#: 65536 in 64 x 128 tiles: 646 TFLOP/s, 5.0 a multiprocessor, cuBLAS 775; 128 x 128 in 2 parts
+#: predicted: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"). Below it 64 x 128 was measured
+#: faster split along K (512 x 1024 x 16384 in 2 parts 42.4 us); 512 x 512 x 65536 keeps it.
 SMALL = (1, 1, 1, 128, 6)
+SMALL_MAX_K = 65536
+#: Operands whose rows are not whole 128-byte lines (`ragged_copies`): the share of an aligned
+#: kernel's time each costs the tile loads (bf16 3000^3 0.133 ms against 3008^3's 0.085: 0.56 for
+#: two), a copy's bytes a second (one read and one write) and launch, the 16-bit kernel's rate on
+#: whole lines (3008^3: 640 TFLOP/s; fp8 and int8 twice, tf32 half).
+RAGGED_SHARE, COPY_BPS, COPY_LAUNCH_US = 0.25, 2.6e12, 2.0
+KERNEL_FLOPS = {1: 1.28e15, 2: 6.4e14, 4: 3.2e14}
 #: Block-scaled 192 x 128 tiles run faster on 3 slots than on 4.
 BLOCK_SCALED_STAGES = 3
 #: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
@@ -54,10 +69,18 @@ SPLIT_MAX, SPLIT_MIN_SLICES = 4, 24
 #: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
 PINGPONG = [(2, 128), (1, 256)]
 #: Weight-streaming products (selector/waves.py): each tile split along K into up to this many
-#: parts of at least this many ring slots, so that the tiles' parts keep every multiprocessor
-#: streaming (a part's partial sums cost about a slot's time per part the owner adds: worth it when
-#: the alternative is idle multiprocessors); taken where at least half the device streams.
+#: parts of at least this many ring slots where that makes the call faster (`decode_call_us`);
+#: taken where at least half the device can stream (else split-K spreads it wider).
 DECODE_SPLIT_MAX, DECODE_MIN_SLICES, DECODE_MIN_BUSY = 8, 8, 0.5
+#: A split kernel's cubes wait for one another, so it is launched cooperatively: its whole calls
+#: took at least SPLIT_CALL_US, and SPLIT_OVER_US over the kernel, where an unsplit call took
+#: CALL_US over its kernel (bf16 decode rows: 12-13 us kernels in 17-20 us calls, 17.6 in 20.1,
+#: 19.2 in 22.1; unsplit 16.5 in 17.7, 22.4 in 23.8: bench/SELECTION_NOTES.md, "decode_tiling").
+SPLIT_CALL_US, SPLIT_OVER_US, CALL_US = 20.0, 2.5, 1.3
+#: What adding each later part's partial tile costs the owner, by the tile's rows: 128 x 128 tiles
+#: 2-4 us (M = 128, 4096^2: 2 parts 17.6 us, 4 parts 19.2 against 22.4 whole), 64 x 128 tiles a few
+#: tenths (M = 64: 4 parts 12.2-12.9 us, 2 parts 14.2, whole 16.5); a 128-row tile in 2 parts at most.
+DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {64: 0.3, 128: 3.0}, 2
 #: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
 #: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
@@ -119,9 +142,12 @@ def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, 
 
 
 def decode_shapes(problem: MatmulProblem) -> list[tuple]:
-    """The tiles `decode_tiling` chooses from, (warpgroups_m, warpgroups_n, partition_m, tile_n,
-    stages): the short side 64 or 128 rows (M short) or columns (N short), the long side 128 or 256
-    (promoting problems: 128, whose two accumulator sets fit)."""
+    """The tiles of a weight-streaming product, (warpgroups_m, warpgroups_n, partition_m, tile_n,
+    stages), the rule's first: the short side 64 or 128 rows (M short) or columns (N short), the
+    long side 128; then 256 (two warpgroups of 128 side by side, or 256 rows), for the tuner only:
+    slower on every row measured (bf16 2 x 4096 x 4096 in 8 parts 15.3 us against 13.5, 64 x 4096 x
+    4096 whole 25.4 against 16.5, 8 x 14336 x 4096 43.6 against 42.4). Promoting problems: 128,
+    whose two accumulator sets fit."""
     promoted = wants_promotion(problem)
     if problem.m <= problem.n:
         wm = 1 if problem.m <= 64 else 2
@@ -131,32 +157,61 @@ def decode_shapes(problem: MatmulProblem) -> list[tuple]:
     return [(2, 1, 1, tn, 6)] + ([] if promoted else [(2, 1, 2, tn, 4)])
 
 
-def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
-    """A weight-streaming product's tiling: the tile's short side fit to the problem's (64 rows
-    for a short side up to 64, else 128; along N, 64 or 128 columns), the long side from two sizes,
-    every tile split along K into parts (``split_tail``: all of them are the last wave) so that
-    the most multiprocessors stream (fewer parts, then the first size, on ties); None where fewer
-    than `DECODE_MIN_BUSY` of the device would (a split-K launch spreads it wider)."""
+def decode_parts_max(problem: MatmulProblem, dialect: Dialect, shape, wide_cap: bool = True) -> int:
+    """The most parts `decode_tiling` splits a tile of ``shape`` into: its tiles' parts at most one a
+    multiprocessor, each at least `DECODE_MIN_SLICES` ring slots, a 128-row (or 128-column) tile
+    in `DECODE_WIDE_SPLIT_MAX` (``wide_cap``)."""
+    wm, wn, pm, tn, _ = shape
+    sms = max(1, dialect.device.compute_units)
+    tiles = tile_count(problem, wm * pm * 64, wn * tn)
+    slices = -(-problem.k * problem.lhs.itemsize // 128)
+    short = wm * pm * 64 if problem.m <= problem.n else wn * tn
+    most = DECODE_WIDE_SPLIT_MAX if short > 64 and wide_cap else DECODE_SPLIT_MAX
+    return max(1, min(most, sms // max(1, tiles), slices // DECODE_MIN_SLICES))
+
+
+def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int) -> float:
+    """Predicted microseconds of a call of ``shape``'s tiles each split in ``parts``: the stream of
+    the big operand by its streaming cubes or the tiles' (padded) multiply-adds, whichever is longer
+    (selector/waves.py), the owners' additions of the later parts, the call's time over the kernel
+    (a split call: at least `SPLIT_CALL_US`)."""
+    wm, wn, pm, tn, _ = shape
+    tm, tn = wm * pm * 64, wn * tn
+    tiles = tile_count(problem, tm, tn)
+    cubes = min(tiles * parts, max(1, dialect.device.compute_units))
+    nbytes = problem.batch * big_operand_bytes(problem)
+    kernel = max(stream_us(nbytes, cubes), compute_us(2.0 * tiles * tm * tn * problem.k, cubes, problem.lhs.itemsize))
+    if parts == 1:
+        return kernel + CALL_US
+    short = tm if problem.m <= problem.n else tn
+    kernel += (parts - 1) * DECODE_FIXUP_US[64 if short <= 64 else 128]
+    return max(SPLIT_CALL_US, kernel + SPLIT_OVER_US)
+
+
+def decode_choice(problem: MatmulProblem, dialect: Dialect):
+    """(predicted call microseconds, shape, parts) of a weight-streaming product's tiling (the
+    first of `decode_shapes`, in the parts `decode_call_us` predicts fastest, fewer on ties), or
+    None where fewer than `DECODE_MIN_BUSY` of the device would stream (split-K spreads it wider)."""
     if problem.lhs.storage in ("i8", "f32"):
         return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
     sms = max(1, dialect.device.compute_units)
-    shapes = decode_shapes(problem)
-    slices = -(-problem.k * problem.lhs.itemsize // 128)
-    best = None
-    for wm, wn, pm, tn, stages in shapes:
-        tiles = tile_count(problem, wm * pm * 64, wn * tn)
-        if tiles < sms:
-            parts = max(1, min(DECODE_SPLIT_MAX, sms // tiles, slices // DECODE_MIN_SLICES))
-            busy = tiles * parts / sms
-        else:
-            parts = split_parts(problem, sms, tiles)
-            busy = tiles / (-(-tiles // sms) * sms)
-        key = (-round(busy, 3), parts)
-        if best is None or key < best[0]:
-            best = (key, (wm, wn, pm, tn, stages), parts, busy)
-    _, (wm, wn, pm, tn, stages), parts, busy = best
-    if busy < DECODE_MIN_BUSY:
+    shape = decode_shapes(problem)[0]
+    wm, wn, pm, tn, _ = shape
+    if tile_count(problem, wm * pm * 64, wn * tn) * decode_parts_max(problem, dialect, shape, False) < DECODE_MIN_BUSY * sms:
         return None
+    most = decode_parts_max(problem, dialect, shape)
+    return min((decode_call_us(problem, dialect, shape, p), shape, p) for p in range(1, most + 1))
+
+
+def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
+    """A weight-streaming product's tiling (`decode_choice`): the tile's short side fit to the
+    problem's (64 rows for a short side up to 64, else 128; along N, 64 or 128 columns), 128 long,
+    split along K into parts (``split_tail``: all tiles are the last wave) where the stream it saves
+    outweighs a split call's cost."""
+    choice = decode_choice(problem, dialect)
+    if choice is None:
+        return None
+    _, (wm, wn, pm, tn, stages), parts = choice
     # Two promoting consumer warpgroups add each slice behind the next (as the rule's 128 x 128 tiles).
     behind = dict(promote_behind=True) if wants_promotion(problem) and wm * wn == 2 else {}
     return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), dispatch="row_major",
@@ -201,6 +256,7 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
         tiles = tile_count(problem, wm * pm * 64, wn * tn)
     if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
             and tile_count(problem, 64, SMALL[3]) <= sms
+            and (problem.k < SMALL_MAX_K or tiles * split_parts(problem, sms, tiles) <= sms // 2)
             and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
         wm, wn, pm, tn, stages = SMALL
         tiles = tile_count(problem, 64, tn)
@@ -217,8 +273,27 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     if problem.epilogue.block_scales and wm == 3:
         parts = max(parts, 2)     # its loop over whole tiles compiles without spills then
     split = dict(split_tail=parts) if parts > 1 and not cluster else {}
+    ragged = dict(copy_ragged=True) if ragged_copies(problem) else {}
     return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
-                  **(dict(cluster_m=2) if cluster else {}), **behind, **split)
+                  **(dict(cluster_m=2) if cluster else {}), **behind, **split, **ragged)
+
+
+def ragged_copies(problem: MatmulProblem) -> bool:
+    """Whether to copy the operands whose rows are not whole 128-byte lines into rows that are
+    (batch/k_major.py ``copy_ragged``): where each copy's pass (`COPY_BPS`, `COPY_LAUNCH_US`) costs
+    less than the `RAGGED_SHARE` of the kernel it saves (bf16 squares from about 2100), or where
+    they are copied anyway (TMA's 16 bytes, a K-major tile: then only the pitch changes)."""
+    ragged = ragged_operands(problem)
+    forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    extra = [op for op in ragged if op not in forced]
+    if not extra:
+        return bool(ragged)
+    kernel_us = problem.flops / KERNEL_FLOPS.get(problem.lhs.itemsize, KERNEL_FLOPS[4]) * 1e6
+    for op in extra:
+        size = problem.batch * problem.k * (problem.m if op == "lhs" else problem.n) * problem.lhs.itemsize
+        if 2 * size / COPY_BPS * 1e6 + COPY_LAUNCH_US >= RAGGED_SHARE * kernel_us:
+            return False
+    return True
 
 
 def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
@@ -245,6 +320,8 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
     and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
     ping-pong tilings."""
     space = [first]
+    if ragged_operands(problem):     # whole 128-byte lines by a copy, or not
+        space.append({**first, "copy_ragged": not first.get("copy_ragged", False)})
     promoted = wants_promotion(problem)
     for c in PROMOTED if promoted else CANDIDATES + [SMALL]:
         for order in ("row_major", "grouped", "swizzled"):

@@ -8,6 +8,11 @@ those slots that hold a tile (1.0: whole waves). A product whose short side is a
 operand once (a bf16 4096 x 4096 weight at M = 64: 64 multiply-adds a weight element, 2 x 64 flop per
 2 bytes, a third of the H100's bf16 ridge of about 330 flop a byte): its kernel must keep every
 multiprocessor streaming (bench/SELECTION_NOTES.md, "Weight streaming").
+
+How long a stream takes (`stream_us`, `compute_us`: the H100's measured rates as functions of the
+cubes streaming) is what the weight-streaming rules compare their kernels by; a weight the L2 holds
+(`l2_resident`) is read from it by a loop of calls on that weight (a benchmark's, or one layer called
+again), not from HBM.
 """
 from __future__ import annotations
 
@@ -55,3 +60,30 @@ def streams_weights(problem: MatmulProblem) -> bool:
     """Whether the product is a weight-streaming one: a short side of at most `STREAM_MAX_ROWS`
     against a big operand of `STREAM_MIN_BYTES` or more."""
     return short_side(problem) <= STREAM_MAX_ROWS and big_operand_bytes(problem) >= STREAM_MIN_BYTES
+
+
+#: The read bandwidth as more cubes stream (each a TMA producer keeping a 6-slot ring of 64 x 128
+#: tiles full): STREAM_BW x c / (c + STREAM_HALF_CUBES) fits the H100's kernel times of 32 cubes 2.03
+#: TB/s, 64 2.36, 112 2.76 and 128 2.75 (bench/SELECTION_NOTES.md, "Weight streaming").
+STREAM_BW, STREAM_HALF_CUBES = 3.0e12, 16
+#: A cube's tensor-core rate on a streaming tile, by operand bytes (bf16 128 x 128 tiles at M = 128,
+#: 4096^2: 32 cubes in 22.4 us, 6.0 TFLOP/s a cube; fp8 runs twice the 16-bit rate).
+CUBE_FLOPS = {1: 12.0e12, 2: 6.0e12, 4: 3.0e12}
+#: A weight of at most this many bytes stays in the H100's 50 MB L2 between calls on it.
+L2_RESIDENT_BYTES = 40 << 20
+
+
+def stream_us(nbytes: float, cubes: int) -> float:
+    """Microseconds ``cubes`` streaming cubes take to read ``nbytes`` (`STREAM_BW`)."""
+    cubes = max(1, cubes)
+    return nbytes / (STREAM_BW * cubes / (cubes + STREAM_HALF_CUBES)) * 1e6
+
+
+def compute_us(flops: float, cubes: int, itemsize: int) -> float:
+    """Microseconds ``cubes`` take for ``flops`` of ``itemsize``-byte operands (`CUBE_FLOPS`)."""
+    return flops / (max(1, cubes) * CUBE_FLOPS.get(itemsize, CUBE_FLOPS[4])) * 1e6
+
+
+def l2_resident(problem: MatmulProblem) -> bool:
+    """Whether the big operand of every batch entry together fits `L2_RESIDENT_BYTES`."""
+    return problem.batch * big_operand_bytes(problem) <= L2_RESIDENT_BYTES

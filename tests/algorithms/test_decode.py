@@ -1,9 +1,9 @@
 """The Hopper specialized kernel on weight-streaming products (decode batches: selector/
 specialized_wgmma.py ``decode_tiling``) and on the wave rule's 192 x 128 16-bit tile: the default
-choice's kernels compile with nvcc for sm_90a without spills or serialized wgmma, and on an sm_90
-GPU match float64 (short sides of 1 to 128 rows in both weight layouts, N short, a batch, a fused
-epilogue, fp8 rowwise), two calls giving the same bits (the split parts' sums are added in part
-order) and the tile's rows past M moving no partial sums."""
+choice's kernels (and each case's split) compile with nvcc for sm_90a without spills or serialized
+wgmma, and on an sm_90 GPU match float64 (short sides of 1 to 128 rows in both weight layouts, N
+short, a batch, a fused epilogue, fp8 rowwise), two calls giving the same bits (the split parts'
+sums are added in part order) and the tile's rows past M moving no partial sums."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,30 +15,35 @@ from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from helpers import assert_close, np_dtype, random
 from hopper_support import SM90, fp8_operands, fp8_problem, padded, problem, sm90_engine
 
-#: (batch, m, n, k, dtype, layouts, the default's tile and split parts on 132 multiprocessors)
+#: (batch, m, n, k, dtype, layouts, the default's tile and split parts on 132 multiprocessors, what
+#: the numerics tests run besides: the default's selection with these overrides (split parts where
+#: the default has none, so that every case checks the split's sums too)
 CASES = [
-    (1, 16, 4096, 4096, "bfloat16", ("row", "col"), (64, 128, 4)),
-    (1, 5, 4096, 2048, "float16", ("row", "col"), (64, 128, 4)),      # 5 rows: three warps skip their sums
-    (1, 100, 4096, 4096, "bfloat16", ("row", "col"), (128, 128, 4)),  # 100 of 128 rows
-    (1, 33, 6144, 4096, "bfloat16", ("row", "row"), (64, 256, 5)),    # a row-major weight (MN-major B)
-    (1, 64, 14336, 4096, "bfloat16", ("row", "col"), (64, 128, 0)),   # 112 tiles: no split
-    (1, 4096, 16, 4096, "bfloat16", ("row", "row"), (128, 64, 4)),    # N short: the weight is a
-    (2, 16, 2048, 4096, "float16", ("row", "col"), (64, 128, 4)),     # a batch of two weights
-    (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 128, 4)),     # K not a whole slot
+    (1, 16, 4096, 4096, "bfloat16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),
+    (1, 5, 4096, 2048, "float16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),   # 5 rows: three warps skip their sums
+    (1, 100, 4096, 4096, "bfloat16", ("row", "col"), (128, 128, 2), dict(split_tail=4)),   # 100 of 128 rows
+    (1, 33, 6144, 4096, "bfloat16", ("row", "row"), (64, 128, 2),                    # a row-major weight (MN-major B),
+     dict(warpgroups_n=2, stages=4, split_tail=5)),                                 # 256 columns in 5 parts
+    (1, 64, 14336, 4096, "bfloat16", ("row", "col"), (64, 128, 0), {}),                # 112 tiles: no split
+    (1, 4096, 16, 4096, "bfloat16", ("row", "row"), (128, 64, 0), dict(split_tail=4)),  # N short: the weight is a
+    (2, 16, 2048, 4096, "float16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),   # a batch of two weights
+    (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),   # K not a whole slot
+    (1, 16, 4096, 14336, "bfloat16", ("row", "col"), (64, 128, 4), {}),                # a long K: split by default
 ]
 
 
 def _forced(case):
-    """The default's selection for the case, as an algorithm (the tests run it whatever auto takes:
-    8 rows take the skinny kernel by default)."""
-    b, m, n, k, dtype, layouts, _ = case
-    return SpecializedWgmmaAlgorithm(**SpecializedWgmmaAlgorithm().select(problem(b, m, n, k, dtype, layouts), SM90))
+    """The default's selection for the case with its overrides, as an algorithm (the tests run it
+    whatever auto takes: 8 rows of a 4096 x 4096 weight take pipelined_wgmma by default)."""
+    b, m, n, k, dtype, layouts, _, more = case
+    chosen = SpecializedWgmmaAlgorithm().select(problem(b, m, n, k, dtype, layouts), SM90)
+    return SpecializedWgmmaAlgorithm(**{**chosen, **more})
 
 
 def decode_sources() -> dict:
     out = {}
     for case in CASES:
-        b, m, n, k, dtype, layouts, _ = case
+        b, m, n, k, dtype, layouts, _, _ = case
         p = problem(b, m, n, k, dtype, layouts)
         alg = _forced(case)
         out[f"decode-{b}x{m}x{n}x{k}-{dtype}-{'/'.join(layouts)}"] = alg.render(alg.setup(p, SM90), SM90)
@@ -53,7 +58,7 @@ def decode_sources() -> dict:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-{'/'.join(c[5])}")
 def test_default_tiles(case):
-    b, m, n, k, dtype, layouts, (tm, tn, parts) = case
+    b, m, n, k, dtype, layouts, (tm, tn, parts), _ = case
     sel = SpecializedWgmmaAlgorithm().selection_for(problem(b, m, n, k, dtype, layouts), SM90)
     assert (64 * sel.warpgroups_m * sel.partition_m, sel.tile_n * sel.warpgroups_n, sel.split_tail) == (tm, tn, parts)
 
@@ -77,7 +82,8 @@ def test_sources_compile_without_spills_or_serialized_wgmma():
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-{'/'.join(c[5])}")
 def test_numerics_and_same_bits_twice(rng, case):
     engine = sm90_engine()
-    b, m, n, k, dtype, layouts, (_, _, parts) = case
+    b, m, n, k, dtype, layouts, (_, _, default_parts), more = case
+    parts = more.get("split_tail", default_parts)
     lead = (b,) if b > 1 else ()
     a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
     da, db = padded(engine, a, layouts[0], 0), padded(engine, bb, layouts[1], 0)
@@ -93,27 +99,33 @@ def test_numerics_and_same_bits_twice(rng, case):
 
 
 def test_default_decode_call_with_a_fused_epilogue(rng):
+    """24 rows of a 4096 x 14336 weight (split in 4 by default), relu(x @ W.T + bias), called three
+    times (the repeated calls take the fast path, whose fused values once included the kept scratch)."""
     engine = sm90_engine()
-    m, n, k = 24, 4096, 4096
+    m, n, k = 24, 4096, 14336
     x, w = random(rng, (m, k), "bfloat16"), random(rng, (n, k), "bfloat16")
     bias = random(rng, (n,), "bfloat16")
-    dx, dw, dbias = (engine.runtime.to_device(v.view(np.uint16)).view(np.uint16) for v in (x, w, bias))
-    got = engine.matmul(x, w.T, bias=bias, activation="relu")
-    alg, cfg = engine.last_choice
-    assert alg.name == "specialized_wgmma" and cfg.batch.global_.split_tail == 4
     ref = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + bias.astype(np.float64), 0)
-    got = np.asarray(got, np.float64)
-    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1.5e-2
-    del dx, dw, dbias
+    for _ in range(3):
+        got = engine.matmul(x, w.T, bias=bias, activation="relu")
+        alg, cfg = engine.last_choice
+        assert alg.name == "specialized_wgmma" and cfg.batch.global_.split_tail == 4
+        got = np.asarray(got, np.float64)
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1.5e-2
 
 
 def test_fp8_rowwise_decode(rng):
+    """fp8 rowwise 16 x 4096 x 4096: the default (whole tiles) and the tiles split in 4, each called
+    three times (the probe's repeated split call raised KeyError: 'kept_scratch' on its scales)."""
     engine = sm90_engine()
     a, bb, sa, sb, ref = fp8_operands(rng, 1, 16, 4096, 4096, "row")
-    got = [np.asarray(engine.matmul(a, bb, scale_a=sa, scale_b=sb), np.float64) for _ in range(2)]
-    assert engine.last_choice[0].name == "specialized_wgmma" and engine.last_choice[1].batch.global_.split_tail == 4
-    assert np.linalg.norm(got[0] - ref) / np.linalg.norm(ref) < 2e-3
-    np.testing.assert_array_equal(got[0], got[1])
+    for alg, parts in ((None, 0), (SpecializedWgmmaAlgorithm(split_tail=4), 4)):
+        got = [np.asarray(engine.matmul(a, bb, scale_a=sa, scale_b=sb, algorithm=alg), np.float64) for _ in range(3)]
+        assert engine.last_choice[0].name == "specialized_wgmma"
+        assert engine.last_choice[1].batch.global_.split_tail == parts
+        assert np.linalg.norm(got[0] - ref) / np.linalg.norm(ref) < 2e-3
+        np.testing.assert_array_equal(got[0], got[1])
+        np.testing.assert_array_equal(got[0], got[2])
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -127,5 +139,9 @@ def test_wave_tile_numerics(rng, dtype):
 
 def test_auto_takes_the_decode_tiling():
     auto = REGISTRY["auto"]()
-    cfg = auto.setup(problem(1, 16, 4096, 4096, "bfloat16", ("row", "col")), SM90)
-    assert auto.chosen(cfg).name == "specialized_wgmma" and cfg.batch.global_.split_tail == 4
+    for m, n, k, name, parts in ((64, 4096, 4096, "specialized_wgmma", 0), (128, 4096, 4096, "specialized_wgmma", 2),
+                                 (16, 4096, 14336, "specialized_wgmma", 4), (16, 4096, 4096, "pipelined_wgmma", None)):
+        cfg = auto.setup(problem(1, m, n, k, "bfloat16", ("row", "col")), SM90)
+        assert auto.chosen(cfg).name == name, (m, n, k)
+        if parts is not None:
+            assert cfg.batch.global_.split_tail == parts, (m, n, k)

@@ -40,22 +40,26 @@ def test_refuses_devices_without_wgmma(device):
 def test_operands_tma_cannot_address_are_copied_first():
     """Operands aligned to 8 bytes: the persistent level alone refuses them (TMA's 16-byte rule);
     the algorithm's batch level copies them into a K-major workspace with 16-byte rows first (a
-    row-major lhs re-pitched, a row-major rhs transposed), and the maps describe the copies."""
+    row-major lhs re-pitched by a row copy, 8-byte words as its alignment allows, a row-major rhs
+    transposed), and the maps describe the copies. (Without ``copy_ragged``: the default copies
+    these ragged rows to whole 128-byte lines, `test_default_copies_misaligned_rows_to_whole_lines`.)"""
     with pytest.raises(SetupError, match="16 bytes"):
         type("Plain", (SpecializedWgmmaAlgorithm,), {"name": "plain", "batch": TmaPersistentBatchMatmul})().setup(
             problem(align=4), SM90)
     p = problem(b=2, m=100, n=200, k=70, align=4)
-    alg, cfg = setup(p)
+    alg, cfg = setup(p, copy_ragged=False)
     batch = cfg.batch
     assert (batch.lhs_copy, batch.rhs_copy, batch.k_major_sources) == (True, True, ("lhs",))
     assert [launch.name for launch in alg.launches(cfg, p)] == [
-        "gemm_engine_k_major_lhs", "gemm_engine_k_major_rhs", "gemm_engine_kernel"]
+        "gemm_engine_copy_lhs", "gemm_engine_k_major_rhs", "gemm_engine_kernel"]
     pitch = 72                                                  # K rounded up to 8 halves
     assert alg.workspace(cfg, p).count == 2 * (100 + 200) * pitch
     g = batch.global_
     assert g.lhs_loader.operand.layout is Layout.ROW and g.rhs_loader.operand.layout is Layout.COL
     src = alg.render(cfg, SM90)
-    assert "dst[x * k_pitch + k] = src[x * lhs_ld + k];" in src           # re-pitched, not transposed
+    copy = src[src.index("void gemm_engine_copy_lhs("):src.index("void gemm_engine_k_major_rhs(")]
+    assert "(cp_r + 0) * (lhs_ld)" in copy and "* (k_pitch)" in copy and "GLOBAL float2*" in copy   # re-pitched rows
+    assert "tile[" not in copy
     assert "tile[i * 65 + tx] = src[k * rhs_ld + x];" in src              # transposed
     values = {"M": 100, "N": 200, "K": 70, "batch": 2, "workspace": 1 << 20,
               "lhs_base": 4096, "lhs_offset": 0, "lhs_ld": 70, "lhs_batch_stride": 7000,
@@ -63,6 +67,25 @@ def test_operands_tma_cannot_address_are_copied_first():
     assert batch_level(alg).map_source(batch, values, "lhs", 2) == (1 << 20, pitch, 100 * pitch)
     # The rhs region follows the lhs copies; a broadcast rhs's copy is broadcast (stride 0).
     assert batch_level(alg).map_source(batch, values, "rhs", 2) == ((1 << 20) + 2 * 2 * 100 * pitch, pitch, 0)
+
+
+def test_default_copies_misaligned_rows_to_whole_lines():
+    """The same operands by default (the selector's ``copy_ragged``: they are copied anyway, so the
+    copies' rows are whole 128-byte lines): both row copies in their own layouts, no transpose (the
+    tile reads a row-major b), rows of 64 halves."""
+    p = problem(b=2, m=100, n=200, k=70, align=4)
+    alg, cfg = setup(p)
+    batch = cfg.batch
+    assert cfg.selection.copy_ragged
+    assert (batch.row_copies, batch.k_major_sources, batch.mn_major_copies) == (("lhs", "rhs"), ("lhs",), ("rhs",))
+    assert [launch.name for launch in alg.launches(cfg, p)] == [
+        "gemm_engine_copy_lhs", "gemm_engine_copy_rhs", "gemm_engine_kernel"]
+    assert alg.workspace(cfg, p).count == 2 * (100 * 128 + 70 * 256)     # K and N rounded up to 64 halves
+    assert batch.global_.rhs_loader.operand.layout is Layout.ROW
+    values = {"M": 100, "N": 200, "K": 70, "batch": 2, "workspace": 1 << 20,
+              "lhs_batch_stride": 7000, "rhs_batch_stride": 14000}
+    assert batch_level(alg).map_source(batch, values, "lhs", 2) == (1 << 20, 128, 100 * 128)
+    assert batch_level(alg).map_source(batch, values, "rhs", 2) == ((1 << 20) + 2 * 2 * 100 * 128, 256, 70 * 256)
 
 
 def batch_level(alg):

@@ -69,7 +69,7 @@ def test_more_outputs_a_unit_than_lanes_reduces_every_output(engine, rng):
     """Dot products with K = 7: one lane a group, four outputs a unit, so the cube has four times more
     outputs than units and each unit sums several (the reduction's loop)."""
     a, b = random(rng, (1, 6, 7), "float32"), random(rng, (1, 7, 37), "float32")
-    result, cfg = run_raw(engine, a, b, ("row", "col"))
+    result, cfg = run_raw(engine, a, b, ("row", "col"), selection=SkinnySelection(unit_outputs=4))
     assert cfg.lanes == 1 and cfg.unit_outputs == 4 and cfg.outputs > cfg.stage.units
     assert_close(result, a, b, "float32")
 
@@ -99,13 +99,49 @@ def test_split_over_cubes_with_rows(engine, rng):
 
 # -- setup (no device) ---------------------------------------------------------------------------------
 def test_tiling_by_rows():
-    g = SkinnyAlgorithm().setup(problem(8, 4096, 4096, rhs="col"), H100).batch.global_
-    assert (g.dot, g.rows, g.unit_outputs, g.big.width, g.lanes) == (True, 8, 4, 8, 32)
-    assert g.chunk * g.rows * 4 <= 32 * 1024 and g.shared_memory_bytes <= 48 * 1024
+    """Dot products of several rows: the cube one output a unit would make (8 outputs of 32 lanes,
+    256 units: 512 cubes of a 4096-wide weight), each unit taking 4 of its outputs and a quarter
+    of each row (128 lanes an output): the 2-row tiling measured fastest (11.8 us against 14.7 at
+    one output a unit, bench/results/h100/shape_probe_decode.md). One row keeps one output a unit."""
     g = SkinnyAlgorithm().setup(problem(2, 4096, 4096, rhs="col"), H100).batch.global_
-    assert g.unit_outputs == 1
+    assert (g.dot, g.rows, g.unit_outputs, g.big.width, g.lanes, g.outputs, g.stage.units) == (True, 2, 4, 8, 128, 8, 256)
+    g = SkinnyAlgorithm().setup(problem(8, 4096, 4096, rhs="col"), H100).batch.global_
+    assert (g.dot, g.rows, g.unit_outputs, g.big.width, g.lanes) == (True, 8, 4, 8, 128)
+    assert g.chunk * g.rows * 4 <= 32 * 1024 and g.shared_memory_bytes <= 48 * 1024
+    g = SkinnyAlgorithm().setup(problem(1, 4096, 4096, rhs="col"), H100).batch.global_
+    assert (g.unit_outputs, g.lanes, g.outputs) == (1, 32, 8)
+    g = SkinnyAlgorithm(SkinnySelection(unit_outputs=1)).setup(problem(2, 4096, 4096, rhs="col"), H100).batch.global_
+    assert (g.unit_outputs, g.lanes, g.outputs) == (1, 32, 8)        # the tuner's alternative: the old tiling
     g = SkinnyAlgorithm().setup(problem(8, 4096, 4096), H100).batch.global_
     assert (g.dot, g.rows, g.per_unit) == (False, 8, 8)
+
+
+def test_chunk_is_whole_loads_and_whole_steps_of_the_units():
+    """The failing CUDA case (5 x 130 x 96 f16, dot, then the default's four outputs a unit): 2
+    units, and 6 elements a unit and row made a chunk of 12, which a load of 8 elements straddles;
+    the tiling now rounds the chunk to whole loads and whole units' steps (here 8)."""
+    p = problem(5, 130, 96, "float16", rhs="col")
+    g = SkinnyAlgorithm(SkinnySelection(unit_outputs=4)).setup(p, H100).batch.global_
+    assert (g.stage.units, g.big.width, g.chunk) == (2, 8, 8)
+    g = SkinnyAlgorithm().setup(p, H100).batch.global_
+    assert g.chunk % g.big.width == 0 and g.chunk % g.stage.units == 0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_every_row_count_and_short_k_sets_up(dtype):
+    """Setup never refuses its own tiling: every row count, dot and split-K, short and odd K and
+    outputs (each chunk a multiple of the units and of the load width)."""
+    for rows in range(1, 17):
+        for n in (5, 130, 4096):
+            for k in (7, 8, 24, 96, 100, 1000):
+                for rhs in ("col", "row"):
+                    p = problem(rows, n, k, dtype, rhs=rhs)
+                    try:
+                        g = SkinnyAlgorithm().setup(p, H100).batch.global_
+                    except SetupError as exc:
+                        assert "sums a unit" in str(exc), f"{p}: {exc}"    # the one refusal: too many sums
+                        continue
+                    assert g.chunk % g.stage.units == 0 and (not g.dot or g.chunk % g.big.width == 0), p
 
 
 @pytest.mark.parametrize("p, match", [
@@ -121,15 +157,23 @@ def test_refusals(p, match):
 
 
 def test_auto_takes_several_rows_only_streaming_a_big_operand_on_cuda():
+    """2 to 4 rows of a weight contiguous along K (dot products) streaming 8 MiB up, on CUDA; 8 rows
+    and a weight contiguous along the outputs go to tensor cores (bench/results/h100/shape_probe_decode.md)."""
     auto = resolve("auto")
     assert auto.chosen(auto.setup(problem(4, 4096, 4096, rhs="col"), H100)).name == "skinny"
-    assert auto.chosen(auto.setup(problem(4096, 8, 4096), H100)).name == "skinny"
+    assert auto.chosen(auto.setup(problem(2, 14336, 4096, rhs="col"), H100)).name == "skinny"
+    assert auto.chosen(auto.setup(problem(4096, 4, 4096), H100)).name == "skinny"               # W @ x
     assert auto.chosen(auto.setup(problem(4, 512, 512, rhs="col"), H100)).name != "skinny"    # 0.5 MiB
-    assert auto.chosen(auto.setup(problem(9, 4096, 4096, rhs="col"), H100)).name != "skinny"   # 9 rows
+    assert auto.chosen(auto.setup(problem(8, 4096, 4096, rhs="col"), H100)).name == "pipelined_wgmma"
+    assert auto.chosen(auto.setup(problem(8, 4096, 14336, rhs="col"), H100)).name == "specialized_wgmma"
+    assert auto.chosen(auto.setup(problem(4096, 8, 4096), H100)).name == "specialized_wgmma"
     opencl = dialect_for(OPENCL_DEVICE)
     assert auto.chosen(auto.setup(problem(4, 4096, 4096, "float32", rhs="col"), opencl)).name != "skinny"
-    # A row-major weight of K >= N and 16 MiB: K split over cubes, as for one row.
-    assert auto.chosen(auto.setup(problem(4, 4096, 14336), H100)).name == "skinny_split_k"
+    # A row-major weight (contiguous along the outputs): tensor cores from 2 rows; one row keeps
+    # K split over cubes.
+    for rows in (2, 4):
+        assert auto.chosen(auto.setup(problem(rows, 4096, 14336), H100)).name == "specialized_wgmma"
+    assert auto.chosen(auto.setup(problem(1, 4096, 14336), H100)).name == "skinny_split_k"
 
 
 def rows_sources() -> dict:

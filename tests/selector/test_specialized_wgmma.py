@@ -93,13 +93,21 @@ def test_tuning_space_and_pingpong():
 LINEAR = ("row", "col")      # x @ W.T, W as nn.Linear stores it
 
 
-def test_decode_tiles_fit_the_short_side_and_split_k_over_the_device():
-    # 16 rows of a 4096 x 4096 weight: 32 tiles of 64 x 128, each in 4 parts (128 cubes streaming).
-    sel = select_specialized_tiling(any_problem((1, 16, 4096, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and sel["dispatch"] == "row_major"
-    # 100 rows: 128-row tiles (64-row ones would read the weight twice).
+def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
+    """A split kernel is launched cooperatively, and its calls took 17-20 us whatever its kernel
+    (bench/SELECTION_NOTES.md, "decode_tiling"): the tiles split only where their unsplit stream
+    takes longer than that."""
+    # 64 rows of a 4096 x 4096 weight: 32 tiles of 64 x 128, whole (16.5 us; split in 4: 12.2 us
+    # kernels in 20.4 us calls).
+    sel = select_specialized_tiling(any_problem((1, 64, 4096, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 128) and "split_tail" not in sel and sel["dispatch"] == "row_major"
+    # 100 rows: 128-row tiles (64-row ones would read the weight twice), in 2 parts (whole 22.4 us,
+    # in 2 parts 17.6, in 4 19.2: each later 128 x 128 partial costs the owner 2-4 us).
     sel = select_specialized_tiling(any_problem((1, 100, 4096, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 4
+    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
+    # A long K (4096 x 14336: 112 MiB) streams 60 us on 32 cubes, 45 on 4 parts of each tile.
+    sel = select_specialized_tiling(any_problem((1, 16, 4096, 14336), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4
     # 14336 columns: 112 tiles of 64 x 128 already stream on 112 multiprocessors, no split (as 128 x
     # 14336 x 4096 ran at cuBLAS's speed in 112 tiles of 128 x 128).
     sel = select_specialized_tiling(any_problem((1, 64, 14336, 4096), "bfloat16", LINEAR), SM90)
@@ -107,15 +115,32 @@ def test_decode_tiles_fit_the_short_side_and_split_k_over_the_device():
     assert select_specialized_tiling(any_problem((1, 128, 14336, 4096), "bfloat16", LINEAR), SM90) == \
         dict(warpgroups_m=2, warpgroups_n=1, partition_m=1, tile_n=128, stages=6, tma_store=True, store_parts=1,
              dispatch="row_major")
-    # 6144 columns: 24 tiles of 64 x 256 in 5 parts (120 cubes) beat 48 of 64 x 128 in 2 (96).
+    # 256 columns (two warpgroups side by side) only in the tuning space: slower on every row measured.
     sel = select_specialized_tiling(any_problem((1, 16, 6144, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 256) and sel["split_tail"] == 5
+    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] > 1
     # N short (a weight times a few vectors): 128 x 64 tiles along M.
     sel = select_specialized_tiling(any_problem((1, 4096, 16, 4096), "bfloat16"), SM90)
-    assert selected_tiles(sel) == (128, 64) and sel["split_tail"] == 4
-    # fp8 promotes: the tile whose two accumulator sets fit.
+    assert selected_tiles(sel) == (128, 64) and "split_tail" not in sel
+    sel = select_specialized_tiling(any_problem((1, 14336, 16, 4096), "bfloat16"), SM90)
+    assert selected_tiles(sel) == (128, 64) and "split_tail" not in sel
+    # fp8 promotes: the tile whose two accumulator sets fit; a 16 MiB weight streams in 8 us whole.
     f8 = select_specialized_tiling(any_problem((1, 16, 4096, 4096), "float8_e4m3fn", LINEAR, **FP8), SM90)
-    assert selected_tiles(f8) == (64, 128) and f8["split_tail"] == 4
+    assert selected_tiles(f8) == (64, 128) and "split_tail" not in f8
+    f8 = select_specialized_tiling(any_problem((1, 16, 8192, 16384), "float8_e4m3fn", LINEAR, **FP8), SM90)
+    assert selected_tiles(f8) == (64, 128) and f8["split_tail"] == 2
+
+
+def test_decode_call_model_reproduces_the_measured_calls():
+    """The model behind the parts (selector/waves.py, `decode_call_us`) against the probe's whole
+    calls (bench/results/h100/shape_probe_decode.md), within 10%."""
+    from gemm_engine.selector.specialized_wgmma import decode_call_us
+    measured = [((64, 4096, 4096), (1, 1, 1, 128, 6), 1, 17.7), ((128, 4096, 4096), (2, 1, 1, 128, 6), 1, 23.8),
+                ((128, 4096, 4096), (2, 1, 1, 128, 6), 2, 20.1), ((8, 4096, 14336), (1, 1, 1, 128, 6), 4, 46.0),
+                ((8, 4096, 14336), (1, 1, 1, 128, 6), 1, 62.7), ((8, 14336, 4096), (1, 1, 1, 128, 6), 1, 44.2),
+                ((64, 4096, 4096), (1, 1, 1, 128, 6), 4, 20.1)]
+    for (m, n, k), shape, parts, ms in measured:
+        got = decode_call_us(any_problem((1, m, n, k), "bfloat16", LINEAR), SM90, shape, parts)
+        assert abs(got - ms) <= 0.1 * ms, (m, n, k, parts, got, ms)
 
 
 def test_decode_leaves_tiny_outputs_to_split_k():
@@ -146,3 +171,32 @@ def test_waves_choose_the_tile_past_half_a_wave():
     # Not for 32-bit or 8-bit operands (their tiles and stores were measured apart).
     assert selected_tiles(select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "int8", LINEAR), SM90)) \
         == (128, 256)
+
+
+def test_ragged_rows_are_copied_where_the_pass_costs_less_than_it_saves():
+    """bf16 3000^3 ran 0.133 ms against 3008^3's 0.085 (rows of whole 128-byte lines); a pass over
+    an 18 MB operand costs about 16 us: copied from about 2100 cubed (bench/SELECTION_NOTES.md,
+    "ragged_copies")."""
+    from gemm_engine.selector.specialized_wgmma import ragged_copies
+    assert select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "bfloat16"), SM90)["copy_ragged"]
+    assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 3008, 3008, 3008), "bfloat16"), SM90)
+    assert not ragged_copies(any_problem((1, 2000, 2000, 2000), "bfloat16"))        # 8 us of copies, 3 saved
+    assert not ragged_copies(any_problem((1, 5101, 6008, 64), "bfloat16"))          # a short K: little to save
+    # Copied anyway (TMA's 16 bytes): whole lines cost only the pitch.
+    assert ragged_copies(any_problem((1, 1000, 1000, 1000), "bfloat16", align=(1, 1)))
+    # Weight streaming keeps its decode tiling (a pass would double the bytes).
+    assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 64, 4100, 4100), "bfloat16", LINEAR), SM90)
+    space = specialized_tuning_space(any_problem((1, 3000, 3000, 3000), "bfloat16"), SM90, {"copy_ragged": True})
+    assert {"copy_ragged": False} in space
+
+
+def test_long_k_under_a_wave_keeps_two_consumer_warpgroups():
+    """1024 x 1024: 64 x 128 tiles (one consumer warpgroup) at K = 4096 and 16384, where they
+    measured fastest; from K = 65536, 128 x 128 tiles in 2 parts along K (two consumer warpgroups a
+    multiprocessor, predicted); not where those would leave most multiprocessors idle (512 x 512)."""
+    sel = select_specialized_tiling(any_problem((1, 1024, 1024, 4096), "bfloat16"), SM90)
+    assert selected_tiles(sel) == (64, 128)
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 1024, 1024, 16384), "bfloat16"), SM90)) == (64, 128)
+    sel = select_specialized_tiling(any_problem((1, 1024, 1024, 65536), "bfloat16"), SM90)
+    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 512, 512, 65536), "bfloat16"), SM90)) == (64, 128)
