@@ -25,6 +25,8 @@
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
 #   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
 #   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
+#   distributed bench/distributed.py --gpus $GPUS (default: every GPU; NCCL, NVLink multicast off):
+#               all-gather + GEMM, GEMM + reduce-scatter, the TP MLP block (issue 32) -> distributed_<P>gpu.md
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
@@ -40,7 +42,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe "
+KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe distributed "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -97,6 +99,8 @@ stage() {  # the commands of one stage
     probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
     shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
+    distributed) NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+                   python3 bench/distributed.py --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}" --json "$OUT/distributed.json" ;;
     probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \

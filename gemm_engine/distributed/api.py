@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .collective import STRATEGIES, all_gather_matmul_2d, choose, matmul_reduce_scatter_2d
+from .collective import STRATEGIES, all_gather_rows_into, all_gather_matmul_2d, choose, matmul_reduce_scatter_2d
 from .comm import DEFAULT_TIMEOUT, engine_for, group_ranks, seconds
 from .order import Blocks, blocks_of, even_blocks
 
@@ -54,7 +54,7 @@ def _gather_blocks(x, dim: int, shard_sizes, group, world: int) -> Blocks:
     if shard_sizes is None:
         mine = torch.tensor([x.shape[dim]], dtype=torch.int64, device=x.device)
         every = mine.new_empty(world)
-        dist.all_gather_into_tensor(every, mine, group=group)
+        all_gather_rows_into(every, mine, group=group)
         shard_sizes = [int(s) for s in every.tolist()]
     return blocks_of(shard_sizes, world)
 

@@ -19,6 +19,9 @@ from .comm import Side, engine_for
 from .order import Blocks, gather_steps, scatter_steps
 
 STRATEGIES = ("auto", "sequential", "overlap")
+#: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
+all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 #: m x n x k of one block's GEMM from which "auto" overlaps (about 12 us of an H100's bf16 GEMM):
 #: below it a transfer's latency and the extra launches cost more than they hide.
 OVERLAP_MIN_BLOCK_MNK = 2 ** 33
@@ -46,14 +49,14 @@ def gather_rows(x, blocks: Blocks, group, rank: int):
     world = len(blocks.sizes)
     if blocks.even:
         full = x.new_empty((blocks.total, x.shape[1]))
-        dist.all_gather_into_tensor(full, x.contiguous(), group=group)
+        all_gather_rows_into(full, x.contiguous(), group=group)
         return full
     # Uneven: gathered padded to the largest block, then the valid rows put together.
     top = max(blocks.sizes)
     padded = x.new_zeros((top, x.shape[1]))
     padded[:x.shape[0]] = x
     parts = x.new_empty((world * top, x.shape[1]))
-    dist.all_gather_into_tensor(parts, padded, group=group)
+    all_gather_rows_into(parts, padded, group=group)
     return torch.cat([parts[i * top:i * top + s] for i, s in enumerate(blocks.sizes)])
 
 
@@ -121,7 +124,7 @@ def reduce_scatter_rows(partial, blocks: Blocks, group, rank: int, out=None):
     n = partial.shape[1]
     if blocks.even and dist.get_backend(group) != "gloo":
         result = out if out is not None else partial.new_empty((blocks.sizes[rank], n))
-        dist.reduce_scatter_tensor(result, partial.contiguous(), group=group)
+        reduce_scatter_rows_into(result, partial.contiguous(), group=group)
         return result
     if dist.get_backend(group) == "gloo":
         # gloo has no reduce-scatter: the sum everywhere, this rank's rows kept.
@@ -134,7 +137,7 @@ def reduce_scatter_rows(partial, blocks: Blocks, group, rank: int, out=None):
         for i, s in enumerate(blocks.sizes):
             padded[i * top:i * top + s] = partial[blocks.rows(i)]
         mine = partial.new_empty((top, n))
-        dist.reduce_scatter_tensor(mine, padded, group=group)
+        reduce_scatter_rows_into(mine, padded, group=group)
         mine = mine[:blocks.sizes[rank]]
     if out is None:
         return mine.contiguous()
