@@ -143,7 +143,8 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     ``engine``: the engine of x's device (default: one per CUDA device, the default engine on CPU).
     ``timeout``: seconds a rank waits for a block (gloo; NCCL: the group's own timeout) before a
     TimeoutError. ``return_gathered``: also return the gathered x (as torch's fused op does).
-    Differentiable in x_shard, w and bias."""
+    Differentiable in x_shard, w and bias. With ``gather_dim`` other than 0 the shard is copied with
+    that dim first, and the result is a view with it moved back."""
     dim = _check(x_shard, w, gather_dim, "all_gather_matmul", "gather_dim")
     _check_strategy(strategy)
     rank, world = group_ranks(group)

@@ -100,7 +100,7 @@ def matmul_reduce_scatter_2d(x, w, blocks: Blocks, group, rank: int, strategy: s
     side = Side(x.device, group, timeout, "matmul_reduce_scatter")
     token, arrived = None, None
     steps = scatter_steps(rank, world)
-    for i, step in enumerate(steps):
+    for step in steps:
         rows = blocks.rows(step.block)
         last = step.send is None
         target = (out if out is not None else x.new_empty((blocks.sizes[rank], n), dtype=dtype)) if last \

@@ -9,7 +9,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+    sys.path.append(HERE)      # after tests/ (its conftest is the one `import conftest` means)
 
 
 @pytest.fixture(scope="session")
