@@ -326,6 +326,9 @@ def main(argv=None):
     current_tables.add_arguments(ap, None, "distributed_<P>gpu")
     args = ap.parse_args(argv)
     args.table = args.table or f"distributed_{args.gpus}gpu"
+    for m, *_ in (QUICK if args.quick else SHAPES) + ((MLP_QUICK if args.quick else MLP),):
+        if m % args.gpus:
+            raise SystemExit(f"--gpus {args.gpus}: the rows ({m}) must split evenly over the GPUs")
     command = current_tables.command_line("distributed.py", sys.argv[1:] if argv is None else argv)
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
