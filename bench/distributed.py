@@ -294,7 +294,7 @@ def table(result) -> str:
         if sec["kind"].startswith("MLP"):
             t, h, f = sec["shape"]
             lines += [f"\n### MLP block fwd+bwd: {t} tokens, hidden {h}, ffn {f} (gelu), sequence parallel\n",
-                      "| method | ms | speed-up over it |", "|---|---|---|"]
+                      "| method | ms | tensor-parallel speed-up over it |", "|---|---|---|"]
             tp = rows[0]["ms"]
             for row in rows:
                 speed = f"{row['ms'] / tp:.2f}x" if tp and row.get("ms") and row is not rows[0] else ""
