@@ -30,6 +30,8 @@
 #               decode rows at M = 1, 4, 16, 48, 96 of seven weights (only 16 x 4096 x 4096 was probed);
 #               bench/shape_probe.py --preset rules (copy_ragged both ways; long K's tiles) -> rules.log,
 #               shape_sweep_heldout.md, shape_probe_rules.md
+#   distributed bench/distributed.py --gpus $GPUS (default: every GPU; NCCL, NVLink multicast off):
+#               all-gather + GEMM, GEMM + reduce-scatter, the TP MLP block (issue 32) -> distributed_<P>gpu.md
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
@@ -45,7 +47,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules "
+KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules distributed "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -102,6 +104,8 @@ stage() {  # the commands of one stage
     probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
     shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
+    distributed) NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+                   python3 bench/distributed.py --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}" --json "$OUT/distributed.json" ;;
     probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
     rules) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests/batch/test_k_major.py tests/algorithms/test_decode.py tests/algorithms/test_specialized_wgmma.py tests/global_/test_skinny.py tests/call/test_launch.py' \
                 'python3 bench/shape_sweep.py --subset decode --max-tokens 128 --part 1/2 --budget 70 --table shape_sweep_heldout --json "$OUT/shape_sweep_heldout.json"' \

@@ -56,17 +56,22 @@ class Engine:
     default_algorithm = "auto"
 
     def __init__(self, backend: str = "auto", device=None, precision: str = "default",
-                 use_tuning_cache: bool = True, *, context=None, queue=None):
+                 use_tuning_cache: bool = True, *, context=None, queue=None, max_compute_units: int | None = None):
         """``backend``: "auto" (CUDA when CuPy sees a GPU, else OpenCL; $GEMM_ENGINE_BACKEND),
         "cuda" or "opencl". ``device``: a CUDA device index; on OpenCL an index, a name substring
         (optionally ":index") or a pyopencl.Device. ``context`` / ``queue`` (OpenCL): run in the
         caller's pyopencl context, or on its queue (so the engine's work is ordered with the
         caller's). ``precision``: "tf32" lets float32 run on tensor cores by default.
-        ``use_tuning_cache``: default calls take the tuning cache's choice."""
+        ``use_tuning_cache``: default calls take the tuning cache's choice. ``max_compute_units``:
+        at most this many SMs (compute units) per kernel, so that kernels running beside the
+        engine's (communication) keep the rest: persistent grids take that many cubes, and one-cube-
+        per-tile grids of a reentrant global level turn persistent with that many; split-K and a
+        global level that runs once per cube keep one cube per tile (`explain` shows the grid)."""
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         self.precision = precision
         self.runtime = make_runtime(backend, device, context, queue)
+        self.runtime.limit_compute_units(max_compute_units)
         self.planner = Planner(self.runtime)
         self.launcher = Launcher(self.runtime)
         self.policy = ChoicePolicy(self.runtime.dialect, self.tuned_algorithm, self.resolve)

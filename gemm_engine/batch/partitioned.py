@@ -4,7 +4,8 @@ or (persistent) about one cube per compute unit, each looping over tiles in that
 The selection spells it ``dispatch`` (a registered order, batch/dispatch.py; the algorithm's
 dispatch slot is the default), ``dispatch_width`` (the strip or group width of the orders that have
 one) and ``persistent`` (0: one cube per tile; n > 0: n cubes per compute unit, never more than
-there are tiles).
+there are tiles). On a device whose compute units are capped (`Engine(max_compute_units=...)`)
+a reentrant global level is launched persistent, one cube per allowed compute unit.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from ..codegen.signature import KernelSignature, index, operand_params
 class PartitionedBatchMatmul(BatchMatmul):
     name = "partitioned_batch"
     passes_weights = True
+    #: On a capped device a reentrant global level's one-cube-per-tile grid turns persistent (split-K,
+    #: whose grid is tiles x K ranges, does not).
+    persistent_when_capped = True
     knobs = (Knob("persistent", 0, "cubes per compute unit of a persistent launch, each looping over "
                                    "tiles (0: one cube per tile)"),)
 
@@ -34,6 +38,11 @@ class PartitionedBatchMatmul(BatchMatmul):
             raise SetupError(self.name, f"persistent={persistent}: {self.global_.name} is not reentrant "
                                         f"(its body may run only once per cube)")
         global_ = replace(self.global_.setup(problem, selection, dialect), epilogue=problem.epilogue)
+        if (not persistent and dialect.device.limited and self.global_.reentrant
+                and self.persistent_when_capped):
+            # A capped device (`DeviceInfo.limited`): one cube per tile would spread over every
+            # multiprocessor, so the cap's count of cubes loops over the tiles instead.
+            persistent = 1
         return BatchConfig(global_=global_, dispatch=dispatch,
                            persistent_cubes=persistent * max(1, dialect.device.compute_units))
 

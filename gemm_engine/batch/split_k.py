@@ -75,6 +75,7 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
     forwards_block_scales = False
     forwards_pairs = False      # the reduction applies the epilogue per element
     name = "split_k_batch"
+    persistent_when_capped = False
     knobs = PartitionedBatchMatmul.knobs + (
         Knob("split_k", 0, "K ranges, each over its own cubes (0: enough for about two cubes per compute unit)"),)
 

@@ -5,7 +5,7 @@ all: CI renders every CUDA config for a nominal sm_80 / sm_90 device and compile
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,9 @@ class DeviceInfo:
     plane_size: int                     # warp / sub-group width the kernels may assume
     compute_capability: tuple[int, int] | None = None   # CUDA only
     fp64: bool = True
+    #: ``compute_units`` is a cap below the device's own count (`Engine(max_compute_units=...)`):
+    #: grids that can keep to it do (persistent launches), so that other kernels keep the rest.
+    limited: bool = False
 
     @property
     def arch(self) -> str | None:
@@ -26,6 +29,17 @@ class DeviceInfo:
             return None
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
+
+    def limited_to(self, units: int | None) -> "DeviceInfo":
+        """This device with at most ``units`` compute units for a kernel (None: all of them)."""
+        if units is None:
+            return self
+        if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+            raise ValueError(f"max_compute_units: expected a positive int (or None), got {units!r}")
+        if units >= self.compute_units:
+            return self
+        # Named apart: tuning entries (keyed by the name) of a capped engine are not the device's.
+        return replace(self, name=f"{self.name} [{units} compute units]", compute_units=units, limited=True)
 
 
 def nominal_cuda_device(major: int = 9, minor: int = 0) -> DeviceInfo:

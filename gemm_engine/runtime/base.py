@@ -54,6 +54,12 @@ class Runtime(ABC):
             d = self._dialect = dialect_for(self.device)
         return d
 
+    def limit_compute_units(self, units: int | None) -> None:
+        """Let kernels set up from now on take at most ``units`` compute units (None: all); see
+        `DeviceInfo.limited_to`."""
+        self.device = self.device.limited_to(units)
+        self._dialect = None
+
     def kernel(self, source: str, name: str):
         """The compiled kernel for ``source`` (compiled once per runtime while it stays cached)."""
         key = source + "\0" + name

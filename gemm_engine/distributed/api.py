@@ -1,0 +1,186 @@
+"""`all_gather_matmul` and `matmul_reduce_scatter`: the public functions, over any dims, with autograd.
+
+Both put the sharded dim first and flatten the rest into rows (collective.py works on row blocks),
+and differentiate through each other (Megatron's sequence parallelism):
+
+* ``y = all_gather(x) @ w``: ``gx = reduce_scatter(gy @ w^T)``, ``gw = all_gather(x)^T @ gy`` (the
+  gathered x kept from the forward);
+* ``y = reduce_scatter(x @ w)``: ``gx = all_gather(gy) @ w^T``, ``gw = x^T @ all_gather(gy)``.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .collective import STRATEGIES, all_gather_rows_into, all_gather_matmul_2d, choose, matmul_reduce_scatter_2d
+from .comm import DEFAULT_TIMEOUT, engine_for, group_ranks, seconds
+from .order import Blocks, blocks_of, even_blocks
+
+
+def _check(x, w, dim: int, name: str, dim_label: str) -> int:
+    if not isinstance(x, torch.Tensor) or not isinstance(w, torch.Tensor):
+        raise TypeError(f"{name}: x and w must be torch tensors, got {type(x).__name__} and {type(w).__name__}")
+    if w.dim() != 2:
+        raise ValueError(f"{name}: w must be 2-D (K, N), got shape {tuple(w.shape)}")
+    if x.dim() < 2:
+        raise ValueError(f"{name}: x must have at least 2 dims (..., K), got shape {tuple(x.shape)}")
+    if x.shape[-1] != w.shape[0]:
+        raise ValueError(f"{name}: x's last dim ({x.shape[-1]}) differs from w's first ({w.shape[0]})")
+    if x.device != w.device:
+        raise ValueError(f"{name}: x is on {x.device}, w on {w.device}")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -x.dim() <= dim < x.dim() - 1:
+        raise ValueError(f"{name}: {dim_label}={dim!r} must name one of x's dims but the last "
+                         f"(the contraction), x has {x.dim()}")
+    return dim % x.dim()
+
+
+def _check_strategy(strategy) -> None:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+
+
+def _rows(x, dim: int):
+    """x with ``dim`` first, flattened to rows (rows of one index of ``dim`` consecutive)."""
+    moved = x.movedim(dim, 0)
+    return moved.reshape(-1, x.shape[-1]), moved.shape[1:-1]
+
+
+def _unrows(y, dim: int, rest, n: int):
+    return y.reshape(-1, *rest, n).movedim(0, dim)
+
+
+def _gather_blocks(x, dim: int, shard_sizes, group, world: int) -> Blocks:
+    """Blocks of rows per rank: ``shard_sizes`` given, else this rank's size exchanged with the group's."""
+    if shard_sizes is None:
+        mine = torch.tensor([x.shape[dim]], dtype=torch.int64, device=x.device)
+        every = mine.new_empty(world)
+        all_gather_rows_into(every, mine, group=group)
+        shard_sizes = [int(s) for s in every.tolist()]
+    return blocks_of(shard_sizes, world)
+
+
+class _Options:
+    """What a call fixes besides its tensors (kept for the backward)."""
+
+    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row):
+        self.group, self.rank, self.strategy, self.engine = group, rank, strategy, engine
+        self.timeout, self.blocks, self.per_row = timeout, blocks, per_row
+
+    def row_blocks(self) -> Blocks:
+        return Blocks(tuple(s * self.per_row for s in self.blocks.sizes))
+
+    def pick(self, x, n: int, k: int) -> str:
+        b = self.row_blocks()
+        return choose(self.strategy, x.device, max(b.sizes) if b.sizes else 0, n, k, len(b.sizes))
+
+
+class _AllGatherMatmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x2, w, bias, opts):
+        y, full = all_gather_matmul_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
+                                       opts.pick(x2, w.shape[1], w.shape[0]), bias=None if bias is None else
+                                       bias.detach(), engine=opts.engine, timeout=opts.timeout)
+        ctx.save_for_backward(full, w)
+        ctx.mark_non_differentiable(full)
+        ctx.opts, ctx.has_bias = opts, bias is not None
+        return y, full
+
+    @staticmethod
+    def backward(ctx, gy, gfull):
+        full, w = ctx.saved_tensors
+        opts = ctx.opts
+        gy = gy.contiguous()
+        gx = gw = gbias = None
+        if ctx.needs_input_grad[0]:
+            gx = matmul_reduce_scatter_2d(gy, w.mT, opts.row_blocks(), opts.group, opts.rank,
+                                          opts.pick(gy, w.shape[0], w.shape[1]), engine=opts.engine,
+                                          timeout=opts.timeout)
+        if ctx.needs_input_grad[1]:
+            gw = _weight_grad(full, gy, w, opts)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gbias = gy.sum(0)
+        return gx, gw, gbias, None
+
+
+class _MatmulReduceScatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x2, w, opts):
+        y = matmul_reduce_scatter_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
+                                     opts.pick(x2, w.shape[1], w.shape[0]), engine=opts.engine, timeout=opts.timeout)
+        ctx.save_for_backward(x2, w)
+        ctx.opts = opts
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        x2, w = ctx.saved_tensors
+        opts = ctx.opts
+        gx, gfull = all_gather_matmul_2d(gy.contiguous(), w.mT, opts.row_blocks(), opts.group, opts.rank,
+                                         opts.pick(gy, w.shape[0], w.shape[1]), engine=opts.engine,
+                                         timeout=opts.timeout)
+        gw = _weight_grad(x2, gfull, w, opts) if ctx.needs_input_grad[1] else None
+        return (gx if ctx.needs_input_grad[0] else None), gw, None
+
+
+def _weight_grad(a, g, w, opts):
+    """``a^T @ g`` by the engine, in w's layout (a column-major w, a linear layer's ``weight.mT``,
+    gets a column-major gradient) and dtype."""
+    eng = engine_for(a.device, opts.engine)
+    if w.stride(0) == 1 and w.stride(1) != 1:
+        return eng.compute(g.mT, a).mT.to(w.dtype)
+    return eng.compute(a.mT, g).to(w.dtype)
+
+
+def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None, shard_sizes=None,
+                      strategy: str = "auto", engine=None, timeout=DEFAULT_TIMEOUT, return_gathered: bool = False):
+    """``concat(every rank's x_shard along gather_dim) @ w (+ bias)`` on every rank of ``group``.
+
+    ``x_shard``: (..., K), this rank's shard along ``gather_dim`` (any dim but the last); ``w``: (K, N),
+    the same shape on every rank (any layout: ``weight.mT`` of a linear layer reads in place).
+    ``shard_sizes``: every rank's size along ``gather_dim`` (None: exchanged, one small collective).
+    ``strategy``: "sequential" (all-gather, then one GEMM), "overlap" (a ring: this rank's block's
+    GEMM at once, each other block's as it arrives, into its rows of the output) or "auto".
+    ``engine``: the engine of x's device (default: one per CUDA device, the default engine on CPU).
+    ``timeout``: seconds a rank waits for a block (gloo; NCCL: the group's own timeout) before a
+    TimeoutError. ``return_gathered``: also return the gathered x (as torch's fused op does).
+    Differentiable in x_shard, w and bias. With ``gather_dim`` other than 0 the shard is copied with
+    that dim first, and the result is a view with it moved back."""
+    dim = _check(x_shard, w, gather_dim, "all_gather_matmul", "gather_dim")
+    _check_strategy(strategy)
+    rank, world = group_ranks(group)
+    blocks = _gather_blocks(x_shard, dim, shard_sizes, group, world)
+    if blocks.sizes[rank] != x_shard.shape[dim]:
+        raise ValueError(f"all_gather_matmul: shard_sizes[{rank}] = {blocks.sizes[rank]} but x_shard has "
+                         f"{x_shard.shape[dim]} along gather_dim={gather_dim}")
+    x2, rest = _rows(x_shard, dim)
+    per_row = 1
+    for s in rest:
+        per_row *= s
+    opts = _Options(group, rank, strategy, engine, seconds(timeout), blocks, per_row)
+    y2, full = _AllGatherMatmul.apply(x2, w, bias, opts)
+    y = _unrows(y2, dim, rest, w.shape[1])
+    return (y, _unrows(full, dim, rest, w.shape[0])) if return_gathered else y
+
+
+def matmul_reduce_scatter(x, w, group=None, scatter_dim: int = 0, *, shard_sizes=None, strategy: str = "auto",
+                          engine=None, timeout=DEFAULT_TIMEOUT):
+    """This rank's shard along ``scatter_dim`` of the sum over ``group`` of ``x @ w``.
+
+    Each rank passes its slice of the contraction: ``x`` (..., K_r) and ``w`` (K_r, N). ``shard_sizes``:
+    every rank's size along ``scatter_dim`` (None: equal shards; ValueError where they do not divide).
+    ``strategy``, ``engine``, ``timeout``: as `all_gather_matmul`'s. Differentiable in x and w."""
+    dim = _check(x, w, scatter_dim, "matmul_reduce_scatter", "scatter_dim")
+    _check_strategy(strategy)
+    rank, world = group_ranks(group)
+    blocks = (even_blocks(x.shape[dim], world, f"matmul_reduce_scatter: x's dim {scatter_dim} (scatter_dim)")
+              if shard_sizes is None else blocks_of(shard_sizes, world))
+    if blocks.total != x.shape[dim]:
+        raise ValueError(f"matmul_reduce_scatter: shard_sizes sum to {blocks.total} but x has {x.shape[dim]} "
+                         f"along scatter_dim={scatter_dim}")
+    x2, rest = _rows(x, dim)
+    per_row = 1
+    for s in rest:
+        per_row *= s
+    opts = _Options(group, rank, strategy, engine, seconds(timeout), blocks, per_row)
+    y2 = _MatmulReduceScatter.apply(x2, w, opts)
+    return _unrows(y2, dim, rest, w.shape[1])

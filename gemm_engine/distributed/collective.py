@@ -1,0 +1,145 @@
+"""All-gather + GEMM and GEMM + reduce-scatter on row blocks (2-D: ``rows x K``), by either strategy:
+
+* ``"sequential"``: the collective (NCCL / gloo) then one GEMM (GEMM then the collective): the
+  fallback, and what small shapes take;
+* ``"overlap"``: the ring of order.py, each block's GEMM by the engine into its row block of a
+  preallocated output (``out=`` a slice: no copy, no allocation per block), the transfers ordered
+  against the GEMMs by comm.py's `Side` (a communication stream and events on CUDA).
+
+``"auto"`` takes the overlap on CUDA where each block's GEMM is large enough
+(`OVERLAP_MIN_BLOCK_MNK`) to hide a transfer, else the sequential one. api.py puts the public
+functions' dims and autograd around these.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .comm import Side, engine_for
+from .order import Blocks, gather_steps, scatter_steps
+
+STRATEGIES = ("auto", "sequential", "overlap")
+#: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
+all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+#: m x n x k of one block's GEMM from which "auto" overlaps (about 12 us of an H100's bf16 GEMM):
+#: below it a transfer's latency and the extra launches cost more than they hide.
+OVERLAP_MIN_BLOCK_MNK = 2 ** 33
+
+
+def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, world: int) -> str:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+    if strategy != "auto":
+        return strategy
+    if world == 1 or device.type != "cuda":
+        return "sequential"
+    return "overlap" if m_block * n * k >= OVERLAP_MIN_BLOCK_MNK else "sequential"
+
+
+def local_matmul(engine, a, b, out=None, bias=None):
+    """The engine's ``a @ b (+ bias)`` (what ``torch.ops.gemm_engine.matmul`` runs), into ``out``."""
+    if a.shape[0] == 0:
+        return out if out is not None else a.new_zeros((0, b.shape[1]))
+    return engine.compute(a, b, out=out, bias=bias)
+
+
+def gather_rows(x, blocks: Blocks, group, rank: int):
+    """The sequential all-gather of row blocks: the (total, K) concatenation on every rank."""
+    world = len(blocks.sizes)
+    if blocks.even:
+        full = x.new_empty((blocks.total, x.shape[1]))
+        all_gather_rows_into(full, x.contiguous(), group=group)
+        return full
+    # Uneven: gathered padded to the largest block, then the valid rows put together.
+    top = max(blocks.sizes)
+    padded = x.new_zeros((top, x.shape[1]))
+    padded[:x.shape[0]] = x
+    parts = x.new_empty((world * top, x.shape[1]))
+    all_gather_rows_into(parts, padded, group=group)
+    return torch.cat([parts[i * top:i * top + s] for i, s in enumerate(blocks.sizes)])
+
+
+def all_gather_matmul_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, *, bias=None, engine=None,
+                         timeout: float, out=None):
+    """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x); ``out`` (total, N) optional."""
+    world = len(blocks.sizes)
+    eng = engine_for(x.device, engine)
+    if strategy == "sequential":
+        full = gather_rows(x, blocks, group, rank)
+        return local_matmul(eng, full, w, out=out, bias=bias), full
+    full = x.new_empty((blocks.total, x.shape[1]))
+    out = x.new_empty((blocks.total, w.shape[1]), dtype=torch.promote_types(x.dtype, w.dtype)) if out is None else out
+    side = Side(x.device, group, timeout, "all_gather_matmul")
+    mine = x.contiguous()
+    side.before_send()
+    token = None
+    for step in gather_steps(rank, world):
+        if step.send is not None:
+            send = mine if step.send == rank else full[blocks.rows(step.send)]
+            token = side.exchange(send, step.to, full[blocks.rows(step.receive)], step.source,
+                                  f"block {step.receive} from group rank {step.source}")
+        rows = blocks.rows(step.block)
+        a = mine if step.block == rank else full[rows]
+        local_matmul(eng, a, w, out=out[rows], bias=bias)
+        token = side.ready(token)           # the block received during this GEMM, for the next
+    full[blocks.rows(rank)].copy_(mine)
+    side.finish()
+    return out, full
+
+
+def matmul_reduce_scatter_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, *, engine=None,
+                             timeout: float, out=None):
+    """This rank's row block of the sum over the group of ``x @ w``; ``out`` (its rows, N) optional."""
+    world = len(blocks.sizes)
+    eng = engine_for(x.device, engine)
+    if strategy == "sequential":
+        return reduce_scatter_rows(local_matmul(eng, x, w), blocks, group, rank, out)
+    n = w.shape[1]
+    dtype = torch.promote_types(x.dtype, w.dtype)
+    side = Side(x.device, group, timeout, "matmul_reduce_scatter")
+    token, arrived = None, None
+    steps = scatter_steps(rank, world)
+    for step in steps:
+        rows = blocks.rows(step.block)
+        last = step.send is None
+        target = (out if out is not None else x.new_empty((blocks.sizes[rank], n), dtype=dtype)) if last \
+            else x.new_empty((blocks.sizes[step.block], n), dtype=dtype)
+        local_matmul(eng, x[rows], w, out=target)   # runs while the partial sum of this block arrives
+        token = side.ready(token)
+        if arrived is not None:
+            target.add_(arrived)
+        if last:
+            side.finish()
+            return target
+        arrived = x.new_empty((blocks.sizes[step.receive], n), dtype=dtype)
+        side.before_send()
+        token = side.exchange(target, step.to, arrived, step.source,
+                              f"partial sum of block {step.receive} from group rank {step.source}")
+
+
+def reduce_scatter_rows(partial, blocks: Blocks, group, rank: int, out=None):
+    """This rank's row block of the sum over the group of ``partial`` (total, N)."""
+    world = len(blocks.sizes)
+    n = partial.shape[1]
+    if blocks.even and dist.get_backend(group) != "gloo":
+        result = out if out is not None else partial.new_empty((blocks.sizes[rank], n))
+        reduce_scatter_rows_into(result, partial.contiguous(), group=group)
+        return result
+    if dist.get_backend(group) == "gloo":
+        # gloo has no reduce-scatter: the sum everywhere, this rank's rows kept.
+        total = partial.contiguous()
+        dist.all_reduce(total, group=group)
+        mine = total[blocks.rows(rank)]
+    else:
+        top = max(blocks.sizes)
+        padded = partial.new_zeros((world * top, n))
+        for i, s in enumerate(blocks.sizes):
+            padded[i * top:i * top + s] = partial[blocks.rows(i)]
+        mine = partial.new_empty((top, n))
+        reduce_scatter_rows_into(mine, padded, group=group)
+        mine = mine[:blocks.sizes[rank]]
+    if out is None:
+        return mine.contiguous()
+    out.copy_(mine)
+    return out

@@ -1,0 +1,91 @@
+"""A pool of gloo processes (torch.multiprocessing, spawn) that run named tasks of dist_tasks.py on
+every rank at once, the engine's OpenCL backend (PoCL) as their default engine: a test sends a task
+and gets each rank's result, or a failure carrying the ranks' tracebacks."""
+from __future__ import annotations
+
+import datetime
+import os
+import queue
+import socket
+import traceback
+
+#: Seconds a task may take before the pool is declared stuck (a deadlock is a failure, not a hang).
+TASK_TIMEOUT = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(rank: int, world: int, port: int, inbox, outbox) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    try:
+        import torch.distributed as dist
+        import gemm_engine
+        from gemm_engine import api
+        import dist_tasks
+        dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
+        api._default_engine = gemm_engine.Engine("opencl")
+        outbox.put((rank, "ready", None))
+    except BaseException:
+        outbox.put((rank, "error", traceback.format_exc()))
+        return
+    while True:
+        task = inbox.get()
+        if task is None:
+            break
+        name, args = task
+        try:
+            outbox.put((rank, "ok", getattr(dist_tasks, name)(rank, world, *args)))
+        except BaseException:
+            outbox.put((rank, "error", traceback.format_exc()))
+    dist.destroy_process_group()
+
+
+class Pool:
+    def __init__(self, world: int):
+        import torch.multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        self.world = world
+        self.outbox = ctx.Queue()
+        self.inboxes = [ctx.Queue() for _ in range(world)]
+        port = _free_port()
+        self.procs = [ctx.Process(target=_serve, args=(r, world, port, self.inboxes[r], self.outbox), daemon=True)
+                      for r in range(world)]
+        for p in self.procs:
+            p.start()
+        self._collect("start-up", timeout=180)
+
+    def _collect(self, what: str, timeout: float = TASK_TIMEOUT) -> list:
+        results, errors = {}, {}
+        for _ in range(self.world):
+            try:
+                rank, status, value = self.outbox.get(timeout=timeout)
+            except queue.Empty:
+                self.close()
+                raise AssertionError(f"{what}: ranks {sorted(set(range(self.world)) - set(results) - set(errors))} "
+                                     f"gave no answer within {timeout} s (deadlock?); the pool was stopped")
+            (errors if status == "error" else results)[rank] = value
+        if errors:
+            raise AssertionError(f"{what} failed on ranks {sorted(errors)}:\n" +
+                                 "\n".join(f"--- rank {r}:\n{tb}" for r, tb in sorted(errors.items())))
+        return [results[r] for r in range(self.world)]
+
+    def run(self, name: str, *args) -> list:
+        """Each rank's result of ``dist_tasks.<name>(rank, world, *args)``."""
+        if not all(p.is_alive() for p in self.procs):
+            raise AssertionError("the gloo pool is stopped (an earlier task hung or a worker died)")
+        for box in self.inboxes:
+            box.put((name, args))
+        return self._collect(f"task {name}{args}")
+
+    def close(self) -> None:
+        for p, box in zip(self.procs, self.inboxes):
+            if p.is_alive():
+                box.put(None)
+        for p in self.procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()

@@ -1,0 +1,159 @@
+"""Tasks the gloo workers (dist_pool.py) run on every rank: each builds the whole problem from one
+seed (the same on every rank), takes its rank's part, runs the distributed GEMM and returns its
+relative error against the float64 product of the whole (or raises)."""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from gemm_engine.distributed import ColumnParallelLinear, RowParallelLinear, all_gather_matmul, matmul_reduce_scatter
+
+
+def _randn(shape, seed: int, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+
+
+def _err(got, want) -> float:
+    got = got.detach().to(torch.float64)
+    assert got.shape == want.shape, (tuple(got.shape), tuple(want.shape))
+    assert torch.isfinite(got).all(), "non-finite values"
+    return float((got - want).norm() / max(float(want.norm()), 1e-30))
+
+
+def _layout(t, layout: str):
+    """``t`` (2-D) in row-major ("row") or column-major ("col") storage, same values."""
+    return t.contiguous() if layout == "row" else t.mT.contiguous().mT
+
+
+def _bounds(sizes, rank):
+    start = sum(sizes[:rank])
+    return slice(start, start + sizes[rank])
+
+
+def gather(rank, world, strategy, sizes, k, n, x_layout="row", w_layout="row", gather_dim=0, lead=(),
+           bias=False, given_sizes=True):
+    """all_gather_matmul of blocks ``sizes`` along gather_dim (x: (*lead before, S, *lead after, K))."""
+    shape = list(lead) + [k]
+    shape.insert(gather_dim, sum(sizes))
+    x = _randn(tuple(shape), 1)
+    w = _randn((k, n), 2)
+    b = _randn((n,), 3) if bias else None
+    shard = x.narrow(gather_dim, sum(sizes[:rank]), sizes[rank])
+    if shard.dim() == 2:
+        shard = _layout(shard, x_layout)
+    y, full = all_gather_matmul(shard, _layout(w, w_layout), gather_dim=gather_dim, bias=b, strategy=strategy,
+                                shard_sizes=sizes if given_sizes else None, return_gathered=True)
+    want = x.double() @ w.double() + (0 if b is None else b.double())
+    assert torch.equal(full, x), "the gathered x differs from the whole x"
+    return _err(y, want)
+
+
+def scatter(rank, world, strategy, m, k_sizes, n, x_layout="row", w_layout="row", sizes=None, scatter_dim=0,
+            lead=()):
+    """matmul_reduce_scatter: rank r holds x[..., k-block r], w[k-block r]; gets its row block."""
+    k = sum(k_sizes)
+    shape = list(lead) + [k]
+    shape.insert(scatter_dim, m)
+    x = _randn(tuple(shape), 4)
+    w = _randn((k, n), 5)
+    ks = _bounds(k_sizes, rank)
+    mine = x[..., ks]
+    if mine.dim() == 2:
+        mine = _layout(mine, x_layout)
+    y = matmul_reduce_scatter(mine, _layout(w[ks], w_layout), scatter_dim=scatter_dim, strategy=strategy,
+                              shard_sizes=sizes)
+    rows = sizes or [m // world] * world
+    want = (x.double() @ w.double()).narrow(scatter_dim, sum(rows[:rank]), rows[rank])
+    return _err(y, want)
+
+
+def gradients(rank, world, strategy, sizes, k, n):
+    """Gradients through all_gather_matmul then matmul_reduce_scatter (the two differentiate through
+    each other) against torch's float64 autograd of the whole product."""
+    x, w1, w2 = _randn((sum(sizes), k), 6), _randn((k, world * n), 7), _randn((world * n, k), 8)
+    gy = _randn((sum(sizes), k), 9)
+    # The whole: y = (x @ w1) @ w2, rank r holds w1's column block r and w2's row block r.
+    ref = [t.double().requires_grad_() for t in (x, w1, w2)]
+    (((ref[0] @ ref[1]) @ ref[2]) * gy.double()).sum().backward()
+    cols = slice(rank * n, (rank + 1) * n)
+    xs = x[_bounds(sizes, rank)].clone().requires_grad_()
+    w1s = w1[:, cols].clone().requires_grad_()
+    w2s = w2[cols].clone().requires_grad_()
+    h = all_gather_matmul(xs, w1s, shard_sizes=sizes, strategy=strategy)
+    y = matmul_reduce_scatter(h, w2s, shard_sizes=sizes, strategy=strategy)
+    (y * gy[_bounds(sizes, rank)]).sum().backward()
+    return {"x": _err(xs.grad, ref[0].grad[_bounds(sizes, rank)]), "w1": _err(w1s.grad, ref[1].grad[:, cols]),
+            "w2": _err(w2s.grad, ref[2].grad[cols])}
+
+
+def mlp(rank, world, strategy, sequence_parallel, s, b, hidden, ffn):
+    """ColumnParallelLinear -> gelu -> RowParallelLinear against the two nn.Linear of one process:
+    outputs, input gradients and every parameter's gradient (this rank's part)."""
+    torch.manual_seed(10)
+    up, down = nn.Linear(hidden, ffn), nn.Linear(ffn, hidden)
+    x = _randn((s, b, hidden), 11)
+    gy = _randn((s, b, hidden), 12)
+    ref_x = x.clone().requires_grad_()
+    ref = down(torch.nn.functional.gelu(up(ref_x), approximate="tanh"))
+    (ref * gy).sum().backward()
+    col = ColumnParallelLinear.from_linear(up, sequence_parallel=sequence_parallel, strategy=strategy)
+    row = RowParallelLinear.from_linear(down, sequence_parallel=sequence_parallel, strategy=strategy)
+    rows = slice(rank * s // world, (rank + 1) * s // world) if sequence_parallel else slice(None)
+    xs = x[rows].clone().requires_grad_()
+    y = row(torch.nn.functional.gelu(col(xs), approximate="tanh"))
+    (y * gy[rows]).sum().backward()
+    f = ffn // world
+    mine = slice(rank * f, (rank + 1) * f)
+    return {"y": _err(y, ref[rows].double()), "x": _err(xs.grad, ref_x.grad[rows].double()),
+            "up.weight": _err(col.weight.grad, up.weight.grad[mine].double()),
+            "up.bias": _err(col.bias.grad, up.bias.grad[mine].double()),
+            "down.weight": _err(row.weight.grad, down.weight.grad[:, mine].double()),
+            "down.bias": _err(row.bias.grad, down.bias.grad.double())}
+
+
+def errors(rank, world):
+    """The argument errors, raised alike on every rank before any communication."""
+    x, w = torch.ones(4, 3), torch.ones(3, 2)
+    found = []
+    for call, match in (
+            (lambda: all_gather_matmul(x, w, shard_sizes=[4]), "shard_sizes: expected one size per rank"),
+            (lambda: all_gather_matmul(x, w, shard_sizes=[4, 4][:rank] + [5] + [4] * (world - rank - 1)),
+             "shard_sizes\\[.*\\] = 5 but x_shard has 4"),
+            (lambda: all_gather_matmul(x, w, gather_dim=1), "gather_dim=1 must name one of x's dims but the last"),
+            (lambda: all_gather_matmul(x, torch.ones(2, 2)), "x's last dim \\(3\\) differs"),
+            (lambda: all_gather_matmul(x, w, strategy="fast", shard_sizes=[4] * world), "strategy: expected one of"),
+            (lambda: matmul_reduce_scatter(torch.ones(5, 3), w), "x's dim 0 \\(scatter_dim\\): 5 rows do not split"),
+            (lambda: matmul_reduce_scatter(x, w, shard_sizes=[1] * world), "shard_sizes sum to"),
+            (lambda: ColumnParallelLinear(4, 3 if world == 2 else world + 1), "out_features=.* does not split")):
+        try:
+            call()
+        except ValueError as e:
+            import re
+            assert re.search(match, str(e)), (match, str(e))
+            found.append(match)
+        else:
+            raise AssertionError(f"no ValueError for {match!r}")
+    return len(found)
+
+
+def late_rank(rank, world, strategy, wait_s):
+    """Rank 0 calls; the others never do (on a group of their own, so the pool's stays usable):
+    rank 0 must get a TimeoutError within about ``wait_s`` seconds, not hang."""
+    group = dist.new_group(list(range(world)))
+    if rank != 0:
+        return None
+    x, w = torch.ones(4, 3), torch.ones(3, 2)
+    start = time.monotonic()
+    try:
+        if strategy == "scatter":
+            matmul_reduce_scatter(torch.ones(4 * world, 3), w, group=group, strategy="overlap", timeout=wait_s)
+        else:
+            all_gather_matmul(x, w, group=group, shard_sizes=[4] * world, strategy="overlap", timeout=wait_s)
+    except TimeoutError as e:
+        assert "did not arrive within" in str(e), str(e)
+        return time.monotonic() - start
+    raise AssertionError("no TimeoutError while the other ranks never sent")
