@@ -6,9 +6,10 @@
   preallocated output (``out=`` a slice: no copy, no allocation per block), the transfers ordered
   against the GEMMs by comm.py's `Side` (a communication stream and events on CUDA).
 
-``"auto"`` takes the overlap on CUDA where each block's GEMM is large enough
-(`OVERLAP_MIN_BLOCK_MNK`) to hide a transfer, else the sequential one. api.py puts the public
-functions' dims and autograd around these.
+``"auto"`` takes the sequential one: on 2 and 4 H100s the ring lost to it on every row measured
+(all-gather + GEMM 0.86x, GEMM + reduce-scatter 0.73x, the MLP block 8.6 against 5.6 ms:
+bench/results/h100/distributed_2gpu.md), its NCCL send / recv kernels competing with the GEMMs for
+the SMs. api.py puts the public functions' dims and autograd around these.
 """
 from __future__ import annotations
 
@@ -22,9 +23,6 @@ STRATEGIES = ("auto", "sequential", "overlap")
 #: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
 all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-#: m x n x k of one block's GEMM from which "auto" overlaps (about 12 us of an H100's bf16 GEMM):
-#: below it a transfer's latency and the extra launches cost more than they hide.
-OVERLAP_MIN_BLOCK_MNK = 2 ** 33
 
 
 def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, world: int) -> str:
@@ -32,9 +30,7 @@ def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, wo
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy != "auto":
         return strategy
-    if world == 1 or device.type != "cuda":
-        return "sequential"
-    return "overlap" if m_block * n * k >= OVERLAP_MIN_BLOCK_MNK else "sequential"
+    return "sequential"      # the ring measured slower everywhere (the module's docstring)
 
 
 def local_matmul(engine, a, b, out=None, bias=None):
