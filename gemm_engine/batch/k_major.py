@@ -87,10 +87,14 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return cfg.copies if isinstance(cfg, KMajorBatchConfig) else ()
 
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
+        return [self.copy_launch(cfg, problem, op) for op in self._copied(cfg)] + super().launches(cfg, problem)
+
+    def copy_launch(self, cfg: KMajorBatchConfig, problem: MatmulProblem, op: str) -> Launch:
+        """The launch of the kernel that writes operand ``op``'s copy (`copy_kernel`)."""
         extent = {"lhs": problem.m, "rhs": problem.n}
         tiles_k = -(-problem.k // _TILE)
-        return [Launch(f"gemm_engine_k_major_{op}", problem.batch * tiles_k * -(-extent[op] // _TILE),
-                       _UNITS, dynamic_shared=False) for op in self._copied(cfg)] + super().launches(cfg, problem)
+        return Launch(f"gemm_engine_k_major_{op}", problem.batch * tiles_k * -(-extent[op] // _TILE),
+                      _UNITS, dynamic_shared=False)
 
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem):
         copied = self._copied(cfg)
@@ -138,7 +142,12 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
 
     def kernel(self, cfg, d: Dialect) -> str:
         main = super().kernel(cfg, d)
-        return "\n\n".join([self._transpose_kernel(cfg, d, op) for op in self._copied(cfg)] + [main])
+        return "\n\n".join([self.copy_kernel(cfg, d, op) for op in self._copied(cfg)] + [main])
+
+    def copy_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
+        """The kernel that writes operand ``op``'s copy into its workspace region (a transpose or
+        re-pitch here; a subclass may fill the region otherwise, `copy_launch` launching it)."""
+        return self._transpose_kernel(cfg, d, op)
 
     def _transpose_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
         """Operand ``op`` (element (k, x) at ``k * ld + x``: a row-major rhs or a column-major lhs)

@@ -130,9 +130,11 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
         picks[(n, m)] = cfg.algorithm.rsplit(".", 1)[1]
     assert picks[(4096, 1)] == picks[(4096, 64)] == "QuantizedDecodeSplitKAlgorithm"
     assert picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
-    assert picks[(4096, 65)] == "QuantizedDoubleBufferingMmaAlgorithm"
-    assert [r.algorithm for r in RULES[-4:]] == ["quantized_decode_split_k", "quantized_decode",
-                                                 "quantized_double_buffering_mma", "quantized_simple_unit"]
+    assert picks[(4096, 65)] == "DequantizedSpecializedWgmmaAlgorithm"    # the pass, then the dense kernel
+    assert [r.algorithm for r in RULES[-7:]] == ["quantized_decode_split_k", "quantized_decode",
+                                                 "dequantized_specialized_wgmma", "dequantized_pipelined_wgmma",
+                                                 "dequantized_pipelined_mma", "quantized_double_buffering_mma",
+                                                 "quantized_simple_unit"]
 
 
 # -- CUDA sources ----------------------------------------------------------------------------------
