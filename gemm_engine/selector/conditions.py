@@ -12,6 +12,7 @@ from ..codegen.dialect import Dialect
 from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import WgmmaTile
 from .base import tile_count
+from .quantized_decode import one_launch_fills
 from .skinny import MAX_ROWS, skinny_axis
 from .specialized_wgmma import decode_tiling, select_specialized_tiling, selected_tiles
 from .waves import STREAM_MIN_BYTES, big_operand_bytes, short_side, streams_weights
@@ -67,15 +68,13 @@ def quantized_decode_worth_it(problem: MatmulProblem, dialect: Dialect) -> str |
 
 
 def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
-    """quantized_decode_split_k where the output's 64-column strips give fewer than two cubes per
-    compute unit: K is cut into ranges over more cubes, so that every multiprocessor streams."""
+    """quantized_decode_split_k where one launch of quantized_decode's cubes (its tiling:
+    selector/quantized_decode.py) leaves compute units idle: K is cut into ranges over more cubes,
+    so that every multiprocessor streams."""
     why = quantized_decode_worth_it(problem, dialect)
     if why is not None:
         return why
-    strips = problem.batch * -(-problem.n // 64) * -(-problem.m // DECODE_MAX_M)
-    if strips >= 2 * max(1, dialect.device.compute_units):
-        return f"{strips} cubes of 64 columns already give every compute unit two"
-    return None
+    return one_launch_fills(problem, dialect)
 
 
 #: What decides between the dequantizing pass + a dense tensor-core kernel and the dequantizing

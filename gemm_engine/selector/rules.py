@@ -75,9 +75,10 @@ RULES: tuple[Rule, ...] = (
                         "ahead of double_buffering_unit's 0.81)"),
     # Quantized weights (gemm_engine/quant): every rule above refuses them (check_weights), each below
     # refuses a dense rhs; last, so that a dense problem's choice never looks at them.
-    Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) with few 64-column strips: "
-                                     "the weights streamed once, K cut over more cubes so that every "
-                                     "multiprocessor streams", quantized_decode_split_worth_it),
+    Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) where one launch of "
+                                     "quantized_decode's cubes leaves multiprocessors idle: the weights "
+                                     "streamed once, K cut over more cubes so that every multiprocessor "
+                                     "streams", quantized_decode_split_worth_it),
     Rule("quantized_decode", "quantized weights at decode sizes (M <= 64): the weights streamed once, "
                              "dequantized in registers into tensor-core fragments", quantized_decode_worth_it),
     Rule("dequantized_specialized_wgmma", "quantized weights past decode sizes on Hopper: the weight "
