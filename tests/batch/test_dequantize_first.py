@@ -3,8 +3,11 @@
 The pass is checked bit for bit: with x the identity (K x K), every output element is one weight
 value times 1 plus zeros, so ``x @ W`` must equal each weight value rounded once to x's type
 (float32: exact), which a wrong code, shift, scale, zero, group, layout, rounding or row past K
-would change. Then random activations with a batch and the fused epilogue against float64, the
-refusals, auto's choices on nominal devices, and the CUDA sources (sm_80, sm_90a; nvcc, no spills).
+would change: every code, group size (a scale per run of word rows and per word), zeros or not, both
+layouts, the three activation types, K past the last group and inside a word, N = 1; GPTQ and AWQ
+checkpoints' tensors (packed here by their documented orders) the same way. Then random activations
+with a batch, views and the fused epilogue against float64, the refusals, auto's choices on nominal
+devices, and the CUDA sources (sm_80, sm_90a; nvcc, no spills).
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT64
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.quant import WeightFormat, quantize
+from gemm_engine.quant import AWQ_ORDER, WeightFormat, from_awq, from_gptq, quantize
 from gemm_engine.selector.conditions import dequantize_first_worth_it
 from helpers import BF16, TOLERANCE, np_dtype, rel_error
 
@@ -55,6 +58,17 @@ CASES = [
     ("int8", True, None, 66, 17, "k_packed", "float16"),
     ("fp8_e4m3", True, 32, 72, 41, "prepacked", "bfloat16"),
     ("fp8_e4m3", True, None, 64, 30, "k_packed", "float32"),
+    # every group size of each code with and without zeros; K past the last group; K < a word; N = 1
+    ("int4", False, 128, 300, 65, "k_packed", "float16"),
+    ("int4", True, 32, 5, 1, "prepacked", "bfloat16"),
+    ("int4", False, 64, 64, 129, "prepacked", "float32"),
+    ("int8", False, 128, 260, 33, "k_packed", "float32"),
+    ("int8", True, 64, 129, 64, "prepacked", "bfloat16"),
+    ("fp8_e4m3", True, 128, 200, 19, "k_packed", "float16"),
+    ("fp8_e4m3", True, None, 3, 70, "prepacked", "bfloat16"),
+    # groups that end inside a unit's run of word rows: a scale per word
+    ("int4", False, 48, 100, 37, "prepacked", "float16"),
+    ("int8", True, 8, 70, 20, "k_packed", "bfloat16"),
 ]
 
 
@@ -73,6 +87,79 @@ def test_the_pass_writes_each_value_rounded_once(engine, rng, name, case):
     assert engine.last_choice[0].name == name and y.dtype == np_dtype(dtype)
     expect = q.dequantize(rounded_to=None if dtype == "float32" else dtype)
     np.testing.assert_array_equal(np.asarray(y, np.float32), expect)
+
+
+def gptq_words(codes, bits):
+    """GPTQ's qweight (K * bits / 32, N): row r * (32 / bits) + j in bits [bits * j, ...) (AutoGPTQ)."""
+    per = 32 // bits
+    k, n = codes.shape
+    shifted = codes.reshape(k // per, per, n).astype(np.uint64) << (bits * np.arange(per, dtype=np.uint64))[:, None]
+    return shifted.sum(axis=1).astype(np.uint32).view(np.int32)
+
+
+def awq_words(x):
+    """AWQ's packing along N: nibble i of word c holds column 8c + AWQ_ORDER[i] (AutoAWQ)."""
+    k, n = x.shape
+    cols = x.reshape(k, n // 8, 8)[:, :, list(AWQ_ORDER)].astype(np.uint64)
+    return (cols << (4 * np.arange(8, dtype=np.uint64))).sum(axis=2).astype(np.uint32).view(np.int32)
+
+
+#: (checkpoint, bits, group, layout, dtype): v1 GPTQ zeros stored minus one (the top code's zero is
+#: 2^bits, past what a code holds), AWQ's column order.
+CHECKPOINTS = [("gptq", 4, 32, "k_packed", "float16"), ("gptq", 4, 128, "prepacked", "bfloat16"),
+               ("gptq", 8, 64, "prepacked", "float32"), ("awq", 4, 64, "k_packed", "bfloat16"),
+               ("awq", 4, 128, "prepacked", "float32")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("case", CHECKPOINTS, ids=lambda c: "-".join(map(str, c)))
+def test_checkpoint_weights_through_the_pass(engine, rng, name, case):
+    source, bits, group, layout, dtype = case
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    if engine.backend == "opencl" and name != "dequantized_simple_unit":
+        pytest.skip("tensor-core compositions: CUDA only")
+    k, n, top = 256, 40, (1 << bits) - 1
+    codes = rng.integers(0, top + 1, (k, n))
+    zeros = rng.integers(0, top + 1, (k // group, n))
+    zeros[0, :3] = top                       # stored top: GPTQ's zero 2^bits
+    scales = rng.uniform(0.01, 0.1, (k // group, n)).astype(np.float16)
+    if source == "gptq":
+        q = from_gptq(gptq_words(codes, bits), gptq_words(zeros.T, bits).T, scales, bits=bits, group_size=group)
+        zero = zeros + 1.0
+    else:
+        q = from_awq(awq_words(codes), awq_words(zeros), scales, group_size=group)
+        zero = zeros.astype(np.float64)
+    rows = np.arange(k) // group
+    exact = (codes - zero[rows]) * scales.astype(np.float64)[rows]   # the checkpoint's documented values
+    np.testing.assert_array_equal(q.dequantize(), exact.astype(np.float32))
+    q = q.prepack() if layout == "prepacked" else q
+    y = run_or_skip(engine, np.eye(k, dtype=np_dtype(dtype)), q, name)
+    expect = exact.astype(np.float32) if dtype == "float32" else q.dequantize(rounded_to=dtype)
+    np.testing.assert_array_equal(np.asarray(y, np.float32), expect)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vector_x_row_bias_activation_out_and_views(engine, rng, name):
+    if engine.backend == "opencl" and name != "dequantized_simple_unit":
+        pytest.skip("tensor-core compositions: CUDA only")
+    q = quantize(weight(rng, 136, 50), "int8", 32, symmetric=False).prepack()
+    w = q.dequantize(rounded_to="float16").astype(np.float64)
+    v = rng.standard_normal(136).astype(np.float16)                  # M = 1 through numpy's 1-D rule
+    y = run_or_skip(engine, v, q, name, activation="gelu")
+    assert y.shape == (50,)
+    ref = v.astype(np.float64) @ w
+    gelu = 0.5 * ref * (1 + np.tanh(np.sqrt(2 / np.pi) * (ref + 0.044715 * ref ** 3)))
+    assert rel_error(y, gelu) <= 5e-3
+    # a strided x (every other row, columns from 1: the lhs not 16-byte aligned), a bias over rows,
+    # float32 output into out=
+    big = rng.standard_normal((2, 60, 137)).astype(np.float16)
+    x = big[:, ::2, 1:]
+    bias = rng.standard_normal(30).astype(np.float32)
+    out = np.full((2, 30, 50), np.nan, np.float32)
+    y = run_or_skip(engine, x, q, name, bias=bias, bias_axis=-2, out=out, out_dtype="float32")
+    ref = x.astype(np.float64) @ w + bias[:, None]
+    assert y is out and rel_error(out, ref) <= TOLERANCE["float16"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -162,6 +249,7 @@ SOURCE_CASES = [
     ("dequantized_specialized_wgmma", "int8", 0, False, "k_packed", 4096, "float16", True),
     ("dequantized_pipelined_wgmma", "fp8_e4m3", 32, False, "prepacked", 512, "bfloat16", False),
     ("dequantized_pipelined_mma", "int4", 32, False, "k_packed", 300, "float16", True),
+    ("dequantized_pipelined_mma", "int8", 8, True, "prepacked", 300, "bfloat16", True),    # a scale per word
 ]
 
 
@@ -201,3 +289,6 @@ def test_cuda_pass_source_structure():
     assert "< K ?" not in body                 # K a whole number of words: no per-row guard
     ragged = cuda_sources()["dequantized_pipelined_mma-int4-32-k_packed-float16-sm80"]
     assert "< K ?" in ragged and "cvt.rn.f16x2.f32" in ragged
+    per_word = cuda_sources()["dequantized_pipelined_mma-int8-8-prepacked-bfloat16-sm80"]
+    body = per_word[per_word.index(f"void {DEQUANTIZE_KERNEL}("):]
+    assert body[: body.index("\n}\n")].count("qscale[") == 4      # groups of 8 rows: one scale a word
