@@ -6,6 +6,8 @@ import threading
 
 from .call.doc import grouped_doc
 from .engine import Engine, matmul_doc
+from .handles import DEFAULT as DEFAULT_FACTORY
+from .tensors import torch_op_wanted
 
 _default_engine: Engine | None = None
 _default_lock = threading.Lock()
@@ -22,14 +24,23 @@ def default_engine() -> Engine:
     return _default_engine
 
 
+DEFAULT_FACTORY.append(default_engine)
+
+
 @matmul_doc("on the default engine (`default_engine`; see `Engine` for one bound to a backend and device)")
 def matmul(a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
            out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False, scale_a=None,
-           scale_b=None):
+           scale_b=None, mul=None):
+    if torch_op_wanted(a, b, (c, bias, mul, scale_a, scale_b)):
+        # Before the default engine is made: torch.compile traces this call without entering it.
+        from .torch.route import routed   # the optional torch layer (it needs torch)
+        return routed(None, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                      activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
+                      precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)
     return default_engine().matmul(a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias,
                                    bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
                                    casting=casting, algorithm=algorithm, precision=precision, tune=tune,
-                                   scale_a=scale_a, scale_b=scale_b)
+                                   scale_a=scale_a, scale_b=scale_b, mul=mul)
 
 
 @grouped_doc("on the default engine (`default_engine`)")

@@ -36,9 +36,12 @@ from .call import numpy_rules
 from .call.request import CallOptions, make_list_request, make_request
 from .compose.registry import generation
 from .errors import SetupError
+from .epilogue.activations import resolve_activation
 from .explain import explain_problem
 from .problem import MatmulProblem
 from .quant.weight import QuantizedWeight
+from .handles import register as register_handle
+from .tensors import torch_op_wanted
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
@@ -80,6 +83,8 @@ class Engine:
         #: The registries' generation the caches above were filled under (compose/registry.py).
         self._generation = generation()
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
+        #: A number naming this engine in the torch ops' calls (gemm_engine/torch/ops.py).
+        self.handle = register_handle(self)
 
     @property
     def backend(self) -> str:
@@ -97,15 +102,34 @@ class Engine:
     @matmul_doc("on this engine's device, by one generated kernel")
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False,
-               scale_a=None, scale_b=None):
-        rt = self.runtime
+               scale_a=None, scale_b=None, mul=None):
+        if torch_op_wanted(a, b, (c, bias, mul, scale_a, scale_b)):
+            # Autograd, torch.compile's tracing, autocast: through the registered ops (gemm_engine/torch).
+            from .torch.route import routed   # the optional torch layer (it needs torch)
+            return routed(self, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                          activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
+                          precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)
+        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                         precision, tune, scale_a, scale_b, mul)
+
+    def compute(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
+                out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False, scale_a=None,
+                scale_b=None, mul=None):
+        """`matmul` on the engine directly, whatever the arguments (torch tensors are read as arrays:
+        no autograd, no tracing): what the registered torch ops run."""
+        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                         precision, tune, scale_a, scale_b, mul)
+
+    def _run(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm, precision,
+             tune, scale_a, scale_b, mul):
+        """The call: the fast path where its key has a call plan, else the general path (`_call`)."""
         if self._generation != generation():
             self._forget_plans()
         precision = self.precision if precision is None else precision
         plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
                  and scale_b is None and beta is None and type(alpha) in (float, int) and alpha == 1
-                 and casting == "same_kind")
-        inputs = None if plain else EpilogueInputs(alpha, beta, c, bias, scale_a, scale_b)
+                 and casting == "same_kind" and mul is None)
+        inputs = None if plain else EpilogueInputs(alpha, beta, c, bias, scale_a, scale_b, mul)
         call_key, found = self.fast.call(a, b, out, inputs, (algorithm, bool(tune), precision, bias_axis, activation,
                                                             out_dtype, casting))
         if found is not None:
@@ -113,7 +137,7 @@ class Engine:
             self.last_choice = (plan.algorithm, plan.config)
             return result
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
-        return self._call(a, b, out, c, bias, scale_a, scale_b, options, plain, algorithm, tune, call_key)
+        return self._call(a, b, out, c, bias, scale_a, scale_b, mul, options, plain, algorithm, tune, call_key)
 
     def quantized_matmul(self, x, qweight, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                          activation=None, out_dtype=None, casting="same_kind", algorithm=None):
@@ -130,12 +154,13 @@ class Engine:
         return self.matmul(x, qweight, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
                            activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm)
 
-    def _call(self, a, b, out, c, bias, scale_a, scale_b, options: CallOptions, plain: bool, algorithm, tune: bool,
-              call_key):
+    def _call(self, a, b, out, c, bias, scale_a, scale_b, mul, options: CallOptions, plain: bool, algorithm,
+              tune: bool, call_key):
         """The general path: every step of the module docstring, in order."""
         rt = self.runtime
-        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b)
-        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain)
+        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b, mul=mul)
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain,
+                                  activation=resolve_activation(options.activation))
         request = make_request(arrays, rules, options, plain)
         if tune and arrays.quantized:
             raise ValueError("matmul: tune=True does not time quantized weights yet (name an algorithm, or let "
@@ -310,7 +335,8 @@ class Engine:
         precision = self.precision if precision is None else precision
         arrays = import_call(self.runtime, a, b, c=c, bias=bias)
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, "same_kind", precision)
-        request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta), options)
+        request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta,
+                                                         activation=resolve_activation(activation)), options)
         if request.shape.empty:
             raise ValueError(f"matmul of shapes {np.shape(a)} and {np.shape(b)} runs no kernel "
                              f"(empty output or K = 0): there is no problem to explain or tune")

@@ -28,6 +28,7 @@ from ..compose.contracts import SLOTS, check_composition
 from ..compose.registry import Composition, Registry
 from ..errors import SetupError
 from ..global_.read.loaders import CyclicLoader
+from ..global_.write.pairs import check_pairs
 from ..global_.simple import SimpleGlobalMatmul
 from ..global_.write.writers import DirectWriter
 from ..problem import MatmulProblem
@@ -215,6 +216,7 @@ class Algorithm(metaclass=Composition):
         try:
             selection = self.selection_for(problem, dialect)
             batch = self.components.setup(problem, selection, dialect)
+            check_pairs(self.components, batch, dialect)
         except SetupError:
             raise
         except Exception as exc:  # noqa: BLE001 -- reported, not swallowed

@@ -174,6 +174,9 @@ class BatchMatmul(ABC):
     #: Whether the kernel signature and pointers carry quantized weights' scales and zeros
     #: (`GlobalConfig.weights`); levels that do not refuse quantized problems (`check_weights`).
     passes_weights: ClassVar[bool] = False
+    #: Whether the global level applies the call's epilogue, so that a gated one's column pairs are
+    #: stored together (global_/write/pairs.py); a level that applies it per element says False.
+    forwards_pairs: ClassVar[bool] = True
 
     def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_

@@ -73,6 +73,7 @@ def choose_splits(problem: MatmulProblem, tiles: int, stage_k: int, compute_unit
 class SplitKBatchMatmul(PartitionedBatchMatmul):
     #: Its cubes see K ranges and an identity epilogue (the reduction applies the call's).
     forwards_block_scales = False
+    forwards_pairs = False      # the reduction applies the epilogue per element
     name = "split_k_batch"
     knobs = PartitionedBatchMatmul.knobs + (
         Knob("split_k", 0, "K ranges, each over its own cubes (0: enough for about two cubes per compute unit)"),)

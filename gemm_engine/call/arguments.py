@@ -42,10 +42,13 @@ class EpilogueInputs(NamedTuple):
     bias: object
     scale_a: object
     scale_b: object
+    mul: object = None
 
 
 #: The call input that feeds each epilogue array field (the caller's keyword -> the kernel's name).
-EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"))
+EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"), ("mul", "mul"))
+#: The epilogue inputs a Python number may stand for, folded into alpha (the operands' scales).
+NUMBER_SCALES = ("scale_a", "scale_b")
 #: The array fields the caller's operands and output feed.
 OPERAND_ARRAYS = ("lhs", "rhs", "out")
 #: The array fields of a quantized rhs beside its packed words (the ``rhs`` field): scales, zeros.
@@ -73,6 +76,10 @@ _BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
                 for name in OPERAND_ARRAYS + WEIGHT_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
 
 
+#: The parameters `epilogue_values` sets (a fused call's per-call epilogue values).
+EPILOGUE_NAMES = frozenset({"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]})
+
+
 @dataclass(frozen=True)
 class CallArguments:
     """Every argument of one call's kernels (see the module docstring for how they are named)."""
@@ -90,6 +97,7 @@ class CallArguments:
     bias: ArrayArgument | None = None
     lhs_scale: ArrayArgument | None = None
     rhs_scale: ArrayArgument | None = None
+    mul: ArrayArgument | None = None
     #: Whether the kernels take the epilogue's arguments (a fused call).
     fused: bool = field(default=False)
     #: A grouped call's offsets or counts (``groups_base``, ``groups_offset``: problem.py `Groups`)
@@ -151,7 +159,7 @@ def epilogue_values(inputs: EpilogueInputs, address) -> dict:
         if x is None:
             continue
         if type(x) in (float, int):
-            alpha *= x            # a number scale (`Request` folds it into alpha too)
+            alpha *= x            # a number scale (`Request` folds it into alpha too; fast.py: only scales)
         else:
             base, offset = _BASE_OFFSET[name]
             values[base], values[offset] = address(x)
@@ -165,9 +173,11 @@ def operand_argument(op) -> ArrayArgument:
 
 
 def output_argument(target, problem) -> ArrayArgument:
-    """The output: a contiguous (batch, M, N) device array; a contiguous grouped call's: one (M, N)."""
+    """The output: a contiguous (batch, M, N) device array (N / 2 columns for a gated epilogue); a
+    contiguous grouped call's: one (M, N)."""
     contiguous = problem.groups is not None and problem.groups.layout == "contiguous"
-    return ArrayArgument(target, (("ld", problem.n), ("batch_stride", 0 if contiguous else problem.m * problem.n)))
+    n = problem.epilogue.out_columns(problem.n)
+    return ArrayArgument(target, (("ld", n), ("batch_stride", 0 if contiguous else problem.m * n)))
 
 
 def plain_arguments(lhs, rhs, target, problem) -> CallArguments:
@@ -196,6 +206,7 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         c=term(prepared.c, "row_stride", "col_stride", "batch_stride"),
         bias=term(prepared.bias, *vector),
         lhs_scale=term(prepared.lhs_scale, *vector), rhs_scale=term(prepared.rhs_scale, *vector),
+        mul=term(prepared.mul, "row_stride", "col_stride", "batch_stride"),
         fused=not problem.epilogue.identity,
         groups=None if prepared.groups is None else ArrayArgument(prepared.groups.array),
         row_scale=term(prepared.row_scale, *vector),

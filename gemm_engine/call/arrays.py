@@ -92,7 +92,7 @@ def _is_array_like(x) -> bool:
 
 @dataclass
 class CallArrays:
-    """Every array argument of one call, imported (`Imported`); ``c`` and ``bias`` given as Python
+    """Every array argument of one call, imported (`Imported`); ``c``, ``bias`` and ``mul`` given as Python
     numbers stay numbers (numpy's weak-scalar rule types them in the request step), scales given as
     real numbers too (per-tensor factors)."""
 
@@ -106,6 +106,7 @@ class CallArrays:
     #: A grouped call's offsets or counts (`Imported`), and its per-row scale (a routing weight).
     groups: object = None
     row_scale: object = None
+    mul: object = None
 
     @property
     def host(self) -> bool:
@@ -132,7 +133,7 @@ class CallArrays:
         """The caller's device arrays the kernels read in place (the runtime orders their queues
         after the launch)."""
         return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b, self.groups,
-                                       self.row_scale) if isinstance(x, Imported) and not x.host)
+                                       self.row_scale, self.mul) if isinstance(x, Imported) and not x.host)
 
     @property
     def subtype(self) -> type | None:
@@ -148,7 +149,7 @@ def _number(x) -> bool:
 
 
 def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, groups=None,
-                row_scale=None) -> CallArrays:
+                row_scale=None, mul=None) -> CallArrays:
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
     be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked).
     ``groups``: a grouped call's (label, offsets or counts); ``row_scale``: its per-row scale."""
@@ -175,6 +176,8 @@ def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
         arrays.c = c if type(c) in (int, float) else import_array(c, "c", runtime)
     if bias is not None:
         arrays.bias = bias if type(bias) in (int, float) else import_array(bias, "bias", runtime)
+    if mul is not None:
+        arrays.mul = mul if type(mul) in (int, float) else import_array(mul, "mul", runtime)
     for label, x in (("scale_a", scale_a), ("scale_b", scale_b)):
         if x is not None:
             setattr(arrays, label, float(x) if _number(x) else import_array(x, label, runtime))

@@ -1,7 +1,7 @@
 """The one text that documents `gemm_engine.matmul` and `Engine.matmul` (`matmul_doc`)."""
 from __future__ import annotations
 
-MATMUL_DOC = """``act(alpha * (a @ b) + beta * c + bias)``, with ``a @ b`` following ``numpy.matmul``, {where}.
+MATMUL_DOC = """``act(alpha * (a @ b) + beta * c + bias) * mul``, with ``a @ b`` following ``numpy.matmul``, {where}.
 
     a, b:        the operands: numpy arrays (or lists, scalars), device arrays of the engine's
                  backend (CuPy on CUDA, ``pyopencl.array.Array`` on OpenCL), torch tensors, or any
@@ -19,7 +19,13 @@ MATMUL_DOC = """``act(alpha * (a @ b) + beta * c + bias)``, with ``a @ b`` follo
     bias:        a vector added over the output's columns (``bias_axis=-1``, length N) or rows
                  (``bias_axis=0``, length M).
     activation:  applied last: "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", or an
-                 `Activation` instance of your own (see `register_activation`).
+                 `Activation` instance of your own (see `register_activation`). Gated ones,
+                 "swiglu", "geglu", "reglu", pair b's columns (gate and up interleaved: column 2j
+                 the gate's j-th, 2j + 1 the up projection's) into ``gate(g) * u``: the result has
+                 half of b's columns (one GEMM, the gate's half never written). A `Derivative`
+                 computes the activation's derivative (a gated one's for both columns of a pair).
+    mul:         multiplies the activation's result, broadcasting to it (e.g. the upstream
+                 gradient, with ``activation=Derivative(f)``: the gradient through ``f``).
     out_dtype:   the result dtype (default: numpy's promotion of a, b, c and bias, with the
                  exceptions a GEMM library makes: int8 @ int8 is int32, accumulated exactly; fp8 @
                  fp8 (float8_e4m3fn, float8_e5m2, mixed) is float32; bfloat16 @ bfloat16 is
@@ -40,6 +46,10 @@ MATMUL_DOC = """``act(alpha * (a @ b) + beta * c + bias)``, with ``a @ b`` follo
                  finite number or array per tensor, a vector per row of a (M,) / column of b (N,),
                  or per block of 128 along K: scale_a (M, ceil(K/128)), scale_b (ceil(K/128),
                  ceil(N/128)); see gemm_engine.epilogue.scales.
+
+    torch tensors that require grad (or under torch.compile, or torch.autocast) go through the
+    registered ops ``torch.ops.gemm_engine.*`` (gemm_engine/torch/): the result has a ``grad_fn``
+    whose backward the engine computes.
 
     Errors: ValueError / TypeError naming the argument, before anything runs; `SetupError` when
     the named algorithm cannot run the problem, with the reason.

@@ -38,7 +38,7 @@ def _fused_key(key, array_meta, inputs: EpilogueInputs):
     for i, x in enumerate(arrays):
         if x is None:
             meta.append(None)
-        elif i >= 2 and type(x) in (float, int):      # scale_a / scale_b given as a number
+        elif i in (2, 3) and type(x) in (float, int):      # scale_a / scale_b given as a number
             meta.append("number")
             factor *= x
         else:

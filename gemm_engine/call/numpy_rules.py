@@ -19,8 +19,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..dtypes import SUPPORTED_NAMES, WIDENED, bfloat16_dtype, element_type, is_fp8
+from ..epilogue.activations import Derivative
 from ..epilogue.grouped_terms import GroupShape, grouped_scale
 from ..epilogue.scales import Scale, check_scale
+from ..tensors import torch_numpy_dtype
 from .arrays import CallArrays, Imported, ListArrays
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
@@ -29,7 +31,9 @@ CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 @dataclass(frozen=True)
 class CallShape:
-    """The shape side of one matmul call after numpy's rules."""
+    """The shape side of one matmul call after numpy's rules. Sizes are ints, or a tracer's
+    symbolic ints (torch.compile's fake implementations run these rules too: nothing here needs
+    their values beyond comparisons)."""
 
     batch_shape: tuple[int, ...]
     m: int
@@ -38,6 +42,9 @@ class CallShape:
     out_shape: tuple[int, ...]
     lhs_vector: bool    # lhs was 1-D: a row of length k was prepended a 1 and is removed again
     rhs_vector: bool
+    #: The shape of the activation's values, which ``mul`` broadcasts to: the output's, but with
+    #: half the columns for a gated activation's derivative (one value per column pair).
+    value_shape: tuple[int, ...] = ()
 
     @property
     def batch(self) -> int:
@@ -49,7 +56,28 @@ class CallShape:
         return self.batch == 0 or self.m == 0 or self.n == 0 or self.k == 0
 
 
-def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
+def broadcast_shapes(x: tuple, y: tuple) -> tuple:
+    """numpy's broadcast of two shapes (ValueError where they do not), on ints or symbolic ints."""
+    out = []
+    for i in range(1, max(len(x), len(y)) + 1):
+        p = x[-i] if i <= len(x) else 1
+        q = y[-i] if i <= len(y) else 1
+        if p == 1:
+            out.append(q)
+        elif q == 1 or p == q:
+            out.append(p)
+        else:
+            raise ValueError(f"shapes {tuple(x)} and {tuple(y)} do not broadcast")
+    return tuple(reversed(out))
+
+
+def _size(x):
+    return int(x) if isinstance(x, np.integer) else x
+
+
+def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...], pairs: int = 0) -> CallShape:
+    """numpy's matmul shapes; ``pairs``: 1 for a gated activation (the output has half of b's
+    columns, gate and up interleaved), 2 for its derivative (all of them; one value per pair)."""
     for i, shape in enumerate((a_shape, b_shape)):
         if len(shape) == 0:
             raise ValueError(f"matmul: Input operand {i} does not have enough dimensions "
@@ -57,18 +85,26 @@ def call_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> CallShape:
     lhs_vector, rhs_vector = len(a_shape) == 1, len(b_shape) == 1
     a2 = (1,) + tuple(a_shape) if lhs_vector else tuple(a_shape)
     b2 = tuple(b_shape) + (1,) if rhs_vector else tuple(b_shape)
-    m, k = a2[-2:]
-    k2, n = b2[-2:]
+    m, k = (_size(x) for x in a2[-2:])
+    k2, n = (_size(x) for x in b2[-2:])
     if k != k2:
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
                          f"signature {_SIGNATURE} (size {k2} is different from {k})")
     try:
-        batch_shape = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+        batch_shape = tuple(_size(x) for x in broadcast_shapes(a2[:-2], b2[:-2]))
     except ValueError:
         raise ValueError(f"matmul: operands could not be broadcast together with remapped shapes "
                          f"[original->remapped]: {tuple(a_shape)}->{a2} {tuple(b_shape)}->{b2}") from None
-    out_shape = batch_shape + (() if lhs_vector else (m,)) + (() if rhs_vector else (n,))
-    return CallShape(batch_shape, int(m), int(n), int(k), out_shape, lhs_vector, rhs_vector)
+    if pairs and n % 2:
+        raise ValueError(f"matmul: a gated activation pairs b's columns (gate and up interleaved, 2j and 2j + 1), "
+                         f"so b needs an even number of columns; got N = {n}")
+    values = n // 2 if pairs else n
+
+    def shaped(columns):
+        return batch_shape + (() if lhs_vector else (m,)) + (() if rhs_vector else (columns,))
+
+    out_shape = shaped(values if pairs == 1 else n)
+    return CallShape(batch_shape, m, n, k, out_shape, lhs_vector, rhs_vector, shaped(values))
 
 
 @dataclass(frozen=True)
@@ -130,8 +166,8 @@ def operand_dtypes(a_dtype, b_dtype, product) -> tuple[np.dtype, np.dtype]:
 
 
 def result_types(a_dtype, b_dtype, *, c=None, bias=None, scales: str = "", out_dtype=None,
-                 casting: str = "same_kind") -> ResultTypes:
-    """The one dtype rule of a call. ``c`` / ``bias``: their dtypes (None: absent); ``scales``: ""
+                 casting: str = "same_kind", mul=None) -> ResultTypes:
+    """The one dtype rule of a call. ``c`` / ``bias`` / ``mul``: their dtypes (None: absent); ``scales``: ""
     (none), "vector" (per tensor, row or column) or "block" (per 128 of K); ``out_dtype``: the
     caller's (None: numpy's promotion of the product with c and bias), which ``casting`` must allow."""
     product = product_dtype(a_dtype, b_dtype)
@@ -139,13 +175,13 @@ def result_types(a_dtype, b_dtype, *, c=None, bias=None, scales: str = "", out_d
         product = np.dtype(np.float32)     # scaled int8 (W8A8) and block scales: float32
     lhs, rhs = operand_dtypes(a_dtype, b_dtype, product)
     natural = product
-    extras = [np.dtype(x) for x in (c, bias) if x is not None]
+    extras = [np.dtype(x) for x in (c, bias, mul) if x is not None]
     if extras and product.kind in "iu" and out_dtype is None:
-        raise TypeError(f"matmul: c and bias need a floating-point result; {product.name} products take "
+        raise TypeError(f"matmul: c, bias and mul need a floating-point result; {product.name} products take "
                         f"no epilogue terms (pass out_dtype=numpy.float32)")
     for extra in extras:
         if extra.name not in SUPPORTED_NAMES + ("int32",):
-            raise TypeError(f"matmul: c / bias have dtype {extra.name!r}; supported dtypes are "
+            raise TypeError(f"matmul: c / bias / mul have dtype {extra.name!r}; supported dtypes are "
                             f"{', '.join(SUPPORTED_NAMES)}")
         if natural.kind not in "iu":
             natural = product_dtype(natural, extra)
@@ -164,7 +200,10 @@ RESULT_NAMES = ("float32", "float64", "float16", "bfloat16", "int32", "int8")
 
 
 def check_out_dtype(out_dtype) -> np.dtype:
-    """``out_dtype`` as a dtype the engine stores results in; TypeError naming it otherwise."""
+    """``out_dtype`` (a numpy or torch dtype, or a name) as a dtype the engine stores results in;
+    TypeError naming it otherwise."""
+    if type(out_dtype).__module__ == "torch":
+        out_dtype = torch_numpy_dtype(out_dtype)
     try:
         out = np.dtype(out_dtype)
     except TypeError:
@@ -198,9 +237,9 @@ def check_out(out_shape, out_dtype, result: np.dtype, expected_shape, casting: s
 
 @dataclass(frozen=True)
 class Rules:
-    """A call after numpy's rules: its shape, its dtypes, ``c`` and ``bias`` as arrays of their
-    dtypes (None where absent, or ``c`` where ``beta`` is 0: it is not read), and the operands'
-    checked scales."""
+    """A call after numpy's rules: its shape, its dtypes, ``c``, ``bias`` and ``mul`` as arrays of
+    their dtypes (None where absent, or ``c`` where ``beta`` is 0: it is not read), and the
+    operands' checked scales."""
 
     shape: CallShape
     types: ResultTypes
@@ -210,6 +249,15 @@ class Rules:
     rhs_scale: Scale | None
     #: A grouped call's layout and sizes (None: a dense call).
     groups: GroupShape | None = None
+    mul: Imported | None = None
+
+
+def pairs_of(activation) -> int:
+    """`call_shape`'s ``pairs`` for an activation (an `Activation` or None): 0 elementwise, 1 a gated
+    one, 2 a gated one's derivative."""
+    if activation is None or activation.arity != 2:
+        return 0
+    return 2 if isinstance(activation, Derivative) else 1
 
 
 def grouped_call_shape(a_shape, b_shape, groups_shape, layout: str) -> tuple[CallShape, GroupShape]:
@@ -242,13 +290,14 @@ def grouped_call_shape(a_shape, b_shape, groups_shape, layout: str) -> tuple[Cal
 
 
 def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=None, plain: bool = False,
-          layout: str | None = None) -> Rules:
+          layout: str | None = None, activation=None) -> Rules:
     """numpy's rules for one call's arrays (``beta``: the caller's, only to know whether ``c`` is
     read; ``plain``: a call with no epilogue option at all; ``layout``: a grouped call's, whose
-    ``arrays.groups`` holds its offsets or counts)."""
+    ``arrays.groups`` holds its offsets or counts; ``activation``: the call's, resolved: a gated one
+    changes the output's columns)."""
     check_casting(casting)
     if layout is None:
-        shape, groups = call_shape(arrays.a.shape, arrays.b.shape), None
+        shape, groups = call_shape(arrays.a.shape, arrays.b.shape, pairs_of(activation)), None
     else:
         shape, groups = grouped_call_shape(arrays.a.shape, arrays.b.shape, arrays.groups.shape, layout)
     a, b = arrays.a.dtype, arrays.b.dtype
@@ -267,9 +316,11 @@ def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=N
         c_read = arrays.c is not None and not (isinstance(beta, numbers.Real) and beta == 0)
         c = _weak(arrays.c, product, "c") if c_read else None
         bias = _weak(arrays.bias, product, "bias")
+        mul = _weak(arrays.mul, product, "mul")
         types = result_types(a, b, c=None if c is None else c.dtype, bias=None if bias is None else bias.dtype,
-                             scales=scaled, out_dtype=out_dtype, casting=casting)
-        rules = Rules(shape, types, c, bias, *scales)
+                             scales=scaled, out_dtype=out_dtype, casting=casting,
+                             mul=None if mul is None else mul.dtype)
+        rules = Rules(shape, types, c, bias, *scales, mul=mul)
     if groups is not None:
         rules = replace(rules, groups=groups)
     if arrays.out is not None:
@@ -295,7 +346,7 @@ def quantized_rhs_dtype(arrays: CallArrays) -> np.dtype:
 
 
 def _weak(x, product: np.dtype, label: str) -> Imported | None:
-    """numpy's rule for Python numbers (NEP 50): an ``int`` or ``float`` given for ``c`` or ``bias``
+    """numpy's rule for Python numbers (NEP 50): an ``int`` or ``float`` given for ``c``, ``bias`` or ``mul``
     takes the product's dtype where it is of that kind or narrower (``c=1.0`` with float32 operands
     keeps a float32 result); arrays keep their dtype, which must be one the engine reads."""
     if x is None:

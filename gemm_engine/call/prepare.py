@@ -67,13 +67,14 @@ class Prepared:
     #: A quantized rhs's scales and zeros (its packed words are ``rhs``), with their leading dimensions.
     qscale: DeviceTerm | None = None
     qzero: DeviceTerm | None = None
+    mul: DeviceTerm | None = None
 
     @property
     def terms(self) -> dict:
         """The epilogue's device arrays by name (those the request has), and a grouped call's groups."""
         return {name: t for name, t in (("c", self.c), ("bias", self.bias), ("lhs_scale", self.lhs_scale),
                                         ("rhs_scale", self.rhs_scale), ("row_scale", self.row_scale),
-                                        ("groups", self.groups)) if t is not None}
+                                        ("groups", self.groups), ("mul", self.mul)) if t is not None}
 
     @property
     def copied(self) -> bool:
@@ -110,6 +111,9 @@ def _epilogue_terms(runtime, prepared: Prepared, request: Request) -> None:
         prepared.bias = (_vector_term(runtime, request.bias) if grouped is None
                          else _grouped_term(runtime, _device_copy(runtime, request.bias), request.bias.host,
                                             per_group="bias" in request.per_group))
+    if request.mul is not None:
+        # Read as c is, broadcast to the activation's values (half the columns of a gated derivative).
+        prepared.mul = _c_term(runtime, request.mul, replace(shape, out_shape=shape.value_shape))
     for name in ("lhs_scale", "rhs_scale"):
         scale = getattr(request, name)
         if scale is not None:

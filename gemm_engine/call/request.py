@@ -10,7 +10,11 @@ Conventions, chosen to match what BLAS and PyTorch users expect:
   ``beta`` defaults to 1 when ``c`` is given (``beta=0`` then means c is not read, as in BLAS);
 * ``bias`` is one vector: over the output's columns (length N, ``bias_axis=-1`` or 1, the default)
   or over its rows (length M, ``bias_axis=0`` or -2);
-* number scales fold into ``alpha``; array scales become kernel arguments.
+* number scales fold into ``alpha``; array scales become kernel arguments;
+* ``mul`` multiplies the activation's result (the upstream gradient of a backward pass through a
+  `Derivative`); it broadcasts to the values' shape (`CallShape.value_shape`);
+* a gated activation (SwiGLU: gate and up interleaved in b's columns) halves the output's columns
+  and takes no ``c``.
 
 A new per-call argument is a field here and a parameter of the kernel signature; the arguments
 step (call/arguments.py) names it for every launch path.
@@ -76,6 +80,7 @@ class Request:
     sizes: tuple = ()
     #: The quantized weight ``b`` stands for, on the device (`quant.weight.DeviceWeight`), or None.
     weights: object = None
+    mul: Imported | None = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -116,6 +121,7 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
                           arrays.out, IDENTITY, weights=weights)
         return request if rules.groups is None else _grouped(request, arrays, rules)
     shape = rules.shape
+    activation = resolve_activation(options.activation)
     alpha = _real(options.alpha, "alpha")
     c_given = arrays.c is not None
     beta = 1.0 if options.beta is None and c_given else 0.0 if options.beta is None else _real(options.beta, "beta")
@@ -127,21 +133,25 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
                          f"(per output row), got {bias_axis!r}")
     axis = 1 if bias_axis in (1, -1) else 0
     c, bias = rules.c, rules.bias
-    if c is not None:
+    if c is not None and activation is not None and activation.arity == 2:
+        raise ValueError(f"matmul: c is not supported with the gated activation {activation!r} (it pairs the "
+                         f"GEMM's columns, which c would have to match); add it to the result instead")
+    for label, term, target in (("c", c, shape.out_shape), ("mul", rules.mul, shape.value_shape)):
+        if term is None:
+            continue
         try:
-            fits = np.broadcast_shapes(tuple(c.shape), shape.out_shape) == tuple(shape.out_shape)
+            fits = np.broadcast_shapes(tuple(term.shape), target) == tuple(target)
         except ValueError:
             fits = False
         if not fits:
-            raise ValueError(f"matmul: c of shape {tuple(c.shape)} does not broadcast to the output "
-                             f"shape {tuple(shape.out_shape)}")
+            raise ValueError(f"matmul: {label} of shape {tuple(term.shape)} does not broadcast to the "
+                             f"{'output' if label == 'c' else 'activation values'} shape {tuple(target)}")
     if bias is not None and rules.groups is None:
         want = shape.n if axis == 1 else shape.m
         if len(bias.shape) != 1 or bias.shape[0] != want:
             what = "columns (N" if axis == 1 else "rows (M"
             raise ValueError(f"matmul: bias must be 1-D with one value per output {what} = {want}) "
                              f"for bias_axis={bias_axis}, got shape {tuple(bias.shape)}")
-    activation = resolve_activation(options.activation)
     factor = 1.0
     for label, scale in (("scale_a", rules.lhs_scale), ("scale_b", rules.rhs_scale)):
         if scale is not None and scale.number is not None:
@@ -156,7 +166,7 @@ def make_request(arrays: CallArrays, rules: Rules, options: CallOptions, plain: 
     lhs_scale, rhs_scale = (s if s is not None and s.array is not None else None
                             for s in (rules.lhs_scale, rules.rhs_scale))
     request = Request(shape, types, precision, options.casting, alpha * factor, beta, c, bias, axis, activation,
-                      lhs_scale, rhs_scale, arrays.out, IDENTITY, weights=weights)
+                      lhs_scale, rhs_scale, arrays.out, IDENTITY, weights=weights, mul=rules.mul)
     if rules.groups is not None:
         request = _grouped(request, arrays, rules)
     return replace(request, epilogue=_epilogue(request))
@@ -194,20 +204,22 @@ def _grouped(request: Request, arrays: CallArrays, rules: Rules) -> Request:
 def _epilogue(request: Request) -> Epilogue:
     """The kernels' epilogue for a checked request (c and bias element types from their arrays)."""
     plain = (request.alpha == 1 and request.c is None and request.bias is None and request.activation is None
-             and request.lhs_scale is None and request.rhs_scale is None and request.row_scale is None)
+             and request.lhs_scale is None and request.rhs_scale is None and request.row_scale is None
+             and request.mul is None)
     if plain:
         return IDENTITY
     out = element_type(request.types.result).compute
     c = element_type(request.c.dtype) if request.c is not None else None
     bias = element_type(request.bias.dtype) if request.bias is not None else None
+    mul = element_type(request.mul.dtype) if request.mul is not None else None
     if out == "i32":
-        raise TypeError("matmul: alpha, c, bias, activation and scales need a floating-point result "
+        raise TypeError("matmul: alpha, c, bias, mul, activation and scales need a floating-point result "
                         "(pass out_dtype=numpy.float32)")
-    words = {out} | {et.compute for et in (c, bias) if et is not None}
+    words = {out} | {et.compute for et in (c, bias, mul) if et is not None}
     return Epilogue(scaled=request.alpha != 1, c=c, bias=bias, bias_axis=request.bias_axis,
                     activation=request.activation, compute="f64" if "f64" in words else "f32",
                     lhs_scale=_scale_kind(request.lhs_scale), rhs_scale=_scale_kind(request.rhs_scale),
-                    row_scale=request.row_scale is not None, grouped=request.groups is not None)
+                    row_scale=request.row_scale is not None, grouped=request.groups is not None, mul=mul)
 
 
 def _scale_kind(scale) -> str:

@@ -51,6 +51,7 @@ from ..epilogue.spec import IDENTITY, Epilogue
 from ..errors import SetupError
 from ..quant.format import WeightFormat
 from .read.loaders import Loader, LoaderConfig
+from .write.pairs import write_pairs
 from .write.writers import DirectWriter, WriterConfig
 
 
@@ -130,6 +131,9 @@ class GlobalMatmul(ABC):
     #: ``lhs_scale`` / ``rhs_scale`` = "block"); algorithms refuse such problems before launch when
     #: their global level does not (the engine then dequantizes the operands first).
     applies_block_scales = False
+    #: Whether its stores go through `write_output`, which stores a gated epilogue's column pairs
+    #: (global_/write/pairs.py); a level storing element by element says False.
+    stores_pairs = True
     #: The global level's own listener (double buffering spreads its loads through one).
     listener_class: ClassVar[type] = StageEventListener
     #: Whether this level reads quantized weights itself (the decode level); others read them
@@ -230,7 +234,9 @@ class GlobalMatmul(ABC):
         return f"if ({' && '.join(conds)}) {statement}" if conds else statement
 
     def write_output(self, cfg: GlobalConfig, d: Dialect, scope) -> str:
-        """The writer's stores of the stage's accumulators."""
+        """The writer's stores of the stage's accumulators (a paired epilogue's: write/pairs.py)."""
+        if cfg.epilogue.paired:
+            return write_pairs(self, cfg, d, scope)
         return self.writer.write(self, cfg, d, scope)
 
     def shared_ring(self, cfg: GlobalConfig, d: Dialect):

@@ -136,6 +136,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
     """Reads global memory itself: composes with no stage, no loaders and no writer."""
 
     name = "skinny_global"
+    stores_pairs = False     # each unit stores its own outputs' sums, one by one
     uses = ()
     knobs = (Knob("outputs", 0, "output columns per cube (0: chosen for the problem)"),
              Knob("units", 0, "units per cube (0: chosen)"),
