@@ -187,6 +187,20 @@ def test_batch_and_fused_epilogue(engine, rng, name):
     assert rel_error(y, x.astype(np.float64) @ w + c) <= TOLERANCE["float16"]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_gated_epilogue_pairs_the_copys_columns(engine, rng, name):
+    """SwiGLU over gate / up columns interleaved in the weight: the dense kernel after the pass pairs
+    them (global_/write/pairs.py), half the columns out."""
+    if engine.backend == "opencl" and name != "dequantized_simple_unit":
+        pytest.skip("tensor-core compositions: CUDA only")
+    q = quantize(0.05 * weight(rng, 192, 96), "int4", 64, symmetric=False).prepack()   # products inside f16
+    x = rng.standard_normal((40, 192)).astype(np.float16)
+    y = run_or_skip(engine, x, q, name, activation="swiglu")
+    z = x.astype(np.float64) @ q.dequantize(rounded_to="float16").astype(np.float64)
+    gate, up = z[:, 0::2], z[:, 1::2]
+    assert y.shape == (40, 48) and rel_error(y, gate / (1 + np.exp(-gate)) * up) <= TOLERANCE["float16"]
+
+
 def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, True, "bf16_bits", "prepacked"),
              **more):
     return MatmulProblem(1, m, n, k, et, et, et, **{"lhs_align": 16 // et.itemsize, "weights": fmt, **more})
