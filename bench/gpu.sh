@@ -16,7 +16,7 @@
 #   lowp        bench/low_precision.py: int8, fp8 (scales), float64 vs torch   -> low_precision.md
 #   grouped     the grouped GEMM's CUDA tests, then bench/grouped.py (MoE rows vs torch._grouped_mm,
 #               CUDA-graph replay with new routing)                              -> grouped.md
-#   quantized   bench/quantized.py: int4 / int8 / fp8 weights, bf16 x (issue 31) -> quantized.md
+#   quantized   bench/quantized.py $QUANTIZED_ARGS: int4 / int8 / fp8 weights, bf16 x (issue 31) -> quantized.md
 #   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> square_float32.md
 #   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> square_float16_bfloat16_tf32.md
 #   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64_algorithms.md
@@ -36,7 +36,8 @@
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
 # TUNE=1 (the suite also times each row's tuned choice, tuning only the classes not yet in the tuning
-# cache: $OUT/tuning or GEMM_ENGINE_CACHE_DIR, seeded from .tuning_h100/tuning.json when that is carried).
+# cache: $OUT/tuning or GEMM_ENGINE_CACHE_DIR, seeded from .tuning_h100/tuning.json when that is carried),
+# QUANTIZED_ARGS (the quantized stage's arguments to bench/quantized.py, e.g. --shapes 4096x4096 --variants).
 set -uo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
@@ -91,7 +92,7 @@ stage() {  # the commands of one stage
     lowp) python3 bench/low_precision.py --repeat "$REPEAT" --json "$OUT/low_precision.json" ;;
     grouped) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -rfE tests/algorithms/test_grouped_specialized.py tests/test_grouped_matmul.py' \
                   'python3 bench/grouped.py --repeat 10 --json "$OUT/grouped.json"' ;;
-    quantized) python3 bench/quantized.py --json "$OUT/quantized.json" ;;
+    quantized) python3 bench/quantized.py $QUANTIZED_ARGS --json "$OUT/quantized.json" ;;
     tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" ;;
     f32) bench f32 float32 simple_unit,double_buffering_unit,specialized,ordered,auto ;;
     tensorcore) bench tensorcore float16,bfloat16,tf32 \
@@ -121,7 +122,7 @@ stage() {  # the commands of one stage
 # Each stage runs in a child shell under its own timeout: its whole output in $OUT/<stage>.log, its
 # last 30 lines on the screen.
 export -f stage each bench
-export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0} SUBSET_ROWS=${SUBSET_ROWS:-targets} PRESET=${PRESET:-decode}
+export OUT REPEAT BACKENDS QUANTIZED_ARGS=${QUANTIZED_ARGS:-} SUITE=${SUITE:-full} TUNE=${TUNE:-0} SUBSET_ROWS=${SUBSET_ROWS:-targets} PRESET=${PRESET:-decode}
 summary="" failed=0
 for s in $STAGES; do
   echo "== $s"

@@ -2,8 +2,8 @@
 the same shape (torch, nn.Linear layout) and torch's weight-only kernels, in the same run.
 
 Rows: int4 group 128 (asymmetric: scales and zeros, as GPTQ / AWQ checkpoints) at N x K in
-{4096 x 4096, 14336 x 4096, 4096 x 14336, 8192 x 8192} for M in {1, 4, 16, 64, 256, 4096}; int8
-(per channel, symmetric) and fp8 e4m3 (per channel) at M in {1, 4, 16, 256}. Weights are
+{4096 x 4096, 14336 x 4096, 4096 x 14336, 8192 x 8192} for M in {1, 4, 16, 64, 256, 1024, 4096};
+int8 (per channel, symmetric) and fp8 e4m3 (per channel) at M in {1, 4, 16, 256}. Weights are
 quantized once (`gemm_engine.quantize`, then `prepack`); torch's int4 weight-only kernel
 (`torch._weight_int4pack_mm`, group 128) and int8 one (`torch._weight_int8pack_mm`) get the same
 codes and scales, where this torch has them.
@@ -16,7 +16,9 @@ launched as planned, without the call path's host time); "TB/s" counts the packe
 and zeros once per call. The table goes to bench/results/<device>/quantized.md (current_tables).
 
     BENCH_RESULTS=$OUT python3 bench/quantized.py              # every row (about 5 minutes on an H100)
-    BENCH_RESULTS=$OUT python3 bench/quantized.py --variants   # and the decode tilings at M <= 64
+    BENCH_RESULTS=$OUT python3 bench/quantized.py --variants   # and the decode tilings at M = 1, 16
+    # the lead's short run (about 2 minutes): decode and prefill of two shapes, the first run's decode beside
+    python3 bench/quantized.py --shapes 4096x4096,14336x4096 --byte-ms 1,16,256 --variants
     python3 bench/quantized.py --formats int4 --ms 1,16 --shapes 4096x4096 --json q.json
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
@@ -34,7 +37,7 @@ import numpy as np  # noqa: E402
 import current_tables  # noqa: E402
 
 SHAPES = ("4096x4096", "14336x4096", "4096x14336", "8192x8192")    # N x K
-INT4_MS = (1, 4, 16, 64, 256, 4096)
+INT4_MS = (1, 4, 16, 64, 256, 1024, 4096)
 BYTE_MS = (1, 4, 16, 256)
 TOL = 1e-2
 #: The issue's targets: speed-up over cuBLAS bf16 by format and M (the largest M bound that applies).
@@ -75,14 +78,22 @@ def planned(engine, x, q, algorithm=None):
     from gemm_engine.call.arrays import import_call
     from gemm_engine.call.prepare import prepare
     from gemm_engine.call.request import CallOptions, make_request
+    from gemm_engine.dtypes import device_dtype
     rt = engine.runtime
     arrays = import_call(rt, x, q)
     request = make_request(arrays, numpy_rules.apply(arrays, plain=True), CallOptions(), plain=True)
     prepared = prepare(rt, arrays, request)
     plan = engine.plan_for(prepared.problem, algorithm)
     args, target_ = build_arguments(rt, arrays, prepared)
-    packed = plan.signature.pack(engine.launcher.with_workspace(plan, args.values(rt.ptr_arg)))
-    return plan, (lambda: engine.launcher.run_packed(plan, packed)), target_.returned
+    values, kept = args.values(rt.ptr_arg), []
+    if plan.workspace is not None:   # held by the launch (with_workspace's own would go back to the pool)
+        kept.append(rt.empty((plan.workspace.count,), device_dtype(plan.workspace.element)))
+        values["workspace"] = rt.ptr_arg(kept[0])[0]
+    packed = plan.signature.pack(engine.launcher.with_workspace(replace(plan, workspace=None), values))
+
+    def launch(held=kept):           # the workspace lives as long as the launch
+        engine.launcher.run_packed(plan, packed)
+    return plan, launch, target_.returned
 
 
 def torch_int4(torch, codes_nk, scales_gn, zeros_gn, group: int):
@@ -97,14 +108,15 @@ def torch_int4(torch, codes_nk, scales_gn, zeros_gn, group: int):
     return packs, sz
 
 
-#: Decode tilings timed with ``--variants`` (int4, M <= 64): no split over cubes with longer blocks
-#: per plane, a split with shorter ones, planes along N (x read once per cube); (algorithm, knobs).
-VARIANTS = (("quantized_decode", dict(column_loads=1, unroll=8, planes=8)),
-            ("quantized_decode", dict(column_loads=2, unroll=4, planes=8)),
-            ("quantized_decode_split_k", dict(column_loads=2, unroll=2)),
-            ("quantized_decode_split_k", dict(column_loads=1, unroll=4)),
-            ("quantized_decode_split_k", dict(planes_along="n", planes=4)),
-            ("quantized_decode", dict(planes_along="n", planes=4)))
+#: Decode tilings timed with ``--variants`` (int4, M in ``--variant-ms``), (algorithm, knobs): the
+#: first H100 run's choice (split K, one register buffer), split K with the next block in flight,
+#: one launch of 64-column cubes (8 planes), of 32-column cubes (16 planes) with and without it
+#: (bench/SELECTION_NOTES.md, "Quantized decode").
+VARIANTS = (("quantized_decode_split_k", dict(prefetch=0)),
+            ("quantized_decode_split_k", dict(prefetch=1)),
+            ("quantized_decode", dict(planes=8, prefetch=1)),
+            ("quantized_decode", dict(planes=16, column_loads=1, unroll=2, prefetch=1)),
+            ("quantized_decode", dict(planes=16, column_loads=1, unroll=2, prefetch=0)))
 
 
 def variant_rows(engine, torch, cp, row: dict, x, q, ref) -> list[dict]:
@@ -200,7 +212,7 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
         row["speedup"] = row["cublas_us"] / row["engine_us"]
         if row["torch_wo_us"]:
             row["vs_torch"] = row["torch_wo_us"] / row["engine_us"]
-    if args.variants and fmt == "int4" and m <= 64:
+    if args.variants and fmt == "int4" and m in args.variant_ms:
         row["variants"] = variant_rows(engine, torch, cp, row, x, q, ref)
     return row
 
@@ -226,22 +238,26 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--formats", default="int4,int8,fp8_e4m3", help="comma list of int4, int8, fp8_e4m3")
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma list of NxK")
-    p.add_argument("--ms", default="", help="comma list of M (default: the issue's per format)")
+    p.add_argument("--ms", default="", help="comma list of M for int4 (default: the issue's)")
+    p.add_argument("--byte-ms", default="", help="comma list of M for int8 and fp8 (default: the issue's)")
     p.add_argument("--algorithm", default=None, help="an algorithm name instead of the default choice")
     p.add_argument("--k-packed", action="store_true", help="time the k_packed (GPTQ) layout instead of prepacked")
     p.add_argument("--variants", action="store_true",
-                   help="also time the decode kernel's other tilings at M <= 64 (int4): rows marked 'variant', "
-                        "not in the table's headline")
+                   help="also time the decode kernel's tilings (VARIANTS) at int4 M in --variant-ms: rows "
+                        "marked 'variant', not in the table's headline")
+    p.add_argument("--variant-ms", default="1,16", help="comma list of M for --variants")
     p.add_argument("--json", help="write every row here too")
     current_tables.add_arguments(p, "quantized")
     args = p.parse_args(argv)
+    args.variant_ms = {int(v) for v in args.variant_ms.split(",")}
     import cupy as cp
     import torch
     import gemm_engine
     engine = gemm_engine.Engine("cuda")
     rows, cache = [], {}
     for fmt in args.formats.split(","):
-        ms = [int(v) for v in args.ms.split(",")] if args.ms else (INT4_MS if fmt == "int4" else BYTE_MS)
+        given = args.ms if fmt == "int4" else args.byte_ms
+        ms = [int(v) for v in given.split(",")] if given else (INT4_MS if fmt == "int4" else BYTE_MS)
         for shape in args.shapes.split(","):
             for m in ms:
                 try:
@@ -254,7 +270,7 @@ def main(argv=None) -> int:
     text = table(rows)
     variants = [v for r in rows for v in r.get("variants", ())]
     if variants:
-        text += "\n\nDecode tilings (`--variants`), int4 M <= 64:\n\n| N x K | M | tiling | us | x cuBLAS | TB/s |\n" \
+        text += "\n\nDecode tilings (`--variants`), int4:\n\n| N x K | M | tiling | us | x cuBLAS | TB/s |\n" \
                 "|---|---|---|---|---|---|\n" + "\n".join(
                     f"| {v['shape']} | {v['m']} | {v['variant']} | "
                     + (f"{v['engine_us']:.1f} | {v['speedup']:.2f} | {v['tbps']:.2f} |" if v.get("engine_us")

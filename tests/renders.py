@@ -113,8 +113,10 @@ MUST_SET_UP = {
     "sm_90": {"pipelined_wgmma", "specialized_wgmma", "split_k_wgmma", "pipelined_mma", "skinny", "auto",
               "quantized_decode", "quantized_decode_split_k", "quantized_double_buffering_mma", "quantized_simple_unit"},
 }
-MUST_SET_UP["opencl"] |= {"quantized_simple_unit", "quantized_decode"}
-MUST_SET_UP["sm_80"] |= {"quantized_decode", "quantized_simple_mma", "quantized_double_buffering_mma"}
+MUST_SET_UP["opencl"] |= {"quantized_simple_unit", "quantized_decode", "dequantized_simple_unit"}
+MUST_SET_UP["sm_80"] |= {"quantized_decode", "quantized_simple_mma", "quantized_double_buffering_mma",
+                         "dequantized_pipelined_mma", "dequantized_simple_unit"}
+MUST_SET_UP["sm_90"] |= {"dequantized_specialized_wgmma", "dequantized_pipelined_wgmma"}
 
 # The one problem of coverage_problems() with every epilogue term (scale, C, bias, activation).
 _FULL_EPILOGUE = Epilogue(scaled=True, c=FLOAT32, bias=FLOAT16, bias_axis=0, activation=ACTIVATIONS["gelu"]())

@@ -18,6 +18,8 @@ from .split_k import SplitKAlgorithm  # noqa: F401  (registers "split_k" and its
 from .quantized_decode import QuantizedDecodeAlgorithm, QuantizedDecodeSplitKAlgorithm  # noqa: F401
 from .quantized import (QuantizedDoubleBufferingMmaAlgorithm, QuantizedSimpleMmaAlgorithm,  # noqa: F401
                         QuantizedSimpleUnitAlgorithm)
+from .dequantized import (DequantizedPipelinedMmaAlgorithm, DequantizedPipelinedWgmmaAlgorithm,  # noqa: F401
+                          DequantizedSimpleUnitAlgorithm, DequantizedSpecializedWgmmaAlgorithm)
 from .families import (DoubleBufferingAlgorithm, OrderedFamily, SimpleAlgorithm,  # noqa: F401
                        SpecializedFamily)  # registers "simple", "double_buffering", "specialized", "ordered"
 from .auto import AutoAlgorithm  # noqa: F401  (registers "auto")

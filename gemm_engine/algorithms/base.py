@@ -231,7 +231,7 @@ class Algorithm(metaclass=Composition):
         g = cfg.batch.global_
         epilogue = cfg.batch.epilogue
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
-               *epilogue.element_types, *(g.weights.element_types if g.weights is not None else ()))
+               *epilogue.element_types, *(cfg.batch.weights.element_types if cfg.batch.weights is not None else ()))
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..batch.split_k_fixup import SplitKFixupBatchMatmul
 from ..global_.quantized_decode import QuantizedDecodeGlobalMatmul
+from ..selector.quantized_decode import decode_preset
 from .base import Algorithm, register
 
 
@@ -23,6 +24,9 @@ class QuantizedDecodeAlgorithm(Algorithm):
     tile = stage = lhs_loader = rhs_loader = writer = None
     global_ = QuantizedDecodeGlobalMatmul
 
+    def select(self, problem, dialect):
+        return decode_preset(problem, dialect)
+
 
 #: The decode kernel's knobs (planes, column_loads, unroll) and the batch level's.
 QuantizedDecodeSelection = QuantizedDecodeAlgorithm.selection_class
@@ -33,3 +37,6 @@ class QuantizedDecodeSplitKAlgorithm(QuantizedDecodeAlgorithm):
     name = "quantized_decode_split_k"
     selection_name = "QuantizedDecodeSplitKSelection"
     batch = SplitKFixupBatchMatmul
+
+    def select(self, problem, dialect):
+        return {}       # the level's defaults: 4 planes, the columns and unroll M allows

@@ -122,6 +122,12 @@ class BatchConfig:
         """The epilogue applied where ``result`` is stored."""
         return self.global_.epilogue
 
+    @property
+    def weights(self):
+        """The quantized weights some kernel of this batch reads (a `WeightFormat`: the global
+        level's, or a pass of the batch level's own), or None."""
+        return self.global_.weights
+
 
 @dataclass(frozen=True)
 class Launch:

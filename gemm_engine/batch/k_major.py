@@ -142,17 +142,17 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         return (k, extent) if op in cfg.mn_major_copies else (extent, k)
 
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
-        out = []
-        for op in self._copied(cfg):
-            rows, length = self.copy_shape(cfg, op, problem.m, problem.n, problem.k)
-            if op in cfg.row_copies:
-                width = dict(cfg.copy_widths)[op]
-                out.append(Launch(f"gemm_engine_copy_{op}", repitch.cubes(problem.batch, rows, length, width),
-                                  repitch.UNITS, dynamic_shared=False))
-            else:
-                out.append(Launch(f"gemm_engine_k_major_{op}", problem.batch * -(-length // _TILE) * -(-rows // _TILE),
-                                  _UNITS, dynamic_shared=False))
-        return out + super().launches(cfg, problem)
+        return [self.copy_launch(cfg, problem, op) for op in self._copied(cfg)] + super().launches(cfg, problem)
+
+    def copy_launch(self, cfg: KMajorBatchConfig, problem: MatmulProblem, op: str) -> Launch:
+        """The launch of the kernel that writes operand ``op``'s copy (`copy_kernel`)."""
+        rows, length = self.copy_shape(cfg, op, problem.m, problem.n, problem.k)
+        if op in cfg.row_copies:
+            width = dict(cfg.copy_widths)[op]
+            return Launch(f"gemm_engine_copy_{op}", repitch.cubes(problem.batch, rows, length, width),
+                          repitch.UNITS, dynamic_shared=False)
+        return Launch(f"gemm_engine_k_major_{op}", problem.batch * -(-length // _TILE) * -(-rows // _TILE),
+                      _UNITS, dynamic_shared=False)
 
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem):
         copied = self._copied(cfg)
@@ -213,9 +213,14 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
 
     def kernel(self, cfg, d: Dialect) -> str:
         main = super().kernel(cfg, d)
-        copies = [self._copy_kernel(cfg, d, op) if op in cfg.row_copies else self._transpose_kernel(cfg, d, op)
-                  for op in self._copied(cfg)]
-        return "\n\n".join(copies + [main])
+        return "\n\n".join([self.copy_kernel(cfg, d, op) for op in self._copied(cfg)] + [main])
+
+    def copy_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
+        """The kernel that writes operand ``op``'s copy into its workspace region (a row copy or a
+        transpose here; a subclass may fill the region otherwise, `copy_launch` launching it)."""
+        if op in cfg.row_copies:
+            return self._copy_kernel(cfg, d, op)
+        return self._transpose_kernel(cfg, d, op)
 
     def _copy_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
         """Operand ``op`` into its region row by row in its own layout (batch/repitch.py)."""

@@ -45,7 +45,7 @@ from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from .base import GlobalMatmul
 from .quantized_decode_config import (KINDS, MAX_M_TILES, PLANE, STEP_WORDS, DecodeConfig, DecodeRead,
-                                      DecodeTiling, default_tiling)
+                                      DecodeTiling, default_prefetch, default_tiling)
 from .read.loaders import OperandTile
 
 class QuantizedDecodeGlobalMatmul(GlobalMatmul):
@@ -58,7 +58,9 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
              Knob("column_loads", 0, "16-byte weight loads per lane and step: 32 columns each (0: chosen by M)"),
              Knob("unroll", 0, "steps of 4 word rows per block, all loads of a block in flight (0: chosen by M)"),
              Knob("planes_along", "k", "what the planes split: 'k' (the cube's K range, a reduction) or 'n' "
-                                       "(the cube's columns: one x read for all of them)"))
+                                       "(the cube's columns: one x read for all of them)"),
+             Knob("prefetch", -1, "1: each plane loads its next block while the current one multiplies (two "
+                                  "register buffers), 0: loads then multiplies, -1: chosen by M", (-1, 0, 1)))
     buffers = 1
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DecodeConfig:
@@ -75,7 +77,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         if m_tiles > MAX_M_TILES:
             raise SetupError(self.name, f"M = {problem.m}: the decode kernel holds at most {8 * MAX_M_TILES} rows "
                                         f"of x (the tiled kernels run larger M)")
-        loads, unroll = default_tiling(m_tiles, w.per_word)
+        prefetch = default_prefetch(m_tiles) if selection.prefetch < 0 else bool(selection.prefetch)
+        loads, unroll = default_tiling(m_tiles, w.per_word, prefetch)
         loads, unroll = selection.column_loads or loads, selection.unroll or unroll
         planes = selection.planes
         if selection.planes_along not in ("k", "n"):
@@ -109,7 +112,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         cfg = DecodeConfig(stage=stage, lhs_loader=lhs, rhs_loader=rhs, out=problem.out,
                            check_m=problem.m % stage.stage_m != 0, check_n=problem.n % stage.stage_n != 0,
                            check_k=False, weights=w, planes=planes, along_n=along_n, loads=loads, unroll=unroll,
-                           m_tiles=m_tiles,
+                           m_tiles=m_tiles, prefetch=prefetch,
                            kind=KINDS[problem.lhs.name], x_vector=x_vector, fast_pairs=fast,
                            scratch=dialect.plane_mma_scratch())
         limit = min(dialect.device.max_shared_memory, 48 * 1024)
@@ -157,9 +160,10 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         op = cfg.lhs_loader.operand
         return op.global_index(row, k, scope.lhs.ld)
 
-    def _loads(self, cfg: DecodeConfig, d: Dialect, scope, guarded: bool) -> list[str]:
+    def _loads(self, cfg: DecodeConfig, d: Dialect, scope, guarded: bool, buf: str = "") -> list[str]:
         """Statements filling the block's registers: weight words ``qd_w``, x pairs ``qd_x`` (and the
-        scales where they change per block or step). ``guarded``: rows past the range are zeros."""
+        scales where they change per block or step), of register buffer ``buf`` (a name suffix).
+        ``guarded``: rows past the range are zeros."""
         w, p = cfg.weights, cfg.per_word
         u32 = d.c_type("u32")
         lines = []
@@ -171,8 +175,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
             for h in range(cfg.loads):
                 vec = d.stream_vector("u32", 4, f"{scope.rhs.ptr} + {w.word_index(kw, f'qd_col{h}', scope.rhs.ld)}")
                 base = (u * cfg.loads + h) * 4
-                lines.append(f"{{ const {d.vector_type('u32', 4)} v = {vec}; qd_w[{base}] = v.x; "
-                             f"qd_w[{base + 1}] = v.y; qd_w[{base + 2}] = v.z; qd_w[{base + 3}] = v.w; }}")
+                lines.append(f"{{ const {d.vector_type('u32', 4)} v = {vec}; qd_w{buf}[{base}] = v.x; "
+                             f"qd_w{buf}[{base + 1}] = v.y; qd_w{buf}[{base + 2}] = v.z; qd_w{buf}[{base + 3}] = v.w; }}")
             for j in range(cfg.m_tiles):
                 row, valid = self._x_row(cfg, scope, j)
                 base = (u * cfg.m_tiles + j) * (p // 2)
@@ -184,7 +188,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                     parts = "xyzw"[:width]
                     sel = f"({' && '.join(conds)})" if conds else None
                     lines.append("{ " + f"const {d.vector_type('u32', width)} v = {vec}; " + " ".join(
-                        f"qd_x[{base + i}] = {f'{sel} ? v.{c} : 0u' if sel else f'v.{c}'};"
+                        f"qd_x{buf}[{base + i}] = {f'{sel} ? v.{c} : 0u' if sel else f'v.{c}'};"
                         for i, c in enumerate(parts)) + " }")
                     continue
                 for i in range(p // 2):
@@ -195,11 +199,11 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                         read = f"({u32})qd_xs[{self._x_index(cfg, scope, row, safe)}]"
                         cond = conds + ([f"({k}) < {scope.k}"] if guarded else [])
                         halves.append(f"(({' && '.join(cond)}) ? {read} : 0u)" if cond else read)
-                    lines.append(f"qd_x[{base + i}] = {halves[0]} | ({halves[1]} << 16);")
+                    lines.append(f"qd_x{buf}[{base + i}] = {halves[0]} | ({halves[1]} << 16);")
             if cfg.scales_per == "step":
-                lines += self._scales(cfg, d, self._k_row(f"qd_kb + {u * cfg.step_k}", scope, guarded), u)
+                lines += self._scales(cfg, d, self._k_row(f"qd_kb + {u * cfg.step_k}", scope, guarded), u, buf)
         if cfg.scales_per == "block":
-            lines += self._scales(cfg, d, self._k_row("qd_kb", scope, guarded), 0)
+            lines += self._scales(cfg, d, self._k_row("qd_kb", scope, guarded), 0, buf)
         return lines
 
     @staticmethod
@@ -208,7 +212,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         must not read scales past the last group)."""
         return f"(({k}) < {scope.k} ? ({k}) : {scope.k} - 1)" if guarded else f"({k})"
 
-    def _scales(self, cfg: DecodeConfig, d: Dialect, k: str, slot: int) -> list[str]:
+    def _scales(self, cfg: DecodeConfig, d: Dialect, k: str, slot: int, buf: str = "") -> list[str]:
         """Statements: the scales (and zeros) of the lane's columns for row ``k``'s group into slot
         ``slot`` (4 per 16-byte load): ``qd_s`` / ``qd_z`` as float32 (the scale, 2^23 + the zero),
         or for the pair FMAs ``qd_s2`` / ``qd_z2`` (the scale, -(bias + zero) in both halves)."""
@@ -221,17 +225,19 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                 zero = w.zero_value(d, k, col) if w.zeros else d.literal(w.implicit_zero, "f32")
                 if cfg.fast_pairs:
                     lines.append(f"{{ const float s = {w.scale_value(d, k, col)}; "
-                                 f"qd_s2[{i}] = {d.pack16x2(cfg.kind, 's', 's')}; "
-                                 f"qd_z2[{i}] = {d.dequant_pair_zero(cfg.kind, zero)}; }}")
+                                 f"qd_s2{buf}[{i}] = {d.pack16x2(cfg.kind, 's', 's')}; "
+                                 f"qd_z2{buf}[{i}] = {d.dequant_pair_zero(cfg.kind, zero)}; }}")
                     continue
-                lines.append(f"qd_s[{i}] = {w.scale_value(d, k, col)};")
+                lines.append(f"qd_s{buf}[{i}] = {w.scale_value(d, k, col)};")
                 if w.kind != "fp8_e4m3":
-                    lines.append(f"qd_z[{i}] = {w.biased_zero(zero)};")
+                    lines.append(f"qd_z{buf}[{i}] = {w.biased_zero(zero)};")
         return lines
 
-    def _products(self, cfg: DecodeConfig, d: Dialect) -> list[str]:
-        """Statements: every tile product of the block, the A words dequantized from ``qd_w``."""
+    def _products(self, cfg: DecodeConfig, d: Dialect, buf: str = "") -> list[str]:
+        """Statements: every tile product of the block, the A words dequantized from ``qd_w`` (of
+        register buffer ``buf``; scales loaded once for the whole range have no buffer)."""
         w = cfg.weights
+        sbuf = "" if cfg.scales_per == "once" else buf
         lines = []
         for u in range(cfg.unroll):
             slot = u if cfg.scales_per == "step" else 0
@@ -242,21 +248,21 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                     for reg in range(4):       # a0: row g, slots 2t..; a1: row g + 8; a2, a3: slots 2t + 8..
                         half, second = reg % 2, reg // 2
                         c = pair + half
-                        word = f"qd_w[{(u * cfg.loads + h) * 4 + c}]"
+                        word = f"qd_w{buf}[{(u * cfg.loads + h) * 4 + c}]"
                         si = (slot * cfg.loads + h) * 4 + c
                         j = 4 * s + 2 * second
                         if cfg.fast_pairs:
-                            words.append(d.dequant_pair(cfg.kind, w.pair_bits(word, j), f"qd_s2[{si}]",
-                                                        f"qd_z2[{si}]"))
+                            words.append(d.dequant_pair(cfg.kind, w.pair_bits(word, j), f"qd_s2{sbuf}[{si}]",
+                                                        f"qd_z2{sbuf}[{si}]"))
                             continue
-                        scale, zero = f"qd_s[{si}]", f"qd_z[{si}]"
+                        scale, zero = f"qd_s{sbuf}[{si}]", f"qd_z{sbuf}[{si}]"
                         words.append(d.pack16x2(cfg.kind, w.value(d, word, j + 1, scale, zero),
                                                 w.value(d, word, j, scale, zero)))
                     lines.append(f"qd_a[0] = {words[0]}; qd_a[1] = {words[1]}; qd_a[2] = {words[2]}; "
                                  f"qd_a[3] = {words[3]};")
                     for j in range(cfg.m_tiles):
                         xb = (u * cfg.m_tiles + j) * (cfg.per_word // 2) + 2 * s
-                        lines.append(f"qd_b[0] = qd_x[{xb}]; qd_b[1] = qd_x[{xb + 1}];")
+                        lines.append(f"qd_b[0] = qd_x{buf}[{xb}]; qd_b[1] = qd_x{buf}[{xb + 1}];")
                         acc = f"qd_acc + {(i * cfg.m_tiles + j) * 4}"
                         lines.append(d.plane_mma(cfg.kind, acc, "qd_a", "qd_b", "qd_scratch + qd_plane * "
                                                  f"{cfg.scratch}" if cfg.scratch else ""))
@@ -281,29 +287,55 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
             *self._columns(cfg, scope),
             f"float qd_acc[{accs}];",
             f"for (int qd_i = 0; qd_i < {accs}; ++qd_i) qd_acc[qd_i] = 0.0f;",
-            f"{u32} qd_w[{cfg.unroll * cfg.loads * 4}];",
-            f"{u32} qd_x[{cfg.unroll * cfg.m_tiles * (p // 2)}];",
             f"{u32} qd_a[4];",
             f"{u32} qd_b[2];",
-            *([f"{u32} qd_s2[{slots}];", f"{u32} qd_z2[{slots}];"] if cfg.fast_pairs else
-              [f"float qd_s[{slots}];"] + ([f"float qd_z[{slots}];"] if w.kind != "fp8_e4m3" else [])),
         ]
+        for buf in ("", "n") if cfg.prefetch else ("",):
+            lines += [f"{u32} qd_w{buf}[{cfg.unroll * cfg.loads * 4}];",
+                      f"{u32} qd_x{buf}[{cfg.unroll * cfg.m_tiles * (p // 2)}];"]
+            if buf and cfg.scales_per == "once":
+                continue
+            lines += ([f"{u32} qd_s2{buf}[{slots}];", f"{u32} qd_z2{buf}[{slots}];"] if cfg.fast_pairs else
+                      [f"float qd_s{buf}[{slots}];"] + ([f"float qd_z{buf}[{slots}];"] if w.kind != "fp8_e4m3" else []))
         if cfg.scales_per == "once":
             lines += self._scales(cfg, d, "0", 0)
-        fast = "\n    ".join(self._loads(cfg, d, scope, guarded=False))
-        tail = "\n    ".join(self._loads(cfg, d, scope, guarded=True))
-        products = "\n    ".join(self._products(cfg, d))
         share = 1 if cfg.along_n else cfg.planes    # planes splitting the K range
-        lines += [
-            f"for (i64 qd_r = 0; qd_r < (qd_blocks + {share - 1}) / {share}; ++qd_r) {{",
-            f"const i64 qd_blk = qd_r * {share}" + ("" if cfg.along_n else " + qd_plane") + ";",
-            f"const i64 qd_kb = qd_blk * {cfg.block_k};",
-            f"if (qd_blk < qd_full) {{\n    {fast}\n}} else {{\n    {tail}\n}}",
-            products,
+        lines.append(f"const i64 qd_rounds = (qd_blocks + {share - 1}) / {share};")
+        lines += self._rounds(cfg, d, scope, share) if cfg.prefetch else [
+            "for (i64 qd_r = 0; qd_r < qd_rounds; ++qd_r) {",
+            self._block_loads(cfg, d, scope, share, "qd_r", ""),
+            *self._products(cfg, d),
             "}",
         ]
         lines += self._reduce(cfg, d, scope, listener)
         return "\n".join(lines)
+
+    def _block_loads(self, cfg: DecodeConfig, d: Dialect, scope, share: int, round_: str, buf: str) -> str:
+        """A block: the loads of this plane's block of round ``round_`` into register buffer ``buf``
+        (the guarded path for a block past the whole ones)."""
+        fast = "\n    ".join(self._loads(cfg, d, scope, guarded=False, buf=buf))
+        tail = "\n    ".join(self._loads(cfg, d, scope, guarded=True, buf=buf))
+        return "\n".join([
+            "{",
+            f"const i64 qd_blk = ({round_}) * {share}" + ("" if cfg.along_n else " + qd_plane") + ";",
+            f"const i64 qd_kb = qd_blk * {cfg.block_k};",
+            f"if (qd_blk < qd_full) {{\n    {fast}\n}} else {{\n    {tail}\n}}",
+            "}"])
+
+    def _rounds(self, cfg: DecodeConfig, d: Dialect, scope, share: int) -> list[str]:
+        """The rounds with the next block's loads in flight while this one multiplies: two register
+        buffers taking turns (two rounds a trip, so that every register name is fixed). The
+        conditions are the same for every plane of the cube (an emulated product's barriers)."""
+        return [
+            f"if (qd_rounds > 0) {self._block_loads(cfg, d, scope, share, '0', '')}",
+            "for (i64 qd_r = 0; qd_r < qd_rounds; qd_r += 2) {",
+            f"if (qd_r + 1 < qd_rounds) {self._block_loads(cfg, d, scope, share, 'qd_r + 1', 'n')}",
+            *self._products(cfg, d, ""),
+            "if (qd_r + 1 < qd_rounds) {",
+            f"if (qd_r + 2 < qd_rounds) {self._block_loads(cfg, d, scope, share, 'qd_r + 2', '')}",
+            *self._products(cfg, d, "n"),
+            "}",
+            "}"]
 
     def _reduce(self, cfg: DecodeConfig, d: Dialect, scope, listener) -> list[str]:
         """The planes' partial sums through shared memory, each output added in plane order by one

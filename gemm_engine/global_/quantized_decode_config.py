@@ -42,6 +42,7 @@ class DecodeConfig(GlobalConfig):
     loads: int         # 16-byte weight loads per lane and step (32 * loads columns per cube)
     unroll: int        # steps per block (every load of a block in flight at once)
     m_tiles: int       # 8-row tiles of x (M <= 8 * m_tiles)
+    prefetch: bool     # the next block's loads in flight while this one multiplies (two register buffers)
     kind: str          # the activations' 16-bit type: "f16" / "bf16"
     x_vector: bool     # x rows are read as 16-byte (int4) / 8-byte (8-bit) vectors
     fast_pairs: bool   # int4 pairs dequantized by two 16-bit pair FMAs (`Dialect.dequant_pair`)
@@ -88,11 +89,20 @@ class DecodeConfig(GlobalConfig):
         return 4 * (self.reduce_floats + self.planes * self.scratch)
 
 
-def default_tiling(m_tiles: int, per_word: int) -> tuple[int, int]:
+def default_prefetch(m_tiles: int) -> bool:
+    """Whether the default tiling keeps the next block in flight while one multiplies: up to two
+    x tiles (M <= 16), where two buffers of half a block take the registers one block took (sm_90a,
+    int4 group 128, bf16: 125 at M = 1, 168 at M = 16); at M = 32 and 64 both buffers spill."""
+    return m_tiles <= 2
+
+
+def default_tiling(m_tiles: int, per_word: int, prefetch: bool = False) -> tuple[int, int]:
     """(loads, unroll) for 8-row x tiles: accumulators (2 x loads x m_tiles x 4 registers), x
     (unroll x m_tiles x 4) and weights (unroll x loads x 4) in registers without spilling. ptxas
     (sm_90a, int4 group 128, bf16): M = 1: 119 registers; M = 16: 162; M = 32 (2, 2): 168; M = 64
     (1, 1): 166, at (1, 2) 255. 8-bit codes dequantize by float32 arithmetic with more temporaries:
     fp8 M = 8 at (2, 4) spills on sm_90a, at (2, 2) takes 76 registers: half the unroll."""
     loads, unroll = (2, 4) if m_tiles <= 2 else (2, 2) if m_tiles <= 4 else (1, 1)
+    if prefetch:      # two buffers of a block: the same registers as one twice as long
+        unroll = max(1, unroll // 2)
     return loads, max(1, unroll // 2) if per_word == 4 else unroll

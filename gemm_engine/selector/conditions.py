@@ -6,11 +6,13 @@ The measurements behind each bound: bench/SELECTION_NOTES.md, "Rule conditions".
 """
 from __future__ import annotations
 
+from ..batch.dequantize_first import dense_view
 from ..batch.tma_k_major import copies_needed
 from ..codegen.dialect import Dialect
 from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import WgmmaTile
 from .base import tile_count
+from .quantized_decode import one_launch_fills
 from .skinny import MAX_ROWS, skinny_axis
 from .specialized_wgmma import CALL_US, decode_choice, select_specialized_tiling, selected_tiles
 from .waves import STREAM_MIN_BYTES, big_operand_bytes, l2_resident, short_side, stream_us, streams_weights
@@ -72,15 +74,48 @@ def quantized_decode_worth_it(problem: MatmulProblem, dialect: Dialect) -> str |
 
 
 def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
-    """quantized_decode_split_k where the output's 64-column strips give fewer than two cubes per
-    compute unit: K is cut into ranges over more cubes, so that every multiprocessor streams."""
+    """quantized_decode_split_k where one launch of quantized_decode's cubes (its tiling:
+    selector/quantized_decode.py) leaves compute units idle: K is cut into ranges over more cubes,
+    so that every multiprocessor streams."""
     why = quantized_decode_worth_it(problem, dialect)
     if why is not None:
         return why
-    strips = problem.batch * -(-problem.n // 64) * -(-problem.m // DECODE_MAX_M)
-    if strips >= 2 * max(1, dialect.device.compute_units):
-        return f"{strips} cubes of 64 columns already give every compute unit two"
+    return one_launch_fills(problem, dialect)
+
+
+#: What decides between the dequantizing pass + a dense tensor-core kernel and the dequantizing
+#: loader under mma.sync: the loader's best rate (int4 4096 x 4096 x 4096 on the H100: 77 TFLOP/s;
+#: 34-41 at M = 256), the dense 16-bit kernels' (about 600), the bandwidth the pass streams at.
+LOADER_TFLOPS, DENSE_TFLOPS, PASS_TBPS = 80.0, 600.0, 3.0
+
+
+def dequantize_first_seconds(problem: MatmulProblem) -> float:
+    """The pass's time (predicted): the packed weight read, its values written in the activations'
+    type (the dense kernel's read of them is its own)."""
+    w = problem.weights
+    return problem.n * problem.k * (w.bits / 8 + problem.rhs.itemsize) / (PASS_TBPS * 1e12)
+
+
+def dequantize_first_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dequantizing pass in front of a dense tensor-core kernel where its bytes cost less time
+    than the dense kernel saves on the flops against the dequantizing loader: from about 40 rows
+    of M (int4; 46 for 8-bit codes); the decode kernels (M <= 64) are ranked before it."""
+    if problem.weights is None:
+        return "the rhs is not a quantized weight"
+    saved = problem.flops * (1 / LOADER_TFLOPS - 1 / DENSE_TFLOPS) / 1e12
+    spent = dequantize_first_seconds(problem)
+    if spent >= saved:
+        return (f"the pass ({spent * 1e6:.1f} us for the weight's {problem.k} x {problem.n} values) costs more "
+                f"than the dense kernel saves on {problem.flops} operations ({saved * 1e6:.1f} us): the "
+                f"dequantizing loader converts in the tiles")
     return None
+
+
+def dequantized_specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """dequantized_specialized_wgmma where the pass pays (`dequantize_first_worth_it`) and the dense
+    product after it is one specialized_wgmma would take (`specialized_worth_it`)."""
+    return dequantize_first_worth_it(problem, dialect) or (
+        specialized_worth_it(dense_view(problem), dialect) if problem.weights is not None else None)
 
 
 #: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.

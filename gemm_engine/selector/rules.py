@@ -20,9 +20,10 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .conditions import (always, quantized, quantized_decode_split_worth_it,  # noqa: F401
-                         quantized_decode_worth_it, skinny_split_worth_it, skinny_worth_it, specialized_worth_it,
-                         split_k_worth_it, wgmma_worth_it)
+from .conditions import (always, dequantize_first_worth_it, dequantized_specialized_worth_it,  # noqa: F401
+                         quantized, quantized_decode_split_worth_it, quantized_decode_worth_it,
+                         skinny_split_worth_it, skinny_worth_it, specialized_worth_it, split_k_worth_it,
+                         wgmma_worth_it)
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,21 @@ RULES: tuple[Rule, ...] = (
                         "ahead of double_buffering_unit's 0.81)"),
     # Quantized weights (gemm_engine/quant): every rule above refuses them (check_weights), each below
     # refuses a dense rhs; last, so that a dense problem's choice never looks at them.
-    Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) with few 64-column strips: "
-                                     "the weights streamed once, K cut over more cubes so that every "
-                                     "multiprocessor streams", quantized_decode_split_worth_it),
+    Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) where one launch of "
+                                     "quantized_decode's cubes leaves multiprocessors idle: the weights "
+                                     "streamed once, K cut over more cubes so that every multiprocessor "
+                                     "streams", quantized_decode_split_worth_it),
     Rule("quantized_decode", "quantized weights at decode sizes (M <= 64): the weights streamed once, "
                              "dequantized in registers into tensor-core fragments", quantized_decode_worth_it),
+    Rule("dequantized_specialized_wgmma", "quantized weights past decode sizes on Hopper: the weight "
+                                          "expanded once per call into a K-major copy, then the specialized "
+                                          "kernel (predicted int4 4096 x 4096: M = 256 0.55x cuBLAS bf16, "
+                                          "M = 4096 0.9x; the loader path ran 0.08-0.10x)",
+         dequantized_specialized_worth_it),
+    Rule("dequantized_pipelined_wgmma", "the same pass before pipelined_wgmma where specialized_wgmma "
+                                        "passes a small dense product by", dequantize_first_worth_it),
+    Rule("dequantized_pipelined_mma", "the same pass before pipelined_mma (sm_80+, before Hopper)",
+         dequantize_first_worth_it),
     Rule("quantized_double_buffering_mma", "quantized weights (gemm_engine/quant) on tensor cores: the "
                                            "dequantizing loader feeds mma.sync tiles (CUDA sm_80+, 16-bit "
                                            "activations)", quantized),
@@ -87,6 +98,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 UNRANKED: tuple[Unranked, ...] = (
+    Unranked("dequantized_simple_unit", "the dequantizing pass before register FMA: what PoCL checks the pass "
+                                        "with; quantized_simple_unit converts in the loader instead (not measured "
+                                        "against it)"),
     Unranked("quantized_simple_mma", "quantized weights on mma.sync without double buffering: "
                                      "quantized_double_buffering_mma spreads its loads between tile matmuls"),
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "

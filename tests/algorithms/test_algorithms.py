@@ -23,8 +23,8 @@ DMMA = {"simple_dmma", "pipelined_dmma"}
 
 def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     """Whether the algorithm is meant to run this combination (so a SetupError is a bug)."""
-    if name.startswith("quantized"):
-        return False   # quantized weights only: tests/algorithms/test_quantized*.py run them
+    if name.startswith(("quantized", "dequantized")):
+        return False   # quantized weights only: tests/algorithms/test_quantized*.py, tests/batch/test_dequantize_first.py
     if dtype == "int8":
         return int8_must_run(name, backend, device)
     if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)

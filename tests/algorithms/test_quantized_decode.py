@@ -72,6 +72,39 @@ def test_decode(engine, rng, case):
         pytest.skip(f"no plane product here: {exc.reason}")
 
 
+#: The two register buffers (``prefetch``): rounds of one, an odd and an even number (a plane's last
+#: block past K in the guarded path), scales per column / step / block, planes along N, 8-bit codes
+#: and M past two tiles; and the single buffer where M alone would choose two.
+#: (format, symmetric, group, M, K, N, dtype, layout, knobs)
+PREFETCH_CASES = [
+    ("int4", False, 32, 3, 160, 40, "bfloat16", "k_packed", dict(column_loads=1, unroll=1, planes=2, prefetch=1)),
+    ("int4", True, None, 9, 100, 33, "float16", "prepacked", dict(column_loads=1, unroll=1, planes=2, prefetch=1)),
+    ("int4", False, 32, 1, 20, 24, "bfloat16", "prepacked", dict(column_loads=1, unroll=2, prefetch=1)),
+    ("int4", False, 64, 17, 300, 50, "float16", "k_packed", dict(column_loads=1, unroll=1, planes=2, prefetch=1)),
+    ("int8", False, 32, 4, 200, 36, "bfloat16", "prepacked", dict(column_loads=1, unroll=2, planes=2, prefetch=1)),
+    ("int4", False, 32, 5, 230, 150, "bfloat16", "prepacked", dict(column_loads=1, unroll=1, planes=2,
+                                                                    planes_along="n", prefetch=1)),
+    ("int4", True, 128, 4, 300, 40, "bfloat16", "k_packed", dict(column_loads=1, unroll=1, planes=2, prefetch=0)),
+]
+
+
+@pytest.mark.parametrize("case", PREFETCH_CASES, ids=lambda c: "-".join(str(v) for v in c[:8]) + f"-p{c[8]['prefetch']}")
+def test_decode_prefetch(engine, rng, case):
+    *args, knobs = case
+    try:
+        run(engine, rng, *args, **knobs)
+    except SetupError as exc:
+        if engine.backend == "opencl" or (engine.device.compute_capability or (0, 0)) >= (8, 0):
+            raise
+        pytest.skip(f"no plane product here: {exc.reason}")
+    assert engine.last_choice[1].batch.global_.prefetch == bool(knobs["prefetch"])
+
+
+def test_prefetch_knob_is_checked():
+    with pytest.raises((SetupError, ValueError), match="prefetch"):
+        REGISTRY["quantized_decode"](prefetch=2).setup(_problem(), dialect_for(nominal_cuda_device()))
+
+
 def test_decode_split_k(engine, rng):
     run(engine, rng, "int4", False, 32, 3, 1000, 40, "bfloat16", "k_packed", "quantized_decode_split_k",
         column_loads=1, unroll=1, split_k=3)
@@ -125,14 +158,23 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
     d = dialect_for(nominal_cuda_device())
     auto = REGISTRY["auto"]()
     picks = {}
-    for n, m in ((4096, 1), (4096, 64), (32768, 16), (4096, 65)):
-        cfg = auto.setup(_problem(m=m, n=n), d)
+    configs = {}
+    for n, m in ((4096, 1), (4096, 32), (4096, 64), (14336, 16), (32768, 16), (4096, 65)):
+        configs[(n, m)] = cfg = auto.setup(_problem(m=m, n=n), d)
         picks[(n, m)] = cfg.algorithm.rsplit(".", 1)[1]
-    assert picks[(4096, 1)] == picks[(4096, 64)] == "QuantizedDecodeSplitKAlgorithm"
-    assert picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
-    assert picks[(4096, 65)] == "QuantizedDoubleBufferingMmaAlgorithm"
-    assert [r.algorithm for r in RULES[-4:]] == ["quantized_decode_split_k", "quantized_decode",
-                                                 "quantized_double_buffering_mma", "quantized_simple_unit"]
+    # M <= 16: one launch wherever 32- or 64-column cubes nearly cover the 132 units (no K ranges to add)
+    assert picks[(4096, 1)] == picks[(14336, 16)] == picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
+    assert picks[(4096, 32)] == picks[(4096, 64)] == "QuantizedDecodeSplitKAlgorithm"
+    g = configs[(4096, 1)].batch.global_
+    assert (g.planes, g.loads, g.unroll, g.prefetch, g.stage.stage_n) == (16, 1, 2, True, 32)
+    g = configs[(14336, 16)].batch.global_
+    assert (g.planes, g.loads, g.prefetch, g.stage.stage_n) == (8, 2, True, 64)
+    assert not configs[(4096, 64)].batch.global_.prefetch       # two buffers would spill at M = 64
+    assert picks[(4096, 65)] == "DequantizedSpecializedWgmmaAlgorithm"    # the pass, then the dense kernel
+    assert [r.algorithm for r in RULES[-7:]] == ["quantized_decode_split_k", "quantized_decode",
+                                                 "dequantized_specialized_wgmma", "dequantized_pipelined_wgmma",
+                                                 "dequantized_pipelined_mma", "quantized_double_buffering_mma",
+                                                 "quantized_simple_unit"]
 
 
 # -- CUDA sources ----------------------------------------------------------------------------------

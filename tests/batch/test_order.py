@@ -22,6 +22,8 @@ GRIDS = [(1, 1, 1), (1, 7, 5), (3, 4, 9), (2, 13, 3), (1, 16, 16)]    # (batch, 
 def _orders():
     out = []
     for name, cls in sorted(DISPATCHES.items()):
+        if not cls.__module__.startswith("gemm_engine."):
+            continue     # other test modules register deliberately broken orders (to test refusals)
         out += [(name, w) for w in ((1, 3, 4) if cls.has_width else (0,))]
     return out
 

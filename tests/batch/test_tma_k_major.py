@@ -46,5 +46,7 @@ def test_the_hopper_composition_copies_what_it_must(problem, copies):
     got = cfg.batch.copies if isinstance(cfg.batch, KMajorBatchConfig) else ()
     assert got == copies
     names = [l.name for l in alg.launches(cfg, problem)]
-    assert names[:len(copies)] == [f"gemm_engine_k_major_{op}" for op in copies]
+    # A copy in the operand's own layout (re-pitched rows: batch/repitch.py) or a transpose.
+    assert names[:len(copies)] == [f"gemm_engine_{'copy' if op in cfg.batch.row_copies else 'k_major'}_{op}"
+                                   for op in copies]
     assert (alg.workspace(cfg, problem) is not None) == bool(copies)

@@ -14,8 +14,9 @@ CONCRETE = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, 
 #: Split-K sets up only for a long K against its output, which none of these problems has (and
 #: adding one would compile it for every algorithm): tests/batch/test_split_k.py compiles its members.
 #: The grouped members set up for grouped problems only (tests/batch/test_grouped.py compiles them); the
-#: quantized compositions for quantized weights only (tests/algorithms/test_quantized_decode.py).
-COMPILED_HERE = [name for name in CONCRETE if not name.startswith(("split_k", "grouped_", "quantized"))]
+#: quantized compositions for quantized weights only (tests/algorithms/test_quantized_decode.py,
+#: tests/batch/test_dequantize_first.py).
+COMPILED_HERE = [name for name in CONCRETE if not name.startswith(("split_k", "grouped_", "quantized", "dequantized"))]
 
 
 def test_families_pick_only_member_configs():

@@ -1,0 +1,58 @@
+"""The quantized decode kernel's tiling by problem (algorithms/quantized_decode.py) and whether one
+launch of it fills the device (else the rule takes its split-K form: rules.py).
+
+What bounds it (bench/SELECTION_NOTES.md, "Quantized decode"): at M <= 16 the first H100 run's
+times grow with the weight's bytes at 2.9 TB/s but start from about 8 us (int4 4096 x 4096: 11.3 us
+for 8.9 MB; 14336 x 4096: 19.0 us for 31.2 MB), cuBLAS's from about 6.6: the fixed part is the
+kernel's structure, not its bandwidth. Split K into 5 ranges, each plane ran two rounds of loads
+then multiplies in lock step with every other plane, and the last cube of a tile waited on a
+device-wide fence and an atomic before adding the ranges. So where the output's columns alone give
+about a cube per multiprocessor, the kernel runs in one launch (no fixup) with more planes per cube
+and each plane's next block in flight while it multiplies (`prefetch`, no extra registers at M <=
+16: the block is half as long).
+"""
+from __future__ import annotations
+
+from ..codegen.dialect import Dialect
+from ..global_.quantized_decode_config import MAX_M_TILES
+from ..problem import MatmulProblem
+
+#: Rows of x per cube (8-row tiles).
+DECODE_ROWS = 8 * MAX_M_TILES
+#: M tiles up to which the one-launch tilings apply (their registers: 125 at M = 1, 168 at M = 16).
+ONE_LAUNCH_MAX_M_TILES = 2
+#: Share of the compute units that 32-column cubes must cover for one launch (4096 columns: 128
+#: cubes on 132 multiprocessors).
+ONE_LAUNCH_FILL = 0.9
+
+
+def strips(problem: MatmulProblem, columns: int) -> int:
+    """Cubes of ``columns`` output columns (and up to `DECODE_ROWS` rows)."""
+    return problem.batch * -(-problem.n // columns) * -(-problem.m // DECODE_ROWS)
+
+
+def decode_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
+    """quantized_decode's tiling (knobs): 64-column cubes of 8 planes where they give every compute
+    unit one; else 32-column cubes of 16 planes where those nearly do; else the level's defaults."""
+    units = max(1, dialect.device.compute_units)
+    if -(-problem.m // 8) > ONE_LAUNCH_MAX_M_TILES or problem.weights is None:
+        return {}
+    if strips(problem, 64) >= units:
+        return {"planes": 8}
+    if strips(problem, 32) >= ONE_LAUNCH_FILL * units:
+        return {"planes": 16, "column_loads": 1, "unroll": 2}
+    return {}
+
+
+def one_launch_fills(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """Why one launch of quantized_decode fills the device (None: it does not, split K)."""
+    units = max(1, dialect.device.compute_units)
+    wide = strips(problem, 64)
+    if wide >= 2 * units:
+        return f"{wide} cubes of 64 columns already give every compute unit two"
+    preset = decode_preset(problem, dialect)
+    if preset:
+        columns = 32 * preset.get("column_loads", 2)
+        return (f"{strips(problem, columns)} cubes of {columns} columns and {preset['planes']} planes give about "
+                f"every compute unit one: one launch, no K ranges to add")
+    return None
