@@ -1,7 +1,18 @@
-"""The OpenCL dialect: OpenCL C words for the neutral vocabulary (PoCL, NVIDIA's driver, any ICD)."""
+"""The OpenCL dialects: OpenCL C words for the neutral vocabulary (PoCL, NVIDIA's driver, any ICD).
+
+`OpenCLDialect` is the portable one: every device, register FMA kernels. A device's vendor and
+the capability probe's findings (`DeviceInfo.features`, runtime/opencl_probe.py) pick a richer one
+(codegen/dialect.py, `dialect_for`): `PtxOpenCLDialect` on NVIDIA's driver, which compiles inline
+PTX (``mma.sync``, ``ldmatrix``, ``cp.async``: codegen/ptx_intrinsics.py); the AMD and Intel
+matrix dialects in codegen/amdgcn_dialect.py and codegen/intel_dialect.py.
+"""
 from __future__ import annotations
 
+import re
+
 from .dialect_base import Dialect
+from .ptx_intrinsics import PtxIntrinsics
+from . import ptx
 
 
 class OpenCLDialect(Dialect):
@@ -27,16 +38,65 @@ class OpenCLDialect(Dialect):
 typedef long i64;
 """
     _local_pointer_space = "__local"
-    # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
-    _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort",
+    # Half precision as 16 raw bits (as on CUDA): converted through a private `half` pointer, which
+    # vload_half / vstore_half accept without cl_khr_fp16, and copied as plain bits where a
+    # tensor-core tile reads it raw (no `half` value is ever loaded or stored).
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "ushort", "bf16_bits": "ushort",
                 "i8": "char", "i32": "int",
                 "f8e4m3": "uchar", "f8e5m2": "uchar"}   # OpenCL's char is signed by the spec (C leaves it open)
+
+    @property
+    def key(self) -> tuple:
+        dev = self.device
+        return (self.backend, dev.vendor, dev.isa, dev.compute_capability, tuple(sorted(dev.features)))
+
+    def supports(self, feature: str) -> bool:
+        if feature in self.device.features:
+            return True
+        return super().supports(feature)
 
     def _fp64_enable(self) -> str:
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
 
-    def _load_f16(self, ptr, index):
-        return f"vload_half(0, {ptr} + ({index}))"
+    def _f16_helpers(self) -> str:
+        return r"""
+INLINE float f16_to_f32(ushort bits) { return vload_half(0, (const half*)&bits); }
+INLINE ushort f32_to_f16(float value) { ushort h; vstore_half_rte(value, 0, (half*)&h); return h; }
+"""
 
-    def _store_f16(self, ptr, index, value):
-        return f"vstore_half_rte({value}, 0, {ptr} + ({index}));"
+
+#: The probe's feature saying NVIDIA's compiler hands inline assembly *generic* addresses of local
+#: memory (converted with cvta.to.shared); without it a ``__local`` pointer's value is already the
+#: shared-window address (what clang's NVPTX back end does).
+LOCAL_GENERIC = "local_generic"
+#: The probe's feature saying only the plain ``asm`` keyword built (clang's OpenCL mode takes
+#: ``__asm__`` only, NVIDIA's driver was seen to take ``asm``; the probe tries ``__asm__`` first).
+ASM_PLAIN = "asm_plain"
+
+
+class PtxOpenCLDialect(PtxIntrinsics, OpenCLDialect):
+    """NVIDIA's OpenCL driver: OpenCL C plus inline PTX (its JIT targets the GPU's sm_XX, not the
+    arch-specific sm_90a: no wgmma, no setmaxnreg). Which instructions are offered is the probe's
+    answer (`DeviceInfo.features`)."""
+
+    _ldmatrix_pointers = True
+    _global_space = "__global"
+
+    def compile_note(self, source: str) -> str:
+        arch = self.device.arch or "the device's sm_XX"
+        return (f"/* build: OpenCL C 1.2 (\"-cl-std=CL1.2\") on NVIDIA's driver, inline PTX for {arch}; "
+                f"offline: clang -cl-std=CL1.2 -target nvptx64-nvidia-nvcl, then ptxas */\n")
+
+    def _asm_helper(self, built: tuple[str, str]) -> str:
+        name, code = built
+        if ASM_PLAIN not in self.device.features:
+            code = re.sub(r"\basm\b", "__asm__", code)
+        return self._use((name, code))
+
+    def shared_address(self, pointer: str) -> str:
+        """Expression: the 32-bit shared-window address of a ``__local`` pointer (the operand
+        ldmatrix and cp.async take): the pointer's own value, or its conversion where the probe found
+        the compiler passes generic addresses (`LOCAL_GENERIC`)."""
+        if LOCAL_GENERIC in self.device.features:
+            return f"{self._asm_helper(ptx.cvta_to_shared())}((ulong)({pointer}))"
+        return f"((uint)(size_t)({pointer}))"
