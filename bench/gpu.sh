@@ -19,6 +19,8 @@
 #   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64_algorithms.md
 #   overhead    bench/overhead.py, then bench/per_call_overhead.py             -> overhead.md, per_call_steps.md
 #   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_small_problems.json, gemv_bandwidth.md
+#   opencl      bench/opencl_tensor_cores.py: NVIDIA's OpenCL (probe, checks, tensor-core rows) vs
+#               cuBLAS; needs .whl/ (../shared/tools/gpu_machine_wheels.sh)    -> opencl_tensor_cores.md
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
@@ -35,7 +37,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps "
+KNOWN=" tests hopper suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps opencl "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -88,6 +90,7 @@ stage() {  # the commands of one stage
                    'python3 bench/per_call_overhead.py' ;;
     probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
+    opencl) python3 bench/opencl_tensor_cores.py --repeat "$REPEAT" --json "$OUT/opencl_tensor_cores.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
                  'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \
