@@ -34,6 +34,9 @@ class DeviceInfo:
     features: frozenset = frozenset()
     #: OpenCL: feature -> why the probe refused it (a build log's first line, a wrong result).
     refusals: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    #: float32 components of the device's native vector (a CPU's SIMD width: 16 with AVX-512, 8
+    #: with AVX2; 0 where unknown or irrelevant): the CPU path's register tiles follow it.
+    vector_width: int = 0
 
     @property
     def arch(self) -> str | None:
@@ -72,7 +75,7 @@ PTX_SM90_FEATURES = frozenset({"f64_mma_m16"})
 #: Nominal OpenCL targets: name -> (vendor, isa, compute units, local memory, plane, cc, features).
 _OPENCL_TARGETS = {
     "gpu": ("", "", 32, 48 * 1024, 32, None, frozenset()),
-    "cpu": ("cpu", "", 2, 256 * 1024, 1, None, frozenset()),
+    "cpu": ("cpu", "", 2, 1024 * 1024, 1, None, frozenset()),
     "sm_80": ("nvidia", "", 108, 48 * 1024, 32, (8, 0), PTX_FEATURES),
     "sm_90": ("nvidia", "", 132, 48 * 1024, 32, (9, 0), PTX_FEATURES | PTX_SM90_FEATURES),
     "gfx90a": ("amd", "gfx90a", 104, 64 * 1024, 64, None, frozenset({"mfma"})),
@@ -86,7 +89,7 @@ OPENCL_TARGETS = tuple(_OPENCL_TARGETS)
 
 def nominal_opencl_device(target: str = "gpu") -> DeviceInfo:
     """A stand-in OpenCL device for rendering without one: "gpu" (no vendor: portable kernels only),
-    "cpu" (PoCL-like), "sm_80" / "sm_90" (NVIDIA's driver, the probe having passed every PTX
+    "cpu" (PoCL-like: AVX-512), "sm_80" / "sm_90" (NVIDIA's driver, the probe having passed every PTX
     feature), "gfx90a" / "gfx942" (AMD CDNA, MFMA), "gfx1100" (AMD RDNA3, WMMA), "xe-hpg" / "xe-hpc"
     (Intel, 8- / 16-wide DPAS)."""
     if target not in _OPENCL_TARGETS:
@@ -94,4 +97,5 @@ def nominal_opencl_device(target: str = "gpu") -> DeviceInfo:
     vendor, isa, units, local, plane, cc, features = _OPENCL_TARGETS[target]
     return DeviceInfo(backend="opencl", name=f"nominal OpenCL {target}", compute_units=units,
                       max_shared_memory=local, max_threads_per_cube=1024 if plane > 1 else 4096,
-                      plane_size=plane, compute_capability=cc, vendor=vendor, isa=isa, features=features)
+                      plane_size=plane, compute_capability=cc, vendor=vendor, isa=isa, features=features,
+                      vector_width=16 if vendor == "cpu" else 0)

@@ -58,6 +58,34 @@ typedef long i64;
     def _fp64_enable(self) -> str:
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
 
+    # -- explicit vectors (the CPU path's register tiles: tile/vector.py) ------------------------
+    #: The widths OpenCL C has vector types of.
+    VECTOR_WIDTHS = (2, 4, 8, 16)
+
+    def vector_type(self, word: str, width: int) -> str:
+        return f"{self.c_type(word)}{width}"
+
+    def splat(self, word: str, width: int, value: str) -> str:
+        """Expression: ``value`` in every component of a ``width``-wide vector of ``word``."""
+        return f"(({self.vector_type(word, width)})({value}))"
+
+    def vector_fma(self, a: str, b: str, c: str) -> str:
+        """Expression: ``a * b + c`` per component, fused."""
+        return f"fma({a}, {b}, {c})"
+
+    @staticmethod
+    def component(vector: str, i: int) -> str:
+        return f"{vector}.s{i:x}"
+
+    def load_vector(self, et, space: str, pointer: str, width: int) -> str:
+        """Expression: ``width`` consecutive elements of type ``et`` at ``pointer`` (an element
+        pointer into ``space``, any alignment) as a vector of ``et``'s compute type."""
+        if et.storage == "f16_bits":
+            return f"vload_half{width}(0, (const {self.pointer_space(space)} half*)({pointer}))"
+        if et.storage == "bf16_bits":
+            return f"as_float{width}(convert_uint{width}(vload{width}(0, {pointer})) << 16)"
+        return f"vload{width}(0, {pointer})"
+
     def _f16_helpers(self) -> str:
         return r"""
 INLINE float f16_to_f32(ushort bits) { return vload_half(0, (const half*)&bits); }

@@ -164,6 +164,7 @@ class OpenCLRuntime(Runtime):
             compute_capability=compute_capability(dev) if vendor == "nvidia" else None,
             fp64=bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions,
             vendor=vendor,
+            vector_width=int(dev.native_vector_width_float) if vendor == "cpu" else 0,
         )
         features, refusals = probe_device(cl, dev, info)
         return replace(info, features=features, refusals=refusals)

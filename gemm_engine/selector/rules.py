@@ -20,6 +20,7 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
+from .cpu import cpu_path
 from .conditions import (always, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
                          wgmma_worth_it)
 
@@ -65,6 +66,8 @@ RULES: tuple[Rule, ...] = (
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),
     Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)"),
     Rule("pipelined_dmma", "float64 tensor cores on sm_80+ (m16n8k8 on sm_90: 0.9x cuBLAS, 4.8x register FMA on the H100)"),
+    Rule("direct_vector", "the CPU path: vector register tiles reading the operands in place, no shared "
+                          "memory and no barrier (PoCL, f32 512^3: see bench/results/cpu/cpu_path.md)", cpu_path),
     Rule("simple_unit", "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
                         "ahead of double_buffering_unit's 0.81)"),
 )
