@@ -69,3 +69,10 @@ def cuda_engine_or_skip(min_cc: tuple = (8, 0), needs: str = "sm_80"):
 def device_col_major(cp, host):
     """``host`` on the device as a transposed view of a column-major copy (its last two axes)."""
     return cp.asarray(np.ascontiguousarray(np.swapaxes(host, -1, -2))).swapaxes(-1, -2)
+
+
+def heuristic_unit(engine) -> str:
+    """The register-FMA algorithm ``auto`` takes for a plain float32 product on ``engine``'s device:
+    the CPU path on a CPU OpenCL device (selector/cpu.py), simple_unit elsewhere."""
+    dev = engine.device
+    return "direct_vector" if dev.backend == "opencl" and dev.vendor == "cpu" else "simple_unit"

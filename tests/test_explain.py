@@ -7,6 +7,7 @@ import pytest
 from gemm_engine.algorithms.base import REGISTRY
 from gemm_engine.dtypes import FLOAT32
 from gemm_engine.problem import MatmulProblem
+from helpers import heuristic_unit
 
 
 def names(report):
@@ -17,7 +18,8 @@ def test_explain_reports_the_heuristic_choice_and_every_other_algorithm(opencl_e
     a = rng.standard_normal((100, 70)).astype(np.float32)
     b = rng.standard_normal((70, 90)).astype(np.float32)
     report = opencl_engine.explain(a, b)
-    assert report.source == "heuristic" and report.algorithm == "simple_unit"
+    unit = heuristic_unit(opencl_engine)
+    assert report.source == "heuristic" and report.algorithm == unit
     assert report.config.batch.global_ is not None and report.selection is not None
     # The same choice matmul makes.
     opencl_engine.matmul(a, b)
@@ -29,10 +31,10 @@ def test_explain_reports_the_heuristic_choice_and_every_other_algorithm(opencl_e
     verdicts = {c.name: c for c in report.considered}
     assert verdicts["pipelined_wgmma"].verdict == "refused" and "wgmma" in verdicts["pipelined_wgmma"].reason
     assert verdicts["skinny"].verdict == "refused" and "M = 1 or N = 1" in verdicts["skinny"].reason
-    assert verdicts["simple_unit"].verdict == "chosen"
+    assert verdicts[unit].verdict == "chosen"
     assert verdicts["double_buffering_unit"].verdict == "not ranked"
     text = str(report)
-    for word in ("chosen", "simple_unit", "refused", "batch=1 m=100 n=90 k=70", "float32"):
+    for word in ("chosen", unit, "refused", "batch=1 m=100 n=90 k=70", "float32"):
         assert word in text
 
 

@@ -128,3 +128,8 @@ class PtxOpenCLDialect(PtxIntrinsics, OpenCLDialect):
         if LOCAL_GENERIC in self.device.features:
             return f"{self._asm_helper(ptx.cvta_to_shared())}((ulong)({pointer}))"
         return f"((uint)(size_t)({pointer}))"
+
+    def is_shared_window(self, value: str) -> str:
+        """Expression: 1 when the 64-bit ``value`` is a generic address inside the shared window,
+        else 0 (what the probe asks of a ``__local`` pointer's value: `LOCAL_GENERIC`)."""
+        return f"{self._asm_helper(ptx.is_shared_window())}({value})"

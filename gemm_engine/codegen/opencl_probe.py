@@ -21,7 +21,6 @@ from typing import Callable
 
 import numpy as np
 
-from . import ptx
 from .device import DeviceInfo
 from .opencl_dialect import ASM_PLAIN, LOCAL_GENERIC, PtxOpenCLDialect
 
@@ -78,8 +77,8 @@ def _laneid(keyword: str) -> Callable[[DeviceInfo], str]:
 # -- the address form of __local pointers ----------------------------------------------------------
 def _address_form(device: DeviceInfo) -> str:
     d = _dialect(device)
-    check = d._asm_helper(ptx.is_shared_window())
-    return _kernel(d, f"buf[u] = (uint)u;\nSYNC_CUBE();\nout[u * {WORDS}] = {check}((ulong)(size_t)&buf[u]);",
+    check = d.is_shared_window("(ulong)(size_t)&buf[u]")
+    return _kernel(d, f"buf[u] = (uint)u;\nSYNC_CUBE();\nout[u * {WORDS}] = {check};",
                    f"LOCAL uint buf[{PROBE_UNITS}];")
 
 

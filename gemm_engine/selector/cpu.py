@@ -4,7 +4,7 @@ A unit's tile is ``tile_m`` rows by ``tile_n`` columns of vectors as wide as the
 registers (`DeviceInfo.vector_width`: 16 floats with AVX-512); one unit per cube. The tile sizes
 trade accumulator registers (``tile_m * tile_n / width`` of the 32) against loads per multiply-add:
 each k step loads ``tile_n / width`` rhs vectors and ``tile_m`` lhs scalars for ``tile_m * tile_n /
-width`` vector FMAs. The measurements behind the choice: bench/results/cpu/cpu_path.md.
+width`` vector FMAs. The measurements behind the choice: bench/SELECTION_NOTES.md, "CPU path (direct_vector)".
 """
 from __future__ import annotations
 

@@ -64,10 +64,12 @@ RULES: tuple[Rule, ...] = (
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),
-    Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)"),
+    Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs), and "
+                          "on NVIDIA's OpenCL driver where the probe finds mma.sync and cp.async"),
     Rule("pipelined_dmma", "float64 tensor cores on sm_80+ (m16n8k8 on sm_90: 0.9x cuBLAS, 4.8x register FMA on the H100)"),
     Rule("direct_vector", "the CPU path: vector register tiles reading the operands in place, no shared "
-                          "memory and no barrier (PoCL, f32 512^3: see bench/results/cpu/cpu_path.md)", cpu_path),
+                          "memory and no barrier: on PoCL several times simple_unit and ordered_unit (SELECTION_NOTES.md, CPU path)",
+         cpu_path),
     Rule("simple_unit", "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
                         "ahead of double_buffering_unit's 0.81)"),
 )
