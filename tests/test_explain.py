@@ -55,7 +55,7 @@ def test_explain_says_which_member_a_family_name_resolved_to(opencl_engine, rng)
     report = opencl_engine.explain(a, b, algorithm="specialized")
     # OpenCL has no wgmma: the family's register member runs.
     assert (report.family, report.algorithm, report.source) == ("specialized", "specialized_unit", "caller")
-    assert "chosen     specialized -> specialized_unit  (from the caller)" in str(report)
+    assert "chosen     specialized -> specialized_unit  (from the caller; tile RegisterTile" in str(report)
     family = {c.name: c for c in report.considered}["specialized -> specialized_unit"]
     assert family.verdict == "family" and "named by the caller" in family.reason
     assert "specialized_wgmma" in family.reason and "wgmma" in family.reason   # why the better member did not run
@@ -83,3 +83,26 @@ def test_explain_refuses_what_cannot_run_with_the_reasons(opencl_engine):
     with pytest.raises(Exception, match="sm_90a"):
         opencl_engine.explain(np.ones((64, 64), np.float16), np.ones((64, 64), np.float16),
                               algorithm="pipelined_wgmma")
+
+
+def test_which_tile_each_opencl_device_gets_and_why():
+    from dataclasses import replace
+
+    from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
+    from gemm_engine.explain import device_tiles
+    nvidia = nominal_opencl_device("sm_90")
+    assert device_tiles(nvidia).startswith("tensor cores through inline PTX, found by the OpenCL probe: mma.sync f16")
+    lame = replace(nvidia, features=nvidia.features - {"ldmatrix"}, refusals=(("ldmatrix", "ran, but wrote wrong words"),))
+    assert "refused: ldmatrix (ran, but wrote wrong words)" in device_tiles(lame)
+    none = replace(nvidia, features=frozenset(), refusals=(("mma_sync", "needs inline_ptx"),))
+    assert device_tiles(none) == "register FMA only: mma_sync (needs inline_ptx)"
+    assert "vector register tiles (16-wide" in device_tiles(nominal_opencl_device("cpu"))
+    assert device_tiles(nominal_opencl_device("gpu")).startswith("register FMA only")
+    assert "wgmma" in device_tiles(nominal_cuda_device(9, 0))
+
+
+def test_the_report_names_the_device_tiles_and_the_chosen_tile(opencl_engine, rng):
+    a = rng.standard_normal((100, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 90)).astype(np.float32)
+    text = str(opencl_engine.explain(a, b))
+    assert "\ntiles      " in text and "; tile " in text
