@@ -6,8 +6,10 @@
   its operand constraints and the shared-memory addresses it takes are checked. OpenCL's built-in
   functions stay external calls (no device library here), so ptxas compiles relocatable code.
 * AMD (``__builtin_amdgcn_mfma_*`` / ``_wmma_*``): clang for ``amdgcn-amd-amdhsa`` and the gfx target.
-* Intel (``cl_intel_subgroup_matrix_multiply_accumulate``): ``ocloc``, Intel's offline compiler,
-  where it is installed ($GEMM_ENGINE_OCLOC or on PATH; Debian's intel-opencl-icd ships it).
+* Intel (``cl_intel_subgroup_matrix_multiply_accumulate``): clang's ``spir64`` front end against the
+  extension's prototypes (the calls' types, the sub-group attribute); ``ocloc``, Intel's offline
+  compiler, where it is installed ($GEMM_ENGINE_OCLOC or on PATH) and new enough: Debian 12's
+  intel-opencl-icd 22.43 (IGC 1.0.12504) does not declare the extension's functions yet.
 
 Each function returns (ok, log); the tests skip when the compiler is missing. What passes here was
 compiled only: nothing ran on that hardware.
@@ -28,7 +30,7 @@ _SM90_PTX = ".version 7.8"
 
 
 def find_clang(target: str) -> str | None:
-    """A clang that has the ``target`` back end (nvptx64 / amdgcn)."""
+    """A clang that has the ``target`` back end (nvptx64 / amdgcn; "": any clang)."""
     for name in _CLANGS:
         path = shutil.which(name)
         if path is None:
@@ -92,6 +94,43 @@ def compile_amdgcn(source: str, mcpu: str) -> tuple[bool, str]:
         ok, log = _run([clang, "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-nogpulib",
                         "-Xclang", "-finclude-default-header", "-O2", "-c", "-o", os.path.join(tmp, "kernel.o"), cl])
         return ok, log
+
+
+#: The OpenCL C prototypes of cl_intel_subgroup_matrix_multiply_accumulate's float functions (the
+#: extension's specification), for clang's spir64 front end, which does not declare them.
+INTEL_DPAS_DECLARATIONS = "".join(
+    f"{ret} __attribute__((overloadable)) intel_sub_group_{t}_{t}_matrix_mad_k16({a} a, int8 b, {ret} acc);\n"
+    for t in ("f16", "bf16") for a, ret in (("int8", "float8"), ("short8", "float8")))
+
+
+def compile_intel_spir(source: str) -> tuple[bool, str]:
+    """Build ``source`` with clang's OpenCL front end for ``spir64`` against the extension's
+    prototypes: the types of every DPAS call and the sub-group attribute are checked, nothing of
+    Intel's compiler."""
+    clang = clang_or_skip("")        # spir64 is a front-end target: every clang has it
+    with tempfile.TemporaryDirectory() as tmp:
+        cl, decl = os.path.join(tmp, "kernel.cl"), os.path.join(tmp, "dpas.h")
+        with open(cl, "w") as f:
+            f.write(source)
+        with open(decl, "w") as f:
+            f.write(INTEL_DPAS_DECLARATIONS)
+        return _run([clang, "-cl-std=CL2.0", "-target", "spir64", "-Xclang", "-finclude-default-header",
+                     "-include", decl, "-O2", "-c", "-emit-llvm", "-o", os.path.join(tmp, "kernel.bc"), cl])
+
+
+def amdgcn_assembly(source: str, mcpu: str) -> str:
+    """The amdgcn assembly of ``source`` (to see which instructions the builtins became)."""
+    clang = clang_or_skip("amdgcn")
+    with tempfile.TemporaryDirectory() as tmp:
+        cl, asm = os.path.join(tmp, "kernel.cl"), os.path.join(tmp, "kernel.s")
+        with open(cl, "w") as f:
+            f.write(source)
+        ok, log = _run([clang, "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "-nogpulib",
+                        "-Xclang", "-finclude-default-header", "-O2", "-S", "-o", asm, cl])
+        if not ok:
+            raise AssertionError(log)
+        with open(asm) as f:
+            return f.read()
 
 
 def find_ocloc() -> str | None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from .cuda_dialect import CudaDialect, cuda_target_arch  # noqa: F401  (re-exported)
 from .device import DeviceInfo
 from .dialect_base import Dialect  # noqa: F401  (re-exported)
+from .amdgcn_dialect import AmdgcnOpenCLDialect
+from .intel_dialect import IntelOpenCLDialect
 from .opencl_dialect import OpenCLDialect, PtxOpenCLDialect
 
 
@@ -31,4 +33,8 @@ def dialect_for(device: DeviceInfo) -> Dialect:
         raise ValueError(f"device: unknown backend {device.backend!r} (expected 'cuda' or 'opencl')")
     if device.vendor == "nvidia" and "inline_ptx" in device.features:
         return PtxOpenCLDialect(device)
+    if device.vendor == "amd":
+        return AmdgcnOpenCLDialect(device)
+    if device.vendor == "intel" and "intel_dpas" in device.features:
+        return IntelOpenCLDialect(device)
     return OpenCLDialect(device)

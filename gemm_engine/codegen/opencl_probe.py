@@ -21,7 +21,9 @@ from typing import Callable
 
 import numpy as np
 
+from .amdgcn_dialect import AmdgcnOpenCLDialect
 from .device import DeviceInfo
+from .intel_dialect import IntelOpenCLDialect
 from .opencl_dialect import ASM_PLAIN, LOCAL_GENERIC, PtxOpenCLDialect
 
 #: Units of the probe's one work-group (two 32-wide planes) and output words per unit.
@@ -45,7 +47,7 @@ class Probe:
     inputs: Callable[[], np.ndarray] = lambda: np.zeros(PROBE_UNITS * WORDS, np.uint32)
 
 
-def _kernel(d: PtxOpenCLDialect, body: str, shared: str = "") -> str:
+def _kernel(d, body: str, shared: str = "") -> str:
     text = (f"KERNEL LAUNCH_BOUNDS({PROBE_UNITS}) void probe(GLOBAL uint* out, const GLOBAL uint* in) {{\n"
             f"{shared}\nconst int u = UNIT_ID;\nconst int lane = u & 31;\n{body}\n}}\n")
     return d.preamble([]) + d.helpers_for(text) + text
@@ -198,4 +200,42 @@ NVIDIA_PROBES: tuple[Probe, ...] = (
     Probe("mma.sync f64 m16n8k8", frozenset({"f64_mma_m16"}), PTX | {"f64_mma"}, _dmma((16, 8, 8)),
           _expect(lambda u: [(u & 31) + 16] * 4)),
     Probe("cvt f16x2", frozenset({"pack_half2"}), PTX, _pack, _expect(lambda u: [0x40003C00])),
+)
+
+
+# -- AMD: MFMA (CDNA, 64-wide waves) and WMMA (RDNA3, 32-wide): a = 1, b = 2, c = the lane ---------
+def _amd(builtin: str, a: str, b: str, acc: str, regs: int, fp64: bool = False) -> Callable[[DeviceInfo], str]:
+    def render(device: DeviceInfo) -> str:
+        d = AmdgcnOpenCLDialect(device)
+        body = "\n".join([f"{acc} c = ({acc})((float)lane);" if not fp64 else f"{acc} c = ({acc})((double)lane);",
+                          f"c = {builtin}({a}, {b}, c{', 0, 0, 0' if 'mfma' in builtin else ''});",
+                          *(f"out[u * {WORDS} + {i}] = (uint)c.s{i};" for i in range(regs))])
+        return ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if fp64 else "") + _kernel(d, body)
+    return render
+
+
+AMD_PROBES: tuple[Probe, ...] = (
+    Probe("MFMA f16 16x16x16", frozenset({"mfma"}), frozenset(),
+          _amd("__builtin_amdgcn_mfma_f32_16x16x16f16", "(half4)(1.0h)", "(half4)(2.0h)", "float4", 4),
+          _expect(lambda u: [(u & 31) + 32] * 4)),
+    Probe("MFMA f64 16x16x4", frozenset({"mfma_f64"}), frozenset({"mfma"}),
+          _amd("__builtin_amdgcn_mfma_f64_16x16x4f64", "1.0", "2.0", "double4", 4, fp64=True),
+          _expect(lambda u: [(u & 31) + 8] * 4)),
+    Probe("WMMA f16 16x16x16 (wave32)", frozenset({"wmma_gfx11"}), frozenset(),
+          _amd("__builtin_amdgcn_wmma_f32_16x16x16_f16_w32", "(half16)(1.0h)", "(half16)(2.0h)", "float8", 4),
+          _expect(lambda u: [(u & 31) + 32] * 4)),
+)
+
+
+# -- Intel: DPAS in sub-groups of the device's plane size ---------------------------------------------
+def _dpas(device: DeviceInfo) -> str:
+    d = IntelOpenCLDialect(device)
+    a = "(int8)(0x3C003C00)" if device.plane_size == 8 else "(short8)((short)0x3C00)"   # f16 ones
+    body = "\n".join(["float8 c = (float8)(1.0f);", d.dpas("f16", "c", a, "(int8)(0x40004000)"),   # b: twos
+                      *(f"out[u * {WORDS} + {i}] = (uint)c.s{i};" for i in range(4))])
+    return _kernel(d, body)
+
+
+INTEL_PROBES: tuple[Probe, ...] = (
+    Probe("DPAS f16 k16", frozenset({"intel_dpas"}), frozenset(), _dpas, _expect(lambda u: [33] * 4)),
 )

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import BackendUnavailableError
 from ..codegen.device import DeviceInfo
 from .base import Runtime, span_of
-from .opencl_probe import compute_capability, probe_device, vendor_of
+from .opencl_probe import compute_capability, isa_and_plane, probe_device, vendor_of
 from ..codegen.strided_copy import strided_copy_source
 
 #: Environment variable choosing an OpenCL device: "PLATFORM_SUBSTRING" or "PLATFORM:DEVICE_INDEX".
@@ -153,7 +153,7 @@ class OpenCLRuntime(Runtime):
         """The device's facts, with what the capability probe found its compiler offers (tensor-core
         instructions: `Dialect.supports`)."""
         vendor = vendor_of(cl, dev)
-        plane = 32 if vendor == "nvidia" else 1
+        isa, plane = isa_and_plane(dev, vendor)
         info = DeviceInfo(
             backend="opencl",
             name=f"{dev.platform.name}: {dev.name}",
@@ -164,6 +164,7 @@ class OpenCLRuntime(Runtime):
             compute_capability=compute_capability(dev) if vendor == "nvidia" else None,
             fp64=bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions,
             vendor=vendor,
+            isa=isa,
             vector_width=int(dev.native_vector_width_float) if vendor == "cpu" else 0,
         )
         features, refusals = probe_device(cl, dev, info)

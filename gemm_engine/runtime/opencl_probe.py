@@ -19,7 +19,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..codegen.opencl_probe import NVIDIA_PROBES, POISON, PROBE_UNITS, PROBE_VERSION, WORDS, Probe
+from ..codegen.opencl_probe import (AMD_PROBES, INTEL_PROBES, NVIDIA_PROBES, POISON, PROBE_UNITS, PROBE_VERSION,
+                                    WORDS, Probe)
 
 #: Set to "off" to skip the probe.
 PROBE_ENV = "GEMM_ENGINE_OPENCL_PROBE"
@@ -48,7 +49,30 @@ def compute_capability(dev) -> tuple[int, int] | None:
 
 
 def probes_for(vendor: str) -> tuple[Probe, ...]:
-    return NVIDIA_PROBES if vendor == "nvidia" else ()
+    return {"nvidia": NVIDIA_PROBES, "amd": AMD_PROBES, "intel": INTEL_PROBES}.get(vendor, ())
+
+
+def isa_and_plane(dev, vendor: str) -> tuple[str, int]:
+    """(instruction set, plane width) of a GPU: AMD's gfx target and wavefront (64 on CDNA, 32 on
+    RDNA unless the driver says otherwise), Intel's DPAS generation by its smallest sub-group (8:
+    Xe-HPG, 16: Xe-HPC), NVIDIA's 32-wide warps; ("", 1) for anything else."""
+    if vendor == "nvidia":
+        return "", 32
+    if vendor == "amd":
+        isa = dev.name.split(":")[0] if dev.name.startswith("gfx") else ""
+        try:
+            wave = int(dev.wavefront_width_amd)
+        except Exception:   # noqa: BLE001 -- cl_amd_device_attribute_query is AMD's own
+            wave = 64 if isa.startswith("gfx9") else 32
+        return isa, wave
+    if vendor == "intel":
+        try:
+            sizes = [int(s) for s in dev.sub_group_sizes_intel]
+        except Exception:   # noqa: BLE001 -- cl_intel_required_subgroup_size is Intel's own
+            sizes = []
+        smallest = min(sizes) if sizes else 1
+        return {8: "xe-hpg", 16: "xe-hpc"}.get(smallest, ""), smallest
+    return "", 1
 
 
 def probe_device(cl, dev, device_info) -> tuple[frozenset, tuple[tuple[str, str], ...]]:

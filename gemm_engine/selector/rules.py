@@ -82,6 +82,9 @@ UNRANKED: tuple[Unranked, ...] = (
                                      "pipelined_wgmma are faster"),
     Unranked("simple_wmma", "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster"),
     Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
+    *(Unranked(name, "AMD / Intel matrix cores from OpenCL: compiled offline only, never run on the hardware; "
+                     "auto takes them once a run there checks them") for name in
+      ("simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas", "double_buffering_dpas")),
     Unranked("ordered_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     Unranked("specialized_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
 )

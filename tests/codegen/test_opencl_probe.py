@@ -39,3 +39,18 @@ def test_expected_words():
     # ldmatrix: lane 5 of block 2 gets row 1, columns 2 and 3 of that block: elements 138, 139.
     assert _ldmatrix_words(5)[2] == 138 | (139 << 16)
     assert by_name["cvt f16x2"].expected()[0] == 0x40003C00     # 2.0 high, 1.0 low (IEEE half)
+
+
+def test_amd_and_intel_probe_kernels_build_offline():
+    from gemm_engine.codegen.device import nominal_opencl_device
+    from gemm_engine.codegen.opencl_probe import AMD_PROBES, INTEL_PROBES
+    from opencl_offline import compile_amdgcn, compile_intel_spir
+    for probe in AMD_PROBES:
+        mcpu = "gfx1100" if "WMMA" in probe.name else "gfx90a"
+        ok, log = compile_amdgcn(probe.render(nominal_opencl_device(mcpu)), mcpu)
+        assert ok, f"{probe.name}: {log[-800:]}"
+    for target in ("xe-hpg", "xe-hpc"):
+        text = INTEL_PROBES[0].render(nominal_opencl_device(target))
+        assert f"intel_reqd_sub_group_size({8 if target == 'xe-hpg' else 16})" in text
+        ok, log = compile_intel_spir(text)
+        assert ok, f"{target}: {log[-800:]}"

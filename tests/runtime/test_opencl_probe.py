@@ -100,3 +100,12 @@ def test_the_cpu_device_here_has_no_vendor_probe(opencl_engine):
         pytest.skip(f"the OpenCL device here is {dev.name!r}, not a CPU")
     assert dev.features == frozenset() and dev.refusals == ()
     assert type(opencl_engine.runtime.dialect).__name__ == "OpenCLDialect"
+
+
+def test_amd_probes_grant_what_builds():
+    from gemm_engine.codegen.opencl_probe import AMD_PROBES
+    amd = DeviceInfo("opencl", "AMD: gfx90a", 104, 65536, 1024, 64, vendor="amd", isa="gfx90a")
+    # A CDNA GPU: the RDNA3 builtin does not build there.
+    features, refusals = run_probes(scripted(build_fails={"WMMA f16 16x16x16 (wave32)"}), AMD_PROBES, amd)
+    assert features == {"mfma", "mfma_f64"} and "wmma_gfx11" in dict(refusals)
+    assert type(dialect_for(DeviceInfo(**{**amd.__dict__, "features": features}))).__name__ == "AmdgcnOpenCLDialect"
