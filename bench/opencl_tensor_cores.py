@@ -108,7 +108,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, default=str)
     table = markdown(result)
-    current_tables.write(args, result["device"], "tensor cores through NVIDIA's OpenCL driver", result["command"], table)
+    path = current_tables.write(args, result["device"], "tensor cores through NVIDIA's OpenCL driver", result["command"], table)
+    current_tables.ensure_history(path)
     print(table)
     return 0 if all(c["ok"] for c in result["checks"]) and all(r.get("ok", True) for r in result["rows"]) else 1
 

@@ -1,10 +1,14 @@
 """`Engine.explain`: the choice a call would make and why, with no launch."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from gemm_engine.algorithms.base import REGISTRY
+from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
+from gemm_engine.explain import device_tiles
 from gemm_engine.dtypes import FLOAT32
 from gemm_engine.problem import MatmulProblem
 from helpers import heuristic_unit
@@ -86,10 +90,6 @@ def test_explain_refuses_what_cannot_run_with_the_reasons(opencl_engine):
 
 
 def test_which_tile_each_opencl_device_gets_and_why():
-    from dataclasses import replace
-
-    from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
-    from gemm_engine.explain import device_tiles
     nvidia = nominal_opencl_device("sm_90")
     assert device_tiles(nvidia).startswith("tensor cores through inline PTX, found by the OpenCL probe: mma.sync f16")
     lame = replace(nvidia, features=nvidia.features - {"ldmatrix"}, refusals=(("ldmatrix", "ran, but wrote wrong words"),))

@@ -18,6 +18,7 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.selector.rules import unranked_reason
 from gemm_engine.tile.matrix_cores import DpasTile, Gfx11WmmaTile, MatrixTileConfig, MfmaTile
 from opencl_offline import amdgcn_assembly, compile_amdgcn, compile_intel_spir
 
@@ -146,5 +147,4 @@ def test_intel_sources_build_against_the_extension(name, target, dtypes):
 
 
 def test_auto_does_not_take_them_unchecked():
-    from gemm_engine.selector.rules import unranked_reason
     assert "never run on the hardware" in unranked_reason("simple_mfma")

@@ -8,10 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gemm_engine.codegen.device import DeviceInfo
+from gemm_engine.codegen.device import DeviceInfo, nominal_opencl_device
 from gemm_engine.codegen.opencl_dialect import LOCAL_GENERIC
-from gemm_engine.codegen.opencl_probe import NVIDIA_PROBES, POISON, PROBE_UNITS, WORDS, _ldmatrix_words
-from opencl_offline import compile_nvidia_opencl
+from gemm_engine.codegen.opencl_probe import (AMD_PROBES, INTEL_PROBES, NVIDIA_PROBES, POISON, PROBE_UNITS, WORDS,
+                                             _ldmatrix_words)
+from opencl_offline import compile_amdgcn, compile_intel_spir, compile_nvidia_opencl
 
 NVIDIA = DeviceInfo("opencl", "nominal", 132, 49152, 1024, 32, (9, 0), vendor="nvidia")
 
@@ -42,9 +43,6 @@ def test_expected_words():
 
 
 def test_amd_and_intel_probe_kernels_build_offline():
-    from gemm_engine.codegen.device import nominal_opencl_device
-    from gemm_engine.codegen.opencl_probe import AMD_PROBES, INTEL_PROBES
-    from opencl_offline import compile_amdgcn, compile_intel_spir
     for probe in AMD_PROBES:
         mcpu = "gfx1100" if "WMMA" in probe.name else "gfx90a"
         ok, log = compile_amdgcn(probe.render(nominal_opencl_device(mcpu)), mcpu)

@@ -14,7 +14,7 @@ import pytest
 from gemm_engine.codegen.device import DeviceInfo, PTX_FEATURES, PTX_SM90_FEATURES
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.codegen.opencl_dialect import ASM_PLAIN, LOCAL_GENERIC, PtxOpenCLDialect
-from gemm_engine.codegen.opencl_probe import NVIDIA_PROBES
+from gemm_engine.codegen.opencl_probe import AMD_PROBES, NVIDIA_PROBES
 from gemm_engine.runtime.opencl_probe import PROBE_ENV, _first_line, probe_device, run_probes
 
 NVIDIA = DeviceInfo("opencl", "NVIDIA CUDA: NVIDIA H100", 132, 49152, 1024, 32, (9, 0), vendor="nvidia")
@@ -103,7 +103,6 @@ def test_the_cpu_device_here_has_no_vendor_probe(opencl_engine):
 
 
 def test_amd_probes_grant_what_builds():
-    from gemm_engine.codegen.opencl_probe import AMD_PROBES
     amd = DeviceInfo("opencl", "AMD: gfx90a", 104, 65536, 1024, 64, vendor="amd", isa="gfx90a")
     # A CDNA GPU: the RDNA3 builtin does not build there.
     features, refusals = run_probes(scripted(build_fails={"WMMA f16 16x16x16 (wave32)"}), AMD_PROBES, amd)

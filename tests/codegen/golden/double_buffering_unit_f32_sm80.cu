@@ -50,7 +50,7 @@ GLOBAL float* out = out_base + out_offset + b * out_batch_stride;
 const i64 cube_m0 = cube_row * 64;
 const i64 cube_n0 = cube_col * 64;
 /* == global: DoubleBufferingGlobalMatmul 'double_buffering_global': check_m=0 check_n=0 check_k=0 | lhs VectorLoader rhs VectorLoader writer DirectWriter == */
-/* == stage: UnitPartitionedStage 'unit_partitioned_stage': stage_m=64 stage_n=64 stage_k=16 units=64 lhs_ld=68 rhs_ld=68 lhs_k_contiguous=0 rhs_k_contiguous=0 units_m=8 units_n=8 partition_m=2 partition_n=2 strided=1 | tile RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 == */
+/* == stage: UnitPartitionedStage 'unit_partitioned_stage': stage_m=64 stage_n=64 stage_k=16 units=64 lhs_ld=68 rhs_ld=68 lhs_k_contiguous=0 rhs_k_contiguous=0 units_m=8 units_n=8 partition_m=2 partition_n=2 strided=1 | tile RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 plane=32 == */
 const int part_m0 = (UNIT_ID / 8) * 4;
 const int part_n0 = (UNIT_ID % 8) * 4;
 float acc_0_0[16];

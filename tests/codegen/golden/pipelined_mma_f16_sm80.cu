@@ -79,7 +79,7 @@ GLOBAL unsigned short* out = out_base + out_offset + b * out_batch_stride;
 const i64 cube_m0 = cube_row * 128;
 const i64 cube_n0 = cube_col * 256;
 /* == global: PipelinedGlobalMatmul 'pipelined_global': check_m=0 check_n=0 check_k=0 stages=3 carry_fragments=0 | lhs ChunkLoader rhs ChunkLoader writer PairedWriter == */
-/* == stage: PlanePartitionedStage 'plane_partitioned_stage': stage_m=128 stage_n=256 stage_k=64 units=256 lhs_ld=72 rhs_ld=72 lhs_k_contiguous=1 rhs_k_contiguous=1 planes_m=2 planes_n=4 partition_m=4 partition_n=8 frag... | tile MmaTile: tile_m=16 tile_n=8 tile_k=16 compute=f32 smem=f16_bits rhs_smem= smem_pad=0 kind=f16 ldmatrix=1 == */
+/* == stage: PlanePartitionedStage 'plane_partitioned_stage': stage_m=128 stage_n=256 stage_k=64 units=256 lhs_ld=72 rhs_ld=72 lhs_k_contiguous=1 rhs_k_contiguous=1 planes_m=2 planes_n=4 partition_m=4 partition_n=8 frag... | tile MmaTile: tile_m=16 tile_n=8 tile_k=16 compute=f32 smem=f16_bits rhs_smem= smem_pad=0 plane=32 kind=f16 ldmatrix=1 == */
 const int lane = UNIT_ID & 31;
 const int plane_m0 = ((UNIT_ID / 32) / 4) * 64;
 const int plane_n0 = ((UNIT_ID / 32) % 4) * 64;
