@@ -76,3 +76,11 @@ def heuristic_unit(engine) -> str:
     the CPU path on a CPU OpenCL device (selector/cpu.py), simple_unit elsewhere."""
     dev = engine.device
     return "direct_vector" if dev.backend == "opencl" and dev.vendor == "cpu" else "simple_unit"
+
+
+#: AMD / Intel matrix-core algorithms: no such device runs the tests (built offline:
+#: tests/algorithms/test_matrix_cores.py).
+MATRIX_CORES = frozenset({"simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas",
+                          "double_buffering_dpas"})
+#: Algorithms that render OpenCL C only (no CUDA source to compile): the CPU path and the AMD / Intel tiles.
+OPENCL_ONLY = MATRIX_CORES | {"direct_vector"}

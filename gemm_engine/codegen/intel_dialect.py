@@ -16,13 +16,11 @@ DPAS = {"f16": ("intel_sub_group_f16_f16_matrix_mad_k16", 16), "bf16": ("intel_s
 
 class IntelOpenCLDialect(OpenCLDialect):
 
-    @property
-    def _preamble(self) -> str:   # every kernel runs in sub-groups of the DPAS width
-        sg = self.device.plane_size
-        return OpenCLDialect._preamble.replace(
-            "#define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1)))",
-            f"#define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1))) "
-            f"__attribute__((intel_reqd_sub_group_size({sg})))")
+    def preamble(self, element_types, headers=()) -> str:
+        # Every kernel runs in sub-groups of the DPAS width: the launch bounds say so too.
+        return super().preamble(element_types, headers) + (
+            "#undef LAUNCH_BOUNDS\n#define LAUNCH_BOUNDS(n) __attribute__((reqd_work_group_size(n, 1, 1))) "
+            f"__attribute__((intel_reqd_sub_group_size({self.device.plane_size})))\n")
 
     def compile_note(self, source: str) -> str:
         return (f"/* build: OpenCL C 1.2 on Intel's driver, sub-groups of {self.device.plane_size}; offline: "

@@ -34,8 +34,10 @@ def cpu_path(problem: MatmulProblem, dialect: Dialect) -> str | None:
 
 
 def _width(problem: MatmulProblem, dialect: Dialect) -> int:
-    floats = dialect.device.vector_width or DEFAULT_WIDTH
-    return max(2, floats // 2) if problem.lhs.compute == "f64" else floats
+    floats = dialect.device.vector_width
+    if floats not in (4, 8, 16):     # unknown, or a device without SIMD (Oclgrind says 1): AVX2's
+        floats = DEFAULT_WIDTH
+    return floats // 2 if problem.lhs.compute == "f64" else floats
 
 
 def _tiling(tile_m: int, vectors: int, width: int, problem: MatmulProblem) -> dict:

@@ -260,5 +260,6 @@ def no_mma_reason(dialect: Dialect, feature: str, what: str) -> str:
     if why:
         return f"needs {what}; the OpenCL probe refused it on {dev.name!r}: {why}"
     if dev.vendor != "nvidia":
-        return f"needs {what} (inline PTX on NVIDIA's OpenCL driver); device {dev.name!r} is not an NVIDIA GPU"
+        return (f"needs {what} (CUDA sm_80 or newer, or inline PTX on NVIDIA's OpenCL driver); device "
+                f"{dev.name!r} is not an NVIDIA GPU")
     return f"needs {what}; the OpenCL probe did not find it on {dev.name!r}"

@@ -10,7 +10,7 @@ tile of 8 x 32 is 16 accumulator registers of the 32, two rhs vectors and a broa
 Explicit vectors rather than scalar code that a work-group vectorizer might widen: PoCL compiles a
 vector type straight to the CPU's vector registers, and a unit that holds its tile across a barrier
 would have its registers stored to memory by PoCL's work-item loops. The tile reads its operands
-where its stage says (`SmemTile`), converting on the way: half precision through ``vload_half``,
+where its stage says (`SmemTile`), converting on the way: half precision through the dialect's half vector load,
 bfloat16 by shifting its bits, so no loader converts anything.
 
 The rhs is read along n (k-major: rows of the rhs contiguous along n); the lhs either way (one

@@ -10,7 +10,7 @@ import pytest
 
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.errors import SetupError
-from helpers import DTYPES, assert_close, random
+from helpers import DTYPES, MATRIX_CORES, assert_close, random
 from device_runs import assert_exact, int8_must_run, operands as int8_operands, run_device, run_device_int8
 
 #: Ragged on every axis with several cubes and K steps; and a broadcast-free batch.
@@ -21,8 +21,13 @@ TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tf32"}
 DMMA = {"simple_dmma", "pipelined_dmma"}
 
 
-def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
+def must_run(name: str, backend: str, dtype: str, device, shape=None, layouts=None) -> bool:
     """Whether the algorithm is meant to run this combination (so a SetupError is a bug)."""
+    if name in MATRIX_CORES:
+        return False
+    if name == "direct_vector":   # the CPU path: OpenCL vector types, float operands, a row-major rhs
+        return (backend == "opencl" and dtype in ("float32", "float64", "float16", "bfloat16")
+                and (layouts is None or layouts[1] == "row"))
     if dtype == "int8":
         return int8_must_run(name, backend, device)
     if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)
@@ -71,7 +76,7 @@ def test_algorithm(engine, rng, name, dtype, layouts, shape):
         else:
             result = run_device(engine, a, b, layouts, name, precision)
     except SetupError as exc:
-        if must_run(name, engine.backend, dtype, engine.device, shape):
+        if must_run(name, engine.backend, dtype, engine.device, shape, layouts):
             raise
         pytest.skip(f"{name} cannot run {dtype} on {engine.backend}: {exc.reason}")
     if dtype == "tf32":

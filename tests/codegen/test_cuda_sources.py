@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from renders import sources_for
+from helpers import OPENCL_ONLY
 from cuda_compile import SM90A, archs_for, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.codegen.cuda_dialect import source_needs_sm90
@@ -13,7 +14,8 @@ from gemm_engine.codegen.cuda_dialect import source_needs_sm90
 CONCRETE = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily))
 #: Split-K sets up only for a long K against its output, which none of these problems has (and
 #: adding one would compile it for every algorithm): tests/batch/test_split_k.py compiles its members.
-COMPILED_HERE = [name for name in CONCRETE if not name.startswith("split_k")]
+#: OpenCL-only algorithms render no CUDA (tests/algorithms/test_direct.py, test_matrix_cores.py build theirs).
+COMPILED_HERE = [name for name in CONCRETE if not name.startswith("split_k") and name not in OPENCL_ONLY]
 
 
 def test_families_pick_only_member_configs():
