@@ -15,7 +15,7 @@ from ..problem import Layout, MatmulProblem
 from .base import distinct
 
 #: (tile_m, vectors per row): the default first, then the alternatives the tuner times.
-TILES = [(8, 2), (12, 2), (14, 2), (6, 2), (4, 4), (8, 3)]
+TILES = [(10, 2), (12, 2), (8, 2), (6, 4), (14, 2), (8, 3), (6, 2)]
 #: k steps unrolled per iteration of the K loop.
 STAGE_K = 4
 #: Without a known SIMD width: AVX2's 8 floats.
