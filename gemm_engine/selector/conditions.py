@@ -19,6 +19,14 @@ def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+def without_cp_async(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The ring-less tensor-core kernels only where the ring cannot run: a device with mma.sync but
+    no cp.async (an OpenCL driver whose probe refused it; every CUDA sm_80+ device has both)."""
+    if dialect.supports("cp_async"):
+        return "the device has cp.async: the pipelined kernels' ring is faster"
+    return None
+
+
 #: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.
 SPLIT_SKINNY_MIN_BYTES = 16 << 20
 

@@ -21,7 +21,7 @@ from typing import Callable
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
 from .cpu import cpu_path
-from .conditions import (always, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
+from .conditions import (always, without_cp_async, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
                          wgmma_worth_it)
 
 
@@ -67,6 +67,10 @@ RULES: tuple[Rule, ...] = (
     Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs), and "
                           "on NVIDIA's OpenCL driver where the probe finds mma.sync and cp.async"),
     Rule("pipelined_dmma", "float64 tensor cores on sm_80+ (m16n8k8 on sm_90: 0.9x cuBLAS, 4.8x register FMA on the H100)"),
+    Rule("double_buffering_mma", "tensor cores without the cp.async ring, where there is no ring: an OpenCL "
+                                 "driver whose probe found mma.sync but refused cp.async", without_cp_async),
+    Rule("simple_dmma", "float64 tensor cores without the cp.async ring, where there is no ring (as above)",
+         without_cp_async),
     Rule("direct_vector", "the CPU path: vector register tiles reading the operands in place, no shared "
                           "memory and no barrier: on PoCL several times simple_unit and ordered_unit (SELECTION_NOTES.md, CPU path)",
          cpu_path),
@@ -78,10 +82,7 @@ UNRANKED: tuple[Unranked, ...] = (
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "
                                       "0.89x cuBLAS)", tune=True),
     Unranked("simple_mma", "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster"),
-    Unranked("double_buffering_mma", "tensor cores without the cp.async ring: pipelined_mma / "
-                                     "pipelined_wgmma are faster"),
     Unranked("simple_wmma", "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster"),
-    Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
     *(Unranked(name, "AMD / Intel matrix cores from OpenCL: compiled offline only, never run on the hardware; "
                      "auto takes them once a run there checks them") for name in
       ("simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas", "double_buffering_dpas")),

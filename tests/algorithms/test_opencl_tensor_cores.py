@@ -17,7 +17,7 @@ import pytest
 
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.algorithms.auto import decide
-from gemm_engine.codegen.device import nominal_opencl_device
+from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, INT32
 from gemm_engine.errors import SetupError
@@ -168,3 +168,17 @@ def test_auto_takes_tensor_cores_on_nvidia_opencl():
         assert member.name == want, (dtype, member.name)
     member, _, _ = decide(members, problem((1, 4096, 4096, 4096), "float32"), dialect)
     assert member.name == "simple_unit"    # plain float32 is not rounded to tf32 behind the caller's back
+
+
+def test_without_cp_async_auto_keeps_the_tensor_cores():
+    """A driver whose probe refused cp.async (but not mma.sync) gets the ring-less tensor-core kernels,
+    not register FMA; on CUDA and a complete driver their rule says no."""
+    dev = nominal_opencl_device("sm_90")
+    no_ring = dialect_for(replace(dev, features=dev.features - {"cp_async"}, refusals=(("cp_async", "x"),)))
+    members = [REGISTRY[r.algorithm]() for r in RULES]
+    for dtype, want in (("float16", "double_buffering_mma"), ("float64", "simple_dmma")):
+        member, _, _ = decide(members, problem((1, 1024, 1024, 1024), dtype), no_ring)
+        assert member.name == want
+    for dialect in (dialect_for(dev), dialect_for(nominal_cuda_device(8, 0))):
+        member, _, _ = decide(members, problem((1, 1024, 1024, 1024), "float16"), dialect)
+        assert member.name == "pipelined_mma"
