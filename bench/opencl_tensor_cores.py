@@ -42,7 +42,7 @@ ROWS = [("f16 4096^3", "float16", "default", 4096, 4096, 4096, 3),
         ("tf32 4096^3", "float32", "tf32", 4096, 4096, 4096, 1),
         ("f64 2048^3", "float64", "default", 2048, 2048, 2048, 3)]
 #: (batch, m, n, k) of the correctness sweep, and the layouts each runs in.
-CHECK_SHAPES = [(1, 1000, 1003, 997), (3, 129, 67, 200), (1, 1, 300, 64), (1, 256, 256, 256)]
+CHECK_SHAPES = [(1, 1000, 1003, 997), (3, 129, 67, 200), (1, 1, 300, 64), (1, 256, 256, 256), (1, 64, 64, 8192)]
 LAYOUTS = [("row", "row"), ("col", "col"), ("row", "col"), ("col", "row")]
 CHECK_KINDS = [("float16", "default"), ("bfloat16", "default"), ("float32", "tf32"), ("float32", "default"),
                ("float64", "default"), ("int8", "default")]

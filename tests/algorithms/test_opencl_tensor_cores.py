@@ -182,3 +182,13 @@ def test_without_cp_async_auto_keeps_the_tensor_cores():
     for dialect in (dialect_for(dev), dialect_for(nominal_cuda_device(8, 0))):
         member, _, _ = decide(members, problem((1, 1024, 1024, 1024), "float16"), dialect)
         assert member.name == "pipelined_mma"
+
+
+def test_split_k_on_tensor_cores_builds_offline():
+    """auto's split-K gate takes split_k_mma for a long K on NVIDIA's OpenCL: its kernels build too."""
+    dialect = dialect_for(nominal_opencl_device("sm_90"))
+    alg = REGISTRY["split_k_mma"]()
+    text = alg.render(alg.setup(problem((1, 64, 64, 65536), "float16"), dialect), dialect)
+    assert "mma.sync.aligned.m16n8k16" in text
+    ok, log = compile_nvidia_opencl(text, "sm_90")
+    assert ok, log[-2000:]
