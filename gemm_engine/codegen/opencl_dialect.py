@@ -51,7 +51,8 @@ typedef long i64;
         return (self.backend, dev.vendor, dev.isa, dev.compute_capability, tuple(sorted(dev.features)))
 
     def supports(self, feature: str) -> bool:
-        if feature in self.device.features:
+        # "wide_vectors": OpenCL C's vector types up to 16 components (`load_vector` and friends).
+        if feature in self.device.features or feature == "wide_vectors":
             return True
         return super().supports(feature)
 

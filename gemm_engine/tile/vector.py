@@ -59,7 +59,7 @@ class VectorTile(TileMatmul):
     reads_k_contiguous = True   # the lhs (scalars); the rhs is read along n, k-major
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> VectorTileConfig:
-        if not hasattr(dialect, "load_vector"):
+        if not dialect.supports("wide_vectors"):
             raise SetupError(self.name, f"needs OpenCL C's vector types (float16, double8); the {dialect.backend} "
                                         f"dialect has none this wide")
         for side, et in (("lhs", problem.lhs), ("rhs", problem.rhs)):
