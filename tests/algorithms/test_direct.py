@@ -83,9 +83,11 @@ def test_structure():
     text = alg.render(cfg, CPU)
     body = text.split("void gemm_engine_kernel(")[1]
     assert "SYNC_CUBE()" not in body and "LOCAL " not in body
-    assert "vload16(0, &dir_rhs" in text and "float16 acc[16]" in text
-    assert text.count("acc[15] = fma(") == 2          # the unrolled K loop and the remainder's step
-    assert "const i64 dir_m0 = cube_m0 + 8 <= M ? cube_m0 : M - 8;" in text
+    tile = cfg.batch.global_.stage.tile
+    last = tile.tile_m * tile.vectors - 1
+    assert tile.width == 16 and "vload16(0, &dir_rhs" in text and f"float16 acc[{last + 1}]" in text
+    assert text.count(f"acc[{last}] = fma(") == 2     # the unrolled K loop and the remainder's step
+    assert f"const i64 dir_m0 = cube_m0 + {tile.tile_m} <= M ? cube_m0 : M - {tile.tile_m};" in text
     assert cfg.units == 1 and cfg.batch.global_.shared_memory_bytes == 0
     assert "row = dispatch_t % cubes_m" in text       # down each column: the rhs panel stays in cache
 
