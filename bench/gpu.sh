@@ -14,6 +14,9 @@
 #   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.md
 #   tf32        bench/tf32_layouts.py: tf32 by b's layout, vs torch's tf32     -> tf32_layouts.md
 #   lowp        bench/low_precision.py: int8, fp8 (scales), float64 vs torch   -> low_precision.md
+#   grouped     the grouped GEMM's CUDA tests, then bench/grouped.py (MoE rows vs torch._grouped_mm,
+#               CUDA-graph replay with new routing)                              -> grouped.md
+#   quantized   bench/quantized.py: int4 / int8 / fp8 weights, bf16 x (issue 31) -> quantized.md
 #   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> square_float32.md
 #   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> square_float16_bfloat16_tf32.md
 #   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64_algorithms.md
@@ -22,6 +25,8 @@
 #   opencl      bench/opencl_tensor_cores.py: NVIDIA's OpenCL (probe, checks, tensor-core rows) vs
 #               cuBLAS; needs .whl/ (../shared/tools/gpu_machine_wheels.sh)    -> opencl_tensor_cores.md
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
+#   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
+#   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
 #
 # Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
 # measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
@@ -37,7 +42,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps opencl "
+KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe opencl "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -79,6 +84,9 @@ stage() {  # the commands of one stage
     hopper) python3 bench/hopper_gemm.py --repeat 30 --json "$OUT/hopper_gemm.json" ;;
     special) python3 bench/special_cases.py --repeat "$REPEAT" --json "$OUT/special_cases.json" ;;
     lowp) python3 bench/low_precision.py --repeat "$REPEAT" --json "$OUT/low_precision.json" ;;
+    grouped) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -rfE tests/algorithms/test_grouped_specialized.py tests/test_grouped_matmul.py' \
+                  'python3 bench/grouped.py --repeat 10 --json "$OUT/grouped.json"' ;;
+    quantized) python3 bench/quantized.py --json "$OUT/quantized.json" ;;
     tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" ;;
     f32) bench f32 float32 simple_unit,double_buffering_unit,specialized,ordered,auto ;;
     tensorcore) bench tensorcore float16,bfloat16,tf32 \
@@ -90,6 +98,8 @@ stage() {  # the commands of one stage
                    'python3 bench/per_call_overhead.py' ;;
     probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
+    shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
+    probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
     opencl) python3 bench/opencl_tensor_cores.py --repeat "$REPEAT" --json "$OUT/opencl_tensor_cores.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
@@ -102,7 +112,7 @@ stage() {  # the commands of one stage
 # Each stage runs in a child shell under its own timeout: its whole output in $OUT/<stage>.log, its
 # last 30 lines on the screen.
 export -f stage each bench
-export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0}
+export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0} SUBSET_ROWS=${SUBSET_ROWS:-targets} PRESET=${PRESET:-decode}
 summary="" failed=0
 for s in $STAGES; do
   echo "== $s"

@@ -11,6 +11,9 @@ from .algorithms.family import AlgorithmFamily
 from .batch.base import (DISPATCHES, BatchConfig, BatchMatmul, CallValues, CubeScope, Dispatch, DispatchScope, Launch,
                          OperandRef, Workspace, register_dispatch)
 from .batch.dispatch import ColMajorDispatch, GroupedDispatch, RowMajorDispatch, SwizzledDispatch
+from .batch.group_walk import GroupWalk
+from .batch.grouped import GroupedBatchMatmul
+from .batch.grouped_tma import GroupedTmaBatchMatmul
 from .batch.k_major import KMajorBatchMatmul
 from .batch.partitioned import PartitionedBatchMatmul
 from .codegen.signature import KernelSignature, Param
@@ -41,6 +44,7 @@ from .global_.read.vector_loader import VectorLoader
 from .global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from .global_.write.writers import DirectWriter, PairedWriter, StagedWriter
 from .compose.selection import Knob, Selection
+from .problem import GROUP_LAYOUTS, Groups
 from .stage.base import StageConfig, StageMatmul
 from .stage.events import (BeforeStore, Begin, ChainedListener, Finish, KernelStart, LhsLoaded, RecordingListener,
                            RhsLoaded, StageEvent, StageEventListener, TileMatmulCompleted)
@@ -67,7 +71,8 @@ BUILT_IN = {
     "global_": (SimpleGlobalMatmul, DoubleBufferingGlobalMatmul, SpecializedGlobalMatmul, OrderedGlobalMatmul,
                 PipelinedGlobalMatmul, WgmmaPipelinedGlobalMatmul, SkinnyGlobalMatmul, TmaSpecializedGlobalMatmul),
     "listener": (StageEventListener, RecordingListener),
-    "batch": (PartitionedBatchMatmul, SplitKBatchMatmul, KMajorBatchMatmul, TmaPersistentBatchMatmul),
+    "batch": (PartitionedBatchMatmul, SplitKBatchMatmul, KMajorBatchMatmul, TmaPersistentBatchMatmul,
+              GroupedBatchMatmul, GroupedTmaBatchMatmul),
     "dispatch": (RowMajorDispatch, ColMajorDispatch, SwizzledDispatch, GroupedDispatch),
 }
 

@@ -24,20 +24,24 @@ import numpy as np
 
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .call.arguments import EpilogueInputs, build_arguments
-from .call.arrays import import_call
+from .call.arrays import import_call, import_list
 from .call.choose import Choice, ChoicePolicy
-from .call.deliver import finish, without_kernel
-from .call.doc import matmul_doc
+from .call.deliver import finish, finish_list, without_kernel
+from .call.doc import grouped_doc, matmul_doc
 from .call.fast import CALL_PLANS_MAX, TORCH_KEY, FastPath
 from .call.launch import CallPlan, Launcher
 from .call.plan import Plan, Planner, render
-from .call.prepare import dequantized, prepare
+from .call.prepare import dequantized, prepare, prepare_list
 from .call import numpy_rules
-from .call.request import CallOptions, make_request
+from .call.request import CallOptions, make_list_request, make_request
 from .compose.registry import generation
 from .errors import SetupError
+from .epilogue.activations import resolve_activation
 from .explain import explain_problem
 from .problem import MatmulProblem
+from .quant.weight import QuantizedWeight
+from .handles import register as register_handle
+from .tensors import torch_op_wanted
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
@@ -79,6 +83,8 @@ class Engine:
         #: The registries' generation the caches above were filled under (compose/registry.py).
         self._generation = generation()
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
+        #: A number naming this engine in the torch ops' calls (gemm_engine/torch/ops.py).
+        self.handle = register_handle(self)
 
     @property
     def backend(self) -> str:
@@ -96,15 +102,34 @@ class Engine:
     @matmul_doc("on this engine's device, by one generated kernel")
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False,
-               scale_a=None, scale_b=None):
-        rt = self.runtime
+               scale_a=None, scale_b=None, mul=None):
+        if torch_op_wanted(a, b, (c, bias, mul, scale_a, scale_b)):
+            # Autograd, torch.compile's tracing, autocast: through the registered ops (gemm_engine/torch).
+            from .torch.route import routed   # the optional torch layer (it needs torch)
+            return routed(self, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                          activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
+                          precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)
+        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                         precision, tune, scale_a, scale_b, mul)
+
+    def compute(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
+                out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False, scale_a=None,
+                scale_b=None, mul=None):
+        """`matmul` on the engine directly, whatever the arguments (torch tensors are read as arrays:
+        no autograd, no tracing): what the registered torch ops run."""
+        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                         precision, tune, scale_a, scale_b, mul)
+
+    def _run(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm, precision,
+             tune, scale_a, scale_b, mul):
+        """The call: the fast path where its key has a call plan, else the general path (`_call`)."""
         if self._generation != generation():
             self._forget_plans()
         precision = self.precision if precision is None else precision
         plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
                  and scale_b is None and beta is None and type(alpha) in (float, int) and alpha == 1
-                 and casting == "same_kind")
-        inputs = None if plain else EpilogueInputs(alpha, beta, c, bias, scale_a, scale_b)
+                 and casting == "same_kind" and mul is None)
+        inputs = None if plain else EpilogueInputs(alpha, beta, c, bias, scale_a, scale_b, mul)
         call_key, found = self.fast.call(a, b, out, inputs, (algorithm, bool(tune), precision, bias_axis, activation,
                                                             out_dtype, casting))
         if found is not None:
@@ -112,15 +137,34 @@ class Engine:
             self.last_choice = (plan.algorithm, plan.config)
             return result
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
-        return self._call(a, b, out, c, bias, scale_a, scale_b, options, plain, algorithm, tune, call_key)
+        return self._call(a, b, out, c, bias, scale_a, scale_b, mul, options, plain, algorithm, tune, call_key)
 
-    def _call(self, a, b, out, c, bias, scale_a, scale_b, options: CallOptions, plain: bool, algorithm, tune: bool,
-              call_key):
+    def quantized_matmul(self, x, qweight, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
+                         activation=None, out_dtype=None, casting="same_kind", algorithm=None):
+        """``x @ qweight.dequantize()`` with ``matmul``'s epilogue (``act(alpha * (x @ W) + beta * c +
+        bias)``), without materializing the weight: the kernels read its packed codes, scales and
+        zeros. ``x``: float16, bfloat16 or float32 activations (..., M, K) of any library (numpy's
+        rules: a batch of x multiplies the one weight); ``qweight``: a `QuantizedWeight` (K, N)
+        (`gemm_engine.quantize`, `from_gptq`, `from_awq`). The result has x's dtype unless
+        ``out_dtype`` says otherwise. The weights reach tensor-core kernels rounded once to x's
+        16-bit type (register-FMA kernels use them exactly); the sums are float32."""
+        if not isinstance(qweight, QuantizedWeight):
+            raise TypeError(f"quantized_matmul: qweight must be a QuantizedWeight (gemm_engine.quantize), got "
+                            f"{type(qweight).__name__}")
+        return self.matmul(x, qweight, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                           activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm)
+
+    def _call(self, a, b, out, c, bias, scale_a, scale_b, mul, options: CallOptions, plain: bool, algorithm,
+              tune: bool, call_key):
         """The general path: every step of the module docstring, in order."""
         rt = self.runtime
-        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b)
-        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain)
+        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b, mul=mul)
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain,
+                                  activation=resolve_activation(options.activation))
         request = make_request(arrays, rules, options, plain)
+        if tune and arrays.quantized:
+            raise ValueError("matmul: tune=True does not time quantized weights yet (name an algorithm, or let "
+                             "auto choose)")
         if algorithm is not None:
             self.resolve(algorithm)   # an unknown name fails even when there is nothing to compute
         if request.shape.empty:
@@ -154,8 +198,80 @@ class Engine:
                     self._calls[call_key] = call
                     if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
                         self._calls.popitem(last=False)
-                if arrays.like is not None:
-                    self.fast.torch_type = type(arrays.like.original)
+            if arrays.like is not None and self.fast.torch_type is None:
+                # From now on torch tensors are recognized by type (no torch import): their repeated
+                # calls take the fast path.
+                self.fast.torch_type = type(arrays.like.original)
+            return finish(rt, arrays, request, target)
+
+    @grouped_doc("on this engine's device, by one generated kernel")
+    def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
+                       bias_axis=-1, activation=None, row_scale=None, out_dtype=None, casting="same_kind",
+                       algorithm=None, precision=None, scale_a=None, scale_b=None):
+        if self._generation != generation():
+            self._forget_plans()
+        precision = self.precision if precision is None else precision
+        algorithm = "grouped" if algorithm is None else algorithm
+        if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+            given = tuple(name for name, value in (("offsets", offsets), ("counts", counts), ("c", c), ("bias", bias),
+                                                   ("row_scale", row_scale), ("scale_a", scale_a),
+                                                   ("scale_b", scale_b), ("beta", beta)) if value is not None)
+            return self._grouped_list(a, b, out, CallOptions(alpha, None, bias_axis, activation, out_dtype, casting,
+                                                             precision), algorithm, given)
+        if (offsets is None) == (counts is None):
+            raise ValueError("grouped_matmul: pass offsets (each group's end: contiguous rows, or the reduction "
+                             "with a 2-D b) or counts (masked rows per group), not both or neither")
+        extents = ("offsets", offsets, "offsets") if counts is None else ("counts", counts, "masked")
+        plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
+                 and scale_b is None and beta is None and row_scale is None and type(alpha) in (float, int)
+                 and alpha == 1 and casting == "same_kind")
+        options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
+        rt = self.runtime
+        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
+                             groups=extents[:2], row_scale=row_scale)
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain, layout=extents[2])
+        request = make_request(arrays, rules, options, plain)
+        self.resolve(algorithm)
+        if 0 in request.shape.out_shape:
+            return without_kernel(rt, arrays, request)
+        return self._launch(arrays, request, algorithm)
+
+    def _grouped_list(self, a, b, out, options: CallOptions, algorithm, given: tuple):
+        """A list-layout grouped call: the steps of `grouped_matmul`, each group its own sizes."""
+        rt = self.runtime
+        arrays = import_list(rt, a, b, out)
+        sizes, types = numpy_rules.list_rules(arrays, options.out_dtype, options.casting)
+        request = make_list_request(arrays, sizes, types, options, given)
+        self.resolve(algorithm)
+        with rt.on_stream(arrays.stream):
+            prepared = prepare_list(rt, arrays, request)
+            plan = self.plan_for(prepared.problem, algorithm)
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
+            return finish_list(rt, arrays, request, target)
+
+    def _launch(self, arrays, request, algorithm):
+        """Steps 4-8 of a grouped call (prepare, choose, plan, arguments and launch, deliver)."""
+        rt = self.runtime
+        with rt.on_stream(arrays.stream):
+            prepared = prepare(rt, arrays, request)
+            try:
+                plan = self.plan_for(prepared.problem, algorithm)
+            except SetupError as refused:
+                if not request.epilogue.block_scales:
+                    raise
+                arrays, request = dequantized(rt, arrays, request)     # as matmul: no kernel applies them
+                prepared = prepare(rt, arrays, request)
+                try:
+                    plan = self.plan_for(prepared.problem, algorithm)
+                except SetupError:
+                    raise refused from None
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
             return finish(rt, arrays, request, target)
 
     def _forget_plans(self) -> None:
@@ -219,7 +335,8 @@ class Engine:
         precision = self.precision if precision is None else precision
         arrays = import_call(self.runtime, a, b, c=c, bias=bias)
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, "same_kind", precision)
-        request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta), options)
+        request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta,
+                                                         activation=resolve_activation(activation)), options)
         if request.shape.empty:
             raise ValueError(f"matmul of shapes {np.shape(a)} and {np.shape(b)} runs no kernel "
                              f"(empty output or K = 0): there is no problem to explain or tune")

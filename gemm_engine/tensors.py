@@ -59,3 +59,37 @@ def host_tensor(result, device):
     if dtype == bfloat16_dtype():
         tensor = tensor.view(torch.bfloat16)
     return tensor.to(device)
+
+
+_TORCH: list = [None]     # torch and the functions `torch_op_wanted` asks, once a call has seen a tensor
+
+
+def torch_op_wanted(a, b, extras=()) -> bool:
+    """Whether a call goes through gemm_engine.torch's registered ops rather than straight to the
+    engine: torch tensors among ``a``, ``b`` and ``extras`` (c, bias, mul) that require grad while
+    grad mode is on, any tensor under torch.compile's tracing or autocast, or a tensor subclass
+    other than a Parameter (fake and functional tensors). Cheap for every other call: the common
+    one (two plain tensors, no epilogue arrays) reads two flags and asks three C functions."""
+    found = _TORCH[0]
+    if found is None:
+        if not (is_torch(a) or is_torch(b) or any(is_torch(x) for x in extras)):
+            return False
+        import torch
+        found = _TORCH[0] = (torch, torch.Tensor, torch.nn.Parameter, torch._C._is_any_autocast_enabled,
+                             torch.is_grad_enabled, torch.compiler.is_compiling)
+    _, tensor, parameter, autocast, grad_enabled, compiling = found
+    if type(a) is tensor and type(b) is tensor and extras.count(None) == len(extras):
+        if (a.requires_grad or b.requires_grad) and grad_enabled():
+            return True
+        return autocast() or compiling()
+    tensors = [x for x in (a, b, *extras) if isinstance(x, tensor)]
+    if not tensors:
+        return False
+    if compiling() or autocast():
+        return True
+    grad = grad_enabled()
+    for x in tensors:
+        if (grad and x.requires_grad) or (type(x) is not tensor and type(x) is not parameter):
+            return True
+    return False
+

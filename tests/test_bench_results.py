@@ -90,3 +90,21 @@ def test_kernel_durations_run_replaces_only_its_problems():
     assert len(merged) == len(rows)
     assert merged["bfloat16 4096x4096x4096 b row"][2:6] == ["170.0", "`nvjet_x`", "171.0", "1.006"]
     assert merged["bfloat16 4096x4096x4096 b row"][-1] == "`--dtype bfloat16 --calls 30 --shapes 4096x4096x4096`"
+
+
+def test_grouped_first_run_writes_a_table_with_notes_and_history(tmp_path, monkeypatch):
+    import grouped
+    monkeypatch.setenv("BENCH_RESULTS", str(tmp_path))
+    row = {"row": "mixtral_up", "experts": 8, "tokens": 4096, "k": 4096, "n": 14336, "dtype": "bf16",
+           "layout": "contiguous", "max_count": 900, "empty": 0, "choice": "grouped_specialized_wgmma 128x256x64",
+           "engine_ms": 0.8, "engine_TF": 600.0, "graph_ms": 0.79, "grouped_mm_ms": 0.9, "grouped_mm_TF": 530.0,
+           "loop_ms": 1.0, "loop_TF": 480.0, "vs_grouped_mm": 1.125, "weights_TB/s": 1.2, "rel_error": 3e-3}
+    checks = [{"check": "graph replay, masked, new routing: one expert", "rel_error": 2e-3, "untouched_ok": True}]
+    text = grouped.markdown([row, {"row": "experts_256", "failed": "RuntimeError: x"}], checks)
+    assert "| mixtral_up | 8 x 4096, 4096 -> 14336 |" in text and "| 1.12 |" in text and "FAILED RuntimeError" in text
+    args = types.SimpleNamespace(markdown=None, table="grouped")
+    path = current_tables.write(args, "NVIDIA H100 80GB HBM3", "grouped", "python3 bench/grouped.py",
+                                text + grouped.FIRST_NOTES.format(today="2026-11-26"), quiet=True)
+    head, kept = current_tables.split(path.read_text())
+    assert "| mixtral_up |" in head and kept.startswith("## Notes")
+    assert re.search(r"(?ms)^## History\n.*^- 2026-11-26", kept)

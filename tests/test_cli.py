@@ -12,7 +12,7 @@ from gemm_engine.tuning import CACHE_ENV
 
 from conftest import get_engine
 
-COMMANDS = ("info", "run", "explain", "source", "bench", "tune")
+COMMANDS = ("info", "run", "explain", "source", "bench", "tune", "warmup")
 
 
 @pytest.fixture
@@ -198,3 +198,12 @@ def test_info_lists_backends_and_caches(opencl, capsys):
     assert code == 0
     for word in ("opencl:", "cuda:", "tuning cache", "kernel cache", "algorithms"):
         assert word in text
+
+
+def test_warmup_compiles_shapes_and_says_what_it_did(opencl, capsys):
+    code, text = out_of(capsys, ["warmup", "--backend", "opencl", "--shapes", "33x17x9,2x20x12x8", "--dtypes",
+                                 "float32", "--workers", "2"])
+    assert code == 0, text
+    assert "float32: warmed up 2 problems: 2 kernels" in text
+    code = cli.main(["warmup", "--backend", "opencl", "--model", "llama3-8b", "--shapes", "8x8x8"])
+    assert code == 2 and "one of them" in capsys.readouterr().err

@@ -13,7 +13,9 @@ import gemm_engine
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("fn", [gemm_engine.matmul, gemm_engine.Engine.matmul], ids=["matmul", "Engine.matmul"])
+@pytest.mark.parametrize("fn", [gemm_engine.matmul, gemm_engine.Engine.matmul, gemm_engine.grouped_matmul,
+                                gemm_engine.Engine.grouped_matmul],
+                         ids=["matmul", "Engine.matmul", "grouped_matmul", "Engine.grouped_matmul"])
 def test_help_documents_every_argument(fn):
     doc = inspect.getdoc(fn)
     documented = set()

@@ -17,11 +17,15 @@ from .matrix_cores import MatrixCoreSelection  # noqa: F401  (registers the AMD 
 from .direct import DirectSelection, DirectVectorAlgorithm  # noqa: F401  (registers "direct_vector")
 from .skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm  # noqa: F401
 from .split_k import SplitKAlgorithm  # noqa: F401  (registers "split_k" and its members)
+from .quantized_decode import QuantizedDecodeAlgorithm, QuantizedDecodeSplitKAlgorithm  # noqa: F401
+from .quantized import (QuantizedDoubleBufferingMmaAlgorithm, QuantizedSimpleMmaAlgorithm,  # noqa: F401
+                        QuantizedSimpleUnitAlgorithm)
 from .families import (DoubleBufferingAlgorithm, OrderedFamily, SimpleAlgorithm,  # noqa: F401
                        SpecializedFamily)  # registers "simple", "double_buffering", "specialized", "ordered"
 from .auto import AutoAlgorithm  # noqa: F401  (registers "auto")
+from .grouped import GroupedFamily, grouped_variant  # noqa: F401  (registers "grouped" and its members)
 
-__all__ = ["Algorithm", "AlgorithmFamily", "AutoAlgorithm", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",
+__all__ = ["Algorithm", "AlgorithmFamily", "AutoAlgorithm", "GroupedFamily", "grouped_variant", "DoubleBufferingAlgorithm", "DoubleBufferingMmaAlgorithm",
            "DoubleBufferingUnitAlgorithm", "KernelConfig", "OrderedAlgorithm", "OrderedFamily",
            "OrderedUnitAlgorithm", "PlaneSelection", "REGISTRY", "SimpleAlgorithm", "SimpleMmaAlgorithm",
            "SimpleUnitAlgorithm", "SpecializedAlgorithm", "SpecializedFamily", "SpecializedUnitAlgorithm",

@@ -23,10 +23,12 @@ from ..batch.base import BatchMatmul
 from ..batch.dispatch import DISPATCHES, RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import emit
 from ..compose.contracts import SLOTS, check_composition
 from ..compose.registry import Composition, Registry
 from ..errors import SetupError
 from ..global_.read.loaders import CyclicLoader
+from ..global_.write.pairs import check_pairs
 from ..global_.simple import SimpleGlobalMatmul
 from ..global_.write.writers import DirectWriter
 from ..problem import MatmulProblem
@@ -208,10 +210,13 @@ class Algorithm(metaclass=Composition):
         self.check()
         if self._build_error is not None:
             raise _as_setup_error(self.name, self._build_error)
+        self.components.check_groups(problem)
         self.components.check_block_scales(problem)
+        self.components.check_weights(problem)
         try:
             selection = self.selection_for(problem, dialect)
             batch = self.components.setup(problem, selection, dialect)
+            check_pairs(self.components, batch, dialect)
         except SetupError:
             raise
         except Exception as exc:  # noqa: BLE001 -- reported, not swallowed
@@ -221,17 +226,18 @@ class Algorithm(metaclass=Composition):
 
     # -- codegen ----------------------------------------------------------------------------
     def render(self, cfg: KernelConfig, dialect: Dialect) -> str:
-        """Full kernel source: the dialect preamble plus the batch level's kernels."""
+        """Full kernel source: the dialect preamble plus the batch level's kernels, laid out by the
+        emitter (indented blocks, no line much over 120 characters)."""
         g = cfg.batch.global_
         epilogue = cfg.batch.epilogue
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
-               *epilogue.element_types)
+               *epilogue.element_types, *(g.weights.element_types if g.weights is not None else ()))
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()
         text = (dialect.preamble(ets, headers) + dialect.helpers_for(body) + epilogue.helpers(dialect)
                 + body + "\n")
-        return header + dialect.compile_note(text) + text
+        return emit(header + dialect.compile_note(text) + text)
 
     def signature(self, cfg: KernelConfig):
         """The kernels' `KernelSignature` (codegen/signature.py)."""

@@ -57,6 +57,7 @@ def k_pitch(k: int, align: int) -> int:
 
 class KMajorBatchMatmul(PartitionedBatchMatmul):
     name = "k_major_batch"
+    passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
 
     def copies_for(self, problem: MatmulProblem) -> tuple[bool, bool]:
         """Whether lhs / rhs are copied: the ones the tile cannot read in their layout."""

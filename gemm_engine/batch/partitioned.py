@@ -21,6 +21,7 @@ from ..codegen.signature import KernelSignature, index, operand_params
 
 class PartitionedBatchMatmul(BatchMatmul):
     name = "partitioned_batch"
+    passes_weights = True
     knobs = (Knob("persistent", 0, "cubes per compute unit of a persistent launch, each looping over "
                                    "tiles (0: one cube per tile)"),)
 
@@ -51,7 +52,8 @@ class PartitionedBatchMatmul(BatchMatmul):
                                 *operand_params("rhs", g.rhs_loader.operand.element.storage),
                                 *operand_params("out", cfg.result.storage, writable=True),
                                 *index("M", "N", "K", "batch"),
-                                *cfg.epilogue.params()))
+                                *cfg.epilogue.params(),
+                                *(g.weights.params() if g.weights is not None else ())))
 
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
         """What the global level's body reads: the names `pointers` declares and the kernel's."""
@@ -67,7 +69,7 @@ class PartitionedBatchMatmul(BatchMatmul):
         g = cfg.global_
         return [self.operand_pointer(cfg, d, "lhs"), self.operand_pointer(cfg, d, "rhs"),
                 f"GLOBAL {d.storage_type(g.out)}* out = out_base + out_offset + b * out_batch_stride;",
-                *g.epilogue.pointers(d)]
+                *g.epilogue.pointers(d), *(g.weights.pointers(d) if g.weights is not None else ())]
 
     def operand_pointer(self, cfg: BatchConfig, d: Dialect, op: str) -> str:
         """Statement declaring operand ``op`` ("lhs" / "rhs") at batch entry ``b``."""

@@ -49,7 +49,7 @@ from ..codegen.signature import BY_VALUE, KernelSignature, Param, array
 
 _MAPS = ("lhs_map", "rhs_map")
 #: The kernel's condition that this call's output map may be used (`out_usable` on the device).
-_OUT_FLAG = "out_tma"
+OUT_FLAG = "out_tma"
 
 
 def out_usable(address: int, ld: int, batch_stride: int, batch: int, size: int) -> bool:
@@ -70,6 +70,7 @@ TMA_COORDINATE_LIMIT = (1 << 31) - 512
 
 class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     name = "tma_persistent_batch"
+    passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
     # The dispatch knobs come from the algorithm's dispatch slot (its order is their default), as
     # on the partitioned level: declaring them here too would clash with any other order there.
     provides = frozenset({PERSISTENT_TILE_LOOP, TENSOR_MAPS, OUTPUT_TENSOR_MAP})
@@ -150,7 +151,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return c * min(cluster_tiles, max(1, cfg.persistent_cubes // c))
 
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
-        out = (OperandRef("out", "out_ld", "out_map", "(int)b", _OUT_FLAG) if self._out_map(cfg)
+        out = (OperandRef("out", "out_ld", "out_map", "(int)b", OUT_FLAG) if self._out_map(cfg)
                else OperandRef("out", "out_ld"))
         c = self.cluster_m(cfg)
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
@@ -211,7 +212,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                     f"const i64 cluster_rank = (i64){d.cluster_rank()};"] if c > 1 else [])
         size = cfg.result.itemsize
         # The host's `out_usable` on the same values: out_map holds the output's map exactly then.
-        flag = ([f"const bool {_OUT_FLAG} = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
+        flag = ([f"const bool {OUT_FLAG} = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
                  f" | (unsigned long long)(batch > 1 ? out_batch_stride * {size} : 0)) & 15) == 0;"]
                 if self._out_map(cfg) else [])
         return "\n\n".join([cfg.dispatch.function(self.name),

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from ..dtypes import bits_dtype
 from ..tensors import numpy_torch_dtype, torch_bits
 from .arrays import CallArrays, Imported
@@ -40,12 +42,17 @@ class EpilogueInputs(NamedTuple):
     bias: object
     scale_a: object
     scale_b: object
+    mul: object = None
 
 
 #: The call input that feeds each epilogue array field (the caller's keyword -> the kernel's name).
-EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"))
+EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"), ("mul", "mul"))
+#: The epilogue inputs a Python number may stand for, folded into alpha (the operands' scales).
+NUMBER_SCALES = ("scale_a", "scale_b")
 #: The array fields the caller's operands and output feed.
 OPERAND_ARRAYS = ("lhs", "rhs", "out")
+#: The array fields of a quantized rhs beside its packed words (the ``rhs`` field): scales, zeros.
+WEIGHT_ARRAYS = ("qscale", "qzero")
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,12 @@ def _array_values(name: str, array, address) -> tuple:
 
 
 #: Parameter names of the per-call fields, formatted once (the fast paths run them every call).
-_BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset") for name in OPERAND_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
+_BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
+                for name in OPERAND_ARRAYS + WEIGHT_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
+
+
+#: The parameters `epilogue_values` sets (a fused call's per-call epilogue values).
+EPILOGUE_NAMES = frozenset({"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]})
 
 
 @dataclass(frozen=True)
@@ -85,17 +97,26 @@ class CallArguments:
     bias: ArrayArgument | None = None
     lhs_scale: ArrayArgument | None = None
     rhs_scale: ArrayArgument | None = None
+    mul: ArrayArgument | None = None
     #: Whether the kernels take the epilogue's arguments (a fused call).
     fused: bool = field(default=False)
+    #: A grouped call's offsets or counts (``groups_base``, ``groups_offset``: problem.py `Groups`)
+    #: and its per-row scale (``row_scale_*``, with the epilogue's arguments).
+    groups: ArrayArgument | None = None
+    row_scale: ArrayArgument | None = None
+    #: A quantized rhs's scales and zeros (``rhs`` holds its packed words), or None.
+    qscale: ArrayArgument | None = None
+    qzero: ArrayArgument | None = None
 
     def values(self, address) -> dict:
         """Every parameter value by name (``address(x)``: the runtime's (kernel argument, element
         offset) of an array)."""
         out = {"M": self.M, "N": self.N, "K": self.K, "batch": self.batch}
-        arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS]
+        arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS + WEIGHT_ARRAYS]
         if self.fused:
             out.update(alpha=self.alpha, beta=self.beta)
-            arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS]
+            arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS] + [("row_scale", self.row_scale)]
+        arrays.append(("groups", self.groups))
         for name, arg in arrays:
             if arg is None:
                 continue
@@ -107,8 +128,12 @@ class CallArguments:
         """The parameters that change between calls of one call plan: the arrays' addresses, and a
         fused call's epilogue scalars and arrays."""
         names = {n for op in OPERAND_ARRAYS for n in _BASE_OFFSET[op]}
+        names |= {n for op in WEIGHT_ARRAYS if getattr(self, op) is not None for n in _BASE_OFFSET[op]}
         if self.fused:
             names |= {"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]}
+        for name in ("groups", "row_scale"):
+            if getattr(self, name) is not None:
+                names |= {f"{name}_base", f"{name}_offset"}
         return frozenset(names)
 
 
@@ -134,7 +159,7 @@ def epilogue_values(inputs: EpilogueInputs, address) -> dict:
         if x is None:
             continue
         if type(x) in (float, int):
-            alpha *= x            # a number scale (`Request` folds it into alpha too)
+            alpha *= x            # a number scale (`Request` folds it into alpha too; fast.py: only scales)
         else:
             base, offset = _BASE_OFFSET[name]
             values[base], values[offset] = address(x)
@@ -148,8 +173,11 @@ def operand_argument(op) -> ArrayArgument:
 
 
 def output_argument(target, problem) -> ArrayArgument:
-    """The output: a contiguous (batch, M, N) device array."""
-    return ArrayArgument(target, (("ld", problem.n), ("batch_stride", problem.m * problem.n)))
+    """The output: a contiguous (batch, M, N) device array (N / 2 columns for a gated epilogue); a
+    contiguous grouped call's: one (M, N)."""
+    contiguous = problem.groups is not None and problem.groups.layout == "contiguous"
+    n = problem.epilogue.out_columns(problem.n)
+    return ArrayArgument(target, (("ld", n), ("batch_stride", 0 if contiguous else problem.m * n)))
 
 
 def plain_arguments(lhs, rhs, target, problem) -> CallArguments:
@@ -170,14 +198,19 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         values = tuple(getattr(t.strides, n) for n in names) if len(names) > 1 else (t.strides,)
         return ArrayArgument(t.array, tuple(zip(names, values)))
 
+    vector = ("stride", "group_stride") if problem.groups is not None else ("stride",)
     return CallArguments(
         operand_argument(prepared.lhs), operand_argument(prepared.rhs), output_argument(target.array, problem),
         problem.m, problem.n, problem.k, problem.batch,
         alpha=request.alpha, beta=request.beta,
         c=term(prepared.c, "row_stride", "col_stride", "batch_stride"),
-        bias=term(prepared.bias, "stride"),
-        lhs_scale=term(prepared.lhs_scale, "stride"), rhs_scale=term(prepared.rhs_scale, "stride"),
-        fused=not problem.epilogue.identity), target
+        bias=term(prepared.bias, *vector),
+        lhs_scale=term(prepared.lhs_scale, *vector), rhs_scale=term(prepared.rhs_scale, *vector),
+        mul=term(prepared.mul, "row_stride", "col_stride", "batch_stride"),
+        fused=not problem.epilogue.identity,
+        groups=None if prepared.groups is None else ArrayArgument(prepared.groups.array),
+        row_scale=term(prepared.row_scale, *vector),
+        qscale=term(prepared.qscale, "ld"), qzero=term(prepared.qzero, "ld")), target
 
 
 @dataclass
@@ -192,7 +225,8 @@ class Target:
 
 def reads_of(prepared: Prepared) -> list:
     """The device arrays a call's kernels read (what ``out`` must not overlap to be written directly)."""
-    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()]
+    weights = [t.array for t in (prepared.qscale, prepared.qzero) if t is not None]
+    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()] + weights
 
 
 def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
@@ -226,14 +260,31 @@ def result_target(runtime, arrays: CallArrays, prepared: Prepared) -> Target:
     if out is not None and writes_in_place(runtime, prepared, out):
         return Target(out.array, out.array, True)
     shape, dtype = request.shape.out_shape, request.dtype
+    # A masked grouped call writes only each group's counted rows, a contiguous one only the rows
+    # its offsets cover: the others are as they were in an ``out`` written through a temporary
+    # (which starts as its copy), and zeros in a masked call's fresh result.
+    layout = request.groups.layout if request.groups is not None else None
+    masked = layout == "masked"
     like = arrays.like
     if like is not None and not arrays.host:
         import torch
         tensor = torch.empty(shape, dtype=numpy_torch_dtype(dtype), device=like.original.device)
-        return Target(runtime.from_dlpack(torch_bits(tensor), "result"), tensor)
-    # Device libraries may lack bfloat16 and fp8: a host caller's result moves as its bits.
-    bits = bits_dtype(dtype) if arrays.host else None
-    target = runtime.empty(shape, dtype if bits is None else bits)
-    return Target(target, target)
+        target = Target(runtime.from_dlpack(torch_bits(tensor), "result"), tensor)
+    else:
+        # Device libraries may lack bfloat16 and fp8: a host caller's result moves as its bits.
+        bits = bits_dtype(dtype) if arrays.host else None
+        array = runtime.empty(shape, dtype if bits is None else bits)
+        target = Target(array, array)
+    if layout in ("masked", "contiguous") and out is not None and out.dtype == dtype:
+        runtime.copy_into(target.array, _as_result(runtime, out, target.array.dtype))
+    elif masked:
+        runtime.fill_zero(target.array)
+    return target
 
 
+def _as_result(runtime, out: Imported, storage):
+    """A grouped call's ``out`` of the result's dtype as the temporary's storage holds it, on the
+    device."""
+    if out.host:
+        return runtime.upload(np.ascontiguousarray(out.array).view(storage))
+    return out.array

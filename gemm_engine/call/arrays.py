@@ -11,7 +11,9 @@ device, or a numpy array. Accepted:
   (bfloat16 as its bits: DLPack consumers may lack it), the work then runs on torch's current
   stream, so that it is ordered after the producer of the inputs and before their next consumer
   with no synchronization;
-* any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``.
+* any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``;
+* for ``b``, a `QuantizedWeight` (gemm_engine/quant): its arrays on the engine's device, uploaded
+  once per runtime (`QuantizedWeight.device`), imported as a (K, N) operand of library "quantized".
 
 The result comes back in the caller's library: torch in, torch out (on the inputs' device); numpy
 in, numpy out; device arrays of the runtime stay there.
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant.weight import QuantizedWeight
 from ..tensors import is_torch, torch_bits, torch_numpy_dtype, torch_stream
 
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
@@ -89,7 +92,7 @@ def _is_array_like(x) -> bool:
 
 @dataclass
 class CallArrays:
-    """Every array argument of one call, imported (`Imported`); ``c`` and ``bias`` given as Python
+    """Every array argument of one call, imported (`Imported`); ``c``, ``bias`` and ``mul`` given as Python
     numbers stay numbers (numpy's weak-scalar rule types them in the request step), scales given as
     real numbers too (per-tensor factors)."""
 
@@ -100,11 +103,20 @@ class CallArrays:
     bias: object = None
     scale_a: object = None
     scale_b: object = None
+    #: A grouped call's offsets or counts (`Imported`), and its per-row scale (a routing weight).
+    groups: object = None
+    row_scale: object = None
+    mul: object = None
 
     @property
     def host(self) -> bool:
         """Both operands live on the host: the result goes back to the host."""
         return self.a.host and self.b.host
+
+    @property
+    def quantized(self) -> bool:
+        """``b`` is a quantized weight (its ``array`` a `DeviceWeight`)."""
+        return self.b.library == "quantized"
 
     @property
     def like(self) -> Imported | None:
@@ -120,8 +132,8 @@ class CallArrays:
     def device_arrays(self) -> tuple:
         """The caller's device arrays the kernels read in place (the runtime orders their queues
         after the launch)."""
-        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b)
-                     if isinstance(x, Imported) and not x.host)
+        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b, self.groups,
+                                       self.row_scale, self.mul) if isinstance(x, Imported) and not x.host)
 
     @property
     def subtype(self) -> type | None:
@@ -136,10 +148,23 @@ def _number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_, np.ndarray))
 
 
-def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None) -> CallArrays:
+def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, groups=None,
+                row_scale=None, mul=None) -> CallArrays:
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
-    be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked)."""
-    arrays = CallArrays(import_array(a, "a", runtime), import_array(b, "b", runtime))
+    be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked).
+    ``groups``: a grouped call's (label, offsets or counts); ``row_scale``: its per-row scale."""
+    a_imported = import_array(a, "a", runtime)
+    if isinstance(b, QuantizedWeight):
+        # The engine's own device copy, which follows the activations' place as a host operand would;
+        # its dtype is the activations' (numpy_rules.quantized_rhs_dtype).
+        b_imported = Imported(b.device(runtime), a_imported.dtype, True, "quantized", b)
+    else:
+        b_imported = import_array(b, "b", runtime)
+    arrays = CallArrays(a_imported, b_imported)
+    if groups is not None:
+        arrays.groups = import_array(groups[1], groups[0], runtime)
+    if row_scale is not None:
+        arrays.row_scale = import_array(row_scale, "row_scale", runtime)
     if out is not None:
         if isinstance(out, tuple) and len(out) == 1:
             out = out[0]
@@ -151,9 +176,58 @@ def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
         arrays.c = c if type(c) in (int, float) else import_array(c, "c", runtime)
     if bias is not None:
         arrays.bias = bias if type(bias) in (int, float) else import_array(bias, "bias", runtime)
+    if mul is not None:
+        arrays.mul = mul if type(mul) in (int, float) else import_array(mul, "mul", runtime)
     for label, x in (("scale_a", scale_a), ("scale_b", scale_b)):
         if x is not None:
             setattr(arrays, label, float(x) if _number(x) else import_array(x, label, runtime))
+    return arrays
+
+
+@dataclass
+class ListArrays:
+    """A list-layout grouped call's arrays (grouped_matmul with lists): one (a, b) pair per group,
+    imported, and ``out`` (a list of one array per group) or None."""
+
+    a: list
+    b: list
+    out: list | None = None
+
+    @property
+    def host(self) -> bool:
+        return all(x.host for x in self.a + self.b)
+
+    @property
+    def like(self) -> Imported | None:
+        return next((x for x in self.a + self.b if x.library == "torch"), None)
+
+    @property
+    def stream(self) -> int | None:
+        return next((x.stream for x in self.a + self.b if x.stream), None)
+
+    @property
+    def device_arrays(self) -> tuple:
+        return tuple(x.array for x in self.a + self.b if not x.host)
+
+    #: numpy's ndarray-subclass rule is matmul's: a list call returns plain arrays.
+    subtype = None
+
+
+def import_list(runtime, a, b, out=None) -> ListArrays:
+    """Step 1 of a list-layout grouped call: each group's operands (and outs) imported."""
+    if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+        raise TypeError(f"grouped_matmul: the list layout takes a and b both as lists of 2-D arrays, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if len(a) != len(b):
+        raise ValueError(f"grouped_matmul: a lists {len(a)} groups, b {len(b)}")
+    arrays = ListArrays([import_array(x, f"a[{i}]", runtime) for i, x in enumerate(a)],
+                        [import_array(x, f"b[{i}]", runtime) for i, x in enumerate(b)])
+    if out is not None:
+        if not isinstance(out, (list, tuple)) or len(out) != len(a):
+            raise TypeError(f"grouped_matmul: out must be a list of one array per group ({len(a)}) with the "
+                            f"list layout, got {type(out).__name__}")
+        arrays.out = [_checked_out(import_array(x, f"out[{i}]", runtime), arrays.host, runtime)
+                      for i, x in enumerate(out)]
     return arrays
 
 
@@ -182,8 +256,13 @@ def _import_torch(tensor, label: str, runtime) -> Imported:
             raise TypeError(f"matmul: {label} is on cuda:{index}, this engine runs on cuda:{runtime.device_index} "
                             f"({runtime.device.name})")
         import torch
-        arr = runtime.from_dlpack(torch_bits(t), label)
-        return Imported(arr, dtype, False, "torch", tensor, torch_stream(torch, index))
+        stream = torch_stream(torch, index)
+        # Imported on torch's current stream: DLPack then orders nothing (a consumer on another
+        # stream would make torch record an event and that stream wait for it, which a CUDA graph
+        # being captured on torch's stream refuses).
+        with runtime.on_stream(stream):
+            arr = runtime.from_dlpack(torch_bits(t), label)
+        return Imported(arr, dtype, False, "torch", tensor, stream)
     # Another device than the engine's: one copy through the host.
     host = torch_bits(t.cpu()).numpy().view(dtype)
     return Imported(host, dtype, True, "torch", tensor)

@@ -22,8 +22,9 @@ TORCH_KEY = object()
 
 
 def _torch_address(x) -> tuple[int, int]:
-    """A torch tensor's (pointer, element offset): its data pointer already includes the offset."""
-    return x.data_ptr(), 0
+    """A torch tensor's (pointer, element offset), its data pointer already including the offset;
+    an address already taken (an int) as it is."""
+    return (x, 0) if type(x) is int else (x.data_ptr(), 0)
 
 
 def _fused_key(key, array_meta, inputs: EpilogueInputs):
@@ -37,7 +38,7 @@ def _fused_key(key, array_meta, inputs: EpilogueInputs):
     for i, x in enumerate(arrays):
         if x is None:
             meta.append(None)
-        elif i >= 2 and type(x) in (float, int):      # scale_a / scale_b given as a number
+        elif i in (2, 3) and type(x) in (float, int):      # scale_a / scale_b given as a number
             meta.append("number")
             factor *= x
         else:

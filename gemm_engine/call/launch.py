@@ -21,7 +21,7 @@ from ..batch.base import KEPT_SCRATCH
 from ..codegen.signature import BY_VALUE, Packer
 from ..dtypes import device_dtype
 from ..tensors import numpy_torch_dtype
-from .arguments import EpilogueInputs, epilogue_values, per_call_values
+from .arguments import EPILOGUE_NAMES, EpilogueInputs, epilogue_values, per_call_values
 from .plan import Plan
 
 
@@ -143,6 +143,8 @@ class CallPlan:
     out_shape: tuple
     dtype: np.dtype
     fused: bool                  # the epilogue takes arguments (alpha, c, bias...) per call
+    #: The parameters set per call (`CallArguments.per_call_names`).
+    per_call: frozenset = frozenset()
     #: ``direct(a, b, out, *fused_values) -> bool``: the launch with only the per-call values new
     #: (CUDA; prepared by the plan's first fast call; False where it cannot be); False when it
     #: cannot launch now.
@@ -156,7 +158,7 @@ class CallPlan:
         if plan.call_values is not None:
             changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
-        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused)
+        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, frozenset(per_call))
 
     @property
     def fused_names(self) -> tuple[str, ...]:
@@ -164,10 +166,9 @@ class CallPlan:
         signature order (found once per call plan: this runs on every fused call)."""
         cached = self.__dict__.get("_fused")
         if cached is None:
-            per_call = set(self.packer.changing_names) - {"lhs_base", "lhs_offset", "rhs_base", "rhs_offset",
-                                                          "out_base", "out_offset", "workspace"}
-            if self.plan.call_values is not None:
-                per_call -= set(self.plan.call_values.names)
+            # The epilogue's per-call values: not the operands' addresses, nor what the launch adds
+            # itself (a workspace, kept scratch, derived tensor maps).
+            per_call = self.per_call & EPILOGUE_NAMES
             cached = self.__dict__["_fused"] = tuple(p.name for p in self.plan.signature.params
                                                      if self.fused and p.name in per_call)
         return cached

@@ -9,14 +9,17 @@ and the operands' views.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import WIDENED, bits_dtype, element_type
+from ..batch.group_walk import LIST_FIELDS
+from ..dtypes import WIDENED, bits_dtype, device_dtype, element_type
+from ..epilogue.grouped_terms import term_strides
 from ..epilogue.scales import dequantize
-from ..problem import Layout, MatmulProblem
-from .arrays import CallArrays, Imported, import_array
+from ..problem import Groups, Layout, MatmulProblem
+from .arrays import CallArrays, Imported, ListArrays, import_array
 from .request import Request
 from ..views import CView, OperandView, c_view, operand_view, vector_alignment
 
@@ -39,6 +42,13 @@ class DeviceTerm:
     copied: bool = False
 
 
+class GroupStrides(NamedTuple):
+    """A grouped call's term: element i of group g at ``g * group_stride + i * stride``."""
+
+    stride: int
+    group_stride: int
+
+
 @dataclass
 class Prepared:
     """A request's device arrays and problem (None when there is nothing to multiply)."""
@@ -51,12 +61,20 @@ class Prepared:
     bias: DeviceTerm | None = None
     lhs_scale: DeviceTerm | None = None
     rhs_scale: DeviceTerm | None = None
+    #: A grouped call's per-row scale and its offsets or counts (int32).
+    row_scale: DeviceTerm | None = None
+    groups: DeviceTerm | None = None
+    #: A quantized rhs's scales and zeros (its packed words are ``rhs``), with their leading dimensions.
+    qscale: DeviceTerm | None = None
+    qzero: DeviceTerm | None = None
+    mul: DeviceTerm | None = None
 
     @property
     def terms(self) -> dict:
-        """The epilogue's device arrays by name (those the request has)."""
+        """The epilogue's device arrays by name (those the request has), and a grouped call's groups."""
         return {name: t for name, t in (("c", self.c), ("bias", self.bias), ("lhs_scale", self.lhs_scale),
-                                        ("rhs_scale", self.rhs_scale)) if t is not None}
+                                        ("rhs_scale", self.rhs_scale), ("row_scale", self.row_scale),
+                                        ("groups", self.groups), ("mul", self.mul)) if t is not None}
 
     @property
     def copied(self) -> bool:
@@ -66,25 +84,65 @@ class Prepared:
 
 def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
     """Step 4: the request's arrays on the device, viewed in place where they can be."""
-    shape = request.shape
-    if shape.empty:
+    shape, grouped = request.shape, request.groups
+    if shape.empty if grouped is None else 0 in shape.out_shape:
         return Prepared(request)
-    lhs = _operand(runtime, arrays.a, request.types.lhs, shape, shape.lhs_vector, lhs=True)
-    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, lhs=False)
+    lhs = _operand(runtime, arrays.a, request.types.lhs, shape, shape.lhs_vector, True, grouped is not None)
     types = request.types
-    problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
-                            element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
-                            request.precision, request.epilogue)
+    if request.weights is not None:
+        prepared = _quantized(lhs, request)
+        _epilogue_terms(runtime, prepared, request)
+        return prepared
+    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, False, grouped is not None)
+    problem = MatmulProblem(shape.batch if grouped is None else grouped.groups, shape.m, shape.n, shape.k,
+                            element_type(types.lhs), element_type(types.rhs), element_type(types.result),
+                            lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, request.precision, request.epilogue,
+                            groups=None if grouped is None else Groups(grouped.layout))
     prepared = Prepared(request, problem, lhs, rhs)
+    _epilogue_terms(runtime, prepared, request)
+    return prepared
+
+
+def _epilogue_terms(runtime, prepared: Prepared, request: Request) -> None:
+    shape, grouped = request.shape, request.groups
     if request.c is not None:
         prepared.c = _c_term(runtime, request.c, shape)
     if request.bias is not None:
-        prepared.bias = _vector_term(runtime, request.bias)
+        prepared.bias = (_vector_term(runtime, request.bias) if grouped is None
+                         else _grouped_term(runtime, _device_copy(runtime, request.bias), request.bias.host,
+                                            per_group="bias" in request.per_group))
+    if request.mul is not None:
+        # Read as c is, broadcast to the activation's values (half the columns of a gated derivative).
+        prepared.mul = _c_term(runtime, request.mul, replace(shape, out_shape=shape.value_shape))
     for name in ("lhs_scale", "rhs_scale"):
         scale = getattr(request, name)
         if scale is not None:
-            setattr(prepared, name, _scale_term(runtime, scale))
-    return prepared
+            setattr(prepared, name, _scale_term(runtime, scale) if grouped is None else
+                    _grouped_term(runtime, *_f32(runtime, scale.array), per_group=scale.per_group))
+    if request.row_scale is not None:
+        prepared.row_scale = _grouped_term(runtime, *_f32(runtime, request.row_scale),
+                                           per_group="row_scale" in request.per_group)
+    if grouped is not None:
+        prepared.groups = _extents(runtime, request.extents)
+
+
+def _quantized(lhs: DeviceOperand, request: Request) -> Prepared:
+    """A call of a quantized rhs: its packed words are the rhs operand (one weight for every batch
+    entry), its scales and zeros terms of their own; the problem's rhs type is the activations'.
+    A batch of contiguous activations with nothing per row but the product is folded into M, so
+    that the weights are streamed once (x of (B, M, K) is a (B * M, K) matrix; the output too)."""
+    shape, types, weights = request.shape, request.types, request.weights
+    batch, m = shape.batch, shape.m
+    folds = (batch > 1 and lhs.view.layout is Layout.ROW and lhs.view.batch_stride == m * lhs.view.ld
+             and request.c is None and (request.bias is None or request.bias_axis == 1))
+    if folds:
+        batch, m = 1, batch * m
+    rhs = DeviceOperand(weights.packed, OperandView(Layout.ROW, weights.ld, 0), 1)
+    problem = MatmulProblem(batch, m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, Layout.ROW, lhs.align, 1,
+                            request.precision, request.epilogue, weights=weights.format)
+    return Prepared(request, problem, lhs, rhs, qscale=DeviceTerm(weights.scales, weights.scale_ld),
+                    qzero=None if weights.zeros is None else DeviceTerm(weights.zeros, weights.zero_ld))
 
 
 def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArrays, Request]:
@@ -106,11 +164,13 @@ def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArra
             # Device operands stay device arrays (their result too), host ones host arrays.
             scaled = scaled if imp.host else runtime.upload(np.ascontiguousarray(scaled))
         out.append(import_array(scaled, label, runtime))
-    return CallArrays(out[0], out[1], arrays.out), request.dequantized()
+    return replace(arrays, a=out[0], b=out[1]), request.dequantized()
 
 
-def _operand(runtime, imp: Imported, dtype, shape, vector: bool, lhs: bool) -> DeviceOperand:
+def _operand(runtime, imp: Imported, dtype, shape, vector: bool, lhs: bool, grouped: bool = False) -> DeviceOperand:
     rt = runtime
+    # A grouped call's 2-D operand is the groups' one matrix (batch stride 0), its 3-D one per group.
+    batch_shape = tuple(imp.shape[:-2]) if grouped else shape.batch_shape
     if imp.host:
         x, copied = rt.upload(np.asarray(imp.array, dtype=dtype)), True
     elif imp.dtype != dtype:
@@ -119,17 +179,19 @@ def _operand(runtime, imp: Imported, dtype, shape, vector: bool, lhs: bool) -> D
         x, copied = imp.array, False
     if vector:
         x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
-    view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
+    view = operand_view(x.shape, x.strides, x.dtype.itemsize, batch_shape)
+    if view is None and 0 in x.shape:    # a grouped call's empty reduction: nothing is read
+        return DeviceOperand(x, OperandView(Layout.ROW, max(1, x.shape[-1]), 0), 1, copied)
     if view is None:
         # Strides that fit no layout (or a broadcast that no single batch stride describes):
         # one contiguous copy, materializing the broadcast batch.
-        full = shape.batch_shape + x.shape[-2:]
+        full = batch_shape + x.shape[-2:]
         if x.shape != full:
             x = rt.to_device(np.ascontiguousarray(np.broadcast_to(rt.to_host(x), full)))
         else:
             x = rt.contiguous(x)
         copied = True
-        view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
+        view = operand_view(x.shape, x.strides, x.dtype.itemsize, batch_shape)
     align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
     return DeviceOperand(x, view, align, copied)
 
@@ -187,6 +249,89 @@ def _scale_term(runtime, scale) -> DeviceTerm:
         dev, copied = runtime.contiguous(dev), True
         long = [dev.dtype.itemsize]
     return DeviceTerm(dev, long[0] // dev.dtype.itemsize if long else 0, copied)
+
+
+def _f32(runtime, imp: Imported) -> tuple[object, bool]:
+    """(a scale's values as a C-contiguous float32 device array, whether that is a copy)."""
+    dev = _device_copy(runtime, imp)
+    if dev.dtype == np.float32 and dev.flags.c_contiguous:
+        return dev, imp.host
+    if bits_dtype(imp.dtype) is None and not imp.host:     # converted on the device: no synchronization
+        return runtime.contiguous(dev, np.float32), True
+    return runtime.to_device(np.ascontiguousarray(runtime.download(imp.array, imp.dtype), np.float32)), True
+
+
+def _grouped_term(runtime, dev, copied: bool = False, *, per_group: bool) -> DeviceTerm:
+    """A grouped call's term (bias, scale, row scale) with its `GroupStrides` (copied contiguous
+    where no pair of strides reads it)."""
+    itemsize = dev.dtype.itemsize
+    found = (term_strides(dev.shape, [st // itemsize for st in dev.strides], per_group)
+             if all(st % itemsize == 0 for st in dev.strides) else None)
+    if found is None:
+        dev, copied = runtime.contiguous(dev), True
+        found = term_strides(dev.shape, [st // itemsize for st in dev.strides], per_group)
+    return DeviceTerm(dev, GroupStrides(*found), copied)
+
+
+def _extents(runtime, imp: Imported) -> DeviceTerm:
+    """Offsets or counts as the kernels read them: contiguous int32 on the device (converted there,
+    with no synchronization, where they are not)."""
+    if imp.host:
+        return DeviceTerm(runtime.upload(np.ascontiguousarray(imp.array, np.int32)), 1, True)
+    if imp.dtype != np.int32 or not imp.array.flags.c_contiguous:
+        return DeviceTerm(runtime.contiguous(imp.array, np.int32), 1, True)
+    return DeviceTerm(imp.array, 1)
+
+
+def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
+    """Step 4 of a list-layout grouped call: each side's operands as one base array and per-group
+    element offsets from it, the groups' table (`LIST_FIELDS`, int64, uploaded: its addresses are
+    the call's), the packed output's offsets, and the `MatmulProblem` (its sizes the largest)."""
+    types, sizes = request.types, request.sizes
+    lhs, lhs_at = _list_side(runtime, arrays.a, types.lhs)
+    rhs, rhs_at = _list_side(runtime, arrays.b, types.rhs)
+    table, out_offset = [], 0
+    for (m, n, k), (lo, lld), (ro, rld) in zip(sizes, lhs_at, rhs_at):
+        table.append((m, n, k, lo, lld, ro, rld, out_offset, n))
+        out_offset += m * n
+    assert len(table[0]) == len(LIST_FIELDS)
+    g = request.groups
+    problem = MatmulProblem(g.groups, g.m, g.n, g.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
+                            request.precision, request.epilogue, groups=Groups("list"))
+    groups = DeviceTerm(runtime.upload(np.asarray(table, np.int64)), 1, True)
+    return Prepared(request, problem, lhs, rhs, groups=groups)
+
+
+def _list_side(runtime, imps: list, dtype) -> tuple[DeviceOperand, list]:
+    """One side's operands of a list-layout call: (the operand the kernel's base parameter reads,
+    with the layout, first leading dimension and alignment of them all; (element offset from it,
+    leading dimension) per group). CUDA device arrays in place (offsets between their addresses, in
+    the layout of the first; another layout is copied into it); anything else packed row-major on
+    the host and moved in one copy (OpenCL buffers have no addresses to take differences of)."""
+    itemsize = np.dtype(device_dtype(element_type(dtype))).itemsize
+    if runtime.backend == "cuda" and not any(x.host or x.dtype != dtype for x in imps):
+        ops = [_operand(runtime, x, dtype, None, False, True, grouped=True) for x in imps]
+        layout = ops[0].view.layout
+        for i, op in enumerate(ops):
+            if op.view.layout is not layout:        # the first's layout, copied on the device
+                x = runtime.contiguous(op.array.T).T if layout is Layout.COL else runtime.contiguous(op.array)
+                ops[i] = DeviceOperand(x, operand_view(x.shape, x.strides, itemsize, ()), op.align, True)
+        addresses = [runtime.element_address(op.array) for op in ops]
+        if all(runtime.byte_span(op.array)[1] % itemsize == 0 for op in ops):
+            align = min(vector_alignment(a, op.view, itemsize) for a, op in zip(addresses, ops))
+            base = ops[0]
+            at = [(a - addresses[0], op.view.ld) for a, op in zip(addresses, ops)]
+            return DeviceOperand(base.array, base.view, align, any(op.copied for op in ops)), at
+    host = [np.ascontiguousarray(runtime.download(x.array, x.dtype) if not x.host else x.array, dtype) for x in imps]
+    at, offset = [], 0
+    for h in host:
+        at.append((offset, h.shape[1]))
+        offset += h.size
+    packed = np.concatenate([h.ravel() for h in host]) if host else np.zeros(0, dtype)
+    dev = runtime.upload(packed)
+    align = min(vector_alignment(o, OperandView(Layout.ROW, ld, 0), itemsize) for o, ld in at)
+    return DeviceOperand(dev, OperandView(Layout.ROW, at[0][1], 0), align, True), at
 
 
 def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str = "default",

@@ -98,6 +98,8 @@ GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written
 SWIZZLED_SMEM = Capability("swizzled shared memory", "operands written to 128-byte-swizzled shared "
                                                      "memory (wgmma's layout)")
 UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's registers")
+QUANTIZED_WEIGHTS = Capability("quantized weights", "a loader that reads packed quantized weights with their "
+                                                    "scales and zeros (gemm_engine/quant) and writes their values")
 
 # -- what a global level offers its writer ----------------------------------------------------------
 SHARED_RING = Capability("shared ring", "a dynamic shared-memory ring that is free once the main loop "

@@ -39,12 +39,16 @@ SCALE_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 @dataclass(frozen=True)
 class Scale:
-    """One operand's checked scale: ``kind`` "tensor", "row" (of a), "col" (of b) or "block";
+    """One operand's checked scale: ``kind`` "tensor", "row" (of a), "col" (of b), "block" or (grouped
+    calls) "group";
     ``number`` for a per-tensor real number, else ``array`` (the imported array, as given)."""
 
     kind: str
     number: float | None = None
     array: object | None = None
+    #: A grouped call's scale with a leading axis of groups (epilogue/grouped_terms.py; kind
+    #: "group": one value per group).
+    per_group: bool = False
 
 
 def check_scale(value, label: str, m: int, n: int, k: int, lhs: bool) -> Scale | None:
@@ -96,14 +100,19 @@ def _scaled(values, scale: Scale | None, s, lhs: bool, k: int, n: int, xp):
     s = s.to(xp.float32) if torch else np.asarray(s, np.float32)
     if scale.kind == "tensor":
         return out * s.reshape(())
+    # A grouped call's scale may have a leading axis of groups (`Scale.per_group`) against a
+    # (groups, rows, cols) operand.
+    lead = (s.shape[0],) if scale.per_group else ()
+    if scale.kind == "group":
+        return out * s.reshape(-1, 1, 1)
     if scale.kind == "row":
-        return out * s.reshape(-1, 1)
+        return out * s.reshape(*lead, -1, 1)
     if scale.kind == "col":
-        return out * s.reshape(1, -1)
+        return out * s.reshape(*lead, 1, -1)
     if lhs:   # (M, ceil(K/128)) -> (M, K)
-        full = _repeat(xp, s, BLOCK, 1)[:, :k]
+        full = _repeat(xp, s, BLOCK, -1)[..., :k]
     else:     # (ceil(K/128), ceil(N/128)) -> (K, N)
-        full = _repeat(xp, _repeat(xp, s, BLOCK, 0), BLOCK, 1)[:k, :n]
+        full = _repeat(xp, _repeat(xp, s, BLOCK, -2), BLOCK, -1)[..., :k, :n]
     return out * full
 
 

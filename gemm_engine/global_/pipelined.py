@@ -228,8 +228,9 @@ class PipelinedGlobalMatmul(GlobalMatmul):
 
 
 def edge_checks(problem: MatmulProblem, stage) -> tuple[bool, bool, bool]:
-    """(check_m, check_n, check_k): the axes the stage tile does not divide (bounds-checked)."""
-    return (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0, problem.k % stage.stage_k != 0)
+    """(check_m, check_n, check_k): the axes the stage tile does not divide or that are ragged
+    (a grouped problem's: bounds-checked)."""
+    return problem.checks(stage.stage_m, stage.stage_n, stage.stage_k)
 
 
 def check_ring_fits(component: str, cfg, dialect: Dialect) -> None:

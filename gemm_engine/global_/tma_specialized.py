@@ -361,13 +361,13 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
         if not cfg.split_tail:
             return write
-        sk, st = scope.split_tail, cfg.stage
-        meet = d.sync_units(_SPLIT_BARRIER, st.units)
+        sk, st, meet = scope.split_tail, cfg.stage, d.sync_units(_SPLIT_BARRIER, cfg.stage.units)
+        rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""   # only rows inside M move
         # Every consumer unit's stores, the meeting, then one release: what the owner acquires.
-        contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID")), meet,
+        contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet,
                       f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
         add = [f"if (UNIT_ID == 0) {d.flag_acquire_clear(sk.flag('split_cube'))}", meet,
-               self.stage.add_partial(st, d, sk.partial("split_cube"))]
+               self.stage.add_partial(st, d, sk.partial("split_cube"), rows)]
         return [f"if ({sk.contributes}) {{", *contribute, "} else {",
                 f"if ({sk.owns_split('k_steps')}) {{", sk.contributors("\n".join(add)), "}", *write, "}"]
 

@@ -11,8 +11,9 @@ from ..codegen.dialect import Dialect
 from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import WgmmaTile
 from .base import tile_count
-from .skinny import skinny_axis
-from .specialized_wgmma import select_specialized_tiling, selected_tiles
+from .skinny import MAX_ROWS, skinny_axis
+from .specialized_wgmma import decode_tiling, select_specialized_tiling, selected_tiles
+from .waves import STREAM_MIN_BYTES, big_operand_bytes, short_side, streams_weights
 
 
 def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
@@ -27,6 +28,63 @@ def without_cp_async(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+#: Rows (the short side) up to which auto takes the skinny kernel for a streamed operand: at 8 a
+#: unit does 64 multiply-adds a 16-byte load of a 16-bit weight, about 40% of the H100's float32
+#: rate at its HBM bandwidth (predicted, bench/shape_probe.py times it against the tensor-core split).
+SKINNY_AUTO_ROWS = 8
+
+
+def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """skinny for M = 1 or N = 1 on every device; for 2 to `SKINNY_AUTO_ROWS` rows on CUDA where
+    it streams a big operand (`STREAM_MIN_BYTES`): multiply-adds of a few rows per element read
+    cost less than a tensor-core tile's padding to 64 rows and its partial sums."""
+    rows = short_side(problem)
+    if rows <= 1 or rows > MAX_ROWS:
+        return None   # one row: the bandwidth kernel; past MAX_ROWS its setup refuses
+    if rows > SKINNY_AUTO_ROWS:
+        return f"{rows} rows: more multiply-adds a weight element than register FMA runs at the read bandwidth"
+    if dialect.backend != "cuda":
+        return "several rows: taken on CUDA GPUs only (tiled kernels elsewhere)"
+    if big_operand_bytes(problem) < STREAM_MIN_BYTES:
+        return (f"the big operand's {big_operand_bytes(problem)} bytes are not a stream worth a kernel of its own "
+                f"(from {STREAM_MIN_BYTES})")
+    return None
+
+
+def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dequantizing compositions only for a quantized rhs (every other one refuses it)."""
+    return None if problem.weights is not None else "the rhs is not a quantized weight"
+
+
+#: Largest M the quantized decode kernel takes (its x rows live in registers: 8 tiles of 8).
+DECODE_MAX_M = 64
+
+
+def quantized_decode_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_decode for quantized weights at decode sizes (M <= 64), on the hardware
+    instruction only (the OpenCL emulation is for checking it: the register-FMA loader path is
+    faster there)."""
+    if problem.weights is None:
+        return "the rhs is not a quantized weight"
+    if problem.m > DECODE_MAX_M:
+        return f"M = {problem.m} > {DECODE_MAX_M}: the tiled kernels reuse each dequantized weight more"
+    if not dialect.plane_mma_native:
+        return "the plane product is emulated on this device: the register-FMA path is faster"
+    return None
+
+
+def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_decode_split_k where the output's 64-column strips give fewer than two cubes per
+    compute unit: K is cut into ranges over more cubes, so that every multiprocessor streams."""
+    why = quantized_decode_worth_it(problem, dialect)
+    if why is not None:
+        return why
+    strips = problem.batch * -(-problem.n // 64) * -(-problem.m // DECODE_MAX_M)
+    if strips >= 2 * max(1, dialect.device.compute_units):
+        return f"{strips} cubes of 64 columns already give every compute unit two"
+    return None
+
+
 #: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.
 SPLIT_SKINNY_MIN_BYTES = 16 << 20
 
@@ -34,11 +92,15 @@ SPLIT_SKINNY_MIN_BYTES = 16 << 20
 def skinny_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     """skinny_split_k only on CUDA (where it was measured), where the big operand is large enough
     that a second launch is small against streaming it, and where K is at least the output extent
-    (the one-launch kernel's cubes then walk a long K over short runs of each row)."""
+    (the one-launch kernel's cubes then walk a long K over short runs of each row); several rows
+    where skinny would take them (`skinny_worth_it`)."""
     if dialect.backend != "cuda":
         return "measured on CUDA GPUs only; other devices take skinny"
-    if problem.m != 1 and problem.n != 1:
+    if short_side(problem) > MAX_ROWS:
         return None   # its setup refuses it
+    several = skinny_worth_it(problem, dialect)
+    if several is not None:
+        return several
     big = problem.rhs if skinny_axis(problem)[0] else problem.lhs
     extent = max(problem.m, problem.n)
     size = problem.batch * problem.k * extent * big.itemsize
@@ -49,12 +111,26 @@ def skinny_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | Non
     return None
 
 
+def streams_on_specialized(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """A weight-streaming product (selector/waves.py) that the Hopper specialized kernel takes with
+    its decode tiling: 16-bit or fp8 operands it reads as they are, tiles whose split parts keep at
+    least half the device streaming."""
+    if not streams_weights(problem) or problem.epilogue.block_scales or not _specialized_home(problem, dialect):
+        return False
+    if problem.lhs.storage == "i8" or copies_needed(problem, WgmmaTile().requires_k_major(problem)):
+        return False
+    return decode_tiling(problem, dialect) is not None
+
+
 def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     """split_k only where K is long against the output, so that the output tiles alone would leave
     compute units idle while each walks a long K: K >= 4 max(M, N) and K >= 1024, or a thin output
     (M or N at most 64) with K >= 2048, or exact float32 whose 64 x 64 tiles leave most compute
     units idle; not where the Hopper specialized kernel's tiles (or their parts split along K) fill
     half the device. The batch level still refuses when the tiles fill the device."""
+    if streams_on_specialized(problem, dialect):
+        return ("a weight-streaming product: the Hopper specialized kernel splits its tiles along K over "
+                "the multiprocessors in one kernel, the partial sums added in it")
     long_k = problem.k >= max(1024, 4 * max(problem.m, problem.n))
     thin = min(problem.m, problem.n) <= 64 and problem.k >= 2048
     few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
@@ -137,6 +213,8 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
             return (f"the {op} is copied first (TMA's 16-byte rule or a K-major tile); with {other} = {extent} "
                     f"and {tiles} tiles of 128 x 256 the pass costs more than it gains (auto wants {other} >= "
                     f"{WGMMA_TRANSPOSE_MIN_EXTENT} and a wave of tiles)")
+    if streams_on_specialized(problem, dialect):
+        return None       # weight streaming: its decode tiling (selector/specialized_wgmma.py)
     try:
         staged = select_specialized_tiling(problem, dialect)["tma_store"]
     except (KeyError, TypeError):

@@ -21,8 +21,9 @@ from typing import Callable
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
 from .cpu import cpu_path
-from .conditions import (always, without_cp_async, skinny_split_worth_it, specialized_worth_it, split_k_worth_it,  # noqa: F401
-                         wgmma_worth_it)
+from .conditions import (always, quantized, quantized_decode_split_worth_it,  # noqa: F401
+                         quantized_decode_worth_it, skinny_split_worth_it, skinny_worth_it, specialized_worth_it,
+                         split_k_worth_it, wgmma_worth_it, without_cp_async)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ RULES: tuple[Rule, ...] = (
     Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
                            "outputs: K split over a wave of cubes, each reading long runs of rows "
                            "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)", skinny_split_worth_it),
-    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used)"),
+    Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used); for 2 to 8 "
+                   "rows streaming a big operand on CUDA, each element read once for every row (predicted)",
+         skinny_worth_it),
     Rule("split_k", "before the tiled kernels: with a long K against a small output, the output tiles "
                     "alone leave compute units idle (64x64x65536 f32: 99x unsplit)", split_k_worth_it),
     Rule("specialized_wgmma", "the Hopper warp-specialized TMA kernel with TMA stores, ahead of "
@@ -60,7 +63,9 @@ RULES: tuple[Rule, ...] = (
                               "cuBLAS against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch "
                               "against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
-                              "4093^3: 2.5x cuBLAS); a small problem passes it by", specialized_worth_it),
+                              "4093^3: 2.5x cuBLAS); a small problem passes it by; weight-streaming "
+                              "products (a short side up to 128 against 8 MiB up) with every tile split "
+                              "along K over the device (predicted)", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),
@@ -76,9 +81,23 @@ RULES: tuple[Rule, ...] = (
          cpu_path),
     Rule("simple_unit", "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
                         "ahead of double_buffering_unit's 0.81)"),
+    # Quantized weights (gemm_engine/quant): every rule above refuses them (check_weights), each below
+    # refuses a dense rhs; last, so that a dense problem's choice never looks at them.
+    Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) with few 64-column strips: "
+                                     "the weights streamed once, K cut over more cubes so that every "
+                                     "multiprocessor streams", quantized_decode_split_worth_it),
+    Rule("quantized_decode", "quantized weights at decode sizes (M <= 64): the weights streamed once, "
+                             "dequantized in registers into tensor-core fragments", quantized_decode_worth_it),
+    Rule("quantized_double_buffering_mma", "quantized weights (gemm_engine/quant) on tensor cores: the "
+                                           "dequantizing loader feeds mma.sync tiles (CUDA sm_80+, 16-bit "
+                                           "activations)", quantized),
+    Rule("quantized_simple_unit", "quantized weights by register FMA: every backend and activation type, "
+                                  "the fallback of quantized problems", quantized),
 )
 
 UNRANKED: tuple[Unranked, ...] = (
+    Unranked("quantized_simple_mma", "quantized weights on mma.sync without double buffering: "
+                                     "quantized_double_buffering_mma spreads its loads between tile matmuls"),
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "
                                       "0.89x cuBLAS)", tune=True),
     Unranked("simple_mma", "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster"),
@@ -88,6 +107,10 @@ UNRANKED: tuple[Unranked, ...] = (
       ("simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas", "double_buffering_dpas")),
     Unranked("ordered_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     Unranked("specialized_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
+    # Grouped problems only (grouped_matmul): every dense problem is refused by their batch level.
+    *(Unranked(name, "grouped problems only: grouped_matmul runs the grouped family (algorithms/grouped.py)")
+      for name in ("grouped", "grouped_specialized_wgmma", "grouped_pipelined_wgmma", "grouped_pipelined_mma",
+                   "grouped_simple_unit")),
 )
 
 #: Registered families (families.py's and a user's): each runs its best member that sets up; the

@@ -24,6 +24,7 @@ from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
 from .base import distinct, tile_count
+from .waves import streams_weights
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest tile first.
 CANDIDATES = [
@@ -52,6 +53,18 @@ CLUSTER_MIN_K, CLUSTER_MIN_WAVES = 8192, 4
 SPLIT_MAX, SPLIT_MIN_SLICES = 4, 24
 #: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
 PINGPONG = [(2, 128), (1, 256)]
+#: Weight-streaming products (selector/waves.py): each tile split along K into up to this many
+#: parts of at least this many ring slots, so that the tiles' parts keep every multiprocessor
+#: streaming (a part's partial sums cost about a slot's time per part the owner adds: worth it when
+#: the alternative is idle multiprocessors); taken where at least half the device streams.
+DECODE_SPLIT_MAX, DECODE_MIN_SLICES, DECODE_MIN_BUSY = 8, 8, 0.5
+#: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
+#: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
+#: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
+#: 192 x 128: not measured for 16-bit, taken as 128 x 128's), and the margin a tile must beat the
+#: first by to be taken instead.
+WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975)]
+WAVE_MARGIN = 0.05
 
 
 def split_parts(problem: MatmulProblem, sms: int, tiles: int) -> int:
@@ -80,6 +93,9 @@ def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: in
     ring slots; failing that, whole, with as many slots as fit beside it, at least `MIN_STAGES`;
     else direct stores and all the slots. A slot holds 128 bytes of K for each of the tile's
     tile_m + tile_n lines, whatever the type; ``groups`` staging tiles (ping-pong: one per copy)."""
+    if problem.epilogue.paired:
+        # A gated epilogue's pairs are stored directly (global_/write/pairs.py): every slot stays.
+        return dict(stages=stages, tma_store=False, store_parts=1)
     slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize * groups
     band = 128 // problem.out.itemsize
     room = dialect.device.max_shared_memory - SLACK
@@ -102,15 +118,87 @@ def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, 
                   **store_plan(problem, dialect, 64 * partition_m, tile_n, stages, groups=2))
 
 
+def decode_shapes(problem: MatmulProblem) -> list[tuple]:
+    """The tiles `decode_tiling` chooses from, (warpgroups_m, warpgroups_n, partition_m, tile_n,
+    stages): the short side 64 or 128 rows (M short) or columns (N short), the long side 128 or 256
+    (promoting problems: 128, whose two accumulator sets fit)."""
+    promoted = wants_promotion(problem)
+    if problem.m <= problem.n:
+        wm = 1 if problem.m <= 64 else 2
+        # 256 columns as two warpgroups of 128 side by side: one warpgroup of 64 x 256 spills at 240 registers.
+        return [(wm, 1, 1, 128, 6)] + ([] if promoted else [(wm, 2, 1, 128, 4)])
+    tn = 64 if problem.n <= 64 else 128
+    return [(2, 1, 1, tn, 6)] + ([] if promoted else [(2, 1, 2, tn, 4)])
+
+
+def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
+    """A weight-streaming product's tiling: the tile's short side fit to the problem's (64 rows
+    for a short side up to 64, else 128; along N, 64 or 128 columns), the long side from two sizes,
+    every tile split along K into parts (``split_tail``: all of them are the last wave) so that
+    the most multiprocessors stream (fewer parts, then the first size, on ties); None where fewer
+    than `DECODE_MIN_BUSY` of the device would (a split-K launch spreads it wider)."""
+    if problem.lhs.storage in ("i8", "f32"):
+        return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
+    sms = max(1, dialect.device.compute_units)
+    shapes = decode_shapes(problem)
+    slices = -(-problem.k * problem.lhs.itemsize // 128)
+    best = None
+    for wm, wn, pm, tn, stages in shapes:
+        tiles = tile_count(problem, wm * pm * 64, wn * tn)
+        if tiles < sms:
+            parts = max(1, min(DECODE_SPLIT_MAX, sms // tiles, slices // DECODE_MIN_SLICES))
+            busy = tiles * parts / sms
+        else:
+            parts = split_parts(problem, sms, tiles)
+            busy = tiles / (-(-tiles // sms) * sms)
+        key = (-round(busy, 3), parts)
+        if best is None or key < best[0]:
+            best = (key, (wm, wn, pm, tn, stages), parts, busy)
+    _, (wm, wn, pm, tn, stages), parts, busy = best
+    if busy < DECODE_MIN_BUSY:
+        return None
+    # Two promoting consumer warpgroups add each slice behind the next (as the rule's 128 x 128 tiles).
+    behind = dict(promote_behind=True) if wants_promotion(problem) and wm * wn == 2 else {}
+    return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), dispatch="row_major",
+                  **behind, **(dict(split_tail=parts) if parts > 1 else {}))
+
+
+def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:
+    """Time of a tiling in 128 x 256 tile times: its whole waves, then the last one split as the
+    rule splits it (`split_parts`), each tile time scaled by its area and ``rate``."""
+    wm, wn, pm, tn, _ = shape
+    tiles = tile_count(problem, wm * pm * 64, wn * tn)
+    tail = tiles % sms
+    parts = max(1, split_parts(problem, sms, tiles))
+    return (tiles // sms + (1 / parts if tail else 0)) * (wm * pm * 64 * wn * tn) / (128 * 256) / rate
+
+
+def wave_shape(problem: MatmulProblem, sms: int):
+    """The tile of `WAVE_TILES` that takes the least time by `wave_cost`; the first unless another
+    is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 384 of 192 x 128
+    2.9 of them)."""
+    costs = [(wave_cost(problem, sms, shape, rate), shape) for shape, rate in WAVE_TILES]
+    cost, shape = min(costs, key=lambda c: c[0])
+    return costs[0][1] if cost > (1 - WAVE_MARGIN) * costs[0][0] else shape
+
+
 def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     sms = max(1, dialect.device.compute_units)
     promoted = wants_promotion(problem)
+    if streams_weights(problem) and not problem.epilogue.block_scales:
+        decode = decode_tiling(problem, dialect)
+        if decode is not None:
+            return decode
     for wm, wn, pm, tn, stages in PROMOTED if promoted else CANDIDATES:
         tiles = tile_count(problem, wm * pm * 64, wn * tn)
         # 128 x 256 from more than half a wave (its one wave as long as two of 128 x 128).
         enough = (PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
         if tiles >= enough:
             break
+    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256):
+        # From half a wave of 128 x 256 tiles up, the tile whose waves fill the device best.
+        wm, wn, pm, tn, stages = wave_shape(problem, sms)
+        tiles = tile_count(problem, wm * pm * 64, wn * tn)
     if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
             and tile_count(problem, 64, SMALL[3]) <= sms
             and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
@@ -153,7 +241,9 @@ def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
 
 def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Mapping) -> list:
     """``first``, then each candidate in every order, with and without clusters, promotion behind
-    (two consumers), split tails of 2 and `SPLIT_MAX` parts; and the ping-pong tilings."""
+    (two consumers), split tails of 2 and `SPLIT_MAX` parts; 16-bit: the 192 x 128 wave tile, whole
+    and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
+    ping-pong tilings."""
     space = [first]
     promoted = wants_promotion(problem)
     for c in PROMOTED if promoted else CANDIDATES + [SMALL]:
@@ -166,6 +256,23 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, promote_behind=True))
         for parts in (2, SPLIT_MAX):
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
+    if not promoted:
+        shape = WAVE_TILES[1][0]     # 192 x 128: the wave rule's other tile
+        stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
+        space += [preset(*shape[:4], **stored, dispatch="grouped", dispatch_width=8, **split)
+                  for split in ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))]
+    if streams_weights(problem):
+        space += decode_space(problem, dialect)
     for pm, tn in PINGPONG:
         space.append(pingpong_preset(problem, dialect, pm, tn))
     return distinct(space)
+
+
+def decode_space(problem: MatmulProblem, dialect: Dialect) -> list:
+    """Every decode shape (`decode_tiling`'s) split in 1, 2, 4 and `DECODE_SPLIT_MAX` parts."""
+    out = []
+    for wm, wn, pm, tn, stages in decode_shapes(problem):
+        stored = store_plan(problem, dialect, wm * pm * 64, wn * tn, stages)
+        out += [preset(wm, wn, pm, tn, **stored, dispatch="row_major", **(dict(split_tail=p) if p > 1 else {}))
+                for p in (1, 2, 4, DECODE_SPLIT_MAX)]
+    return out

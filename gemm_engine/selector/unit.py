@@ -52,6 +52,9 @@ def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
         return dict(CPU_TILING)
     stage_m, tile_m = _fit(problem.m, 64, 16)
     stage_n, tile_n = _fit(problem.n, 64, 16)
+    if problem.epilogue.paired and tile_n % 2:
+        # A gated epilogue pairs columns 2j and 2j + 1 in one unit (global_/write/pairs.py).
+        stage_n, tile_n = 32, 2
     return dict(tile_m=tile_m, tile_n=tile_n, stage_m=stage_m, stage_n=stage_n, stage_k=16, vector_width=4)
 
 

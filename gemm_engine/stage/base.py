@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar
 
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import roll
 from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, CARRIED_FRAGMENTS,  # noqa: F401 (re-exported)
                                     REGISTER_LHS_STAGE, SMEM_STAGE)
 from ..errors import SetupError
@@ -60,6 +61,28 @@ class Carry:
 
 #: writer(row_expr, col_expr, value_expr) -> C statement storing one accumulator element.
 Writer = Callable[[str, str, str], str]
+
+
+class StoreWriter:
+    """A `Writer` that says whether its stores may be rolled into loops (``loops``): not where each
+    carries the fused epilogue's terms (H200, relu(a@b+bias) 8192x8192x64 bf16: 66.2 us rolled
+    against 60.5 unrolled, nvcc's address arithmetic differs; plain stores: the same time)."""
+
+    __slots__ = ("store", "loops")
+
+    def __init__(self, store: Writer, loops: bool = True):
+        self.store, self.loops = store, loops
+
+    def __call__(self, row: str, col: str, value: str) -> str:
+        return self.store(row, col, value)
+
+
+def stores(writer: Writer, statements: list[str]) -> str:
+    """A writer's statements (one per accumulator element), as loops where they differ only in affine
+    indices (codegen/emitter.py `roll`) and the writer allows it, else as they are."""
+    if isinstance(writer, StoreWriter) and not writer.loops:
+        return "\n".join(statements)
+    return roll(statements)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from ..compose.capabilities import CARRIED_FRAGMENTS, GLOBAL_LAYOUT_SMEM, K_MAJO
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.base import SmemTile
-from .base import Carry, StageConfig, StageMatmul, Writer
+from .base import Carry, StageConfig, StageMatmul, Writer, stores
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
                      TileMatmulCompleted)
 
@@ -262,7 +262,7 @@ class PlanePartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for j in range(cfg.partition_n):
                 lines.append(self.tile.stage_accumulator(tc, d, f"acc_{i}_{j}"))
-                for row, col, value in self.tile.acc_elements(tc, f"acc_{i}_{j}"):
-                    lines.append(writer(f"plane_m0 + {i * tc.tile_m} + {row}",
-                                        f"plane_n0 + {j * tc.tile_n} + {col}", value))
+                lines.append(stores(writer, [writer(f"plane_m0 + {i * tc.tile_m} + {row}",
+                                                    f"plane_n0 + {j * tc.tile_n} + {col}", value)
+                                             for row, col, value in self.tile.acc_elements(tc, f"acc_{i}_{j}")]))
         return "\n".join(line for line in lines if line)

@@ -22,7 +22,7 @@ from ..compose.capabilities import K_MAJOR_SMEM, UNIT_SCOPE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.base import SmemTile
-from .base import StageConfig, StageMatmul, Writer
+from .base import StageConfig, StageMatmul, Writer, stores
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEventListener,
                      TileMatmulCompleted)
 
@@ -181,6 +181,6 @@ class UnitPartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for j in range(cfg.partition_n):
                 m0, n0 = self._origin(cfg, "m", i), self._origin(cfg, "n", j)
-                for row, col, value in self.tile.acc_elements(cfg.tile, cfg.fragments.acc(i, j)):
-                    lines.append(writer(f"{m0} + {row}", f"{n0} + {col}", value))
-        return "\n".join(lines)
+                lines.append(stores(writer, [writer(f"{m0} + {row}", f"{n0} + {col}", value)
+                                             for row, col, value in self.tile.acc_elements(cfg.tile, cfg.fragments.acc(i, j))]))
+        return "\n".join(line for line in lines if line)

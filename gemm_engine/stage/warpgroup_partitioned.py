@@ -27,13 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import roll
 from ..compose.contracts import Requirement, require, require_config
 from ..errors import SetupError
 from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE, SWIZZLED_SMEM, WARPGROUP_SCOPE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout
-from .base import StageConfig, StageMatmul, Writer
+from .base import StageConfig, StageMatmul, Writer, stores
 from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
 
 # Accumulator registers per unit beyond which ptxas spills (255 in all, addresses need some).
@@ -150,11 +151,11 @@ class WarpgroupPartitionedStage(StageMatmul):
         nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
         out = [listener.on_event(Begin()), t.fence(d)]
         for kk in range(nk):
-            # Parenthesized: in C, + binds tighter than >>.
+            # The tile's start-address increment (bytes >> 4), a constant.
             k0 = kk * tc.tile_k
-            rhs_off = f"(({cfg.rhs_layout.tile_offset('0', k0)}) >> 4)"
+            rhs_off = cfg.rhs_layout.tile_offset_bytes(0, k0) >> 4
             for i in range(pm):
-                lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), k0)}) >> 4)"
+                lhs_off = cfg.lhs_layout.tile_offset_bytes(i * 64, k0) >> 4
                 lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
                 out.append(t.execute(tc, d, lhs, rhs, f"{acc}_{i}", overwrite=fresh and kk == 0))
@@ -214,13 +215,15 @@ class WarpgroupPartitionedStage(StageMatmul):
         acc, sums = acc or cfg.fragments.acc, cfg.fragments.promoted
         lines = []
         for i in range(cfg.partition_m):
+            adds = []
             for reg, dr, c0 in self.tile.acc_registers(cfg.tile):
                 # One factor (row scale times column scale, the same product for many registers,
                 # computed once) so that each addition is one fused multiply-add: written
                 # acc * r * c, C's left-to-right order costs two multiplies and an add each.
                 f = " * ".join([f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols)
                 value = f"(float){acc}_{i}[{reg}]" + (f" * ({f})" if f else "")
-                lines.append(f"{sums}_{i}[{reg}] += {value};")
+                adds.append(f"{sums}_{i}[{reg}] += {value};")
+            lines.append(roll(adds))
         return "\n".join(lines)
 
     def take_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
@@ -242,20 +245,40 @@ class WarpgroupPartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for r in range(0, cfg.tile.acc_regs, 4):
                 v = (i * cfg.tile.acc_regs + r) // 4
-                yield f"{cfg.fragments.acc}_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
+                yield i, f"{cfg.fragments.acc}_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
 
-    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
+    @staticmethod
+    def _rows_guard(cfg: WarpgroupStageConfig, i: int, rows: str, body: list[str]) -> list[str]:
+        """``body`` (partition ``i``'s partial stores or adds) where this warp's 16 rows of it start
+        before ``rows`` (the tile's rows inside the problem; "" for all): a decode batch of 16 rows
+        in a 64-row tile moves a quarter of the partial sums. Whole warps skip: no divergence."""
+        if not rows:
+            return body
+        first = f"wg_m0 + {i * 64} + (UNIT_ID % {WARPGROUP}) / 32 * 16"
+        return [f"if ({first} < {rows}) {{", *body, "}"]
+
+    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str, rows: str = "") -> str:
         """Store this unit's accumulators (after `finish` or `take_promoted`) into the partial
-        tile at ``base`` (a pointer to `partial_words` 32-bit words)."""
-        return "\n".join(d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
-                         for acc, r, p in self._partial_vectors(cfg, base))
+        tile at ``base`` (a pointer to `partial_words` 32-bit words); ``rows``: the tile's rows
+        inside the problem (an expression; rows past it are never stored, so their sums are skipped)."""
+        lines = []
+        for i in range(cfg.partition_m):
+            body = [d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
+                    for at, acc, r, p in self._partial_vectors(cfg, base) if at == i]
+            lines += self._rows_guard(cfg, i, rows, [roll(body)])
+        return "\n".join(lines)
 
-    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
-        """The accumulators += the partial tile at ``base`` (another cube's `store_partial`)."""
+    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str, rows: str = "") -> str:
+        """The accumulators += the partial tile at ``base`` (another cube's `store_partial` with the
+        same ``rows``)."""
         t, word = d.c_type(cfg.tile.compute), cfg.tile.compute
-        return "\n".join("{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
-                         + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
-                         for acc, r, p in self._partial_vectors(cfg, base))
+        lines = []
+        for i in range(cfg.partition_m):
+            body = ["{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
+                    + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
+                    for at, acc, r, p in self._partial_vectors(cfg, base) if at == i]
+            lines += self._rows_guard(cfg, i, rows, [roll(body)])
+        return "\n".join(lines)
 
     def write(self, cfg, d, writer: Writer) -> str:
         return self._write(cfg, writer, None)
@@ -274,6 +297,7 @@ class WarpgroupPartitionedStage(StageMatmul):
             acc = f"{cfg.fragments.acc}_{i}"
             elements = (self.tile.acc_elements(cfg.tile, acc) if columns is None
                         else self.tile.acc_elements(cfg.tile, acc, columns=columns))
-            for row, col, value in elements:
-                lines.append(writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value))
-        return "\n".join(lines)
+            # A loop over the registers where the stores differ only in affine indices.
+            lines.append(stores(writer, [writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value)
+                                         for row, col, value in elements]))
+        return "\n".join(line for line in lines if line)

@@ -121,6 +121,13 @@ class SwizzledOperandLayout:
         run, within = divmod(k0, self.row_elems)
         return f"({x0}) * {SWIZZLE_BYTES} + {run * self.atom_stride + within * self.itemsize}"
 
+    def tile_offset_bytes(self, x0: int, k0: int) -> int:
+        """`tile_offset` of a tile whose first x is a number: the bytes, computed here."""
+        if self.mn_major:
+            return (x0 // self.row_elems) * self.atom_stride + k0 * SWIZZLE_BYTES
+        run, within = divmod(k0, self.row_elems)
+        return x0 * SWIZZLE_BYTES + run * self.atom_stride + within * self.itemsize
+
     def descriptor_bits(self) -> int:
         """The constant fields of the descriptor (everything but the start address)."""
         return ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32) | (1 << 62)

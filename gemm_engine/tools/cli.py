@@ -6,6 +6,7 @@
   source   the generated kernel source for a problem and algorithm (CUDA or OpenCL)
   bench    the benchmark suite (gemm_engine/benchsuite), a table, JSON, markdown, a PNG plot
   tune     tune problems into the persistent tuning cache, with a progress bar
+  warmup   compile ahead the kernels of shapes or of a model's layers, in parallel
 
 Every sub-command has ``--help``. With no sub-command, ``run`` runs with its defaults.
 
@@ -23,7 +24,7 @@ import sys
 import numpy as np
 
 from ..dtypes import SUPPORTED_NAMES, bfloat16_dtype
-from .cli_types import arch, count, layout_pair, shapes
+from .cli_types import arch, count, counts, layout_pair, shapes
 from ..errors import GemmEngineError, SetupError
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
@@ -213,6 +214,27 @@ def tune(args) -> int:
     return status
 
 
+# -- warmup ---------------------------------------------------------------------------------------
+#: Models whose decoder-layer shapes `warmup --model` knows (compile_ahead.py).
+MODELS = ("llama3-8b",)
+
+
+def warmup(args) -> int:
+    from ..compile_ahead import LLAMA3_8B, warmup as compile_ahead
+    from ..engine import Engine
+
+    if bool(args.shapes) == bool(args.model):
+        raise ValueError("warmup: give --shapes or --model (one of them)")
+    engine, status = Engine(args.backend), 0
+    for dtype in (d.strip() for d in args.dtypes.split(",")):
+        what = list(LLAMA3_8B) if args.model else [_problem(args, m, n, k, b, dtype) for b, m, n, k in args.shapes]
+        report = compile_ahead(what, dtype=dtype, tokens=args.tokens, training=args.training, engine=engine,
+                               workers=args.workers)
+        print(f"{dtype}: {report}")
+        status = status or (1 if report.refused else 0)
+    return status
+
+
 # -- info -----------------------------------------------------------------------------------------
 def info(args) -> int:
     import os
@@ -324,6 +346,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the cache's entries and stop")
     p.add_argument("--clear", action="store_true", help="delete the tuning cache file and stop")
     p.set_defaults(func=tune)
+
+    p = sub.add_parser("warmup", help="compile ahead the kernels of shapes or a model's layers (in parallel; the "
+                                      "binaries stay on disk for later processes)")
+    _add_problem(p, None, None, None)
+    p.add_argument("--shapes", type=shapes, help="comma list of MxNxK or BxMxNxK")
+    p.add_argument("--model", choices=MODELS, help="one decoder layer's linear layers (forward: x @ W.T, "
+                                                   "bias and activation fused), at each of --tokens")
+    p.add_argument("--tokens", type=counts, default=(1, 16, 128, 2048), metavar="M,M,...",
+                   help="token counts (M) of --model's layers (default 1,16,128,2048)")
+    p.add_argument("--training", action="store_true", help="the backward products of --model's layers too")
+    p.add_argument("--dtypes", default="bfloat16", help="comma list of dtypes (default bfloat16)")
+    p.add_argument("--workers", type=count, default=None, help="compiler threads (default: one per CPU)")
+    p.add_argument("--backend", choices=BACKENDS, default="auto")
+    _add_import(p)
+    p.set_defaults(func=warmup)
     return top
 
 

@@ -23,6 +23,8 @@ DMMA = {"simple_dmma", "pipelined_dmma"}
 
 def must_run(name: str, backend: str, dtype: str, device, shape=None, layouts=None) -> bool:
     """Whether the algorithm is meant to run this combination (so a SetupError is a bug)."""
+    if name.startswith("quantized"):
+        return False   # quantized weights only: tests/algorithms/test_quantized*.py run them
     if name in MATRIX_CORES:
         return False
     if name == "direct_vector":   # the CPU path: OpenCL vector types, float operands, a row-major rhs
@@ -35,6 +37,9 @@ def must_run(name: str, backend: str, dtype: str, device, shape=None, layouts=No
     if name == "specialized_wgmma":
         # TMA needs 16-byte-aligned leading dimensions, which these ragged contiguous shapes lack:
         # tests/algorithms/test_specialized_wgmma.py runs it on aligned (padded) operands.
+        return False
+    if name == "grouped" or name.startswith("grouped_"):
+        # grouped problems only (grouped_matmul): tests/call/test_grouped_call.py runs them
         return False
     if name.startswith("split_k") or name == "skinny_split_k":
         # a long K / M or N = 1 only: tests/batch/test_split_k.py and test_skinny.py run them where they split

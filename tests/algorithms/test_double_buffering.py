@@ -23,7 +23,7 @@ from gemm_engine.global_.listeners import DoubleBufferingListener
 from gemm_engine.problem import Layout
 from gemm_engine.stage.events import BeforeStore, Begin, Finish, KernelStart, TileMatmulCompleted
 from helpers import DTYPES, assert_close, random
-from renders import OPENCL_DEVICE, problem, render
+from renders import OPENCL_DEVICE, flat, problem, render
 
 ALG = "double_buffering"
 SHAPE_IDS = ["x".join(map(str, s)) for s in SHAPES]
@@ -70,11 +70,12 @@ def test_broadcast_batch(opencl_engine, rng):
 @pytest.mark.parametrize("shape", [(256, 256, 512), (65, 63, 33)], ids=["big", "odd"])
 def test_loads_interleaved_with_tile_executions(device, shape):
     alg, cfg, dialect, src = render(problem(*shape), device)
+    src = flat(src)
     g, stage = cfg.batch.global_, cfg.batch.global_.stage
     # Every tile execution of the stage (a unit's partition may hold several tiles per k step).
     st = alg.components.global_.stage
     f = stage.fragments
-    tile_execs = [st.tile.execute(stage.tile, dialect, f.lhs(i), f.rhs(j), f.acc(i, j))
+    tile_execs = [flat(st.tile.execute(stage.tile, dialect, f.lhs(i), f.rhs(j), f.acc(i, j)))
                   for i in range(stage.partition_m) for j in range(stage.partition_n)]
     loop = src.index("for (i64 k0 = 0;")
     execs = sorted(i for e in tile_execs for i in range(len(src)) if src.startswith(e, i))
@@ -133,7 +134,7 @@ def test_listener_sees_tile_events_in_order():
     assert listener.events[0] == KernelStart() and listener.events[-1] == BeforeStore()
     assert stage_events[0] == Begin() and stage_events[-1] == Finish()
     assert listener.emitted == len(listener.tasks)
-    assert all(task in src for task in listener.tasks)
+    assert all(flat(task) in flat(src) for task in listener.tasks)
     # Spread, not bunched: more than one event carries loads.
     assert sum(bool(a) for a in listener.answers) > 1
 

@@ -17,7 +17,7 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.specialized import SpecializedGlobalConfig
 from helpers import assert_close, random
-from renders import OPENCL_DEVICE, problem, render
+from renders import OPENCL_DEVICE, locate, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 
@@ -87,7 +87,7 @@ def test_one_role_branch_with_barriers_outside(device, shape):
     f = g.stage.fragments
     tile_exec = st.tile.execute(g.stage.tile, dialect, f.lhs(0), f.rhs(0), f.acc(0, 0))
     stores = [m.start() for m in re.finditer(r"\bout\[", src)]
-    assert stores and all(loader_end < i < compute_end for i in stores + [src.index(tile_exec)])
+    assert stores and all(loader_end < i < compute_end for i in stores + [locate(tile_exec, src)])
     # Two shared-memory stages per operand.
     assert f"lhs_smem[{2 * g.stage.lhs_smem_elems}]" in src and f"rhs_smem[{2 * g.stage.rhs_smem_elems}]" in src
 

@@ -8,7 +8,7 @@ import pytest
 
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random
-from renders import OPENCL_DEVICE
+from renders import OPENCL_DEVICE, flat
 from hopper_support import SM90, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
@@ -225,7 +225,7 @@ def test_kernel_decides_tma_stores_as_the_host_does():
     dimension, batch stride when there is a batch), written once each side."""
     from gemm_engine.batch.tma_persistent import out_usable
     alg, cfg = setup(problem(b=2))
-    src = alg.render(cfg, SM90)
+    src = flat(alg.render(cfg, SM90))
     assert ("const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * 2)"
             " | (unsigned long long)(batch > 1 ? out_batch_stride * 2 : 0)) & 15) == 0;") in src
     assert out_usable(4096, 8, 24, 2, 2) and not out_usable(4096, 9, 24, 2, 2)

@@ -78,3 +78,35 @@ def test_a_call_runs_each_step_once_in_order(opencl_engine, rng, fused):
 def test_the_trace_sees_a_return(opencl_engine):
     # The check itself: a route that goes back to a module is reported.
     assert returns(["arrays", "request", "arrays"]) == ["arrays"]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked", "list"])
+def test_a_grouped_call_runs_each_step_once_in_order(opencl_engine, rng, layout):
+    w = rng.standard_normal((3, 17, 9)).astype(np.float32)
+    engine = gemm_engine.Engine("opencl", use_tuning_cache=False)
+    if layout == "contiguous":
+        x = rng.standard_normal((20, 17)).astype(np.float32)
+        call = lambda: engine.grouped_matmul(x, w, offsets=np.array([5, 5, 20], np.int32),  # noqa: E731
+                                             bias=rng.standard_normal((3, 9)).astype(np.float32),
+                                             row_scale=np.ones(20, np.float32))
+    elif layout == "masked":
+        x = rng.standard_normal((3, 8, 17)).astype(np.float32)
+        call = lambda: engine.grouped_matmul(x, w, counts=np.array([5, 0, 8], np.int32))  # noqa: E731
+    else:
+        call = lambda: engine.grouped_matmul([np.ones((4, 17), np.float32)] * 3, list(w))  # noqa: E731
+    stays = trace_call(call)
+    assert returns(stays) == [], f"the call returned to modules it had left: {stays}"
+    # No fast path for grouped calls: the general path's steps, each once.
+    assert stays == [m.__name__.rsplit(".", 1)[1] for m in STEPS if m is not fast], stays
+
+
+def test_a_quantized_call_runs_each_step_once_in_order(opencl_engine, rng):
+    # A quantized weight takes the same steps: its arrays imported (one upload), its dtype from the
+    # activations' (numpy_rules), a request field, the prepare step's problem and terms, CallArguments.
+    q = gemm_engine.quantize(rng.standard_normal((17, 9)), "int4", None, symmetric=False)
+    x = rng.standard_normal((33, 17)).astype(np.float32)
+    engine = gemm_engine.Engine("opencl", use_tuning_cache=False)
+    stays = trace_call(lambda: engine.quantized_matmul(x, q, bias=np.ones(9, np.float32)))
+    assert returns(stays) == [], f"the call returned to modules it had left: {stays}"
+    # The fast path looks and declines (no call plan for a quantized weight yet), then every step.
+    assert stays == [m.__name__.rsplit(".", 1)[1] for m in STEPS], stays

@@ -37,3 +37,38 @@ def test_k_zero_without_a_reference_says_why(opencl_engine):
             return x
     with pytest.raises(NotImplementedError, match="K = 0.*numpy `reference`"):
         opencl_engine.matmul(np.ones((3, 0)), np.ones((0, 3)), activation=NoReference())
+
+
+# -- derivatives ----------------------------------------------------------------------------------
+ELEMENTWISE = sorted(name for name, cls in gemm_engine.ACTIVATIONS.items() if cls.arity == 1)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_each_reference_derivative_is_the_references_slope(name):
+    act = gemm_engine.ACTIVATIONS[name]()
+    x = np.linspace(-6, 6, 241)
+    x = x[np.abs(x) > 1e-3]                  # relu's kink
+    h = 1e-6
+    slope = (act.reference(x + h) - act.reference(x - h)) / (2 * h)
+    assert np.allclose(act.reference_derivative(x), slope, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_derivative_kernels_match_their_reference_even_saturated(engine, name):
+    """x @ I through Derivative(f): the kernel's f'(x) equals the float64 reference within float32
+    rounding for arguments of every size, finite wherever the reference is."""
+    from gemm_engine.epilogue.activations import Derivative
+    x = np.array([[-1e30, -1e4, -30.0, -3.0, -1e-3, 0.5, 1e-3, 3.0, 30.0, 1e4, 1e30]], np.float32)
+    got = np.asarray(engine.matmul(x.T, np.ones((1, 1), np.float32), activation=Derivative(name)), np.float64).ravel()
+    with np.errstate(all="ignore"):
+        want = gemm_engine.ACTIVATIONS[name]().reference_derivative(x.astype(np.float64).ravel())
+    assert np.all(np.isfinite(got)), (name, got)
+    assert np.allclose(got, want, rtol=2e-5, atol=1e-6), (name, got, want)
+
+
+def test_an_activation_without_a_derivative_is_refused_by_name():
+    from gemm_engine.epilogue.activations import Derivative
+    assert Affine().has_derivative is False and gemm_engine.ACTIVATIONS["silu"]().has_derivative
+    with pytest.raises(ValueError, match="'test_affine' defines no `derivative`"):
+        Derivative(Affine())
+    assert Derivative("silu") == Derivative("silu") and hash(Derivative("gelu")) == hash(Derivative("gelu"))

@@ -65,3 +65,23 @@ def test_specialized_from_a_third_of_a_wave_or_many_operations():
 def test_specialized_passes_copies_that_cost_more_than_they_gain():
     odd = any_problem((1, 512, 512, 512), align=(1, 1))               # TMA cannot address it: copied first
     assert "copied first" in specialized_worth_it(odd, SM90)
+
+
+def test_several_rows_stream_on_the_skinny_kernel_on_cuda():
+    from gemm_engine.selector.conditions import SKINNY_AUTO_ROWS, skinny_worth_it
+    assert skinny_worth_it(any_problem((1, 1, 300, 64)), OPENCL) is None                   # one row: everywhere
+    assert skinny_worth_it(any_problem((1, 4, 4096, 4096), "bfloat16"), SM90) is None
+    assert "CUDA" in skinny_worth_it(any_problem((1, 4, 4096, 4096), "bfloat16"), OPENCL)
+    assert "not a stream" in skinny_worth_it(any_problem((1, 4, 512, 512), "bfloat16"), SM90)
+    assert f"{SKINNY_AUTO_ROWS + 1} rows" in skinny_worth_it(any_problem((1, SKINNY_AUTO_ROWS + 1, 4096, 4096)), SM90)
+    assert skinny_worth_it(any_problem((1, 64, 64, 64)), SM90) is None                      # its setup refuses it
+
+
+def test_weight_streaming_takes_the_specialized_kernel_before_split_k():
+    decode = any_problem((1, 16, 4096, 4096), "bfloat16", ("row", "col"))
+    assert "weight-streaming" in split_k_worth_it(decode, SM90)
+    assert specialized_worth_it(decode, SM90) is None
+    assert split_k_worth_it(decode, SM80) is None                                       # thin, as before
+    # Not where its tiles would be too few to split over the device, nor where an operand is copied.
+    assert split_k_worth_it(any_problem((1, 128, 128, 262144), "bfloat16"), SM90) is None
+    assert split_k_worth_it(any_problem((1, 16, 4096, 4095), "bfloat16", ("row", "col"), align=(1, 1)), SM90) is None

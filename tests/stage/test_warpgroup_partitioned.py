@@ -4,6 +4,8 @@
 without the interface, or lacks it, is refused with a SetupError naming the stage and the tile."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 import pytest
@@ -111,7 +113,7 @@ class BasicWgmma(SpecializedWgmmaAlgorithm):
 
 def _code(src: str) -> list[str]:
     """The source without its comments (which name the algorithm and its components)."""
-    return [line for line in src.splitlines() if not line.lstrip().startswith("/*")]
+    return [line for line in re.sub(r"/\*.*?\*/", "", src, flags=re.S).splitlines() if line.strip()]
 
 
 def test_a_users_warpgroup_tile_stands_in_for_wgmma():
