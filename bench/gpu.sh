@@ -22,8 +22,8 @@
 #   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64_algorithms.md
 #   overhead    bench/overhead.py, then bench/per_call_overhead.py             -> overhead.md, per_call_steps.md
 #   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_small_problems.json, gemv_bandwidth.md
-#   opencl      bench/opencl_tensor_cores.py: NVIDIA's OpenCL (probe, checks, tensor-core rows) vs
-#               cuBLAS; needs .whl/ (../shared/tools/gpu_machine_wheels.sh)    -> opencl_tensor_cores.md
+#   opencl      bench/opencl_tensor_cores.py $OPENCL_ARGS: NVIDIA's OpenCL (probe, checks, tensor-core
+#               rows) vs cuBLAS; needs .whl/ (../shared/tools/gpu_machine_wheels.sh) -> opencl_tensor_cores.md
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
 #   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
 #   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
@@ -100,7 +100,7 @@ stage() {  # the commands of one stage
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
     shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
     probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
-    opencl) python3 bench/opencl_tensor_cores.py --repeat "$REPEAT" --json "$OUT/opencl_tensor_cores.json" ;;
+    opencl) python3 bench/opencl_tensor_cores.py --repeat "$REPEAT" ${OPENCL_ARGS:-} --json "$OUT/opencl_tensor_cores.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
                  'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \
