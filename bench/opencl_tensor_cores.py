@@ -18,12 +18,12 @@ cuBLAS and the float64 references), in one process:
 
     bash ../shared/tools/gpu_machine_wheels.sh           # here: PyOpenCL's wheels into .whl/
     STAGES=opencl bash bench/gpu.sh                      # there, carrying .whl (about 4 minutes)
+    STAGES=opencl REPEAT=10 OPENCL_ARGS="--check-budget 60 --budget 110" bash bench/gpu.sh   # under 200 s
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -94,6 +94,7 @@ def main(argv=None) -> int:
             result["checks"].append(ctx.check(shape, dtype, precision, layouts, epilogue=i == len(cases) - 1))
         bad = [c for c in result["checks"] if not c["ok"]]
         print(f"checks: {len(result['checks']) - len(bad)} ok, {len(bad)} failed")
+        save(args.json, result)
         for c in bad:
             print(f"  FAILED {c}")
 
@@ -108,15 +109,22 @@ def main(argv=None) -> int:
                       deadline=t_start + args.budget)
         result["rows"].append(row)
         print(row_line(row))
+        save(args.json, result)
     result["seconds"] = time.perf_counter() - t_start
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1, default=str)
+    save(args.json, result)
     table = markdown(result)
     path = current_tables.write(args, result["device"], "tensor cores through NVIDIA's OpenCL driver", result["command"], table)
     current_tables.ensure_history(path)
     print(table)
     return 0 if all(c["ok"] for c in result["checks"]) and all(r.get("ok", True) for r in result["rows"]) else 1
+
+
+def save(path, result) -> None:
+    """The JSON so far (after the checks and after every row): a run killed by its time limit still
+    leaves what it measured."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1, default=str)
 
 
 def check_layouts(dtype: str, shape) -> list:
