@@ -24,8 +24,11 @@ numbers. ``--quick``: smaller sizes, for trying the script (its table is no meas
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -84,6 +87,23 @@ def check(torch, got, want, tol, what):
     return err
 
 
+def profile_calls(torch, fn, name, calls=200):
+    """Where the host time of ``calls`` calls goes (cProfile, by own time) into $BENCH_RESULTS/``name``:
+    what the compiled call spends beside the eager one is read from it, not guessed."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        fn()
+    profile.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(40)
+    folder = os.environ.get("BENCH_RESULTS")
+    if folder:
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(text.getvalue())
+
+
 # -- rows -----------------------------------------------------------------------------------------
 def row_eager(torch, ge, args):
     a, b = (torch.randn(64, 64, device="cuda", dtype=torch.float16) for _ in range(2))
@@ -103,6 +123,7 @@ def row_compile(torch, ge, args):
     eager = host_us(torch, lambda: ge.matmul(a, b), args.calls)
     reference = host_us(torch, lambda: theirs(a, b), args.calls)
     added = compiled - eager
+    profile_calls(torch, lambda: ours(a, b), "torch_compile_profile.txt")
     return dict(compiled_us=compiled, eager_us=eager, torch_compiled_us=reference, added_us=added,
                 value=f"+{added:.2f} us ({compiled:.2f} compiled, {eager:.2f} eager; torch.matmul compiled "
                       f"{reference:.2f})", met=added <= 5, target="op adds <= 5 us")
@@ -119,10 +140,19 @@ x = torch.randn({m}, {k}, device="cuda", dtype=torch.bfloat16)
 w = torch.randn({n}, {k}, device="cuda", dtype=torch.bfloat16) / {k} ** 0.5
 bias = torch.randn({n}, device="cuda", dtype=torch.bfloat16)
 torch.cuda.synchronize()
+import cProfile, io, os, pstats
+profile = cProfile.Profile()
 start = time.perf_counter()
+profile.enable()
 y = ge.matmul(x, w.mT, bias=bias, activation="gelu")
 torch.cuda.synchronize()
+profile.disable()
 seconds = time.perf_counter() - start
+if os.environ.get("BENCH_RESULTS"):   # where the first call's time goes, cold then warm
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("cumtime").print_stats(45)
+    with open(os.path.join(os.environ["BENCH_RESULTS"], "first_call_profile.txt"), "a") as f:
+        f.write(f"=== first call: {{seconds * 1e3:.1f}} ms ===\n" + text.getvalue())
 want = torch.nn.functional.gelu(x.double() @ w.double().T + bias.double())
 err = float((y.double() - want).norm() / want.norm())
 print(json.dumps(dict(seconds=seconds, error=err, algorithm=engine.last_choice[0].name)))
