@@ -67,6 +67,8 @@ class MatmulProblem:
     rhs_layout: Layout = Layout.ROW
     # Largest power of two (in elements, up to 16 bytes' worth: 16 for int8) dividing each operand's
     # base offset and leading dimension: the widest vector a loader may use. 1: scalar access only.
+    # A "list" problem's covers every group's offset, leading dimension and extent along the
+    # operand's contiguous axis; the device-read layouts' per-group origins: `vector_align`.
     lhs_align: int = 1
     rhs_align: int = 1
     # "tf32" lets float32 operands run on tensor cores rounded to tf32 (10 mantissa bits); the
@@ -99,6 +101,27 @@ class MatmulProblem:
         """Whether ``axis`` ("m", "n", "k") has a per-group extent read on the device: a kernel must
         bounds-check it whatever its tile."""
         return self.groups is not None and axis in self.groups.ragged
+
+    def ragged_contiguous(self, side: str) -> bool:
+        """Whether operand ``side``'s ("lhs", "rhs") contiguous axis is the ragged axis of a layout
+        whose extents only device memory holds: a group's slice of it starts anywhere (an expert's
+        first token, a weight gradient's first token along K) and ends anywhere, so no vector wider
+        than one element is aligned or wholly inside a group. Contiguous and masked: M of a
+        column-major lhs; "k": K of a row-major lhs or a column-major rhs; "list": never (its
+        groups are the host's, folded into the operands' alignment)."""
+        if self.groups is None or self.groups.layout == "list":
+            return False
+        layout = Layout(self.lhs_layout if side == "lhs" else self.rhs_layout)
+        contiguous = {"lhs": {Layout.ROW: "k", Layout.COL: "m"}, "rhs": {Layout.ROW: "n", Layout.COL: "k"}}[side][layout]
+        return self.ragged(contiguous)
+
+    def vector_align(self, side: str) -> int:
+        """The widest vector (elements) a loader that forms element addresses may read operand
+        ``side`` with: its alignment, 1 where its contiguous axis is ragged (`ragged_contiguous`).
+        TMA, which addresses a box by coordinates, needs only the memory's (``lhs_align``)."""
+        if self.ragged_contiguous(side):
+            return 1
+        return self.lhs_align if side == "lhs" else self.rhs_align
 
     def checks(self, stage_m: int, stage_n: int, stage_k: int) -> tuple[bool, bool, bool]:
         """(check_m, check_n, check_k): the axes a stage tile of these extents does not divide, or

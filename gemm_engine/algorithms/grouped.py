@@ -40,9 +40,10 @@ _DROPPED = ("dispatch", "dispatch_width", "cluster_m", "split_tail")
 def typical(problem: MatmulProblem) -> MatmulProblem:
     """The dense batched problem one group of ``problem`` looks like, for the dense tiling rules: the
     groups' rows (contiguous) or reduction (k) spread evenly, a masked group's slab, a list's
-    largest sizes."""
+    largest sizes; each operand aligned as its loaders read it (`MatmulProblem.vector_align`)."""
     layout, groups = problem.groups.layout, max(1, problem.batch)
-    dense = replace(problem, groups=None)
+    # The loaders' widths, not the memory's: the tiling rules pick register-path tiles by them.
+    dense = replace(problem, groups=None, lhs_align=problem.vector_align("lhs"), rhs_align=problem.vector_align("rhs"))
     if layout == "contiguous":
         return replace(dense, m=max(1, -(-problem.m // groups)))
     if layout == "k":

@@ -61,6 +61,21 @@ def check_grouped(component: str, problem: MatmulProblem, global_) -> None:
                                     "no operand")
 
 
+def check_read_widths(component: str, problem: MatmulProblem, global_, global_cfg) -> None:
+    """SetupError for a loader of the global level ``global_`` (configured as ``global_cfg``) that
+    reads an operand in vectors wider than every group's origin along its contiguous axis is aligned
+    (`MatmulProblem.vector_align`: one element where a group starts anywhere; `LoaderConfig.read_width`):
+    on CUDA such a read faults with a misaligned address."""
+    for side in ("lhs", "rhs"):
+        loader, cfg = getattr(global_, f"{side}_loader"), getattr(global_cfg, f"{side}_loader")
+        width, align = cfg.read_width, problem.vector_align(side)
+        if width is not None and width > align:
+            ragged = " (its contiguous axis is the groups' ragged one)" if problem.ragged_contiguous(side) else ""
+            raise SetupError(component, f"the {side} loader ({loader.name}) reads {width} elements at a "
+                                         f"time; the {problem.groups.layout!r} layout's groups of the {side} are "
+                                         f"aligned to {align}{ragged}")
+
+
 def walk_for(problem: MatmulProblem, cfg: BatchConfig) -> GroupWalk:
     stage = cfg.global_.stage
     return GroupWalk(problem.groups.layout, stage.stage_m, stage.stage_n)
@@ -121,6 +136,7 @@ class GroupedBatchMatmul(PartitionedBatchMatmul):
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GroupedBatchConfig:
         check_grouped(self.name, problem, self.global_)
         base = super().setup(problem, selection, dialect)
+        check_read_widths(self.name, problem, self.global_, base.global_)
         cfg = GroupedBatchConfig(global_=base.global_, dispatch=base.dispatch,
                                  persistent_cubes=base.persistent_cubes, walk=None)
         return replace(cfg, walk=walk_for(problem, cfg))

@@ -32,7 +32,8 @@ from ..errors import SetupError
 from ..problem import MatmulProblem
 from .base import CubeScope
 from .group_walk import GROUPS, groups_word, tile_bound
-from .grouped import GroupedBatchConfig, check_grouped, group_origin, group_pointers, group_scope, walk_for
+from .grouped import (GroupedBatchConfig, check_grouped, check_read_widths, group_origin, group_pointers, group_scope,
+                      walk_for)
 from .tma_persistent import OUT_FLAG, TmaPersistentBatchMatmul
 
 
@@ -46,6 +47,7 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
             raise SetupError(self.name, "K = 0: a tensor map's extents are at least 1 (a portable level computes "
                                         "the epilogue of zeros)")
         base = super().setup(problem, selection, dialect)
+        check_read_widths(self.name, problem, self.global_, base.global_)
         request = base.global_.tile_loop
         if request.cluster_m != 1 or request.split_tail > 1:
             raise SetupError(self.name, f"cluster_m={request.cluster_m}, split_tail={request.split_tail}: clusters "

@@ -30,6 +30,9 @@ class DeviceOperand:
     view: OperandView
     align: int = 1           # widest aligned vector access, in elements
     copied: bool = False     # the kernel reads a copy (converted, contiguous or moved), not the input
+    #: Arrays the kernel reads through offsets from ``array`` (a list layout's copies): held until
+    #: the launch, or their memory goes back to the pool while the kernel still reads it.
+    holds: tuple = ()
 
 
 @dataclass
@@ -288,8 +291,8 @@ def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
     element offsets from it, the groups' table (`LIST_FIELDS`, int64, uploaded: its addresses are
     the call's), the packed output's offsets, and the `MatmulProblem` (its sizes the largest)."""
     types, sizes = request.types, request.sizes
-    lhs, lhs_at = _list_side(runtime, arrays.a, types.lhs)
-    rhs, rhs_at = _list_side(runtime, arrays.b, types.rhs)
+    lhs, lhs_at = _list_side(runtime, arrays.a, types.lhs, [(m, k) for m, n, k in sizes])
+    rhs, rhs_at = _list_side(runtime, arrays.b, types.rhs, [(k, n) for m, n, k in sizes])
     table, out_offset = [], 0
     for (m, n, k), (lo, lld), (ro, rld) in zip(sizes, lhs_at, rhs_at):
         table.append((m, n, k, lo, lld, ro, rld, out_offset, n))
@@ -303,12 +306,14 @@ def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
     return Prepared(request, problem, lhs, rhs, groups=groups)
 
 
-def _list_side(runtime, imps: list, dtype) -> tuple[DeviceOperand, list]:
-    """One side's operands of a list-layout call: (the operand the kernel's base parameter reads,
-    with the layout, first leading dimension and alignment of them all; (element offset from it,
-    leading dimension) per group). CUDA device arrays in place (offsets between their addresses, in
-    the layout of the first; another layout is copied into it); anything else packed row-major on
-    the host and moved in one copy (OpenCL buffers have no addresses to take differences of)."""
+def _list_side(runtime, imps: list, dtype, shapes: list) -> tuple[DeviceOperand, list]:
+    """One side's operands of a list-layout call, ``shapes`` their (rows, cols): (the operand the
+    kernel's base parameter reads, with the layout, first leading dimension and alignment of them
+    all (offsets, leading dimensions and extents along the contiguous axis: a vector lies wholly
+    inside or outside each group); (element offset from it, leading dimension) per group). CUDA
+    device arrays in place (offsets between their addresses, in the layout of the first; another
+    layout is copied into it, the copy held by the operand); anything else packed row-major on the
+    host and moved in one copy (OpenCL buffers have no addresses to take differences of)."""
     itemsize = np.dtype(device_dtype(element_type(dtype))).itemsize
     if runtime.backend == "cuda" and not any(x.host or x.dtype != dtype for x in imps):
         ops = [_operand(runtime, x, dtype, None, False, True, grouped=True) for x in imps]
@@ -322,7 +327,8 @@ def _list_side(runtime, imps: list, dtype) -> tuple[DeviceOperand, list]:
             align = min(vector_alignment(a, op.view, itemsize) for a, op in zip(addresses, ops))
             base = ops[0]
             at = [(a - addresses[0], op.view.ld) for a, op in zip(addresses, ops)]
-            return DeviceOperand(base.array, base.view, align, any(op.copied for op in ops)), at
+            return DeviceOperand(base.array, base.view, _extents_align(align, shapes, layout),
+                                 any(op.copied for op in ops), tuple(op.array for op in ops[1:] if op.copied)), at
     host = [np.ascontiguousarray(runtime.download(x.array, x.dtype) if not x.host else x.array, dtype) for x in imps]
     at, offset = [], 0
     for h in host:
@@ -331,7 +337,17 @@ def _list_side(runtime, imps: list, dtype) -> tuple[DeviceOperand, list]:
     packed = np.concatenate([h.ravel() for h in host]) if host else np.zeros(0, dtype)
     dev = runtime.upload(packed)
     align = min(vector_alignment(o, OperandView(Layout.ROW, ld, 0), itemsize) for o, ld in at)
-    return DeviceOperand(dev, OperandView(Layout.ROW, at[0][1], 0), align, True), at
+    return DeviceOperand(dev, OperandView(Layout.ROW, at[0][1], 0), _extents_align(align, shapes, Layout.ROW), True), at
+
+
+def _extents_align(align: int, shapes: list, layout: Layout) -> int:
+    """``align`` narrowed until it divides every group's extent along the contiguous axis of
+    ``layout`` (the loaders narrow by the problem's extent, a list's largest: not every group's)."""
+    for rows, cols in shapes:
+        extent = cols if layout is Layout.ROW else rows
+        while align > 1 and extent % align:
+            align //= 2
+    return align
 
 
 def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str = "default",

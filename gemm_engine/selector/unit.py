@@ -29,13 +29,15 @@ def _fit(extent: int, full: int, units: int) -> tuple[int, int]:
 
 def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """The NVIDIA float32 tiling (CUDA, and NVIDIA's OpenCL driver, which compiles the same kernel
-    to the same SASS but for the address space words): 128 x 64 x 16 stages of 128 units where they give two cubes per
-    multiprocessor, 64 x 64 x 16 where they do not; 128 x 128 x 16 for scalar (unaligned) reads."""
+    but for the address-space words): 128 x 64 x 16 stages of 128 units where they give two cubes
+    per multiprocessor, 64 x 64 x 16 where they do not; 128 x 128 x 16 for scalar (unaligned) reads
+    where those give two cubes per multiprocessor, else 64 x 64 x 16 (128 x 64 spills with them)."""
     sms = max(1, dialect.device.compute_units)
-    if min(problem.lhs_align, problem.rhs_align) < 4 and tile_count(problem, 128, 128) >= 2 * sms:
+    scalar = min(problem.lhs_align, problem.rhs_align) < 4
+    if scalar and tile_count(problem, 128, 128) >= 2 * sms:
         # Scalar reads: 128 x 64 x 16 holds 24 element loads per unit in flight and spills.
         stage_m, stage_n, stage_k = 128, 128, 16
-    elif tile_count(problem, 128, 64) >= 2 * sms:
+    elif not scalar and tile_count(problem, 128, 64) >= 2 * sms:
         stage_m, stage_n, stage_k = 128, 64, 16
     else:
         stage_m, stage_n, stage_k = 64, 64, 16

@@ -22,6 +22,7 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.errors import SetupError
+from gemm_engine.global_.read.vector_loader import VectorLoader
 from gemm_engine.problem import Groups, Layout, MatmulProblem
 from gemm_engine.tools.source import NOMINAL_OPENCL
 
@@ -151,6 +152,100 @@ def test_the_default_order_walks_down_a_weight_block_first():
     assert "const i64 cube_row = dispatch_t % walk_cubes_m;" in text
 
 
+# -- the alignment contract of ragged axes ------------------------------------------------------------
+#: Members and the dialects they run on, with the loaders that form element addresses.
+ADDRESSING = [("grouped_simple_unit", OPENCL), ("grouped_simple_unit", SM90), ("grouped_pipelined_mma", SM80),
+              ("grouped_pipelined_wgmma", SM90), ("grouped", SM90)]
+
+
+def test_ragged_contiguous_axes_per_layout():
+    # a group starts anywhere along: M (contiguous, masked rows), K (the weight gradient's tokens)
+    expect = {("contiguous", COL, ROW): "lhs", ("contiguous", COL, COL): "lhs", ("masked", COL, ROW): "lhs",
+              ("masked", COL, COL): "lhs", ("k", ROW, ROW): "lhs", ("k", COL, COL): "rhs", ("k", ROW, COL): "lhs rhs"}
+    for layout in ("contiguous", "masked", "k", "list"):
+        for lhs in (ROW, COL):
+            for rhs in (ROW, COL):
+                p = grouped(layout, layouts=(lhs, rhs))
+                got = " ".join(side for side in ("lhs", "rhs") if p.ragged_contiguous(side))
+                assert got == expect.get((layout, lhs, rhs), ""), (layout, lhs, rhs)
+                assert [p.vector_align(side) for side in ("lhs", "rhs")] == [1 if side in got else 16
+                                                                             for side in ("lhs", "rhs")]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked", "k", "list"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3fn"])
+def test_no_loader_reads_wider_than_every_group_is_aligned(layout, dtype):
+    # Every composition's element-addressing reads are at most as wide as the groups' alignment:
+    # one element along an axis a group starts anywhere on (a misaligned vector faults on CUDA).
+    checked = 0
+    for name, dialect in ADDRESSING:
+        for lhs in (ROW, COL):
+            for rhs in (ROW, COL):
+                p = (fp8(layout) if dtype.startswith("float8") else grouped(layout, dtype))
+                p = replace(p, lhs_layout=lhs, rhs_layout=rhs)
+                try:
+                    cfg = resolve(name).setup(p, dialect)
+                except SetupError:
+                    continue
+                g = cfg.batch.global_
+                for side, loader in (("lhs", g.lhs_loader), ("rhs", g.rhs_loader)):
+                    width = loader.read_width
+                    if width is not None:
+                        checked += 1
+                        assert width <= p.vector_align(side), (name, dialect.device.name, lhs, rhs, side, width)
+                        assert not p.ragged_contiguous(side) or width == 1
+    assert checked
+
+
+def test_ragged_axes_keep_tma_and_the_other_operand_wide():
+    # TMA boxes are addressed by coordinates: a column-major token matrix keeps the TMA pipeline
+    cfg = resolve("grouped").setup(grouped(layouts=(COL, ROW)), SM90)
+    assert cfg.algorithm.endswith("GroupedSpecializedWgmmaAlgorithm")
+    # a weight gradient of x^T (M contiguous) and dy (N contiguous): both 16-byte chunks
+    g = resolve("grouped").setup(grouped("k", layouts=(COL, ROW)), SM90).batch.global_
+    assert (g.lhs_loader.piece, g.rhs_loader.piece) == (8, 8)
+
+
+def test_each_loaders_read_width_is_what_its_source_reads():
+    # the declared width the grouped levels check is the rendered one: float4 reads, 16-byte chunks
+    text = source(grouped("contiguous", "float32", layouts=(ROW, ROW)), "grouped_simple_unit")
+    cfg = resolve("grouped_simple_unit").setup(grouped("contiguous", "float32"), SM90).batch.global_
+    assert cfg.lhs_loader.read_width == 4 and re.search(r"float4 v = .*\(lhs \+", flat(text))
+    ring = resolve("grouped_pipelined_mma").setup(grouped(), SM80).batch.global_
+    assert ring.lhs_loader.read_width == 8 and ring.lhs_loader.piece == 8
+    tma = resolve("grouped").setup(grouped(layouts=(ROW, COL)), SM90).batch.global_
+    assert tma.lhs_loader.read_width is None
+
+
+def test_a_loader_reading_wider_than_the_groups_are_aligned_is_refused_by_name():
+    # a user's loader that reads the memory's alignment along a ragged axis would fault on CUDA
+    class MemoryWidthLoader(VectorLoader):
+        name = "memory_width"
+
+        @staticmethod
+        def width(op, cap):
+            return min(cap, op.align)
+
+    unit = type("MemoryWidthUnit", (REGISTRY["simple_unit"],), {"name": "memory_width_unit",
+                                                                 "lhs_loader": MemoryWidthLoader})
+    alg = grouped_variant(unit)()
+    alg.setup(grouped("k", "float32", layouts=(COL, ROW)), OPENCL)      # M contiguous: aligned groups
+    with pytest.raises(SetupError, match=r"lhs loader \(memory_width\) reads 4 elements .* aligned to 1 "
+                                         r"\(its contiguous axis is the groups' ragged one\)") as refused:
+        alg.setup(grouped("k", "float32"), OPENCL)                      # K contiguous, a group starts anywhere
+    assert refused.value.component == "grouped_batch"
+
+
+def test_a_reduction_starting_anywhere_is_read_element_by_element():
+    # a (K, T) row-major lhs of a weight gradient: its pointer moves by the group's first token
+    text = source(grouped("k", "float32"), "grouped_simple_unit")
+    assert "lhs = lhs_base + lhs_offset + group_lo * 1;" in text
+    assert re.search(r"float v = \(float\)\(lhs\[", text) and not re.search(r"float\d v = .*\(lhs \+", text)
+    ring = source(grouped("k", layouts=(ROW, COL)))        # the wgmma ring: both on the register path
+    assert "(const GLOBAL unsigned short*)(lhs_sw_src" in ring and "(const GLOBAL unsigned short*)(rhs_sw_src" in ring
+    assert not re.search(r"ptx_cp_async\w*\([^;]*[lr]hs_sw_dst", flat(ring))
+
+
 # -- nvcc -----------------------------------------------------------------------------------------------
 COMPILE_CASES = [  # (name, problem, dialect, arch)
     ("grouped", grouped(), SM90, SM90A_FLAG),                                            # TMA, 16-bit
@@ -168,6 +263,10 @@ COMPILE_CASES = [  # (name, problem, dialect, arch)
     ("grouped_pipelined_mma", grouped("k", "bfloat16", layouts=(COL, ROW), align=1, row_scale=True), SM80, SM80_FLAG),
     ("grouped_simple_unit", grouped("masked", "float64", bias=BY_NAME["float64"]), SM80, SM80_FLAG),
     ("grouped_simple_unit", grouped("list", "float32"), SM80, SM80_FLAG),
+    # groups starting anywhere along a contiguous axis: element-by-element reads
+    ("grouped", grouped("k", layouts=(ROW, COL)), SM90, SM90A_FLAG),                    # wgmma ring, registers
+    ("grouped_pipelined_mma", grouped("contiguous", "float16", layouts=(COL, COL)), SM80, SM80_FLAG),
+    ("grouped_simple_unit", grouped("k", "float32"), SM90, SM90A_FLAG),
 ]
 
 

@@ -8,8 +8,9 @@ moves ``tasks`` chunks per K slice; the chunks of one unit differ by a whole num
 global pointer and one shared address per operand, plus compile-time offsets, address them all
 (the index math is done once, before the K loop).
 
-How a chunk moves depends on the operand's alignment (``align``: the widest vector, in elements,
-that divides its address, leading dimension and batch stride):
+How a chunk moves depends on the operand's alignment (`OperandTile.vector_align`: the widest vector,
+in elements, that divides its address, leading dimension and batch stride; one element where a
+grouped problem's groups start anywhere along its contiguous axis):
 
 * ``align == vec``: one ``cp.async.cg`` of 16 bytes;
 * ``align * size >= 4``: ``vec / align`` ``cp.async.ca`` of ``align`` elements each (4 or 8 bytes);
@@ -76,6 +77,10 @@ class ChunkLoaderConfig(LoaderConfig):
         return self.piece * self.size < 4
 
     @property
+    def read_width(self) -> int:
+        return self.piece
+
+    @property
     def smem_bytes(self) -> int:
         return self.operand.lines * self.operand.smem_ld * self.size
 
@@ -111,7 +116,7 @@ class ChunkLoader(Loader):
                                         f"are not whole 16-byte chunks")
         if units % cpl:
             raise SetupError(self.name, f"{operand.ident}: {units} units do not tile lines of {cpl} chunks")
-        piece = min(vec, max(1, operand.align))
+        piece = min(vec, max(1, operand.vector_align))
         total = operand.lines * cpl
         return ChunkLoaderConfig(operand=operand, units=units, tasks=-(-total // units), vec=vec,
                                  piece=piece, size=size)

@@ -45,9 +45,18 @@ class OperandTile:
     # that wide, and only widths dividing the extent (a vector is wholly inside or outside).
     align: int = 1
     extent: int = 1
+    #: Its contiguous axis is a grouped problem's ragged one, read on the device
+    #: (`MatmulProblem.ragged_contiguous`): a group starts and ends anywhere along it, so loaders
+    #: that form element addresses read one element at a time (`vector_align`); TMA is unaffected.
+    ragged: bool = False
     #: The rhs of a quantized problem: packed words of this format (``element`` is then
     #: `dtypes.PACKED_WORDS`); only loaders providing QUANTIZED_WEIGHTS read such a tile.
     weights: WeightFormat | None = None
+
+    @property
+    def vector_align(self) -> int:
+        """The widest aligned vector an element-addressing loader may read (``align``, 1 when ragged)."""
+        return 1 if self.ragged else self.align
 
     @property
     def smem_type_word(self) -> str:
@@ -90,6 +99,12 @@ class LoaderConfig:
     operand: OperandTile
     units: int            # how many units share the loading
     tasks: int            # tasks per unit
+
+    @property
+    def read_width(self) -> int | None:
+        """Elements one global read takes from an element address (a vector's alignment), None
+        where reads are addressed by coordinates (TMA). Element by element here."""
+        return 1
 
     @property
     def smem_bytes(self) -> int:

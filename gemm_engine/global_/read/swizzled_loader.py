@@ -9,8 +9,8 @@ MN-major: a line is a k row of the whole m or n extent, c >> 3 its 64-wide atom)
 ``u / chunks_per_line + t * step`` (t < tasks), so one warp reads whole global lines (coalesced)
 and all of a unit's chunks share one source pointer and one shared offset plus constants.
 
-How a chunk moves depends on the operand's alignment (the widest vector, in elements, dividing its
-address, leading dimension and batch stride), as in `ChunkLoader`: a whole chunk -> one
+How a chunk moves depends on the operand's alignment (`OperandTile.vector_align`: the widest vector,
+in elements, dividing its address, leading dimension and batch stride), as in `ChunkLoader`: a whole chunk -> one
 ``cp.async.cg`` of 16 bytes; less -> 2 or 4 ``cp.async.ca`` of 8 or 4 bytes into the same (swizzled,
 still contiguous) 16-byte chunk; under 4 bytes (16-bit elements aligned to 1, int8 to 1 or 2) -> the
 register path: ``issue`` reads the elements into registers, ``commit``
@@ -65,6 +65,10 @@ class SwizzledLoaderConfig(LoaderConfig):
     def registers(self) -> bool:
         return self.piece * self.size < 4
 
+    @property
+    def read_width(self) -> int:
+        return self.piece
+
 
 class SwizzledChunkLoader(Loader):
     name = "swizzled_chunk_loader"
@@ -89,7 +93,7 @@ class SwizzledChunkLoader(Loader):
         if total % units:
             raise SetupError(self.name, f"{operand.ident}: {total} chunks do not split over {units} units")
         return SwizzledLoaderConfig(operand=operand, units=units, tasks=total // units,
-                                    piece=min(vec, max(1, operand.align)), size=size)
+                                    piece=min(vec, max(1, operand.vector_align)), size=size)
 
     def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, src, row0: str, col0: str) -> str:
         """Loop-invariant state: this unit's source pointer (moved by `advance`), its first shared

@@ -63,6 +63,10 @@ class TmaLoaderConfig(LoaderConfig):
     shared_by: int = 1              # cubes of a cluster issuing a share of each slot, multicast
 
     @property
+    def read_width(self) -> None:
+        return None                 # boxes addressed by coordinates: any origin along an axis
+
+    @property
     def row_elems(self) -> int:
         """Elements in one box row (one 128-byte swizzled row)."""
         return SWIZZLE_BYTES // self.size

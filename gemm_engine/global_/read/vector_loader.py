@@ -8,7 +8,8 @@ turn, walking the operand's contiguous axis fastest, so a plane's 16-byte reads 
 shared memory is contiguous along the same axis (a row-major rhs, a column-major lhs), else as its
 components (the transposing store of a row-major lhs into the k-major stage).
 
-The width is the operand's alignment, capped by the ``vector_width`` knob and narrowed to divide the
+The width is the operand's alignment (`OperandTile.vector_align`: one element where a grouped
+problem's groups start anywhere along its contiguous axis), capped by the ``vector_width`` knob and narrowed to divide the
 problem's extent along the contiguous axis (so that a vector is wholly inside or wholly outside the
 problem), narrowed again until it divides the tile's contiguous extent and the shared-memory row. An operand the loader converts (half precision to
 float32), or one with no alignment, is read one element per task (width 1), as the cyclic loader
@@ -38,6 +39,10 @@ _COMPONENTS = "xyzw"
 class VectorLoaderConfig(LoaderConfig):
     width: int = 1        # elements per read
 
+    @property
+    def read_width(self) -> int:
+        return self.width
+
 
 class VectorLoader(CyclicLoader):
     name = "vector"
@@ -52,7 +57,7 @@ class VectorLoader(CyclicLoader):
         if op.converts or word not in _VECTOR_WORDS:
             return 1
         # The problem's alignment, capped, narrowed to divide the problem's contiguous extent.
-        w = max(1, min(cap, op.align))
+        w = max(1, min(cap, op.vector_align))
         while w > 1 and op.extent % w:
             w //= 2
         contiguous = op.cols if op.layout is Layout.ROW else op.rows
