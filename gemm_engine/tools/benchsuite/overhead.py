@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import shutil
 import statistics
 import subprocess
@@ -100,7 +101,8 @@ print(cfg["tag"] + json.dumps({
 
 
 def _repo_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    """The folder holding this checkout's gemm_engine/ (children import it, not an installed copy)."""
+    return str(pathlib.Path(__file__).resolve().parents[3])
 
 
 def _child_env(cache_dir: str) -> dict:

@@ -1,0 +1,54 @@
+"""batch/grouped_tma.py (rendered for the nominal sm_90 device): the grouped TMA level's setup --
+contiguous and masked layouts only, K = 0 and host-planned tile loops refused by name -- its grid
+(persistent, never more than the tile bound), its signature (maps, then the groups) and its kernel
+walking the groups."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gemm_engine.algorithms.base import REGISTRY
+from gemm_engine.batch.group_walk import EXTENT_FUNCTION, tile_bound
+from gemm_engine.batch.grouped_tma import GroupedTmaBatchMatmul
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME
+from gemm_engine.errors import SetupError
+from gemm_engine.problem import Groups, Layout, MatmulProblem
+
+SM90 = dialect_for(nominal_cuda_device())
+BF16 = BY_NAME["bfloat16"]
+ALG = REGISTRY["grouped_specialized_wgmma"]
+
+
+def _p(layout="contiguous", groups=8, m=1024, k=512):
+    return MatmulProblem(groups, m, 256, k, BF16, BF16, BF16, Layout.ROW, Layout.ROW, 8, 8, groups=Groups(layout))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_grid_signature_and_kernel(layout):
+    alg = ALG()
+    problem = _p(layout)
+    cfg = alg.setup(problem, SM90)
+    assert isinstance(alg.chosen(cfg).build(), GroupedTmaBatchMatmul)
+    stage = cfg.batch.global_.stage
+    assert alg.cube_count(cfg, problem) == max(1, min(tile_bound(problem, stage.stage_m, stage.stage_n),
+                                                      SM90.device.compute_units))
+    names = alg.signature(cfg).names
+    assert names[-2:] == ("groups_base", "groups_offset") and "rhs_map" in names
+    source = alg.render(cfg, SM90)
+    assert f"{EXTENT_FUNCTION}(" in source and "ptx_tma_load_" in source
+
+
+def test_other_layouts_and_k_zero_are_refused():
+    with pytest.raises(SetupError):
+        ALG().setup(_p("k"), SM90)
+    with pytest.raises(SetupError, match="K = 0"):
+        GroupedTmaBatchMatmul(ALG().build().global_).setup(_p(k=0), ALG().selection_for(_p(), SM90), SM90)
+
+
+def test_dense_problems_are_refused():
+    dense = dataclasses.replace(_p(), groups=None)
+    with pytest.raises(SetupError, match="grouped"):
+        ALG().setup(dense, SM90)

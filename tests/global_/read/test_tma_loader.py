@@ -1,0 +1,74 @@
+"""global_/read/tma_loader.py: the TMA loader's setup (boxes of one 128-byte row by the tile's
+lines, copies per slot, bytes a slot receives, shares among cluster cubes) and refusals, the L2
+promotion rule, and the tensor-map spec of an operand (extents, byte strides, box, batch)."""
+from __future__ import annotations
+
+import pytest
+
+from gemm_engine.dtypes import FLOAT16, FLOAT32, FLOAT64, INT8
+from gemm_engine.errors import SetupError
+from gemm_engine.global_.read.swizzled_loader import SwizzledOperandTile
+from gemm_engine.global_.read.tma_loader import MAX_BOX, TmaLoader, l2_promotion
+from gemm_engine.problem import Layout
+from gemm_engine.tile.wgmma import SwizzledOperandLayout
+
+
+def _tile(et=FLOAT16, layout=Layout.ROW, rows=128, cols=64, align=8, ident="lhs"):
+    mn_major = (layout is Layout.COL) == (ident == "lhs")
+    swz = SwizzledOperandLayout(mn_major, rows if ident == "lhs" else cols, cols if ident == "lhs" else rows,
+                                et.itemsize)
+    return SwizzledOperandTile(ident, et, layout, rows, cols, False, False, 0, k_along_rows=ident == "rhs",
+                               smem_word=et.storage, align=align, swizzle=swz)
+
+
+@pytest.mark.parametrize("tile, copies, box", [
+    (_tile(), 1, (64, 128)),                                   # K-major lhs: one 128-byte run of k
+    (_tile(cols=128), 2, (64, 128)),
+    (_tile(layout=Layout.COL, rows=128, cols=64, align=8), 2, (64, 64)),   # MN-major: 64 m by stage_k lines
+    (_tile(FLOAT32, cols=32, align=4), 1, (32, 128)),
+    (_tile(INT8, cols=128, align=16), 1, (128, 128)),
+])
+def test_boxes_and_copies(tile, copies, box):
+    cfg = TmaLoader().setup(tile, 128)
+    assert cfg.units == 1 and cfg.copies == copies == cfg.tasks and cfg.box == box
+    assert cfg.issued == copies
+    assert cfg.slot_bytes == tile.contiguous_extent * tile.lines * tile.element.itemsize
+    assert cfg.smem_bytes == tile.swizzle.smem_bytes
+
+
+def test_shared_slots_split_copies_or_lines_among_cubes():
+    two = TmaLoader().setup(_tile(cols=128), 128, shared_by=2)
+    assert two.line_split == 1 and two.issued == 1 and two.box == (64, 128)
+    split = TmaLoader().setup(_tile(cols=64), 128, shared_by=2)
+    assert split.line_split == 2 and split.box == (64, 64) and split.issued == 1
+    with pytest.raises(SetupError, match="cannot share a 8-line tile"):
+        TmaLoader().setup(_tile(rows=8, cols=64), 128, shared_by=2)
+
+
+def test_refusals():
+    loader = TmaLoader()
+    with pytest.raises(SetupError, match="aligned to 4"):
+        loader.setup(_tile(align=4), 128)
+    with pytest.raises(SetupError, match="got float64"):
+        loader.setup(_tile(FLOAT64, align=2), 128)
+    with pytest.raises(SetupError, match=f"at most {MAX_BOX} lines"):
+        loader.setup(_tile(rows=512), 128)
+    with pytest.raises(SetupError, match="not whole boxes"):
+        loader.setup(_tile(cols=32), 128)
+
+
+def test_l2_promotion():
+    assert l2_promotion(8192) == 256 and l2_promotion(8192 + 64) == 128 and l2_promotion(128) == 256
+
+
+@pytest.mark.parametrize("layout, ld, batch_stride, batch", [(Layout.ROW, 4096, 0, 1), (Layout.ROW, 4104, 4104 * 1000, 3),
+                                                             (Layout.COL, 1024, 0, 4)])
+def test_tensor_map_spec(layout, ld, batch_stride, batch):
+    cfg = TmaLoader().setup(_tile(layout=layout, rows=128, cols=64), 128)
+    rows, cols = 1000, 4096 if layout is Layout.ROW else 1024
+    spec = TmaLoader.tensor_map_spec(cfg, rows, cols, ld, batch_stride, batch)
+    contiguous, lines = (cols, rows) if layout is Layout.ROW else (rows, cols)
+    assert spec.word == "f16_bits" and spec.swizzle == 128
+    assert spec.dims == (contiguous, lines, batch if batch_stride else 1)
+    assert spec.strides == (ld * 2, batch_stride * 2 if batch_stride else ld * 2 * lines)
+    assert spec.box == (*cfg.box, 1) and spec.l2_promotion == l2_promotion(ld * 2)

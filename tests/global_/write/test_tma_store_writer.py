@@ -1,0 +1,70 @@
+"""global_/write/tma_store_writer.py: its setup (TMA stores only where the knob and the output type
+allow), the staging band and bytes with their refusal, the output tensor map, and where each tile
+element lands in the staging tile: one distinct byte range per element, inside the staging bytes."""
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32
+from gemm_engine.errors import SetupError
+from gemm_engine.global_.write.tma_store_writer import TmaStoreWriter
+from gemm_engine.global_.write.writers import WriterConfig
+from gemm_engine.problem import MatmulProblem
+
+SM90 = dialect_for(nominal_cuda_device())
+
+
+def _sel(tma=True, parts=1):
+    return types.SimpleNamespace(tma_store=tma, store_parts=parts)
+
+
+def _cfg(out=FLOAT16, m=128, n=128, parts=1, tma=True):
+    return types.SimpleNamespace(out=out, stage=types.SimpleNamespace(stage_m=m, stage_n=n),
+                                 writer=WriterConfig(tma_store=tma, store_parts=parts))
+
+
+def test_setup_follows_the_knob_and_output_type():
+    w = TmaStoreWriter()
+    p = MatmulProblem(1, 64, 64, 64, FLOAT16, FLOAT16, FLOAT16)
+    assert w.setup(p, _sel(), SM90) == WriterConfig(pairs=True, tma_store=True, store_parts=1)
+    assert not w.setup(p, _sel(tma=False), SM90).tma_store
+    assert w.setup(p, _sel(parts=2), SM90).store_parts == 2
+
+
+@pytest.mark.parametrize("out, band", [(FLOAT16, 64), (BY_NAME["bfloat16"], 64), (FLOAT32, 32)])
+def test_band_and_staging_bytes(out, band):
+    w = TmaStoreWriter()
+    assert w.band(_cfg(out)) == band
+    assert w.staging_bytes(_cfg(out)) == 128 * 128 * out.itemsize
+    assert w.staging_bytes(_cfg(out, parts=2)) == 128 * 64 * out.itemsize
+    assert w.staging_bytes(_cfg(out, tma=False)) == 0
+
+
+def test_tiles_that_are_not_whole_boxes_are_refused():
+    with pytest.raises(SetupError, match="a 128 x 96 tile in 1 column part"):
+        TmaStoreWriter().staging_bytes(_cfg(n=96))
+    with pytest.raises(SetupError, match="in 4 column part"):
+        TmaStoreWriter().staging_bytes(_cfg(n=128, parts=4))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_output_tensor_map(batch):
+    spec = TmaStoreWriter().tensor_map_spec(_cfg(), 1000, 4096, 4104, 1000 * 4104, batch)
+    assert spec.dims == (4096, 1000, batch) and spec.box == (64, 128, 1) and spec.swizzle == 128
+    assert spec.strides == (4104 * 2, (1000 * 4104 if batch > 1 else 4104 * 1000) * 2)
+
+
+@pytest.mark.parametrize("out", [FLOAT16, FLOAT32])
+def test_each_element_has_its_own_staging_bytes(out):
+    w, cfg = TmaStoreWriter(), _cfg(out, m=64, n=128)
+    size, seen = out.itemsize, set()
+    for row in range(64):
+        for col in range(128):
+            at = eval(w._offset(cfg, str(row), str(col)).replace("/", "//"))
+            assert at % size == 0 and 0 <= at < w.staging_bytes(cfg)
+            seen.add(at)
+    assert len(seen) == 64 * 128

@@ -1,0 +1,47 @@
+"""selector/grouped.py: the grouped Hopper pipeline's tile by the rows a group has -- the 64-row tile
+for groups of at most 64 rows, 128 x 128 for promoting problems of at most 128, the dense rule's
+otherwise -- each setting up under grouped_specialized_wgmma on the nominal sm_90 device."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gemm_engine.algorithms.base import REGISTRY
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME, FLOAT32
+from gemm_engine.problem import Groups, Layout, MatmulProblem
+from gemm_engine.selector.grouped import PROMOTED_GROUP, SMALL_GROUP, grouped_specialized_tiling
+
+SM90 = dialect_for(nominal_cuda_device())
+BF16, E4M3 = BY_NAME["bfloat16"], BY_NAME["float8_e4m3fn"]
+DENSE = {"warpgroups_m": 2, "tile_n": 256, "stages": 4}
+
+
+def _typical(m, et=BF16, out=None):
+    return MatmulProblem(8, m, 4096, 2048, et, et, out or et, Layout.ROW, Layout.COL, 16, 16)
+
+
+@pytest.mark.parametrize("m, et, shape", [(1, BF16, SMALL_GROUP), (64, BF16, SMALL_GROUP), (64, E4M3, SMALL_GROUP),
+                                          (100, E4M3, PROMOTED_GROUP), (128, E4M3, PROMOTED_GROUP)])
+def test_few_rows_take_the_small_tiles(m, et, shape):
+    out = FLOAT32 if et is E4M3 else None
+    got = grouped_specialized_tiling(_typical(m, et, out), SM90, DENSE)
+    wm, wn, pm, tn, _ = shape
+    assert (got["warpgroups_m"], got["warpgroups_n"], got["partition_m"], got["tile_n"]) == (wm, wn, pm, tn)
+    assert got.get("promote_behind", False) == (et is E4M3)
+
+
+@pytest.mark.parametrize("m, et", [(65, BF16), (129, E4M3), (4096, BF16)])
+def test_larger_groups_keep_the_dense_rule(m, et):
+    out = FLOAT32 if et is E4M3 else None
+    assert grouped_specialized_tiling(_typical(m, et, out), SM90, DENSE) == DENSE
+
+
+@pytest.mark.parametrize("m", [32, 64])
+def test_the_small_tiling_sets_up(m):
+    problem = dataclasses.replace(_typical(8 * m), groups=Groups("contiguous"))
+    alg = REGISTRY["grouped_specialized_wgmma"]()
+    cfg = alg.setup(problem, SM90)
+    assert cfg.selection.warpgroups_m == 1 and cfg.selection.tile_n == 128
