@@ -113,3 +113,10 @@ def write(args, device: str, title: str, command: str, table: str, quiet: bool =
     if not quiet:
         print(f"wrote {path}")
     return path
+
+
+def ensure_history(path: Path) -> None:
+    """A table written for the first time gets its History section (every table keeps one)."""
+    text = path.read_text()
+    if "## History" not in text:
+        path.write_text(text.rstrip("\n") + f"\n\n## History\n\n- {date.today()}: the first run.\n")

@@ -51,7 +51,8 @@ class Explanation:
             f"  precision {p.precision}  epilogue {epi}",
             f"device     {d.name} ({d.backend}{' ' + d.arch if d.arch else ''}, {d.compute_units} compute units, "
             f"{d.max_shared_memory} B shared memory, plane {d.plane_size})",
-            f"chosen     {self.chosen}  (from the {self.source})",
+            f"tiles      {device_tiles(d)}",
+            f"chosen     {self.chosen}  (from the {self.source}; tile {tile_line(self.config)})",
             f"selection  {self.selection!r}",
             f"kernel     {summary(self.config)}",
             f"cache key  {self.key}",
@@ -61,6 +62,47 @@ class Explanation:
         for c in self.considered:
             lines.append(f"  {c.name:{width}s}  {c.verdict:12s}  {c.reason}")
         return "\n".join(lines)
+
+
+#: Probe features (OpenCL) and what each one is, in the order a report lists them.
+_FEATURES = (("mma_sync", "mma.sync f16"), ("bf16_mma", "bf16"), ("tf32_mma", "tf32"), ("s8_mma", "int8"),
+             ("f64_mma", "DMMA f64 m8n8k4"), ("f64_mma_m16", "m16n8k8"), ("ldmatrix", "ldmatrix"),
+             ("cp_async", "cp.async"))
+
+
+def device_tiles(d) -> str:
+    """Which tiles the device offers and why: the compute capability on CUDA; on OpenCL what the
+    capability probe found (and why it refused the rest), or why the vendor has none."""
+    if d.backend == "cuda":
+        cc = d.compute_capability or (0, 0)
+        if cc < (8, 0):
+            return f"register FMA only ({d.arch}: mma.sync needs sm_80)"
+        return ("mma.sync (f16, bf16, tf32, int8), DMMA, ldmatrix, cp.async" +
+                (", wgmma and TMA (sm_90a)" if cc >= (9, 0) else "") + f" ({d.arch})")
+    if d.vendor == "cpu":
+        width = d.vector_width or "8"
+        return f"a CPU: vector register tiles ({width}-wide float vectors, direct_vector), no tensor cores"
+    found = [label for f, label in _FEATURES if f in d.features]
+    refused = [f"{f} ({why})" for f, why in d.refusals if f in dict(_FEATURES)]
+    if found:
+        text = f"tensor cores through inline PTX, found by the OpenCL probe: {', '.join(found)}"
+        return text + (f"; refused: {'; '.join(refused)}" if refused else "")
+    if d.vendor == "nvidia":
+        why = "; ".join(refused) or "the probe found no inline PTX"
+        return f"register FMA only: {why}"
+    vendor = d.vendor or "an unknown vendor"
+    return f"register FMA only: no tensor-core tile reaches {vendor}'s OpenCL here"
+
+
+def tile_line(cfg: KernelConfig) -> str:
+    """The chosen kernel's tile: its class and shape, and the instruction kind where it has one."""
+    stage = getattr(cfg.batch.global_, "stage", None)
+    tile = getattr(stage, "tile", None)
+    if tile is None:
+        return "none (the global level computes itself)"
+    kind = getattr(tile, "kind", None)
+    name = type(tile).__name__.replace("Config", "")
+    return f"{name} {tile.tile_m}x{tile.tile_n}x{tile.tile_k}" + (f" {kind}" if kind else "")
 
 
 def summary(cfg: KernelConfig) -> str:

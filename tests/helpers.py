@@ -74,6 +74,21 @@ def device_col_major(cp, host):
     return cp.asarray(np.ascontiguousarray(np.swapaxes(host, -1, -2))).swapaxes(-1, -2)
 
 
+def heuristic_unit(engine) -> str:
+    """The register-FMA algorithm ``auto`` takes for a plain float32 product on ``engine``'s device:
+    the CPU path on a CPU OpenCL device (selector/cpu.py), simple_unit elsewhere."""
+    dev = engine.device
+    return "direct_vector" if dev.backend == "opencl" and dev.vendor == "cpu" else "simple_unit"
+
+
+#: AMD / Intel matrix-core algorithms: no such device runs the tests (built offline:
+#: tests/algorithms/test_matrix_cores.py).
+MATRIX_CORES = frozenset({"simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas",
+                          "double_buffering_dpas"})
+#: Algorithms that render OpenCL C only (no CUDA source to compile): the CPU path and the AMD / Intel tiles.
+OPENCL_ONLY = MATRIX_CORES | {"direct_vector"}
+
+
 def cl_run(opencl_engine, source: str, kernel: str, args, size: int, local=None, out: int = -1):
     """Build ``source`` (OpenCL C) in the engine's context and run ``kernel`` over ``size``
     work-items (work-groups of ``local``) with ``args``: numpy arrays go as buffers holding a copy,

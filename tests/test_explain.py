@@ -1,12 +1,17 @@
 """`Engine.explain`: the choice a call would make and why, with no launch."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from gemm_engine.algorithms.base import REGISTRY
+from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
+from gemm_engine.explain import device_tiles
 from gemm_engine.dtypes import FLOAT32
 from gemm_engine.problem import MatmulProblem
+from helpers import heuristic_unit
 
 
 def names(report):
@@ -17,7 +22,8 @@ def test_explain_reports_the_heuristic_choice_and_every_other_algorithm(opencl_e
     a = rng.standard_normal((100, 70)).astype(np.float32)
     b = rng.standard_normal((70, 90)).astype(np.float32)
     report = opencl_engine.explain(a, b)
-    assert report.source == "heuristic" and report.algorithm == "simple_unit"
+    unit = heuristic_unit(opencl_engine)
+    assert report.source == "heuristic" and report.algorithm == unit
     assert report.config.batch.global_ is not None and report.selection is not None
     # The same choice matmul makes.
     opencl_engine.matmul(a, b)
@@ -29,10 +35,10 @@ def test_explain_reports_the_heuristic_choice_and_every_other_algorithm(opencl_e
     verdicts = {c.name: c for c in report.considered}
     assert verdicts["pipelined_wgmma"].verdict == "refused" and "wgmma" in verdicts["pipelined_wgmma"].reason
     assert verdicts["skinny"].verdict == "refused" and "M or N at most 16" in verdicts["skinny"].reason
-    assert verdicts["simple_unit"].verdict == "chosen"
+    assert verdicts[unit].verdict == "chosen"
     assert verdicts["double_buffering_unit"].verdict == "not ranked"
     text = str(report)
-    for word in ("chosen", "simple_unit", "refused", "batch=1 m=100 n=90 k=70", "float32"):
+    for word in ("chosen", unit, "refused", "batch=1 m=100 n=90 k=70", "float32"):
         assert word in text
 
 
@@ -53,7 +59,7 @@ def test_explain_says_which_member_a_family_name_resolved_to(opencl_engine, rng)
     report = opencl_engine.explain(a, b, algorithm="specialized")
     # OpenCL has no wgmma: the family's register member runs.
     assert (report.family, report.algorithm, report.source) == ("specialized", "specialized_unit", "caller")
-    assert "chosen     specialized -> specialized_unit  (from the caller)" in str(report)
+    assert "chosen     specialized -> specialized_unit  (from the caller; tile RegisterTile" in str(report)
     family = {c.name: c for c in report.considered}["specialized -> specialized_unit"]
     assert family.verdict == "family" and "named by the caller" in family.reason
     assert "specialized_wgmma" in family.reason and "wgmma" in family.reason   # why the better member did not run
@@ -81,3 +87,22 @@ def test_explain_refuses_what_cannot_run_with_the_reasons(opencl_engine):
     with pytest.raises(Exception, match="sm_90a"):
         opencl_engine.explain(np.ones((64, 64), np.float16), np.ones((64, 64), np.float16),
                               algorithm="pipelined_wgmma")
+
+
+def test_which_tile_each_opencl_device_gets_and_why():
+    nvidia = nominal_opencl_device("sm_90")
+    assert device_tiles(nvidia).startswith("tensor cores through inline PTX, found by the OpenCL probe: mma.sync f16")
+    lame = replace(nvidia, features=nvidia.features - {"ldmatrix"}, refusals=(("ldmatrix", "ran, but wrote wrong words"),))
+    assert "refused: ldmatrix (ran, but wrote wrong words)" in device_tiles(lame)
+    none = replace(nvidia, features=frozenset(), refusals=(("mma_sync", "needs inline_ptx"),))
+    assert device_tiles(none) == "register FMA only: mma_sync (needs inline_ptx)"
+    assert "vector register tiles (16-wide" in device_tiles(nominal_opencl_device("cpu"))
+    assert device_tiles(nominal_opencl_device("gpu")).startswith("register FMA only")
+    assert "wgmma" in device_tiles(nominal_cuda_device(9, 0))
+
+
+def test_the_report_names_the_device_tiles_and_the_chosen_tile(opencl_engine, rng):
+    a = rng.standard_normal((100, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 90)).astype(np.float32)
+    text = str(opencl_engine.explain(a, b))
+    assert "\ntiles      " in text and "; tile " in text

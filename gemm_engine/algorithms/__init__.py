@@ -13,6 +13,8 @@ from .wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: F401  (regis
 from .specialized_wgmma import SpecializedWgmmaAlgorithm, SpecializedWgmmaSelection  # noqa: F401
 from .dmma import (DmmaSelection, PipelinedDmmaAlgorithm, PipelinedDmmaSelection,  # noqa: F401
                    SimpleDmmaAlgorithm)
+from .matrix_cores import MatrixCoreSelection  # noqa: F401  (registers the AMD / Intel matrix-core algorithms)
+from .direct import DirectSelection, DirectVectorAlgorithm  # noqa: F401  (registers "direct_vector")
 from .skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm  # noqa: F401
 from .split_k import SplitKAlgorithm  # noqa: F401  (registers "split_k" and its members)
 from .quantized_decode import QuantizedDecodeAlgorithm, QuantizedDecodeSplitKAlgorithm  # noqa: F401

@@ -36,7 +36,7 @@ class PipelinedMmaAlgorithm(Algorithm):
         return select_pipelined_tiling(problem, dialect, problem.precision)
 
     def tuning_space(self, problem, dialect):
-        return pipelined_tuning_space(problem, self.select(problem, dialect))
+        return pipelined_tuning_space(problem, self.select(problem, dialect), dialect)
 
 
 #: The tiling of the pipelined plane algorithms: a `PlaneSelection`'s knobs plus the ring depth

@@ -237,8 +237,11 @@ def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
     if out.host or out.dtype != request.dtype or not out.array.flags.c_contiguous:
         return False
     c = prepared.c.array if prepared.c is not None else None
+    operands = (prepared.lhs.array, prepared.rhs.array)
     for x in reads_of(prepared):
-        if c is not None and x is c and _same_view(runtime, x, out.array):
+        # c read element by element where it is written; an operand that is c too is read by
+        # other cubes (other output tiles) while this one writes: it must not overlap.
+        if c is not None and x is c and _same_view(runtime, x, out.array) and not any(x is y for y in operands):
             continue
         if runtime.may_overlap(out.array, x):
             return False

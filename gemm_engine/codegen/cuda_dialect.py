@@ -12,11 +12,12 @@ import re
 from . import ptx
 from .device import DeviceInfo
 from .dialect_base import Dialect
+from .ptx_intrinsics import PtxIntrinsics
 
 WMMA = "nvcuda::wmma"
 
 
-class CudaDialect(Dialect):
+class CudaDialect(PtxIntrinsics, Dialect):
     backend = "cuda"
     _preamble = r"""
 #define KERNEL extern "C" __global__
@@ -48,10 +49,10 @@ typedef long long i64;
 
     def supports(self, feature: str) -> bool:
         cc = self.device.compute_capability or (0, 0)
-        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2",
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2", "f64_mma",
                        "plane_mma", "dequant_pair"):
             return cc >= (8, 0)
-        if feature == "wgmma":
+        if feature in ("wgmma", "f64_mma_m16"):
             return cc >= (9, 0)
         return super().supports(feature)
 
@@ -80,6 +81,9 @@ typedef long long i64;
         bytes, sized at launch (a config's ``dynamic_shared_bytes``): the only way past 48 KiB."""
         return f"extern __shared__ __align__(16) unsigned char {name}[];"
 
+    def ring_declaration(self, name: str, nbytes: int) -> str:
+        return self.dynamic_shared(name)
+
     def plane_uniform(self, value: str) -> str:
         """A warp shuffle from lane 0: nvcc then keeps values derived from it in uniform registers.
         For a warpgroup's index this moves the wgmma descriptors' address arithmetic to the uniform
@@ -104,36 +108,7 @@ INLINE unsigned short f32_to_f16(float value) {
 }
 """
 
-    def _load_f16(self, ptr, index):
-        return f"f16_to_f32({ptr}[{index}])"
-
-    def _store_f16(self, ptr, index, value):
-        return f"{ptr}[{index}] = f32_to_f16({value});"
-
-    # -- PTX intrinsics (statements end with ';', expressions do not) ----------------------------
-    def ldmatrix(self, regs: list[str], addr: str, trans: bool) -> str:
-        """Statement: ``ldmatrix`` of ``len(regs)`` 8 x 8 blocks of 16-bit elements into the 32-bit
-        lvalues ``regs``, this lane addressing the row at shared address ``addr``."""
-        name = self._use(ptx.ldmatrix(len(regs), trans))
-        return f"{name}({', '.join(regs)}, {addr});"
-
-    def cvt_tf32(self, value: str) -> str:
-        """Expression: the tf32 bits of float ``value``, rounded to nearest."""
-        return f"{self._use(ptx.cvt_tf32())}({value})"
-
-    def pack_half2(self, kind: str, hi: str, lo: str) -> str:
-        """Expression: two floats as one word of two ``kind`` ("f16x2" / "bf16x2") halves."""
-        return f"{self._use(ptx.cvt_pack(kind))}({hi}, {lo})"
-
-    def mma_sync(self, shape: tuple[int, int, int], ptx_type: str, acc_type: str, acc_word: str,
-                 acc: str, a: str, b: str, a_regs: int, b_regs: int) -> str:
-        """Statement: ``acc[0..4) += a @ b`` by one warp-wide ``mma.sync`` of ``shape`` on
-        ``ptx_type`` operands (register arrays ``a``, ``b``) into ``acc_type`` accumulators."""
-        constraint = {"f32": "f", "i32": "r"}[acc_word]
-        name = self._use(ptx.mma_sync(*shape, ptx_type, acc_type, constraint, self.c_type(acc_word),
-                                      a_regs, b_regs))
-        return f"{name}({acc}, {a}, {b});"
-
+    # -- the decode kernel's plane product and int4 pairs (mma.sync itself: codegen/ptx_intrinsics.py)
     plane_mma_native = True
 
     def plane_mma(self, kind: str, acc: str, a: str, b: str, scratch: str) -> str:
@@ -159,10 +134,7 @@ INLINE unsigned short f32_to_f16(float value) {
         bias = self.PAIR_MAGIC[kind][1]
         return self.pack16x2(kind, f"-({bias}.0f + {zero})", f"-({bias}.0f + {zero})")
 
-    def dmma(self, shape: tuple[int, int, int], acc: str, a: str, b: str) -> str:
-        """Statement: ``acc += a @ b`` by one warp-wide f64 ``mma.sync`` of ``shape``."""
-        return f"{self._use(ptx.dmma(*shape))}({acc}, {a}, {b});"
-
+    # -- PTX intrinsics only CUDA renders (the shared ones: codegen/ptx_intrinsics.py) ------------
     def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
               desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None,
               overwrite: bool = False) -> str:
@@ -187,25 +159,6 @@ INLINE unsigned short f32_to_f16(float value) {
 
     def fence_proxy_async(self) -> str:
         return f"{self._use(ptx.fence_proxy_async())}();"
-
-    def cp_async(self, cache: str, nbytes: int, dst: str, src: str, src_bytes: str | None = None) -> str:
-        """Statement: asynchronous copy of ``nbytes`` global -> shared (``src_bytes`` read, the rest
-        zero-filled, when given)."""
-        name = self._use(ptx.cp_async(cache, nbytes, src_bytes is not None))
-        tail = f", {src_bytes}" if src_bytes is not None else ""
-        return f"{name}({dst}, {src}{tail});"
-
-    def cp_async_commit(self) -> str:
-        return f"{self._use(ptx.cp_async_commit())}();"
-
-    def cp_async_wait(self, pending: int) -> str:
-        return f"{self._use(ptx.cp_async_wait(pending))}();"
-
-    def cp_async_wait_all(self) -> str:
-        return f"{self._use(ptx.cp_async_wait_all())}();"
-
-    def st_shared_v4(self, addr: str, regs: list[str]) -> str:
-        return f"{self._use(ptx.st_shared_v4())}({addr}, {', '.join(regs)});"
 
     # -- mbarriers, TMA and register reallocation (sm_90) ------------------------------------------
     def mbarrier_init(self, bar: str, count) -> str:

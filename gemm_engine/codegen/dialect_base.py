@@ -13,7 +13,8 @@ tinygrad's C-style renderer). A dialect supplies:
   and the zero literal of each compute word;
 * expressions that read and write one element of global memory with conversion to the compute
   type (half precision without headers or `cl_khr_fp16`);
-* capability queries (`supports("fp64")`, later `"mma_sync"`...) used by component setup.
+* capability queries (`supports("fp64")`, `"mma_sync"`...) used by component setup (on OpenCL
+  the probe's findings, `DeviceInfo.features`).
 
 A test greps every other module for backend words, so keep them here.
 """
@@ -187,6 +188,12 @@ class Dialect:
     def _struct(self, type_name: str, size: int, align: int) -> str:
         return f"typedef struct {{ unsigned char bytes[{size}]; }} __attribute__((aligned({align}))) {type_name};\n"
 
+    def ring_declaration(self, name: str, nbytes: int) -> str:
+        """Declaration (at kernel scope) of ``nbytes`` of 16-byte aligned shared memory called
+        ``name`` for a ring of stages: CUDA's dynamic shared memory (sized at launch, past 48 KiB),
+        an OpenCL ``__local`` array (the device's limit)."""
+        return f"LOCAL unsigned char {name}[{nbytes}] ALIGN16;"
+
     #: Vector type names whose base differs from the element's C type (CUDA spells 32-bit unsigned
     #: words ``unsigned int`` but their vectors ``uint4``, as OpenCL does).
     _vector_bases = {"u32": "uint"}
@@ -254,8 +261,10 @@ class Dialect:
     def _f16_helpers(self) -> str:
         return ""
 
+    # Half precision is held as 16 raw bits (unsigned short) in both backends and converted by
+    # the preamble's helpers (`_f16_helpers`), so a kernel may also copy it without converting.
     def _load_f16(self, ptr: str, index: str) -> str:
-        raise NotImplementedError
+        return f"f16_to_f32({ptr}[{index}])"
 
     def _store_f16(self, ptr: str, index: str, value: str) -> str:
-        raise NotImplementedError
+        return f"{ptr}[{index}] = f32_to_f16({value});"

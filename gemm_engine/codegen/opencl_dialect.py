@@ -1,7 +1,18 @@
-"""The OpenCL dialect: OpenCL C words for the neutral vocabulary (PoCL, NVIDIA's driver, any ICD)."""
+"""The OpenCL dialects: OpenCL C words for the neutral vocabulary (PoCL, NVIDIA's driver, any ICD).
+
+`OpenCLDialect` is the portable one: every device, register FMA kernels. A device's vendor and
+the capability probe's findings (`DeviceInfo.features`, runtime/opencl_probe.py) pick a richer one
+(codegen/dialect.py, `dialect_for`): `PtxOpenCLDialect` on NVIDIA's driver, which compiles inline
+PTX (``mma.sync``, ``ldmatrix``, ``cp.async``: codegen/ptx_intrinsics.py); the AMD and Intel
+matrix dialects in codegen/amdgcn_dialect.py and codegen/intel_dialect.py.
+"""
 from __future__ import annotations
 
+import re
+
 from .dialect_base import Dialect
+from .ptx_intrinsics import PtxIntrinsics
+from . import ptx
 
 # A plane's m16n8k16 product emulated through shared memory (mma.sync's register layout, float32
 # sums): each lane writes its fragments' elements, a barrier, each lane sums its four outputs, a
@@ -74,15 +85,14 @@ class OpenCLDialect(Dialect):
 typedef long i64;
 """
     _local_pointer_space = "__local"
-    # `half` pointers are legal without cl_khr_fp16 as long as only vload_half/vstore_half touch them.
-    _c_types = {"f32": "float", "f64": "double", "f16_bits": "half", "bf16_bits": "ushort",
+    # Half precision as 16 raw bits (as on CUDA): converted through a private `half` pointer, which
+    # vload_half / vstore_half accept without cl_khr_fp16, and copied as plain bits where a
+    # tensor-core tile reads it raw (no `half` value is ever loaded or stored).
+    _c_types = {"f32": "float", "f64": "double", "f16_bits": "ushort", "bf16_bits": "ushort",
                 "i8": "char", "i32": "int", "i64": "i64",
                 "f8e4m3": "uchar", "f8e5m2": "uchar", "u32": "uint"}   # OpenCL's char is signed by the spec (C leaves it open)
 
     _on_demand = {"ge_mma16816": _MMA_EMULATION, "ge_pack_f16x2": _PACK_F16, "ge_pack_bf16x2": _PACK_BF16}
-
-    def supports(self, feature: str) -> bool:
-        return feature == "plane_mma" or super().supports(feature)
 
     def plane_mma_scratch(self) -> int:
         return 16 * 16 + 16 * 8
@@ -104,11 +114,93 @@ typedef long i64;
     def load_other_cube(self, ctype: str, pointer: str, index: str) -> str:
         return f"((volatile const __global {ctype}*)({pointer}))[{index}]"
 
+    @property
+    def key(self) -> tuple:
+        dev = self.device
+        return (self.backend, dev.vendor, dev.isa, dev.compute_capability, tuple(sorted(dev.features)))
+
+    def supports(self, feature: str) -> bool:
+        # "wide_vectors": OpenCL C's vector types up to 16 components (`load_vector` and friends).
+        # "plane_mma": the emulated plane product (`plane_mma`), correct on every device.
+        if feature in self.device.features or feature in ("wide_vectors", "plane_mma"):
+            return True
+        return super().supports(feature)
+
     def _fp64_enable(self) -> str:
         return "#pragma OPENCL EXTENSION cl_khr_fp64 : enable"
 
-    def _load_f16(self, ptr, index):
-        return f"vload_half(0, {ptr} + ({index}))"
+    # -- explicit vectors (the CPU path's register tiles: tile/vector.py) ------------------------
+    #: The widths OpenCL C has vector types of.
+    VECTOR_WIDTHS = (2, 4, 8, 16)
 
-    def _store_f16(self, ptr, index, value):
-        return f"vstore_half_rte({value}, 0, {ptr} + ({index}));"
+    def vector_type(self, word: str, width: int) -> str:
+        return f"{self.c_type(word)}{width}"
+
+    def splat(self, word: str, width: int, value: str) -> str:
+        """Expression: ``value`` in every component of a ``width``-wide vector of ``word``."""
+        return f"(({self.vector_type(word, width)})({value}))"
+
+    def vector_fma(self, a: str, b: str, c: str) -> str:
+        """Expression: ``a * b + c`` per component, fused."""
+        return f"fma({a}, {b}, {c})"
+
+    @staticmethod
+    def component(vector: str, i: int) -> str:
+        return f"{vector}.s{i:x}"
+
+    def load_vector(self, et, space: str, pointer: str, width: int) -> str:
+        """Expression: ``width`` consecutive elements of type ``et`` at ``pointer`` (an element
+        pointer into ``space``, any alignment) as a vector of ``et``'s compute type."""
+        if et.storage == "f16_bits":
+            return f"vload_half{width}(0, (const {self.pointer_space(space)} half*)({pointer}))"
+        if et.storage == "bf16_bits":
+            return f"as_float{width}(convert_uint{width}(vload{width}(0, {pointer})) << 16)"
+        return f"vload{width}(0, {pointer})"
+
+    def _f16_helpers(self) -> str:
+        return r"""
+INLINE float f16_to_f32(ushort bits) { return vload_half(0, (const half*)&bits); }
+INLINE ushort f32_to_f16(float value) { ushort h; vstore_half_rte(value, 0, (half*)&h); return h; }
+"""
+
+
+#: The probe's feature saying NVIDIA's compiler hands inline assembly *generic* addresses of local
+#: memory (converted with cvta.to.shared); without it a ``__local`` pointer's value is already the
+#: shared-window address (what clang's NVPTX back end does).
+LOCAL_GENERIC = "local_generic"
+#: The probe's feature saying only the plain ``asm`` keyword built (clang's OpenCL mode takes
+#: ``__asm__`` only, NVIDIA's driver was seen to take ``asm``; the probe tries ``__asm__`` first).
+ASM_PLAIN = "asm_plain"
+
+
+class PtxOpenCLDialect(PtxIntrinsics, OpenCLDialect):
+    """NVIDIA's OpenCL driver: OpenCL C plus inline PTX (its JIT targets the GPU's sm_XX, not the
+    arch-specific sm_90a: no wgmma, no setmaxnreg). Which instructions are offered is the probe's
+    answer (`DeviceInfo.features`)."""
+
+    _ldmatrix_pointers = True
+    _global_space = "__global"
+
+    def compile_note(self, source: str) -> str:
+        arch = self.device.arch or "the device's sm_XX"
+        return (f"/* build: OpenCL C 1.2 (\"-cl-std=CL1.2\") on NVIDIA's driver, inline PTX for {arch}; "
+                f"offline: clang -cl-std=CL1.2 -target nvptx64-nvidia-nvcl, then ptxas */\n")
+
+    def _asm_helper(self, built: tuple[str, str]) -> str:
+        name, code = built
+        if ASM_PLAIN not in self.device.features:
+            code = re.sub(r"\basm\b", "__asm__", code)
+        return self._use((name, code))
+
+    def shared_address(self, pointer: str) -> str:
+        """Expression: the 32-bit shared-window address of a ``__local`` pointer (the operand
+        ldmatrix and cp.async take): the pointer's own value, or its conversion where the probe found
+        the compiler passes generic addresses (`LOCAL_GENERIC`)."""
+        if LOCAL_GENERIC in self.device.features:
+            return f"{self._asm_helper(ptx.cvta_to_shared())}((ulong)({pointer}))"
+        return f"((uint)(size_t)({pointer}))"
+
+    def is_shared_window(self, value: str) -> str:
+        """Expression: 1 when the 64-bit ``value`` is a generic address inside the shared window,
+        else 0 (what the probe asks of a ``__local`` pointer's value: `LOCAL_GENERIC`)."""
+        return f"{self._asm_helper(ptx.is_shared_window())}({value})"

@@ -23,14 +23,15 @@ def _fn(name: str, params: str, body: str, ret: str = "void") -> tuple[str, str]
 
 
 # -- shared memory -> registers ---------------------------------------------------------------------
-def ldmatrix(count: int, trans: bool) -> tuple[str, str]:
+def ldmatrix(count: int, trans: bool, pointers: bool = False) -> tuple[str, str]:
     """``ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16``: ``count`` 32-bit registers, each
-    passed by reference, from the 32-bit shared address ``addr`` (this lane's row)."""
+    passed by reference (``pointers``: by pointer, for C without references: OpenCL), from the
+    32-bit shared address ``addr`` (this lane's row)."""
     t = ".trans" if trans else ""
     regs = ", ".join(f"%{i}" for i in range(count))
-    outs = [f'"=r"(r{i})' for i in range(count)]
-    params = ", ".join(f"unsigned& r{i}" for i in range(count)) + ", unsigned addr"
-    name = f"ptx_ldmatrix_x{count}{'_trans' if trans else ''}"
+    outs = [f'"=r"({"*" if pointers else ""}r{i})' for i in range(count)]
+    params = ", ".join(f"unsigned{'*' if pointers else '&'} r{i}" for i in range(count)) + ", unsigned addr"
+    name = f"ptx_ldmatrix_x{count}{'_trans' if trans else ''}{'_p' if pointers else ''}"
     return _fn(name, params, _asm(f"ldmatrix.sync.aligned.m8n8.x{count}{t}.shared.b16 {{{regs}}}, [%{count}];",
                                   outs, ['"r"(addr)']))
 
@@ -172,15 +173,17 @@ def fence_proxy_async() -> tuple[str, str]:
     return _statement("ptx_fence_proxy_async", "fence.proxy.async.shared::cta;")
 
 
-def cp_async(cache: str, nbytes: int, zfill: bool) -> tuple[str, str]:
+def cp_async(cache: str, nbytes: int, zfill: bool, src_space: str = "") -> tuple[str, str]:
     """``cp.async.{cache}.shared.global`` of ``nbytes`` from ``src`` to the shared address ``dst``;
-    with ``zfill`` only ``src_bytes`` are read and the rest of the ``nbytes`` are zeroed."""
+    with ``zfill`` only ``src_bytes`` are read and the rest of the ``nbytes`` are zeroed.
+    ``src_space``: the address-space qualifier of the source pointer (OpenCL's ``__global``)."""
     name = f"ptx_cp_async_{cache}_{nbytes}{'_zfill' if zfill else ''}"
+    src = f"const {src_space + ' ' if src_space else ''}void* src"
     if zfill:
-        return _fn(name, "unsigned dst, const void* src, int src_bytes",
+        return _fn(name, f"unsigned dst, {src}, int src_bytes",
                    _asm(f"cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;",
                         ins=['"r"(dst)', '"l"(src)', '"r"(src_bytes)'], memory=True))
-    return _fn(name, "unsigned dst, const void* src",
+    return _fn(name, f"unsigned dst, {src}",
                _asm(f"cp.async.{cache}.shared.global [%0], [%1], {nbytes};", ins=['"r"(dst)', '"l"(src)'],
                     memory=True))
 
@@ -202,6 +205,23 @@ def st_shared_v4() -> tuple[str, str]:
     return _fn("ptx_st_shared_v4", "unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d",
                _asm("st.shared.v4.b32 [%0], {%1, %2, %3, %4};",
                     ins=['"r"(addr)', '"r"(a)', '"r"(b)', '"r"(c)', '"r"(d)'], memory=True))
+
+
+# -- OpenCL C only (``ulong``: OpenCL's 64-bit word) --------------------------------------------------
+def cvta_to_shared() -> tuple[str, str]:
+    """The 32-bit shared-window address of the generic address ``p`` (``cvta.to.shared``): what a
+    compiler that hands inline assembly generic pointers to local memory needs before ldmatrix."""
+    return _fn("ptx_cvta_to_shared", "ulong p",
+               "    ulong s;\n" + _asm("cvta.to.shared.u64 %0, %1;", ['"=l"(s)'], ['"l"(p)'], volatile=False)
+               + "\n    return (unsigned)s;", ret="unsigned")
+
+
+def is_shared_window() -> tuple[str, str]:
+    """1 when the 64-bit value ``p`` is a generic address inside the shared window (``isspacep``),
+    else 0: tells the probe whether a compiler hands inline assembly generic or shared-window values."""
+    return _fn("ptx_is_shared_window", "ulong p",
+               "    unsigned r;\n" + _asm("{\n.reg .pred q;\nisspacep.shared q, %1;\nselp.u32 %0, 1, 0, q;\n}\n",
+                                      ['"=r"(r)'], ['"l"(p)']) + "\n    return r;", ret="unsigned")
 
 
 def ld_stream_f4() -> tuple[str, str]:

@@ -74,6 +74,10 @@ REGISTER_LHS_STAGE = Capability("register-lhs stage", "a stage that reads lhs fr
 CARRIED_FRAGMENTS = Capability("carried fragments", "a shared-memory stage that can load the next ring "
                                                    "slot's first fragments during this slot's last tile "
                                                    "matmuls, after a handover the global level gives it")
+GLOBAL_OPERAND_STAGE = Capability("global-operand stage", "a stage that reads both operands where they lie in "
+                                                         "global memory, through the global level's references "
+                                                         "(leading dimensions known at run time): on a CPU the "
+                                                         "caches are the stage")
 ASYNC_DESCRIPTOR_STAGE = Capability("asynchronous descriptor stage",
                                     "a stage that issues asynchronous wgmma batches on 128-byte-swizzled "
                                     "shared memory, which the global level waits for")

@@ -1,6 +1,7 @@
 """Pipelined global matmul: a ring of ``stages`` shared-memory slices filled by ``cp.async``.
 
-CUDA sm_80+ only. Both operands are moved by `ChunkLoader` (16-byte chunks, shared memory in the
+CUDA sm_80+, and NVIDIA's OpenCL driver where the capability probe found cp.async (the ring then
+lives in a local-memory array: 48 KiB at most there). Both operands are moved by `ChunkLoader` (16-byte chunks, shared memory in the
 operand's global layout) into a ring of S slots per operand. The loop keeps S - 1 K slices in
 flight while the stage computes on the oldest:
 
@@ -75,9 +76,11 @@ class PipelinedGlobalMatmul(GlobalMatmul):
     reentrant = True
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> PipelinedGlobalConfig:
-        if dialect.backend != "cuda" or not dialect.supports("cp_async"):
-            raise SetupError(self.name, f"needs cp.async (CUDA sm_80 or newer); device "
-                                        f"{dialect.device.name!r} ({dialect.backend}) has none")
+        if not dialect.supports("cp_async"):
+            why = dialect.device.refusal("cp_async")
+            raise SetupError(self.name, f"needs cp.async (CUDA sm_80 or newer, or NVIDIA's OpenCL driver where "
+                                        f"the probe finds it); device {dialect.device.name!r} ({dialect.backend}) "
+                                        f"has none" + (f": {why}" if why else ""))
         stages = selection.stages
         if stages < 2:
             raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
@@ -123,9 +126,10 @@ class PipelinedGlobalMatmul(GlobalMatmul):
                                         f"slice a handover waits for would be issued in the same step)")
 
     def shared_declarations(self, cfg: PipelinedGlobalConfig, d: Dialect) -> str:
-        ctype = d.c_type(cfg.lhs_loader.operand.smem_type_word)
+        space = d.pointer_space("local")
+        ctype = f"{space} {d.c_type(cfg.lhs_loader.operand.smem_type_word)}".strip()
         lhs_ring = cfg.stages * cfg.lhs_loader.smem_bytes
-        return "\n".join([d.dynamic_shared("gemm_ring"),
+        return "\n".join([d.ring_declaration("gemm_ring", cfg.dynamic_shared_bytes),
                           f"{ctype}* lhs_smem = ({ctype}*)gemm_ring;",
                           f"{ctype}* rhs_smem = ({ctype}*)(gemm_ring + {lhs_ring});"])
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import BackendUnavailableError
 from ..codegen.device import DeviceInfo
 from .base import Runtime, span_of
+from .opencl_probe import compute_capability, isa_and_plane, probe_device, vendor_of
 from ..codegen.strided_copy import strided_copy_source
 
 #: Environment variable choosing an OpenCL device: "PLATFORM_SUBSTRING" or "PLATFORM:DEVICE_INDEX".
@@ -144,16 +146,29 @@ class OpenCLRuntime(Runtime):
         self.cl_device = dev
         self.is_cpu = bool(dev.type & cl.device_type.CPU)
         self._last_event = None
-        plane = 32 if "nvidia" in dev.vendor.lower() else 1
-        self.device = DeviceInfo(
+        self.device = self._probed(cl, dev)
+
+    @staticmethod
+    def _probed(cl, dev) -> DeviceInfo:
+        """The device's facts, with what the capability probe found its compiler offers (tensor-core
+        instructions: `Dialect.supports`)."""
+        vendor = vendor_of(cl, dev)
+        isa, plane = isa_and_plane(dev, vendor)
+        info = DeviceInfo(
             backend="opencl",
             name=f"{dev.platform.name}: {dev.name}",
             compute_units=int(dev.max_compute_units),
             max_shared_memory=int(dev.local_mem_size),
             max_threads_per_cube=int(dev.max_work_group_size),
             plane_size=plane,
+            compute_capability=compute_capability(dev) if vendor == "nvidia" else None,
             fp64=bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions,
+            vendor=vendor,
+            isa=isa,
+            vector_width=int(dev.native_vector_width_float) if vendor == "cpu" else 0,
         )
+        features, refusals = probe_device(cl, dev, info)
+        return replace(info, features=features, refusals=refusals)
 
     def _compile(self, source, name):
         program = self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])

@@ -22,6 +22,14 @@ def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+def without_cp_async(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The ring-less tensor-core kernels only where the ring cannot run: a device with mma.sync but
+    no cp.async (an OpenCL driver whose probe refused it; every CUDA sm_80+ device has both)."""
+    if dialect.supports("cp_async"):
+        return "the device has cp.async: the pipelined kernels' ring is faster"
+    return None
+
+
 #: Rows (the short side) up to which auto takes the skinny kernel for a streamed operand contiguous
 #: along K: 2 rows of a bf16 4096 x 4096 weight ran 11.8 us (4 outputs a unit) against 13.3 and
 #: more for the tensor-core kernels; 8 rows 22.4 us against 14.5 (3 and 4 rows predicted;

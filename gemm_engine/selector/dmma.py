@@ -13,7 +13,8 @@ from typing import Mapping
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .base import distinct, tile_count
+from .base import distinct, fit_ring, tile_count
+from ..tile.dmma import SMEM_PAD_F64
 from .mma import pipelined_preset
 
 
@@ -72,8 +73,12 @@ def pipelined_dmma_presets(dialect: Dialect, problem: MatmulProblem | None = Non
     more = {"carry_fragments": True} if cc >= (9, 0) and chunks else {}
     for plm, pln, wm, wn, sk, stages in _pipelined_candidates(dialect):
         part = _partition(wm, wn, shape)
-        presets.append(pipelined_preset(plm, pln, part.pop("partition_m"), part.pop("partition_n"), sk, stages,
-                                        **part, **more))
+        preset = pipelined_preset(plm, pln, part.pop("partition_m"), part.pop("partition_n"), sk, stages,
+                                  **part, **more)
+        if problem is not None:   # the ring fitted to the device (48 KiB on NVIDIA's OpenCL driver)
+            preset = fit_ring(problem, preset, plm * wm, pln * wn, 8, SMEM_PAD_F64, dialect.device.max_shared_memory,
+                              shape["tile_k"] or 4) or preset
+        presets.append(preset)
     return presets
 
 

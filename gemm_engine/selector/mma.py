@@ -9,7 +9,7 @@ from typing import Mapping
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .base import distinct, tile_count
+from .base import distinct, fit_ring, tile_count
 
 
 def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
@@ -54,7 +54,9 @@ def pipelined_preset(planes_m, planes_n, partition_m, partition_n, stage_k, stag
 
 def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
     """The largest candidate stage whose grid gives every multiprocessor a cube (the last one
-    otherwise): big stages reuse each loaded element most, small ones keep small problems parallel."""
+    otherwise): big stages reuse each loaded element most, small ones keep small problems parallel.
+    Each candidate's ring is fitted to the device's shared memory (`fit_ring`: 48 KiB on NVIDIA's
+    OpenCL driver takes fewer slots or a shorter stage_k)."""
     sms = max(1, dialect.device.compute_units)
     wide = 8 if problem.lhs.storage != "f32" else 4          # elements per 16 bytes
     candidates = list(PIPELINED_CANDIDATES)
@@ -63,17 +65,35 @@ def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision:
         candidates[0] = REGISTER_PATH_LARGE if align * 16 // wide < 4 else UNALIGNED_LARGE
     if problem.lhs.storage == "f32" and problem.k <= TF32_SHORT_K:
         candidates = candidates[-1:]
-    for plm, pln, pm, pn, sk, stages in candidates:
+    fitted = [(c, _fitted(problem, dialect, c, precision=precision)) for c in candidates]
+    fitted = [(c, sel) for c, sel in fitted if sel is not None] or fitted[-1:]
+    for (plm, pln, pm, pn, _, _), sel in fitted:
         if tile_count(problem, plm * pm * 16, pln * pn * 8) >= sms:
             break
+    return sel or _preset(problem, fitted[-1][0], precision=precision)
+
+
+def _preset(problem: MatmulProblem, candidate: tuple, **more) -> dict:
+    plm, pln, pm, pn, sk, stages = candidate
     # Rows of the same bytes for tf32: half the k (so the ring's shared memory stays the same).
-    stage_k = sk // 2 if problem.lhs.storage == "f32" else sk
-    return pipelined_preset(plm, pln, pm, pn, stage_k, stages, precision=precision)
+    return pipelined_preset(plm, pln, pm, pn, sk // 2 if problem.lhs.storage == "f32" else sk, stages, **more)
 
 
-def pipelined_tuning_space(problem: MatmulProblem, first: Mapping) -> list:
-    """``first``, then ``first`` on each candidate stage (tf32: half the k, as the rule does)."""
-    halve = problem.lhs.storage == "f32"
-    return distinct([first] + [
-        {**first, **pipelined_preset(plm, pln, pm, pn, sk // 2 if halve else sk, stages)}
-        for plm, pln, pm, pn, sk, stages in PIPELINED_CANDIDATES])
+#: The instruction's k of each operand storage (the shortest stage_k a fitted ring may take).
+_INSTRUCTION_K = {"f16_bits": 16, "bf16_bits": 16, "f32": 8, "i8": 32}
+
+
+def _fitted(problem: MatmulProblem, dialect: Dialect, candidate: tuple, **more) -> dict | None:
+    """The candidate's preset with its ring fitted to the device's shared memory (None: no fit)."""
+    plm, pln, pm, pn, _, _ = candidate
+    size = problem.lhs.itemsize
+    return fit_ring(problem, _preset(problem, candidate, **more), plm * pm * 16, pln * pn * 8, size,
+                    16 if size == 1 else 8, dialect.device.max_shared_memory,
+                    _INSTRUCTION_K.get(problem.lhs.storage, 16))
+
+
+def pipelined_tuning_space(problem: MatmulProblem, first: Mapping, dialect: Dialect | None = None) -> list:
+    """``first``, then ``first`` on each candidate stage (tf32: half the k, as the rule does; each
+    ring fitted to ``dialect``'s device where given)."""
+    presets = [_preset(problem, c) if dialect is None else _fitted(problem, dialect, c) for c in PIPELINED_CANDIDATES]
+    return distinct([first] + [{**first, **sel} for sel in presets if sel is not None])

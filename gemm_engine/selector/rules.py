@@ -20,10 +20,11 @@ from typing import Callable
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
+from .cpu import cpu_path
 from .conditions import (always, dequantize_first_worth_it, dequantized_specialized_worth_it,  # noqa: F401
                          quantized, quantized_decode_split_worth_it, quantized_decode_worth_it,
                          skinny_split_worth_it, skinny_worth_it, specialized_worth_it, split_k_worth_it,
-                         wgmma_worth_it)
+                         wgmma_worth_it, without_cp_async)
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,16 @@ RULES: tuple[Rule, ...] = (
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "
                             "0.40-0.45 for mma.sync; tf32 4096^3: 0.80x with its transposing pass, "
                             "against 0.36; the pass only from M, N >= 768)", wgmma_worth_it),
-    Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs)"),
+    Rule("pipelined_mma", "tensor cores with a cp.async ring on sm_80+ (behind wgmma where wgmma runs), and "
+                          "on NVIDIA's OpenCL driver where the probe finds mma.sync and cp.async"),
     Rule("pipelined_dmma", "float64 tensor cores on sm_80+ (m16n8k8 on sm_90: 0.9x cuBLAS, 4.8x register FMA on the H100)"),
+    Rule("double_buffering_mma", "tensor cores without the cp.async ring, where there is no ring: an OpenCL "
+                                 "driver whose probe found mma.sync but refused cp.async", without_cp_async),
+    Rule("simple_dmma", "float64 tensor cores without the cp.async ring, where there is no ring (as above)",
+         without_cp_async),
+    Rule("direct_vector", "the CPU path: vector register tiles reading the operands in place, no shared "
+                          "memory and no barrier: on PoCL several times simple_unit and ordered_unit (SELECTION_NOTES.md, CPU path)",
+         cpu_path),
     Rule("simple_unit", "register FMA, every backend and dtype: the fallback (f32 4096^3: 0.89x cuBLAS, "
                         "ahead of double_buffering_unit's 0.81)"),
     # Quantized weights (gemm_engine/quant): every rule above refuses them (check_weights), each below
@@ -106,10 +115,10 @@ UNRANKED: tuple[Unranked, ...] = (
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "
                                       "0.89x cuBLAS)", tune=True),
     Unranked("simple_mma", "tensor cores without the cp.async ring: pipelined_mma / pipelined_wgmma are faster"),
-    Unranked("double_buffering_mma", "tensor cores without the cp.async ring: pipelined_mma / "
-                                     "pipelined_wgmma are faster"),
     Unranked("simple_wmma", "the WMMA API's fragments: pipelined_mma's mma.sync with ldmatrix is faster"),
-    Unranked("simple_dmma", "pipelined_dmma's cp.async ring is faster for float64"),
+    *(Unranked(name, "AMD / Intel matrix cores from OpenCL: compiled offline only, never run on the hardware; "
+                     "auto takes them once a run there checks them") for name in
+      ("simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas", "double_buffering_dpas")),
     Unranked("ordered_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     Unranked("specialized_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     # Grouped problems only (grouped_matmul): every dense problem is refused by their batch level.

@@ -28,8 +28,9 @@ def _fit(extent: int, full: int, units: int) -> tuple[int, int]:
 
 
 def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
-    """The CUDA float32 tiling: 128 x 64 x 16 stages of 128 units where they give two cubes per
-    multiprocessor, 64 x 64 x 16 where they do not; 128 x 128 x 16 for scalar (unaligned) reads
+    """The NVIDIA float32 tiling (CUDA, and NVIDIA's OpenCL driver, which compiles the same kernel
+    but for the address-space words): 128 x 64 x 16 stages of 128 units where they give two cubes
+    per multiprocessor, 64 x 64 x 16 where they do not; 128 x 128 x 16 for scalar (unaligned) reads
     where those give two cubes per multiprocessor, else 64 x 64 x 16 (128 x 64 spills with them)."""
     sms = max(1, dialect.device.compute_units)
     scalar = min(problem.lhs_align, problem.rhs_align) < 4
@@ -46,7 +47,8 @@ def sgemm_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
 def select_unit_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     """simple_unit's tiling (and its split-K and double-buffering variants')."""
     big = problem.m >= 128 and problem.n >= 128
-    if dialect.device.backend == "cuda" and problem.lhs.compute == "f32" and big:
+    nvidia = dialect.device.backend == "cuda" or dialect.device.vendor == "nvidia"   # CUDA or NVIDIA's OpenCL
+    if nvidia and problem.lhs.compute == "f32" and big:
         return sgemm_tiling(problem, dialect)
     if dialect.device.plane_size == 1 and big:
         return dict(CPU_TILING)

@@ -49,6 +49,8 @@ from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEvent
 # A tile whose elements need other padding says so in its config (``smem_pad``: the f64 DMMA tile
 # pads by 4 doubles, see tile/dmma.py).
 SMEM_PAD = 8
+#: Units of a plane where the tile does not say otherwise (`TileConfig.plane`: AMD's wave64, Intel's
+#: sub-groups of 8 or 16).
 PLANE = 32
 # Accumulator registers per lane beyond which the partition would spill (`TileConfig.acc_regs`
 # per tile: 4 for a 16 x 8 f32 tile and an 8 x 8 f64 one, 8 for a 16 x 8 f64 one).
@@ -101,7 +103,7 @@ class PlanePartitionedStage(StageMatmul):
         if pm * pn * tile_cfg.acc_regs > _MAX_ACC_REGS:
             raise SetupError(self.name, f"partition {pm}x{pn} needs {pm * pn * tile_cfg.acc_regs} accumulator "
                                         f"registers per lane (at most {_MAX_ACC_REGS} without spilling)")
-        units = self._groups_units(plm * pln, "planes", PLANE, dialect)
+        units = self._groups_units(plm * pln, "planes", tile_cfg.plane, dialect)
         sm, sn = plm * pm * tile_cfg.tile_m, pln * pn * tile_cfg.tile_n
         # The orientation is the loaders' (k-major for task loaders; as stored in global memory for
         # chunk loaders, so they copy 16-byte chunks straight through). The padding keeps ldmatrix
@@ -121,8 +123,8 @@ class PlanePartitionedStage(StageMatmul):
         lines = [
             self.region(cfg),
             t.declare_lanes(tc, d),
-            f"const int plane_m0 = ((UNIT_ID / {PLANE}) / {cfg.planes_n}) * {cfg.partition_m * tc.tile_m};",
-            f"const int plane_n0 = ((UNIT_ID / {PLANE}) % {cfg.planes_n}) * {cfg.partition_n * tc.tile_n};",
+            f"const int plane_m0 = ((UNIT_ID / {tc.plane}) / {cfg.planes_n}) * {cfg.partition_m * tc.tile_m};",
+            f"const int plane_n0 = ((UNIT_ID / {tc.plane}) % {cfg.planes_n}) * {cfg.partition_n * tc.tile_n};",
         ]
         lines += [t.declare_acc(tc, d, f"acc_{i}_{j}")
                   for i in range(cfg.partition_m) for j in range(cfg.partition_n)]

@@ -136,14 +136,19 @@ class UnitPartitionedStage(StageMatmul):
         return "\n".join(self.tile.init_acc(cfg.tile, d, cfg.fragments.acc(i, j))
                          for i in range(cfg.partition_m) for j in range(cfg.partition_n))
 
+    @staticmethod
+    def _operand(cfg, op: str, smem: str, k: str, origin: str) -> SmemTile:
+        """Where the tile reads operand ``op``'s tile at stage row ``k``: the k-major shared stage."""
+        return SmemTile(smem, cfg.lhs_ld if op == "lhs" else cfg.rhs_ld, k, origin)
+
     def _k_step(self, cfg, d, lhs_smem, rhs_smem, k: str, kk: int = 0) -> list[tuple[str, object]]:
         """(code, the event that follows it) for every step of k step ``kk`` (first k row ``k``):
         each lhs fragment load, each rhs fragment load, each tile matmul."""
         t, tc, f = self.tile, cfg.tile, cfg.fragments
         pm, pn, n = cfg.partition_m, cfg.partition_n, cfg.stage_k
-        steps = [(t.load_lhs(tc, d, f.lhs(i), SmemTile(lhs_smem, cfg.lhs_ld, k, self._origin(cfg, "m", i))),
+        steps = [(t.load_lhs(tc, d, f.lhs(i), self._operand(cfg, "lhs", lhs_smem, k, self._origin(cfg, "m", i))),
                   LhsLoaded(kk * pm + i, n * pm)) for i in range(pm)]
-        steps += [(t.load_rhs(tc, d, f.rhs(j), SmemTile(rhs_smem, cfg.rhs_ld, k, self._origin(cfg, "n", j))),
+        steps += [(t.load_rhs(tc, d, f.rhs(j), self._operand(cfg, "rhs", rhs_smem, k, self._origin(cfg, "n", j))),
                    RhsLoaded(kk * pn + j, n * pn)) for j in range(pn)]
         steps += [(t.execute(tc, d, f.lhs(i), f.rhs(j), f.acc(i, j)),
                    TileMatmulCompleted((kk * pm + i) * pn + j, n * pm * pn)) for i in range(pm) for j in range(pn)]

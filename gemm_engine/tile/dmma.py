@@ -29,8 +29,9 @@ doubles (``smem_pad``): ``ld = 16j + 4`` for every stage extent the plane stage 
 16 along m / n, and stage_k a multiple of 4; 8 gives 12, also fine). Rows stay a multiple of 16
 bytes, as the ``cp.async`` chunk loader needs.
 
-CUDA only: the instruction is the CUDA dialect's ``dmma`` intrinsic, and `setup` refuses every other
-dialect, devices below sm_80, and the m16n8 shapes below sm_90.
+The instruction is the dialect's ``dmma`` intrinsic (codegen/ptx_intrinsics.py): CUDA sm_80+, and
+NVIDIA's OpenCL driver where the capability probe found it (features ``f64_mma``, ``f64_mma_m16``
+for the m16n8 shapes); `setup` refuses every other device, and the m16n8 shapes below sm_90.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..compose.capabilities import PLANE_SCOPE
 from .base import SmemTile, TileConfig, TileMatmul
+from .mma import no_mma_reason
 
 #: The lane id inside the plane, as every fragment expression uses it.
 LANE = "lane"
@@ -91,10 +93,8 @@ class DmmaTile(TileMatmul):
     # -- host ---------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DmmaTileConfig:
         dev = dialect.device
-        if dialect.backend != "cuda" or not dialect.supports("mma_sync"):
-            cc = "" if dev.compute_capability is None else " sm_%d%d" % dev.compute_capability
-            raise SetupError(self.name, f"needs f64 mma.sync (DMMA, CUDA sm_80 or newer); device {dev.name!r} "
-                                        f"({dialect.backend}{cc}) has none")
+        if not dialect.supports("f64_mma"):
+            raise SetupError(self.name, no_mma_reason(dialect, "f64_mma", "f64 mma.sync (DMMA)"))
         if dev.plane_size != 32:
             raise SetupError(self.name, f"mma.sync needs 32-wide planes, device has {dev.plane_size}")
         for side, et in (("lhs", problem.lhs), ("rhs", problem.rhs), ("out", problem.out)):
@@ -109,9 +109,10 @@ class DmmaTile(TileMatmul):
             raise SetupError(self.name, f"tile {tm}x{tn}x{tk} is not an f64 instruction shape ({shapes}; "
                                         f"tile_k=0 picks k=4)")
         need = SHAPES[shape]
-        if (dev.compute_capability or (0, 0)) < need:
+        if need > (8, 0) and not dialect.supports("f64_mma_m16"):
+            arch = dev.arch or "without sm_90's shapes"
             raise SetupError(self.name, f"the f64 mma.sync shape {tm}x{tn}x{tk} needs sm_{need[0]}{need[1]}; "
-                                        f"device {dev.name!r} is sm_%d%d (its shape: 8x8x4)" % dev.compute_capability)
+                                        f"device {dev.name!r} is {arch} (its shape: 8x8x4)")
         return DmmaTileConfig(tile_m=tm, tile_n=tn, tile_k=tk, compute="f64")
 
     # -- registers ------------------------------------------------------------------------------

@@ -30,8 +30,11 @@ rows are m or n, contiguous along k) is already in register order, so plain ``ld
 (lane l gets row g, columns 2t, 2t+1 of each block). Each lane addresses one 16-byte row of one
 block, so the stage's leading dimension and tile origins must be multiples of 8 halves.
 
-PTX only exists on CUDA: the instructions are the CUDA dialect's intrinsics (``ldmatrix``,
-``mma_sync``, ``cvt_tf32``), which `setup` guarantees are there (it refuses any other dialect).
+The instructions are the dialect's PTX intrinsics (``ldmatrix``, ``mma_sync``, ``cvt_tf32``:
+codegen/ptx_intrinsics.py), which CUDA sm_80+ has and NVIDIA's OpenCL driver has where the
+capability probe found them (`Dialect.supports`); `setup` refuses a dialect without them. Where
+``mma.sync`` runs but ``ldmatrix`` does not (an OpenCL driver that would not take it), the f16 / bf16
+fragments are read from shared memory two halves at a time instead (``MmaTileConfig.ldmatrix``).
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ _PRECISIONS = ("default", "tf32")
 @dataclass(frozen=True)
 class MmaTileConfig(TileConfig):
     kind: str = "f16"   # one of _KINDS
+    ldmatrix: bool = True   # f16 / bf16 fragments through ldmatrix (else two halves per register)
 
 
 class MmaTile(TileMatmul):
@@ -82,10 +86,8 @@ class MmaTile(TileMatmul):
     # -- host ---------------------------------------------------------------------------------
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> MmaTileConfig:
         dev = dialect.device
-        if dialect.backend != "cuda" or not dialect.supports("mma_sync"):
-            cc = "" if dev.compute_capability is None else " sm_%d%d" % dev.compute_capability
-            raise SetupError(self.name, f"needs mma.sync (CUDA sm_80 or newer); device {dev.name!r} "
-                                        f"({dialect.backend}{cc}) has none")
+        if not dialect.supports("mma_sync"):
+            raise SetupError(self.name, no_mma_reason(dialect, "mma_sync", "mma.sync"))
         if dev.plane_size != 32:
             raise SetupError(self.name, f"mma.sync needs 32-wide planes, device has {dev.plane_size}")
         if problem.lhs != problem.rhs:
@@ -95,8 +97,9 @@ class MmaTile(TileMatmul):
         if precision not in _PRECISIONS:
             raise SetupError(self.name, f"precision={precision!r}; expected one of {_PRECISIONS}")
         kind = self._kind(problem.lhs.storage, precision)
-        if not dialect.supports(f"{kind}_mma" if kind != "f16" else "mma_sync"):
-            raise SetupError(self.name, f"device {dev.name!r} has no {kind} mma.sync")
+        feature = f"{kind}_mma" if kind != "f16" else "mma_sync"
+        if not dialect.supports(feature):
+            raise SetupError(self.name, no_mma_reason(dialect, feature, f"{kind} mma.sync"))
         inst_k, _, smem = _KINDS[kind]
         tm, tn = selection.tile_m, selection.tile_n
         tk = selection.tile_k or inst_k
@@ -109,7 +112,7 @@ class MmaTile(TileMatmul):
         # (g, t)'s word on bank 12g + t (stage_k 32): all 32 distinct.
         pad = 16 if kind == "s8" else 0
         return MmaTileConfig(tile_m=16, tile_n=8, tile_k=inst_k, compute=compute, smem=smem, kind=kind,
-                             smem_pad=pad)
+                             smem_pad=pad, ldmatrix=dialect.supports("ldmatrix"))
 
     def _kind(self, storage: str, precision: str) -> str:
         if storage == "f16_bits":
@@ -160,6 +163,9 @@ class MmaTile(TileMatmul):
         if cfg.kind == "s8":   # a_j: rows g (j even) or g + 8 (j odd), k 4t.. (j < 2) or 4t + 16..
             g = f"({LANE} >> 2)"
             return self._s8_loads(frag, src, [(0, g), (0, f"{g} + 8"), (16, g), (16, f"{g} + 8")])
+        if not cfg.ldmatrix:   # a_j: rows g (j even) or g + 8, k 2t, 2t + 1 (j < 2) or 2t + 8, 2t + 9
+            g = f"({LANE} >> 2)"
+            return self._half_loads(frag, src, [(0, g), (0, f"{g} + 8"), (8, g), (8, f"{g} + 8")])
         # Four 8 x 8 blocks, lanes 8j..8j+7 addressing the 8 rows of block j (k rows when k-major,
         # m rows when k-contiguous); block j is register a_j: (m 0-7, k 0-7), (m 8-15, k 0-7),
         # (m 0-7, k 8-15), (m 8-15, k 8-15).
@@ -176,6 +182,9 @@ class MmaTile(TileMatmul):
         if cfg.kind == "s8":   # b_j: column g, k 4t.. (j = 0) or 4t + 16.. (j = 1)
             g = f"({LANE} >> 2)"
             return self._s8_loads(frag, src, [(0, g), (16, g)])
+        if not cfg.ldmatrix:   # b_j: column g, k 2t, 2t + 1 (j = 0) or 2t + 8, 2t + 9
+            g = f"({LANE} >> 2)"
+            return self._half_loads(frag, src, [(0, g), (8, g)])
         # Two 8 x 8 blocks (k 0-7 -> b0, k 8-15 -> b1), rows addressed by lanes 0-15 (k rows when
         # k-major, n rows when k-contiguous); lanes 16-31 repeat those addresses (ignored by .x2,
         # but kept valid).
@@ -188,7 +197,7 @@ class MmaTile(TileMatmul):
         ``ldmatrix.x4``, or "" for tf32 and s8 (scalar reads). Blocks: (k 0-7, n 0-7) -> a[0],
         (k 8-15, n 0-7) -> a[1], (k 0-7, n 8-15) -> b[0], (k 8-15, n 8-15) -> b[1]; lanes 8j..8j+7
         address block j's rows (k rows when k-major, n rows when k-contiguous)."""
-        if cfg.kind in _SCALAR_KINDS:
+        if cfg.kind in _SCALAR_KINDS or not cfg.ldmatrix:
             return ""
         if src.k_contiguous:
             at = src.at(f"((({LANE} >> 3) & 1) << 3)", f"(({LANE} >> 4) << 3) + ({LANE} & 7)")
@@ -203,6 +212,17 @@ class MmaTile(TileMatmul):
         # Round to nearest (ties away from zero) rather than hand raw f32 bits to the tensor core,
         # which would use only the upper 19 bits (truncation: a bias of half an ulp on average).
         return "\n".join(f"{frag}[{i}] = {d.cvt_tf32(e)};" for i, e in enumerate(elements))
+
+    @staticmethod
+    def _half_loads(frag: str, src: SmemTile, regs: list[tuple[int, str]]) -> str:
+        """``frag[j]`` = the two 16-bit elements at k ``2t + k_off`` and the next of x ``x_off``
+        (``regs[j]``), the lower k in the low half (the register order ldmatrix gives)."""
+        t = f"({LANE} & 3)"
+        out = []
+        for j, (k_off, x_off) in enumerate(regs):
+            lo, hi = (src.at(f"{t} * 2 + {k_off + h}", x_off) for h in range(2))
+            out.append(f"{frag}[{j}] = (unsigned){lo} | ((unsigned){hi} << 16);")
+        return "\n".join(out)
 
     @staticmethod
     def _s8_loads(frag: str, src: SmemTile, regs: list[tuple[int, str]]) -> str:
@@ -228,3 +248,18 @@ class MmaTile(TileMatmul):
         yield row, f"{col} + 1", f"{acc}[1]"
         yield f"{row} + 8", col, f"{acc}[2]"
         yield f"{row} + 8", f"{col} + 1", f"{acc}[3]"
+
+
+def no_mma_reason(dialect: Dialect, feature: str, what: str) -> str:
+    """Why ``dialect``'s device has no ``feature`` (the probe's word on OpenCL, the arch on CUDA)."""
+    dev = dialect.device
+    if dialect.backend == "cuda":
+        cc = "" if dev.compute_capability is None else " (sm_%d%d)" % dev.compute_capability
+        return f"needs {what} (CUDA sm_80 or newer); device {dev.name!r}{cc} has none"
+    why = dev.refusal(feature)
+    if why:
+        return f"needs {what}; the OpenCL probe refused it on {dev.name!r}: {why}"
+    if dev.vendor != "nvidia":
+        return (f"needs {what} (CUDA sm_80 or newer, or inline PTX on NVIDIA's OpenCL driver); device "
+                f"{dev.name!r} is not an NVIDIA GPU")
+    return f"needs {what}; the OpenCL probe did not find it on {dev.name!r}"

@@ -257,13 +257,8 @@ def info(args) -> int:
         print(f"  device          {d.name}")
         print(f"  compute units   {d.compute_units}   plane (warp / sub-group) size {d.plane_size}")
         print(f"  shared memory   {d.max_shared_memory} bytes per cube, {d.max_threads_per_cube} units per cube")
-        cc = d.compute_capability
-        if cc:
-            feats = ["register FMA"] + (["mma.sync (f16/bf16/tf32/int8)", "DMMA (f64)", "cp.async"] if cc >= (8, 0) else []) \
-                + (["wgmma (sm_90a)"] if cc >= (9, 0) else [])
-            print(f"  architecture    {d.arch}: {', '.join(feats)}")
-        else:
-            print("  tensor cores    none through OpenCL: register FMA kernels")
+        from ..explain import device_tiles
+        print(f"  tiles           {device_tiles(d)}")
         print(f"  fp64            {'yes' if d.fp64 else 'no'}")
         print(f"  kernel cache    {_binary_cache(engine)}")
     cache = TuningCache()

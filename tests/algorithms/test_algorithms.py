@@ -9,8 +9,12 @@ from __future__ import annotations
 import pytest
 
 from gemm_engine.algorithms import REGISTRY
+from gemm_engine.codegen.device import nominal_opencl_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from helpers import DTYPES, assert_close, random
+from gemm_engine.problem import Layout, MatmulProblem
+from helpers import DTYPES, MATRIX_CORES, assert_close, random
 from device_runs import assert_exact, int8_must_run, operands as int8_operands, run_device, run_device_int8
 
 #: Ragged on every axis with several cubes and K steps; and a broadcast-free batch.
@@ -19,12 +23,25 @@ TENSOR_CORE = {"simple_mma", "simple_wmma", "double_buffering_mma", "pipelined_m
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tf32"}
 #: FP64 tensor cores (DMMA, CUDA sm_80+): float64 only, every layout.
 DMMA = {"simple_dmma", "pipelined_dmma"}
+#: The tensor-core algorithms NVIDIA's OpenCL driver runs through inline PTX (codegen/ptx_intrinsics.py).
+OPENCL_MMA = {"simple_mma", "double_buffering_mma", "pipelined_mma"}
 
 
-def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
+def probe_found(device, *features) -> bool:
+    """Whether the OpenCL capability probe found every feature on this device (an NVIDIA GPU's
+    driver; nothing on PoCL): a tensor-core algorithm that then refuses is a bug, not a skip."""
+    return all(f in device.features for f in features)
+
+
+def must_run(name: str, backend: str, dtype: str, device, shape=None, layouts=None) -> bool:
     """Whether the algorithm is meant to run this combination (so a SetupError is a bug)."""
     if name.startswith(("quantized", "dequantized")):
         return False   # quantized weights only: tests/algorithms/test_quantized*.py, tests/batch/test_dequantize_first.py
+    if name in MATRIX_CORES:
+        return False
+    if name == "direct_vector":   # the CPU path: OpenCL vector types, float operands, a row-major rhs
+        return (backend == "opencl" and dtype in ("float32", "float64", "float16", "bfloat16")
+                and (layouts is None or layouts[1] == "row"))
     if dtype == "int8":
         return int8_must_run(name, backend, device)
     if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)
@@ -39,9 +56,15 @@ def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     if name.startswith("split_k") or name == "skinny_split_k":
         # a long K / M or N = 1 only: tests/batch/test_split_k.py and test_skinny.py run them where they split
         return False
+    ring = ("cp_async",) if name.startswith("pipelined") else ()
     if name in DMMA:
+        if backend == "opencl":   # NVIDIA's OpenCL: where the probe found f64 mma.sync (and cp.async)
+            return dtype == "float64" and probe_found(device, "f64_mma", *ring)
         return backend == "cuda" and dtype == "float64" and (device.compute_capability or (0, 0)) >= (8, 0)
     if name in TENSOR_CORE:
+        if backend == "opencl":   # mma.sync through inline PTX; no WMMA API, no wgmma
+            kind = {"float16": "mma_sync", "bfloat16": "bf16_mma", "tf32": "tf32_mma"}.get(dtype)
+            return name in OPENCL_MMA and kind is not None and probe_found(device, "mma_sync", kind, *ring)
         cc = device.compute_capability or (0, 0)
         need = (9, 0) if "wgmma" in name else (8, 0)
         dtypes = TENSOR_CORE_DTYPES   # wgmma: tf32 through K-major copies (batch/k_major.py)
@@ -76,7 +99,7 @@ def test_algorithm(engine, rng, name, dtype, layouts, shape):
         else:
             result = run_device(engine, a, b, layouts, name, precision)
     except SetupError as exc:
-        if must_run(name, engine.backend, dtype, engine.device, shape):
+        if must_run(name, engine.backend, dtype, engine.device, shape, layouts):
             raise
         pytest.skip(f"{name} cannot run {dtype} on {engine.backend}: {exc.reason}")
     if dtype == "tf32":
@@ -84,3 +107,26 @@ def test_algorithm(engine, rng, name, dtype, layouts, shape):
         assert rel_error(result, reference(a, b)) < 5e-3   # 10-bit mantissas, float32 accumulation
     else:
         assert_close(result, a, b, dtype)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90", "gpu"])
+def test_must_run_agrees_with_setup_on_nominal_opencl_gpus(target):
+    """On NVIDIA's OpenCL (a probe that found the PTX features) the mma.sync / DMMA algorithms must
+    run, so a GPU run of test_algorithm fails rather than skips a refusal; elsewhere they may not."""
+    device = nominal_opencl_device(target)
+    dialect = dialect_for(device)
+    for name in sorted(OPENCL_MMA | DMMA):
+        for dtype in ("float16", "bfloat16", "tf32", "float64"):
+            data = BY_NAME["float32" if dtype == "tf32" else dtype]
+            for batch, m, n, k in SHAPES:
+                problem = MatmulProblem(batch, m, n, k, data, data, data, Layout.ROW, Layout.ROW, 1, 1,
+                                        precision="tf32" if dtype == "tf32" else "default")
+                try:
+                    REGISTRY[name]().setup(problem, dialect)
+                    ran = True
+                except SetupError:
+                    ran = False
+                if must_run(name, "opencl", dtype, device, (batch, m, n, k)):
+                    assert ran, f"{name} {dtype} {target}: must run but refused"
+                if target == "gpu":   # a plain OpenCL GPU: no probe findings, no tensor cores
+                    assert not must_run(name, "opencl", dtype, device, (batch, m, n, k)) and not ran, name

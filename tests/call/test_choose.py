@@ -44,7 +44,7 @@ def test_explain_prints_family_arrow_member():
     report = explain_problem(engine, any_problem((1, 4096, 4096, 4096), "bfloat16"), "specialized")
     assert (report.family, report.algorithm, report.chosen) == ("specialized", "specialized_wgmma",
                                                                 "specialized -> specialized_wgmma")
-    assert "chosen     specialized -> specialized_wgmma  (from the caller)" in str(report)
+    assert "chosen     specialized -> specialized_wgmma  (from the caller; tile WgmmaTile" in str(report)
     assert explain_problem(engine, any_problem((1, 64, 64, 64), "float32")).family is None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from renders import sources_for
+from helpers import OPENCL_ONLY
 from cuda_compile import SM90A, archs_for, compile_jobs, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.codegen.cuda_dialect import source_needs_sm90
@@ -13,10 +14,12 @@ from gemm_engine.codegen.cuda_dialect import source_needs_sm90
 CONCRETE = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily))
 #: Split-K sets up only for a long K against its output, which none of these problems has (and
 #: adding one would compile it for every algorithm): tests/batch/test_split_k.py compiles its members.
-#: The grouped members set up for grouped problems only (tests/batch/test_grouped.py compiles them); the
+#: OpenCL-only algorithms render no CUDA (tests/algorithms/test_direct.py, test_matrix_cores.py build theirs);
+#: the grouped members set up for grouped problems only (tests/batch/test_grouped.py compiles them); the
 #: quantized compositions for quantized weights only (tests/algorithms/test_quantized_decode.py,
 #: tests/batch/test_dequantize_first.py).
-COMPILED_HERE = [name for name in CONCRETE if not name.startswith(("split_k", "grouped_", "quantized", "dequantized"))]
+COMPILED_HERE = [name for name in CONCRETE
+                 if not name.startswith(("split_k", "grouped_", "quantized", "dequantized")) and name not in OPENCL_ONLY]
 
 
 def test_families_pick_only_member_configs():

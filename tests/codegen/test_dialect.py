@@ -13,7 +13,8 @@ from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT64
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "gemm_engine"
 CODEGEN = PACKAGE / "codegen"
 #: The modules that may spell backend words: the dialects and the PTX intrinsics they render.
-DIALECT_MODULES = {CODEGEN / n for n in ("dialect.py", "dialect_base.py", "cuda_dialect.py", "opencl_dialect.py", "ptx.py")}
+DIALECT_MODULES = {CODEGEN / n for n in ("dialect.py", "dialect_base.py", "cuda_dialect.py", "opencl_dialect.py", "ptx.py",
+                                         "ptx_intrinsics.py", "opencl_probe.py")}
 BACKEND_WORDS = [
     "__syncthreads", "__shared__", "__global__", "threadIdx", "blockIdx", "blockDim", "gridDim",
     "__launch_bounds__", "__restrict__", "__kernel", "__local", "get_local_id", "get_group_id",

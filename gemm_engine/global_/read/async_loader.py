@@ -1,6 +1,6 @@
 """Chunk loader: 16-byte chunks of one operand into shared memory, asynchronously where it can.
 
-CUDA only (``cp.async`` is sm_80+ PTX). Shared memory holds the operand in its global layout (the
+``cp.async`` is sm_80+ PTX: CUDA, or NVIDIA's OpenCL driver where the probe found it. Shared memory holds the operand in its global layout (the
 stage's ``smem_layout="global"``: a row-major lhs or rhs is stored with its columns contiguous, a
 column-major one with its rows contiguous), so a chunk of ``vec = 16 / element size`` consecutive
 elements of one global row (or column) is 16 consecutive bytes in shared memory too. Every unit
@@ -179,7 +179,7 @@ class ChunkLoader(Loader):
         lines.append(f"const GLOBAL void* gsrc = {src};")
         if checked:   # never form an address outside the operand: nothing valid reads the base
             lines.append(f"if (n <= 0) gsrc = {base};")
-        return lines + cp_async_pieces(d, "(const char*)gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
+        return lines + cp_async_pieces(d, "(const GLOBAL char*)gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: ChunkLoaderConfig, d: Dialect, slot: str) -> str:
         """Register path only: store the staged chunks into stage ``slot`` (one 16-byte store each)."""

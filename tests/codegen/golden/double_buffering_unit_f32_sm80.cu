@@ -53,7 +53,7 @@ KERNEL LAUNCH_BOUNDS(64) void gemm_engine_kernel(
        VectorLoader rhs VectorLoader writer DirectWriter == */
     /* == stage: UnitPartitionedStage 'unit_partitioned_stage': stage_m=64 stage_n=64 stage_k=16 units=64 lhs_ld=68
        rhs_ld=68 lhs_k_contiguous=0 rhs_k_contiguous=0 units_m=8 units_n=8 partition_m=2 partition_n=2 strided=1 | tile
-       RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 == */
+       RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 plane=32 == */
     const int part_m0 = (UNIT_ID / 8) * 4;
     const int part_n0 = (UNIT_ID % 8) * 4;
     float acc_0_0[16];

@@ -87,7 +87,8 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
        lhs ChunkLoader rhs ChunkLoader writer PairedWriter == */
     /* == stage: PlanePartitionedStage 'plane_partitioned_stage': stage_m=128 stage_n=256 stage_k=64 units=256 lhs_ld=72
        rhs_ld=72 lhs_k_contiguous=1 rhs_k_contiguous=1 planes_m=2 planes_n=4 partition_m=4 partition_n=8 frag... | tile
-       MmaTile: tile_m=16 tile_n=8 tile_k=16 compute=f32 smem=f16_bits rhs_smem= smem_pad=0 kind=f16 == */
+       MmaTile: tile_m=16 tile_n=8 tile_k=16 compute=f32 smem=f16_bits rhs_smem= smem_pad=0 plane=32 kind=f16 ldmatrix=1
+       == */
     const int lane = UNIT_ID & 31;
     const int plane_m0 = ((UNIT_ID / 32) / 4) * 64;
     const int plane_n0 = ((UNIT_ID / 32) % 4) * 64;
@@ -194,51 +195,51 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
             const i64 k0 = (i64)pre * 64;
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 0 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 0 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 0 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 32 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 4608 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 4608 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 64 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 9216 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 9216 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 96 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 13824 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (pre) * 18432 + 13824 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 0 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 0 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 0 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 32 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 4608 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 4608 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 64 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 9216 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 9216 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 96 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 13824 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 13824 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 128 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 18432 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 18432 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 160 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 23040 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 23040 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 192 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 27648 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 27648 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 224 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 32256 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (pre) * 36864 + 32256 + 0, (const GLOBAL char*)gsrc + 0);
             }
             lhs_ld8_src += 64;
             rhs_ld8_src += 64;
@@ -254,51 +255,51 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
             const i64 k0 = (i64)(step + 2) * 64;
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 0 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 0 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 0 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 32 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 4608 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 4608 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 64 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 9216 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 9216 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = lhs_ld8_src + 96 * lhs_ld;
-                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 13824 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(lhs_ld8_dst + (load_slot) * 18432 + 13824 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 0 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 0 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 0 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 32 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 4608 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 4608 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 64 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 9216 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 9216 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 96 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 13824 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 13824 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 128 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 18432 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 18432 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 160 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 23040 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 23040 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 192 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 27648 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 27648 + 0, (const GLOBAL char*)gsrc + 0);
             }
             {
                 const GLOBAL void* gsrc = rhs_ld8_src + 224 * rhs_ld;
-                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 32256 + 0, (const char*)gsrc + 0);
+                ptx_cp_async_cg_16(rhs_ld8_dst + (load_slot) * 36864 + 32256 + 0, (const GLOBAL char*)gsrc + 0);
             }
             lhs_ld8_src += 64;
             rhs_ld8_src += 64;

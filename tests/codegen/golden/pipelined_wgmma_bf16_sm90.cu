@@ -123,8 +123,8 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
        carry_fragments=0 pending=1 | lhs SwizzledChunkLoader rhs SwizzledChunkLoader writer StagedWriter == */
     /* == stage: WarpgroupPartitionedStage 'warpgroup_partitioned_stage': stage_m=256 stage_n=128 stage_k=64 units=256
        lhs_ld=64 rhs_ld=64 lhs_k_contiguous=1 rhs_k_contiguous=0 warpgroups_m=2 warpgroups_n=1 partition_m=2 | tile
-       WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits rhs_smem= smem_pad=0 kind=bf16 rhs_kind=
-       lhs_mn_major=0 rhs_mn_major=1 == */
+       WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits rhs_smem= smem_pad=0 plane=32 kind=bf16
+       rhs_kind= lhs_mn_major=0 rhs_mn_major=1 == */
     const int lane = UNIT_ID & 31;
     const int wg_warp = (UNIT_ID >> 5) & 3;
     const int wg_index = __shfl_sync(0xffffffffu, ((UNIT_ID % 256) / 128), 0);

@@ -52,7 +52,7 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
        writer DirectWriter == */
     /* == stage: UnitPartitionedStage 'unit_partitioned_stage': stage_m=64 stage_n=64 stage_k=16 units=256 lhs_ld=68
        rhs_ld=68 lhs_k_contiguous=0 rhs_k_contiguous=0 units_m=16 units_n=16 partition_m=1 partition_n=1 strided=0 |
-       tile RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 == */
+       tile RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 plane=32 == */
     const int part_m0 = (UNIT_ID / 16) * 4;
     const int part_n0 = (UNIT_ID % 16) * 4;
     float acc[16];

@@ -39,9 +39,9 @@ def test_reads_are_guarded_only_on_checked_axes_and_convert():
     guarded = _tile(checks=(True, False)).read(CL, src, "gr", "gc", "M", "K")
     assert guarded.startswith("(gr < M) ? (float)(") and "gc < K" not in guarded
     half = _tile(et=FLOAT16, checks=(False, False))
-    assert half.converts and "vload_half" in half.read(CL, src, "gr", "gc", "M", "K")
+    assert half.converts and "f16_to_f32" in half.read(CL, src, "gr", "gc", "M", "K")   # half as ushort bits
     raw = OperandTile("lhs", FLOAT16, Layout.ROW, 16, 8, True, False, 20, False, smem_word="f16_bits")
-    assert not raw.converts and raw.read(CL, src, "a", "b", "M", "K").endswith(": (half)0")
+    assert not raw.converts and raw.read(CL, src, "a", "b", "M", "K").endswith(": (ushort)0")   # raw bits
 
 
 def test_smem_bytes():
