@@ -89,14 +89,15 @@ MATRIX_CORES = frozenset({"simple_mfma", "double_buffering_mfma", "simple_wmma_g
 OPENCL_ONLY = MATRIX_CORES | {"direct_vector"}
 
 
-def cl_run(opencl_engine, source: str, kernel: str, args, size: int, local=None, out: int = -1):
+def cl_run(opencl_engine, source: str, kernel: str, args, size: int, local=None, out: int = -1, options=()):
     """Build ``source`` (OpenCL C) in the engine's context and run ``kernel`` over ``size``
     work-items (work-groups of ``local``) with ``args``: numpy arrays go as buffers holding a copy,
     anything else (numpy scalars) as is. Returns the host copy of array argument ``args[out]``
-    after the run. For tests of rendered helpers and small kernels on PoCL."""
+    after the run. For tests of rendered helpers and small kernels on PoCL. ``options``: build
+    options beside -cl-std=CL1.2 (-cl-denorms-are-zero: a flush-to-zero compile, as CUDA's)."""
     import pyopencl as cl
     rt = opencl_engine.runtime
-    program = cl.Program(rt.context, source).build(options=["-cl-std=CL1.2"])
+    program = cl.Program(rt.context, source).build(options=["-cl-std=CL1.2", *options])
     rw = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
     bound = [cl.Buffer(rt.context, rw, hostbuf=np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
              for a in args]

@@ -162,12 +162,17 @@ class WeightFormat:
         scale fits float32's 24 bits)."""
         code = f"((({word}) >> {self.shift(j)}) & {self.mask}u)"
         if self.kind == "fp8_e4m3":
-            # e4m3's sign, exponent and mantissa bits placed in a float's: the float is the code's
-            # value times 2^-120 (subnormal codes become float subnormals), so one exact multiply
-            # by 2^120 gives it, with no branch (e4m3fn's NaN codes, which quantize never makes,
-            # read as 480).
-            bits = f"((({code}) & 0x80u) << 24) | ((({code}) & 0x7fu) << 20)"
-            return f"(UINT_AS_FLOAT({bits}) * 1.329227995784916e+36f) * {scale}"
+            # e4m3's exponent and mantissa bits placed in a float's with the exponent rebiased
+            # (+120): exact for normal codes; a subnormal code m (exponent 0) reads 2^-7 + m 2^-10,
+            # whose value is m 2^-9 = 2 (that - 2^-7), two exact selects. No float subnormal is
+            # ever made (CUDA's flush-to-zero turned the smallest codes, m 2^-129, into 0: the
+            # H100 run of tests/batch/test_dequantize_first.py). e4m3fn's NaN codes, which quantize
+            # never makes, read as 480.
+            m = f"(({code}) & 0x7fu)"
+            sub = f"({m} < 8u)"
+            mag = (f"((UINT_AS_FLOAT(({m} << 20) + 0x3c000000u) - ({sub} ? 0.0078125f : 0.0f))"
+                   f" * ({sub} ? 2.0f : 1.0f))")
+            return f"(((({code}) & 0x80u) ? -{mag} : {mag}) * {scale})"
         return f"(UINT_AS_FLOAT(0x4b000000u | {code}) - {biased_zero}) * {scale}"
 
     def pair_bits(self, word: str, j: int) -> str:

@@ -1,13 +1,16 @@
 """WeightFormat: what a format accepts, where a row's code sits in a word, and the kernel parameters."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.problem import MatmulProblem
-from gemm_engine.dtypes import BFLOAT16
+from gemm_engine.dtypes import BFLOAT16, FLOAT32
+from gemm_engine.quant.codes import fp8_values
 from gemm_engine.quant.format import WeightFormat
+from helpers import cl_run
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -67,3 +70,27 @@ def test_pair_bits_put_a_row_pair_in_the_two_halves():
             value = eval(expr)
             assert (value & 0xFFFF, value >> 16) == (j + 1, j + 2), (layout, j)
     assert "pack" not in WeightFormat("int4").pair_bits("w", 0) and d is not None
+
+
+@pytest.mark.parametrize("options", [(), ("-cl-denorms-are-zero",)], ids=["denormals", "flush-to-zero"])
+def test_every_fp8_code_decodes_exactly_even_where_denormals_flush(opencl_engine, options):
+    """All 256 e4m3 codes through the rendered decode, times a scale, against ml_dtypes' values:
+    exact, also when the compiler flushes float subnormals (CUDA's -ftz turned the smallest codes,
+    read as m 2^-129, into 0 on the H100)."""
+    fmt = WeightFormat("fp8_e4m3", group_size=128)
+    d = dialect_for(opencl_engine.device)
+    codes = np.arange(256, dtype=np.uint32)
+    finite = (codes & 0x7F) != 0x7F                 # e4m3fn's NaN codes: never made by quantize
+    value = fmt.value(d, "w[i]", 0, "s", "")
+    source = d.preamble([FLOAT32]) + f"""
+__kernel void decode(__global const unsigned int* w, __global float* out) {{
+    const int i = get_global_id(0);
+    const float s = 0.1953125f;
+    out[i] = {value};
+}}
+"""
+    got = cl_run(opencl_engine, source, "decode", [codes << fmt.shift(0), np.zeros(256, np.float32)], 256,
+                 out=1, options=options)
+    want = fp8_values(codes.astype(np.uint8)).astype(np.float32) * np.float32(0.1953125)
+    np.testing.assert_array_equal(got[finite], want[finite])
+    assert np.signbit(got[0x80]) and got[0x80] == 0
