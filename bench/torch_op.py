@@ -152,7 +152,7 @@ if os.environ.get("BENCH_RESULTS"):   # where the first call's time goes, cold t
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("cumtime").print_stats(45)
     with open(os.path.join(os.environ["BENCH_RESULTS"], "first_call_profile.txt"), "a") as f:
-        f.write(f"=== first call: {{seconds * 1e3:.1f}} ms ===\n" + text.getvalue())
+        f.write(f"=== first call: {{seconds * 1e3:.1f}} ms ===\\n" + text.getvalue())
 want = torch.nn.functional.gelu(x.double() @ w.double().T + bias.double())
 err = float((y.double() - want).norm() / want.norm())
 print(json.dumps(dict(seconds=seconds, error=err, algorithm=engine.last_choice[0].name)))
