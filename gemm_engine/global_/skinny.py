@@ -315,14 +315,25 @@ class SkinnyGlobalMatmul(GlobalMatmul):
                     fmas += [f"sk_acc{p * w + j} += {e} * {x};" for j, e in enumerate(elems)]
         return loads + fmas
 
+    @staticmethod
+    def _lane_and_slice(lanes: int, slices: int) -> list[str]:
+        """Statements: this unit's lane and slice (group). One slice (split-K over cubes) or one
+        lane makes the other index the unit itself, written so: PoCL 5.0 computed every unit's
+        partial sums from the first K row only when the always-0 slice was ``UNIT_ID / units``
+        beside ``UNIT_ID % units`` (issue 35; right on PoCL 3.1, 6.0 and Oclgrind)."""
+        if slices == 1:
+            return ["const int sk_lane = UNIT_ID;", "const int sk_slice = 0;"]
+        if lanes == 1:
+            return ["const int sk_lane = 0;", "const int sk_slice = UNIT_ID;"]
+        return [f"const int sk_lane = UNIT_ID % {lanes};", f"const int sk_slice = UNIT_ID / {lanes};"]
+
     def body(self, cfg: SkinnyConfig, d: Dialect, scope) -> str:
         ct, zero = d.c_type(cfg.compute), d.zero(cfg.lhs_loader.operand.element)
         units, lanes, slices, w = cfg.stage.units, cfg.lanes, cfg.slices, cfg.big.width
         extent, first = self._names(cfg, scope)
         check = cfg.check_n if cfg.along_n else cfg.check_m
         listener = self.chain()
-        lines = [*self.kernel_start(listener),
-                 f"const int sk_lane = UNIT_ID % {lanes};", f"const int sk_slice = UNIT_ID / {lanes};"]
+        lines = [*self.kernel_start(listener), *self._lane_and_slice(lanes, slices)]
         if cfg.dot:
             # Units past the last output read the last row (valid memory) and are never stored.
             row = f"{first} + sk_slice"
