@@ -72,6 +72,13 @@ def _slot_words(slot: str) -> str:
 def check_composition(slots: Mapping[str, type | None], algorithm: str = "composition") -> None:
     """SetupError unless every filled, used slot's requirements are met by its neighbours, and no
     slot is filled that the composition does not use."""
+    for slot, cls in slots.items():
+        if cls is not None and not isinstance(cls, type):
+            # A user's mistake, not a component's bug: a name or an instance where a class goes.
+            hint = (f"; a registered {slot} name goes in the selection, e.g. "
+                    f"SimpleUnitAlgorithm({slot}={cls!r})") if slot == "dispatch" and isinstance(cls, str) else ""
+            raise SetupError(algorithm, f"the {_slot_words(slot)} slot holds {cls!r} ({type(cls).__name__}), "
+                                        f"not a component class{hint}")
     used = {"batch", "dispatch", "listener"}
     batch = slots.get("batch")
     used |= set(getattr(batch, "uses", ("global_",)))
