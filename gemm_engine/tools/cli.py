@@ -22,8 +22,9 @@ import sys
 
 import numpy as np
 
-from ..dtypes import FP8_NAMES, bfloat16_dtype, ml_dtype
-from .cli_types import DTYPE_ALIASES, DTYPE_NAMES, arch, count, dtype_name, dtype_names, layout_pair, shapes
+from ..dtypes import FP8_NAMES
+from .cli_types import (DTYPE_ALIASES, DTYPE_NAMES, arch, count, dtype_and_precision, dtype_name, dtype_names,
+                        layout_pair, numpy_dtype, shapes)
 from ..errors import GemmEngineError, SetupError
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
@@ -34,16 +35,6 @@ TF32_TOLERANCE = 5e-3
 BACKENDS = ("auto", "cuda", "opencl")
 
 
-def _np_dtype(name):
-    if name == "bfloat16":
-        return bfloat16_dtype()
-    return ml_dtype(name) if name in FP8_NAMES else np.dtype(name)
-
-
-def _dtype_and_precision(name: str, precision: str) -> tuple[str, str]:
-    """A command line's dtype name -> (the operands' dtype, precision): "tf32" is float32 data run
-    with precision="tf32", as the benchmark suite names it."""
-    return ("float32", "tf32") if name == "tf32" else (name, precision)
 
 
 # -- problem options shared by run, explain, source and tune ----------------------------------------
@@ -72,15 +63,15 @@ def _layouts_text(args) -> str:
 def _problem(args, m=None, n=None, k=None, batch=None, dtype=None):
     from ..call.numpy_rules import dense_problem
     lhs, rhs = _layouts(args)
-    name, precision = _dtype_and_precision(dtype or args.dtype, args.precision)
+    name, precision = dtype_and_precision(dtype or args.dtype, args.precision)
     return dense_problem(batch or args.batch, m or args.m, n or args.n, k or args.k,
-                         _np_dtype(name), precision=precision, lhs_layout=lhs, rhs_layout=rhs)
+                         numpy_dtype(name), precision=precision, lhs_layout=lhs, rhs_layout=rhs)
 
 
 def _operands(args, rng):
     """Random host operands in the layouts asked for (a column-major operand is a transposed view)."""
     from ..problem import Layout
-    dtype = _np_dtype(args.dtype)
+    dtype = numpy_dtype(args.dtype)
     lead = (args.batch,) if args.batch > 1 else ()
     out = []
     for layout, rows, cols in zip(_layouts(args), (args.m, args.k), (args.k, args.n)):
@@ -391,7 +382,7 @@ def main(argv=None) -> int:
         parser().print_help()
         return 2
     if getattr(args, "dtype", None):    # "tf32" names float32 data with precision="tf32"
-        args.dtype, args.precision = _dtype_and_precision(args.dtype, args.precision)
+        args.dtype, args.precision = dtype_and_precision(args.dtype, args.precision)
     try:
         _imports(args)
         return args.func(args)

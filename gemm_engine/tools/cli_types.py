@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..dtypes import SUPPORTED_NAMES
+import numpy as np
+
+from ..dtypes import FP8_NAMES, SUPPORTED_NAMES, bfloat16_dtype, ml_dtype
 
 #: Every dtype name a command line takes: the engine's input dtypes and "tf32" (float32 data run
 #: with precision="tf32").
@@ -87,3 +89,16 @@ def dtype_names(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError(f"expected a comma list of dtypes, got {text!r}")
     return list(dict.fromkeys(names))
+
+
+def dtype_and_precision(name: str, precision: str) -> tuple[str, str]:
+    """A command line's dtype name -> (the operands' dtype, precision): "tf32" is float32 data run
+    with precision="tf32", as the benchmark suite names it."""
+    return ("float32", "tf32") if name == "tf32" else (name, precision)
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of an engine dtype name (bfloat16 and fp8 through ml_dtypes)."""
+    if name == "bfloat16":
+        return bfloat16_dtype()
+    return ml_dtype(name) if name in FP8_NAMES else np.dtype(name)
