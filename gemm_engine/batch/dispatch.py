@@ -76,6 +76,15 @@ class SwizzledDispatch(Dispatch):
 
     def render(self) -> str:
         w = self.width
+        if w == 1:
+            # Strips one column wide: down even columns, up odd ones (the general form below, with
+            # its always-0 column inside the strip, came out wrong on PoCL 5.0's cbs work-group
+            # method: issue 35).
+            return "\n".join(_SPLIT_BATCH + [
+                "const i64 cube_col = dispatch_t / cubes_m;",
+                "const i64 dispatch_r = dispatch_t - cube_col * cubes_m;",
+                "const i64 cube_row = (cube_col & 1) ? cubes_m - 1 - dispatch_r : dispatch_r;",
+            ])
         return "\n".join(_SPLIT_BATCH + [
             f"const i64 dispatch_strip = dispatch_t / (cubes_m * {w});",
             # The last strip holds the columns left over: narrower when width does not divide cubes_n.
