@@ -43,16 +43,17 @@ if [ ${#packages[@]} -gt 0 ]; then
     exit 1
   fi
   if [[ " $need " == *" pocl-opencl-icd "* ]] && ubuntu_without_universe; then
-    say "needs pocl-opencl-icd, which is in Ubuntu's universe component, and no apt source here enables" \
-        "universe: run 'sudo add-apt-repository universe' (or add universe to the Components line of" \
-        "/etc/apt/sources.list.d/ubuntu.sources), then run setup again"
+    say "needs the system packages $need; pocl-opencl-icd is in Ubuntu's universe component, which no" \
+        "apt source here enables: run 'sudo add-apt-repository universe' (or add universe to the" \
+        "Components line of /etc/apt/sources.list.d/ubuntu.sources), then run setup again"
     exit 1
   fi
   if [ "$(id -u)" -eq 0 ]; then sudo=()
   elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo)
   elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then sudo=(sudo)   # it asks for the password
   else
-    say "needs the system packages $need, which only root can install (no sudo here): as root run" \
+    say "needs the system packages $need, which only root can install (sudo is missing or asks for a" \
+        "password it cannot read here): as root run" \
         "'apt-get update && apt-get install -y $need', then run setup again"
     exit 1
   fi

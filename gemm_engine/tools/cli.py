@@ -35,8 +35,6 @@ TF32_TOLERANCE = 5e-3
 BACKENDS = ("auto", "cuda", "opencl")
 
 
-
-
 # -- problem options shared by run, explain, source and tune ----------------------------------------
 def _add_problem(p, m=1024, n=1024, k=1024):
     p.add_argument("--m", type=count, default=m, help=f"rows of a and of the result (default {m})")
@@ -300,8 +298,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="gemm-engine", description=__doc__.split("\n\n")[0],
-                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                  epilog=__doc__.split("\n\n", 1)[1])
+                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("info", help="backends, devices, capabilities, cache locations")
