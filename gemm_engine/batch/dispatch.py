@@ -77,9 +77,9 @@ class SwizzledDispatch(Dispatch):
     def render(self) -> str:
         w = self.width
         if w == 1:
-            # Strips one column wide: down even columns, up odd ones (the general form below, with
-            # its always-0 column inside the strip, came out wrong on PoCL 5.0's cbs work-group
-            # method: issue 35).
+            # Strips one column wide: down even columns, up odd ones. The general form below, with its
+            # one-column strip width and always-0 column inside the strip, put cubes on wrong tiles
+            # on PoCL 5.0 (issue 35; right on PoCL 3.1, 6.0 and in the bijection harness).
             return "\n".join(_SPLIT_BATCH + [
                 "const i64 cube_col = dispatch_t / cubes_m;",
                 "const i64 dispatch_r = dispatch_t - cube_col * cubes_m;",
