@@ -96,7 +96,15 @@ archive_keyring() {  # archive_keyring OUT: the archive key alone, checked by fi
 build_root() {
   local new=$root.new t0=$SECONDS
   rm -rf --one-file-system "$new"
-  command -v debootstrap >/dev/null || { say "installing debootstrap"; apt-get install -y -qq debootstrap >/dev/null; }
+  local tools=()
+  command -v debootstrap >/dev/null || tools+=(debootstrap)
+  command -v curl >/dev/null || tools+=(curl)
+  command -v gpg >/dev/null || tools+=(gpg)
+  if [ ${#tools[@]} -gt 0 ]; then
+    say "installing ${tools[*]}"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tools[@]}"; } >/dev/null \
+      || die "could not install ${tools[*]}"
+  fi
   mkdir -p "$new"
   archive_keyring "$cache/ubuntu-archive-2018.gpg"
   say "debootstrap $SUITE minbase with $PACKAGES (about 130 packages, 1 GB; a few minutes)"
