@@ -101,6 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--oclgrind", default="/tmp/oclgrind", help="folder the oclgrind wheel was installed into")
     ap.add_argument("--algorithms", help="comma list (default: every registered algorithm)")
     ap.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES} only, float32 and int8")
+    ap.add_argument("--dtypes", help=f"comma list of dtypes (default: {', '.join(DTYPES)})")
     ap.add_argument("--case", nargs=5, metavar=("NAME", "BxMxNxK", "DTYPE", "LAYOUTS", "EXTRA"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     # This checkout's package, not whichever one the interpreter has installed.
@@ -116,6 +117,8 @@ def main(argv=None) -> int:
         n for n, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily)) + list(VARIANTS)
     env = oclgrind_env(args.oclgrind)
     shapes, dtypes = (QUICK_SHAPES, ("float32", "int8")) if args.quick else (SHAPES, DTYPES)
+    if args.dtypes:
+        dtypes = tuple(args.dtypes.split(","))
     bad, ran, t0 = [], 0, time.time()
     cases = [[name, "x".join(map(str, shape)), dtype, layouts, "-"] for name in names for shape in shapes
              for dtype in dtypes for layouts in (("row,row", "col,col") if shape[0] > 1 else ("row,row",))]
