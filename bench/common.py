@@ -13,10 +13,12 @@ import numpy as np
 
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, bfloat16_dtype
 from gemm_engine.errors import SetupError
-from gemm_engine.call.numpy_rules import OperandView, vector_alignment
-from gemm_engine.call.launch import operand_values, output_values, size_values
+from gemm_engine.views import OperandView, vector_alignment
+from gemm_engine.call.arguments import ArrayArgument, CallArguments, output_argument
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.runtime.timing import device_time, time_batch
+
+import current_tables
 
 
 def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
@@ -59,9 +61,10 @@ def planned_launch(engine, alg, problem: MatmulProblem, lhs, rhs, out, lhs_view=
     lhs_view = lhs_view or OperandView(Layout.ROW, problem.k, problem.m * problem.k)
     rhs_view = rhs_view or OperandView(Layout.ROW, problem.n, problem.k * problem.n)
     plan = engine.planner.plan(alg, problem)
-    values = {**operand_values(rt, "lhs", lhs, lhs_view), **operand_values(rt, "rhs", rhs, rhs_view),
-              **output_values(rt, out, problem), **size_values(problem)}
-    args = plan.signature.pack(launcher.with_workspace(plan, values))
+    args = CallArguments(*(ArrayArgument(x, (("ld", v.ld), ("batch_stride", v.batch_stride)))
+                           for x, v in ((lhs, lhs_view), (rhs, rhs_view))), output_argument(out, problem),
+                         problem.m, problem.n, problem.k, problem.batch)
+    args = plan.signature.pack(launcher.with_workspace(plan, args.values(rt.ptr_arg)))
     return plan, lambda: launcher.run_packed(plan, args)
 
 
@@ -151,16 +154,16 @@ def print_sweep_table(rows, vs_cublas=False, skipped_width=None):
 
 
 # -- the H100 row tools (bench/hopper_gemm.py, bench/low_precision.py) ---------------------------------
-def row_tool_parser(doc: str, rows_help: str):
-    """The options every row tool takes: --repeat, --rows, --check-only, --json, --markdown (a tool
-    adds its own before parsing)."""
+def row_tool_parser(doc: str, rows_help: str, table: str):
+    """The options every row tool takes: --repeat, --rows, --check-only, --json, and where its
+    table goes (`current_tables.add_arguments`: --table, default ``table``; --markdown)."""
     import argparse
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--rows", default="", help=rows_help)
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--json")
-    ap.add_argument("--markdown")
+    current_tables.add_arguments(ap, table)
     return ap
 
 
@@ -174,21 +177,26 @@ def row_tool_session(script: str, argv: list[str]):
     import torch
     import gemm_engine
     engine = gemm_engine.Engine(backend="cuda")
-    result = {"device": torch.cuda.get_device_name(), "command": f"python3 bench/{script} " + " ".join(argv)}
+    result = {"device": torch.cuda.get_device_name(), "command": current_tables.command_line(script, argv)}
     return engine, torch, cp, result
 
 
-def write_row_tool_outputs(args, result: dict, markdown) -> None:
-    """The JSON (everything) and markdown (the rows, after the command) files a run asked for, and
-    the table printed last; ``markdown(rows, device)`` renders it."""
+def checks_line(checks: list[dict]) -> str:
+    """``Checks first: N ok, M failed, R refused.`` of a row tool's checks."""
+    refused = sum("refused" in c for c in checks)
+    failed = sum(not c["ok"] for c in checks if "refused" not in c)
+    return f"Checks first: {len(checks) - refused - failed} ok, {failed} failed, {refused} refused."
+
+
+def write_row_tool_outputs(args, result: dict, markdown, title: str) -> None:
+    """The JSON file (everything) a run asked for and its current table (the checks' count, then
+    the rows: `current_tables.write`), the table printed last; ``markdown(rows, device)`` renders it."""
     import json
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     if "rows" not in result:
         return
-    table = markdown(result["rows"], result["device"])
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(f"Command: `{result['command']}`\n\n" + table)
+    table = checks_line(result.get("checks", [])) + "\n\n" + markdown(result["rows"], result["device"])
+    current_tables.write(args, result["device"], title, result["command"], table)
     print(table)

@@ -5,35 +5,42 @@
 #   bash bench/gpu.sh [STAGE ...]               from the repository root (CuPy, torch and a GPU there)
 #   STAGES="tests special" bash bench/gpu.sh    the same, stages from the environment
 #
-# Stages (default: tests suite), in the order given:
+# Stages (default: tests suite), in the order given; each tool refreshes its current table,
+# written as $OUT/<device>/<table>.md (BENCH_RESULTS=$OUT: copy it to bench/results/<device>/):
 #   tests       CUDA pytest: GEMM_ENGINE_TEST_BACKENDS=cuda pytest -m "not nvcc" tests (NVIDIA's
 #               OpenCL too when .whl/ carries PyOpenCL)                       -> tests.log
-#   suite       bench/suite.py --suite $SUITE (full), --tune when TUNE=1       -> suite.{json,md,png}
-#   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.{json,md}
-#   tf32        bench/tf32_layouts.py: tf32 by b's layout, vs torch's tf32     -> tf32_layouts.{json,md}
-#   lowp        bench/low_precision.py: int8, fp8 (scales), float64 vs torch     -> low_precision.{json,md}
-#   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> f32.{json,md}
-#   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> tensorcore.{json,md}
-#   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64.{json,md}
-#   overhead    bench/overhead.py, then bench/per_call_overhead.py             -> overhead.json, overhead.log
-#   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_*.json
+#   hopper      bench/hopper_gemm.py --repeat 30: the Hopper rows             -> hopper_rows.md
+#   suite       bench/suite.py --suite $SUITE (full), --tune when TUNE=1       -> suite_$SUITE.md, suite.{json,png}
+#   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.md
+#   tf32        bench/tf32_layouts.py: tf32 by b's layout, vs torch's tf32     -> tf32_layouts.md
+#   lowp        bench/low_precision.py: int8, fp8 (scales), float64 vs torch   -> low_precision.md
+#   grouped     the grouped GEMM's CUDA tests, then bench/grouped.py (MoE rows vs torch._grouped_mm,
+#               CUDA-graph replay with new routing)                              -> grouped.md
+#   quantized   bench/quantized.py: int4 / int8 / fp8 weights, bf16 x (issue 31) -> quantized.md
+#   f32         bench/matmul_bench.py --suite square, float32 unit algorithms  -> square_float32.md
+#   tensorcore  bench/matmul_bench.py --suite square, f16 / bf16 / tf32        -> square_float16_bfloat16_tf32.md
+#   float64     bench/matmul_bench.py, float64 register FMA against DMMA       -> float64_algorithms.md
+#   overhead    bench/overhead.py, then bench/per_call_overhead.py             -> overhead.md, per_call_steps.md
+#   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_small_problems.json, gemv_bandwidth.md
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
+#   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
+#   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
 #
-# Environment: OUT (default bench/results/out), REPEAT (timed calls per measurement, default 20;
-# the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full), TUNE=1 (the suite also
-# times each row's tuned choice, tuning only the classes not yet in the tuning cache: $OUT/tuning or
-# GEMM_ENGINE_CACHE_DIR, seeded from .tuning_h100/tuning.json when that is carried).
+# Environment: OUT (default bench/results/out; on a device machine its $OUT), REPEAT (timed calls per
+# measurement, default 20; the suite's 10), TIMEOUT (seconds per stage, default 540), SUITE (full),
+# TUNE=1 (the suite also times each row's tuned choice, tuning only the classes not yet in the tuning
+# cache: $OUT/tuning or GEMM_ENGINE_CACHE_DIR, seeded from .tuning_h100/tuning.json when that is carried).
 set -uo pipefail
 OUT=${OUT:-bench/results/out}
 mkdir -p "$OUT"
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1 BENCH_RESULTS=$OUT
 # The tuning cache of this run (no user cache from an earlier one; no need for platformdirs).
 export GEMM_ENGINE_CACHE_DIR=${GEMM_ENGINE_CACHE_DIR:-$OUT/tuning}
 STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests suite special tf32 lowp f32 tensorcore float64 overhead probes sweeps "
+KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -58,9 +65,9 @@ each() {  # run every command given (one string each), even after a failure; the
   return $rc
 }
 
-bench() {  # bench NAME DTYPES ALGORITHMS: matmul_bench.py on the square sizes
+bench() {  # bench NAME DTYPES ALGORITHMS: matmul_bench.py on the square sizes (table square_<dtypes>)
   python3 bench/matmul_bench.py --backend cuda --suite square --dtypes "$2" --algorithms "$3" \
-    --repeat "$REPEAT" --json "$OUT/$1.json" --markdown "$OUT/$1.md"
+    --repeat "$REPEAT" --json "$OUT/$1.json"
 }
 
 stage() {  # the commands of one stage
@@ -71,23 +78,26 @@ stage() {  # the commands of one stage
         mkdir -p "$GEMM_ENGINE_CACHE_DIR" && cp .tuning_h100/tuning.json "$GEMM_ENGINE_CACHE_DIR/"
       fi
       python3 bench/suite.py --suite "$SUITE" $([ "$TUNE" = 1 ] && echo --tune) \
-        --json "$OUT/suite.json" --md "$OUT/suite.md" --plot "$OUT/suite.png" ;;
-    special) python3 bench/special_cases.py --repeat "$REPEAT" --json "$OUT/special_cases.json" \
-               --markdown "$OUT/special_cases.md" ;;
-    lowp) python3 bench/low_precision.py --repeat "$REPEAT" --json "$OUT/low_precision.json" \
-            --markdown "$OUT/low_precision.md" ;;
-    tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" \
-            --markdown "$OUT/tf32_layouts.md" ;;
+        --json "$OUT/suite.json" --plot "$OUT/suite.png" ;;
+    hopper) python3 bench/hopper_gemm.py --repeat 30 --json "$OUT/hopper_gemm.json" ;;
+    special) python3 bench/special_cases.py --repeat "$REPEAT" --json "$OUT/special_cases.json" ;;
+    lowp) python3 bench/low_precision.py --repeat "$REPEAT" --json "$OUT/low_precision.json" ;;
+    grouped) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -rfE tests/algorithms/test_grouped_specialized.py tests/test_grouped_matmul.py' \
+                  'python3 bench/grouped.py --repeat 10 --json "$OUT/grouped.json"' ;;
+    quantized) python3 bench/quantized.py --json "$OUT/quantized.json" ;;
+    tf32) python3 bench/tf32_layouts.py --repeat "$REPEAT" --json "$OUT/tf32_layouts.json" ;;
     f32) bench f32 float32 simple_unit,double_buffering_unit,specialized,ordered,auto ;;
     tensorcore) bench tensorcore float16,bfloat16,tf32 \
                   simple_mma,simple_wmma,double_buffering_mma,pipelined_mma,pipelined_wgmma,auto ;;
     float64) python3 bench/matmul_bench.py --backend cuda --sizes 1000,4096,2048x2048x16384 --dtypes float64 \
                --algorithms simple_unit,simple_dmma,pipelined_dmma,auto --repeat 10 \
-               --json "$OUT/float64.json" --markdown "$OUT/float64.md" ;;
+               --json "$OUT/float64.json" --table float64_algorithms ;;
     overhead) each 'python3 bench/overhead.py --backend cuda --json "$OUT/overhead.json"' \
                    'python3 bench/per_call_overhead.py' ;;
     probes) each 'python3 bench/probe_small_problems.py --json "$OUT/probe_small_problems.json"' \
                  'python3 bench/probe_gemv_bandwidth.py --json "$OUT/probe_gemv_bandwidth.json"' ;;
+    shapes) python3 bench/shape_sweep.py --subset "${SUBSET_ROWS:-targets}" --json "$OUT/shape_sweep_${SUBSET_ROWS:-targets}.json" ;;
+    probe) python3 bench/shape_probe.py --preset "${PRESET:-decode}" --json "$OUT/shape_probe_${PRESET:-decode}.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \
                  'python3 bench/sweep_sgemm_tilings.py --json "$OUT/sweep_sgemm.json"' \
@@ -99,7 +109,7 @@ stage() {  # the commands of one stage
 # Each stage runs in a child shell under its own timeout: its whole output in $OUT/<stage>.log, its
 # last 30 lines on the screen.
 export -f stage each bench
-export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0}
+export OUT REPEAT BACKENDS SUITE=${SUITE:-full} TUNE=${TUNE:-0} SUBSET_ROWS=${SUBSET_ROWS:-targets} PRESET=${PRESET:-decode}
 summary="" failed=0
 for s in $STAGES; do
   echo "== $s"

@@ -10,12 +10,13 @@ runs on torch's stream):
    default choice (``auto``, empty tuning cache), ``specialized_wgmma`` and ``pipelined_wgmma``
    forced, ``torch.matmul`` and ``cupy.matmul`` (float16 only: CuPy has no bfloat16);
 3. prints a table (TFLOP/s, percent of the 989 TFLOP/s dense peak, ratio of the default to the
-   faster cuBLAS call) and writes JSON.
+   faster cuBLAS call) and writes it to its current table, bench/results/<device>/hopper_rows.md
+   (bench/current_tables.py; ``--json`` for everything).
 
 A correctness sweep of ``specialized_wgmma`` over edge shapes, layouts, batches and strided
 (aligned leading dimension, odd extent) views runs first (``--check-only`` stops there).
 
-    python3 bench/hopper_gemm.py --json out.json --markdown out.md
+    python3 bench/hopper_gemm.py --repeat 30          (refreshes bench/results/h100/hopper_rows.md)
 """
 from __future__ import annotations
 
@@ -179,7 +180,7 @@ def kernel_times(engine, cp, sizes, selections, repeat) -> list:
     from common import Timer, planned_launch, tiling
     from gemm_engine.algorithms import REGISTRY
     from gemm_engine.errors import SetupError
-    from gemm_engine.call.numpy_rules import dense_problem
+    from gemm_engine.call.prepare import dense_problem
     timer = Timer(engine, repeat)
     out = []
     for m, n, k in sizes:
@@ -213,8 +214,8 @@ def kernel_times(engine, cp, sizes, selections, repeat) -> list:
 
 
 def markdown(table, device) -> str:
-    lines = [f"Device: {device}. Ratio = faster of torch.matmul / cupy.matmul (fused: torch.relu_(torch.addmm)) "
-             f"time over the engine's time (> 1: the engine is faster). % peak of 989 TFLOP/s.", "",
+    lines = ["Ratio = faster of torch.matmul / cupy.matmul (fused: torch.relu_(torch.addmm)) "
+             "time over the engine's time (> 1: the engine is faster). % peak of 989 TFLOP/s.", "",
              "| row | default choice | default ms | TFLOP/s | % peak | ratio | specialized_wgmma ms | ratio "
              "| pipelined_wgmma ms | ratio | baseline ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
@@ -230,7 +231,7 @@ def markdown(table, device) -> str:
 
 
 def main():
-    ap = row_tool_parser(__doc__, "comma-separated row labels (default: all)")
+    ap = row_tool_parser(__doc__, "comma-separated row labels (default: all)", "hopper_rows")
     ap.add_argument("--kernels", action="store_true", help="also time kernel selections without the frontend")
     args = ap.parse_args()
     engine, torch, cp, result = row_tool_session("hopper_gemm.py", sys.argv[1:])
@@ -244,7 +245,7 @@ def main():
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
-    write_row_tool_outputs(args, result, markdown)
+    write_row_tool_outputs(args, result, markdown, "the Hopper rows (bench/hopper_gemm.py)")
     print(f"checks: {len(result['checks']) - len(failed)} ok, {len(failed)} failed")
     sys.exit(1 if failed else 0)
 

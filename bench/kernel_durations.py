@@ -7,16 +7,32 @@ For each shape: ``calls`` back-to-back calls on torch tensors (the engine's defa
 microseconds, then the mean span per call (first kernel start to last kernel end over the calls)
 against the mean sum of kernel durations per call. Writes JSON with ``--json``.
 
+The current table, bench/results/<device>/kernel_durations.md, holds one row per problem: the
+default choice's kernels against the library's, each from the latest run that measured it. A run
+of the default choice (no ``--algorithm``) refreshes the rows of its shapes and keeps the others;
+``--markdown PATH`` writes every call of the run (variants too) there instead.
+
     python3 bench/kernel_durations.py --shapes 2048x2048x2048,4096x4096x4096 --dtype bfloat16
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from datetime import date
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+import current_tables  # noqa: E402
+
+#: The current table's columns; the first names the problem (the key a run's rows replace).
+COLUMNS = ("problem", "engine kernels", "engine us", "library kernel", "library us", "library / engine",
+           "rel err", "date", "arguments")
+INTRO = ("CUPTI kernel times (torch.profiler), microseconds per call: the engine's kernels (its default "
+         "choice unless the problem says) against the library's (torch.matmul; torch._scaled_mm for fp8). "
+         "Each row comes from its own run: `python3 bench/kernel_durations.py ARGUMENTS`.")
 
 
 def kernels_of(torch, fn, calls: int) -> tuple[list[dict], float]:
@@ -72,7 +88,84 @@ def _baseline(torch, a, b, kw, args):
     return "torch._scaled_mm", lambda: torch._scaled_mm(a, cb, sa, sb, out_dtype=tdt)
 
 
-def main():
+def problem_label(args, shape, call: str = "engine default") -> str:
+    """``bfloat16 4096x4096x4096 b row`` and the options that change the problem (scales, output
+    dtype, precision), then the call when it is not the default choice."""
+    parts = [args.dtype, "x".join(map(str, shape)), f"b {args.b_layout}"]
+    parts += [f"{args.scales} scales"] if args.scales else []
+    parts += [f"out {args.out_dtype}"] if args.out_dtype else []
+    parts += [args.precision] if args.precision else []
+    return " ".join(parts) + ("" if call == "engine default" else f" ({call})")
+
+
+def row_arguments(command: str, shape) -> str:
+    """A run's arguments with ``--shapes`` narrowed to one problem; its variants and output options
+    left out (each with every word up to the next option)."""
+    try:
+        words = shlex.split(command)[2:]
+    except ValueError:
+        words = command.split()[2:]
+    out, dropping = [], False
+    for w in words:
+        if w.startswith("--"):
+            dropping = w.split("=", 1)[0] in ("--shapes", "--variant", "--json", "--markdown", "--table")
+        if not dropping:
+            out.append(w)
+    return shlex.join(out + ["--shapes", "x".join(map(str, shape))])
+
+
+def table_rows(out: dict, args, when: str, every_call: bool = False) -> dict[str, list[str]]:
+    """Rows of a run (``out``, the JSON this tool writes) by problem: the default choice's
+    calls only, unless ``every_call`` (variants and ``--algorithm`` calls too)."""
+    rows = {}
+    for row in out["shapes"]:
+        entries = {k: v for k, v in row.items() if isinstance(v, dict)}
+        base = next((v for k, v in entries.items() if k.startswith("torch") and "kernels" in v), None)
+        for call, e in entries.items():
+            if call.startswith("torch") or "kernels" not in e or not (every_call or call == "engine default"):
+                continue
+            lib = max(base["kernels"], key=lambda kr: kr["count"] * kr["mean_us"]) if base else None
+            rows[problem_label(args, row["shape"], call)] = [
+                problem_label(args, row["shape"], call),
+                "; ".join(f"{kr['name']} x{kr['count'] // max(1, args.calls)}" if kr["count"] > args.calls
+                          else kr["name"] for kr in e["kernels"]),
+                f"{e['busy_us_per_call']:.1f}", f"`{lib['name']}`" if lib else "",
+                f"{base['busy_us_per_call']:.1f}" if base else "",
+                f"{base['busy_us_per_call'] / e['busy_us_per_call']:.3f}" if base else "",
+                f"{e['rel_err']:.1e}" if "rel_err" in e else "", when, f"`{row_arguments(out['command'], row['shape'])}`"]
+    return rows
+
+
+def parse_rows(text: str) -> dict[str, list[str]]:
+    """The rows of a current table's text, by problem."""
+    rows = {}
+    for line in current_tables.body_of(text).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("| ") and len(cells) == len(COLUMNS) and cells[0] != COLUMNS[0]:
+            rows[cells[0]] = cells
+    return rows
+
+
+def markdown(rows: dict[str, list[str]]) -> str:
+    lines = [INTRO, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(rows[k]) + " |" for k in sorted(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def record(out: dict, args, when: str) -> None:
+    """The run's rows into the current table (``--markdown PATH``: every call of the run there)."""
+    title = "kernel times, the default choice against the library (bench/kernel_durations.py)"
+    if args.markdown:
+        rows = table_rows(out, args, when, every_call=True)
+    elif args.algorithm:
+        return      # not the default choice: printed and in --json only
+    else:
+        rows = {**parse_rows(current_tables.existing(out["device"], args.table)), **table_rows(out, args, when)}
+    current_tables.write(args, out["device"], title, "python3 bench/kernel_durations.py ARGUMENTS (a row's)",
+                         markdown(rows))
+
+
+def parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="2048x2048x2048,4096x4096x4096,8192x8192x8192",
                     help="comma list of MxNxK")
@@ -88,13 +181,18 @@ def main():
     ap.add_argument("--precision", default=None, help="the engine's precision (tf32: torch.matmul with TF32 too)")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--json")
-    args = ap.parse_args()
+    current_tables.add_arguments(ap, "kernel_durations")
+    return ap
+
+
+def main():
+    args = parser().parse_args()
     import torch
     import gemm_engine
     engine = gemm_engine.Engine(backend="cuda")
     tdt = getattr(torch, args.dtype)
-    out = {"device": torch.cuda.get_device_name(), "command": "python3 bench/kernel_durations.py " + " ".join(sys.argv[1:]),
-           "shapes": []}
+    out = {"device": torch.cuda.get_device_name(),
+           "command": current_tables.command_line("kernel_durations.py", sys.argv[1:]), "shapes": []}
     for shape in args.shapes.split(","):
         m, n, k = (int(x) for x in shape.split("x"))
         a = torch.randn(m, k, device="cuda").to(tdt)
@@ -129,6 +227,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
+    record(out, args, str(date.today()))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,12 @@ For each row, on torch CUDA tensors (the engine takes them zero-copy and runs on
 2. times, by CUDA events after a warm-up (median, `gemm_engine.runtime.timing.device_times`: samples in turns), the engine's
    default choice (``auto``, empty tuning cache) and the baseline: ``torch._int_mm`` for int8,
    ``torch._scaled_mm`` for fp8, the faster of ``torch.matmul`` and ``cupy.matmul`` for float64;
-3. prints a table (TFLOP/s or TOPS, ratio baseline time / engine time) and writes JSON.
+3. prints a table (TFLOP/s or TOPS, ratio baseline time / engine time) and writes it to its current
+   table, bench/results/<device>/low_precision.md (``--table float64`` for the float64 rows'
+   table; ``--json`` for everything).
 
-    python3 bench/low_precision.py --json out.json --markdown out.md
+    python3 bench/low_precision.py --repeat 20 --checks fp8                (h100/low_precision.md)
+    python3 bench/low_precision.py --repeat 30 --checks float64 --rows f64 --table float64
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ SCALE_KINDS = ["none", "tensor", "row", "block"]
 
 
 def scales(torch, kind, m, n, k, gen):
-    """(scale_a, scale_b) float32 CUDA tensors of a scale kind (scales.py), or (None, None)."""
+    """(scale_a, scale_b) float32 CUDA tensors of a scale kind (gemm_engine/epilogue/scales.py), or (None, None)."""
     def r(*shape):
         return torch.rand(*shape, generator=gen, device="cuda") + 0.5
     if kind == "tensor":
@@ -263,7 +266,7 @@ def time_fp8_row(engine, torch, label, kind, m, n, k, b_layout, repeat, gen) -> 
 
 
 def markdown(table, device) -> str:
-    lines = [f"Device: {device}. Ratio = baseline time / engine time (> 1: the engine is faster); "
+    lines = ["Ratio = baseline time / engine time (> 1: the engine is faster); "
              "baseline: torch._int_mm (int8), torch._scaled_mm (fp8), faster of torch.matmul / cupy.matmul "
              "(float64). Tera-operations per second.", "",
              "| row | default choice | ms | T/s | baseline | baseline ms | ratio | correct |",
@@ -279,7 +282,7 @@ def markdown(table, device) -> str:
 
 
 def main():
-    ap = row_tool_parser(__doc__, "comma-separated row label prefixes (default: all)")
+    ap = row_tool_parser(__doc__, "comma-separated row label prefixes (default: all)", "low_precision")
     ap.add_argument("--checks", default="int8,float64,fp8", help="comma-separated kinds to check first")
     args = ap.parse_args()
     engine, torch, cp, result = row_tool_session("low_precision.py", sys.argv[1:])
@@ -296,7 +299,7 @@ def main():
     if not args.check_only:
         rows = [r for r in ROWS if not args.rows or any(r[0].startswith(p) for p in args.rows.split(","))]
         result["rows"] = time_rows(engine, torch, cp, rows, args.repeat)
-    write_row_tool_outputs(args, result, markdown)
+    write_row_tool_outputs(args, result, markdown, "int8, fp8 and float64 rows (bench/low_precision.py)")
     ran = [c for c in result["checks"] if "refused" not in c]
     print(f"checks: {len(ran) - len(failed)} ok, {len(failed)} failed, "
           f"{len(result['checks']) - len(ran)} refused")

@@ -7,7 +7,10 @@ fresh random inputs, and every engine result checked against the native one firs
 
     python3 bench/matmul_bench.py --backend opencl --sizes 256,512,1024
     python3 bench/matmul_bench.py --backend cuda --sizes 1x8192x8192 --dtypes bfloat16 --algorithms skinny,auto
-    python3 bench/matmul_bench.py --backend cuda --suite square --json bench/results/h100.json
+    python3 bench/matmul_bench.py --backend cuda --suite square --dtypes float32    (<device>/square_float32.md)
+
+Each run refreshes its current table, bench/results/<device>/<suite or "sizes">_<dtypes>.md
+(`--table NAME` for another; bench/current_tables.py).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from gemm_engine.algorithms import REGISTRY  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
 from gemm_engine.errors import SetupError  # noqa: E402
 from common import Timer  # noqa: E402
+import current_tables  # noqa: E402
 
 SUITES = {
     "quick": [(1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024)],
@@ -114,7 +118,7 @@ def bench_problem(engine, timer, shape, dtype, algorithms, precision=None):
 
 
 def markdown(rows, device, backend) -> str:
-    lines = [f"# gemm_engine benchmark on {device} ({backend}), {date.today()}", "",
+    lines = [f"Backend: {backend}. vs native: TFLOP/s over the faster native library's.", "",
              "| shape (b x m x n x k) | dtype | implementation | tiling | ms | TFLOP/s | vs native | rel err |",
              "|---|---|---|---|---|---|---|---|"]
     best_native = {}
@@ -157,26 +161,30 @@ def main(argv=None):
     p.add_argument("--algorithms", default=",".join(sorted(REGISTRY)))
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--json", help="write the rows and device facts to this JSON file")
-    p.add_argument("--markdown", help="write the table to this markdown file")
+    current_tables.add_arguments(p, None, "<suite, or sizes with --sizes>_<dtypes>, e.g. square_float32")
     args = p.parse_args(argv)
+    if args.table is None:
+        args.table = f"{'sizes' if args.sizes else args.suite}_{args.dtypes.replace(',', '_')}"
+    command = current_tables.command_line("matmul_bench.py", sys.argv[1:] if argv is None else argv)
     engine = gemm_engine.Engine(args.backend)
     timer = Timer(engine, args.repeat)
     shapes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else SUITES[args.suite]
     rows = []
 
-    def save():  # after every problem, so a run stopped by a time limit keeps what it measured
+    def save(quiet=True):  # after every problem, so a run stopped by a time limit keeps what it measured
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"device": engine.device.name, "backend": engine.backend, "date": str(date.today()),
                            "host": platform.node(), "repeat": args.repeat, "rows": rows}, f, indent=1)
-        if args.markdown:
-            with open(args.markdown, "w") as f:
-                f.write(markdown(rows, engine.device.name, engine.backend))
+        current_tables.write(args, engine.device.name, "the algorithms beside the native library "
+                             "(bench/matmul_bench.py)", command, markdown(rows, engine.device.name, engine.backend),
+                             quiet=quiet)
 
     for dtype in args.dtypes.split(","):
         for shape in shapes:
             rows += bench_problem(engine, timer, shape, dtype, args.algorithms.split(","))
             save()
+    save(quiet=False)
     print(markdown(rows, engine.device.name, engine.backend))
 
 

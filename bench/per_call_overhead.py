@@ -6,6 +6,8 @@ calls (tottime, top 25).
 
     python3 bench/per_call_overhead.py [--size 64] [--dtype float16] [--calls 20000] [--profile]
 
+The table goes to bench/results/<device>/per_call_steps.md (bench/current_tables.py).
+
 Steps (all public pieces: `Engine.plan_for`, `CallPlan.pack`, `Launcher.run` / `run_packed`,
 `CudaRuntime.launch_converted` / `prepare_launch`, `DriverLauncher`): packing a call's arguments by
 the plan's signature, the whole launch step, a packed launch, the runtime's launch, the driver
@@ -26,9 +28,13 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 
 import gemm_engine  # noqa: E402
-from gemm_engine.call.numpy_rules import OperandView  # noqa: E402
-from gemm_engine.call.launch import CallPlan, operand_values, output_values, size_values  # noqa: E402
+from gemm_engine.views import OperandView  # noqa: E402
+from gemm_engine.call.arguments import ArrayArgument, CallArguments, output_argument  # noqa: E402
+from gemm_engine.call.launch import CallPlan  # noqa: E402
 from gemm_engine.problem import Layout  # noqa: E402
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import current_tables  # noqa: E402
 
 
 def us(fn, calls):
@@ -48,19 +54,21 @@ def steps(eng, a, b, calls):
     plan = eng.plan_for(problem)
     out = cp.empty((n, n), a.dtype)
     view = OperandView(Layout.ROW, n, n * n)
-    values = {**operand_values(rt, "lhs", a, view), **operand_values(rt, "rhs", b, view),
-              **output_values(rt, out, problem), **size_values(problem)}
+    operand = (("ld", view.ld), ("batch_stride", view.batch_stride))
+    arguments = CallArguments(ArrayArgument(a, operand), ArrayArgument(b, operand), output_argument(out, problem),
+                              problem.m, problem.n, problem.k, problem.batch)
+    values = arguments.values(rt.ptr_arg)
     args = plan.signature.pack(launcher.with_workspace(plan, values))
-    call = CallPlan.make(plan, values, out.shape, out.dtype, fused=False)
+    call = CallPlan.make(plan, values, arguments.per_call_names(), out.shape, out.dtype, arguments.fused)
     ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
     rows = {
         "engine.matmul": us(lambda: eng.matmul(a, b), calls),
         "engine.matmul (torch tensors)": us(lambda: eng.matmul(ta, tb), calls),
         "cupy.matmul": us(lambda: cp.matmul(a, b), calls),
         "torch.matmul": us(lambda: torch.matmul(ta, tb), calls),
-        "CallPlan.pack (addresses only)": us(lambda: call.pack(rt, launcher, a, b, out), calls),
+        "CallPlan.pack (addresses only)": us(lambda: call.pack(launcher, a, b, out, None, rt.ptr_arg), calls),
         "KernelSignature.pack (every value)": us(lambda: plan.signature.pack(values), calls),
-        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, values), calls),
+        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, arguments), calls),
         "Launcher.run_packed": us(lambda: launcher.run_packed(plan, args), calls),
     }
     if len(plan.launches) != 1:
@@ -103,17 +111,21 @@ def main(argv=None):
     ap.add_argument("--dtype", default="float16", help="float16, float32 (bfloat16 needs CuPy's ml_dtypes support)")
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--profile", action="store_true", help="then a cProfile of engine.matmul calls")
+    current_tables.add_arguments(ap, "per_call_steps")
     args = ap.parse_args(argv)
+    command = current_tables.command_line("per_call_overhead.py", sys.argv[1:] if argv is None else argv)
     eng = gemm_engine.Engine("cuda")
     cp = eng.runtime.cp
     rng = np.random.default_rng(0)
     a = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
     b = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
     plan, rows = steps(eng, a, b, args.calls)
-    print(f"per-call host time, {args.size}^3 {args.dtype} on {eng.device.name} "
-          f"({plan.algorithm.name}, {len(plan.launches)} kernel(s)):")
-    for k, v in rows.items():
-        print(f"  {k:36s} {v:8.2f} us")
+    text = "\n".join([f"Host microseconds per call, {args.size}^3 {args.dtype} ({plan.algorithm.name}, "
+                      f"{len(plan.launches)} kernel(s)), {args.calls} back-to-back calls a row.", "",
+                      "| step | us |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in rows.items()]) + "\n"
+    print(text)
+    current_tables.write(args, eng.device.name, "per-call host time, step by step (bench/per_call_overhead.py)",
+                         command, text)
     if args.profile:
         prof = cProfile.Profile()
         prof.enable()

@@ -31,7 +31,8 @@ Timing: 10 warm-up calls, 50 batches of 20 back-to-back calls between two events
 compared with a float64 reference from the bf16-rounded inputs: max|y - ref| / max|ref| < 2e-2;
 ``det`` says whether a later call gave the same bits.
 
-    python3 bench/probe_gemv_bandwidth.py [--json FILE]        # the sweep, then the best 3 on 4096 x 14336
+    python3 bench/probe_gemv_bandwidth.py [--json FILE]        # the sweep, then the best 3 on 4096 x 14336:
+                                                              # its summary refreshes <device>/gemv_bandwidth.md
     python3 bench/probe_gemv_bandwidth.py --dump-sources DIR   # write the CUDA source only (no GPU, no CuPy)
 """
 from __future__ import annotations
@@ -45,6 +46,8 @@ import time
 from string import Template
 
 import numpy as np
+
+import current_tables   # bench/'s own helper (no gemm_engine import)
 
 FLAVORS = ("ldg", "na", "na256")
 T_SWEEP, S_SWEEP, U_SWEEP, R_SWEEP = (128, 256), (8, 16, 32, 33, 64, 66), (4, 8, 16), (0, 1)
@@ -327,15 +330,18 @@ def fmt(row, ref_ms) -> str:
     return f"{row['shape']:<10} {row['name']:<11} {row['params']:<22} {ms} {row['check']}{err}{det}"
 
 
-def report(rows, title):
-    """Print the rows slowest first (errors on top, best last); set each row's ratio to cuBLAS."""
+def report(rows, title, lines=None):
+    """Print the rows slowest first (errors on top, best last), and add them to ``lines`` when
+    given; set each row's ratio to cuBLAS."""
     ok_base = [r["ms"] for r in rows if r["kind"] == "baseline" and r["ms"] and r["check"] == "OK"]
     ref_ms = ok_base[0] if ok_base else float("nan")   # cupy.matmul if it ran, else torch.matmul
     for r in rows:
         r["ratio_cublas"] = ref_ms / r["ms"] if r["ms"] and ok_base else None
-    print(f"\n== {title} (ratio: cuBLAS ms / ms, cuBLAS = {ref_ms:.4f} ms)")
-    for r in sorted(rows, key=lambda r: -(r["ms"] or 1e9)):
-        print(fmt(r, ref_ms))
+    out = [f"== {title} (ratio: cuBLAS ms / ms, cuBLAS = {ref_ms:.4f} ms)"]
+    out += [fmt(r, ref_ms) for r in sorted(rows, key=lambda r: -(r["ms"] or 1e9))]
+    print("\n" + "\n".join(out))
+    if lines is not None:
+        lines += out
     return ref_ms
 
 
@@ -343,7 +349,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dump-sources", metavar="DIR", help="write the CUDA source to DIR and exit")
     ap.add_argument("--json", metavar="FILE", help="write every row here")
+    current_tables.add_arguments(ap, "gemv_bandwidth")
     args = ap.parse_args(argv)
+    command = current_tables.command_line("probe_gemv_bandwidth.py", sys.argv[1:] if argv is None else argv)
     src = build_source()
     if args.dump_sources:
         os.makedirs(args.dump_sources, exist_ok=True)
@@ -393,12 +401,12 @@ def main(argv=None):
     good = sorted((r for r in rows if r["kind"] == "gemv" and r["ms"] and r["check"] == "OK"),
                   key=lambda r: r["ms"])
     ceilings = sorted((r for r in rows if r["kind"] == "ceiling" and r["ms"]), key=lambda r: r["ms"])
-    print("\n== summary: best 8 gemv variants, baselines, best 3 ceilings")
-    for r in good[:8] + [r for r in rows if r["kind"] == "baseline"] + ceilings[:3]:
-        print(fmt(r, ref_ms))
+    summary = [f"== K={K} N={N}: best 8 gemv variants, baselines, best 3 ceilings (ratio: cuBLAS ms / ms)"]
+    summary += [fmt(r, ref_ms) for r in good[:8] + [r for r in rows if r["kind"] == "baseline"] + ceilings[:3]]
     bad = [r for r in rows if r["check"] not in ("OK", "n/a", "skip")]
-    print(f"{len(good)} gemv variants OK, {len(bad)} failed/errored"
-          + (f" (first: {bad[0]['name']} {bad[0]['params']}: {bad[0]['check']})" if bad else ""))
+    summary.append(f"{len(good)} gemv variants OK, {len(bad)} failed/errored"
+                   + (f" (first: {bad[0]['name']} {bad[0]['params']}: {bad[0]['check']})" if bad else ""))
+    print("\n" + "\n".join(summary))
 
     # the best 3 on an LLM projection shape
     best = [r["spec"] for r in good[:3]]
@@ -410,9 +418,13 @@ def main(argv=None):
     for spec in best:
         rows2.append(measure(cp, P, f"{spec[0]}/{spec[1]}", spec_params(spec), spec=spec,
                              make=lambda spec=spec: gemv_fn(mod, P, spec), read=lambda _: P.y.get()))
-    report(rows2, f"K={K} N={N} on {device}")
+    summary.append("")
+    report(rows2, f"K={K} N={N}: the best 3 beside cuBLAS", summary)
     elapsed = time.time() - t0
     print(f"\nelapsed {elapsed:.1f} s (wall, including compilation and the host reference)")
+    current_tables.write(args, device, "the GEMV read bandwidth probe (bench/probe_gemv_bandwidth.py)", command,
+                         f"{len(rows) + len(rows2)} designs and ceilings measured; the summary:\n\n```\n"
+                         + "\n".join(summary) + "\n```\n")
 
     if args.json:
         with open(args.json, "w") as f:

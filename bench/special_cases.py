@@ -2,7 +2,7 @@
 matrix-vector), small batched and split-K problems (CUDA).
 
     python3 bench/special_cases.py [--repeat 20] [--groups fused,skinny,batched,split_k]
-                                   [--json FILE] [--markdown FILE]
+                                   [--json FILE]   (refreshes bench/results/<device>/special_cases.md)
 
 Groups (torch is used for the baselines where CuPy has no equivalent):
 * ``fused``: ``relu(a @ b + bias)``, bf16, 8192 x 8192 x 64: the engine's one kernel against the
@@ -32,9 +32,11 @@ sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import gemm_engine  # noqa: E402
-from gemm_engine.algorithms.skinny import SkinnySplitKAlgorithm, select_split_skinny  # noqa: E402
+from gemm_engine.algorithms.skinny import SkinnySplitKAlgorithm  # noqa: E402
+from gemm_engine.selector.skinny import select_split_skinny  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
 from common import events_time, tiling  # noqa: E402
+import current_tables  # noqa: E402
 
 def _rel(cp, result, ref) -> float:
     r = cp.asnumpy(cp.asarray(result).astype(cp.float32)).astype(np.float64)
@@ -151,8 +153,7 @@ GROUPS = {"fused": fused, "skinny": skinny, "batched": batched, "split_k": split
 
 
 def markdown(rows, device) -> str:
-    lines = [f"# Special cases against their baselines on {device}, {date.today()}", "",
-             "Ratio: the baseline row's time / this row's time (> 1: faster than the baseline). "
+    lines = ["Ratio: the baseline row's time / this row's time (> 1: faster than the baseline). "
              "Baseline of each group: the fastest row marked baseline.", "",
              "| group | implementation | choice | ms | GB/s | TFLOP/s | speed-up vs baseline | rel err |",
              "|---|---|---|---|---|---|---|---|"]
@@ -176,8 +177,9 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--groups", default=",".join(GROUPS), help=f"comma list of {', '.join(GROUPS)}")
     p.add_argument("--json", help="write the rows here")
-    p.add_argument("--markdown", help="write the table here")
+    current_tables.add_arguments(p, "special_cases")
     args = p.parse_args(argv)
+    command = current_tables.command_line("special_cases.py", sys.argv[1:] if argv is None else argv)
     groups = [g for g in args.groups.split(",") if g]
     unknown = sorted(set(groups) - set(GROUPS))
     if unknown:
@@ -192,9 +194,8 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump({"device": device, "date": str(date.today()), "rows": run.rows}, f, indent=1)
     text = markdown(run.rows, device)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    current_tables.write(args, device, "the special cases against their baselines (bench/special_cases.py)",
+                         command, text)
     print(text)
     failed = [r for r in run.rows if "failed" in r]
     return 1 if failed else 0

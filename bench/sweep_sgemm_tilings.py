@@ -7,7 +7,7 @@ size: every tiling knob given, overriding the heuristic's), runs ``simple_unit``
 ``double_buffering_unit`` on device arrays, checks the result against cuBLAS (relative Frobenius
 error, on fresh random data) and times it with CUDA events (median of ``--repeat`` after a
 warm-up), beside cupy.matmul. ``rule`` is the heuristic's own tiling. Prints a short table last.
-What it measures chose the rule in `gemm_engine.algorithms.simple.sgemm_tiling`.
+What it measures chose the rule in `gemm_engine.selector.unit.sgemm_tiling`.
 """
 from __future__ import annotations
 

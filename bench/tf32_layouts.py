@@ -1,7 +1,7 @@
 """tf32 by operand layout: wgmma tf32 (with the K-major transposing pass where an operand needs it)
 against mma.sync tf32 and cuBLAS's tf32 (torch with allow_tf32), in the same run (CUDA).
 
-    python3 bench/tf32_layouts.py [--repeat 20] [--json FILE] [--markdown FILE] [--quick]
+    python3 bench/tf32_layouts.py [--repeat 20] [--json FILE] [--quick]   (refreshes <device>/tf32_layouts.md)
 
 Rows: 4096^3 and 8192^3 with a row-major b (one transposing pass) and a column-major b (a
 transposed view: no pass), 1000^3 / 512^3 / 2048^3 (where auto's transposition gate sits), and a
@@ -25,6 +25,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import gemm_engine  # noqa: E402
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection  # noqa: E402
 from common import events_time  # noqa: E402
+import current_tables  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (1000, 1000, 1000), (512, 512, 512)]
 #: 32 k per slot: one 128-byte row of tf32. Base: two warpgroups along M of one 64 x 256 tile each.
@@ -94,8 +95,7 @@ def shape_rows(engine, torch, rng, shape, repeat):
 
 
 def markdown(rows, device) -> str:
-    lines = [f"# tf32 on {device} ({date.today()})", "",
-             "| shape | kernel | ms | TFLOP/s | x cuBLAS tf32 | rel err | note |", "|---|---|---|---|---|---|---|"]
+    lines = ["| shape | kernel | ms | TFLOP/s | x cuBLAS tf32 | rel err | note |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['shape']} | {r['name']} | - | - | - | - | FAILED {r['failed']} |")
@@ -110,9 +110,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--markdown", help="write the table here")
+    current_tables.add_arguments(ap, "tf32_layouts")
     ap.add_argument("--quick", action="store_true", help="4096^3 only")
     args = ap.parse_args(argv)
+    command = current_tables.command_line("tf32_layouts.py", sys.argv[1:] if argv is None else argv)
     import torch
     torch.backends.cuda.matmul.allow_tf32 = True
     engine = gemm_engine.Engine("cuda")
@@ -130,9 +131,7 @@ def main(argv=None):
     device = engine.device.name
     text = markdown(rows, device)
     print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
+    current_tables.write(args, device, "tf32 by operand layout (bench/tf32_layouts.py)", command, text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "date": str(date.today()), "rows": rows}, f, indent=1)

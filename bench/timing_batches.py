@@ -3,7 +3,7 @@ host time per call (calls issued back to back, no sync), the wall time per call 
 the median time per call of batches of 1 .. 64 calls timed by CUDA events, each batch starting on
 an idle device ("idle") or behind one untimed call ("busy", `gemm_engine.runtime.timing.time_batch`).
 
-    python3 bench/timing_batches.py --json bench/results/DEVICE_DATE_timing_batches.json
+    python3 bench/timing_batches.py         (refreshes bench/results/<device>/timing_batches.md)
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import time
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+import current_tables  # noqa: E402
 
 BATCHES = (1, 2, 8, 64)
 
@@ -68,17 +70,31 @@ def calls(engine, torch):
                                                                  out_dtype=ml_dtypes.bfloat16)
 
 
+def markdown(calls: dict) -> str:
+    """The table of a run's ``calls`` (label -> `measure`'s microseconds)."""
+    head = ["call", "host us", "wall us"] + [f"b{c} {s}" for c in BATCHES for s in ("idle", "busy")]
+    lines = ["Microseconds per call: host time and wall time of back-to-back calls; CUDA-event time of "
+             "batches of N calls from an idle device or behind one untimed call (busy, the rule).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, r in calls.items():
+        cells = [label, f"{r['host_us']:.1f}", f"{r['wall_us']:.1f}"]
+        cells += [f"{r[f'{s}_b{c}_us']:.1f}" for c in BATCHES for s in ("idle", "busy")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=9)
     ap.add_argument("--json")
+    current_tables.add_arguments(ap, "timing_batches")
     args = ap.parse_args()
     import cupy as cp
     import torch
     import gemm_engine
     engine = gemm_engine.Engine(backend="cuda")
-    result = {"device": torch.cuda.get_device_name(), "command": "python3 bench/timing_batches.py " + " ".join(sys.argv[1:]),
-              "calls": {}}
+    result = {"device": torch.cuda.get_device_name(),
+              "command": current_tables.command_line("timing_batches.py", sys.argv[1:]), "calls": {}}
     for label, fn in calls(engine, torch):
         r = result["calls"][label] = measure(engine.runtime, cp, fn, args.samples)
         print(f"{label:40s} host {r['host_us']:6.1f} wall {r['wall_us']:7.1f} | "
@@ -86,6 +102,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
+    current_tables.write(args, result["device"], "what the timing rule changes (bench/timing_batches.py)",
+                         result["command"], markdown(result["calls"]))
 
 
 if __name__ == "__main__":

@@ -7,14 +7,17 @@ CUDA or OpenCL kernels from one description.
 from . import algorithms, components
 from .algorithms import Algorithm, register
 from .batch.base import register_dispatch
-from .api import default_engine, matmul
+from .api import default_engine, grouped_matmul, matmul, quantized_matmul
+from .compile_ahead import LinearShape, warmup
 from .engine import Engine
 from .tools.source import source
-from .errors import BackendUnavailableError, GemmEngineError, SetupError
+from .errors import BackendUnavailableError, CaptureError, GemmEngineError, SetupError
 from .epilogue.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
+from .quant import QuantizedWeight, WeightFormat, from_awq, from_gptq, quantize
 
-__all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "Engine", "GemmEngineError",
-           "Layout", "MatmulProblem", "SetupError", "algorithms", "components", "default_engine", "matmul",
-           "register", "register_activation", "register_dispatch", "source"]
+__all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "CaptureError", "Engine",
+           "GemmEngineError", "Layout", "LinearShape", "MatmulProblem", "QuantizedWeight", "SetupError", "WeightFormat",
+           "algorithms", "components", "default_engine", "from_awq", "from_gptq", "grouped_matmul", "matmul",
+           "quantize", "quantized_matmul", "register", "register_activation", "register_dispatch", "source", "warmup"]
 from .version import __version__  # noqa: E402

@@ -32,7 +32,7 @@ class ElementType:
 
 #: Bytes of each neutral element word (storage and compute words alike).
 WORD_BYTES = {"f32": 4, "f64": 8, "f16_bits": 2, "bf16_bits": 2, "i8": 1, "i32": 4, "f8e4m3": 1,
-              "f8e5m2": 1}
+              "f8e5m2": 1, "u32": 4}
 
 FLOAT32 = ElementType("float32", "f32", "f32", 4)
 FLOAT64 = ElementType("float64", "f64", "f64", 8)
@@ -42,6 +42,9 @@ INT8 = ElementType("int8", "i8", "i32", 1)
 INT32 = ElementType("int32", "i32", "i32", 4)   # the result of int8 x int8 (not an input dtype)
 FLOAT8_E4M3 = ElementType("float8_e4m3fn", "f8e4m3", "f32", 1)
 FLOAT8_E5M2 = ElementType("float8_e5m2", "f8e5m2", "f32", 1)
+#: Packed quantized weights (gemm_engine/quant): 32-bit words of several codes each, never a
+#: user dtype (not in `BY_NAME`); what a kernel's rhs parameter holds for a quantized problem.
+PACKED_WORDS = ElementType("packed_u32", "u32", "f32", 4)
 
 #: Every element type a kernel reads or writes, by name.
 BY_NAME = {t.name: t for t in (FLOAT32, FLOAT64, FLOAT16, BFLOAT16, INT8, INT32, FLOAT8_E4M3, FLOAT8_E5M2)}

@@ -1,16 +1,19 @@
-"""`Engine`: numpy-style matmul on one backend and device, and the module-level `matmul`.
+"""`Engine`: numpy-style matmul on one backend and device.
 
-A call is a pipeline of four steps, each in its own module:
+A call is one pass down the steps of call/, each in its own module:
 
-1. *prepare* (operands.py): numpy's rules on shapes, dtypes, ``out`` and the epilogue options (every
-   check before anything runs), then the operands on the device, viewed without copies where their
-   strides allow, and the `MatmulProblem`;
-2. *choose* (choice.py): the caller's algorithm, else the tuning cache's, else ``auto``'s rules;
-3. *plan* (planner.py): set up, render and compile, cached per (algorithm, problem);
-4. *launch* (launcher.py): the plan's kernels with the call's arguments, packed by its signature.
+1. *arrays* (call/arrays.py): every array argument imported from its library;
+2. *numpy's rules* (call/numpy_rules.py): shapes and the one dtype rule;
+3. *request* (call/request.py): every option checked once, the epilogue the kernels apply;
+4. *prepare* (call/prepare.py): the arrays on the device, viewed in place, and the `MatmulProblem`;
+5. *choose* (call/choose.py): the caller's algorithm, else the tuning cache's, else ``auto``'s rules;
+6. *plan* (call/plan.py): set up, render and compile, cached per (algorithm, problem);
+7. *arguments* and *launch* (call/arguments.py, call/launch.py): one typed `CallArguments`, the
+   kernels launched with it;
+8. *deliver* (call/deliver.py): the result in the caller's library, or in ``out``.
 
-Repeated calls on device arrays with the same metadata skip steps 1-3 (a `CallPlan` per call
-shape), and the result comes back as the caller's array type.
+Repeated calls on device arrays with the same metadata skip steps 1-6 (a `CallPlan` per call
+shape): the arguments step's per-call values go straight into the prepared launch.
 """
 from __future__ import annotations
 
@@ -19,20 +22,32 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import algorithms as _algorithms  # noqa: F401  (registers the built-in algorithms)
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
+from .call.arguments import EpilogueInputs, build_arguments
+from .call.arrays import import_call, import_list
 from .call.choose import Choice, ChoicePolicy
+from .call.deliver import finish, finish_list, without_kernel
+from .call.doc import grouped_doc, matmul_doc
+from .call.fast import CALL_PLANS_MAX, TORCH_KEY, FastPath
+from .call.launch import CallPlan, Launcher
+from .call.plan import Plan, Planner, render
+from .call.prepare import dequantized, prepare, prepare_list
+from .call import numpy_rules
+from .call.request import CallOptions, make_list_request, make_request
+from .compose.registry import generation
 from .errors import SetupError
-from .call.arrays import torch_stream
-from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
-from .call.launch import (CallPlan, Launcher, epilogue_arguments, epilogue_values, operand_values, output_values,
-                       size_values)
-from .call.prepare import Preparer
-from .call.plan import Plan, Planner
+from .epilogue.activations import resolve_activation
+from .explain import explain_problem
 from .problem import MatmulProblem
+from .quant.weight import QuantizedWeight
+from .handles import register as register_handle
+from .tensors import torch_op_wanted
+from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
+from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
 #: Call plans (the fast path's) kept per engine, least recently used first out.
-CALL_PLANS_MAX = 1024
+#: Plans chosen per (algorithm, problem) kept per engine, least recently used first out.
+CHOSEN_MAX = 1024
 
 class Engine:
     """A matmul engine bound to one backend ("auto", "cuda", "opencl") and device."""
@@ -52,11 +67,12 @@ class Engine:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         self.precision = precision
         self.runtime = make_runtime(backend, device, context, queue)
-        self.preparer = Preparer(self.runtime)
         self.planner = Planner(self.runtime)
         self.launcher = Launcher(self.runtime)
         self.policy = ChoicePolicy(self.runtime.dialect, self.tuned_algorithm, self.resolve)
-        self._calls: OrderedDict = OrderedDict()   # call metadata -> CallPlan (device arrays only)
+        #: Repeated calls on device arrays: call metadata -> `CallPlan` (call/fast.py).
+        self._calls: OrderedDict = OrderedDict()
+        self.fast = FastPath(self.runtime, self.launcher, self._calls)
         self._chosen: dict = {}                    # (algorithm spec, problem) -> Plan
         self._resolved: dict = {}                  # algorithm name or class -> instance
         #: Default calls take the tuning cache's choice for their problem class when it has one.
@@ -64,9 +80,11 @@ class Engine:
         self._tuning_cache = None
         self._tuned: dict = {}                     # tuning key -> Algorithm from the cache, or None
         self._lock = threading.Lock()
-        #: torch's tensor type, once a call has seen one (the torch fast path's test; no import).
-        self._torch_type = None
+        #: The registries' generation the caches above were filled under (compose/registry.py).
+        self._generation = generation()
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
+        #: A number naming this engine in the torch ops' calls (gemm_engine/torch/ops.py).
+        self.handle = register_handle(self)
 
     @property
     def backend(self) -> str:
@@ -81,192 +99,191 @@ class Engine:
         return self.runtime.dialect
 
     # -- public API --------------------------------------------------------------------------
+    @matmul_doc("on this engine's device, by one generated kernel")
     def matmul(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                activation=None, out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False,
-               scale_a=None, scale_b=None):
-        # The docstring is gemm_engine.matmul's, set below: one text documents both.
-        rt = self.runtime
+               scale_a=None, scale_b=None, mul=None):
+        if torch_op_wanted(a, b, (c, bias, mul, scale_a, scale_b)):
+            # Autograd, torch.compile's tracing, autocast: through the registered ops (gemm_engine/torch).
+            from .torch.route import routed   # the optional torch layer (it needs torch)
+            return routed(self, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                          activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
+                          precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)
+        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                         precision, tune, scale_a, scale_b, mul)
+
+    def compute(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
+                out_dtype=None, casting="same_kind", algorithm=None, precision=None, tune=False, scale_a=None,
+                scale_b=None, mul=None):
+        """`matmul` on the engine directly, whatever the arguments (torch tensors are read as arrays:
+        no autograd, no tracing): what the registered torch ops run."""
+        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                         precision, tune, scale_a, scale_b, mul)
+
+    def _run(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm, precision,
+             tune, scale_a, scale_b, mul):
+        """The call: the fast path where its key has a call plan, else the general path (`_call`)."""
+        if self._generation != generation():
+            self._forget_plans()
         precision = self.precision if precision is None else precision
         plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
                  and scale_b is None and beta is None and type(alpha) in (float, int) and alpha == 1
-                 and casting == "same_kind")
-        call_key = None
-        tensor = self._torch_type
-        extras = (alpha, beta, c, bias, scale_a, scale_b)
-        if tensor is not None and type(a) is tensor and type(b) is tensor and out is None:
-            # Repeated calls on torch tensors: the metadata is the key, the addresses go straight in.
-            pa, pb = a.data_ptr(), b.data_ptr()
-            call_key = ("torch", algorithm, bool(tune), precision, a.shape, a.stride(), a.dtype, a.get_device(),
-                        pa % 16, b.shape, b.stride(), b.dtype, b.get_device(), pb % 16)
-            if not plain:
-                call_key = self._fused_key(call_key, _torch_meta(tensor), extras, bias_axis, activation,
-                                           out_dtype, casting)
-            call = self._cached(call_key)
-            if call is not None:
-                return self._run_torch_call(call, a, pa, pb, extras)
-        elif rt.is_native(a) and rt.is_native(b):
-            # Repeated calls on device arrays with the same metadata skip every check and setup:
-            # everything the checks depend on is in the key (shapes, strides, dtypes, alignment).
-            call_key = (algorithm, bool(tune), precision, a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
-                        b.shape, b.strides, b.dtype, rt.element_address(b) % 8,
-                        None if out is None else (type(out), out.shape, out.strides, out.dtype))
-            if not plain:
-                meta = (lambda x: (x.shape, x.strides, x.dtype) if rt.is_native(x) else None)
-                call_key = self._fused_key(call_key, meta, extras, bias_axis, activation, out_dtype, casting)
-            call = self._cached(call_key)
-            if call is not None:
-                result = self._run_call(call, a, b, out, extras)
-                if result is not None:
-                    return result
-        prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
-                                  precision, plain, casting, (scale_a, scale_b))
+                 and casting == "same_kind" and mul is None)
+        inputs = None if plain else EpilogueInputs(alpha, beta, c, bias, scale_a, scale_b, mul)
+        call_key, found = self.fast.call(a, b, out, inputs, (algorithm, bool(tune), precision, bias_axis, activation,
+                                                            out_dtype, casting))
+        if found is not None:
+            result, plan = found
+            self.last_choice = (plan.algorithm, plan.config)
+            return result
+        options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
+        return self._call(a, b, out, c, bias, scale_a, scale_b, mul, options, plain, algorithm, tune, call_key)
+
+    def quantized_matmul(self, x, qweight, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
+                         activation=None, out_dtype=None, casting="same_kind", algorithm=None):
+        """``x @ qweight.dequantize()`` with ``matmul``'s epilogue (``act(alpha * (x @ W) + beta * c +
+        bias)``), without materializing the weight: the kernels read its packed codes, scales and
+        zeros. ``x``: float16, bfloat16 or float32 activations (..., M, K) of any library (numpy's
+        rules: a batch of x multiplies the one weight); ``qweight``: a `QuantizedWeight` (K, N)
+        (`gemm_engine.quantize`, `from_gptq`, `from_awq`). The result has x's dtype unless
+        ``out_dtype`` says otherwise. The weights reach tensor-core kernels rounded once to x's
+        16-bit type (register-FMA kernels use them exactly); the sums are float32."""
+        if not isinstance(qweight, QuantizedWeight):
+            raise TypeError(f"quantized_matmul: qweight must be a QuantizedWeight (gemm_engine.quantize), got "
+                            f"{type(qweight).__name__}")
+        return self.matmul(x, qweight, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
+                           activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm)
+
+    def _call(self, a, b, out, c, bias, scale_a, scale_b, mul, options: CallOptions, plain: bool, algorithm,
+              tune: bool, call_key):
+        """The general path: every step of the module docstring, in order."""
+        rt = self.runtime
+        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b, mul=mul)
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain,
+                                  activation=resolve_activation(options.activation))
+        request = make_request(arrays, rules, options, plain)
+        if tune and arrays.quantized:
+            raise ValueError("matmul: tune=True does not time quantized weights yet (name an algorithm, or let "
+                             "auto choose)")
         if algorithm is not None:
             self.resolve(algorithm)   # an unknown name fails even when there is nothing to compute
-        with self.runtime.on_stream(prep.stream):
+        if request.shape.empty:
+            return without_kernel(rt, arrays, request)
+        with rt.on_stream(arrays.stream):
+            prepared = prepare(rt, arrays, request)
+            if algorithm is None and tune:
+                self.tune(prepared.problem)
             try:
-                return self._run(prep, algorithm, tune, call_key)
-            except SetupError as exc:
-                if prep.problem is None or not prep.problem.epilogue.block_scales:
+                plan = self.plan_for(prepared.problem, algorithm)
+            except SetupError as refused:
+                if not request.epilogue.block_scales:
                     raise
-                refused = exc
-        # No kernel applies these block scales: the operands are dequantized first (scales.py).
-        prep = self.preparer.call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype,
-                                  precision, plain, casting, (scale_a, scale_b), dequantize=True)
-        with self.runtime.on_stream(prep.stream):
-            try:
-                return self._run(prep, algorithm, tune, None)
-            except SetupError:
-                raise refused from None   # the reason the named algorithm gave for the scaled problem
-
-    def _run(self, prep, algorithm, tune: bool, call_key):
-        """Steps 2-4 of a prepared call (on the stream its inputs' library works on)."""
-        rt = self.runtime
-        shape, dtype, fusion, host = prep.shape, prep.dtype, prep.fusion, prep.host
-        if prep.problem is None:     # nothing to multiply: no kernel
-            if shape.k == 0 and shape.batch and shape.m and shape.n:
-                return self.preparer.k_zero(prep)
-            return self.preparer.empty_result(prep)
-        lhs, rhs, problem, epilogue = prep.lhs, prep.rhs, prep.problem, prep.problem.epilogue
-        c_dev, c_v, c_copied = self.preparer.c_operand(fusion.c, shape)
-        bias_dev, bias_stride, bias_copied = self.preparer.bias_operand(fusion.bias)
-        scales = {name: self.preparer.scale_operand(getattr(fusion, name)) for name in ("lhs_scale", "rhs_scale")}
-        if algorithm is None and tune:
-            self.tune(problem)
-        plan = self.plan_for(problem, algorithm)
-
-        # Write straight into `out` when it is a C-contiguous device array of the result dtype that
-        # overlaps no input (``out`` being ``c`` itself is fine: each element reads its own c first).
-        out = prep.out
-        reads = [lhs.array, rhs.array] + [x for x in (c_dev, bias_dev) if x is not None and x is not out]
-        reads += [dev for dev, _, _ in scales.values() if dev is not None]
-        direct = (out is not None and not host and out.dtype == dtype and out.array.flags.c_contiguous
-                  and not any(rt.may_overlap(out.array, x) for x in reads if x is not out.array))
-        if direct:
-            target = returned = out.array
-        else:
-            target, returned = self.preparer.result_target(prep)
-        values = {**operand_values(rt, "lhs", lhs.array, lhs.view), **operand_values(rt, "rhs", rhs.array, rhs.view),
-                  **output_values(rt, target, problem), **size_values(problem)}
-        if not epilogue.identity:
-            values.update(epilogue_values(rt, fusion.alpha, fusion.beta, c_dev, c_v, bias_dev, bias_stride,
-                                          {name: (dev, stride) for name, (dev, stride, _) in scales.items()}))
-        self.launcher.run(plan, values)
-        rt.record(target)
-        self.last_choice = (plan.algorithm, plan.config)
-        if (call_key is not None and prep.cacheable and not (lhs.copied or rhs.copied or c_copied or bias_copied)
-                and not any(copied for _, _, copied in scales.values())
-                and (out is None or direct) and (prep.like is None) == (call_key[0] != "torch")):
-            self._remember(call_key, CallPlan.make(plan, values, shape.out_shape, dtype, not epilogue.identity))
-        if prep.like is not None and self._torch_type is None:
-            self._torch_type = type(prep.like.original) if not isinstance(prep.like.original, type) else None
-        return self.preparer.finish(prep, target, returned, direct)
-
-    def _run_torch_call(self, call: CallPlan, a, pa: int, pb: int, extras=None):
-        """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses): a result tensor
-        of torch's, the addresses (the epilogue's arrays' too, ``extras``), torch's current stream."""
-        import torch
-        plan = call.plan
-        device = a.get_device()
-        # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without the
-        # torch.device object ``a.device`` builds on every call.
-        target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=device)
-        stream = torch_stream(torch, device)
-        pt = target.data_ptr()
-        more = call.fused_values(extras, _torch_address) if call.fused else ()
-        if call.direct and call.direct(pa, pb, pt, *more, stream=stream):
+                # No kernel applies these block scales: the operands are dequantized first.
+                arrays, request = dequantized(rt, arrays, request)
+                prepared, call_key = prepare(rt, arrays, request), None
+                try:
+                    plan = self.plan_for(prepared.problem, algorithm)
+                except SetupError:
+                    raise refused from None   # the reason the named algorithm gave for the scaled problem
+            args, target = build_arguments(rt, arrays, prepared)
+            values, per_call = args.values(rt.ptr_arg), args.per_call_names()
+            self.launcher.run(plan, values)
+            rt.after_launch(target.array, arrays.device_arrays)
             self.last_choice = (plan.algorithm, plan.config)
-            return target
-        with self.runtime.on_stream(stream):
-            values = {"lhs_base": pa, "lhs_offset": 0, "rhs_base": pb, "rhs_offset": 0, "out_base": pt, "out_offset": 0}
-            if call.fused:
-                values.update(epilogue_arguments(extras, _torch_address))
-            args = call.packer.pack(self.launcher.with_workspace(plan, values, call.packer.fixed))
-            if call.direct is None:
-                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
-            self.launcher.run_packed(plan, args)
-        self.last_choice = (plan.algorithm, plan.config)
-        return target
+            keep = (call_key is not None and not prepared.copied and (request.out is None or target.direct)
+                    and (arrays.like is not None) == (call_key[0] is TORCH_KEY))
+            if keep:
+                call = CallPlan.make(plan, values, per_call, request.shape.out_shape, request.dtype, args.fused)
+                with self._lock:
+                    self._calls[call_key] = call
+                    if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
+                        self._calls.popitem(last=False)
+            if arrays.like is not None and self.fast.torch_type is None:
+                # From now on torch tensors are recognized by type (no torch import): their repeated
+                # calls take the fast path.
+                self.fast.torch_type = type(arrays.like.original)
+            return finish(rt, arrays, request, target)
 
-    def _cached(self, key):
-        try:
-            return self._calls.get(key) if key is not None else None
-        except TypeError:  # an unhashable argument: the general path reports it
-            return None
-
-    def _remember(self, key, call: CallPlan) -> None:
-        with self._lock:
-            self._calls[key] = call
-            if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
-                self._calls.popitem(last=False)
-
-    @staticmethod
-    def _fused_key(key, array_meta, extras, bias_axis, activation, out_dtype, casting):
-        """The call key extended by the epilogue's metadata (``array_meta(x)``: an array argument's,
-        None where the fast path cannot take it), or None (general path) when an option is not a
-        plain number or such an array. Number scales fold into alpha (`epilogue_arguments`)."""
-        alpha, beta, *arrays = extras
-        if type(alpha) not in (float, int) or type(beta) not in (float, int, type(None)):
-            return None
-        meta, factor = [], 1.0
-        for i, x in enumerate(arrays):
-            if x is None:
-                meta.append(None)
-            elif i >= 2 and type(x) in (float, int):      # scale_a / scale_b given as a number
-                meta.append("number")
-                factor *= x
-            else:
-                meta.append(array_meta(x))
-                if meta[-1] is None:
-                    return None
-        return key + (alpha * factor == 1, None if beta is None else beta == 0, *meta, bias_axis, activation,
-                      out_dtype, casting)
-
-    def _run_call(self, call: CallPlan, a, b, out, extras):
-        """Launch a call plan; None when ``out`` overlaps an input (the general path copes)."""
+    @grouped_doc("on this engine's device, by one generated kernel")
+    def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
+                       bias_axis=-1, activation=None, row_scale=None, out_dtype=None, casting="same_kind",
+                       algorithm=None, precision=None, scale_a=None, scale_b=None):
+        if self._generation != generation():
+            self._forget_plans()
+        precision = self.precision if precision is None else precision
+        algorithm = "grouped" if algorithm is None else algorithm
+        if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+            given = tuple(name for name, value in (("offsets", offsets), ("counts", counts), ("c", c), ("bias", bias),
+                                                   ("row_scale", row_scale), ("scale_a", scale_a),
+                                                   ("scale_b", scale_b), ("beta", beta)) if value is not None)
+            return self._grouped_list(a, b, out, CallOptions(alpha, None, bias_axis, activation, out_dtype, casting,
+                                                             precision), algorithm, given)
+        if (offsets is None) == (counts is None):
+            raise ValueError("grouped_matmul: pass offsets (each group's end: contiguous rows, or the reduction "
+                             "with a 2-D b) or counts (masked rows per group), not both or neither")
+        extents = ("offsets", offsets, "offsets") if counts is None else ("counts", counts, "masked")
+        plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
+                 and scale_b is None and beta is None and row_scale is None and type(alpha) in (float, int)
+                 and alpha == 1 and casting == "same_kind")
+        options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
         rt = self.runtime
-        plan = call.plan
-        if call.direct and out is None:
-            # A one-kernel plan on CUDA: only the three addresses (and a fused call's epilogue
-            # values) change between calls (codegen/cuda_launch.py, `PreparedLaunch`).
-            target = rt.empty(call.out_shape, call.dtype)
-            if call.direct(a, b, target, *(call.fused_values(extras, rt.ptr_arg) if call.fused else ())):
-                self.last_choice = (plan.algorithm, plan.config)
-                return target
-        arrays = {name: x for name, x in zip(("c", "bias", "scale_a", "scale_b"), extras[2:])
-                  if x is not None and type(x) not in (float, int)}
-        if out is not None and any(rt.may_overlap(out, x) for x in (a, b, *arrays.values()) if x is not out):
-            return None
-        rt.order_after(a=a, b=b, out=out, **arrays)   # the key holds shapes, not queues
-        target = out if out is not None else rt.empty(call.out_shape, call.dtype)
-        args = call.pack(rt, self.launcher, a, b, target, extras)
-        if call.direct is None:
-            # The plan's first fast call prepares its direct launch (only the first: a plan the
-            # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
-            call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
-        self.launcher.run_packed(plan, args)
-        rt.record(target)
-        self.last_choice = (plan.algorithm, plan.config)
-        return target
+        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
+                             groups=extents[:2], row_scale=row_scale)
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain, layout=extents[2])
+        request = make_request(arrays, rules, options, plain)
+        self.resolve(algorithm)
+        if 0 in request.shape.out_shape:
+            return without_kernel(rt, arrays, request)
+        return self._launch(arrays, request, algorithm)
+
+    def _grouped_list(self, a, b, out, options: CallOptions, algorithm, given: tuple):
+        """A list-layout grouped call: the steps of `grouped_matmul`, each group its own sizes."""
+        rt = self.runtime
+        arrays = import_list(rt, a, b, out)
+        sizes, types = numpy_rules.list_rules(arrays, options.out_dtype, options.casting)
+        request = make_list_request(arrays, sizes, types, options, given)
+        self.resolve(algorithm)
+        with rt.on_stream(arrays.stream):
+            prepared = prepare_list(rt, arrays, request)
+            plan = self.plan_for(prepared.problem, algorithm)
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
+            return finish_list(rt, arrays, request, target)
+
+    def _launch(self, arrays, request, algorithm):
+        """Steps 4-8 of a grouped call (prepare, choose, plan, arguments and launch, deliver)."""
+        rt = self.runtime
+        with rt.on_stream(arrays.stream):
+            prepared = prepare(rt, arrays, request)
+            try:
+                plan = self.plan_for(prepared.problem, algorithm)
+            except SetupError as refused:
+                if not request.epilogue.block_scales:
+                    raise
+                arrays, request = dequantized(rt, arrays, request)     # as matmul: no kernel applies them
+                prepared = prepare(rt, arrays, request)
+                try:
+                    plan = self.plan_for(prepared.problem, algorithm)
+                except SetupError:
+                    raise refused from None
+            args, target = build_arguments(rt, arrays, prepared)
+            self.launcher.run(plan, args.values(rt.ptr_arg))
+            rt.after_launch(target.array, arrays.device_arrays)
+            self.last_choice = (plan.algorithm, plan.config)
+            return finish(rt, arrays, request, target)
+
+    def _forget_plans(self) -> None:
+        """Drop everything cached under the registries' old meaning (a name re-registered, a slot
+        swapped: compose/registry.py)."""
+        with self._lock:
+            self._generation = generation()
+            self._calls.clear()
+            self._chosen.clear()
+            self._resolved.clear()
+            self._tuned.clear()
+            self.planner.clear()
 
     # -- choice and plans ----------------------------------------------------------------------
     def resolve(self, algorithm) -> Algorithm:
@@ -284,7 +301,7 @@ class Engine:
         return found
 
     def choose(self, problem: MatmulProblem, algorithm=None, trace: bool = False) -> Choice:
-        """The `Choice` a call of ``problem`` makes (see choice.py); ``trace``: every alternative's verdict."""
+        """The `Choice` a call of ``problem`` makes (see call/choose.py); ``trace``: every alternative's verdict."""
         return self.policy.choose(problem, algorithm, trace=trace)
 
     def plan_for(self, problem: MatmulProblem, algorithm=None) -> Plan:
@@ -300,14 +317,13 @@ class Engine:
             if key is not None:
                 with self._lock:
                     self._chosen[key] = found
-                    if len(self._chosen) > CALL_PLANS_MAX:
+                    if len(self._chosen) > CHOSEN_MAX:
                         self._chosen.pop(next(iter(self._chosen)))
         return found
 
     def plan(self, problem: MatmulProblem, algorithm=None) -> tuple[Algorithm, KernelConfig, str]:
         """(algorithm, config, source) the engine would use for ``problem``; nothing is launched
         or compiled. The default algorithm is chosen as `matmul` chooses it (tuned, else "auto")."""
-        from .call.plan import render
         choice = self.choose(problem, algorithm)
         return choice.algorithm, choice.config, render(choice.algorithm, choice.config, self.dialect)
 
@@ -317,12 +333,14 @@ class Engine:
         the call runs; host operands are moved to the device as a call would). ValueError when
         the call has nothing to multiply (an empty output or K = 0)."""
         precision = self.precision if precision is None else precision
-        prep = self.preparer.call(a, b, None, alpha, beta, c, bias, bias_axis, activation, out_dtype,
-                                  precision, plain=False)
-        if prep.problem is None:
+        arrays = import_call(self.runtime, a, b, c=c, bias=bias)
+        options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, "same_kind", precision)
+        request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta,
+                                                         activation=resolve_activation(activation)), options)
+        if request.shape.empty:
             raise ValueError(f"matmul of shapes {np.shape(a)} and {np.shape(b)} runs no kernel "
                              f"(empty output or K = 0): there is no problem to explain or tune")
-        return prep.problem
+        return prepare(self.runtime, arrays, request).problem
 
     def explain(self, a, b=None, *, algorithm=None, precision=None, **options):
         """Why ``matmul(a, b, algorithm=algorithm, ...)`` runs what it runs, without running it:
@@ -330,7 +348,6 @@ class Engine:
         tuning cache or the heuristic), and for every other registered algorithm the setup error
         that refuses it or the rule that ranks it lower. ``a`` may also be a `MatmulProblem`
         (``b`` then None). ``str()`` of the result is a readable report."""
-        from .explain import explain_problem
         problem = a if isinstance(a, MatmulProblem) else self.problem_for(a, b, precision=precision, **options)
         return explain_problem(self, problem, algorithm)
 
@@ -345,7 +362,6 @@ class Engine:
         stderr is a terminal; a callable gets ``(done, total, label)``. ``exhaustive``: time every
         registered algorithm, not only those the rules name (see tuning/space.py).
         """
-        from .tuning import TuneResult, Tuner, problem_key
         problem = a if isinstance(a, MatmulProblem) else self.problem_for(a, b, precision=precision)
         key = problem_key(problem, self.device)
         if not force:
@@ -365,7 +381,6 @@ class Engine:
     def tuning_cache(self):
         """The persistent tuning cache (tuning/cache.py), opened on first use."""
         if self._tuning_cache is None:
-            from .tuning import TuningCache
             self._tuning_cache = TuningCache()
         return self._tuning_cache
 
@@ -373,7 +388,6 @@ class Engine:
         """The tuning cache's algorithm for ``problem``'s class, or None (no entry, or disabled)."""
         if not self.use_tuning_cache:
             return None
-        from .tuning import problem_key
         key = problem_key(problem, self.device)
         if key not in self._tuned:
             entry = self.tuning_cache.get(key)
@@ -385,15 +399,3 @@ class Engine:
                     alg = None
             self._tuned[key] = alg
         return self._tuned[key]
-
-
-def _torch_address(x) -> tuple[int, int]:
-    """A torch tensor's (pointer, element offset): its data pointer already includes the offset."""
-    return x.data_ptr(), 0
-
-
-def _torch_meta(tensor_type):
-    """The fast-path metadata of an epilogue array that is a torch tensor (else None)."""
-    def meta(x):
-        return (x.shape, x.stride(), x.dtype, x.get_device()) if type(x) is tensor_type else None
-    return meta

@@ -27,3 +27,8 @@ class SetupError(GemmEngineError, ValueError):
 
 class BackendUnavailableError(GemmEngineError, RuntimeError):
     """The requested backend (CUDA through CuPy, OpenCL through PyOpenCL) cannot be used here."""
+
+
+class CaptureError(GemmEngineError, RuntimeError):
+    """A kernel would be compiled while the current CUDA stream captures a graph (loading it would
+    invalidate the capture): the call must run once, or be warmed up, before capturing."""

@@ -1,10 +1,12 @@
 """`Engine.explain`: what a call would run and why, computed by setup alone (nothing launched).
 
-The report is the engine's own decision with its trace (choice.py): the caller's algorithm when
+The report is the engine's own decision with its trace (call/choose.py): the caller's algorithm when
 one is given; else the tuning cache's entry for the problem's class (tuning/key.py) when there is
-one and it sets up; else ``auto``, the first rule of algorithms/rules.py that applies and sets up.
-Every other registered algorithm is set up too, so the report says for each whether it refuses the
-problem (its SetupError), its rule says no, or it would run but ranks lower.
+one and it sets up; else ``auto``, the first rule of selector/rules.py that applies and sets up.
+A family name (``"specialized"``) shows as the member it resolved to (``specialized ->
+specialized_wgmma``). Every other registered algorithm is set up too, so the report says for each
+whether it refuses the problem (its SetupError), its rule says no, or it would run but ranks lower;
+each family, which member it would run here.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from .algorithms.base import KernelConfig
 from .problem import MatmulProblem
+from .tuning.key import problem_key
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,12 @@ class Explanation:
     selection: object
     config: KernelConfig     # the full config the kernel is rendered from
     considered: tuple[Considered, ...]
+    family: str | None = None    # the family name the caller gave, when it resolved to ``algorithm``
+
+    @property
+    def chosen(self) -> str:
+        """``family -> member`` when a family name was resolved, else the algorithm's name."""
+        return f"{self.family} -> {self.algorithm}" if self.family else self.algorithm
 
     def __str__(self) -> str:
         p, d = self.problem, self.device
@@ -42,7 +51,7 @@ class Explanation:
             f"  precision {p.precision}  epilogue {epi}",
             f"device     {d.name} ({d.backend}{' ' + d.arch if d.arch else ''}, {d.compute_units} compute units, "
             f"{d.max_shared_memory} B shared memory, plane {d.plane_size})",
-            f"chosen     {self.algorithm}  (from the {self.source})",
+            f"chosen     {self.chosen}  (from the {self.source})",
             f"selection  {self.selection!r}",
             f"kernel     {summary(self.config)}",
             f"cache key  {self.key}",
@@ -72,13 +81,12 @@ def summary(cfg: KernelConfig) -> str:
 
 def explain_problem(engine, problem: MatmulProblem, algorithm=None) -> Explanation:
     """The report of ``engine``'s choice for ``problem`` (see `Engine.explain`): the policy's own
-    trace (choice.py), so the report cannot disagree with what a call runs."""
-    from .tuning import problem_key
+    trace (call/choose.py), so the report cannot disagree with what a call runs."""
     choice = engine.choose(problem, algorithm, trace=True)
     considered = tuple(Considered(v.name, v.verdict, v.reason, v.config.selection if v.config else None)
                        for v in choice.trace)
     return Explanation(problem, engine.device, problem_key(problem, engine.device), choice.source,
-                       choice.algorithm.name, choice.config.selection, choice.config, considered)
+                       choice.algorithm.name, choice.config.selection, choice.config, considered, choice.family)
 
 
 def _epilogue_text(e) -> str:

@@ -2,7 +2,11 @@
 
 `MatmulProblem` is what setup reads: sizes, element types, the memory layout of each operand and
 whether its base and leading dimension allow vector access. The numpy-facing front end
-(`frontend.py`) builds it from arrays; tests and the CLI may build it directly.
+(call/prepare.py) builds it from arrays; tests and the CLI may build it directly.
+
+A *grouped* problem (`Groups`, the ``groups`` field: mixture-of-experts layers, LoRA adapters) is
+``batch`` independent products whose extents along one axis are read from device memory per call:
+only a batch level that walks groups (batch/grouped.py) runs it, every other one refuses it.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from enum import Enum
 
 from .dtypes import FP8_NAMES, ElementType
 from .epilogue.spec import IDENTITY, Epilogue
+from .quant.format import WeightFormat
 
 
 class Layout(str, Enum):
@@ -18,6 +23,35 @@ class Layout(str, Enum):
 
     ROW = "row"
     COL = "col"
+
+
+#: How a grouped problem's groups lie (`Groups.layout`):
+#: * "contiguous": lhs rows sorted by group, one (M, K) lhs; the kernel's ``groups`` array holds each
+#:   group's end row (int32, ``offsets[-1] == M``); rhs and output per group / per row;
+#: * "masked": lhs (batch, M, K) with each group's first ``counts[g]`` rows in use (int32 counts);
+#: * "k": the reduction axis grouped: lhs (M, K) and rhs (K, N) sliced along K by end offsets, one
+#:   (M, N) output per group (a weight gradient);
+#: * "list": every group its own M, N, K and operands, from a table in device memory (int64).
+GROUP_LAYOUTS = ("contiguous", "masked", "k", "list")
+
+
+@dataclass(frozen=True)
+class Groups:
+    """A grouped problem's layout (see `GROUP_LAYOUTS`). The sizes of the `MatmulProblem` that holds
+    it are bounds the kernels are configured for: ``batch`` the groups, ``m`` the lhs rows (the sum
+    of the groups' rows: contiguous; the rows of each group's slab: masked; the largest: list), ``k``
+    the reduction (the sum: "k"; the largest: list), ``n`` the columns (the largest: list)."""
+
+    layout: str
+
+    def __post_init__(self):
+        if self.layout not in GROUP_LAYOUTS:
+            raise ValueError(f"Groups.layout: expected one of {GROUP_LAYOUTS}, got {self.layout!r}")
+
+    @property
+    def ragged(self) -> frozenset:
+        """The axes ("m", "n", "k") whose extent changes per group (bounds-checked in every kernel)."""
+        return frozenset({"contiguous": "m", "masked": "m", "k": "k", "list": "mnk"}[self.layout])
 
 
 @dataclass(frozen=True)
@@ -41,6 +75,12 @@ class MatmulProblem:
     precision: str = "default"
     # What each output element goes through before it is stored (identity: plain matmul).
     epilogue: Epilogue = IDENTITY
+    # A grouped problem's layout (None: one dense, possibly batched, product).
+    groups: Groups | None = None
+    # The rhs is a quantized weight in this format (gemm_engine/quant): the kernel reads packed codes
+    # with their scales (and zeros) and multiplies their values, delivered as ``rhs`` (the
+    # activations' type); None: a dense rhs.
+    weights: WeightFormat | None = None
 
     PRECISIONS = ("default", "tf32", "fast_accum")
 
@@ -54,6 +94,17 @@ class MatmulProblem:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"MatmulProblem.{name} must be a non-negative int, got {value!r}")
+
+    def ragged(self, axis: str) -> bool:
+        """Whether ``axis`` ("m", "n", "k") has a per-group extent read on the device: a kernel must
+        bounds-check it whatever its tile."""
+        return self.groups is not None and axis in self.groups.ragged
+
+    def checks(self, stage_m: int, stage_n: int, stage_k: int) -> tuple[bool, bool, bool]:
+        """(check_m, check_n, check_k): the axes a stage tile of these extents does not divide, or
+        whose extent is ragged (bounds-checked in the kernel)."""
+        return (self.m % stage_m != 0 or self.ragged("m"), self.n % stage_n != 0 or self.ragged("n"),
+                self.k % stage_k != 0 or self.ragged("k"))
 
     @property
     def flops(self) -> int:

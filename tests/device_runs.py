@@ -77,8 +77,8 @@ def operands(rng, shape):
 #: Algorithms meant to run int8 everywhere (register FMA in int32, or a family falling back to it);
 #: INT8_TENSOR_CORE run it on CUDA sm_80+ through mma.sync s8. Any other algorithm may refuse int8,
 #: but only with a SetupError (e.g. split-K's float partial sums, wgmma, the float-only skinny path).
-INT8_EVERYWHERE = {"simple_unit", "double_buffering_unit", "specialized", "ordered",
-                   "auto", "simple", "double_buffering"}
+INT8_EVERYWHERE = {"simple_unit", "double_buffering_unit", "specialized_unit", "ordered_unit",
+                   "auto", "simple", "double_buffering", "specialized", "ordered"}
 INT8_TENSOR_CORE = {"simple_mma", "double_buffering_mma"}
 
 

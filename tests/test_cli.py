@@ -12,7 +12,7 @@ from gemm_engine.tuning import CACHE_ENV
 
 from conftest import get_engine
 
-COMMANDS = ("info", "run", "explain", "source", "bench", "tune")
+COMMANDS = ("info", "run", "explain", "source", "bench", "tune", "warmup")
 
 
 @pytest.fixture
@@ -200,6 +200,15 @@ def test_info_lists_backends_and_caches(opencl, capsys):
         assert word in text
 
 
+def test_warmup_compiles_shapes_and_says_what_it_did(opencl, capsys):
+    code, text = out_of(capsys, ["warmup", "--backend", "opencl", "--shapes", "33x17x9,2x20x12x8", "--dtypes",
+                                 "float32", "--workers", "2"])
+    assert code == 0, text
+    assert "float32: warmed up 2 problems: 2 kernels" in text
+    code = cli.main(["warmup", "--backend", "opencl", "--model", "llama3-8b", "--shapes", "8x8x8"])
+    assert code == 2 and "one of them" in capsys.readouterr().err
+
+
 # -- one reading of every option, one line for every mistake (issue 35) ----------------------------
 @pytest.mark.parametrize("text, name", [("f16", "float16"), ("fp16", "float16"), ("half", "float16"),
                                         ("bf16", "bfloat16"), ("BF16", "bfloat16"), ("f32", "float32"),
@@ -214,6 +223,7 @@ def test_every_command_reads_dtype_names_the_same(text, name):
     assert p.parse_args(["source", "--dtype", text]).dtype == name
     assert p.parse_args(["tune", "--dtypes", f"{text},float32"]).dtypes == list(dict.fromkeys([name, "float32"]))
     assert p.parse_args(["bench", "--dtypes", text]).dtypes == [name]
+    assert p.parse_args(["warmup", "--dtypes", text]).dtypes == [name]
 
 
 @pytest.mark.parametrize("argv", [["run", "--dtype", "float128"], ["tune", "--dtypes", "f16,f17"],

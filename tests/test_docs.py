@@ -13,7 +13,9 @@ import gemm_engine
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("fn", [gemm_engine.matmul, gemm_engine.Engine.matmul], ids=["matmul", "Engine.matmul"])
+@pytest.mark.parametrize("fn", [gemm_engine.matmul, gemm_engine.Engine.matmul, gemm_engine.grouped_matmul,
+                                gemm_engine.Engine.grouped_matmul],
+                         ids=["matmul", "Engine.matmul", "grouped_matmul", "Engine.grouped_matmul"])
 def test_help_documents_every_argument(fn):
     doc = inspect.getdoc(fn)
     documented = set()
@@ -65,7 +67,7 @@ def test_distribution_name_is_ours_and_every_hint_uses_it():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION == "composable-gemm"
     assert set(project["optional-dependencies"]) >= {"opencl", "cuda12", "cuda13", "plot", "test"}
-    texts = [p for p in (ROOT / "gemm_engine").rglob("*.py")] + [ROOT / "README.md", ROOT / "scripts" / "setup.sh"]
+    texts = [p for p in (ROOT / "gemm_engine").rglob("*.py")] + [ROOT / "README.md", ROOT / "scripts" / "setup.sh", ROOT / ".ci" / "run"]
     wrong = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in texts
              for m in re.finditer(r"gemm[_-]engine\[\w[\w-]*\]|pip install [\"']?gemm[_-]engine\b", p.read_text())]
     assert not wrong, wrong

@@ -28,7 +28,7 @@ def test_explain_reports_the_heuristic_choice_and_every_other_algorithm(opencl_e
     assert set(REGISTRY) - {"auto"} <= accounted
     verdicts = {c.name: c for c in report.considered}
     assert verdicts["pipelined_wgmma"].verdict == "refused" and "wgmma" in verdicts["pipelined_wgmma"].reason
-    assert verdicts["skinny"].verdict == "refused" and "M = 1 or N = 1" in verdicts["skinny"].reason
+    assert verdicts["skinny"].verdict == "refused" and "M or N at most 16" in verdicts["skinny"].reason
     assert verdicts["simple_unit"].verdict == "chosen"
     assert verdicts["double_buffering_unit"].verdict == "not ranked"
     text = str(report)
@@ -43,8 +43,27 @@ def test_explain_a_named_algorithm_and_skinny_ranking(opencl_engine, rng):
     assert report.algorithm == "skinny" and report.source == "heuristic"
     lower = {c.name: c for c in report.considered}["simple_unit"]
     assert lower.verdict == "ranked lower" and "skinny" in lower.reason
-    named = opencl_engine.explain(a, b, algorithm="ordered")
-    assert named.source == "caller" and named.algorithm == "ordered"
+    named = opencl_engine.explain(a, b, algorithm="ordered_unit")
+    assert named.source == "caller" and named.algorithm == "ordered_unit" and named.family is None
+
+
+def test_explain_says_which_member_a_family_name_resolved_to(opencl_engine, rng):
+    a = rng.standard_normal((40, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 30)).astype(np.float32)
+    report = opencl_engine.explain(a, b, algorithm="specialized")
+    # OpenCL has no wgmma: the family's register member runs.
+    assert (report.family, report.algorithm, report.source) == ("specialized", "specialized_unit", "caller")
+    assert "chosen     specialized -> specialized_unit  (from the caller)" in str(report)
+    family = {c.name: c for c in report.considered}["specialized -> specialized_unit"]
+    assert family.verdict == "family" and "named by the caller" in family.reason
+    assert "specialized_wgmma" in family.reason and "wgmma" in family.reason   # why the better member did not run
+    # The family a call names runs the member explain reports.
+    opencl_engine.matmul(a, b, algorithm="specialized")
+    assert opencl_engine.last_choice[0].name == "specialized_unit"
+    # Every family not named says which member it would run here.
+    plain = {c.name: c for c in opencl_engine.explain(a, b).considered}
+    assert plain["double_buffering -> double_buffering_unit"].verdict == "family"
+    assert plain["simple -> simple_unit"].verdict == "family"
 
 
 def test_explain_takes_a_problem_and_the_call_options(opencl_engine, rng):

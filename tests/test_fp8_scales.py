@@ -4,7 +4,7 @@ References are float64 products of the dequantized operands (the fp8 values are 
 outputs are poisoned first so unwritten elements fail. Tolerances: float32 results 1e-5 relative
 (Frobenius) on the portable path, whose products and sums are float32 FMA; 2e-3 where the
 H100's fp8 wgmma accumulates (its accumulator keeps fewer than float32's bits: measured 1.3e-3 at
-K = 4096, bench/results/h100_2026-11-25_low_precision.md); bfloat16 results 1e-2.
+K = 4096, bench/results/h100/low_precision.md, notes); bfloat16 results 1e-2.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemm_engine.call.numpy_rules import call_shape, operand_view, result_dtype
+from gemm_engine.call.numpy_rules import call_shape, result_dtype
+from gemm_engine.views import operand_view
 from gemm_engine.problem import Layout
 
 SHAPE_PAIRS = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((5, 2, 3), (3, 4)), ((2, 3), (7, 3, 4)),

@@ -18,7 +18,8 @@ from gemm_engine.algorithms import REGISTRY, AlgorithmFamily
 from gemm_engine.batch.base import KERNEL_NAME
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import INT8, INT32, SUPPORTED_NAMES, operand_dtypes
+from gemm_engine.dtypes import INT8, INT32, SUPPORTED_NAMES
+from gemm_engine.call.numpy_rules import operand_dtypes
 from gemm_engine.errors import SetupError
 from gemm_engine.call.numpy_rules import result_dtype
 from gemm_engine.problem import Layout, MatmulProblem

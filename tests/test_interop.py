@@ -1,4 +1,4 @@
-"""Arrays of every library in, the caller's library out (gemm_engine/interop.py): torch tensors
+"""Arrays of every library in, the caller's library out (gemm_engine/call/arrays.py): torch tensors
 (CPU here; CUDA on a GPU, on torch's current stream), DLPack and CUDA-array-interface objects,
 lists and Python scalars for any argument, and errors that name the argument."""
 from __future__ import annotations

@@ -42,11 +42,12 @@ def test_ci_runs_the_readmes_test_command():
 
 
 def test_using_it_runs_as_written(tmp_path):
-    """The "Using it" section's code, fused epilogues included, run as one script (every name it
-    uses defined in it)."""
+    """The "Using it" section's own code (before its sub-sections), fused epilogues included, run
+    as one script (every name it uses defined in it). The sub-sections' snippets (torch, grouped,
+    quantized) are fragments whose operands' shapes are given in comments."""
     from conftest import get_engine
     get_engine("opencl")   # skips with the reason where OpenCL is unavailable
-    blocks = re.findall(r"```python\n(.*?)```", section("Using it"), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", section("Using it").split("\n### ")[0], re.S)
     assert len(blocks) >= 2
     script = tmp_path / "readme_using_it.py"
     script.write_text("\n".join(blocks))

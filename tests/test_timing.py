@@ -1,4 +1,4 @@
-"""The timing rule (gemm_engine/timing.py): samples of compared calls are taken in turns."""
+"""The timing rule (gemm_engine/runtime/timing.py): samples of compared calls are taken in turns."""
 import pytest
 
 from gemm_engine.runtime.timing import device_time, device_times

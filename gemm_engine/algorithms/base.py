@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from ..batch.base import BatchMatmul
-from ..batch.dispatch import RowMajorDispatch
+from ..batch.dispatch import DISPATCHES, RowMajorDispatch
 from ..batch.partitioned import PartitionedBatchMatmul
 from ..codegen.dialect import Dialect
+from ..codegen.emitter import emit
 from ..compose.contracts import SLOTS, check_composition
+from ..compose.registry import Composition, Registry
 from ..errors import SetupError
 from ..global_.read.loaders import CyclicLoader
+from ..global_.write.pairs import check_pairs
 from ..global_.simple import SimpleGlobalMatmul
 from ..global_.write.writers import DirectWriter
 from ..problem import MatmulProblem
@@ -53,7 +56,7 @@ class KernelConfig:
 _SELECTIONS: dict[tuple, type[Selection]] = {}
 
 
-class Algorithm:
+class Algorithm(metaclass=Composition):
     """A composition of components, one per slot, that sets up kernels for matmul problems.
 
     Subclass to compose: set ``name`` (then `gemm_engine.register` it to reach it by name) and
@@ -69,6 +72,8 @@ class Algorithm:
     """
 
     name: ClassVar[str] = "algorithm"
+    #: A family (family.py) chooses among member algorithms and has no selection of its own.
+    is_family: ClassVar[bool] = False
     #: The public name of this algorithm's composed selection type (e.g. "UnitSelection").
     selection_name: ClassVar[str | None] = None
     # -- slots -------------------------------------------------------------------------------------
@@ -112,7 +117,11 @@ class Algorithm:
     # -- composition -------------------------------------------------------------------------------
     @classmethod
     def slots(cls) -> dict[str, type | None]:
-        return {slot: getattr(cls, slot, None) for slot in SLOTS}
+        """The slots' components; a registered order's name in the dispatch slot means that order."""
+        out = {slot: getattr(cls, slot, None) for slot in SLOTS}
+        if isinstance(out["dispatch"], str):
+            out["dispatch"] = DISPATCHES.get(out["dispatch"], out["dispatch"])
+        return out
 
     @classmethod
     def check(cls) -> None:
@@ -148,7 +157,7 @@ class Algorithm:
                                rhs_loader=self.rhs_loader() if self.rhs_loader is not None else None,
                                writer=self.writer() if self.writer is not None else None,
                                listener=self.listener)
-        return self.batch(global_, dispatch=self.dispatch)
+        return self.batch(global_, dispatch=self.slots()["dispatch"])
 
     # -- selection -----------------------------------------------------------------------------
     def select(self, problem: MatmulProblem, dialect: Dialect) -> Mapping | Selection:
@@ -167,10 +176,19 @@ class Algorithm:
         base = self.selection
         if base is None:
             chosen = self.select(problem, dialect)
+            if isinstance(chosen, Mapping) and "dispatch" in chosen and self._dispatch_swapped():
+                # A subclass put its own order in the dispatch slot: it is the default `select`'s
+                # order was chosen against, so the slot wins (as an override would).
+                chosen = {k: v for k, v in chosen.items() if k not in ("dispatch", "dispatch_width")}
             if self.overrides and isinstance(chosen, Mapping):
                 chosen = self.yield_to(chosen, self.overrides)
             base = self.selection_class().merged(chosen)
         return base.override(**self.overrides) if self.overrides else base
+
+    @classmethod
+    def _dispatch_swapped(cls) -> bool:   # another order than the class whose `select` runs had
+        owner = next(c for c in cls.__mro__ if "select" in c.__dict__)
+        return getattr(owner, "dispatch", None) is not cls.dispatch
 
     def yield_to(self, chosen: Mapping, overrides: Mapping) -> Mapping:
         """`select`'s preset ``chosen`` with the knobs it set only because of a knob the caller
@@ -192,18 +210,13 @@ class Algorithm:
         self.check()
         if self._build_error is not None:
             raise _as_setup_error(self.name, self._build_error)
-        batch, global_ = self.components, self.components.global_
-        if problem.epilogue.block_scales and not getattr(global_, "applies_block_scales", False):
-            raise SetupError(global_.name, "the operands' scales per block of 128 along K must be applied "
-                                           "between K blocks, which this global level does not do "
-                                           "(matmul dequantizes the operands first instead)")
-        if problem.epilogue.block_scales and not getattr(batch, "forwards_block_scales", True):
-            raise SetupError(batch.name, "it splits K, so its global level cannot apply the operands' scales "
-                                         "per block of 128 along K (matmul dequantizes the operands first "
-                                         "instead)")
+        self.components.check_groups(problem)
+        self.components.check_block_scales(problem)
+        self.components.check_weights(problem)
         try:
             selection = self.selection_for(problem, dialect)
             batch = self.components.setup(problem, selection, dialect)
+            check_pairs(self.components, batch, dialect)
         except SetupError:
             raise
         except Exception as exc:  # noqa: BLE001 -- reported, not swallowed
@@ -213,20 +226,21 @@ class Algorithm:
 
     # -- codegen ----------------------------------------------------------------------------
     def render(self, cfg: KernelConfig, dialect: Dialect) -> str:
-        """Full kernel source: the dialect preamble plus the batch level's kernels."""
+        """Full kernel source: the dialect preamble plus the batch level's kernels, laid out by the
+        emitter (indented blocks, no line much over 120 characters)."""
         g = cfg.batch.global_
         epilogue = cfg.batch.epilogue
         ets = (g.lhs_loader.operand.element, g.rhs_loader.operand.element, g.out, cfg.batch.result,
-               *epilogue.element_types)
+               *epilogue.element_types, *(g.weights.element_types if g.weights is not None else ()))
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()
         text = (dialect.preamble(ets, headers) + dialect.helpers_for(body) + epilogue.helpers(dialect)
                 + body + "\n")
-        return header + dialect.compile_note(text) + text
+        return emit(header + dialect.compile_note(text) + text)
 
     def signature(self, cfg: KernelConfig):
-        """The kernels' `KernelSignature` (batch/signature.py)."""
+        """The kernels' `KernelSignature` (codegen/signature.py)."""
         return self.components.signature(cfg.batch)
 
     def cube_count(self, cfg: KernelConfig, problem: MatmulProblem) -> int:
@@ -262,7 +276,7 @@ class _SelectionClass:
     first use; SetupError when two of its components declare one knob differently)."""
 
     def __get__(self, obj, cls):
-        if getattr(cls, "variants", None) is not None and issubclass(cls, AlgorithmFamily):
+        if cls.is_family:
             return None
         return cls._selection_class()
 
@@ -289,101 +303,7 @@ def _as_setup_error(name: str, exc: BaseException) -> SetupError:
     return SetupError(name, f"a component raised {type(exc).__name__}: {exc}", internal=True)
 
 
-class AlgorithmFamily(Algorithm):
-    """One name for several compositions: setup takes the first variant that accepts the problem.
-
-    E.g. "simple" = (tensor-core variant, register variant): f16 on an sm_80+ GPU gets tensor cores,
-    float64 or OpenCL gets register FMA. A whole selection passed by the caller goes only to the
-    variants whose selection type it is; overrides go to the variants that have those fields. When
-    no variant accepts, the SetupError lists every variant's reason.
-    """
-
-    variants: ClassVar[tuple[type[Algorithm], ...]] = ()
-
-    def __init__(self, selection=None, **overrides):
-        if isinstance(selection, Mapping):
-            overrides, selection = {**selection, **overrides}, None
-        self.selection, self.overrides = selection, dict(overrides)
-        self.members = []
-        for v in self.variants:
-            target = _safe_selection_class(v)
-            if selection is not None and (target is None or not isinstance(selection, target)):
-                continue
-            if overrides and (target is None or not set(overrides) <= set(target.field_names())):
-                continue
-            self.members.append(v(selection, **overrides))
-        if not self.members:
-            what = type(selection).__name__ if selection is not None else f"overrides {sorted(overrides)}"
-            raise TypeError(f"{self.name}: no variant takes {what}; variants: "
-                            f"{[v.name for v in self.variants]}")
-
-    @classmethod
-    def check(cls) -> None:
-        return None   # each member checks its own composition
-
-    def setup(self, problem: MatmulProblem, dialect: Dialect) -> KernelConfig:
-        reasons = []
-        for member in self.members:
-            try:
-                return member.setup(problem, dialect)
-            except SetupError as exc:
-                reasons.append(f"{member.name}: {exc.reason if exc.component == member.name else exc}")
-        raise SetupError(self.name, "no variant can run this problem: " + "; ".join(reasons))
-
-    def chosen(self, cfg: KernelConfig) -> Algorithm:
-        for member in self.members:
-            cls = type(member)
-            if cfg.algorithm == f"{cls.__module__}.{cls.__qualname__}":
-                return member
-            if isinstance(member, AlgorithmFamily):   # a family of families: ask it
-                try:
-                    return member.chosen(cfg)
-                except ValueError:
-                    pass
-        raise ValueError(f"{self.name}: config {cfg.algorithm} is not one of this family's")
-
-    def render(self, cfg, dialect):
-        return self.chosen(cfg).render(cfg, dialect)
-
-    def signature(self, cfg):
-        return self.chosen(cfg).signature(cfg)
-
-    def cube_count(self, cfg, problem):
-        return self.chosen(cfg).cube_count(cfg, problem)
-
-    def launches(self, cfg, problem):
-        return self.chosen(cfg).launches(cfg, problem)
-
-    def workspace(self, cfg, problem):
-        return self.chosen(cfg).workspace(cfg, problem)
-
-    def kept_workspace(self, cfg, problem):
-        return self.chosen(cfg).kept_workspace(cfg, problem)
-
-    def call_values(self, cfg, problem):
-        return self.chosen(cfg).call_values(cfg, problem)
-
-    def tuning_space(self, problem, dialect):
-        return []
-
-
-def _safe_selection_class(cls):
-    try:
-        return cls.selection_class
-    except SetupError:
-        return None
-
-
-def distinct(selections) -> list:
-    """``selections`` without repeats, in order (the tuner times each once)."""
-    out = []
-    for s in selections:
-        if s not in out:
-            out.append(s)
-    return out
-
-
-REGISTRY: dict[str, type[Algorithm]] = {}
+REGISTRY: Registry = Registry("algorithm")
 
 
 def register(cls: type[Algorithm] | None = None, *, replace: bool = False):
@@ -394,12 +314,7 @@ def register(cls: type[Algorithm] | None = None, *, replace: bool = False):
         if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
             raise TypeError(f"register: expected an Algorithm subclass, got {cls!r}")
         name = cls.__dict__.get("name") or cls.name
-        taken = REGISTRY.get(name)
-        if taken is not None and taken is not cls and not replace:
-            raise ValueError(f"register: the name {name!r} is taken by {taken.__module__}.{taken.__qualname__}; "
-                             f"give {cls.__name__} its own `name` or pass replace=True")
-        REGISTRY[name] = cls
-        return cls
+        return REGISTRY.register(name, cls, replace, f"give {cls.__name__} its own `name`")
     return apply if cls is None else apply(cls)
 
 

@@ -5,13 +5,13 @@ current slice's tile executions through the stage event listener.
 (f64, 64 x 64 x 16) need 2 x 17 KiB of shared memory, inside the 48 KiB static limit.
 ``double_buffering_mma``: mma.sync tiles on a plane-partitioned stage (CUDA sm_80+, f16 / bf16,
 f32 with tf32 opted in).
-``double_buffering``: the family taking the tensor-core variant where it sets up, else the unit one.
+The ``double_buffering`` family (families.py) takes the pipelined rings first where they set up.
 """
 from __future__ import annotations
 
 from ..global_.double_buffering import DoubleBufferingGlobalMatmul
 from .accelerated import SimpleMmaAlgorithm
-from .base import AlgorithmFamily, register
+from .base import register
 from .simple import SimpleUnitAlgorithm
 
 
@@ -25,9 +25,3 @@ class DoubleBufferingUnitAlgorithm(SimpleUnitAlgorithm):
 class DoubleBufferingMmaAlgorithm(SimpleMmaAlgorithm):
     name = "double_buffering_mma"
     global_ = DoubleBufferingGlobalMatmul
-
-
-@register
-class DoubleBufferingAlgorithm(AlgorithmFamily):
-    name = "double_buffering"
-    variants = (DoubleBufferingMmaAlgorithm, DoubleBufferingUnitAlgorithm)

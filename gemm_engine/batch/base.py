@@ -2,7 +2,7 @@
 
 Contract
 --------
-The batch level owns the kernel: its `KernelSignature` (batch/signature.py: for each operand a base
+The batch level owns the kernel: its `KernelSignature` (codegen/signature.py: for each operand a base
 pointer, an element offset, a leading dimension and a batch stride (0 for a broadcast batch), the
 output likewise, ``M``, ``N``, ``K``, ``batch``, then what the epilogue and the batch level itself
 append, such as a workspace), the grid, and the map from each cube (block / work-group) to one
@@ -17,11 +17,17 @@ Every output tile of every batch entry is given to exactly one cube: one cube pe
 ``CUBE_ID + CUBE_COUNT``, ... of the dispatch order, which needs a global matmul whose body may run
 several times in one cube (``GlobalMatmul.reentrant``).
 
-Dispatch contract: a `Dispatch` renders statements that, from ``cube`` (the linear tile index) and
-``cubes_m`` / ``cubes_n`` (tiles along M and N), define ``b``, ``cube_row`` and ``cube_col``
-(``i64``), as a bijection of ``[0, batch * cubes_m * cubes_n)`` onto (batch, row, column) for any
-sizes; its own helper names start with ``dispatch_``. `register_dispatch` makes an order reachable
-by the name a selection's ``dispatch`` knob gives.
+Dispatch contract (`DispatchScope`, the data the batch level hands ``Dispatch.render``): from the
+scope's inputs ``cube`` (the linear tile index), ``cubes_m`` / ``cubes_n`` (tiles along M and N)
+and ``batch``, an order renders statements that define the scope's outputs ``b``, ``row`` and
+``col`` (``i64`` variables: batch entry, tile row, tile column), as a bijection of ``[0, batch *
+cubes_m * cubes_n)`` onto (batch, row, column) for any sizes; every other name it declares starts
+with the scope's ``prefix``. `Dispatch.define` renders and checks that (a `SetupError` naming the
+order and the batch level), at setup already (`dispatch_for`). An order written for the old
+contract, ``render(self)`` defining ``b``, ``cube_row``, ``cube_col`` from ``cube``, ``cubes_m``,
+``cubes_n``, ``batch``, still works: its outputs are checked, and where a scope names other
+variables its code runs in a block of its own. `register_dispatch` makes an order reachable by the
+name a selection's ``dispatch`` knob gives.
 """
 from __future__ import annotations
 
@@ -37,6 +43,9 @@ from ..epilogue.spec import Epilogue
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..codegen.signature import KernelSignature
+from .order import (DISPATCH_FUNCTION, DISPATCHES, Dispatch, DispatchScope,  # noqa: F401  (re-exported)
+                    dispatch_for, dispatch_knobs, register_dispatch)
+from .split_tail import SplitTailScope
 
 KERNEL_NAME = "gemm_engine_kernel"
 
@@ -79,66 +88,15 @@ class CubeScope:
     #: other of the same column, as many tiles each), and this cube's rank in it (an expression).
     cluster_m: int = 1
     cluster_rank: str = "0"
-    #: The split-tail schedule (batch/split_tail.py `SplitTailScope`) where ``tiles`` renders one:
-    #: the body then computes slices ``k_lo`` .. ``k_hi`` of its tile and adds partial sums. None elsewhere.
-    split_tail: object = None
+    #: The split-tail schedule (batch/split_tail.py) where ``tiles`` renders one: the body then
+    #: computes the slices its ``k_range`` names of its tile and adds partial sums. None elsewhere.
+    split_tail: SplitTailScope | None = None
 
-
-# -- dispatch orders ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Dispatch:
-    """Base of dispatch orders (frozen dataclasses: their parameters are part of the compile key)."""
-
-    name: ClassVar[str] = "dispatch"
-    #: Whether the order takes the ``dispatch_width`` knob (a strip or group width).
-    has_width: ClassVar[bool] = False
-    #: The selection fields the batch level reads for its order: ``dispatch`` (defaulting to this
-    #: order's name: the order in an algorithm's dispatch slot is its default) and ``dispatch_width``.
-    knobs: ClassVar[tuple[Knob, ...]] = ()
-    provides: ClassVar[frozenset] = frozenset()
-    requires: ClassVar[tuple] = ()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if "knobs" not in cls.__dict__:
-            cls.knobs = dispatch_knobs(cls.name)
-
-    def render(self) -> str:
-        raise NotImplementedError
-
-
-DISPATCHES: dict[str, type[Dispatch]] = {}
-
-
-def register_dispatch(cls: type[Dispatch], replace: bool = False) -> type[Dispatch]:
-    """Class decorator: make a dispatch order reachable by its ``name`` (a selection's ``dispatch``).
-    A taken name is refused unless ``replace``."""
-    if not (isinstance(cls, type) and issubclass(cls, Dispatch)):
-        raise TypeError(f"register_dispatch: expected a Dispatch subclass, got {cls!r}")
-    if cls.name in DISPATCHES and DISPATCHES[cls.name] is not cls and not replace:
-        raise ValueError(f"register_dispatch: the name {cls.name!r} is taken by "
-                         f"{DISPATCHES[cls.name].__name__}; give the order another name or pass replace=True")
-    DISPATCHES[cls.name] = cls
-    return cls
-
-
-def dispatch_knobs(default: str) -> tuple[Knob, ...]:
-    """The knobs every batch level reads for its order: the order's name, its width."""
-    return (Knob("dispatch", default, "order of output tiles (a registered dispatch name)"),
-            Knob("dispatch_width", 4, "strip or group width, in tiles, of the orders that have one"))
-
-
-def dispatch_for(name: str, width: int, component: str = "dispatch") -> Dispatch:
-    """The order a selection names, with its width where it has one (orders without a parameter
-    ignore it, so it does not split their compile key)."""
-    if name not in DISPATCHES:
-        raise SetupError(component, f"unknown dispatch {name!r}; known: {sorted(DISPATCHES)}")
-    cls = DISPATCHES[name]
-    if not cls.has_width:
-        return cls()
-    if width < 1:
-        raise SetupError(component, f"dispatch_width={width!r}: a {name} order needs a positive width")
-    return cls(width=width)
+    def operand(self, op: str) -> OperandRef:
+        """The reference of ``op``: "lhs", "rhs" or "out"."""
+        if op not in ("lhs", "rhs", "out"):
+            raise ValueError(f"operand: expected 'lhs', 'rhs' or 'out', got {op!r}")
+        return getattr(self, op)
 
 
 # -- configs and the level's interface --------------------------------------------------------------
@@ -204,6 +162,15 @@ class BatchMatmul(ABC):
     #: applying block scales (`GlobalMatmul.applies_block_scales`) indexes them right; a level
     #: splitting K says False, and algorithms with it refuse block-scaled problems.
     forwards_block_scales: ClassVar[bool] = True
+    #: The grouped layouts (problem.py `GROUP_LAYOUTS`) this level walks; none: it runs dense
+    #: problems only (its grid and pointers follow sizes known on the host).
+    group_layouts: ClassVar[frozenset] = frozenset()
+    #: Whether the kernel signature and pointers carry quantized weights' scales and zeros
+    #: (`GlobalConfig.weights`); levels that do not refuse quantized problems (`check_weights`).
+    passes_weights: ClassVar[bool] = False
+    #: Whether the global level applies the call's epilogue, so that a gated one's column pairs are
+    #: stored together (global_/write/pairs.py); a level that applies it per element says False.
+    forwards_pairs: ClassVar[bool] = True
 
     def __init__(self, global_: GlobalMatmul, dispatch: type[Dispatch] | None = None):
         self.global_ = global_
@@ -211,6 +178,40 @@ class BatchMatmul(ABC):
 
     @abstractmethod
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig: ...
+
+    def check_block_scales(self, problem: MatmulProblem) -> None:
+        """SetupError when the problem's scales change per block of 128 along K and this level or its
+        global level cannot apply them (the engine then dequantizes the operands first)."""
+        if not problem.epilogue.block_scales:
+            return
+        if not self.global_.applies_block_scales:
+            raise SetupError(self.global_.name, "the operands' scales per block of 128 along K must be applied "
+                                                "between K blocks, which this global level does not do "
+                                                "(matmul dequantizes the operands first instead)")
+        if not self.forwards_block_scales:
+            raise SetupError(self.name, "it splits K, so its global level cannot apply the operands' scales per "
+                                        "block of 128 along K (matmul dequantizes the operands first instead)")
+
+    def check_groups(self, problem: MatmulProblem) -> None:
+        """SetupError unless this level runs ``problem``'s layout: a grouped problem needs a level
+        that walks its groups (batch/grouped.py), a grouped level runs grouped problems only."""
+        layout = problem.groups.layout if problem.groups is not None else None
+        if layout is None and self.group_layouts:
+            raise SetupError(self.name, "it walks the groups of a grouped problem (grouped_matmul); this "
+                                        "problem is dense")
+        if layout is not None and layout not in self.group_layouts:
+            known = f"it walks {sorted(self.group_layouts)} only" if self.group_layouts else \
+                "its grid and operand pointers follow sizes known on the host, not group extents read on the device"
+            raise SetupError(self.name, f"cannot run a grouped problem of layout {layout!r}: {known}")
+
+    def check_weights(self, problem: MatmulProblem) -> None:
+        """SetupError unless this level and its global level run the problem's rhs as given: a
+        quantized weight needs a level that passes its scales and zeros and a global level (or rhs
+        loader) that reads it; a dense rhs one that does not."""
+        if problem.weights is not None and not self.passes_weights:
+            raise SetupError(self.name, f"does not pass quantized weights' scales and zeros to its kernels "
+                                        f"({problem.weights.kind} rhs)")
+        self.global_.check_weights(problem)
 
     @abstractmethod
     def cube_count(self, cfg: BatchConfig, problem: MatmulProblem) -> int: ...

@@ -1,9 +1,10 @@
 """Dispatch orders: which output tile of which batch entry a linear cube index computes.
 
 A one-dimensional grid is used on every backend (grid y/z limits are 65535 on CUDA), and the
-order is recovered in the kernel from ``cube`` (the cube's linear index), ``cubes_m``, ``cubes_n``.
-Each order renders code that defines ``b``, ``cube_row`` and ``cube_col`` (all ``i64``); its helper
-names start with ``dispatch_`` so that no global matmul's names clash with them.
+order is recovered in the kernel from the cube's linear index, the tile counts along M and N and
+the batch size: the inputs a `DispatchScope` names. Each order renders code that defines the
+scope's outputs (the batch entry, tile row and tile column, all ``i64``); its helper names start
+with the scope's prefix (``dispatch_``) so that no global matmul's names clash with them.
 
 Batch indices are part of the dispatch: cube ``c`` computes batch entry ``c / (cubes_m * cubes_n)``
 and tile ``c % (cubes_m * cubes_n)`` of it in the order's sequence. Cubes with neighbouring indices
@@ -29,11 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import DISPATCHES, Dispatch, dispatch_for, register_dispatch  # noqa: F401  (re-exported)
+from .base import DISPATCHES, Dispatch, DispatchScope, dispatch_for, register_dispatch  # noqa: F401  (re-exported)
 
-_SPLIT_BATCH = ["const i64 per_batch = cubes_m * cubes_n;",
-                "const i64 b = cube / per_batch;",
-                "const i64 dispatch_t = cube % per_batch;"]
+
+def _split_batch(s: DispatchScope) -> list[str]:
+    """The batch entry ``s.b`` and the tile index inside it, ``{prefix}t``."""
+    p = s.prefix
+    return [f"const i64 {p}per_batch = {s.cubes_m} * {s.cubes_n};",
+            f"const i64 {s.b} = {s.cube} / {p}per_batch;",
+            f"const i64 {p}t = {s.cube} % {p}per_batch;"]
 
 
 @register_dispatch
@@ -43,12 +48,13 @@ class RowMajorDispatch(Dispatch):
 
     name: ClassVar[str] = "row_major"
 
-    def render(self) -> str:
+    def render(self, s: DispatchScope = DispatchScope()) -> str:
+        p = s.prefix
         return "\n".join([
-            "const i64 per_batch = cubes_m * cubes_n;",
-            "const i64 b = cube / per_batch;",
-            "const i64 cube_row = (cube % per_batch) / cubes_n;",
-            "const i64 cube_col = (cube % per_batch) % cubes_n;",
+            f"const i64 {p}per_batch = {s.cubes_m} * {s.cubes_n};",
+            f"const i64 {s.b} = {s.cube} / {p}per_batch;",
+            f"const i64 {s.row} = ({s.cube} % {p}per_batch) / {s.cubes_n};",
+            f"const i64 {s.col} = ({s.cube} % {p}per_batch) % {s.cubes_n};",
         ])
 
 
@@ -59,9 +65,10 @@ class ColMajorDispatch(Dispatch):
 
     name: ClassVar[str] = "col_major"
 
-    def render(self) -> str:
-        return "\n".join(_SPLIT_BATCH + ["const i64 cube_row = dispatch_t % cubes_m;",
-                                         "const i64 cube_col = dispatch_t / cubes_m;"])
+    def render(self, s: DispatchScope = DispatchScope()) -> str:
+        p = s.prefix
+        return "\n".join(_split_batch(s) + [f"const i64 {s.row} = {p}t % {s.cubes_m};",
+                                            f"const i64 {s.col} = {p}t / {s.cubes_m};"])
 
 
 @register_dispatch
@@ -74,28 +81,28 @@ class SwizzledDispatch(Dispatch):
     has_width: ClassVar[bool] = True
     width: int = 4
 
-    def render(self) -> str:
-        w = self.width
+    def render(self, s: DispatchScope = DispatchScope()) -> str:
+        w, p, m, n = self.width, s.prefix, s.cubes_m, s.cubes_n
         if w == 1:
             # Strips one column wide: down even columns, up odd ones. The general form below, with its
             # one-column strip width and always-0 column inside the strip, put cubes on wrong tiles
             # on PoCL 5.0 (issue 35; right on PoCL 3.1, 6.0 and in the bijection harness).
-            return "\n".join(_SPLIT_BATCH + [
-                "const i64 cube_col = dispatch_t / cubes_m;",
-                "const i64 dispatch_r = dispatch_t - cube_col * cubes_m;",
-                "const i64 cube_row = (cube_col & 1) ? cubes_m - 1 - dispatch_r : dispatch_r;",
+            return "\n".join(_split_batch(s) + [
+                f"const i64 {s.col} = {p}t / {m};",
+                f"const i64 {p}r = {p}t - {s.col} * {m};",
+                f"const i64 {s.row} = ({s.col} & 1) ? {m} - 1 - {p}r : {p}r;",
             ])
-        return "\n".join(_SPLIT_BATCH + [
-            f"const i64 dispatch_strip = dispatch_t / (cubes_m * {w});",
+        return "\n".join(_split_batch(s) + [
+            f"const i64 {p}strip = {p}t / ({m} * {w});",
             # The last strip holds the columns left over: narrower when width does not divide cubes_n.
-            f"const i64 dispatch_w = cubes_n - dispatch_strip * {w} < {w} ? cubes_n - dispatch_strip * {w} : {w};",
-            f"const i64 dispatch_i = dispatch_t - dispatch_strip * (cubes_m * {w});",
-            "const i64 dispatch_r = dispatch_i / dispatch_w;",
-            "const i64 dispatch_c = dispatch_i % dispatch_w;",
+            f"const i64 {p}w = {n} - {p}strip * {w} < {w} ? {n} - {p}strip * {w} : {w};",
+            f"const i64 {p}i = {p}t - {p}strip * ({m} * {w});",
+            f"const i64 {p}r = {p}i / {p}w;",
+            f"const i64 {p}c = {p}i % {p}w;",
             # Odd strips walk up: the first row of strip s + 1 is the last row of strip s.
-            "const i64 cube_row = (dispatch_strip & 1) ? cubes_m - 1 - dispatch_r : dispatch_r;",
+            f"const i64 {s.row} = ({p}strip & 1) ? {m} - 1 - {p}r : {p}r;",
             # Odd rows of a strip walk left: the next row starts in the column the last one ended in.
-            f"const i64 cube_col = dispatch_strip * {w} + ((dispatch_r & 1) ? dispatch_w - 1 - dispatch_c : dispatch_c);",
+            f"const i64 {s.col} = {p}strip * {w} + (({p}r & 1) ? {p}w - 1 - {p}c : {p}c);",
         ])
 
 
@@ -108,14 +115,14 @@ class GroupedDispatch(Dispatch):
     has_width: ClassVar[bool] = True
     width: int = 4
 
-    def render(self) -> str:
-        g = self.width
-        return "\n".join(_SPLIT_BATCH + [
-            f"const i64 dispatch_group = dispatch_t / ({g} * cubes_n);",
-            f"const i64 dispatch_m0 = dispatch_group * {g};",
+    def render(self, s: DispatchScope = DispatchScope()) -> str:
+        g, p, m, n = self.width, s.prefix, s.cubes_m, s.cubes_n
+        return "\n".join(_split_batch(s) + [
+            f"const i64 {p}group = {p}t / ({g} * {n});",
+            f"const i64 {p}m0 = {p}group * {g};",
             # The last group holds the rows left over.
-            f"const i64 dispatch_rows = cubes_m - dispatch_m0 < {g} ? cubes_m - dispatch_m0 : {g};",
-            f"const i64 dispatch_i = dispatch_t - dispatch_group * ({g} * cubes_n);",
-            "const i64 cube_row = dispatch_m0 + dispatch_i % dispatch_rows;",
-            "const i64 cube_col = dispatch_i / dispatch_rows;",
+            f"const i64 {p}rows = {m} - {p}m0 < {g} ? {m} - {p}m0 : {g};",
+            f"const i64 {p}i = {p}t - {p}group * ({g} * {n});",
+            f"const i64 {s.row} = {p}m0 + {p}i % {p}rows;",
+            f"const i64 {s.col} = {p}i / {p}rows;",
         ])

@@ -20,7 +20,7 @@ through registers and lose the asynchronous ring; the pass costs one read and on
 operand (K x N x 8 bytes for a float32 rhs), small against the GEMM from a few hundred rows of M
 on (the heuristic's gate, algorithms/wgmma.py). Measured on the H100: tf32 4096^3 0.450 ms with a
 row-major rhs against 0.388 ms with a column-major one (the pass: about 0.06 ms for 128 MiB moved;
-bench/results/h100_2026-11-21_tf32_final.md).
+bench/results/h100/tf32_layouts.md, notes).
 """
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def k_pitch(k: int, align: int) -> int:
 
 class KMajorBatchMatmul(PartitionedBatchMatmul):
     name = "k_major_batch"
+    passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
 
     def copies_for(self, problem: MatmulProblem) -> tuple[bool, bool]:
         """Whether lhs / rhs are copied: the ones the tile cannot read in their layout."""
@@ -111,7 +112,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         scope = super().scope(cfg, d)
         # The copies are read through their own pointers (`operand_pointer`) with rows k_pitch long
         # (a batch level passing tensor maps encodes theirs from the copies).
-        copies = {op: replace(getattr(scope, op), ptr=op, ld="k_pitch") for op in self._copied(cfg)}
+        copies = {op: replace(scope.operand(op), ptr=op, ld="k_pitch") for op in self._copied(cfg)}
         return replace(scope, **copies)
 
     def _regions(self, cfg) -> dict[str, str]:
@@ -129,7 +130,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
     def operand_pointer(self, cfg, d, op):
         if op not in self._copied(cfg):
             return super().operand_pointer(cfg, d, op)
-        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        t = d.storage_type(cfg.global_.loader(op).operand.element)
         x = "M" if op == "lhs" else "N"
         # A broadcast operand was copied once: its copy is broadcast too.
         return (f"const GLOBAL {t}* {op} = workspace + {self._regions(cfg)[op]} + "
@@ -143,7 +144,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
         """Operand ``op`` (element (k, x) at ``k * ld + x``: a row-major rhs or a column-major lhs)
         into its region as rows of k: ``x * k_pitch + k``; a K-major source (element (k, x) at
         ``x * ld + k``) row by row."""
-        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        t = d.storage_type(cfg.global_.loader(op).operand.element)
         x_extent = "M" if op == "lhs" else "N"
         params = self.signature(cfg).render(d)
         return "\n".join([
@@ -181,9 +182,9 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
             "const i64 k = k0 + i, x = x0 + tx;",
             f"if (k < K && x < {x_extent}) tile[i * {_TILE + 1} + tx] = src[k * {op}_ld + x];",
             "}"]
-        size = getattr(cfg.global_, f"{op}_loader").operand.element.itemsize
-        if size < 4:
-            return self._packed_transpose(op, x_extent, size, d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element), scalar_read)
+        element = cfg.global_.loader(op).operand.element
+        if element.itemsize < 4:
+            return self._packed_transpose(op, x_extent, element.itemsize, d.storage_type(element), scalar_read)
         return [
             *scalar_read,
             "SYNC_CUBE();",
@@ -197,7 +198,7 @@ class KMajorBatchMatmul(PartitionedBatchMatmul):
     def _packed_transpose(op: str, x_extent: str, size: int, t: str, scalar_read: list[str]) -> list[str]:
         """The transposing copy of 1- and 2-byte elements a 32-bit word at a time: the H100 moved
         about the same elements per second whatever their size (tf32 4096^2 52 us, f16 4093^2 54,
-        int8 4096^2 38: bench/results/h100_2026-11-25_kernel_durations_copies.json), so packing 4
+        int8 4096^2 38: bench/results/h100/kernel_durations.md, notes), so packing 4
         or 2 to a load and a store cuts the instructions that bound it. Reads go by words where the
         source rows are 4-byte aligned (else element by element); writes always (the copy's rows
         are whole 16-byte chunks), element by element only at the end of K."""

@@ -15,12 +15,13 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import KERNEL_NAME, BatchConfig, BatchMatmul, CubeScope, OperandRef, dispatch_for
+from .base import KERNEL_NAME, BatchConfig, BatchMatmul, CubeScope, DispatchScope, OperandRef, dispatch_for
 from ..codegen.signature import KernelSignature, index, operand_params
 
 
 class PartitionedBatchMatmul(BatchMatmul):
     name = "partitioned_batch"
+    passes_weights = True
     knobs = (Knob("persistent", 0, "cubes per compute unit of a persistent launch, each looping over "
                                    "tiles (0: one cube per tile)"),)
 
@@ -51,7 +52,8 @@ class PartitionedBatchMatmul(BatchMatmul):
                                 *operand_params("rhs", g.rhs_loader.operand.element.storage),
                                 *operand_params("out", cfg.result.storage, writable=True),
                                 *index("M", "N", "K", "batch"),
-                                *cfg.epilogue.params()))
+                                *cfg.epilogue.params(),
+                                *(g.weights.params() if g.weights is not None else ())))
 
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
         """What the global level's body reads: the names `pointers` declares and the kernel's."""
@@ -67,11 +69,11 @@ class PartitionedBatchMatmul(BatchMatmul):
         g = cfg.global_
         return [self.operand_pointer(cfg, d, "lhs"), self.operand_pointer(cfg, d, "rhs"),
                 f"GLOBAL {d.storage_type(g.out)}* out = out_base + out_offset + b * out_batch_stride;",
-                *g.epilogue.pointers(d)]
+                *g.epilogue.pointers(d), *(g.weights.pointers(d) if g.weights is not None else ())]
 
     def operand_pointer(self, cfg: BatchConfig, d: Dialect, op: str) -> str:
         """Statement declaring operand ``op`` ("lhs" / "rhs") at batch entry ``b``."""
-        t = d.storage_type(getattr(cfg.global_, f"{op}_loader").operand.element)
+        t = d.storage_type(cfg.global_.loader(op).operand.element)
         return f"const GLOBAL {t}* {op} = {op}_base + {op}_offset + b * {op}_batch_stride;"
 
     def body(self, cfg: BatchConfig, d: Dialect) -> str:
@@ -95,12 +97,17 @@ class PartitionedBatchMatmul(BatchMatmul):
                 f"const i64 cubes_m = (M + {stage.stage_m - 1}) / {stage.stage_m};",
                 f"const i64 cubes_n = (N + {stage.stage_n - 1}) / {stage.stage_n};"]
 
+    def dispatch_scope(self, cfg: BatchConfig) -> DispatchScope:
+        """What the dispatch order reads and defines here: ``cube``, ``cubes_m``, ``cubes_n`` (the
+        kernel head's), ``batch``; ``b`` (which `pointers` reads), ``cube_row``, ``cube_col``."""
+        return DispatchScope()
+
     def tile_origin(self, cfg: BatchConfig, d: Dialect) -> list[str]:
         """Statements that, from ``cube``, define the tile's batch entry, pointers and origin."""
-        stage = cfg.global_.stage
-        return [cfg.dispatch.render(), *self.pointers(cfg, d),
-                f"const i64 cube_m0 = cube_row * {stage.stage_m};",
-                f"const i64 cube_n0 = cube_col * {stage.stage_n};"]
+        stage, s = cfg.global_.stage, self.dispatch_scope(cfg)
+        return [cfg.dispatch.define(s, self.name), *self.pointers(cfg, d),
+                f"const i64 cube_m0 = {s.row} * {stage.stage_m};",
+                f"const i64 cube_n0 = {s.col} * {stage.stage_n};"]
 
     def kernel(self, cfg: BatchConfig, d: Dialect) -> str:
         persistent = cfg.persistent_cubes > 0

@@ -73,6 +73,7 @@ def choose_splits(problem: MatmulProblem, tiles: int, stage_k: int, compute_unit
 class SplitKBatchMatmul(PartitionedBatchMatmul):
     #: Its cubes see K ranges and an identity epilogue (the reduction applies the call's).
     forwards_block_scales = False
+    forwards_pairs = False      # the reduction applies the epilogue per element
     name = "split_k_batch"
     knobs = PartitionedBatchMatmul.knobs + (
         Knob("split_k", 0, "K ranges, each over its own cubes (0: enough for about two cubes per compute unit)"),)
@@ -92,6 +93,11 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
                                       selection.split_k, acc.itemsize)
         if splits < 2:
             raise SetupError(self.name, f"K = {problem.k} is too short to split over {tiles} output tiles")
+        w = problem.weights
+        if w is not None and (chunk % w.per_word or w.group_size and chunk % w.group_size):
+            raise SetupError(self.name, f"K ranges of {chunk} rows would cut a packed word of {w.per_word} rows "
+                                        f"or a group of {w.group_size} (the global level's stage_k must be a "
+                                        f"multiple of both)")
         return SplitKBatchConfig(
             global_=base.global_, dispatch=base.dispatch, splits=splits, k_chunk=chunk,
             lhs_k_step="1" if problem.lhs_layout is Layout.ROW else "lhs_ld",
@@ -127,8 +133,27 @@ class SplitKBatchMatmul(PartitionedBatchMatmul):
         return [f"const i64 k_begin = split * {cfg.k_chunk};",
                 f"const i64 k_len = K - k_begin < {cfg.k_chunk} ? K - k_begin : {cfg.k_chunk};",
                 f"const GLOBAL {lhs_t}* lhs = lhs_base + lhs_offset + b * lhs_batch_stride + k_begin * {cfg.lhs_k_step};",
-                f"const GLOBAL {rhs_t}* rhs = rhs_base + rhs_offset + b * rhs_batch_stride + k_begin * {cfg.rhs_k_step};",
-                f"GLOBAL {d.storage_type(g.out)}* out = workspace + (b * {cfg.splits} + split) * M * N;"]
+                f"const GLOBAL {rhs_t}* rhs = rhs_base + rhs_offset + b * rhs_batch_stride + {self._rhs_step(cfg)};",
+                f"GLOBAL {d.storage_type(g.out)}* out = workspace + (b * {cfg.splits} + split) * M * N;",
+                *self._weight_pointers(cfg, d)]
+
+    @staticmethod
+    def _rhs_step(cfg) -> str:
+        """Expression: how far the rhs moves for the split's K range (packed words: whole words)."""
+        w = cfg.global_.weights
+        return f"k_begin * {cfg.rhs_k_step}" if w is None else w.k_offset("k_begin", "rhs_ld")
+
+    @staticmethod
+    def _weight_pointers(cfg, d) -> list[str]:
+        """Quantized weights' scales and zeros at the split's first group (whole groups: setup)."""
+        w = cfg.global_.weights
+        if w is None:
+            return []
+        lines = w.pointers(d)
+        if w.group_size:
+            lines += [f"qscale += (k_begin / {w.group_size}) * qscale_ld;"]
+            lines += [f"qzero += (k_begin / {w.group_size}) * qzero_ld;"] if w.zeros else []
+        return lines
 
     def kernel(self, cfg: SplitKBatchConfig, d: Dialect) -> str:
         return super().kernel(cfg, d) + "\n\n" + self.reduce_kernel(cfg, d)

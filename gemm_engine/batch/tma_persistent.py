@@ -8,13 +8,19 @@ It provides what the warp-specialized Hopper global level needs (global_/tma_spe
   tile origin, with the output and epilogue pointers of that entry) around ``body``. The global level
   renders it once per warp role, so producer and consumers walk the same tiles in the same order
   with no barrier between them: the global level must run the loop itself (`OWN_TILE_LOOP`).
-* `TENSOR_MAPS`: ``lhs_map`` / ``rhs_map`` (128-byte ``__grid_constant__`` parameters, batch/signature.py
+* `TENSOR_MAPS`: ``lhs_map`` / ``rhs_map`` (128-byte ``__grid_constant__`` parameters, codegen/signature.py
   ``by_value``) appended to the partitioned signature, encoded per call from the operand's address,
   extents, leading dimension and batch stride by its `TmaLoader` (`call_values`). The scope tells
   the loaders each map and the batch coordinate (0 for a broadcast operand, batch stride 0).
 
 The grid is ``min(tiles, multiprocessors)``: one cube per multiprocessor (the global level's
 occupancy is 1), so no cube waits for a slot while another holds a multiprocessor idle.
+
+The dispatch order is rendered once, as a function (`Dispatch.function`) that each role's tile
+loop calls.
+
+What the global level asks of the loop is its config's `TileLoopRequest` (``tile_loop``); whether
+the writer stores through the output's tensor map, its config's ``tma_store``.
 
 Clusters: where the global level's config asks for ``cluster_m`` > 1 (cubes sharing rhs slots by
 multicast), the kernel is declared with that cluster shape, the grid is a multiple of it (clusters
@@ -36,14 +42,14 @@ from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..dtypes import FLOAT32
 from . import split_tail
-from .base import (KEPT_SCRATCH, KERNEL_NAME, BatchConfig, CallValues, CubeScope, Launch, OperandRef, Workspace,
-                   dispatch_for, dispatch_knobs)
+from .base import (KEPT_SCRATCH, KERNEL_NAME, BatchConfig, CallValues, CubeScope, DispatchScope, Launch, OperandRef,
+                   Workspace, dispatch_for)
 from .partitioned import PartitionedBatchMatmul
 from ..codegen.signature import BY_VALUE, KernelSignature, Param, array
 
 _MAPS = ("lhs_map", "rhs_map")
 #: The kernel's condition that this call's output map may be used (`out_usable` on the device).
-_OUT_FLAG = "out_tma"
+OUT_FLAG = "out_tma"
 
 
 def out_usable(address: int, ld: int, batch_stride: int, batch: int, size: int) -> bool:
@@ -58,9 +64,15 @@ def device_address(pointer, offset: int, itemsize: int) -> int:
     return base + offset * itemsize
 
 
+#: Tile coordinates of TMA copies are signed 32-bit: an extent (less a tile) must stay below this.
+TMA_COORDINATE_LIMIT = (1 << 31) - 512
+
+
 class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     name = "tma_persistent_batch"
-    knobs = dispatch_knobs("row_major")
+    passes_weights = False   # its operand copies and tensor maps know nothing of packed weights
+    # The dispatch knobs come from the algorithm's dispatch slot (its order is their default), as
+    # on the partitioned level: declaring them here too would clash with any other order there.
     provides = frozenset({PERSISTENT_TILE_LOOP, TENSOR_MAPS, OUTPUT_TENSOR_MAP})
     requires = (Requirement.of("global_", OWN_TILE_LOOP,
                                why="its cubes own several tiles, and only a global level that runs the "
@@ -69,6 +81,12 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> BatchConfig:
         if dialect.backend != "cuda":
             raise SetupError(self.name, "TMA tensor maps exist on CUDA only")
+        extents = {"M": problem.m, "N": problem.n, "K": problem.k, "batch": problem.batch}
+        big = {name: value for name, value in extents.items() if value >= TMA_COORDINATE_LIMIT}
+        if big:
+            raise SetupError(self.name, f"{', '.join(f'{k} = {v}' for k, v in big.items())}: TMA copies take "
+                                        f"32-bit signed tile coordinates (cp.async.bulk.tensor), which reach "
+                                        f"{TMA_COORDINATE_LIMIT - 1} at most (a kernel of 64-bit pointers runs it)")
         dispatch = dispatch_for(selection.dispatch, selection.dispatch_width, self.name)
         global_ = replace(self.global_.setup(problem, selection, dialect), epilogue=problem.epilogue)
         return BatchConfig(global_=global_, dispatch=dispatch,
@@ -77,7 +95,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     @staticmethod
     def _out_map(cfg: BatchConfig) -> bool:
         """Whether the writer stores through the output's tensor map (OUTPUT_TENSOR_MAP)."""
-        return getattr(cfg.global_.writer, "tma_store", False)
+        return cfg.global_.writer.tma_store
 
     def _maps(self, cfg: BatchConfig) -> tuple[str, ...]:
         """The tensor-map parameters: the operands', and the output's where the writer takes it."""
@@ -92,7 +110,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     def split_tail(cfg: BatchConfig) -> int:
         """The most parts the global level's config lets a tile of the last wave be split into
         (batch/split_tail.py; 0 or 1: none)."""
-        return getattr(cfg.global_, "split_tail", 0)
+        return cfg.global_.tile_loop.split_tail
 
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
         """The batch's launches; split tail: the GEMM kernel's cubes wait for one another (the
@@ -116,7 +134,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     @staticmethod
     def cluster_m(cfg: BatchConfig) -> int:
         """Cubes per cluster along M, as the global level's config asks (1: no clusters)."""
-        return getattr(cfg.global_, "cluster_m", 1)
+        return cfg.global_.tile_loop.cluster_m
 
     def kernel_attributes(self, cfg: BatchConfig, d: Dialect) -> str:
         c = self.cluster_m(cfg)
@@ -133,7 +151,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return c * min(cluster_tiles, max(1, cfg.persistent_cubes // c))
 
     def scope(self, cfg: BatchConfig, d: Dialect | None = None) -> CubeScope:
-        out = (OperandRef("out", "out_ld", "out_map", "(int)b", _OUT_FLAG) if self._out_map(cfg)
+        out = (OperandRef("out", "out_ld", "out_map", "(int)b", OUT_FLAG) if self._out_map(cfg)
                else OperandRef("out", "out_ld"))
         c = self.cluster_m(cfg)
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
@@ -142,8 +160,19 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                          tiles=((lambda body, first="0", step=1, slices="": self.tile_loop(cfg, d, body, first, step, slices))
                                 if d is not None else None),
                          cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0",
-                         split_tail=(split_tail.SplitTailScope(self._tile_words(cfg))
-                                     if self.split_tail(cfg) else None))
+                         split_tail=self.split_tail_scope(cfg) if self.split_tail(cfg) else None)
+
+    def split_tail_scope(self, cfg: BatchConfig) -> split_tail.SplitTailScope:
+        """What the global level reads of the split-tail schedule: the partial slots' size and the
+        names of each unit's K range, which `split_tail.unit_loop` declares."""
+        return split_tail.SplitTailScope(self._tile_words(cfg))
+
+    def tile_origin(self, cfg: BatchConfig, d: Dialect) -> list[str]:
+        """As the partitioned level's, the order computed by its function (rendered once: `kernel`)."""
+        stage, s = cfg.global_.stage, self.dispatch_scope(cfg)
+        return [*s.call(), *self.pointers(cfg, d),
+                f"const i64 cube_m0 = {s.row} * {stage.stage_m};",
+                f"const i64 cube_n0 = {s.col} * {stage.stage_n};"]
 
     def tile_loop(self, cfg: BatchConfig, d: Dialect, body: str, first: str = "0", step: int = 1,
                   slices: str = "") -> str:
@@ -155,7 +184,8 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
             if (first, step) != ("0", 1) or not slices:
                 raise SetupError(self.name, "the split-tail schedule deals every unit to the cube's roles alike: "
                                             "each role walks all of them, given the K slices of a tile")
-            return split_tail.unit_loop(slices, self.tile_origin(cfg, d), body, self.split_tail(cfg))
+            return split_tail.unit_loop(self.split_tail_scope(cfg), slices, self.tile_origin(cfg, d), body,
+                                        self.split_tail(cfg))
         c = self.cluster_m(cfg)
         start = "" if first == "0" else f" + ({first}) * {'CUBE_COUNT' if c == 1 else f'(CUBE_COUNT / {c})'}"
         stride = "" if step == 1 else f"{step} * "
@@ -167,9 +197,7 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
             f"for (i64 cube = CUBE_ID / {c}{start}; cube < batch * cluster_rows * cubes_n; "
             f"cube += {stride}(CUBE_COUNT / {c})) {{",
             # The dispatch order over cluster tiles: its cubes_m is the rows of cluster tiles.
-            "i64 cluster_b, cluster_row, cluster_col;",
-            "{", "const i64 cubes_m = cluster_rows;", cfg.dispatch.render(),
-            "cluster_b = b; cluster_row = cube_row; cluster_col = cube_col;", "}",
+            *DispatchScope(cubes_m="cluster_rows", b="cluster_b", row="cluster_row", col="cluster_col").call(),
             "const i64 b = cluster_b;",
             f"const i64 cube_row = cluster_row * {c} + cluster_rank;",
             "const i64 cube_col = cluster_col;",
@@ -184,10 +212,11 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
                     f"const i64 cluster_rank = (i64){d.cluster_rank()};"] if c > 1 else [])
         size = cfg.result.itemsize
         # The host's `out_usable` on the same values: out_map holds the output's map exactly then.
-        flag = ([f"const bool {_OUT_FLAG} = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
+        flag = ([f"const bool {OUT_FLAG} = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * {size})"
                  f" | (unsigned long long)(batch > 1 ? out_batch_stride * {size} : 0)) & 15) == 0;"]
                 if self._out_map(cfg) else [])
-        return "\n".join([*self.kernel_head(cfg, d), *cluster, *flag, self.body(cfg, d), "}"])
+        return "\n\n".join([cfg.dispatch.function(self.name),
+                            "\n".join([*self.kernel_head(cfg, d), *cluster, *flag, self.body(cfg, d), "}"])])
 
     def call_values(self, cfg: BatchConfig, problem: MatmulProblem) -> CallValues:
         g, level = cfg.global_, self.global_

@@ -1,4 +1,4 @@
-"""Arrays from every library in, the caller's library out.
+"""Arrays from every library in (step 1 of a call), the caller's library out (the deliver step).
 
 `import_array` turns whatever a caller passes for ``a``, ``b``, ``c``, ``bias`` or ``out`` into what
 the engine computes with (`Imported`): a device array of its runtime (CuPy on CUDA, a
@@ -11,18 +11,22 @@ device, or a numpy array. Accepted:
   (bfloat16 as its bits: DLPack consumers may lack it), the work then runs on torch's current
   stream, so that it is ordered after the producer of the inputs and before their next consumer
   with no synchronization;
-* any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``.
+* any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``;
+* for ``b``, a `QuantizedWeight` (gemm_engine/quant): its arrays on the engine's device, uploaded
+  once per runtime (`QuantizedWeight.device`), imported as a (K, N) operand of library "quantized".
 
 The result comes back in the caller's library: torch in, torch out (on the inputs' device); numpy
 in, numpy out; device arrays of the runtime stay there.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import FP8_NAMES, bfloat16_dtype, ml_dtype
+from ..quant.weight import QuantizedWeight
+from ..tensors import is_torch, torch_bits, torch_numpy_dtype, torch_stream
 
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 
@@ -39,37 +43,6 @@ class Imported:
     @property
     def shape(self):
         return self.array.shape
-
-
-def is_torch(x) -> bool:
-    t = type(x)
-    return t.__name__ in ("Tensor", "Parameter") and t.__module__.split(".")[0] == "torch"
-
-
-def _torch_bits(t):
-    """A tensor whose elements DLPack and numpy consumers know: bfloat16 as its 16 bits, fp8 as
-    its 8."""
-    import torch
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16)
-    if str(t.dtype).removeprefix("torch.") in FP8_NAMES:
-        return t.view(torch.uint8)
-    return t
-
-
-def torch_numpy_dtype(torch_dtype) -> np.dtype:
-    name = str(torch_dtype).removeprefix("torch.")
-    if name in ("bfloat16",) + FP8_NAMES:
-        dt = ml_dtype(name)
-        if dt is None:
-            raise TypeError(f"matmul: {name} tensors need the ml_dtypes package (pip install ml_dtypes)")
-        return dt
-    return np.dtype(name)
-
-
-def numpy_torch_dtype(dtype: np.dtype):
-    import torch
-    return getattr(torch, np.dtype(dtype).name)
 
 
 def import_array(x, label: str, runtime) -> Imported:
@@ -111,48 +84,185 @@ def import_array(x, label: str, runtime) -> Imported:
     return Imported(arr, arr.dtype, True, "numpy", x)
 
 
-def torch_stream(torch, index: int) -> int:
-    """The raw handle of torch's current CUDA stream on device ``index``. torch's C accessor (the
-    one Triton launches with) where it exists: ``torch.cuda.current_stream`` builds a Stream object
-    in Python, a few microseconds of a 64^3 call's budget."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(index)
-    return torch.cuda.current_stream(index).cuda_stream
+def _is_array_like(x) -> bool:
+    """Whether ``x`` is an array object (not a list, tuple or scalar): what numpy accepts as ``out``."""
+    return (isinstance(x, np.ndarray) or is_torch(x) or hasattr(x, "__dlpack_device__")
+            or hasattr(x, "__cuda_array_interface__") or type(x).__module__.split(".")[0] in ("cupy", "pyopencl"))
+
+
+@dataclass
+class CallArrays:
+    """Every array argument of one call, imported (`Imported`); ``c``, ``bias`` and ``mul`` given as Python
+    numbers stay numbers (numpy's weak-scalar rule types them in the request step), scales given as
+    real numbers too (per-tensor factors)."""
+
+    a: Imported
+    b: Imported
+    out: Imported | None = None
+    c: object = None
+    bias: object = None
+    scale_a: object = None
+    scale_b: object = None
+    #: A grouped call's offsets or counts (`Imported`), and its per-row scale (a routing weight).
+    groups: object = None
+    row_scale: object = None
+    mul: object = None
+
+    @property
+    def host(self) -> bool:
+        """Both operands live on the host: the result goes back to the host."""
+        return self.a.host and self.b.host
+
+    @property
+    def quantized(self) -> bool:
+        """``b`` is a quantized weight (its ``array`` a `DeviceWeight`)."""
+        return self.b.library == "quantized"
+
+    @property
+    def like(self) -> Imported | None:
+        """The operand whose library the result takes (torch in, torch out), or None."""
+        return self.a if self.a.library == "torch" else self.b if self.b.library == "torch" else None
+
+    @property
+    def stream(self) -> int | None:
+        """The CUDA stream the operands' library works on (torch's current stream), or None."""
+        return self.a.stream or self.b.stream
+
+    @property
+    def device_arrays(self) -> tuple:
+        """The caller's device arrays the kernels read in place (the runtime orders their queues
+        after the launch)."""
+        return tuple(x.array for x in (self.a, self.b, self.c, self.bias, self.scale_a, self.scale_b, self.groups,
+                                       self.row_scale, self.mul) if isinstance(x, Imported) and not x.host)
+
+    @property
+    def subtype(self) -> type | None:
+        """numpy's rule for ndarray subclasses (np.matrix in, np.matrix out): the operand's type of
+        highest ``__array_priority__``, or None for plain arrays."""
+        found = [x.original for x in (self.a, self.b) if isinstance(x.original, np.ndarray)
+                 and type(x.original) is not np.ndarray]
+        return type(max(found, key=lambda x: getattr(x, "__array_priority__", 0.0))) if found else None
+
+
+def _number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_, np.ndarray))
+
+
+def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, groups=None,
+                row_scale=None, mul=None) -> CallArrays:
+    """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
+    be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked).
+    ``groups``: a grouped call's (label, offsets or counts); ``row_scale``: its per-row scale."""
+    a_imported = import_array(a, "a", runtime)
+    if isinstance(b, QuantizedWeight):
+        # The engine's own device copy, which follows the activations' place as a host operand would;
+        # its dtype is the activations' (numpy_rules.quantized_rhs_dtype).
+        b_imported = Imported(b.device(runtime), a_imported.dtype, True, "quantized", b)
+    else:
+        b_imported = import_array(b, "b", runtime)
+    arrays = CallArrays(a_imported, b_imported)
+    if groups is not None:
+        arrays.groups = import_array(groups[1], groups[0], runtime)
+    if row_scale is not None:
+        arrays.row_scale = import_array(row_scale, "row_scale", runtime)
+    if out is not None:
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        if not _is_array_like(out):
+            raise TypeError(f"matmul: out must be an array (numpy, CuPy, PyOpenCL, torch, DLPack) or None, "
+                            f"got {type(out).__name__}")
+        arrays.out = _checked_out(import_array(out, "out", runtime), arrays.host, runtime)
+    if c is not None:
+        arrays.c = c if type(c) in (int, float) else import_array(c, "c", runtime)
+    if bias is not None:
+        arrays.bias = bias if type(bias) in (int, float) else import_array(bias, "bias", runtime)
+    if mul is not None:
+        arrays.mul = mul if type(mul) in (int, float) else import_array(mul, "mul", runtime)
+    for label, x in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if x is not None:
+            setattr(arrays, label, float(x) if _number(x) else import_array(x, label, runtime))
+    return arrays
+
+
+@dataclass
+class ListArrays:
+    """A list-layout grouped call's arrays (grouped_matmul with lists): one (a, b) pair per group,
+    imported, and ``out`` (a list of one array per group) or None."""
+
+    a: list
+    b: list
+    out: list | None = None
+
+    @property
+    def host(self) -> bool:
+        return all(x.host for x in self.a + self.b)
+
+    @property
+    def like(self) -> Imported | None:
+        return next((x for x in self.a + self.b if x.library == "torch"), None)
+
+    @property
+    def stream(self) -> int | None:
+        return next((x.stream for x in self.a + self.b if x.stream), None)
+
+    @property
+    def device_arrays(self) -> tuple:
+        return tuple(x.array for x in self.a + self.b if not x.host)
+
+    #: numpy's ndarray-subclass rule is matmul's: a list call returns plain arrays.
+    subtype = None
+
+
+def import_list(runtime, a, b, out=None) -> ListArrays:
+    """Step 1 of a list-layout grouped call: each group's operands (and outs) imported."""
+    if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+        raise TypeError(f"grouped_matmul: the list layout takes a and b both as lists of 2-D arrays, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if len(a) != len(b):
+        raise ValueError(f"grouped_matmul: a lists {len(a)} groups, b {len(b)}")
+    arrays = ListArrays([import_array(x, f"a[{i}]", runtime) for i, x in enumerate(a)],
+                        [import_array(x, f"b[{i}]", runtime) for i, x in enumerate(b)])
+    if out is not None:
+        if not isinstance(out, (list, tuple)) or len(out) != len(a):
+            raise TypeError(f"grouped_matmul: out must be a list of one array per group ({len(a)}) with the "
+                            f"list layout, got {type(out).__name__}")
+        arrays.out = [_checked_out(import_array(x, f"out[{i}]", runtime), arrays.host, runtime)
+                      for i, x in enumerate(out)]
+    return arrays
+
+
+def _checked_out(out: Imported, host: bool, runtime) -> Imported:
+    """``out`` where the result can go: a host array for host operands, a device array (or a
+    tensor) for device operands, writable."""
+    if host and not out.host:
+        raise TypeError(f"matmul: out is a device array ({type(out.original).__name__}) but the operands are "
+                        f"host arrays: pass a host array (numpy, a CPU tensor)")
+    if not host and out.host and out.library != "torch":
+        raise TypeError(f"matmul: out must be a device array of the {runtime.backend} backend (or a tensor), "
+                        f"got {type(out.original).__name__}")
+    if out.host and not out.array.flags.writeable:   # else found only after the launch, or never (K = 0)
+        raise ValueError("matmul: out is read-only")
+    return out
 
 
 def _import_torch(tensor, label: str, runtime) -> Imported:
     dtype = torch_numpy_dtype(tensor.dtype)
     t = tensor.detach()
     if t.device.type == "cpu":
-        return Imported(_torch_bits(t).numpy().view(dtype), dtype, True, "torch", tensor)
+        return Imported(torch_bits(t).numpy().view(dtype), dtype, True, "torch", tensor)
     if t.device.type == "cuda" and runtime.backend == "cuda":
         index = t.device.index if t.device.index is not None else 0
         if index != runtime.device_index:
             raise TypeError(f"matmul: {label} is on cuda:{index}, this engine runs on cuda:{runtime.device_index} "
                             f"({runtime.device.name})")
         import torch
-        arr = runtime.from_dlpack(_torch_bits(t), label)
-        return Imported(arr, dtype, False, "torch", tensor, torch_stream(torch, index))
+        stream = torch_stream(torch, index)
+        # Imported on torch's current stream: DLPack then orders nothing (a consumer on another
+        # stream would make torch record an event and that stream wait for it, which a CUDA graph
+        # being captured on torch's stream refuses).
+        with runtime.on_stream(stream):
+            arr = runtime.from_dlpack(torch_bits(t), label)
+        return Imported(arr, dtype, False, "torch", tensor, stream)
     # Another device than the engine's: one copy through the host.
-    host = _torch_bits(t.cpu()).numpy().view(dtype)
+    host = torch_bits(t.cpu()).numpy().view(dtype)
     return Imported(host, dtype, True, "torch", tensor)
-
-
-def to_library(result, imported: Imported, runtime):
-    """``result`` (a numpy array, or a runtime device array in ``imported.dtype``'s storage) as the
-    library ``imported`` came from: a torch tensor on its device, else unchanged."""
-    if imported is None or imported.library != "torch":
-        return result
-    import torch
-    original = imported.original
-    if isinstance(result, np.ndarray) or np.isscalar(result) or isinstance(result, np.generic):
-        host = np.asarray(result)
-        dtype = host.dtype
-        bits = host.view(np.int16) if dtype == bfloat16_dtype() else host
-        # reshape: ascontiguousarray makes a 0-d result 1-d (torch's vector @ vector is 0-d).
-        tensor = torch.from_numpy(np.ascontiguousarray(bits).reshape(bits.shape))
-        if dtype == bfloat16_dtype():
-            tensor = tensor.view(torch.bfloat16)
-        return tensor.to(original.device)
-    raise TypeError("internal: a device result for a torch caller is allocated by torch (operands.py)")

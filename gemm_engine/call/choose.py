@@ -2,9 +2,11 @@
 
 One policy for every caller (matmul, explain, the tuner, the CLI): the caller's algorithm when one
 is given; else the tuning cache's entry for the problem's class (tuning/key.py) when there is one
-and it sets up; else ``auto``, the first rule of algorithms/rules.py that applies and sets up. The
-`Choice` records where the choice came from and, when asked (``trace=True``), a verdict for every
-rule and every other registered algorithm: explain prints it.
+and it sets up; else ``auto``, the first rule of selector/rules.py that applies and sets up. A
+family name (``"specialized"``) resolves to its best member that runs here: the `Choice` keeps the
+family's name beside the member. It records where the choice came from and, when asked
+(``trace=True``), a verdict for every rule and every other registered algorithm (a family: the
+member it resolves to here): explain prints it.
 
 A user's algorithm never breaks the choice of another: whatever its setup raises is reported as a
 refusal with the exception (`SetupError` with ``internal`` set), not raised.
@@ -14,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..algorithms.auto import Verdict, decide
-from ..algorithms.base import REGISTRY, Algorithm, AlgorithmFamily, KernelConfig, resolve
+from ..algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
+from ..algorithms.family import AlgorithmFamily, refusal_text
 from ..selector.rules import FAMILY_NOTE, RULES, unranked_reason
 from ..errors import SetupError
 from ..problem import MatmulProblem
@@ -26,6 +29,14 @@ class Choice:
     config: KernelConfig
     source: str                   # "caller", "tuning cache" or "heuristic"
     trace: tuple[Verdict, ...] = ()
+    #: The family the caller (or the tuning cache) named, when it resolved to ``algorithm``.
+    family: str | None = None
+
+
+def _named(alg: Algorithm, cfg: KernelConfig, source: str) -> Choice:
+    """The choice of a named algorithm, a family's resolved to its member."""
+    member = alg.chosen(cfg)
+    return Choice(member, cfg, source, family=alg.name if member is not alg else None)
 
 
 def try_setup(alg: Algorithm, problem: MatmulProblem, dialect) -> tuple[KernelConfig | None, SetupError | None]:
@@ -55,14 +66,14 @@ class ChoicePolicy:
         if algorithm is not None:
             alg = self.resolve(algorithm)
             cfg = alg.setup(problem, dialect)      # a refusal is the caller's answer: raised
-            choice = Choice(alg.chosen(cfg), cfg, "caller")
-            return self._traced(choice, problem) if trace else choice
+            choice = _named(alg, cfg, "caller")
+            return self._traced(choice, problem, alg) if trace else choice
         tuned = self.tuned(problem)
         if tuned is not None:
             cfg, err = try_setup(tuned, problem, dialect)
             if cfg is not None:
-                choice = Choice(tuned.chosen(cfg), cfg, "tuning cache")
-                return self._traced(choice, problem) if trace else choice
+                choice = _named(tuned, cfg, "tuning cache")
+                return self._traced(choice, problem, tuned) if trace else choice
             verdicts.append(Verdict(tuned.name, "refused", f"tuning cache entry for this class does not "
                                                            f"set up here ({err}); the heuristic decides"))
         auto = self.resolve("auto")
@@ -73,10 +84,13 @@ class ChoicePolicy:
         choice = Choice(member, cfg, "heuristic", tuple(verdicts + rule_verdicts))
         return self._traced(choice, problem, ruled=True) if trace else choice
 
-    def _traced(self, choice: Choice, problem: MatmulProblem, ruled: bool = False) -> Choice:
-        """``choice`` with a verdict for every rule (unless already there) and every other
-        registered algorithm."""
+    def _traced(self, choice: Choice, problem: MatmulProblem, named: Algorithm | None = None,
+                ruled: bool = False) -> Choice:
+        """``choice`` with a verdict for the family ``named`` resolved from (if it is one), every
+        rule (unless already there) and every other registered algorithm."""
         verdicts = list(choice.trace)
+        if choice.family is not None:
+            verdicts.append(self._family_verdict(named, problem, f"named by the {choice.source}"))
         if not ruled:
             _, _, rule_verdicts = decide(self.resolve("auto").members, problem, self.dialect, everything=True)
             for v in rule_verdicts:
@@ -92,13 +106,13 @@ class ChoicePolicy:
         for name, cls in sorted(REGISTRY.items()):
             if name in seen or name == "auto":
                 continue
-            if issubclass(cls, AlgorithmFamily):
-                verdicts.append(Verdict(name, "family", FAMILY_NOTE))
-                continue
             try:
                 alg = cls()
             except Exception as exc:  # noqa: BLE001 -- a user class that cannot even be built
                 verdicts.append(Verdict(name, "refused", f"{name}: could not be built: {type(exc).__name__}: {exc}"))
+                continue
+            if isinstance(alg, AlgorithmFamily):
+                verdicts.append(self._family_verdict(alg, problem, FAMILY_NOTE))
                 continue
             cfg, err = try_setup(alg, problem, self.dialect)
             if cfg is None:
@@ -107,7 +121,20 @@ class ChoicePolicy:
                 verdicts.append(Verdict(name, "chosen", f"named by the {choice.source}", cfg))
             else:
                 verdicts.append(Verdict(name, "not ranked", unranked_reason(name), cfg))
-        return Choice(choice.algorithm, choice.config, choice.source, tuple(verdicts))
+        return Choice(choice.algorithm, choice.config, choice.source, tuple(verdicts), choice.family)
+
+    def _family_verdict(self, family: AlgorithmFamily, problem: MatmulProblem, why: str) -> Verdict:
+        """"family -> member": the member ``family`` resolves to here, and why the better ones do not."""
+        try:
+            member, cfg, trace = family.resolve_member(problem, self.dialect)
+        except Exception as exc:  # noqa: BLE001 -- a user's family must not break the trace
+            return Verdict(family.name, "family", f"{why}; resolving it raised {type(exc).__name__}: {exc}")
+        if member is None:
+            return Verdict(family.name, "family", f"{why}; none of its members runs here: {refusal_text(trace)}")
+        passed = [v for v in trace if v.verdict != "chosen"]
+        before = f"; passed by: {refusal_text(passed)}" if passed else ""
+        return Verdict(f"{family.name} -> {member.name}", "family",
+                       f"{why}; resolves here to {member.name}, its best member that runs{before}", cfg)
 
 
 def _members(cls):

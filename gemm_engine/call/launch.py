@@ -1,15 +1,14 @@
 """The launch step: a plan's kernels run with one call's arguments, packed by the plan's signature.
 
-A call's values are a mapping from kernel parameter name to value (`operand_values`,
-`output_values`, `size_values`, `epilogue_values`: the names batch/signature.py and the epilogue
-declare); `Launcher.run` adds the workspace the plan needs, packs them in signature order and runs
-the kernels in order.
+`Launcher.run` takes a call's `CallArguments` (call/arguments.py), names their values as the
+signature's parameters are named, adds the workspace the plan needs, packs them in signature order
+and runs the kernels in order.
 
 Repeated calls with the same metadata (shapes, strides, dtypes, alignment) go through a `CallPlan`:
 its `Packer` holds every argument that cannot change between such calls already converted, so a
-call fills only the addresses (and the epilogue's scalars and arrays); a one-kernel plan without
-epilogue arguments on CUDA goes further, straight to ``cuLaunchKernel`` with a parameter block of
-its own (codegen/cuda_launch.py) that gets only the three addresses per call.
+call fills only the per-call values (`CallArguments.per_call_names`: the addresses, and a fused
+call's epilogue values); on CUDA a plan goes further, straight to ``cuLaunchKernel`` with a
+parameter block of its own (runtime/cuda_launch.py) that gets only those values per call.
 """
 from __future__ import annotations
 
@@ -21,79 +20,20 @@ import numpy as np
 from ..batch.base import KEPT_SCRATCH
 from ..codegen.signature import BY_VALUE, Packer
 from ..dtypes import device_dtype
+from ..tensors import numpy_torch_dtype
+from .arguments import EPILOGUE_NAMES, EpilogueInputs, epilogue_values, per_call_values
 from .plan import Plan
-from ..problem import MatmulProblem
-
-#: The parameters that change between calls of one `CallPlan` (besides the epilogue's and the workspace).
-_ADDRESSES = ("lhs_base", "lhs_offset", "rhs_base", "rhs_offset", "out_base", "out_offset")
-
-
-def operand_values(rt, prefix: str, array, view) -> dict:
-    """The four parameters of an operand (`batch.signature.operand_params`)."""
-    ptr, offset = rt.ptr_arg(array)
-    return {f"{prefix}_base": ptr, f"{prefix}_offset": offset, f"{prefix}_ld": view.ld,
-            f"{prefix}_batch_stride": view.batch_stride}
-
-
-def output_values(rt, target, problem: MatmulProblem) -> dict:
-    """The output's parameters: a contiguous (batch, M, N) array."""
-    ptr, offset = rt.ptr_arg(target)
-    return {"out_base": ptr, "out_offset": offset, "out_ld": problem.n, "out_batch_stride": problem.m * problem.n}
-
-
-def size_values(problem: MatmulProblem) -> dict:
-    return {"M": problem.m, "N": problem.n, "K": problem.k, "batch": problem.batch}
-
-
-def epilogue_values(rt, alpha: float, beta: float, c=None, c_view=None, bias=None, bias_stride=None,
-                    scales=None) -> dict:
-    """The epilogue's parameters (`Epilogue.params`); the signature takes those its terms need.
-    ``scales``: {"lhs_scale" / "rhs_scale": (device array, stride)}."""
-    values = {"alpha": alpha, "beta": beta}
-    for name, (array, stride) in (scales or {}).items():
-        if array is not None:
-            ptr, offset = rt.ptr_arg(array)
-            values.update({f"{name}_base": ptr, f"{name}_offset": offset, f"{name}_stride": stride})
-    if c is not None:
-        ptr, offset = rt.ptr_arg(c)
-        values.update(c_base=ptr, c_offset=offset, c_row_stride=c_view.row_stride,
-                      c_col_stride=c_view.col_stride, c_batch_stride=c_view.batch_stride)
-    if bias is not None:
-        ptr, offset = rt.ptr_arg(bias)
-        values.update(bias_base=ptr, bias_offset=offset, bias_stride=bias_stride)
-    return values
-
-
-#: The epilogue's per-call arrays: the call's argument order after alpha and beta (engine.matmul).
-_EPILOGUE_ARRAYS = ("c", "bias", "lhs_scale", "rhs_scale")
-#: Their (address, offset) parameter names (formatted once: `epilogue_arguments` runs every call).
-_EPILOGUE_KEYS = tuple((f"{n}_base", f"{n}_offset") for n in _EPILOGUE_ARRAYS)
-#: The epilogue's parameters a fused call sets per call.
-_EPILOGUE_PER_CALL = frozenset({"alpha", "beta", *(name for pair in _EPILOGUE_KEYS for name in pair)})
-
-
-def epilogue_arguments(extras, address) -> dict:
-    """The epilogue's per-call values of a repeated call: ``extras`` = (alpha, beta, c, bias,
-    scale_a, scale_b) as given (number scales fold into alpha), ``address(x)``: an array's
-    (pointer, element offset). Strides are the call plan's, fixed by its first call."""
-    alpha, beta, *arrays = extras
-    alpha = float(alpha)
-    values = {"beta": 1.0 if beta is None else float(beta)}
-    for (base, offset), x in zip(_EPILOGUE_KEYS, arrays):
-        if x is None:
-            continue
-        if type(x) in (float, int):
-            alpha *= x
-        else:
-            values[base], values[offset] = address(x)
-    values["alpha"] = alpha
-    return values
 
 
 def kept_shape(plan: Plan):
     """(count, dtype) of the plan's kept scratch (`Runtime.kept_scratch`), or None."""
-    kept = getattr(plan, "kept", None)
+    kept = plan.kept
     return None if kept is None else (kept.count, device_dtype(kept.element))
+
+
+def _address_int(x: int) -> tuple[int, int]:
+    """An address given as an int: itself, at element offset 0."""
+    return x, 0
 
 
 class Launcher:
@@ -132,6 +72,7 @@ class Launcher:
         return DirectLaunches(prepared, plan, fixed, self.runtime)
 
     def run(self, plan: Plan, values: dict) -> None:
+        """Launch ``plan`` with a call's values by name (`CallArguments.values`)."""
         self.run_packed(plan, plan.signature.pack(self.with_workspace(plan, values)))
 
     def run_packed(self, plan: Plan, args: tuple) -> None:
@@ -153,7 +94,7 @@ class DirectLaunches:
     def __init__(self, prepared: list, plan: Plan, fixed: dict, runtime=None):
         self.launches, self.fixed, self.runtime = list(prepared), dict(fixed), runtime
         self.derive = plan.call_values.derive if plan.call_values is not None else None
-        self.workspace = getattr(plan, "workspace", None)
+        self.workspace = plan.workspace
         self.kept = kept_shape(plan)
         self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
         self._structs: OrderedDict = OrderedDict()
@@ -175,8 +116,8 @@ class DirectLaunches:
                 key = tuple(x if type(x) is int else x.data.ptr for x in (a, b, out, *scratch))
             structs = self._structs.get(key)
             if structs is None:
-                values = {**self.fixed, "lhs_base": key[0], "lhs_offset": 0, "rhs_base": key[1], "rhs_offset": 0,
-                          "out_base": key[2], "out_offset": 0, **({"workspace": key[3]} if scratch else {})}
+                values = {**self.fixed, **per_call_values(*key[:3], None, _address_int),
+                          **({"workspace": key[3]} if scratch else {})}
                 derived = self.derive(values)
                 structs = self._structs[key] = [derived[n] for n in self.names]
                 if len(self._structs) > self.PAIRS:
@@ -194,44 +135,49 @@ class DirectLaunches:
 
 @dataclass
 class CallPlan:
-    """A plan with the arguments of one kind of call fixed: only addresses (and the epilogue's
-    values) change between its calls."""
+    """A plan with the arguments of one kind of call fixed: only the per-call values change between
+    its calls (`CallArguments.per_call_names`)."""
 
     plan: Plan
     packer: Packer
     out_shape: tuple
     dtype: np.dtype
     fused: bool                  # the epilogue takes arguments (alpha, c, bias...) per call
-    #: ``direct(a, b, out, *fused_values) -> bool``: the launch with only the three addresses (and
-    #: a fused call's epilogue values) new (CUDA; prepared by the plan's first fast call; False
-    #: where it cannot be); False when it cannot launch now.
+    #: The parameters set per call (`CallArguments.per_call_names`).
+    per_call: frozenset = frozenset()
+    #: ``direct(a, b, out, *fused_values) -> bool``: the launch with only the per-call values new
+    #: (CUDA; prepared by the plan's first fast call; False where it cannot be); False when it
+    #: cannot launch now.
     direct: object = None
 
     @classmethod
-    def make(cls, plan: Plan, values: dict, out_shape, dtype, fused: bool) -> "CallPlan":
-        """Everything of ``values`` but the addresses (and the epilogue's per-call values) is fixed:
-        c's strides, bias's and the scales' strides too."""
-        changing = set(_ADDRESSES) | (_EPILOGUE_PER_CALL if fused else set()) | {"workspace"}
+    def make(cls, plan: Plan, values: dict, per_call, out_shape, dtype, fused: bool) -> "CallPlan":
+        """Everything of ``values`` (a call's, by name) but the ``per_call`` names
+        (`CallArguments.per_call_names`) is fixed: c's strides, bias's and the scales' strides too."""
+        changing = set(per_call) | {"workspace"}
         if plan.call_values is not None:
             changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
-        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused)
+        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, frozenset(per_call))
 
     @property
     def fused_names(self) -> tuple[str, ...]:
-        """The kernel parameters a fused call sets per call (its epilogue's), in signature order
-        (found once per call plan: this runs on every fused call)."""
+        """The kernel parameters a fused call sets per call besides the three addresses, in
+        signature order (found once per call plan: this runs on every fused call)."""
         cached = self.__dict__.get("_fused")
         if cached is None:
+            # The epilogue's per-call values: not the operands' addresses, nor what the launch adds
+            # itself (a workspace, kept scratch, derived tensor maps).
+            per_call = self.per_call & EPILOGUE_NAMES
             cached = self.__dict__["_fused"] = tuple(p.name for p in self.plan.signature.params
-                                                     if self.fused and p.name in _EPILOGUE_PER_CALL)
+                                                     if self.fused and p.name in per_call)
         return cached
 
-    def fused_values(self, extras, address) -> list:
+    def fused_values(self, inputs: EpilogueInputs, address) -> list:
         """A fused call's epilogue values in the order of `fused_names` (`direct`'s arguments after
         the three addresses), as Python numbers and arrays: the prepared launch encodes each for
-        its parameter (codegen/cuda_launch.py, `slot_encoder`)."""
-        values = epilogue_arguments(extras, address)
+        its parameter (runtime/cuda_launch.py, `slot_encoder`)."""
+        values = epilogue_values(inputs, address)
         return [values[name] for name in self.fused_names]
 
     def torch_dtype(self):
@@ -239,14 +185,11 @@ class CallPlan:
         microseconds)."""
         cached = self.__dict__.get("_torch_dtype")
         if cached is None:
-            from .arrays import numpy_torch_dtype
             cached = self.__dict__["_torch_dtype"] = numpy_torch_dtype(self.dtype)
         return cached
 
-    def pack(self, rt, launcher: Launcher, a, b, target, extras=None) -> tuple:
-        (pa, oa), (pb, ob), (pt, ot) = rt.ptr_arg(a), rt.ptr_arg(b), rt.ptr_arg(target)
-        values = {"lhs_base": pa, "lhs_offset": oa, "rhs_base": pb, "rhs_offset": ob, "out_base": pt,
-                  "out_offset": ot}
-        if self.fused:
-            values.update(epilogue_arguments(extras, rt.ptr_arg))
+    def pack(self, launcher: Launcher, a, b, target, inputs: EpilogueInputs | None, address) -> tuple:
+        """The argument tuple of a repeated call (``address(x)``: an array's (kernel argument,
+        element offset))."""
+        values = per_call_values(a, b, target, inputs if self.fused else None, address)
         return self.packer.pack(launcher.with_workspace(self.plan, values, self.packer.fixed))

@@ -5,7 +5,8 @@ its config, the source, the kernels' `KernelSignature`, the compiled launches in
 workspace they share. `Planner` caches plans per (algorithm, selection, problem), in a bounded
 least-recently-used map (a process that sees ever new shapes must not grow without limit; the
 compiled kernels themselves stay in the runtime's own bounded cache and in the compilers' binary
-caches on disk).
+caches on disk). Sources are read from the on-disk source cache where a process rendered them
+before (runtime/source_cache.py: rendering is most of a warm first call's time).
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 from ..algorithms.base import Algorithm, KernelConfig
 from ..batch.base import CallValues, Workspace
 from ..codegen.signature import KernelSignature
-from ..errors import SetupError
+from ..errors import CaptureError, SetupError
 from ..problem import MatmulProblem
+from ..runtime.source_cache import SourceCache, source_key
 
 #: Plans kept per engine (each holds references to compiled kernels).
 PLANS_MAX = 512
@@ -58,10 +60,21 @@ def render(alg: Algorithm, cfg: KernelConfig, dialect) -> str:
 
 
 class Planner:
-    def __init__(self, runtime, capacity: int = PLANS_MAX):
+    def __init__(self, runtime, capacity: int = PLANS_MAX, sources: SourceCache | None = None):
         self.runtime = runtime
         self.capacity = capacity
         self._plans: OrderedDict = OrderedDict()
+        self.sources = SourceCache() if sources is None else sources
+
+    def source(self, concrete: Algorithm, cfg: KernelConfig) -> str:
+        """The source of ``concrete`` set up as ``cfg``: from the source cache, else rendered (and kept)."""
+        dialect = self.runtime.dialect
+        key = source_key(concrete, cfg, dialect)
+        found = self.sources.get(key)
+        if found is None:
+            found = render(concrete, cfg, dialect)
+            self.sources.put(key, found)
+        return found
 
     def __len__(self) -> int:
         return len(self._plans)
@@ -84,7 +97,7 @@ class Planner:
         if cfg is None:
             cfg = alg.setup(problem, dialect)
         concrete = alg.chosen(cfg)
-        source = render(concrete, cfg, dialect)
+        source = self.source(concrete, cfg)
         shared = cfg.batch.global_.dynamic_shared_bytes
         launches = []
         for launch in concrete.launches(cfg, problem):
@@ -94,6 +107,8 @@ class Planner:
                                                 f"runtime does not offer; choose split_tail=0")
             try:
                 kernel = self.runtime.kernel(source, launch.name)
+            except CaptureError:
+                raise
             except Exception as exc:  # noqa: BLE001 -- a compiler error is reported as a refusal
                 raise SetupError(concrete.name, f"the {self.runtime.backend} compiler rejected kernel "
                                                 f"{launch.name}: {exc}", internal=True) from exc

@@ -1,35 +1,27 @@
-"""The prepare step of a call: numpy's rules, then the operands on the device.
+"""The prepare step of a call: a checked request's arrays on the device, and its `MatmulProblem`.
 
-Every check of a matmul call happens here, before anything is launched or written (shapes, dtypes,
-``out``, the epilogue options: frontend.py and fusion.py hold the rules and numpy's messages).
-Arrays of every library come in through interop.py (numpy, CuPy, PyOpenCL, torch, DLPack, the CUDA
-array interface, lists and scalars); then the operands are viewed on the device without copies
-where their strides allow (`DeviceOperand`: the array the kernel reads, how it reads it, its vector
-alignment), and the `MatmulProblem` the kernels are configured for is built. It also finishes calls
-that need no kernel (an empty output, K = 0) and hands results back in the caller's library.
+The operands are viewed on the device without copies where their strides allow (`DeviceOperand`:
+the array the kernel reads, how it reads it (call/views.py), its vector alignment); ``c``, ``bias``
+and the scale arrays likewise (`DeviceTerm`). Only strides no view describes, host arrays and dtype
+conversions are copied, and each copy is recorded (a repeated call may skip this step only when
+nothing was copied). The `MatmulProblem` the kernels are configured for follows from the request
+and the operands' views.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import SUPPORTED_NAMES, bits_dtype, element_type, is_fp8, operand_dtypes
-from ..epilogue.scales import check_scale, dequantize
-from .numpy_rules import CallShape, OperandView, call_shape, check_out, operand_view, result_dtype, vector_alignment
-from .request import NO_FUSION, FusionRequest, c_view, check_fusion, fused_dtype, make_epilogue
-from .arrays import Imported, import_array, numpy_torch_dtype, to_library
-from ..problem import MatmulProblem
-
-
-def weak_scalar(x, product: np.dtype):
-    """numpy's rule for Python numbers (NEP 50): an ``int`` or ``float`` given for ``c`` or ``bias``
-    takes the product's dtype where it is of that kind or narrower (``c=1.0`` with float32 operands
-    keeps a float32 result, ``c=1`` is accepted); anything else is an array as it is."""
-    if type(x) in (int, float) and (product.kind == "f" or (type(x) is int and product.kind in "iu")):
-        return np.asarray(x, dtype=product)
-    return x
+from ..batch.group_walk import LIST_FIELDS
+from ..dtypes import WIDENED, bits_dtype, device_dtype, element_type
+from ..epilogue.grouped_terms import term_strides
+from ..epilogue.scales import dequantize
+from ..problem import Groups, Layout, MatmulProblem
+from .arrays import CallArrays, Imported, ListArrays, import_array
+from .request import Request
+from ..views import CView, OperandView, c_view, operand_view, vector_alignment
 
 
 @dataclass
@@ -40,282 +32,320 @@ class DeviceOperand:
     copied: bool = False     # the kernel reads a copy (converted, contiguous or moved), not the input
 
 
-@dataclass(frozen=True)
-class PreparedCall:
-    """A checked call: the operands and problem exist only when there is work (no empty output, K > 0)."""
+@dataclass
+class DeviceTerm:
+    """An epilogue array on the device (``c``, ``bias``, a scale): ``strides`` as its parameters
+    name them (c: a `CView`; bias and scales: one element stride), ``copied`` as for operands."""
 
-    shape: CallShape
-    dtype: np.dtype
-    fusion: FusionRequest
-    host: bool
+    array: object
+    strides: object
+    copied: bool = False
+
+
+class GroupStrides(NamedTuple):
+    """A grouped call's term: element i of group g at ``g * group_stride + i * stride``."""
+
+    stride: int
+    group_stride: int
+
+
+@dataclass
+class Prepared:
+    """A request's device arrays and problem (None when there is nothing to multiply)."""
+
+    request: Request
+    problem: MatmulProblem | None = None
     lhs: DeviceOperand | None = None
     rhs: DeviceOperand | None = None
-    problem: MatmulProblem | None = None
-    out: Imported | None = None          # the caller's out, imported
-    like: Imported | None = None         # the input whose library the result takes (torch in, torch out)
-    stream: int | None = None            # the CUDA stream the inputs' library works on
-    #: Whether a repeated call may skip this preparation (not when the operands were replaced:
-    #: dequantized for block scales).
-    cacheable: bool = True
+    c: DeviceTerm | None = None
+    bias: DeviceTerm | None = None
+    lhs_scale: DeviceTerm | None = None
+    rhs_scale: DeviceTerm | None = None
+    #: A grouped call's per-row scale and its offsets or counts (int32).
+    row_scale: DeviceTerm | None = None
+    groups: DeviceTerm | None = None
+    #: A quantized rhs's scales and zeros (its packed words are ``rhs``), with their leading dimensions.
+    qscale: DeviceTerm | None = None
+    qzero: DeviceTerm | None = None
+    mul: DeviceTerm | None = None
+
+    @property
+    def terms(self) -> dict:
+        """The epilogue's device arrays by name (those the request has), and a grouped call's groups."""
+        return {name: t for name, t in (("c", self.c), ("bias", self.bias), ("lhs_scale", self.lhs_scale),
+                                        ("rhs_scale", self.rhs_scale), ("row_scale", self.row_scale),
+                                        ("groups", self.groups), ("mul", self.mul)) if t is not None}
+
+    @property
+    def copied(self) -> bool:
+        """Whether anything the kernel reads is a copy (a repeated call cannot skip this step then)."""
+        return any(x.copied for x in (self.lhs, self.rhs, *self.terms.values()))
 
 
-def _bits_view(host: np.ndarray) -> np.ndarray:
-    """A host array as device libraries can hold it: bfloat16 and fp8 as their bits."""
-    bits = bits_dtype(host.dtype)
-    return host if bits is None else host.view(bits)
+def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
+    """Step 4: the request's arrays on the device, viewed in place where they can be."""
+    shape, grouped = request.shape, request.groups
+    if shape.empty if grouped is None else 0 in shape.out_shape:
+        return Prepared(request)
+    lhs = _operand(runtime, arrays.a, request.types.lhs, shape, shape.lhs_vector, True, grouped is not None)
+    types = request.types
+    if request.weights is not None:
+        prepared = _quantized(lhs, request)
+        _epilogue_terms(runtime, prepared, request)
+        return prepared
+    rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, False, grouped is not None)
+    problem = MatmulProblem(shape.batch if grouped is None else grouped.groups, shape.m, shape.n, shape.k,
+                            element_type(types.lhs), element_type(types.rhs), element_type(types.result),
+                            lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, request.precision, request.epilogue,
+                            groups=None if grouped is None else Groups(grouped.layout))
+    prepared = Prepared(request, problem, lhs, rhs)
+    _epilogue_terms(runtime, prepared, request)
+    return prepared
 
 
-class Preparer:
-    """The prepare step for one runtime (codegen/runtime.py)."""
+def _epilogue_terms(runtime, prepared: Prepared, request: Request) -> None:
+    shape, grouped = request.shape, request.groups
+    if request.c is not None:
+        prepared.c = _c_term(runtime, request.c, shape)
+    if request.bias is not None:
+        prepared.bias = (_vector_term(runtime, request.bias) if grouped is None
+                         else _grouped_term(runtime, _device_copy(runtime, request.bias), request.bias.host,
+                                            per_group="bias" in request.per_group))
+    if request.mul is not None:
+        # Read as c is, broadcast to the activation's values (half the columns of a gated derivative).
+        prepared.mul = _c_term(runtime, request.mul, replace(shape, out_shape=shape.value_shape))
+    for name in ("lhs_scale", "rhs_scale"):
+        scale = getattr(request, name)
+        if scale is not None:
+            setattr(prepared, name, _scale_term(runtime, scale) if grouped is None else
+                    _grouped_term(runtime, *_f32(runtime, scale.array), per_group=scale.per_group))
+    if request.row_scale is not None:
+        prepared.row_scale = _grouped_term(runtime, *_f32(runtime, request.row_scale),
+                                           per_group="row_scale" in request.per_group)
+    if grouped is not None:
+        prepared.groups = _extents(runtime, request.extents)
 
-    def __init__(self, runtime):
-        self.runtime = runtime
 
-    def call(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, precision,
-             plain, casting: str = "same_kind", scales=(None, None), dequantize: bool = False) -> PreparedCall:
-        """Every check of a call, then the operands on the device and the problem the kernels are
-        configured for (None when there is nothing to multiply: an empty output or K = 0)."""
-        if precision not in MatmulProblem.PRECISIONS:
-            raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
-        if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
-            raise ValueError(f"casting: expected 'no', 'equiv', 'safe', 'same_kind' or 'unsafe', got {casting!r}")
-        ia, ib = self.as_array(a, "a"), self.as_array(b, "b")
-        host = ia.host and ib.host
-        like = ia if ia.library == "torch" else ib if ib.library == "torch" else None
-        stream = ia.stream or ib.stream
-        shape = call_shape(ia.shape, ib.shape)
-        product = result_dtype(ia.dtype, ib.dtype)
-        sa, sb = (check_scale(x, None if x is None or isinstance(x, numbers.Real) else self.as_array(x, label),
-                              label, shape, lhs) for x, label, lhs in zip(scales, ("scale_a", "scale_b"), (True, False)))
-        blocks = "block" in (getattr(sa, "kind", None), getattr(sb, "kind", None))
-        cacheable = not (blocks and dequantize)
-        if not cacheable:
-            # Block scales with a kernel that cannot apply them (the engine asks again with
-            # ``dequantize``): the operands are dequantized to float32 first (scales.py).
-            ia, ib = (self.dequantized(imp, sc, lhs, shape) for imp, sc, lhs in ((ia, sa, True), (ib, sb, False)))
-            product, sa, sb = np.dtype(np.float32), None, None
-        elif (sa or sb) and product.kind in "iu" or blocks:
-            product = np.dtype(np.float32)     # int8 with scales: a float32 result (W8A8)
-        # What the kernel reads: int8 for an int32 product, fp8 for float32 (dtypes.WIDENED).
-        lhs_dtype, rhs_dtype = operand_dtypes(ia.dtype, ib.dtype, product)
-        if precision == "fast_accum" and not (is_fp8(lhs_dtype) and is_fp8(rhs_dtype)):
-            raise ValueError(f"precision='fast_accum' concerns fp8 operands (their tensor-core sums); got "
-                             f"{np.dtype(lhs_dtype).name} and {np.dtype(rhs_dtype).name}")
-        ic = self.as_array(weak_scalar(c, product), "c") if c is not None and not plain else None
-        ibias = self.as_array(weak_scalar(bias, product), "bias") if bias is not None and not plain else None
-        for label, imp in (("c", ic), ("bias", ibias)):
-            if imp is not None and imp.dtype.name not in SUPPORTED_NAMES:
-                raise TypeError(f"matmul: {label} has dtype {imp.dtype.name!r}; supported dtypes are "
-                                f"{', '.join(SUPPORTED_NAMES)}")
-        fusion = NO_FUSION if plain else check_fusion(
-            shape, alpha=alpha, beta=beta, c=ic, bias=ibias, bias_axis=bias_axis, activation=activation,
-            out_dtype=out_dtype, casting=casting, product=product)
-        if sa or sb:   # number scales fold into alpha; arrays become kernel arguments
-            numbers_ = [x.number for x in (sa, sb) if x is not None and x.number is not None]
-            fusion = replace(fusion, alpha=fusion.alpha * float(np.prod(numbers_)),
-                             lhs_scale=sa if sa is not None and sa.array is not None else None,
-                             rhs_scale=sb if sb is not None and sb.array is not None else None)
-        dtype = fused_dtype(product, fusion)
-        epilogue = make_epilogue(fusion, element_type(lhs_dtype).compute, element_type(dtype).compute)
-        iout = None
-        if out is not None:
-            iout = self.as_array(out, "out")
-            if host and not iout.host:
-                raise TypeError(f"matmul: out is a device array ({type(out).__name__}) but the operands are "
-                                f"host arrays: pass a host array (numpy, a CPU tensor)")
-            if not host and iout.host and iout.library != "torch":
-                raise TypeError(f"matmul: out must be a device array of the {self.runtime.backend} backend "
-                                f"(or a tensor), got {type(out).__name__}")
-            if iout.host and not iout.array.flags.writeable:   # else found only after the launch, or never (K = 0)
-                raise ValueError("matmul: out is read-only")
-            check_out(iout.shape, iout.dtype, dtype, shape.out_shape, casting)
-        if shape.batch == 0 or shape.m == 0 or shape.n == 0 or shape.k == 0:
-            return PreparedCall(shape, dtype, fusion, host, out=iout, like=like, stream=stream)
-        lhs = self.operand(ia, lhs_dtype, shape, shape.lhs_vector, lhs=True)
-        rhs = self.operand(ib, rhs_dtype, shape, shape.rhs_vector, lhs=False)
-        problem = MatmulProblem(shape.batch, shape.m, shape.n, shape.k, element_type(lhs_dtype),
-                                element_type(rhs_dtype), element_type(dtype),
-                                lhs.view.layout, rhs.view.layout, lhs.align, rhs.align, precision, epilogue)
-        return PreparedCall(shape, dtype, fusion, host, lhs, rhs, problem, iout, like, stream, cacheable)
+def _quantized(lhs: DeviceOperand, request: Request) -> Prepared:
+    """A call of a quantized rhs: its packed words are the rhs operand (one weight for every batch
+    entry), its scales and zeros terms of their own; the problem's rhs type is the activations'.
+    A batch of contiguous activations with nothing per row but the product is folded into M, so
+    that the weights are streamed once (x of (B, M, K) is a (B * M, K) matrix; the output too)."""
+    shape, types, weights = request.shape, request.types, request.weights
+    batch, m = shape.batch, shape.m
+    folds = (batch > 1 and lhs.view.layout is Layout.ROW and lhs.view.batch_stride == m * lhs.view.ld
+             and request.c is None and (request.bias is None or request.bias_axis == 1))
+    if folds:
+        batch, m = 1, batch * m
+    rhs = DeviceOperand(weights.packed, OperandView(Layout.ROW, weights.ld, 0), 1)
+    problem = MatmulProblem(batch, m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, Layout.ROW, lhs.align, 1,
+                            request.precision, request.epilogue, weights=weights.format)
+    return Prepared(request, problem, lhs, rhs, qscale=DeviceTerm(weights.scales, weights.scale_ld),
+                    qzero=None if weights.zeros is None else DeviceTerm(weights.zeros, weights.zero_ld))
 
-    def as_array(self, x, label) -> Imported:
-        return import_array(x, label, self.runtime)
 
-    def dequantized(self, imp: Imported, scale, lhs: bool, shape: CallShape) -> Imported:
-        """An operand times its scale in float32 (block scales: scales.py), in its own library:
-        torch tensors by torch on their device, everything else through the host."""
+def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArrays, Request]:
+    """The call with its operands multiplied by their scales in float32, in their own library
+    (torch tensors by torch on their device, everything else through the host): the fallback where
+    no kernel applies block scales."""
+    shape = request.shape
+    out = []
+    for imp, scale, lhs in ((arrays.a, request.lhs_scale, True), (arrays.b, request.rhs_scale, False)):
+        label = "a" if lhs else "b"
+        host_scale = None if scale is None else runtime.download(scale.array.array, scale.array.dtype)
         if imp.library == "torch":
             import torch
-            return self.as_array(dequantize(imp.original, scale, lhs, shape, torch), "a" if lhs else "b")
-        return self.as_array(dequantize(self.host_values(imp), scale, lhs, shape, np), "a" if lhs else "b")
-
-    def scale_operand(self, scale):
-        """(device float32 array, stride, copied) of a `scales.Scale` with an array: a vector's
-        element stride along its one long axis (0: one value), a block scale's row pitch (its rows
-        made contiguous)."""
-        if scale is None:
-            return None, None, False
-        imp = scale.array
-        dev, copied = self.device_copy(imp), imp.host
-        if dev.dtype != np.float32 or scale.kind == "block" and not dev.flags.c_contiguous:
-            dev, copied = self.to_device(np.ascontiguousarray(self.host_values(imp), np.float32)), True
-        if scale.kind == "block":
-            return dev, dev.strides[0] // dev.dtype.itemsize, copied
-        long = [st for n, st in zip(dev.shape, dev.strides) if n > 1]
-        if long and long[0] % dev.dtype.itemsize:
-            dev, copied = self.runtime.contiguous(dev), True
-            long = [dev.dtype.itemsize]
-        return dev, (long[0] // dev.dtype.itemsize if long else 0), copied
-
-    @staticmethod
-    def storage_dtype(dtype, host):
-        # Device libraries may lack bfloat16 and fp8: move their bits, the kernel knows the type.
-        bits = bits_dtype(dtype) if host else None
-        return bits if bits is not None else dtype
-
-    def to_device(self, host: np.ndarray):
-        """A host array on the device in its own dtype (bfloat16 and fp8 as their bits)."""
-        return self.runtime.to_device(_bits_view(host))
-
-    def operand(self, imp: Imported, dtype, shape: CallShape, vector: bool, lhs: bool) -> DeviceOperand:
-        rt = self.runtime
-        if imp.host:
-            x, copied = self.to_device(np.asarray(imp.array, dtype=dtype)), True
-        elif imp.dtype != dtype:
-            x, copied = self.converted(imp, dtype), True
+            device = imp.original.device
+            values = None if scale is None else torch.as_tensor(np.asarray(host_scale, np.float32), device=device)
+            scaled = dequantize(imp.original, scale, values, lhs, shape.k, shape.n, torch)
         else:
-            x, copied = imp.array, False
-        if vector:
-            x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
-        view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
-        if view is None:
-            # Strides that fit no layout (or a broadcast that no single batch stride describes):
-            # one contiguous copy, materializing the broadcast batch.
-            full = shape.batch_shape + x.shape[-2:]
-            if x.shape != full:
-                host_copy = rt.to_host(x)
-                x = rt.to_device(np.ascontiguousarray(np.broadcast_to(host_copy, full)))
-            else:
-                x = rt.contiguous(x)
-            copied = True
-            view = operand_view(x.shape, x.strides, x.dtype.itemsize, shape.batch_shape)
-        align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
-        return DeviceOperand(x, view, align, copied)
+            scaled = dequantize(runtime.download(imp.array, imp.dtype), scale, host_scale, lhs, shape.k, shape.n, np)
+            # Device operands stay device arrays (their result too), host ones host arrays.
+            scaled = scaled if imp.host else runtime.upload(np.ascontiguousarray(scaled))
+        out.append(import_array(scaled, label, runtime))
+    return replace(arrays, a=out[0], b=out[1]), request.dequantized()
 
-    def converted(self, imp: Imported, dtype):
-        """A device array's values in ``dtype``: on the device, or through the host where a side is
-        bfloat16 (held as bits, which a device library would convert as integers)."""
-        if bits_dtype(imp.dtype) is not None or bits_dtype(dtype) is not None:
-            return self.to_device(self.host_values(imp).astype(dtype))
-        return self.runtime.contiguous(imp.array, dtype)
 
-    def host_values(self, imp: Imported) -> np.ndarray:
-        """The values of an imported array on the host, in its logical dtype."""
-        if imp.host:
-            return np.asarray(imp.array)
-        host = self.runtime.to_host(imp.array)
-        return host.view(imp.dtype) if host.dtype != imp.dtype else host
+def _operand(runtime, imp: Imported, dtype, shape, vector: bool, lhs: bool, grouped: bool = False) -> DeviceOperand:
+    rt = runtime
+    # A grouped call's 2-D operand is the groups' one matrix (batch stride 0), its 3-D one per group.
+    batch_shape = tuple(imp.shape[:-2]) if grouped else shape.batch_shape
+    if imp.host:
+        x, copied = rt.upload(np.asarray(imp.array, dtype=dtype)), True
+    elif imp.dtype != dtype:
+        x, copied = _converted(rt, imp, dtype), True
+    else:
+        x, copied = imp.array, False
+    if vector:
+        x = x.reshape((1,) + x.shape) if lhs else x.reshape(x.shape + (1,))
+    view = operand_view(x.shape, x.strides, x.dtype.itemsize, batch_shape)
+    if view is None and 0 in x.shape:    # a grouped call's empty reduction: nothing is read
+        return DeviceOperand(x, OperandView(Layout.ROW, max(1, x.shape[-1]), 0), 1, copied)
+    if view is None:
+        # Strides that fit no layout (or a broadcast that no single batch stride describes):
+        # one contiguous copy, materializing the broadcast batch.
+        full = batch_shape + x.shape[-2:]
+        if x.shape != full:
+            x = rt.to_device(np.ascontiguousarray(np.broadcast_to(rt.to_host(x), full)))
+        else:
+            x = rt.contiguous(x)
+        copied = True
+        view = operand_view(x.shape, x.strides, x.dtype.itemsize, batch_shape)
+    align = vector_alignment(rt.element_address(x), view, x.dtype.itemsize)
+    return DeviceOperand(x, view, align, copied)
 
-    def device_copy(self, imp: Imported):
-        """A device array holding an imported array in its own dtype (bfloat16 moved as its bits)."""
-        if not imp.host:
-            return imp.array
-        element_type(imp.dtype)  # TypeError naming the supported dtypes
-        return self.to_device(np.asarray(imp.array))
 
-    def c_operand(self, c: Imported | None, shape: CallShape):
-        """(device array, strides view, copied) for the epilogue's ``c``, read in place where its
-        strides describe the broadcast to the output; else copied once, broadcast materialized."""
-        if c is None:
-            return None, None, False
-        copied = c.host
-        dev = self.device_copy(c)
+def _converted(runtime, imp: Imported, dtype):
+    """A device array's values in ``dtype``: on the device, or through the host where a side is
+    bfloat16 or fp8 (held as bits, which a device library would convert as integers)."""
+    if bits_dtype(imp.dtype) is not None or bits_dtype(dtype) is not None:
+        return runtime.upload(runtime.download(imp.array, imp.dtype).astype(dtype))
+    return runtime.contiguous(imp.array, dtype)
+
+
+def _device_copy(runtime, imp: Imported):
+    """A device array holding an imported array in its own dtype (bfloat16 moved as its bits)."""
+    if not imp.host:
+        return imp.array
+    element_type(imp.dtype)  # TypeError naming the supported dtypes
+    return runtime.upload(np.asarray(imp.array))
+
+
+def _c_term(runtime, c: Imported, shape) -> DeviceTerm:
+    """``c`` read in place where its strides describe the broadcast to the output; else copied once,
+    broadcast materialized."""
+    dev = _device_copy(runtime, c)
+    view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
+    copied = c.host
+    if view is None:
+        host = np.ascontiguousarray(np.broadcast_to(runtime.download(c.array, c.dtype), shape.out_shape))
+        dev, copied = runtime.upload(host), True
         view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
-        if view is None:
-            host = np.ascontiguousarray(np.broadcast_to(self.host_values(c), shape.out_shape))
-            dev, copied = self.to_device(host), True
-            view = c_view(dev.shape, dev.strides, dev.dtype.itemsize, shape)
-        return dev, view, copied
+    return DeviceTerm(dev, view, copied)
 
-    def bias_operand(self, bias: Imported | None):
-        """(device array, element stride, copied) for the epilogue's ``bias`` vector."""
-        if bias is None:
-            return None, None, False
-        copied = bias.host
-        dev = self.device_copy(bias)
-        stride, itemsize = dev.strides[0], dev.dtype.itemsize
-        if stride % itemsize:
-            dev, copied = self.runtime.contiguous(dev), True
-            stride = itemsize
-        return dev, stride // itemsize, copied
 
-    # -- results -----------------------------------------------------------------------------------
-    def result_target(self, prep: PreparedCall):
-        """(array the kernel writes, what the call returns when it has no ``out``): a runtime device
-        array, or for a torch caller on the device a tensor of torch's (its memory the kernel writes)."""
-        rt = self.runtime
-        shape, dtype = prep.shape.out_shape, prep.dtype
-        like = prep.like
-        if like is not None and not prep.host:
-            import torch
-            tensor = torch.empty(shape, dtype=numpy_torch_dtype(dtype), device=like.original.device)
-            return self.as_array(tensor, "result").array, tensor
-        target = rt.empty(shape, self.storage_dtype(dtype, prep.host))
-        return target, target
+def _vector_term(runtime, vec: Imported) -> DeviceTerm:
+    """A 1-D array (``bias``) and its element stride."""
+    dev, copied = _device_copy(runtime, vec), vec.host
+    stride, itemsize = dev.strides[0], dev.dtype.itemsize
+    if stride % itemsize:
+        dev, copied = runtime.contiguous(dev), True
+        stride = itemsize
+    return DeviceTerm(dev, stride // itemsize, copied)
 
-    def k_zero(self, prep: PreparedCall):
-        """K = 0: a @ b is zeros, so the result is the epilogue of zeros, computed on the host in
-        float64 (nothing to multiply; a kernel would only read c and bias)."""
-        shape, dtype, fusion = prep.shape, prep.dtype, prep.fusion
-        if fusion.plain:
-            return self.empty_result(prep)
-        value = np.zeros(shape.out_shape)
-        if fusion.c is not None:
-            value = value + fusion.beta * self.host_values(fusion.c).astype(np.float64)
-        if fusion.bias is not None:
-            vec = self.host_values(fusion.bias).astype(np.float64)
-            if fusion.bias_axis == 1 or shape.lhs_vector:
-                value = value + vec                              # over the output's last axis
-            else:
-                value = value + (vec[:, None] if not shape.rhs_vector else vec)
-        if fusion.activation is not None:
-            value = fusion.activation.reference(value)
-        return self.deliver(prep, np.asarray(value).astype(dtype))
 
-    def empty_result(self, prep: PreparedCall):
-        """The result of a call with nothing to multiply: empty, or zeros when K = 0."""
-        return self.deliver(prep, np.zeros(prep.shape.out_shape, prep.dtype))
+def _scale_term(runtime, scale) -> DeviceTerm:
+    """A scale array as float32 on the device, with its stride: a vector's element stride along its
+    one long axis (0: one value), a block scale's row pitch (its rows made contiguous)."""
+    imp = scale.array
+    dev, copied = _device_copy(runtime, imp), imp.host
+    if dev.dtype != np.float32 or scale.kind == "block" and not dev.flags.c_contiguous:
+        dev, copied = runtime.to_device(np.ascontiguousarray(runtime.download(imp.array, imp.dtype), np.float32)), True
+    if scale.kind == "block":
+        return DeviceTerm(dev, dev.strides[0] // dev.dtype.itemsize, copied)
+    long = [st for n, st in zip(dev.shape, dev.strides) if n > 1]
+    if long and long[0] % dev.dtype.itemsize:
+        dev, copied = runtime.contiguous(dev), True
+        long = [dev.dtype.itemsize]
+    return DeviceTerm(dev, long[0] // dev.dtype.itemsize if long else 0, copied)
 
-    def deliver(self, prep: PreparedCall, result: np.ndarray):
-        """A host result as the call returns it: into ``out``, or in the caller's library."""
-        out = prep.out
-        if out is not None:
-            if out.host:
-                out.array[...] = result
-            else:
-                values = self.to_device(np.asarray(result).astype(out.dtype))
-                self.runtime.copy_into(out.array, values.view(out.array.dtype))
-            return out.original
-        if prep.host:
-            # numpy returns a scalar, not a 0-d array, for vector @ vector.
-            return to_library(result[()] if result.ndim == 0 else result, prep.like, self.runtime)
-        if prep.like is not None:
-            return to_library(result, prep.like, self.runtime).to(prep.like.original.device)
-        return self.to_device(result)
 
-    def finish(self, prep: PreparedCall, target, returned, direct: bool):
-        """The call's return value once the kernels wrote ``target``."""
-        rt, out, dtype = self.runtime, prep.out, prep.dtype
-        if prep.host:
-            result = rt.to_host(target)
-            if result.dtype != dtype:
-                result = result.view(dtype)
-            if out is None:
-                return to_library(result[()] if result.ndim == 0 else result, prep.like, rt)
-            out.array[...] = result
-            return out.original
-        if out is None:
-            return returned
-        if not direct:
-            rt.copy_into(out.array, target)
-        return out.original
+def _f32(runtime, imp: Imported) -> tuple[object, bool]:
+    """(a scale's values as a C-contiguous float32 device array, whether that is a copy)."""
+    dev = _device_copy(runtime, imp)
+    if dev.dtype == np.float32 and dev.flags.c_contiguous:
+        return dev, imp.host
+    if bits_dtype(imp.dtype) is None and not imp.host:     # converted on the device: no synchronization
+        return runtime.contiguous(dev, np.float32), True
+    return runtime.to_device(np.ascontiguousarray(runtime.download(imp.array, imp.dtype), np.float32)), True
+
+
+def _grouped_term(runtime, dev, copied: bool = False, *, per_group: bool) -> DeviceTerm:
+    """A grouped call's term (bias, scale, row scale) with its `GroupStrides` (copied contiguous
+    where no pair of strides reads it)."""
+    itemsize = dev.dtype.itemsize
+    found = (term_strides(dev.shape, [st // itemsize for st in dev.strides], per_group)
+             if all(st % itemsize == 0 for st in dev.strides) else None)
+    if found is None:
+        dev, copied = runtime.contiguous(dev), True
+        found = term_strides(dev.shape, [st // itemsize for st in dev.strides], per_group)
+    return DeviceTerm(dev, GroupStrides(*found), copied)
+
+
+def _extents(runtime, imp: Imported) -> DeviceTerm:
+    """Offsets or counts as the kernels read them: contiguous int32 on the device (converted there,
+    with no synchronization, where they are not)."""
+    if imp.host:
+        return DeviceTerm(runtime.upload(np.ascontiguousarray(imp.array, np.int32)), 1, True)
+    if imp.dtype != np.int32 or not imp.array.flags.c_contiguous:
+        return DeviceTerm(runtime.contiguous(imp.array, np.int32), 1, True)
+    return DeviceTerm(imp.array, 1)
+
+
+def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
+    """Step 4 of a list-layout grouped call: each side's operands as one base array and per-group
+    element offsets from it, the groups' table (`LIST_FIELDS`, int64, uploaded: its addresses are
+    the call's), the packed output's offsets, and the `MatmulProblem` (its sizes the largest)."""
+    types, sizes = request.types, request.sizes
+    lhs, lhs_at = _list_side(runtime, arrays.a, types.lhs)
+    rhs, rhs_at = _list_side(runtime, arrays.b, types.rhs)
+    table, out_offset = [], 0
+    for (m, n, k), (lo, lld), (ro, rld) in zip(sizes, lhs_at, rhs_at):
+        table.append((m, n, k, lo, lld, ro, rld, out_offset, n))
+        out_offset += m * n
+    assert len(table[0]) == len(LIST_FIELDS)
+    g = request.groups
+    problem = MatmulProblem(g.groups, g.m, g.n, g.k, element_type(types.lhs), element_type(types.rhs),
+                            element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
+                            request.precision, request.epilogue, groups=Groups("list"))
+    groups = DeviceTerm(runtime.upload(np.asarray(table, np.int64)), 1, True)
+    return Prepared(request, problem, lhs, rhs, groups=groups)
+
+
+def _list_side(runtime, imps: list, dtype) -> tuple[DeviceOperand, list]:
+    """One side's operands of a list-layout call: (the operand the kernel's base parameter reads,
+    with the layout, first leading dimension and alignment of them all; (element offset from it,
+    leading dimension) per group). CUDA device arrays in place (offsets between their addresses, in
+    the layout of the first; another layout is copied into it); anything else packed row-major on
+    the host and moved in one copy (OpenCL buffers have no addresses to take differences of)."""
+    itemsize = np.dtype(device_dtype(element_type(dtype))).itemsize
+    if runtime.backend == "cuda" and not any(x.host or x.dtype != dtype for x in imps):
+        ops = [_operand(runtime, x, dtype, None, False, True, grouped=True) for x in imps]
+        layout = ops[0].view.layout
+        for i, op in enumerate(ops):
+            if op.view.layout is not layout:        # the first's layout, copied on the device
+                x = runtime.contiguous(op.array.T).T if layout is Layout.COL else runtime.contiguous(op.array)
+                ops[i] = DeviceOperand(x, operand_view(x.shape, x.strides, itemsize, ()), op.align, True)
+        addresses = [runtime.element_address(op.array) for op in ops]
+        if all(runtime.byte_span(op.array)[1] % itemsize == 0 for op in ops):
+            align = min(vector_alignment(a, op.view, itemsize) for a, op in zip(addresses, ops))
+            base = ops[0]
+            at = [(a - addresses[0], op.view.ld) for a, op in zip(addresses, ops)]
+            return DeviceOperand(base.array, base.view, align, any(op.copied for op in ops)), at
+    host = [np.ascontiguousarray(runtime.download(x.array, x.dtype) if not x.host else x.array, dtype) for x in imps]
+    at, offset = [], 0
+    for h in host:
+        at.append((offset, h.shape[1]))
+        offset += h.size
+    packed = np.concatenate([h.ravel() for h in host]) if host else np.zeros(0, dtype)
+    dev = runtime.upload(packed)
+    align = min(vector_alignment(o, OperandView(Layout.ROW, ld, 0), itemsize) for o, ld in at)
+    return DeviceOperand(dev, OperandView(Layout.ROW, at[0][1], 0), align, True), at
+
+
+def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str = "default",
+                  lhs_layout: Layout = Layout.ROW, rhs_layout: Layout = Layout.ROW) -> MatmulProblem:
+    """The `MatmulProblem` of freshly allocated contiguous operands (the CLI's and the tuner's
+    problems given by sizes): each operand's alignment follows from its leading dimension."""
+    dt = np.dtype(dtype)
+    et, out = element_type(dt), element_type(WIDENED.get(dt, dt))
+    aligns = []
+    for layout, rows, cols in ((Layout(lhs_layout), m, k), (Layout(rhs_layout), k, n)):
+        ld = cols if layout is Layout.ROW else rows
+        aligns.append(vector_alignment(0, OperandView(layout, ld, rows * cols), dt.itemsize))
+    return MatmulProblem(batch, m, n, k, et, et, out, Layout(lhs_layout), Layout(rhs_layout), *aligns,
+                         precision)
+
+
+__all__ = ["CView", "DeviceOperand", "DeviceTerm", "Prepared", "dense_problem", "dequantized", "prepare"]

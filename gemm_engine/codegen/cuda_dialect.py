@@ -37,8 +37,8 @@ class CudaDialect(Dialect):
 typedef long long i64;
 """
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
-                "i8": "signed char", "i32": "int",
-                "f8e4m3": "unsigned char", "f8e5m2": "unsigned char"}
+                "i8": "signed char", "i32": "int", "i64": "i64",
+                "f8e4m3": "unsigned char", "f8e5m2": "unsigned char", "u32": "unsigned int"}
 
     #: A by-value structure lives in the kernel's constant parameter space (no copy to local memory).
     _by_value = "const __grid_constant__ {type} {name}"
@@ -48,7 +48,8 @@ typedef long long i64;
 
     def supports(self, feature: str) -> bool:
         cc = self.device.compute_capability or (0, 0)
-        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2"):
+        if feature in ("mma_sync", "cp_async", "ldmatrix", "bf16_mma", "tf32_mma", "s8_mma", "pack_half2",
+                       "plane_mma", "dequant_pair"):
             return cc >= (8, 0)
         if feature == "wgmma":
             return cc >= (9, 0)
@@ -66,10 +67,12 @@ typedef long long i64;
         return fn + "f" if word == "f32" else fn
 
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
+        if (word, width) == ("u32", 4):
+            return f"{self._use(ptx.ld_stream_u4())}((const unsigned*)({pointer}))"
         if (word, width) != ("f32", 4):
             return super().stream_vector(word, width, pointer)
         # Read-only path, no L1 allocation: bf16 1 x 8192 x 8192 split over cubes 0.0497 -> 0.0488
-        # ms on the H100 against __ldg (bench/results/h100_2026-11-21_gemv_probe.txt, na vs ldg).
+        # ms on the H100 against __ldg (bench/results/h100/gemv_bandwidth.md, na vs ldg).
         return f"{self._use(ptx.ld_stream_f4())}((const float*)({pointer}))"
 
     def dynamic_shared(self, name: str) -> str:
@@ -82,7 +85,7 @@ typedef long long i64;
         For a warpgroup's index this moves the wgmma descriptors' address arithmetic to the uniform
         datapath: the fp8 128 x 128 kernel's SASS drops from 1520 to 1464 instructions, with 15
         R2UR moves instead of 46, and its rowwise-scaled 4096^3 kernel runs 1.1% faster on the H100
-        (bench/results/h100_2026-11-25_kernel_durations_plane_uniform.txt)."""
+        (bench/results/h100/kernel_durations.md, notes)."""
         return f"__shfl_sync(0xffffffffu, ({value}), 0)"
 
     def shared_address(self, pointer: str) -> str:
@@ -130,6 +133,31 @@ INLINE unsigned short f32_to_f16(float value) {
         name = self._use(ptx.mma_sync(*shape, ptx_type, acc_type, constraint, self.c_type(acc_word),
                                       a_regs, b_regs))
         return f"{name}({acc}, {a}, {b});"
+
+    plane_mma_native = True
+
+    def plane_mma(self, kind: str, acc: str, a: str, b: str, scratch: str) -> str:
+        return self.mma_sync((16, 8, 16), kind, "f32", "f32", acc, a, b, 4, 2)
+
+    def pack16x2(self, kind: str, hi: str, lo: str) -> str:
+        return self.pack_half2(f"{kind}x2", hi, lo)
+
+    #: The bits of 1024.0 (f16) and 128.0 (bf16) in both halves: or'ed with an int4 code in each
+    #: half's low mantissa bits they read as ``bias + code`` (`dequant_pair`).
+    PAIR_MAGIC = {"f16": (0x64006400, 1024), "bf16": (0x43004300, 128)}
+
+    def dequant_pair(self, kind: str, codes: str, s2: str, nz2: str) -> str:
+        """Expression: the 16-bit pair of two int4 codes (``codes``: each in the low 4 bits of a
+        half) as ``kind`` values ``(code - zero) * scale``, rounded once: ``s2`` the scale in both
+        halves, ``nz2`` ``-(bias + zero)`` in both (`PAIR_MAGIC`'s bias)."""
+        magic = self.PAIR_MAGIC[kind][0]
+        return f"{self._use(ptx.dequant_pair(kind))}(({codes}) | {magic:#010x}u, {s2}, {nz2})"
+
+    def dequant_pair_zero(self, kind: str, zero: str) -> str:
+        """Expression: `dequant_pair`'s ``nz2`` for the float zero point ``zero`` (exact: a whole
+        number below 2^8 plus the bias fits either 16-bit type)."""
+        bias = self.PAIR_MAGIC[kind][1]
+        return self.pack16x2(kind, f"-({bias}.0f + {zero})", f"-({bias}.0f + {zero})")
 
     def dmma(self, shape: tuple[int, int, int], acc: str, a: str, b: str) -> str:
         """Statement: ``acc += a @ b`` by one warp-wide f64 ``mma.sync`` of ``shape``."""
@@ -253,6 +281,15 @@ INLINE unsigned short f32_to_f16(float value) {
         """Statement: 16 global bytes at ``pointer`` (written by another cube in this kernel) into
         four ``word`` variables, read from L2."""
         return f"{self._use(ptx.ld_global_cg_v4(word))}((const void*)({pointer}), {', '.join(regs)});"
+
+    def fence_device(self) -> str:
+        return "__threadfence();"
+
+    def ticket(self, pointer: str) -> str:
+        return f"atomicAdd((unsigned int*)({pointer}), 1u)"
+
+    def load_other_cube(self, ctype: str, pointer: str, index: str) -> str:
+        return f"__ldcg(({pointer}) + ({index}))"   # from L2: this SM's L1 may hold nothing of it, or old lines
 
     def flag_release(self, pointer: str) -> str:
         """Statement: set the global flag at ``pointer`` (release, GPU scope)."""

@@ -156,7 +156,7 @@ class Dialect:
         """Lvalue: the ``width``-wide vector of element word ``word`` (``float4``, ``double2``: the
         same type names in both backends, components ``.x .y .z .w``) at ``pointer``, an element
         pointer into ``space`` ("global" or "local") memory aligned to the whole vector."""
-        vec = f"{'const ' if const else ''}{self.pointer_space(space)} {self.c_type(word)}{width}".strip()
+        vec = f"{'const ' if const else ''}{self.pointer_space(space)} {self.vector_type(word, width)}".strip()
         return f"(*({vec}*)({pointer}))"
 
     #: Helper functions defined only in sources that call them (name -> definition).
@@ -187,6 +187,14 @@ class Dialect:
     def _struct(self, type_name: str, size: int, align: int) -> str:
         return f"typedef struct {{ unsigned char bytes[{size}]; }} __attribute__((aligned({align}))) {type_name};\n"
 
+    #: Vector type names whose base differs from the element's C type (CUDA spells 32-bit unsigned
+    #: words ``unsigned int`` but their vectors ``uint4``, as OpenCL does).
+    _vector_bases = {"u32": "uint"}
+
+    def vector_type(self, word: str, width: int) -> str:
+        """The ``width``-wide vector type of element word ``word`` (``float4``, ``uint4``)."""
+        return f"{self._vector_bases.get(word, self.c_type(word))}{width}"
+
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
         """Rvalue: like a const global `vector_ref`, for data read once (a streamed operand): the
         backend may keep it out of its caches. Portable default: the plain load."""
@@ -201,6 +209,43 @@ class Dialect:
         unit has it, which tells the compiler it is uniform across the plane. Portable default:
         ``value`` itself."""
         return value
+
+    # -- a plane's 16 x 8 x 16 tensor-core product, native or emulated ---------------------------
+    #: Whether `plane_mma` is the hardware instruction (else an emulation through shared memory,
+    #: correct but slow: every plane's call is a cube barrier, so every plane must make it).
+    plane_mma_native: bool = False
+
+    def plane_mma_scratch(self) -> int:
+        """float32 elements of shared memory each plane hands `plane_mma` (0: none needed)."""
+        return 0
+
+    def plane_mma(self, kind: str, acc: str, a: str, b: str, scratch: str) -> str:
+        """Statement: ``acc[0..4) += A @ B`` for the plane's m16n8k16 product in the register
+        layout of PTX's ``mma.sync`` (row-major A in ``a[0..4)``, column-major B in ``b[0..2)``, 32-bit
+        words of two ``kind`` ("f16" / "bf16") halves; float32 accumulators), ``scratch`` the plane's
+        shared memory (`plane_mma_scratch` floats)."""
+        raise NotImplementedError(f"{type(self).__name__} has no plane mma")
+
+    def pack16x2(self, kind: str, hi: str, lo: str) -> str:
+        """Expression: two floats rounded to nearest even as one 32-bit word of two ``kind`` ("f16" /
+        "bf16") halves, ``hi`` in the upper one."""
+        raise NotImplementedError(f"{type(self).__name__} does not pack 16-bit pairs")
+
+    # -- cubes that hand each other results through global memory ------------------------------
+    def fence_device(self) -> str:
+        """Statement: this unit's global writes before it are visible device-wide before its
+        later ones (and an atomic after it)."""
+        raise NotImplementedError(f"{type(self).__name__} has no device fence")
+
+    def ticket(self, pointer: str) -> str:
+        """Expression: atomically add 1 to the 32-bit counter at ``pointer`` (global memory);
+        its value before."""
+        raise NotImplementedError(f"{type(self).__name__} has no atomic counter")
+
+    def load_other_cube(self, ctype: str, pointer: str, index: str) -> str:
+        """Expression: element ``index`` of the global array ``pointer`` of C type ``ctype`` that
+        another cube of this kernel wrote (not from this cube's own cache)."""
+        raise NotImplementedError(f"{type(self).__name__} has no coherent load")
 
     # -- backend hooks ----------------------------------------------------------------------
     def _fp64_enable(self) -> str:

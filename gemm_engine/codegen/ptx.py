@@ -15,6 +15,8 @@ computation the compiler may schedule (mma, conversions).
 """
 from __future__ import annotations
 
+from .asm import asm_statement as _asm
+
 
 def _fn(name: str, params: str, body: str, ret: str = "void") -> tuple[str, str]:
     return name, f"INLINE {ret} {name}({params}) {{\n{body}\n}}\n"
@@ -26,17 +28,18 @@ def ldmatrix(count: int, trans: bool) -> tuple[str, str]:
     passed by reference, from the 32-bit shared address ``addr`` (this lane's row)."""
     t = ".trans" if trans else ""
     regs = ", ".join(f"%{i}" for i in range(count))
-    outs = ", ".join(f'"=r"(r{i})' for i in range(count))
+    outs = [f'"=r"(r{i})' for i in range(count)]
     params = ", ".join(f"unsigned& r{i}" for i in range(count)) + ", unsigned addr"
     name = f"ptx_ldmatrix_x{count}{'_trans' if trans else ''}"
-    return _fn(name, params, f'    asm volatile("ldmatrix.sync.aligned.m8n8.x{count}{t}.shared.b16 '
-                              f'{{{regs}}}, [%{count}];" : {outs} : "r"(addr));')
+    return _fn(name, params, _asm(f"ldmatrix.sync.aligned.m8n8.x{count}{t}.shared.b16 {{{regs}}}, [%{count}];",
+                                  outs, ['"r"(addr)']))
 
 
 def cvt_tf32() -> tuple[str, str]:
     """float32 -> tf32 bits, rounded to nearest (ties away from zero): ``cvt.rna.tf32.f32``."""
     return _fn("ptx_cvt_rna_tf32", "float x",
-               '    unsigned r;\n    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));\n    return r;',
+               "    unsigned r;\n" + _asm("cvt.rna.tf32.f32 %0, %1;", ['"=r"(r)'], ['"f"(x)'], volatile=False)
+               + "\n    return r;",
                ret="unsigned")
 
 
@@ -44,8 +47,31 @@ def cvt_pack(kind: str) -> tuple[str, str]:
     """Two float32 -> one 32-bit word of two ``kind`` halves (``f16x2`` / ``bf16x2``), ``hi`` in the
     upper half: ``cvt.rn.{kind}.f32``."""
     return _fn(f"ptx_cvt_rn_{kind}", "float hi, float lo",
-               f'    unsigned p;\n    asm("cvt.rn.{kind}.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));\n'
-               "    return p;", ret="unsigned")
+               "    unsigned p;\n" + _asm(f"cvt.rn.{kind}.f32 %0, %1, %2;", ['"=r"(p)'], ['"f"(hi)', '"f"(lo)'],
+                                       volatile=False) + "\n    return p;", ret="unsigned")
+
+
+def dequant_pair(kind: str) -> tuple[str, str]:
+    """Two int4 codes to their 16-bit values: ``q`` holds ``bias + code`` in each ``kind`` half
+    (the code's bits or'ed into the mantissa of 1024.0 (f16) / 128.0 (bf16)), ``nz2`` ``-(bias +
+    zero)`` and ``s2`` the scale in both halves: ``(q - (bias + zero))`` is exact, times the scale
+    rounded once to nearest even (``+ -0.0`` keeps a zero product's sign): two ``fma.rn.{kind}x2``."""
+    one = {"f16": "0x3c003c00u", "bf16": "0x3f803f80u"}[kind]
+    return _fn(f"ptx_dequant_pair_{kind}", "unsigned q, unsigned s2, unsigned nz2",
+               "    unsigned d;\n"
+               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"({one}), "r"(nz2));\n'
+               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
+               "    return d;", ret="unsigned")
+
+
+def ld_stream_u4() -> tuple[str, str]:
+    """A 16-byte read-only global load of four 32-bit words that does not allocate in L1 (packed
+    weights, read once)."""
+    return _fn("ptx_ld_stream_u4", "const unsigned* p",
+               "    uint4 v;\n"
+               '    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"\n'
+               '        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));\n    return v;',
+               ret="uint4")
 
 
 # -- tensor-core instructions ---------------------------------------------------------------------
@@ -56,12 +82,12 @@ def mma_sync(m: int, n: int, k: int, ptx: str, acc_ptx: str, constraint: str, ct
     d = ", ".join(f"%{i}" for i in range(4))
     a = ", ".join(f"%{4 + i}" for i in range(a_regs))
     b = ", ".join(f"%{4 + a_regs + i}" for i in range(b_regs))
-    outs = ", ".join(f'"+{constraint}"(c[{i}])' for i in range(4))
-    ins = ", ".join([f'"r"(a[{i}])' for i in range(a_regs)] + [f'"r"(b[{i}])' for i in range(b_regs)])
+    outs = [f'"+{constraint}"(c[{i}])' for i in range(4)]
+    ins = [f'"r"(a[{i}])' for i in range(a_regs)] + [f'"r"(b[{i}])' for i in range(b_regs)]
     name = f"ptx_mma_m{m}n{n}k{k}_{acc_ptx}_{ptx}"
     return _fn(name, f"{ctype}* c, const unsigned* a, const unsigned* b",
-               f'    asm("mma.sync.aligned.m{m}n{n}k{k}.row.col.{acc_ptx}.{ptx}.{ptx}.{acc_ptx} '
-               f'{{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"\n        : {outs}\n        : {ins});')
+               _asm(f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{acc_ptx}.{ptx}.{ptx}.{acc_ptx} "
+                    f"{{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};", outs, ins, volatile=False))
 
 
 def dmma(m: int, n: int, k: int) -> tuple[str, str]:
@@ -72,7 +98,7 @@ def dmma(m: int, n: int, k: int) -> tuple[str, str]:
     d = ", ".join(f"%{i}" for i in range(nc))
     a = ", ".join(f"%{nc + i}" for i in range(na))
     b = ", ".join(f"%{nc + na + i}" for i in range(nb))
-    outs = ", ".join(f'"+d"(c[{i}])' for i in range(nc))
+    outs = [f'"+d"(c[{i}])' for i in range(nc)]
     # A single double travels by value (m8n8k4's a and b, m16n8k4's b), more as an array.
     def operand(name: str, count: int) -> tuple[str, list[str]]:
         if count == 1:
@@ -80,10 +106,10 @@ def dmma(m: int, n: int, k: int) -> tuple[str, str]:
         return f"const double* {name}", [f'"d"({name}[{i}])' for i in range(count)]
 
     (pa, ia), (pb, ib) = operand("a", na), operand("b", nb)
-    params, ins = f"double* c, {pa}, {pb}", ", ".join(ia + ib)
+    params = f"double* c, {pa}, {pb}"
     return _fn(f"ptx_dmma_m{m}n{n}k{k}", params,
-               f'    asm("mma.sync.aligned.m{m}n{n}k{k}.row.col.f64.f64.f64.f64 {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"\n'
-               f'        : {outs} : {ins});')
+               _asm(f"mma.sync.aligned.m{m}n{n}k{k}.row.col.f64.f64.f64.f64 {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};",
+                    outs, ia + ib, volatile=False))
 
 
 def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "f32",
@@ -96,17 +122,17 @@ def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "
     regs = n // 2
     regs_list = ", ".join(f"%{i}" for i in range(regs))
     constraint, ctype = ("r", "int") if acc == "s32" else ("f", "float")
-    outs = ", ".join(f'"+{constraint}"(acc[{i}])' for i in range(regs))
+    outs = [f'"+{constraint}"(acc[{i}])' for i in range(regs)]
     # Integer wgmma takes no imm-scale-a/b (negation); the float kinds take them.
     scales = "" if kind in _NO_SCALE_KINDS else ", 1, 1"
     imm = "" if trans is None else f", {trans[0]}, {trans[1]}"
     suffix = "" if trans is None else f"_t{trans[0]}{trans[1]}"
     types = kind if rhs_kind == kind else f"{kind}_{rhs_kind}"
     name = f"ptx_wgmma_m64n{n}k{k}_{acc}_{types}{suffix}{'_d0' if overwrite else ''}"
-    body = (f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 2}, 0;\\n'
-            f'wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind} '
-            f'{{{regs_list}}}, %{regs}, %{regs + 1}, p{scales}{imm};\\n}}\\n"\n'
-            f'        : {outs}\n        : "l"(desc_a), "l"(desc_b), "r"({0 if overwrite else 1}));')
+    body = _asm(f"{{\n.reg .pred p;\nsetp.ne.b32 p, %{regs + 2}, 0;\n"
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind} "
+                f"{{{regs_list}}}, %{regs}, %{regs + 1}, p{scales}{imm};\n}}\n",
+                outs, ['"l"(desc_a)', '"l"(desc_b)', f'"r"({0 if overwrite else 1})'])
     return _fn(name, f"{ctype}* acc, unsigned long long desc_a, unsigned long long desc_b", body)
 
 
@@ -115,7 +141,7 @@ _NO_SCALE_KINDS = ("s8", "u8")
 
 
 def _statement(name: str, text: str) -> tuple[str, str]:
-    return _fn(name, "", f'    asm volatile("{text}" ::: "memory");')
+    return _fn(name, "", _asm(text, memory=True))
 
 
 def wgmma_fence() -> tuple[str, str]:
@@ -135,8 +161,9 @@ def pin_registers(count: int, word: str = "f32") -> tuple[str, str]:
     ``word="i32"``): the compiler then keeps them untouched across it (the accumulators that
     wgmma writes asynchronously)."""
     constraint, ctype = ("r", "int") if word == "i32" else ("f", "float")
-    lines = "\n".join(f'    asm volatile("" : "+{constraint}"(r[{i}]) :: "memory");' for i in range(count))
-    return _fn(f"ptx_pin_{word}_{count}", f"{ctype}* r", lines)
+    # A loop nvcc unrolls: each statement names one register by a constant index again.
+    loop = f"    #pragma unroll\n    for (int i = 0; i < {count}; ++i)\n    " + _asm("", [f'"+{constraint}"(r[i])'], memory=True)
+    return _fn(f"ptx_pin_{word}_{count}", f"{ctype}* r", loop)
 
 
 # -- copies and their ordering ----------------------------------------------------------------------
@@ -151,11 +178,11 @@ def cp_async(cache: str, nbytes: int, zfill: bool) -> tuple[str, str]:
     name = f"ptx_cp_async_{cache}_{nbytes}{'_zfill' if zfill else ''}"
     if zfill:
         return _fn(name, "unsigned dst, const void* src, int src_bytes",
-                   f'    asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;" '
-                   f':: "r"(dst), "l"(src), "r"(src_bytes) : "memory");')
+                   _asm(f"cp.async.{cache}.shared.global [%0], [%1], {nbytes}, %2;",
+                        ins=['"r"(dst)', '"l"(src)', '"r"(src_bytes)'], memory=True))
     return _fn(name, "unsigned dst, const void* src",
-               f'    asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes};" '
-               f':: "r"(dst), "l"(src) : "memory");')
+               _asm(f"cp.async.{cache}.shared.global [%0], [%1], {nbytes};", ins=['"r"(dst)', '"l"(src)'],
+                    memory=True))
 
 
 def cp_async_commit() -> tuple[str, str]:
@@ -173,16 +200,16 @@ def cp_async_wait_all() -> tuple[str, str]:
 def st_shared_v4() -> tuple[str, str]:
     """One 16-byte store of four 32-bit registers to the shared address ``addr``."""
     return _fn("ptx_st_shared_v4", "unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d",
-               '    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" '
-               ':: "r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");')
+               _asm("st.shared.v4.b32 [%0], {%1, %2, %3, %4};",
+                    ins=['"r"(addr)', '"r"(a)', '"r"(b)', '"r"(c)', '"r"(d)'], memory=True))
 
 
 def ld_stream_f4() -> tuple[str, str]:
     """A 16-byte read-only global load that does not allocate in L1 (data read once)."""
     return _fn("ptx_ld_stream_f4", "const float* p",
-               "    float4 v;\n"
-               '    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"\n'
-               '        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));\n    return v;',
+               "    float4 v;\n" + _asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];",
+                                     ['"=f"(v.x)', '"=f"(v.y)', '"=f"(v.z)', '"=f"(v.w)'], ['"l"(p)'],
+                                     volatile=False) + "\n    return v;",
                ret="float4")
 
 
@@ -190,7 +217,7 @@ def ld_stream_f4() -> tuple[str, str]:
 def mbarrier_init() -> tuple[str, str]:
     """Initialize the shared-memory mbarrier at ``bar`` to expect ``count`` arrivals per phase."""
     return _fn("ptx_mbarrier_init", "unsigned bar, unsigned count",
-               '    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");')
+               _asm("mbarrier.init.shared::cta.b64 [%0], %1;", ins=['"r"(bar)', '"r"(count)'], memory=True))
 
 
 def fence_mbarrier_init() -> tuple[str, str]:
@@ -201,15 +228,15 @@ def fence_mbarrier_init() -> tuple[str, str]:
 def mbarrier_arrive() -> tuple[str, str]:
     """One arrival on the mbarrier at ``bar`` (its state token is not kept)."""
     return _fn("ptx_mbarrier_arrive", "unsigned bar",
-               '    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");')
+               _asm("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];", ins=['"r"(bar)'], memory=True))
 
 
 def mbarrier_arrive_expect_tx() -> tuple[str, str]:
     """One arrival on ``bar`` that also raises the bytes its current phase waits for by ``bytes``
     (the TMA copies that complete on it count them down)."""
     return _fn("ptx_mbarrier_arrive_expect_tx", "unsigned bar, unsigned bytes",
-               '    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" '
-               ':: "r"(bar), "r"(bytes) : "memory");')
+               _asm("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;",
+                    ins=['"r"(bar)', '"r"(bytes)'], memory=True))
 
 
 def mbarrier_wait() -> tuple[str, str]:
@@ -219,16 +246,16 @@ def mbarrier_wait() -> tuple[str, str]:
     inline asm would repeat)."""
     return _fn("ptx_mbarrier_wait", "unsigned bar, unsigned parity",
                "    unsigned done;\n    do {\n"
-               '        asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\\n'
-               'selp.u32 %0, 1, 0, p;\\n}\\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");\n'
-               "    } while (!done);")
+               + _asm("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+                      "selp.u32 %0, 1, 0, p;\n}\n", ['"=r"(done)'], ['"r"(bar)', '"r"(parity)'], memory=True)
+               + "\n    } while (!done);")
 
 
 # -- clusters (sm_90): cubes launched together on neighbouring multiprocessors ---------------------
 def cluster_rank() -> tuple[str, str]:
     """This cube's rank in its cluster (``%cluster_ctarank``)."""
     return _fn("ptx_cluster_rank", "",
-               '    unsigned r;\n    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));\n    return r;',
+               "    unsigned r;\n" + _asm("mov.u32 %0, %%cluster_ctarank;", ['"=r"(r)']) + "\n    return r;",
                ret="unsigned")
 
 
@@ -239,22 +266,22 @@ def mbarrier_arrive_remote() -> tuple[str, str]:
     Hopper kernel 2.2x slower on the H100 (4096^3 bf16: 393 us against 183 a call), and what it
     would order is done already (the arriving warpgroup has waited for its wgmma reads)."""
     return _fn("ptx_mbarrier_arrive_remote", "unsigned bar, unsigned rank",
-               '    asm volatile("{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n'
-               'mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}\\n" '
-               ':: "r"(bar), "r"(rank) : "memory");')
+               _asm("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                    "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n", ins=['"r"(bar)', '"r"(rank)'],
+                    memory=True))
 
 
 def cluster_sync() -> tuple[str, str]:
     """Every unit of every cube of the cluster meets here (``barrier.cluster`` arrive, then wait):
     what each wrote before is visible to all after, mbarrier initializations included."""
-    return _statement("ptx_cluster_sync", "barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;")
+    return _statement("ptx_cluster_sync", "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;")
 
 
-def _tma_coords(rank: int, first: int) -> tuple[str, str, str]:
+def _tma_coords(rank: int, first: int) -> tuple[str, str, list[str]]:
     """A TMA copy's ``rank`` coordinates: their asm operands (from ``%first``), C parameters
     ``c0..`` and asm inputs."""
     return (", ".join(f"%{first + i}" for i in range(rank)), ", ".join(f"int c{i}" for i in range(rank)),
-            ", ".join(f'"r"(c{i})' for i in range(rank)))
+            [f'"r"(c{i})' for i in range(rank)])
 
 
 def tma_load(rank: int) -> tuple[str, str]:
@@ -264,19 +291,19 @@ def tma_load(rank: int) -> tuple[str, str]:
     outside the tensor read zeros."""
     coords, cparams, cins = _tma_coords(rank, 3)
     return _fn(f"ptx_tma_load_{rank}d", f"unsigned dst, const void* map, unsigned bar, {cparams}",
-               f'    asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes '
-               f'[%0], [%1, {{{coords}}}], [%2];"\n'
-               f'        :: "r"(dst), "l"(map), "r"(bar), {cins} : "memory");')
+               _asm(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                    f"[%0], [%1, {{{coords}}}], [%2];", ins=['"r"(dst)', '"l"(map)', '"r"(bar)', *cins], memory=True))
 
 
 def tma_load_multicast(rank: int) -> tuple[str, str]:
     """`tma_load` delivered to every cube of the cluster whose bit is set in ``mask``: the box lands
     at shared address ``dst`` in each of them and completes on the mbarrier at ``bar`` in each."""
     coords, cparams, cins = _tma_coords(rank, 4)
-    return _fn(f"ptx_tma_load_{rank}d_multicast", f"unsigned dst, const void* map, unsigned bar, unsigned short mask, {cparams}",
-               f'    asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes'
-               f'.multicast::cluster [%0], [%1, {{{coords}}}], [%2], %3;"\n'
-               f'        :: "r"(dst), "l"(map), "r"(bar), "h"(mask), {cins} : "memory");')
+    return _fn(f"ptx_tma_load_{rank}d_multicast",
+               f"unsigned dst, const void* map, unsigned bar, unsigned short mask, {cparams}",
+               _asm(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                    f".multicast::cluster [%0], [%1, {{{coords}}}], [%2], %3;",
+                    ins=['"r"(dst)', '"l"(map)', '"r"(bar)', '"h"(mask)', *cins], memory=True))
 
 
 def tma_store(rank: int) -> tuple[str, str]:
@@ -285,9 +312,8 @@ def tma_store(rank: int) -> tuple[str, str]:
     unit's bulk group. Elements of the box outside the tensor are not written."""
     coords, cparams, cins = _tma_coords(rank, 2)
     return _fn(f"ptx_tma_store_{rank}d", f"const void* map, unsigned src, {cparams}",
-               f'    asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group '
-               f'[%0, {{{coords}}}], [%1];"\n'
-               f'        :: "l"(map), "r"(src), {cins} : "memory");')
+               _asm(f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [%0, {{{coords}}}], [%1];",
+                    ins=['"l"(map)', '"r"(src)', *cins], memory=True))
 
 
 def bulk_commit() -> tuple[str, str]:
@@ -308,7 +334,7 @@ def named_barrier() -> tuple[str, str]:
     """``bar.sync id, count``: the ``count`` units (a multiple of 32) that reach barrier ``id``
     wait for each other; the rest of the cube goes on."""
     return _fn("ptx_named_barrier", "unsigned id, unsigned count",
-               '    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");')
+               _asm("bar.sync %0, %1;", ins=['"r"(id)', '"r"(count)'], memory=True))
 
 
 def setmaxnreg(increase: bool, count: int) -> tuple[str, str]:
@@ -328,8 +354,8 @@ def st_global_v4(word: str) -> tuple[str, str]:
     """Four 32-bit ``word`` registers to 16 global bytes at ``p`` (``st.global.v4``)."""
     ctype, c, t = _v4(word)
     return _fn(f"ptx_st_global_v4_{word}", f"void* p, {ctype} a, {ctype} b, {ctype} c, {ctype} d",
-               f'    asm volatile("st.global.v4.{t} [%0], {{%1, %2, %3, %4}};" '
-               f':: "l"(p), "{c}"(a), "{c}"(b), "{c}"(c), "{c}"(d) : "memory");')
+               _asm(f"st.global.v4.{t} [%0], {{%1, %2, %3, %4}};",
+                    ins=['"l"(p)', *(f'"{c}"({x})' for x in "abcd")], memory=True))
 
 
 def ld_global_cg_v4(word: str) -> tuple[str, str]:
@@ -348,7 +374,7 @@ def flag_release() -> tuple[str, str]:
     """Set the global flag at ``p`` to 1 with release semantics at GPU scope: whatever this cube's
     units wrote before meeting this unit at a barrier is visible to a unit that acquires the flag."""
     return _fn("ptx_flag_release", "unsigned* p",
-               '    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(1u) : "memory");')
+               _asm("st.release.gpu.global.u32 [%0], %1;", ins=['"l"(p)', '"r"(1u)'], memory=True))
 
 
 def flag_acquire_clear() -> tuple[str, str]:
@@ -356,6 +382,6 @@ def flag_acquire_clear() -> tuple[str, str]:
     next kernel (only this unit reads it)."""
     return _fn("ptx_flag_acquire_clear", "unsigned* p",
                "    unsigned v;\n    do {\n"
-               '        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");\n'
-               "    } while (v == 0u);\n"
-               '    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(0u) : "memory");')
+               + _asm("ld.acquire.gpu.global.u32 %0, [%1];", ['"=r"(v)'], ['"l"(p)'], memory=True)
+               + "\n    } while (v == 0u);\n"
+               + _asm("st.relaxed.gpu.global.u32 [%0], %1;", ins=['"l"(p)', '"r"(0u)'], memory=True))

@@ -1,9 +1,82 @@
-"""What the global level's parts offer each other (see global_/base.py for the contracts): the
-loaders' interfaces and destinations, and what a global level offers its writer. Kept apart from
-base.py so that loaders and writers, which base.py composes, need not import it."""
+"""Every capability a component may offer its neighbours, in one place, by the level that offers
+it (see each level's base.py for its contract): a tile's scope, what a stage offers its global
+level, the loaders' interfaces and destinations, what a global level offers its writer, and what a
+global level and its batch level offer each other.
+
+A capability may declare an *interface*: a `Protocol` whose methods every provider must have,
+callable the way its requirers call them (`contracts.interface_gaps`), and the fields its config
+must have. A component declaring the capability stands in for the built-in one, whatever its class.
+Kept apart from the levels' base.py files so that any level may import them without importing
+another level.
+"""
 from __future__ import annotations
 
+from typing import Iterator, Protocol
+
 from .contracts import Capability
+
+
+# -- tile scopes: who computes one tile matmul (what a stage must partition its cube into) ----------
+class WarpgroupTileInterface(Protocol):
+    """What a warpgroup stage calls on its tile beyond `TileMatmul`'s methods: the instruction is
+    asynchronous and reads shared memory itself (wgmma). Arguments without a default are passed by
+    position, the others by keyword."""
+
+    def execute(self, cfg, d, lhs: str, rhs: str, acc: str, overwrite: bool = False) -> str:
+        """``acc`` (+)= the tiles whose shared-memory descriptors are ``lhs`` / ``rhs`` (``overwrite``:
+        the accumulators' old values unread)."""
+
+    def fence(self, d) -> str:
+        """Before the first instruction of a batch: order earlier accesses to the accumulators."""
+
+    def commit(self, d) -> str:
+        """Close the batch issued since the fence."""
+
+    def wait(self, d, pending: int) -> str:
+        """Until at most ``pending`` committed batches are still running."""
+
+    def pin(self, cfg, d, acc: str) -> str:
+        """After a wait: keep the compiler from moving accesses of ``acc`` across it."""
+
+    def acc_registers(self, cfg) -> Iterator[tuple[int, int, int]]:
+        """Per accumulator register: (index, row offset added to `acc_row`, first column of its
+        8-column group)."""
+
+    def acc_row(self, cfg) -> str:
+        """Expression: the tile row of this unit's first accumulator registers."""
+
+    def acc_elements(self, cfg, acc: str, columns: range | None = None):
+        """As every tile's; ``columns``: only the elements of those tile columns."""
+
+
+class WarpgroupTileConfigFields(Protocol):
+    """The fields a warpgroup stage reads of its tile's config (besides `TileConfig`'s)."""
+
+    kind: str               # PTX operand type (f16, bf16, tf32, s8, e4m3, e5m2)
+    itemsize: int           # bytes per operand element in shared memory
+    lhs_mn_major: bool      # lhs read MN-major (the instruction's transpose bit)
+    rhs_mn_major: bool
+    acc_regs: int           # accumulator registers per unit
+
+
+UNIT_SCOPE = Capability("unit tile", "a unit-scoped tile (one unit computes it in registers)")
+PLANE_SCOPE = Capability("plane tile", "a plane-scoped tile (one plane, a warp, computes it together)")
+WARPGROUP_SCOPE = Capability("warpgroup tile", "a warpgroup tile (four planes issue it together, reading "
+                                               "shared memory through descriptors: wgmma)",
+                             interface=WarpgroupTileInterface, config=WarpgroupTileConfigFields)
+
+# -- what a stage offers its global level ---------------------------------------------------------
+SMEM_STAGE = Capability("shared-memory stage", "a stage that reads both operands from shared-memory "
+                                               "arrays and is done with them when it returns")
+REGISTER_LHS_STAGE = Capability("register-lhs stage", "a stage that reads lhs from each unit's own "
+                                                      "registers (rows the global level loads) and rhs "
+                                                      "from shared memory")
+CARRIED_FRAGMENTS = Capability("carried fragments", "a shared-memory stage that can load the next ring "
+                                                   "slot's first fragments during this slot's last tile "
+                                                   "matmuls, after a handover the global level gives it")
+ASYNC_DESCRIPTOR_STAGE = Capability("asynchronous descriptor stage",
+                                    "a stage that issues asynchronous wgmma batches on 128-byte-swizzled "
+                                    "shared memory, which the global level waits for")
 
 # -- loader interfaces and destinations ------------------------------------------------------------
 TASK_LOADER = Capability("task loader", "a loader of self-contained task blocks (`tasks`) that the "
@@ -21,6 +94,8 @@ GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written
 SWIZZLED_SMEM = Capability("swizzled shared memory", "operands written to 128-byte-swizzled shared "
                                                      "memory (wgmma's layout)")
 UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's registers")
+QUANTIZED_WEIGHTS = Capability("quantized weights", "a loader that reads packed quantized weights with their "
+                                                    "scales and zeros (gemm_engine/quant) and writes their values")
 
 # -- what a global level offers its writer ----------------------------------------------------------
 SHARED_RING = Capability("shared ring", "a dynamic shared-memory ring that is free once the main loop "

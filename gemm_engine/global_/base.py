@@ -45,10 +45,26 @@ from ..compose.selection import Knob
 from ..stage.base import StageConfig, StageMatmul
 from ..stage.events import BeforeStore, ChainedListener, KernelStart, StageEventListener
 from ..compose.capabilities import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING,  # noqa: F401 (re-exported)
-                           SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER)
+                           QUANTIZED_WEIGHTS, SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS,
+                           UNIT_ROWS_LOADER)
 from ..epilogue.spec import IDENTITY, Epilogue
+from ..errors import SetupError
+from ..quant.format import WeightFormat
 from .read.loaders import Loader, LoaderConfig
-from .write.writers import DirectWriter
+from .write.pairs import write_pairs
+from .write.writers import DirectWriter, WriterConfig
+
+
+@dataclass(frozen=True)
+class TileLoopRequest:
+    """What a global level asks of a persistent batch level's tile loop (`PERSISTENT_TILE_LOOP`,
+    `GlobalConfig.tile_loop`): ``cluster_m`` cubes launched together along M (1: no clusters);
+    ``split_tail``: the last wave's tiles split along K into at most this many parts (0: none,
+    batch/split_tail.py). The batch level answers in the `CubeScope`, which the global level checks."""
+
+    cluster_m: int = 1
+    split_tail: int = 0
+
 
 @dataclass(frozen=True)
 class GlobalConfig:
@@ -61,7 +77,21 @@ class GlobalConfig:
     check_k: bool
     # What happens to each accumulator on its way out (set from the problem by the batch level).
     epilogue: Epilogue = field(default=IDENTITY, kw_only=True)
-    writer: object = field(default=None, kw_only=True)   # the writer's config (writers.py)
+    writer: WriterConfig = field(default=WriterConfig(), kw_only=True)   # the writer's config (writers.py)
+    #: The quantized weights this level reads as its rhs (their packed words are the rhs parameter;
+    #: the batch level appends their scales and zeros, `WeightFormat.params`), or None.
+    weights: WeightFormat | None = field(default=None, kw_only=True)
+
+    def loader(self, op: str) -> LoaderConfig:
+        """The config of operand ``op``'s loader: "lhs" or "rhs"."""
+        if op not in ("lhs", "rhs"):
+            raise ValueError(f"loader: expected 'lhs' or 'rhs', got {op!r}")
+        return self.lhs_loader if op == "lhs" else self.rhs_loader
+
+    @property
+    def tile_loop(self) -> TileLoopRequest:
+        """What this level asks of a persistent batch level's tile loop: nothing, by default."""
+        return TileLoopRequest()
 
     @property
     def shared_memory_bytes(self) -> int:
@@ -99,10 +129,16 @@ class GlobalMatmul(ABC):
     occupancy = 0
     #: Whether this level applies operand scales per block of K (the problem's epilogue says
     #: ``lhs_scale`` / ``rhs_scale`` = "block"); algorithms refuse such problems before launch when
-    #: their global level does not (the frontend then dequantizes the operands first).
+    #: their global level does not (the engine then dequantizes the operands first).
     applies_block_scales = False
+    #: Whether its stores go through `write_output`, which stores a gated epilogue's column pairs
+    #: (global_/write/pairs.py); a level storing element by element says False.
+    stores_pairs = True
     #: The global level's own listener (double buffering spreads its loads through one).
     listener_class: ClassVar[type] = StageEventListener
+    #: Whether this level reads quantized weights itself (the decode level); others read them
+    #: through a rhs loader that provides QUANTIZED_WEIGHTS (`reads_weights`).
+    reads_quantized = False
 
     def __init__(self, stage: StageMatmul | None = None, lhs_loader: Loader | None = None,
                  rhs_loader: Loader | None = None, writer=None, listener: type | None = None):
@@ -125,10 +161,28 @@ class GlobalMatmul(ABC):
     def body(self, cfg: GlobalConfig, d: Dialect, scope) -> str:
         """The cube's work, reading the kernel through ``scope`` (a `CubeScope`)."""
 
+    def reads_weights(self) -> bool:
+        """Whether a kernel of this level reads quantized weights (itself, or by its rhs loader)."""
+        if self.reads_quantized:
+            return True
+        return "rhs_loader" in self.uses and QUANTIZED_WEIGHTS in getattr(self.rhs_loader, "provides", ())
+
+    def check_weights(self, problem: MatmulProblem) -> None:
+        """SetupError unless this level reads the problem's rhs as it is given: quantized weights
+        by a level or loader that reads them, a dense rhs by one that does not."""
+        reader = self.name if self.reads_quantized or "rhs_loader" not in self.uses \
+            else f"rhs loader {getattr(self.rhs_loader, 'name', type(self.rhs_loader).__name__)}"
+        if problem.weights is None:
+            if self.reads_weights():
+                raise SetupError(reader, "reads quantized weights (gemm_engine.quantize); this problem's rhs is "
+                                         "a dense array")
+        elif not self.reads_weights():
+            raise SetupError(reader, f"reads dense rhs elements; {problem.weights.kind} weights need a "
+                                     "dequantizing loader (QUANTIZED_WEIGHTS) or the quantized decode level")
+
     def requires_k_major(self, problem: MatmulProblem) -> bool:
         """Whether the operands must reach this level K-major (the tile's business: tf32 wgmma)."""
-        tile = getattr(self.stage, "tile", None)
-        return tile is not None and tile.requires_k_major(problem)
+        return self.stage is not None and self.stage.requires_k_major(problem)
 
     # -- listeners --------------------------------------------------------------------------------
     def chain(self, own: StageEventListener | None = None) -> StageEventListener:
@@ -180,7 +234,9 @@ class GlobalMatmul(ABC):
         return f"if ({' && '.join(conds)}) {statement}" if conds else statement
 
     def write_output(self, cfg: GlobalConfig, d: Dialect, scope) -> str:
-        """The writer's stores of the stage's accumulators."""
+        """The writer's stores of the stage's accumulators (a paired epilogue's: write/pairs.py)."""
+        if cfg.epilogue.paired:
+            return write_pairs(self, cfg, d, scope)
         return self.writer.write(self, cfg, d, scope)
 
     def shared_ring(self, cfg: GlobalConfig, d: Dialect):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ..compose.contracts import Requirement
 from ..problem import Layout
-from ..stage.base import REGISTER_LHS_STAGE
+from ..compose.capabilities import REGISTER_LHS_STAGE
 from ..stage.ordered_partitioned import LHS_REGS
 from .base import TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig
 from .double_buffering import DoubleBufferingGlobalMatmul

@@ -39,9 +39,10 @@ from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..compose.selection import Knob
-from ..stage.base import CARRIED_FRAGMENTS, SMEM_STAGE, Carry
+from ..compose.capabilities import CARRIED_FRAGMENTS, CHUNK_LOADER, SHARED_RING, SMEM_STAGE
+from ..stage.base import Carry
 from .read.async_loader import ChunkOperandTile
-from .base import CHUNK_LOADER, SHARED_RING, GlobalConfig, GlobalMatmul, SharedRing
+from .base import GlobalConfig, GlobalMatmul, SharedRing
 from .simple import operand_tiles
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ class PipelinedGlobalMatmul(GlobalMatmul):
             f"int cur_slot = 0, load_slot = {p};",
         ]
         barrier = [d.cp_async_wait(p - 1), *before_barrier, "SYNC_CUBE();"]
-        if getattr(cfg, "carry_fragments", False) and carry is None:
+        if cfg.carry_fragments and carry is None:
             raise SetupError(self.name, f"carry_fragments=True, but {type(self).__name__}'s body runs the ring "
                                         f"without handing its stage the next slot (a subclass's body must pass carry)")
         if carry is None:
@@ -223,8 +224,9 @@ class PipelinedGlobalMatmul(GlobalMatmul):
 
 
 def edge_checks(problem: MatmulProblem, stage) -> tuple[bool, bool, bool]:
-    """(check_m, check_n, check_k): the axes the stage tile does not divide (bounds-checked)."""
-    return (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0, problem.k % stage.stage_k != 0)
+    """(check_m, check_n, check_k): the axes the stage tile does not divide or that are ragged
+    (a grouped problem's: bounds-checked)."""
+    return problem.checks(stage.stage_m, stage.stage_n, stage.stage_k)
 
 
 def check_ring_fits(component: str, cfg, dialect: Dialect) -> None:

@@ -3,7 +3,7 @@
 Two things need it. fp8 wgmma accumulates in fewer bits than float32 (the H100 keeps about 14 of the
 sum's; DeepGEMM's account), so a long K loses accuracy: measured on the H100 at 4096^3, relative
 error 1.3e-3 accumulating in the tensor cores against 1.3e-4 promoted, cuBLASLt's own (torch
-._scaled_mm) 1.3e-4. And operand scales per block of 128 along K (``scales.BLOCK``) change from one
+._scaled_mm) 1.3e-4. And operand scales per block of 128 along K (``epilogue.scales.BLOCK``) change from one
 block to the next, so they must multiply each block's partial product, not the final sum.
 
 A promoting global level lets each ring slot's wgmma batch (fp8: one slot is exactly one block of
@@ -47,7 +47,7 @@ class Promotion:
         """(row_scale, col_scale) for `WarpgroupPartitionedStage.promotion_factors`: slice
         ``step``'s block scale of a stage-relative row / 128-column block (0 past the edge), or
         None for an operand without block scales. The arrays are the epilogue's ``lhs_scale`` /
-        ``rhs_scale`` parameters (global_/epilogue.py)."""
+        ``rhs_scale`` parameters (epilogue/spec.py)."""
         row = col = None
         if self.lhs_block:
             def row(r):
@@ -59,39 +59,42 @@ class Promotion:
                 return f"({g} < {scope.n} ? rhs_scale[({step}) * rhs_scale_stride + ({g} >> 7)] : 0.0f)"
         return row, col
 
-    def step(self, stage, st, d, scope, release: str = "", step: str = "step", acc: str = "acc",
+    def step(self, stage, st, d, scope, release: str = "", step: str = "step", acc: str = "",
              pending: int = 0) -> list[str]:
         """After a slot's batch was issued (``fresh``): the scales' loads of slice ``step`` (in
-        partial set ``acc``), the wait until at most ``pending`` batches run, ``release`` (the
-        slot is free once its batch is done), the additions into the float32 sums."""
+        partial set ``acc`` of the stage's `WarpgroupFragments`, "": its ``acc``), the wait until
+        at most ``pending`` batches run, ``release`` (the slot is free once its batch is done), the
+        additions into the float32 sums."""
         row, col = self.factors(scope, step)
         return ["{", stage.promotion_factors(st, row, col), stage.wait(st, d, pending), stage.pin(st, d, acc),
                 release, stage.promote(st, d, row is not None, col is not None, acc), "}"]
 
     def main_loop(self, stage, st, d, scope, batch, release, lo: str = "0", hi: str = "k_steps") -> list[str]:
         """A consumer's loop over slices ``lo`` .. ``hi`` of a tile (at least one), ``it`` counting them:
-        ``batch(acc)`` issues slice ``it``'s batch into partial set ``acc``, ``release(i)`` frees
-        slice ``i``'s slot. ``behind``: two slices an iteration, in sets ``acc`` and ``accb``, each added into
-        the sums after the next one's batch was issued."""
+        ``batch(acc)`` issues slice ``it``'s batch into partial set ``acc`` (a name of the stage's
+        `WarpgroupFragments`), ``release(i)`` frees slice ``i``'s slot. ``behind``: two slices an
+        iteration, in sets ``acc`` and ``behind``, each added into the sums after the next one's
+        batch was issued."""
+        acc, accb = st.fragments.acc, st.fragments.behind
         if not self.behind:
-            return [f"for (int step = {lo}; step < {hi}; ++step, ++it) {{", *batch("acc"),
-                    *self.step(stage, st, d, scope, release("it")), "}"]
+            return [f"for (int step = {lo}; step < {hi}; ++step, ++it) {{", *batch(acc),
+                    *self.step(stage, st, d, scope, release("it"), acc=acc), "}"]
 
         def behind(step, acc, pending):
             return self.step(stage, st, d, scope, release("it - 1u"), step, acc, pending)
         # Slice 0 first, then pairs (odd slice in accb, even in acc), each pair's first batch
         # issued before the slice before it is added; the tail adds what is left.
-        return [*batch("acc"), "++it;",
+        return [*batch(acc), "++it;",
                 "int step = 1;" if lo == "0" else f"int step = {lo} + 1;",
                 f"for (; step + 1 < {hi}; step += 2) {{",
-                *batch("accb"), *behind("step - 1", "acc", 1), "++it;",
-                *batch("acc"), *behind("step", "accb", 1), "++it;",
+                *batch(accb), *behind("step - 1", acc, 1), "++it;",
+                *batch(acc), *behind("step", accb, 1), "++it;",
                 "}",
                 f"if (step < {hi}) {{",           # an even count: the last slice, in set accb
-                *batch("accb"), *behind("step - 1", "acc", 1), "++it;",
-                *behind("step", "accb", 0),
+                *batch(accb), *behind("step - 1", acc, 1), "++it;",
+                *behind("step", accb, 0),
                 "} else {",
-                *behind("step - 1", "acc", 0),
+                *behind("step - 1", acc, 0),
                 "}"]
 
 

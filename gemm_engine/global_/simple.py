@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
+from ..dtypes import PACKED_WORDS
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
-from ..stage.base import SMEM_STAGE
+from ..compose.capabilities import SMEM_STAGE
 from .base import TASK_LOADER, GlobalConfig, GlobalMatmul
 from .read.loaders import LoaderConfig, OperandTile
 
@@ -17,16 +18,18 @@ from .read.loaders import LoaderConfig, OperandTile
 def operand_tiles(problem: MatmulProblem, stage, tile_class=OperandTile, **extra) -> tuple[OperandTile, OperandTile]:
     """The lhs and rhs stage tiles a global matmul loads, with the bounds checks the problem needs,
     each operand's vector alignment and its extent along its contiguous axis."""
-    check_m, check_n, check_k = (problem.m % stage.stage_m != 0, problem.n % stage.stage_n != 0,
-                                 problem.k % stage.stage_k != 0)
+    check_m, check_n, check_k = problem.checks(stage.stage_m, stage.stage_n, stage.stage_k)
     smem = stage.tile.smem_word
     lhs_layout, rhs_layout = Layout(problem.lhs_layout), Layout(problem.rhs_layout)
     lhs = tile_class("lhs", problem.lhs, lhs_layout, stage.stage_m, stage.stage_k, check_m, check_k,
                      stage.lhs_ld, k_along_rows=False, smem_word=smem, align=problem.lhs_align,
                      extent=problem.k if lhs_layout is Layout.ROW else problem.m, **extra.get("lhs", {}))
-    rhs = tile_class("rhs", problem.rhs, rhs_layout, stage.stage_k, stage.stage_n, check_k, check_n,
-                     stage.rhs_ld, k_along_rows=True, smem_word=stage.tile.rhs_smem_word, align=problem.rhs_align,
-                     extent=problem.n if rhs_layout is Layout.ROW else problem.k, **extra.get("rhs", {}))
+    # A quantized rhs is read as its packed words, dequantized into the stage's element words.
+    quantized = {} if problem.weights is None else {"weights": problem.weights}
+    rhs = tile_class("rhs", PACKED_WORDS if quantized else problem.rhs, rhs_layout, stage.stage_k, stage.stage_n,
+                     check_k, check_n, stage.rhs_ld, k_along_rows=True, smem_word=stage.tile.rhs_smem_word,
+                     align=problem.rhs_align, extent=problem.n if rhs_layout is Layout.ROW else problem.k,
+                     **quantized, **extra.get("rhs", {}))
     return lhs, rhs
 
 
@@ -58,6 +61,7 @@ class SimpleGlobalMatmul(GlobalMatmul):
             out=problem.out,
             check_m=lhs.check_rows, check_n=rhs.check_cols, check_k=lhs.check_cols,
             writer=self.writer.setup(problem, selection, dialect),
+            weights=problem.weights,
         )
         self.check_shared_memory(cfg, dialect)
         return cfg

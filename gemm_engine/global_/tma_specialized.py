@@ -57,10 +57,10 @@ from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..compose.selection import Knob
-from ..stage.base import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
-from .base import GlobalConfig, GlobalMatmul, StoreStaging
-from ..compose.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, STORE_STAGING, TMA_LOADER
+from .base import GlobalConfig, GlobalMatmul, StoreStaging, TileLoopRequest
+from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, STORE_STAGING,
+                                    TMA_LOADER)
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .promotion import Promotion, check_promotion
@@ -88,9 +88,8 @@ class TmaSpecializedConfig(GlobalConfig):
     split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
 
     @property
-    def k_bounds(self) -> tuple[str, str]:
-        """The slices of the unit at hand: the split-tail schedule's, or the whole tile's."""
-        return ("k_lo", "k_hi") if self.split_tail else ("0", "k_steps")
+    def tile_loop(self) -> TileLoopRequest:
+        return TileLoopRequest(self.cluster_m, self.split_tail)
 
     @property
     def groups(self) -> int:
@@ -241,10 +240,15 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         return [f"if (UNIT_ID % {cfg.stage.units} == 0) {d.mbarrier_arrive(self._turn(cfg, '1 - pp_group'))}",
                 "++turn;"]
 
+    @staticmethod
+    def _k_bounds(scope) -> tuple[str, str]:
+        """The slices of the unit at hand: the split-tail schedule's, or the whole tile's."""
+        return scope.split_tail.k_range if scope.split_tail is not None else ("0", "k_steps")
+
     def _producer(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         s, sk = cfg.stages, cfg.stage.stage_k
         lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
-        lo, hi = cfg.k_bounds
+        lo, hi = self._k_bounds(scope)
         tile = "\n".join([
             f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
             f"const unsigned slot = it % {s}u;",
@@ -267,9 +271,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         ])
 
     def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False,
-                    acc: str = "acc") -> list[str]:
+                    acc: str = "") -> list[str]:
         """A consumer's step: wait until slot ``it % stages`` is full, then issue its wgmma batch
-        (``fresh``: overwriting accumulator set ``acc``, for promotion)."""
+        (``fresh``: overwriting accumulator set ``acc`` of the stage's fragments, for promotion)."""
         s = cfg.stages
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
         return [f"const unsigned slot = it % {s}u;",
@@ -291,7 +295,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             return self._promoting_consumer(cfg, d, scope, listener)
         st, s = cfg.stage, cfg.stages
         release = self._release(cfg, d, f"(it - 1u) % {s}u")
-        lo, hi = cfg.k_bounds
+        lo, hi = self._k_bounds(scope)
         tile = "\n".join([
             self.stage.init_accumulators(st, d),
             *self._turn_wait(cfg, d),
@@ -337,7 +341,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             *self._turn_wait(cfg, d),
             *cfg.promotion.main_loop(self.stage, st, d, scope,
                                      lambda acc: ["{", *self._slot_batch(cfg, d, listener, True, acc), "}"],
-                                     lambda i: self._release(cfg, d, f"({i}) % {s}u"), *cfg.k_bounds),
+                                     lambda i: self._release(cfg, d, f"({i}) % {s}u"), *self._k_bounds(scope)),
             *self._turn_pass(cfg, d),
             self.stage.take_promoted(st, d),
             *self._store(cfg, d, scope, listener),
@@ -357,15 +361,15 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
         if not cfg.split_tail:
             return write
-        sk, st = scope.split_tail, cfg.stage
-        meet = d.sync_units(_SPLIT_BARRIER, st.units)
+        sk, st, meet = scope.split_tail, cfg.stage, d.sync_units(_SPLIT_BARRIER, cfg.stage.units)
+        rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""   # only rows inside M move
         # Every consumer unit's stores, the meeting, then one release: what the owner acquires.
-        contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID")), meet,
+        contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet,
                       f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
         add = [f"if (UNIT_ID == 0) {d.flag_acquire_clear(sk.flag('split_cube'))}", meet,
-               self.stage.add_partial(st, d, sk.partial("split_cube"))]
-        return ["if (k_lo > 0) {", *contribute, "} else {",
-                "if (k_hi < k_steps) {", sk.contributors("\n".join(add)), "}", *write, "}"]
+               self.stage.add_partial(st, d, sk.partial("split_cube"), rows)]
+        return [f"if ({sk.contributes}) {{", *contribute, "} else {",
+                f"if ({sk.owns_split('k_steps')}) {{", sk.contributors("\n".join(add)), "}", *write, "}"]
 
     def store_staging(self, cfg: TmaSpecializedConfig, d: Dialect) -> StoreStaging | None:
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""

@@ -34,7 +34,7 @@ from ..compose.contracts import Requirement
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..compose.selection import Knob
-from ..stage.base import ASYNC_DESCRIPTOR_STAGE
+from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
 from .base import SWIZZLED_CHUNK_LOADER
 from .pipelined import PipelinedGlobalConfig, PipelinedGlobalMatmul, check_ring_fits, edge_checks

@@ -2,7 +2,11 @@
 $GEMM_ENGINE_BACKEND) to a `Runtime`."""
 from __future__ import annotations
 
+
 import os
+
+from .cuda import CudaRuntime, cuda_available
+from .opencl import OpenCLRuntime
 
 
 #: Environment variable that sets the backend `Engine(backend="auto")` and `matmul` use.
@@ -24,10 +28,7 @@ def make_runtime(backend: str, device, context=None, queue=None):
         if backend not in ("auto", "cuda", "opencl"):
             raise ValueError(f"${BACKEND_ENV}: expected 'auto', 'cuda' or 'opencl', got {backend!r}")
     if backend == "auto":
-        from .cuda import cuda_available
         backend = "cuda" if cuda_available() else "opencl"
     if backend == "cuda":
-        from .cuda import CudaRuntime
         return CudaRuntime(device)
-    from .opencl import OpenCLRuntime
     return OpenCLRuntime(device, context, queue)

@@ -1,19 +1,27 @@
 """What the engine needs from a backend runtime: device facts, compiled kernels and arrays.
 
 `CudaRuntime` (CuPy) and `OpenCLRuntime` (PyOpenCL) implement it. Compiled kernels are kept per
-source text in memory; the compilers' own on-disk binary caches (CuPy's kernel cache and
-PyOpenCL's) make later processes fast, so no cache of our own is written.
+source text in memory; on disk the compilers' own binary caches keep them keyed by source, options
+and device (CuPy's kernel cache, with the sm_90a cubins beside it, cuda.py; PoCL's and NVIDIA's
+OpenCL caches), written atomically and checked when read, so processes may share them.
+`compile_many` compiles kernels in parallel (warmup.py), and no kernel is compiled while the
+current CUDA stream captures a graph (`check_compile`): loading a module there would break the
+capture, and the error says to warm up first.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..codegen.device import DeviceInfo
+from ..errors import CaptureError
+from ..dtypes import bits_dtype
 from ..codegen.dialect import Dialect, dialect_for
 
 
@@ -54,12 +62,54 @@ class Runtime(ABC):
             if fn is not None:
                 self._kernels.move_to_end(key)
                 return fn
+        self.check_compile(name)
         fn = self._compile(source, name)
         with self._kernels_lock:
             self._kernels[key] = fn
             if len(self._kernels) > KERNELS_MAX:
                 self._forget(self._kernels.popitem(last=False)[1])
         return fn
+
+    def compiled(self, source: str, name: str) -> bool:
+        """Whether ``kernel(source, name)`` is in this runtime's memory already."""
+        return (source + "\0" + name) in self._kernels
+
+    def compile_many(self, jobs, workers: int | None = None) -> int:
+        """Compile every (source, name) of ``jobs`` not compiled yet, ``workers`` at a time (default:
+        one per CPU; the compilers release the GIL). Returns how many were compiled. The first
+        failure is raised once all are done."""
+        todo = list(dict.fromkeys((s, n) for s, n in jobs if not self.compiled(s, n)))
+        if not todo:
+            return 0
+        for _, name in todo[:1]:
+            self.check_compile(name)
+        workers = max(1, min(len(todo), workers or os.cpu_count() or 1))
+        if workers == 1:
+            for source, name in todo:
+                self.kernel(source, name)
+            return len(todo)
+        with ThreadPoolExecutor(workers, thread_name_prefix="gemm_engine_compile") as pool:
+            futures = [pool.submit(self._compile_in_thread, s, n) for s, n in todo]
+        for f in futures:
+            f.result()
+        return len(todo)
+
+    def _compile_in_thread(self, source: str, name: str):
+        """`kernel` from a worker thread (CUDA: the device made current there first)."""
+        return self.kernel(source, name)
+
+    def capturing(self) -> bool:
+        """Whether the current stream is capturing a CUDA graph (never, without CUDA streams)."""
+        return False
+
+    def check_compile(self, name: str) -> None:
+        """RuntimeError where compiling now would break a CUDA graph being captured."""
+        if self.capturing():
+            raise CaptureError(
+                f"gemm_engine: kernel {name} is not compiled yet, and the current CUDA stream is capturing a CUDA "
+                f"graph: compiling and loading a kernel during capture would invalidate the capture. Warm up "
+                f"first: run the same call once before capturing, or gemm_engine.warmup(...) with its shapes "
+                f"(or model)")
 
     def _forget(self, kernel) -> None:
         """Drop what the runtime keeps beside a kernel the cache evicted (nothing by default)."""
@@ -98,6 +148,12 @@ class Runtime(ABC):
     def record(self, array) -> None:
         """Note that the work just queued writes ``array`` (OpenCL: its event, for other queues)."""
 
+    def after_launch(self, written, read=()) -> None:
+        """Order the caller's queues after the work just queued: it wrote ``written`` and read the
+        device arrays ``read`` (OpenCL arrays carry queues of their own; CUDA work runs on the
+        caller's stream, so nothing here)."""
+        self.record(written)
+
     def logical_dtype(self, x) -> np.dtype:
         """The dtype of a native device array's elements."""
         return x.dtype
@@ -127,6 +183,18 @@ class Runtime(ABC):
 
     @abstractmethod
     def to_host(self, x) -> np.ndarray: ...
+
+    def upload(self, host: np.ndarray):
+        """A host array on the device in its own dtype (bfloat16 and fp8 moved as their bits: device
+        libraries may lack them; the kernels know the type)."""
+        bits = bits_dtype(host.dtype)
+        return self.to_device(host if bits is None else host.view(bits))
+
+    def download(self, x, dtype) -> np.ndarray:
+        """The values of ``x`` (a device array, or a host array already in ``dtype``) on the host,
+        in their logical ``dtype`` (bits viewed back as bfloat16 / fp8)."""
+        host = x if isinstance(x, np.ndarray) else self.to_host(x)
+        return host.view(dtype) if host.dtype != dtype else host
 
     @abstractmethod
     def empty(self, shape, dtype): ...

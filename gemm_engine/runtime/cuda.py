@@ -165,6 +165,17 @@ class CudaRuntime(Runtime):
             self._modules.append(module)
             return module.get_function(name)
 
+    def capturing(self) -> bool:
+        is_capturing = getattr(self.cp.cuda.runtime, "streamIsCapturing", None)
+        if is_capturing is None:
+            return False
+        with self.cuda_device:
+            return is_capturing(self.cp.cuda.get_current_stream().ptr) != 0
+
+    def _compile_in_thread(self, source: str, name: str):
+        with self.cuda_device:           # a worker thread's current device is device 0
+            return self.kernel(source, name)
+
     def _forget(self, kernel) -> None:
         # An evicted kernel's opt-in is forgotten; a plan that launches it again opts in again.
         self._dyn_smem.pop(id(kernel), None)

@@ -9,7 +9,7 @@ with one slice assignment, and ``cuLaunchKernel`` gets the block's address array
 
 Argument types the engine passes: CuPy arrays (their first element's address), ``numpy.int64``
 (the kernels' ``i64``), ``numpy.float32`` / ``numpy.float64`` (the epilogue's scalars), and
-``bytes`` for a structure passed by value (a TMA tensor map: batch/signature.py's ``by_value``),
+``bytes`` for a structure passed by value (a TMA tensor map: codegen/signature.py's ``by_value``),
 which gets a 64-byte-aligned buffer of its own instead of a slot.
 """
 from __future__ import annotations

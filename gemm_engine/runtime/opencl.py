@@ -3,6 +3,8 @@ PyOpenCL (which keeps its own on-disk binary cache), arrays are `pyopencl.array.
 from __future__ import annotations
 
 import os
+import tempfile
+import warnings
 
 import numpy as np
 
@@ -17,6 +19,7 @@ DEVICE_ENV = "GEMM_ENGINE_OPENCL_DEVICE"
 
 
 def _pyopencl():
+    _cache_home_fixed()
     try:
         import pyopencl as cl
         import pyopencl.array as cla
@@ -31,6 +34,18 @@ def _pyopencl():
 PYOPENCL_ENV = "PYOPENCL_CTX"
 
 
+def _unusable_cache_home() -> str | None:
+    """The cache folder PoCL would write to, when it cannot be one (a file, say): PoCL then lists no
+    device at all, which reads like a missing driver. None when it looks usable."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    parent = home
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if os.path.isdir(home) or (parent and os.path.isdir(parent) and os.access(parent, os.W_OK)):
+        return None
+    return home
+
+
 def _devices(cl):
     try:
         platforms = cl.get_platforms()
@@ -38,8 +53,27 @@ def _devices(cl):
         raise BackendUnavailableError(f"no OpenCL platform found: {exc}") from exc
     devices = [(p, d) for p in platforms for d in p.get_devices()]
     if not devices:
-        raise BackendUnavailableError("no OpenCL device found (on Debian: apt-get install pocl-opencl-icd)")
+        hint = "(on Debian: apt-get install pocl-opencl-icd)"
+        bad = _unusable_cache_home()
+        if bad is not None:
+            hint = (f"(the cache folder {bad!r} is not a usable folder: PoCL lists no device without its kernel "
+                    f"cache; point $XDG_CACHE_HOME at a folder)")
+        raise BackendUnavailableError(f"no OpenCL device found {hint}")
     return devices
+
+
+def _cache_home_fixed() -> None:
+    """PoCL (its kernel cache) and PyOpenCL (its binary cache) keep their caches under
+    $XDG_CACHE_HOME, and PoCL lists no device at all when it cannot, which reads like a missing
+    driver: where it is not a usable folder, this process gets a temporary one (before the first
+    OpenCL call reads it), with a warning."""
+    bad = _unusable_cache_home()
+    if bad is None:
+        return
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gemm_engine_cache_")
+    warnings.warn(f"gemm_engine: the cache folder {bad!r} ($XDG_CACHE_HOME) is not a usable folder, which leaves "
+                  f"PoCL without devices; this process caches kernels in {os.environ['XDG_CACHE_HOME']} instead "
+                  f"(point $XDG_CACHE_HOME at a folder)", RuntimeWarning, stacklevel=4)
 
 
 def _listing(devices) -> str:
@@ -97,7 +131,12 @@ class OpenCLRuntime(Runtime):
                 raise ValueError(f"device: {dev.name} is not a device of the given context "
                                  f"({[d.name for d in context.devices]})")
         elif device is None and not os.environ.get(DEVICE_ENV) and os.environ.get(PYOPENCL_ENV):
-            context = cl.create_some_context(interactive=False)
+            try:
+                context = cl.create_some_context(interactive=False)
+            except Exception as exc:  # noqa: BLE001 -- PyOpenCL's RuntimeError names nothing
+                raise ValueError(f"${PYOPENCL_ENV}={os.environ[PYOPENCL_ENV]!r} matches no OpenCL platform and "
+                                 f"device ({exc}); devices: {_listing(_devices(cl))} (as PLATFORM:DEVICE indexes, "
+                                 f"e.g. '0:0'; or unset it)") from None
             dev = context.devices[0]
         else:
             dev = _pick_device(cl, device)
@@ -139,18 +178,40 @@ class OpenCLRuntime(Runtime):
                 self.check_native(x, label)
 
     def check_native(self, x, label: str) -> None:
-        """An array of another context is refused; one written by work pending on another queue
-        is waited for (this runtime's queue would otherwise read it stale)."""
+        """An array of another context is refused; one on another queue is ordered before this
+        runtime's next work: a marker on its queue (work pending there, whether or not it recorded an
+        event on the array) and its events, which this runtime's queue waits for on the device."""
         if x.context != self.context:
             raise TypeError(f"matmul: {label} is a pyopencl array of another context than this engine's "
                             f"(pass Engine(context=...) or Engine(queue=...) to run in it)")
-        if x.queue is not self.queue and x.events:
-            self.cl.wait_for_events(list(x.events))
+        if x.offset % x.dtype.itemsize:
+            raise ValueError(f"matmul: {label} starts {x.offset} bytes into its buffer, not a multiple of its "
+                             f"{x.dtype.itemsize}-byte elements: kernels address whole elements (copy it first)")
+        if x.queue is not None and x.queue is not self.queue:
+            waits = [self.cl.enqueue_marker(x.queue)] + list(x.events)
+            self.cl.enqueue_barrier(self.queue, wait_for=waits)
 
     def record(self, array) -> None:
-        """Work on ``array``'s own queue (a caller's ``out``) waits for the kernel that wrote it."""
-        if self._last_event is not None and isinstance(array, self.cla.Array) and array.queue is not self.queue:
+        """Work on ``array``'s own queue (a caller's ``out``) waits for the kernel that wrote it: its
+        events (PyOpenCL's own operations wait for them) and a barrier on that queue (the caller's
+        kernels too)."""
+        if self._last_event is not None and isinstance(array, self.cla.Array) and array.queue is not None \
+                and array.queue is not self.queue:
             array.add_event(self._last_event)
+            self.cl.enqueue_barrier(array.queue, wait_for=[self._last_event])
+
+    def after_launch(self, written, read=()) -> None:
+        """The kernel wrote ``written`` and read ``read``: the queues of both wait for it (a caller
+        that overwrites an input on its own queue must not do so under the kernel's reads)."""
+        self.record(written)
+        if self._last_event is None:
+            return
+        done = {id(getattr(written, "queue", None))}
+        for x in read:
+            queue = getattr(x, "queue", None)
+            if isinstance(x, self.cla.Array) and queue is not None and queue is not self.queue and id(queue) not in done:
+                done.add(id(queue))
+                self.cl.enqueue_barrier(queue, wait_for=[self._last_event])
 
     def synchronize(self):
         self.queue.finish()
@@ -207,13 +268,18 @@ class OpenCLRuntime(Runtime):
         self.launch(fn, -(-dst.size // units), units, args)
 
     def ptr_arg(self, x):
-        if x.offset % x.dtype.itemsize:
-            raise ValueError("operand's offset is not a multiple of its item size")
         return x.base_data, x.offset // x.dtype.itemsize
 
     def element_address(self, x):
         return x.offset // x.dtype.itemsize
 
     def byte_span(self, x):
-        lo, hi = span_of(x.offset, x.shape, x.strides, x.dtype.itemsize)
-        return x.base_data.int_ptr, lo, hi
+        """(the buffer, bytes) relative to the root buffer: a sub-buffer (``get_sub_region``) is its
+        parent's bytes from its origin on, so overlap is judged on the memory, not the handle."""
+        buffer, origin = x.base_data, 0
+        parent = buffer.get_info(self.cl.mem_info.ASSOCIATED_MEMOBJECT)
+        while parent is not None:
+            origin += buffer.get_info(self.cl.mem_info.OFFSET)
+            buffer, parent = parent, parent.get_info(self.cl.mem_info.ASSOCIATED_MEMOBJECT)
+        lo, hi = span_of(origin + x.offset, x.shape, x.strides, x.dtype.itemsize)
+        return buffer.int_ptr, lo, hi

@@ -3,7 +3,7 @@
 A tensor map describes one operand in global memory (its address, extents and byte strides, up to
 5 dimensions, innermost first) and the *box* one copy moves into shared memory, with the shared
 layout's swizzle. Kernels take it by value as a ``__grid_constant__`` parameter
-(batch/signature.py's ``by_value``).
+(codegen/signature.py's ``by_value``).
 
 Encoding is NVIDIA's ``cuTensorMapEncodeTiled`` through the ``cuda-bindings`` package (NVIDIA's own
 Python binding of the driver API, installed with CUDA 12.8+ / 13 Python stacks): CuPy 14 does not
@@ -12,7 +12,7 @@ more thing to keep right by hand. A map holds the operand's address, so it is en
 same arrays come back call after call (training loops, benchmarks, caching allocators), so encoded
 maps are kept in a small least-recently-used cache keyed by everything that determines them.
 
-TMA's own rules, checked by the components that ask for maps (global_/tma_loader.py) before any
+TMA's own rules, checked by the components that ask for maps (global_/read/tma_loader.py) before any
 launch: the address 16-byte aligned, every stride but the innermost a multiple of 16 bytes below
 2^40, extents in [1, 2^32], box extents in [1, 256] with the innermost box row at most the swizzle
 span (128 bytes for the 128-byte swizzle).

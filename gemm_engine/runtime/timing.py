@@ -7,10 +7,8 @@ created with profiling on, which the engine's queue is not).
 
 Calls compared with each other (the engine and its baselines in one benchmark row) are timed by
 `device_times`: their samples taken in turns, so that all of them meet the same clocks. A long
-stretch of heavy kernels warms the H100 and its clocks drop (bf16 8192^3: the same kernel measured
-1.45 ms first and 1.58 ms fourth of 6 variants timed one after another,
-bench/results/h100_2026-11-25_kernel_durations_slots.json), so whoever is timed last in a row pays
-for the ones before it.
+stretch of heavy kernels warms the H100 and its clocks drop (bench/results/h100/timing_batches.md,
+notes), so whoever is timed last in a row pays for the ones before it.
 
 A sample is one call, or for calls shorter than ``min_window`` a batch of back-to-back calls
 divided by their count: a lone short call measures the host's launch latency as much as the
@@ -25,11 +23,9 @@ import statistics
 import time
 
 #: Calls shorter than this are timed in batches (seconds). On CUDA each batch starts behind one
-#: untimed call, so the device is busy when the timing starts, as in a loop of calls. A batch that
+#: untimed call, so the device is busy when the timing starts, as in a loop of calls: a batch that
 #: started on an idle device counted its first call's host time and launch latency, and more
-#: (H100, bench/results/h100_2026-11-25_timing_batches.json): one call timed alone from idle
-#: measured 0.96 ms where torch._scaled_mm's fp8 0.8 ms kernel took 0.81 behind a lead call, the
-#: engine's 1.02 against 0.88; bf16 2048^3 52 us against 27 (torch 39 against 26).
+#: (bench/results/h100/timing_batches.md).
 MIN_WINDOW = 1e-3
 #: The largest batch.
 MAX_BATCH = 64

@@ -1,11 +1,16 @@
-"""The skinny kernel's tiling rule: which axis its outputs run along, and its knobs left at 0
-chosen for the problem and device (`resolve_tiling`), so that a sweep may fix one knob and keep
-the rest. The kernel itself is global_/skinny.py."""
+"""Tilings of the skinny algorithms (M or N at most `MAX_ROWS`: a decode batch's activations times
+a weight, or a weight times a few vectors): which axis the outputs run along and how many rows the
+staged operand has, the skinny kernel's knobs left at 0 chosen for the problem and device
+(`resolve_tiling`, so that a sweep may fix one knob and keep the rest), and skinny_split_k's split
+of K over cubes. The kernel itself is global_/skinny.py; the measurements:
+bench/SELECTION_NOTES.md, "Skinny tilings"."""
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
 from ..dtypes import WORD_BYTES
+from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
+from .base import distinct
 
 #: Shared memory the staged vector may take: 32 KiB leaves room for several cubes per
 #: multiprocessor and holds all of K = 8192 in float32 (one chunk: no barrier inside the K loop).
@@ -18,6 +23,13 @@ UNITS = 256
 UNROLL = 8
 #: Most units sharing one output of a dot product (a plane's worth on GPUs).
 LANES = 32
+#: Most rows of the staged operand (M, or N when N is the short side): each unit keeps a sum per
+#: row for each of its outputs, at most `MAX_ACCUMULATORS` in all.
+MAX_ROWS, MAX_ACCUMULATORS = 16, 64
+#: Dot products of several rows: outputs per unit, by rows (each staged vector read from shared
+#: memory serves that many weight rows: at 8 rows and one output a unit would read 16 bytes of
+#: shared memory per byte of the weight, past what a multiprocessor delivers at HBM speed).
+UNIT_OUTPUTS = ((2, 1), (4, 2), (MAX_ROWS, 4))
 
 
 #: Storage words the skinny kernel reads (floating point: its accumulators are float32 / float64).
@@ -46,33 +58,55 @@ def pow2_at_most(x: int) -> int:
 
 
 def skinny_axis(problem: MatmulProblem) -> tuple[bool, bool]:
-    """(along_n, dot) for a problem with ``m == 1`` or ``n == 1``: which axis the outputs run
-    along, and whether the big operand is contiguous along K. When both are 1 (a dot product) the
-    operand contiguous along K is taken as the big one."""
+    """(along_n, dot): which axis the outputs run along (N where M is the short side: the rhs is
+    the big operand), and whether the big operand is contiguous along K. When both are 1 (a dot
+    product) the operand contiguous along K is taken as the big one."""
     lhs_row, rhs_col = Layout(problem.lhs_layout) is Layout.ROW, Layout(problem.rhs_layout) is Layout.COL
     if problem.m == 1 and (problem.n != 1 or not lhs_row):
         return True, rhs_col
-    return False, lhs_row
+    if problem.n == 1 or problem.n < problem.m:
+        return False, lhs_row
+    return True, rhs_col
+
+
+def skinny_rows(problem: MatmulProblem) -> int:
+    """Rows of the staged operand: M where the outputs run along N, else N."""
+    return problem.m if skinny_axis(problem)[0] else problem.n
+
+
+def unit_outputs_for(rows: int) -> int:
+    return next(r for most, r in UNIT_OUTPUTS if rows <= most)
 
 
 def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
     """``selection`` with every skinny knob left at 0 chosen for ``problem`` on ``dialect``'s device:
-    ``outputs`` per cube, ``units`` per cube, ``unroll`` loads in flight, ``chunk_k`` staged."""
-    if problem.m != 1 and problem.n != 1:
+    ``outputs`` per cube, ``units`` per cube, ``unroll`` loads in flight, ``chunk_k`` staged per
+    row, ``unit_outputs`` (dot products: outputs per unit)."""
+    rows = skinny_rows(problem)
+    if min(problem.m, problem.n) > MAX_ROWS:
         return selection  # not a skinny problem: setup refuses it
     along_n, dot = skinny_axis(problem)
     big = problem.rhs if along_n else problem.lhs
     extent = problem.n if along_n else problem.m
     unroll = selection.unroll or UNROLL
     most = pow2_at_most(min(UNITS, dialect.device.max_threads_per_cube))
+    reuse = 1
     if dot:
         # Enough lanes per output that each reads about ``unroll`` vectors of its row, at most
         # a plane's worth: long rows get 32 lanes reading consecutive 16-byte vectors.
         width = load_width(big, selection.vector_width, problem.rhs_align if along_n else problem.lhs_align,
                            problem.k)
         lanes = min(LANES, most, pow2_at_least(-(-problem.k // (width * unroll))))
-        outputs = selection.outputs or min(most // lanes, pow2_at_least(extent))
-        units = selection.units or lanes * outputs
+        reuse = selection.unit_outputs or min(unit_outputs_for(rows), pow2_at_least(extent))
+        outputs = selection.outputs or min(most // lanes * reuse, pow2_at_least(extent))
+        if not selection.outputs and rows > 1:
+            # Fewer outputs a cube where the cubes would not give every multiprocessor one and a half
+            # (several outputs a unit make a cube cover more of them: 8 rows of a 4096 x 4096 weight
+            # would be 128 cubes of 32). One row keeps the measured GEMV tiling.
+            target = 3 * max(1, dialect.device.compute_units) // 2
+            while outputs > reuse and problem.batch * -(-extent // outputs) < target:
+                outputs //= 2
+        units = selection.units or max(1, lanes * outputs // reuse)
     else:
         per_unit = 16 // big.itemsize
         if selection.outputs:
@@ -90,7 +124,49 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
         slices = min(max(1, most // groups), max(per_unit, pow2_at_least(-(-problem.k // unroll))))
         units = selection.units or groups * slices
     # A power of two times the units, so that problems of neighbouring K share one kernel; at
-    # most STAGING loads per unit (each is a line of code).
-    cap = units * max(1, min(STAGING, CHUNK_BYTES // WORD_BYTES[big.compute] // units))
-    chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), cap)
-    return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk)
+    # most STAGING loads per unit (each is a line of code), over all the rows.
+    per_row = max(1, min(STAGING // rows, CHUNK_BYTES // WORD_BYTES[big.compute] // units // rows))
+    chunk = selection.chunk_k or min(units * pow2_at_least(-(-problem.k // units)), units * per_row)
+    return selection.override(outputs=outputs, units=units, unroll=unroll, chunk_k=chunk, unit_outputs=reuse)
+
+
+def skinny_tuning_space(selection_class, problem: MatmulProblem, dialect: Dialect) -> list:
+    """The rule's tiling, then each of 2, 4, 8 loads in flight per unit (the one knob the bandwidth
+    sweeps found sensitive); dot products of several rows also 1, 2 and 4 outputs a unit (each
+    staged vector's reuse); ``selection_class`` is the skinny algorithm's selection type."""
+    space = [resolve_tiling(selection_class(), problem, dialect)]
+    space += [resolve_tiling(selection_class(unroll=u), problem, dialect) for u in (2, 4, 8)]
+    if skinny_rows(problem) > 1 and skinny_axis(problem)[1]:
+        space += [resolve_tiling(selection_class(unit_outputs=r), problem, dialect) for r in (1, 2, 4)
+                  if r * skinny_rows(problem) <= MAX_ACCUMULATORS]
+    return distinct(space)
+
+
+# -- skinny_split_k: K split over cubes -----------------------------------------------------------------
+#: Loads in flight per unit of the split kernel (16 x 16 bytes x 256 units = 64 KiB per cube).
+SPLIT_UNROLL = 16
+
+
+def select_split_skinny(problem: MatmulProblem, dialect: Dialect, splits: int = 0) -> dict:
+    """Every unit one 16-byte vector of outputs (one slice of K per cube), up to 256 units; about
+    one cube per compute unit, K cut into as many ranges as that takes, each a whole number of
+    staged chunks of at least 256 rows."""
+    along_n, dot = skinny_axis(problem)
+    if dot:
+        raise SetupError("skinny_split_k", "the big operand is contiguous along K: each output is a dot "
+                                           "product of whole rows (skinny reads it so)")
+    big = problem.rhs if along_n else problem.lhs
+    per_unit = 16 // big.itemsize
+    vectors = -(-(problem.n if along_n else problem.m) // per_unit)
+    units = min(UNITS, pow2_at_least(vectors), pow2_at_most(dialect.device.max_threads_per_cube))
+    tiles = problem.batch * -(-vectors // units)
+    if not splits:   # at least two: a caller who names this algorithm wants K split
+        splits = max(2, round(max(1, dialect.device.compute_units) / tiles))
+    chunk = units * pow2_at_least(-(-problem.k // (splits * units)))
+    return dict(outputs=units * per_unit, units=units, unroll=SPLIT_UNROLL, chunk_k=chunk,
+                split_k=-(-problem.k // chunk))
+
+
+def split_skinny_tuning_space(problem: MatmulProblem, dialect: Dialect) -> list:
+    return distinct([select_split_skinny(problem, dialect)] +
+                    [select_split_skinny(problem, dialect, s) for s in (8, 16, 32, 64)])

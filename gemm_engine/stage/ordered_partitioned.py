@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..compose.capabilities import K_MAJOR_SMEM, UNIT_REGISTERS
-from ..tile.base import UNIT_SCOPE, SmemTile
-from .base import REGISTER_LHS_STAGE
+from ..compose.capabilities import K_MAJOR_SMEM, REGISTER_LHS_STAGE, UNIT_REGISTERS, UNIT_SCOPE
+from ..tile.base import SmemTile
 from .unit_partitioned import UnitPartitionedStage, UnitStageConfig
 
 #: The register array holding this unit's lhs rows for one K slice.
@@ -54,5 +53,5 @@ class OrderedPartitionedStage(UnitPartitionedStage):
     def _k_step(self, cfg, d, lhs_regs, rhs_smem, k: str, kk: int = 0):
         (_, lhs_event), *rest = super()._k_step(cfg, d, lhs_regs, rhs_smem, k, kk)
         # The register array read like a k-major tile of leading dimension tile_m, origin 0.
-        load_l = self.tile.load_lhs(cfg.tile, d, "lhs_frag", SmemTile(lhs_regs, cfg.tile.tile_m, k, "0"))
+        load_l = self.tile.load_lhs(cfg.tile, d, cfg.fragments.lhs(0), SmemTile(lhs_regs, cfg.tile.tile_m, k, "0"))
         return [(load_l, lhs_event), *rest]

@@ -9,7 +9,7 @@ issued, so its latency hides behind them.
 
 With ``fragment_buffering`` (a selection field, off by default) a plane instead keeps two sets of
 fragments: every fragment of k tile kt+1 (rhs fragments two n tiles per ``ldmatrix.x4`` where the
-tile offers ``load_rhs_pair``) is requested before the partition_m x partition_n tile matmuls of k
+tile's ``load_rhs_pair`` has one) is requested before the partition_m x partition_n tile matmuls of k
 tile kt, so shared-memory latency hides behind a whole k tile of tensor-core work (it costs one
 more set of fragment registers). Same events, each load's event right after it.
 
@@ -19,7 +19,7 @@ slot are loaded during this slot's last k tile, after the global level's handove
 for that slot and its barrier), so a plane always has tile matmuls to issue across the barrier:
 its latency and the next slot's first shared-memory reads hide behind the last k tile's tensor-core
 work (as CUTLASS's multistage main loop does; measured on the H100 in
-h100_2026-11-25_f64_carried_fragments.md). ``load_first`` loads them for the first slot, before
+bench/results/h100/float64.md, notes). ``load_first`` loads them for the first slot, before
 the loop. The loads of the next slot's first k tile fire their events where they run, inside this
 slot's last k tile; ``load_first``'s fire none.
 
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..compose.capabilities import GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM
+from ..compose.capabilities import CARRIED_FRAGMENTS, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, PLANE_SCOPE, SMEM_STAGE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from ..tile.base import PLANE_SCOPE, SmemTile
-from .base import CARRIED_FRAGMENTS, SMEM_STAGE, Carry, StageConfig, StageMatmul, Writer
+from ..tile.base import SmemTile
+from .base import Carry, StageConfig, StageMatmul, Writer, stores
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
                      TileMatmulCompleted)
 
@@ -137,7 +137,7 @@ class PlanePartitionedStage(StageMatmul):
     def _set_loads(self, cfg: PlaneStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str, kt: int,
                    events: bool = True) -> list[tuple[str, StageEvent | None]]:
         """(code, event) of loading k tile ``kt``'s fragments into set ``kt % 2`` (rhs fragments two
-        n tiles per ``ldmatrix.x4`` where the tile offers ``load_rhs_pair``)."""
+        n tiles per ``ldmatrix.x4`` where the tile's ``load_rhs_pair`` has one)."""
         t, tc = self.tile, cfg.tile
         pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
         b, k = kt % 2, str((kt % nk) * tc.tile_k)
@@ -145,11 +145,10 @@ class PlanePartitionedStage(StageMatmul):
         for i in range(pm):
             src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
             out.append((t.load_lhs(tc, d, f"lhs_frag_{b}_{i}", src), LhsLoaded(kt % nk * pm + i, nk * pm)))
-        pair = getattr(t, "load_rhs_pair", None)
         j = 0
         while j < pn:
             src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
-            code = pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if pair and j + 1 < pn else None
+            code = t.load_rhs_pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if j + 1 < pn else ""
             if code:
                 out += [(code, RhsLoaded(kt % nk * pn + j, nk * pn)), ("", RhsLoaded(kt % nk * pn + j + 1, nk * pn))]
                 j += 2
@@ -261,7 +260,7 @@ class PlanePartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for j in range(cfg.partition_n):
                 lines.append(self.tile.stage_accumulator(tc, d, f"acc_{i}_{j}"))
-                for row, col, value in self.tile.acc_elements(tc, f"acc_{i}_{j}"):
-                    lines.append(writer(f"plane_m0 + {i * tc.tile_m} + {row}",
-                                        f"plane_n0 + {j * tc.tile_n} + {col}", value))
+                lines.append(stores(writer, [writer(f"plane_m0 + {i * tc.tile_m} + {row}",
+                                                    f"plane_n0 + {j * tc.tile_n} + {col}", value)
+                                             for row, col, value in self.tile.acc_elements(tc, f"acc_{i}_{j}")]))
         return "\n".join(line for line in lines if line)

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..compose.capabilities import K_MAJOR_SMEM
+from ..compose.capabilities import K_MAJOR_SMEM, UNIT_SCOPE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from ..tile.base import UNIT_SCOPE, SmemTile
-from .base import StageConfig, StageMatmul, Writer
+from ..tile.base import SmemTile
+from .base import StageConfig, StageMatmul, Writer, stores
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEventListener,
                      TileMatmulCompleted)
 
@@ -36,12 +36,36 @@ LAYOUTS = ("contiguous", "strided")
 
 
 @dataclass(frozen=True)
+class UnitFragments:
+    """The register names a unit stage declares for its ``partition_m x partition_n`` tiles, which
+    a subclass reading or replacing its fragments uses (`UnitStageConfig.fragments`): a 1 x 1
+    partition's are ``acc``, ``lhs_frag``, ``rhs_frag``; others are numbered."""
+
+    partition_m: int = 1
+    partition_n: int = 1
+
+    def acc(self, i: int, j: int) -> str:
+        return "acc" if self.partition_m * self.partition_n == 1 else f"acc_{i}_{j}"
+
+    def lhs(self, i: int) -> str:
+        return "lhs_frag" if self.partition_m == 1 else f"lhs_frag{i}"
+
+    def rhs(self, j: int) -> str:
+        return "rhs_frag" if self.partition_n == 1 else f"rhs_frag{j}"
+
+
+@dataclass(frozen=True)
 class UnitStageConfig(StageConfig):
     units_m: int = 1
     units_n: int = 1
     partition_m: int = 1     # tiles per unit along m
     partition_n: int = 1
     strided: bool = False    # the "strided" partition layout
+
+    @property
+    def fragments(self) -> UnitFragments:
+        """The names of this unit's accumulators and fragments."""
+        return UnitFragments(self.partition_m, self.partition_n)
 
 
 class UnitPartitionedStage(StageMatmul):
@@ -85,20 +109,7 @@ class UnitPartitionedStage(StageMatmul):
                                units_m=units_m, units_n=units_n, partition_m=pm, partition_n=pn,
                                strided=layout == "strided")
 
-    # -- the partition: names and origins of this unit's tiles -----------------------------------
-    # A 1 x 1 partition keeps the historical names (acc, lhs_frag, rhs_frag) that subclasses use.
-    @staticmethod
-    def _acc(cfg, i, j) -> str:
-        return "acc" if cfg.partition_m * cfg.partition_n == 1 else f"acc_{i}_{j}"
-
-    @staticmethod
-    def _lhs_frag(cfg, i) -> str:
-        return "lhs_frag" if cfg.partition_m == 1 else f"lhs_frag{i}"
-
-    @staticmethod
-    def _rhs_frag(cfg, j) -> str:
-        return "rhs_frag" if cfg.partition_n == 1 else f"rhs_frag{j}"
-
+    # -- the partition: origins of this unit's tiles (their names: `UnitStageConfig.fragments`) ----
     @staticmethod
     def _origin(cfg, axis: str, p: int) -> str:
         """Expression: first row (axis "m") or column ("n") inside the stage of this unit's tile p."""
@@ -115,26 +126,26 @@ class UnitPartitionedStage(StageMatmul):
         lines = [self.region(cfg), t.declare_lanes(tc, d),
                  f"const int part_m0 = (UNIT_ID / {cfg.units_n}) * {block_m};",
                  f"const int part_n0 = (UNIT_ID % {cfg.units_n}) * {block_n};"]
-        lines += [t.declare_acc(tc, d, self._acc(cfg, i, j))
-                  for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
-        lines += [t.declare_lhs(tc, d, self._lhs_frag(cfg, i)) for i in range(cfg.partition_m)]
-        lines += [t.declare_rhs(tc, d, self._rhs_frag(cfg, j)) for j in range(cfg.partition_n)]
+        f = cfg.fragments
+        lines += [t.declare_acc(tc, d, f.acc(i, j)) for i in range(cfg.partition_m) for j in range(cfg.partition_n)]
+        lines += [t.declare_lhs(tc, d, f.lhs(i)) for i in range(cfg.partition_m)]
+        lines += [t.declare_rhs(tc, d, f.rhs(j)) for j in range(cfg.partition_n)]
         return "\n".join(line for line in lines if line)
 
     def init_accumulators(self, cfg, d):
-        return "\n".join(self.tile.init_acc(cfg.tile, d, self._acc(cfg, i, j))
+        return "\n".join(self.tile.init_acc(cfg.tile, d, cfg.fragments.acc(i, j))
                          for i in range(cfg.partition_m) for j in range(cfg.partition_n))
 
     def _k_step(self, cfg, d, lhs_smem, rhs_smem, k: str, kk: int = 0) -> list[tuple[str, object]]:
         """(code, the event that follows it) for every step of k step ``kk`` (first k row ``k``):
         each lhs fragment load, each rhs fragment load, each tile matmul."""
-        t, tc = self.tile, cfg.tile
+        t, tc, f = self.tile, cfg.tile, cfg.fragments
         pm, pn, n = cfg.partition_m, cfg.partition_n, cfg.stage_k
-        steps = [(t.load_lhs(tc, d, self._lhs_frag(cfg, i), SmemTile(lhs_smem, cfg.lhs_ld, k, self._origin(cfg, "m", i))),
+        steps = [(t.load_lhs(tc, d, f.lhs(i), SmemTile(lhs_smem, cfg.lhs_ld, k, self._origin(cfg, "m", i))),
                   LhsLoaded(kk * pm + i, n * pm)) for i in range(pm)]
-        steps += [(t.load_rhs(tc, d, self._rhs_frag(cfg, j), SmemTile(rhs_smem, cfg.rhs_ld, k, self._origin(cfg, "n", j))),
+        steps += [(t.load_rhs(tc, d, f.rhs(j), SmemTile(rhs_smem, cfg.rhs_ld, k, self._origin(cfg, "n", j))),
                    RhsLoaded(kk * pn + j, n * pn)) for j in range(pn)]
-        steps += [(t.execute(tc, d, self._lhs_frag(cfg, i), self._rhs_frag(cfg, j), self._acc(cfg, i, j)),
+        steps += [(t.execute(tc, d, f.lhs(i), f.rhs(j), f.acc(i, j)),
                    TileMatmulCompleted((kk * pm + i) * pn + j, n * pm * pn)) for i in range(pm) for j in range(pn)]
         return steps
 
@@ -165,6 +176,6 @@ class UnitPartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for j in range(cfg.partition_n):
                 m0, n0 = self._origin(cfg, "m", i), self._origin(cfg, "n", j)
-                for row, col, value in self.tile.acc_elements(cfg.tile, self._acc(cfg, i, j)):
-                    lines.append(writer(f"{m0} + {row}", f"{n0} + {col}", value))
-        return "\n".join(lines)
+                lines.append(stores(writer, [writer(f"{m0} + {row}", f"{n0} + {col}", value)
+                                             for row, col, value in self.tile.acc_elements(cfg.tile, cfg.fragments.acc(i, j))]))
+        return "\n".join(line for line in lines if line)

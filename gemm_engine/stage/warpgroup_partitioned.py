@@ -14,26 +14,43 @@ asynchronous: ``execute`` fences, issues every wgmma of the stage and commits th
 does not wait; the global level calls ``wait(pending)`` before shared memory they read may be
 overwritten, and ``finish`` (wait for everything, pin the accumulators) before ``write``.
 
+The tile is any that declares `WARPGROUP_SCOPE` and has that capability's interface
+(compose/capabilities.py: `WarpgroupTileInterface`, its config `WarpgroupTileConfigFields`), checked at
+setup; `WgmmaTile` is the built-in one. The accumulator sets a global level may name are the
+config's `WarpgroupFragments`.
+
 Events: ``Begin``; ``TileMatmulCompleted`` after each wgmma issue (n = k tiles * partition_m);
 ``Finish``. No fragment loads, so no ``LhsLoaded`` / ``RhsLoaded``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..codegen.dialect import Dialect
-from ..compose.contracts import Requirement
+from ..codegen.emitter import roll
+from ..compose.contracts import Requirement, require, require_config
 from ..errors import SetupError
-from ..compose.capabilities import SWIZZLED_SMEM
+from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE, SWIZZLED_SMEM, WARPGROUP_SCOPE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from ..tile.base import WARPGROUP_SCOPE
-from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout, WgmmaTile
-from .base import ASYNC_DESCRIPTOR_STAGE, StageConfig, StageMatmul, Writer
+from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout
+from .base import StageConfig, StageMatmul, Writer, stores
 from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
 
 # Accumulator registers per unit beyond which ptxas spills (255 in all, addresses need some).
 _MAX_ACC_REGS = 128
+
+
+@dataclass(frozen=True)
+class WarpgroupFragments:
+    """The accumulator sets a warpgroup stage declares, ``{set}_{i}`` for each of its ``partition_m``
+    tiles, by the name a global level passes where it picks one (``acc=``): ``acc``, what ``write``
+    stores; ``behind``, a promoting level's second partial set (`declare_promoted` with
+    ``behind``); ``promoted``, the float32 sums of promotion (arrays of the tile's ``acc_regs``)."""
+
+    acc: str = "acc"
+    behind: str = "accb"
+    promoted: str = "pacc"
 
 
 @dataclass(frozen=True)
@@ -43,6 +60,7 @@ class WarpgroupStageConfig(StageConfig):
     partition_m: int = 1
     lhs_layout: SwizzledOperandLayout | None = None
     rhs_layout: SwizzledOperandLayout | None = None
+    fragments: WarpgroupFragments = field(default=WarpgroupFragments())
 
     @property
     def lhs_smem_elems(self) -> int:
@@ -69,9 +87,9 @@ class WarpgroupPartitionedStage(StageMatmul):
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool = False,
               rhs_k_contiguous: bool = False) -> WarpgroupStageConfig:
-        if self.tile.scope != "warpgroup" or not isinstance(self.tile, WgmmaTile):
-            raise SetupError(self.name, f"tile {self.tile.name!r} is not warpgroup-scoped (wgmma)")
+        require(self.name, "tile", self.tile, WARPGROUP_SCOPE)
         tc = self.tile.setup(problem, selection, dialect)
+        require_config(self.name, "tile", self.tile, tc, WARPGROUP_SCOPE)
         if (lhs_k_contiguous, rhs_k_contiguous) != (not tc.lhs_mn_major, not tc.rhs_mn_major):
             raise SetupError(self.name, "the loaders store the operands in another orientation than the "
                                         "wgmma tile reads them (its transpose bits follow the global layouts)")
@@ -116,26 +134,28 @@ class WarpgroupPartitionedStage(StageMatmul):
             f"const unsigned long long wg_lhs_desc = (unsigned long long)(({cfg.lhs_layout.tile_offset('wg_m0', 0)}) >> 4);",
             f"const unsigned long long wg_rhs_desc = (unsigned long long)(({cfg.rhs_layout.tile_offset('wg_n0', 0)}) >> 4);",
         ]
-        lines += [self.tile.declare_acc(tc, d, f"acc_{i}") for i in range(cfg.partition_m)]
+        acc = cfg.fragments.acc
+        lines += [self.tile.declare_acc(tc, d, f"{acc}_{i}") for i in range(cfg.partition_m)]
         return "\n".join(lines)
 
     def init_accumulators(self, cfg, d):
-        return "\n".join(self.tile.init_acc(cfg.tile, d, f"acc_{i}") for i in range(cfg.partition_m))
+        return "\n".join(self.tile.init_acc(cfg.tile, d, f"{cfg.fragments.acc}_{i}") for i in range(cfg.partition_m))
 
     def execute(self, cfg: WarpgroupStageConfig, d: Dialect, lhs_smem: str, rhs_smem: str,
-                listener: StageEventListener, fresh: bool = False, acc: str = "acc") -> str:
+                listener: StageEventListener, fresh: bool = False, acc: str = "") -> str:
         """``fresh``: the stage's first k slice overwrites the accumulators (a promoting global
-        level's per-block partial products) instead of adding to them. ``acc``: which set
-        (``accb``: the second partial set of `declare_promoted` ``behind``)."""
+        level's per-block partial products) instead of adding to them. ``acc``: which set of
+        ``cfg.fragments`` ("": ``acc``; ``behind``: the second partial set of `declare_promoted`)."""
         t, tc = self.tile, cfg.tile
+        acc = acc or cfg.fragments.acc
         nk, pm = cfg.stage_k // tc.tile_k, cfg.partition_m
         out = [listener.on_event(Begin()), t.fence(d)]
         for kk in range(nk):
-            # Parenthesized: in C, + binds tighter than >>.
+            # The tile's start-address increment (bytes >> 4), a constant.
             k0 = kk * tc.tile_k
-            rhs_off = f"(({cfg.rhs_layout.tile_offset('0', k0)}) >> 4)"
+            rhs_off = cfg.rhs_layout.tile_offset_bytes(0, k0) >> 4
             for i in range(pm):
-                lhs_off = f"(({cfg.lhs_layout.tile_offset(str(i * 64), k0)}) >> 4)"
+                lhs_off = cfg.lhs_layout.tile_offset_bytes(i * 64, k0) >> 4
                 lhs = f"({lhs_smem} + wg_lhs_desc + {lhs_off})"
                 rhs = f"({rhs_smem} + wg_rhs_desc + {rhs_off})"
                 out.append(t.execute(tc, d, lhs, rhs, f"{acc}_{i}", overwrite=fresh and kk == 0))
@@ -158,49 +178,58 @@ class WarpgroupPartitionedStage(StageMatmul):
     # before the write. ``behind``: a second partial set ``accb_i`` takes every other slice, so
     # that one slice's additions run while the next slice's batch is on the tensor cores.
     def declare_promoted(self, cfg: WarpgroupStageConfig, d: Dialect, behind: bool = False) -> str:
-        lines = [f"{d.c_type('f32')} pacc_{i}[{cfg.tile.acc_regs}];" for i in range(cfg.partition_m)]
-        lines += [self.tile.declare_acc(cfg.tile, d, f"accb_{i}") for i in range(cfg.partition_m) if behind]
+        f = cfg.fragments
+        lines = [f"{d.c_type('f32')} {f.promoted}_{i}[{cfg.tile.acc_regs}];" for i in range(cfg.partition_m)]
+        lines += [self.tile.declare_acc(cfg.tile, d, f"{f.behind}_{i}") for i in range(cfg.partition_m) if behind]
         return "\n".join(lines)
 
     def init_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
-        return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) pacc_{i}[r] = 0.0f;"
+        sums = cfg.fragments.promoted
+        return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) {sums}_{i}[r] = 0.0f;"
                          for i in range(cfg.partition_m))
 
     def promotion_factors(self, cfg: WarpgroupStageConfig, row_scale=None, col_scale=None) -> str:
         """Declarations of this unit's factors for `promote`: ``row_scale(row)`` / ``col_scale(col)``
         map a stage-relative row / first column of a 128-column block to a float expression (None:
         no such scale). Emit them before the wait, so that their loads overlap the wgmma batch."""
-        lines = []
+        lines, row = [], self.tile.acc_row(cfg.tile)
         for i in range(cfg.partition_m):
             for dr in (0, 8):
                 if row_scale is not None:
-                    lines.append(f"const float ps_r{i}_{dr} = {row_scale(f'wg_m0 + {i * 64} + wg_warp * 16 + (lane >> 2) + {dr}')};")
+                    lines.append(f"const float ps_r{i}_{dr} = {row_scale(f'wg_m0 + {i * 64} + {row} + {dr}')};")
         for q in range(-(-cfg.tile.tile_n // 128)):
             if col_scale is not None:
                 lines.append(f"const float ps_c{q} = {col_scale(f'wg_n0 + {128 * q}')};")
         return "\n".join(lines)
 
-    def pin(self, cfg: WarpgroupStageConfig, d: Dialect, acc: str = "acc") -> str:
-        """After a wait: set ``acc``'s registers are read only from here on (see the tile's pin)."""
+    def pin(self, cfg: WarpgroupStageConfig, d: Dialect, acc: str = "") -> str:
+        """After a wait: set ``acc``'s registers ("": ``fragments.acc``) are read only from here on
+        (see the tile's pin)."""
+        acc = acc or cfg.fragments.acc
         return "\n".join(self.tile.pin(cfg.tile, d, f"{acc}_{i}") for i in range(cfg.partition_m))
 
-    def promote(self, cfg: WarpgroupStageConfig, d: Dialect, rows: bool, cols: bool, acc: str = "acc") -> str:
-        """``pacc_i += acc_i`` (set ``acc``) times the factors `promotion_factors` declared (``rows``
-        / ``cols``: which it did); only after the batch that wrote them is done."""
+    def promote(self, cfg: WarpgroupStageConfig, d: Dialect, rows: bool, cols: bool, acc: str = "") -> str:
+        """``pacc_i += acc_i`` (set ``acc``, "": ``fragments.acc``) times the factors
+        `promotion_factors` declared (``rows`` / ``cols``: which it did); only after the batch that
+        wrote them is done."""
+        acc, sums = acc or cfg.fragments.acc, cfg.fragments.promoted
         lines = []
         for i in range(cfg.partition_m):
+            adds = []
             for reg, dr, c0 in self.tile.acc_registers(cfg.tile):
                 # One factor (row scale times column scale, the same product for many registers,
                 # computed once) so that each addition is one fused multiply-add: written
                 # acc * r * c, C's left-to-right order costs two multiplies and an add each.
                 f = " * ".join([f"ps_r{i}_{dr}"] * rows + [f"ps_c{c0 // 128}"] * cols)
                 value = f"(float){acc}_{i}[{reg}]" + (f" * ({f})" if f else "")
-                lines.append(f"pacc_{i}[{reg}] += {value};")
+                adds.append(f"{sums}_{i}[{reg}] += {value};")
+            lines.append(roll(adds))
         return "\n".join(lines)
 
     def take_promoted(self, cfg: WarpgroupStageConfig, d: Dialect) -> str:
         """``acc_i`` = ``pacc_i`` (register moves): what `write` then stores."""
-        return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) acc_{i}[r] = pacc_{i}[r];"
+        acc, sums = cfg.fragments.acc, cfg.fragments.promoted
+        return "\n".join(f"#pragma unroll\nfor (int r = 0; r < {cfg.tile.acc_regs}; ++r) {acc}_{i}[r] = {sums}_{i}[r];"
                          for i in range(cfg.partition_m))
 
     # -- a tile's partial sums, when cubes split its K range (batch/split_tail.py) -------------------
@@ -216,20 +245,40 @@ class WarpgroupPartitionedStage(StageMatmul):
         for i in range(cfg.partition_m):
             for r in range(0, cfg.tile.acc_regs, 4):
                 v = (i * cfg.tile.acc_regs + r) // 4
-                yield f"acc_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
+                yield i, f"{cfg.fragments.acc}_{i}", r, f"({base}) + ({v * cfg.units} + UNIT_ID % {cfg.units}) * 4"
 
-    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
+    @staticmethod
+    def _rows_guard(cfg: WarpgroupStageConfig, i: int, rows: str, body: list[str]) -> list[str]:
+        """``body`` (partition ``i``'s partial stores or adds) where this warp's 16 rows of it start
+        before ``rows`` (the tile's rows inside the problem; "" for all): a decode batch of 16 rows
+        in a 64-row tile moves a quarter of the partial sums. Whole warps skip: no divergence."""
+        if not rows:
+            return body
+        first = f"wg_m0 + {i * 64} + (UNIT_ID % {WARPGROUP}) / 32 * 16"
+        return [f"if ({first} < {rows}) {{", *body, "}"]
+
+    def store_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str, rows: str = "") -> str:
         """Store this unit's accumulators (after `finish` or `take_promoted`) into the partial
-        tile at ``base`` (a pointer to `partial_words` 32-bit words)."""
-        return "\n".join(d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
-                         for acc, r, p in self._partial_vectors(cfg, base))
+        tile at ``base`` (a pointer to `partial_words` 32-bit words); ``rows``: the tile's rows
+        inside the problem (an expression; rows past it are never stored, so their sums are skipped)."""
+        lines = []
+        for i in range(cfg.partition_m):
+            body = [d.store_global_v4(p, [f"{acc}[{r + j}]" for j in range(4)], cfg.tile.compute)
+                    for at, acc, r, p in self._partial_vectors(cfg, base) if at == i]
+            lines += self._rows_guard(cfg, i, rows, [roll(body)])
+        return "\n".join(lines)
 
-    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str) -> str:
-        """The accumulators += the partial tile at ``base`` (another cube's `store_partial`)."""
+    def add_partial(self, cfg: WarpgroupStageConfig, d: Dialect, base: str, rows: str = "") -> str:
+        """The accumulators += the partial tile at ``base`` (another cube's `store_partial` with the
+        same ``rows``)."""
         t, word = d.c_type(cfg.tile.compute), cfg.tile.compute
-        return "\n".join("{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
-                         + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
-                         for acc, r, p in self._partial_vectors(cfg, base))
+        lines = []
+        for i in range(cfg.partition_m):
+            body = ["{ " + f"{t} p0, p1, p2, p3; " + d.load_global_l2_v4(p, ["p0", "p1", "p2", "p3"], word) + " "
+                    + " ".join(f"{acc}[{r + j}] += p{j};" for j in range(4)) + " }"
+                    for at, acc, r, p in self._partial_vectors(cfg, base) if at == i]
+            lines += self._rows_guard(cfg, i, rows, [roll(body)])
+        return "\n".join(lines)
 
     def write(self, cfg, d, writer: Writer) -> str:
         return self._write(cfg, writer, None)
@@ -245,9 +294,10 @@ class WarpgroupPartitionedStage(StageMatmul):
     def _write(self, cfg, writer: Writer, columns: range | None) -> str:
         lines = []
         for i in range(cfg.partition_m):
-            acc = f"acc_{i}"
+            acc = f"{cfg.fragments.acc}_{i}"
             elements = (self.tile.acc_elements(cfg.tile, acc) if columns is None
-                        else self.tile.acc_elements(cfg.tile, acc, columns))
-            for row, col, value in elements:
-                lines.append(writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value))
-        return "\n".join(lines)
+                        else self.tile.acc_elements(cfg.tile, acc, columns=columns))
+            # A loop over the registers where the stores differ only in affine indices.
+            lines.append(stores(writer, [writer(f"wg_m0 + {i * 64} + {row}", f"wg_n0 + {col}", value)
+                                         for row, col, value in elements]))
+        return "\n".join(line for line in lines if line)

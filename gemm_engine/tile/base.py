@@ -21,7 +21,9 @@ Each method returns C source in the neutral vocabulary of `gemm_engine.codegen.d
 host-side ``setup`` returns a frozen config or raises `SetupError` with the reason.
 
 What a tile offers its stage is declared (`gemm_engine.compose.contracts`): its scope, one of the
-capabilities below, which the stages require. The selection fields it reads are its ``knobs``.
+capabilities `UNIT_SCOPE`, `PLANE_SCOPE`, `WARPGROUP_SCOPE` (compose/capabilities.py; a warpgroup
+tile also has the methods its capability's interface lists), which the stages require. The
+selection fields it reads are its ``knobs``.
 """
 from __future__ import annotations
 
@@ -30,15 +32,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Iterator
 
 from ..codegen.dialect import Dialect
-from ..compose.contracts import Capability
+from ..compose.capabilities import PLANE_SCOPE, UNIT_SCOPE, WARPGROUP_SCOPE  # noqa: F401 (re-exported)
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-
-#: Tile scopes: who computes one tile matmul (what a stage must partition its cube into).
-UNIT_SCOPE = Capability("unit tile", "a unit-scoped tile (one unit computes it in registers)")
-PLANE_SCOPE = Capability("plane tile", "a plane-scoped tile (one plane, a warp, computes it together)")
-WARPGROUP_SCOPE = Capability("warpgroup tile", "a warpgroup tile (four planes issue it together, reading "
-                                               "shared memory through descriptors: wgmma)")
 
 
 @dataclass(frozen=True)
@@ -142,6 +138,11 @@ class TileMatmul(ABC):
 
     @abstractmethod
     def execute(self, cfg: TileConfig, d: Dialect, lhs: str, rhs: str, acc: str) -> str: ...
+
+    def load_rhs_pair(self, cfg: TileConfig, d: Dialect, frag0: str, frag1: str, src: SmemTile) -> str:
+        """The rhs fragments of two neighbouring n tiles (``src`` and the tile_n columns after it) in
+        one go (``ldmatrix.x4``), or "" where the tile has no such load (then `load_rhs` twice)."""
+        return ""
 
     def requires_k_major(self, problem: MatmulProblem) -> bool:
         """Whether the tile reads its operands only K-major (a row-major lhs, a column-major rhs),

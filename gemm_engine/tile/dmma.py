@@ -40,7 +40,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
+from ..compose.capabilities import PLANE_SCOPE
+from .base import SmemTile, TileConfig, TileMatmul
 
 #: The lane id inside the plane, as every fragment expression uses it.
 LANE = "lane"

@@ -41,7 +41,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
+from ..compose.capabilities import PLANE_SCOPE
+from .base import SmemTile, TileConfig, TileMatmul
 
 #: The lane id inside the plane, as every fragment expression uses it (declared once: `lanes`).
 LANE = "lane"
@@ -184,11 +185,11 @@ class MmaTile(TileMatmul):
 
     def load_rhs_pair(self, cfg, d, frag_a, frag_b, src):
         """Fragments of two adjacent n tiles (``src.origin`` and 8 columns on) with one
-        ``ldmatrix.x4``, or None for tf32 and s8 (scalar reads). Blocks: (k 0-7, n 0-7) -> a[0],
+        ``ldmatrix.x4``, or "" for tf32 and s8 (scalar reads). Blocks: (k 0-7, n 0-7) -> a[0],
         (k 8-15, n 0-7) -> a[1], (k 0-7, n 8-15) -> b[0], (k 8-15, n 8-15) -> b[1]; lanes 8j..8j+7
         address block j's rows (k rows when k-major, n rows when k-contiguous)."""
         if cfg.kind in _SCALAR_KINDS:
-            return None
+            return ""
         if src.k_contiguous:
             at = src.at(f"((({LANE} >> 3) & 1) << 3)", f"(({LANE} >> 4) << 3) + ({LANE} & 7)")
         else:

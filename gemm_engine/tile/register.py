@@ -15,7 +15,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import UNIT_SCOPE, SmemTile, TileConfig, TileMatmul
+from ..compose.capabilities import UNIT_SCOPE
+from .base import SmemTile, TileConfig, TileMatmul
 
 # Beyond 8 x 8 accumulators per thread (64 registers, plus fragments) register pressure spills.
 _MAX_TILE = 8

@@ -10,8 +10,8 @@ shared memory (`requires_k_major`; the batch level `batch.k_major` transposes an
 not). Every kind's k slice is 32 bytes, so the swizzled layout below is the same in bytes.
 tf32 operands reach the instruction as float32 bits, of which it uses the upper 19: truncation, not
 the rounding the mma.sync tile applies in registers (tile/mma.py). At 4096^3 that is a relative
-error of 7.8e-4 against 2.9e-4 for the mma tile and for cuBLAS's tf32 (bench/results/
-h100_2026-11-25_tf32_layouts_tile_rule.md). Rounding in shared memory would add a pass over every
+error of 7.8e-4 against 2.9e-4 for the mma tile and for cuBLAS's tf32
+(bench/results/h100/tf32_layouts.md). Rounding in shared memory would add a pass over every
 slot, as many bytes again as the instructions read; not done.
 
 The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesses before it,
@@ -51,7 +51,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import WARPGROUP_SCOPE, TileConfig, TileMatmul
+from ..compose.capabilities import WARPGROUP_SCOPE
+from .base import TileConfig, TileMatmul
 
 WARPGROUP = 128
 SWIZZLE_BYTES = 128          # one swizzled row: 64 16-bit or 32 32-bit elements
@@ -119,6 +120,13 @@ class SwizzledOperandLayout:
             return f"(({x0}) / {self.row_elems}) * {self.atom_stride} + {k0 * SWIZZLE_BYTES}"
         run, within = divmod(k0, self.row_elems)
         return f"({x0}) * {SWIZZLE_BYTES} + {run * self.atom_stride + within * self.itemsize}"
+
+    def tile_offset_bytes(self, x0: int, k0: int) -> int:
+        """`tile_offset` of a tile whose first x is a number: the bytes, computed here."""
+        if self.mn_major:
+            return (x0 // self.row_elems) * self.atom_stride + k0 * SWIZZLE_BYTES
+        run, within = divmod(k0, self.row_elems)
+        return x0 * SWIZZLE_BYTES + run * self.atom_stride + within * self.itemsize
 
     def descriptor_bits(self) -> int:
         """The constant fields of the descriptor (everything but the start address)."""
@@ -264,17 +272,22 @@ class WgmmaTile(TileMatmul):
     @staticmethod
     def acc_registers(cfg):
         """Per accumulator register of a unit: (index, row offset inside the warp's 16 rows: 0 or
-        8, first column of its 8-column group); the unit's own row and column within those are
-        ``lane >> 2`` and ``((lane & 3) << 1) + (index & 1)`` (the layout in the module docstring)."""
+        8, added to `acc_row`, first column of its 8-column group); the unit's own row and column
+        within those are ``lane >> 2`` and ``((lane & 3) << 1) + (index & 1)`` (the layout in the
+        module docstring)."""
         for j in range(cfg.tile_n // 8):
             for e in range(4):
                 yield 4 * j + e, 8 if e >= 2 else 0, 8 * j
 
+    @staticmethod
+    def acc_row(cfg) -> str:
+        """The tile row of this unit's first accumulator registers (`acc_registers` adds 0 or 8)."""
+        return "wg_warp * 16 + (lane >> 2)"
+
     def acc_elements(self, cfg, acc, columns: range | None = None):
         """As every tile's; ``columns``: only the elements of those tile columns (8-column groups
         are whole: a range of multiples of 8)."""
-        lane, warp = "lane", "wg_warp"
-        row, col = f"({warp} * 16 + ({lane} >> 2))", f"(({lane} & 3) << 1)"
+        row, col = f"({self.acc_row(cfg)})", "((lane & 3) << 1)"
         for reg, dr, c0 in self.acc_registers(cfg):
             if columns is not None and c0 not in columns:
                 continue

@@ -20,7 +20,8 @@ from ..codegen.dialect import Dialect
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from .base import PLANE_SCOPE, SmemTile, TileConfig, TileMatmul
+from ..compose.capabilities import PLANE_SCOPE
+from .base import SmemTile, TileConfig, TileMatmul
 
 LANE = "lane"
 PLANE_SLOT = "((UNIT_ID >> 5) * 256)"     # this plane's 16 x 16 staging block

@@ -6,6 +6,7 @@
   source   the generated kernel source for a problem and algorithm (CUDA or OpenCL)
   bench    the benchmark suite (gemm_engine/benchsuite), a table, JSON, markdown, a PNG plot
   tune     tune problems into the persistent tuning cache, with a progress bar
+  warmup   compile ahead the kernels of shapes or of a model's layers, in parallel
 
 Every sub-command has ``--help``. With no sub-command, ``run`` runs with its defaults.
 
@@ -23,8 +24,8 @@ import sys
 import numpy as np
 
 from ..dtypes import FP8_NAMES
-from .cli_types import (DTYPE_ALIASES, DTYPE_NAMES, arch, count, dtype_and_precision, dtype_name, dtype_names,
-                        layout_pair, numpy_dtype, shapes)
+from .cli_types import (DTYPE_ALIASES, DTYPE_NAMES, arch, count, counts, dtype_and_precision, dtype_name,
+                        dtype_names, layout_pair, numpy_dtype, shapes)
 from ..errors import GemmEngineError, SetupError
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
@@ -59,7 +60,7 @@ def _layouts_text(args) -> str:
 
 
 def _problem(args, m=None, n=None, k=None, batch=None, dtype=None):
-    from ..call.numpy_rules import dense_problem
+    from ..call.prepare import dense_problem
     lhs, rhs = _layouts(args)
     name, precision = dtype_and_precision(dtype or args.dtype, args.precision)
     return dense_problem(batch or args.batch, m or args.m, n or args.n, k or args.k,
@@ -227,6 +228,30 @@ def tune(args) -> int:
     return status
 
 
+# -- warmup ---------------------------------------------------------------------------------------
+#: Models whose decoder-layer shapes `warmup --model` knows (compile_ahead.py).
+MODELS = ("llama3-8b",)
+
+
+def warmup(args) -> int:
+    from ..compile_ahead import LLAMA3_8B, warmup as compile_ahead
+    from ..engine import Engine
+
+    if bool(args.shapes) == bool(args.model):
+        raise ValueError("warmup: give --shapes or --model (one of them)")
+    if args.model and "tf32" in args.dtypes:
+        raise ValueError("warmup --model: a model's layers run in their weights' dtype; tf32 is a precision, "
+                         "give --shapes for it")
+    engine, status = Engine(args.backend), 0
+    for dtype in args.dtypes:
+        what = list(LLAMA3_8B) if args.model else [_problem(args, m, n, k, b, dtype) for b, m, n, k in args.shapes]
+        report = compile_ahead(what, dtype=dtype, tokens=args.tokens, training=args.training, engine=engine,
+                               workers=args.workers)
+        print(f"{dtype}: {report}")
+        status = status or (1 if report.refused else 0)
+    return status
+
+
 # -- info -----------------------------------------------------------------------------------------
 def info(args) -> int:
     import os
@@ -352,6 +377,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the cache's entries and stop")
     p.add_argument("--clear", action="store_true", help="delete the tuning cache file and stop")
     p.set_defaults(func=tune)
+
+    p = sub.add_parser("warmup", help="compile ahead the kernels of shapes or a model's layers (in parallel; the "
+                                      "binaries stay on disk for later processes)")
+    _add_problem(p, None, None, None)
+    p.add_argument("--shapes", type=shapes, help="comma list of MxNxK or BxMxNxK")
+    p.add_argument("--model", choices=MODELS, help="one decoder layer's linear layers (forward: x @ W.T, "
+                                                   "bias and activation fused), at each of --tokens")
+    p.add_argument("--tokens", type=counts, default=(1, 16, 128, 2048), metavar="M,M,...",
+                   help="token counts (M) of --model's layers (default 1,16,128,2048)")
+    p.add_argument("--training", action="store_true", help="the backward products of --model's layers too")
+    p.add_argument("--dtypes", type=dtype_names, default=["bfloat16"], metavar="DTYPES",
+                   help="comma list of dtypes, named as --dtype (default bfloat16)")
+    p.add_argument("--workers", type=count, default=None, help="compiler threads (default: one per CPU)")
+    p.add_argument("--backend", choices=BACKENDS, default="auto")
+    _add_import(p)
+    p.set_defaults(func=warmup)
     return top
 
 

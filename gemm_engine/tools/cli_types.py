@@ -38,6 +38,11 @@ def count(text: str) -> int:
     return _integer(text, 1)
 
 
+def counts(text: str) -> tuple[int, ...]:
+    """A comma list of positive integers (--tokens)."""
+    return tuple(count(item.strip()) for item in text.split(","))
+
+
 def nonnegative(text: str) -> int:
     """A count that may be zero (warm-up calls)."""
     return _integer(text, 0)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.base import resolve
+from ..call.plan import render
+from ..call.prepare import dense_problem
 from ..codegen.device import DeviceInfo, nominal_cuda_device
 from ..codegen.dialect import dialect_for
 from ..dtypes import bfloat16_dtype, element_type
@@ -39,14 +41,12 @@ def source(algorithm="auto", problem: MatmulProblem | None = None, *, m: int = 1
     algorithm cannot run the problem there, saying why."""
     device = device or nominal_device(backend, arch)
     if problem is None:
-        from ..call.numpy_rules import dense_problem
         lhs, rhs = (Layout(x) for x in layouts)
         problem = dense_problem(batch, m, n, k, element_type_of(dtype), precision=precision,
                                 lhs_layout=lhs, rhs_layout=rhs)
     dialect = dialect_for(device)
     alg = resolve(algorithm)
     cfg = alg.setup(problem, dialect)
-    from ..call.plan import render
     return render(alg.chosen(cfg), cfg, dialect)
 
 

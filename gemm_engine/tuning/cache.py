@@ -23,8 +23,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
 import tempfile
 import warnings
+
+from filelock import FileLock   # the ecosystem's cross-process lock (no hand-made flock)
+
+from ..algorithms.base import REGISTRY
+from ..version import __version__
 
 #: The file's schema (entries; selections as their fields); a file of another schema is rebuilt.
 FORMAT = "gemm_engine.tuning/2"
@@ -44,7 +50,6 @@ def cache_dir() -> str:
 
 
 def _version() -> str:
-    from ..version import __version__
     return __version__
 
 
@@ -55,7 +60,6 @@ def selection_to_json(selection) -> dict:
 def selection_from_json(algorithm: str, data: dict):
     """The selection of registered ``algorithm`` that ``data`` describes (its type is the
     algorithm's own: nothing the file names is ever imported); ValueError when it cannot be rebuilt."""
-    from ..algorithms import REGISTRY
     cls = REGISTRY.get(algorithm)
     target = getattr(cls, "selection_class", None) if cls is not None else None
     if target is None:
@@ -100,6 +104,28 @@ class Entry:
             raise ValueError(f"malformed entry ({type(exc).__name__}: {exc})") from None
 
 
+#: The most bytes of tuning cache read (thousands of entries; a larger file is someone else's).
+MAX_BYTES = 4 << 20
+
+
+def _read_regular(path: str) -> str:
+    """The text of ``path`` if it is a regular file of at most `MAX_BYTES` (OSError otherwise): a
+    named pipe or a device put there must not block the first call, nor a huge file slow it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise OSError(f"{path} holds {st.st_size} bytes, more than the {MAX_BYTES} a tuning cache may")
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            return f.read(MAX_BYTES + 1).decode("utf-8")
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 class TuningCache:
     def __init__(self, path: str | None = None):
         self.path = path or os.path.join(cache_dir(), FILE_NAME)
@@ -112,7 +138,6 @@ class TuningCache:
 
     @property
     def _lock(self):
-        from filelock import FileLock   # the ecosystem's cross-process lock (no hand-made flock)
         return FileLock(self.path + ".lock", timeout=30)
 
     # -- reading -----------------------------------------------------------------------------
@@ -120,8 +145,7 @@ class TuningCache:
         """The well-formed entries on disk ({} and a status line when there are none or the file
         is bad); a bad entry is left out and counted."""
         try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
+            data = json.loads(_read_regular(self.path))
         except FileNotFoundError:
             self.status = "empty (no file yet)"
             return {}

@@ -1,6 +1,6 @@
 """Which algorithms and tilings the tuner times for a problem.
 
-By default the contenders are the algorithms the rules name (algorithms/rules.py: ``RULES``, with
+By default the contenders are the algorithms the rules name (selector/rules.py: ``RULES``, with
 a family's members each, and whatever ``when`` says: where split-K or the skinny split pays is
 exactly what timing can tell) and the unranked ones marked ``tune``, each with its
 `Algorithm.tuning_space`. ``exhaustive`` adds every other registered algorithm (the teaching
@@ -9,7 +9,8 @@ far and a compile each.
 """
 from __future__ import annotations
 
-from ..algorithms.base import REGISTRY, Algorithm, AlgorithmFamily
+from ..algorithms.base import REGISTRY, Algorithm
+from ..algorithms.family import AlgorithmFamily
 from ..selector.rules import RULES, UNRANKED
 from ..call.choose import try_setup
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..dtypes import BFLOAT16, device_dtype, numpy_dtype
 from ..errors import SetupError
-from ..call.numpy_rules import OperandView
+from ..views import OperandView
 from ..epilogue.spec import IDENTITY
-from ..call.launch import operand_values, output_values, size_values
+from ..call.arguments import plain_arguments
 from ..call.prepare import DeviceOperand
 from ..problem import Layout, MatmulProblem
 from ..compose.selection import Selection
@@ -148,8 +148,7 @@ class Tuner:
         lhs, rhs = _operand(rt, problem, True, rng), _operand(rt, problem, False, rng)
         storage = _out_storage(problem)
         target = rt.empty((problem.batch, problem.m, problem.n), storage)
-        values = {**operand_values(rt, "lhs", lhs.array, lhs.view), **operand_values(rt, "rhs", rhs.array, rhs.view),
-                  **output_values(rt, target, problem), **size_values(problem)}
+        values = plain_arguments(lhs, rhs, target, problem).values(rt.ptr_arg)
 
         def runner(alg, cfg=None):
             plan = self.planner.plan(alg, problem, cfg)

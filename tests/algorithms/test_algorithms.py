@@ -23,6 +23,8 @@ DMMA = {"simple_dmma", "pipelined_dmma"}
 
 def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     """Whether the algorithm is meant to run this combination (so a SetupError is a bug)."""
+    if name.startswith("quantized"):
+        return False   # quantized weights only: tests/algorithms/test_quantized*.py run them
     if dtype == "int8":
         return int8_must_run(name, backend, device)
     if name == "skinny":   # M = 1 or N = 1 only (every float dtype, every backend)
@@ -30,6 +32,9 @@ def must_run(name: str, backend: str, dtype: str, device, shape=None) -> bool:
     if name == "specialized_wgmma":
         # TMA needs 16-byte-aligned leading dimensions, which these ragged contiguous shapes lack:
         # tests/algorithms/test_specialized_wgmma.py runs it on aligned (padded) operands.
+        return False
+    if name == "grouped" or name.startswith("grouped_"):
+        # grouped problems only (grouped_matmul): tests/call/test_grouped_call.py runs them
         return False
     if name.startswith("split_k") or name == "skinny_split_k":
         # a long K / M or N = 1 only: tests/batch/test_split_k.py and test_skinny.py run them where they split

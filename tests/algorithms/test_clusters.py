@@ -10,7 +10,7 @@ import pytest
 
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import assert_close, np_dtype, random
-from test_specialized_wgmma import SM90, padded, problem, setup, sm90_engine
+from hopper_support import SM90, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.batch.tma_persistent import TmaPersistentBatchMatmul
 from gemm_engine.errors import SetupError

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gemm_engine.algorithms import REGISTRY
-from gemm_engine.algorithms.base import AlgorithmFamily
+from gemm_engine.algorithms import AlgorithmFamily
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.components import BUILT_IN

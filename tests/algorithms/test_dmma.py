@@ -42,7 +42,7 @@ def test_registered_and_auto_takes_pipelined_dmma_for_float64():
     assert REGISTRY["pipelined_dmma"] is PipelinedDmmaAlgorithm
 
     # Measured on the H100: pipelined_dmma 0.47-0.62x cuBLAS against 0.18-0.26x for register FMA
-    # (bench/results/h100_2026-11-21_float64_dmma_vs_fma.md), so `auto`'s rules take it for float64 on CUDA.
+    # (bench/results/h100/float64.md, notes), so `auto`'s rules take it for float64 on CUDA.
     order = [rule.algorithm for rule in RULES]
     assert order.index("pipelined_dmma") < order.index("simple_unit")
     cuda = dialect_for(nominal_cuda_device(9, 0))

@@ -1,5 +1,5 @@
-"""The "ordered" algorithm: lhs loaded by each unit from global memory into registers, rhs double
-buffered in shared memory.
+"""The "ordered_unit" algorithm (the ordered family's one member): lhs loaded by each unit from
+global memory into registers, rhs double buffered in shared memory.
 
 Numerics (the shared register-tile suite), the shape of the rendered kernel (no lhs shared memory,
 one block of lhs register loads per K step before the first tile, lhs fragments read from those
@@ -17,11 +17,11 @@ from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout
 from gemm_engine.stage.ordered_partitioned import LHS_REGS
 from gemm_engine.tile.base import SmemTile
-from renders import OPENCL_DEVICE, problem, render
+from renders import OPENCL_DEVICE, flat, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 
-ALG = "ordered"
+ALG = "ordered_unit"
 
 
 @pytest.fixture
@@ -35,13 +35,14 @@ def algorithm():
 @pytest.mark.parametrize("shape", [(256, 256, 512), (65, 63, 33)], ids=["big", "odd"])
 def test_lhs_from_global_into_registers(device, shape, layout):
     alg, cfg, dialect, src = render(problem(*shape, lhs_layout=layout), device, ALG)
+    src = flat(src)
     g, stage = cfg.batch.global_, cfg.batch.global_.stage
     tm, sk = stage.tile.tile_m, stage.stage_k
     assert "lhs_smem" not in src and f"rhs_smem[{2 * stage.rhs_smem_elems}]" in src
     assert g.shared_memory_bytes == g.rhs_loader.smem_bytes
     assert f"{LHS_REGS}[{sk * tm}];" in src
     tile = alg.components.global_.stage.tile
-    tile_exec = tile.execute(stage.tile, dialect, "lhs_frag", "rhs_frag", "acc")
+    tile_exec = flat(tile.execute(stage.tile, dialect, "lhs_frag", "rhs_frag", "acc"))
     execs = [m.start() for m in re.finditer(re.escape(tile_exec), src)]
     loop = src.index("for (i64 k0 = 0;")
     assert len(execs) == sk and execs[0] > loop, "expected the stage's k loop unrolled"
@@ -51,7 +52,7 @@ def test_lhs_from_global_into_registers(device, shape, layout):
     assert re.search(rf"{LHS_REGS}\[\(c\) \* {tm} \+ \(r\)\] = ", src)
     # Each k of the stage takes its lhs fragment from the registers, at a compile-time index.
     for k in range(sk):
-        assert tile.load_lhs(stage.tile, dialect, "lhs_frag", SmemTile(LHS_REGS, tm, str(k), "0")) in src
+        assert flat(tile.load_lhs(stage.tile, dialect, "lhs_frag", SmemTile(LHS_REGS, tm, str(k), "0"))) in src
     # Walk the contiguous axis innermost: k for a row-major lhs, m for a column-major one.
     inner = ("c", sk) if layout is Layout.ROW else ("r", tm)
     assert f"for (int {inner[0]} = 0; {inner[0]} < {inner[1]}; ++{inner[0]}) {{" in src

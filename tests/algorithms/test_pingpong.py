@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from helpers import assert_close, np_dtype, random
-from test_specialized_wgmma import SM90, padded, problem, setup, sm90_engine
-from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm, pingpong_preset
+from hopper_support import SM90, padded, problem, setup, sm90_engine
+from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
+from gemm_engine.selector.specialized_wgmma import pingpong_preset
 from gemm_engine.errors import SetupError
 
 

@@ -8,20 +8,13 @@ import numpy as np
 import pytest
 
 from cuda_compile import archs_for, compile_jobs, failures_of, jobs_of, nvcc_or_skip, prefetched
-from test_specialized_wgmma import SM90, sm90_engine
+from hopper_support import SM90, fp8_operands, fp8_problem, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.dtypes import BY_NAME
 from gemm_engine.errors import SetupError
-from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.problem import Layout, MatmulProblem
 
-E4M3 = BY_NAME["float8_e4m3fn"]
 TILE = dict(warpgroups_m=2, partition_m=1, tile_n=128, stages=6)
-
-
-def fp8_problem(m=512, n=512, k=1024, scales=None, b=1):
-    ep = Epilogue(lhs_scale=scales, rhs_scale=scales) if scales else Epilogue()
-    return MatmulProblem(b, m, n, k, E4M3, E4M3, BY_NAME["bfloat16"], Layout.ROW, Layout.COL, 16, 16, epilogue=ep)
 
 
 def test_kernel_keeps_a_second_partial_set_and_waits_for_one_batch_less():
@@ -65,30 +58,6 @@ CASES = [  # (batch, m, n, k, scale kind, more knobs): K slices 1 to 5, odd edge
     (1, 1000, 700, 1100, "row", {"schedule": "pingpong", "warpgroups_m": 1}),
     (1, 2000, 1500, 700, "block", {"cluster_m": 2}),
 ]
-
-
-def scales(rng, kind, b, m, n, k):
-    """(scale_a, scale_b, a's factors (m, k), b's (k, n))."""
-    if kind is None:
-        return None, None, 1.0, 1.0
-    if kind == "row":
-        sa, sb = np.float32(rng.random(m) + 0.5), np.float32(rng.random(n) + 0.5)
-        return sa, sb, np.repeat(sa[:, None], k, 1), np.repeat(sb[None, :], k, 0)
-    kb, nb = -(-k // 128), -(-n // 128)
-    sa, sb = np.float32(rng.random((m, kb)) + 0.5), np.float32(rng.random((kb, nb)) + 0.5)
-    return sa, sb, np.repeat(sa, 128, 1)[:, :k], np.repeat(np.repeat(sb, 128, 0), 128, 1)[:k, :n]
-
-
-def fp8_operands(rng, b, m, n, k, kind):
-    """(a, b, scale_a, scale_b, float64 reference of the dequantized product): e4m3 host arrays
-    (CuPy holds no fp8: the engine copies them over), b column-major (K-major for wgmma) as fp8
-    weights are kept."""
-    ml_dtypes = pytest.importorskip("ml_dtypes")
-    lead = (b,) if b > 1 else ()
-    a = (rng.standard_normal(lead + (m, k)) * 3).astype(ml_dtypes.float8_e4m3fn)
-    bb = np.swapaxes((rng.standard_normal(lead + (n, k)) * 3).astype(ml_dtypes.float8_e4m3fn), -1, -2)
-    sa, sb, fa, fb = scales(rng, kind, b, m, n, k)
-    return a, bb, sa, sb, (a.astype(np.float64) * fa) @ (bb.astype(np.float64) * fb)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-{len(c[5])}")

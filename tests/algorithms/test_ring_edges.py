@@ -5,7 +5,7 @@ M and N, batch, both layouts of b), against float64 numpy, for the three algorit
 
 Checking bounds only in the slices that cross an edge (an unchecked branch for the rest) was built
 and measured slower on the H100: f64 3000^3 1279-1290 us against 1119-1121, 2000^3 344-348
-against 332-334 (h100_2026-11-25_kernel_durations_ring_edges_*.json). The edge shapes' loss is the
+against 332-334 (bench/results/h100/float64.md, notes). The edge shapes' loss is the
 rows' alignment (a row of 3000 doubles is not a whole number of 128-byte lines), not the checks.
 """
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The "specialized" algorithm: compute units and load-only units in one cube.
+"""The "specialized_unit" algorithm (the specialized family's register member): compute units and
+load-only units in one cube.
 
 Numerics (the shared register-tile suite, plus splits only OpenCL allows), the shape of the rendered
 kernel (one role branch, barriers outside it, loads only on loader units, the launch size), setup
@@ -16,11 +17,11 @@ from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.specialized import SpecializedGlobalConfig
 from helpers import assert_close, random
-from renders import OPENCL_DEVICE, problem, render
+from renders import OPENCL_DEVICE, locate, problem, render
 from unit_algorithm_suite import (test_broadcast_batch, test_column_major_operands,  # noqa: F401
                                   test_float32_shapes, test_many_k_steps, test_other_dtypes)
 
-ALG = "specialized"
+ALG = "specialized_unit"
 CUDA = nominal_cuda_device()
 
 
@@ -85,10 +86,10 @@ def test_one_role_branch_with_the_barrier_outside(device, shape):
         assert reads and all(split < i < loader_end for i in reads), ident
     assert "UNIT_ID + " not in src and f"const int load_unit = UNIT_ID - {compute};" in src
     st = alg.components.global_.stage   # the first tile of the unit's partition
-    tile_exec = st.tile.execute(g.stage.tile, dialect, st._lhs_frag(g.stage, 0), st._rhs_frag(g.stage, 0),
-                                st._acc(g.stage, 0, 0))
+    f = g.stage.fragments
+    tile_exec = st.tile.execute(g.stage.tile, dialect, f.lhs(0), f.rhs(0), f.acc(0, 0))
     stores = [m.start() for m in re.finditer(r"\bout\[", src)]
-    assert stores and all(loader_end < i < compute_end for i in stores + [src.index(tile_exec)])
+    assert stores and all(loader_end < i < compute_end for i in stores + [locate(tile_exec, src)])
     # Two shared-memory stages per operand.
     assert f"lhs_smem[{2 * g.stage.lhs_smem_elems}]" in src and f"rhs_smem[{2 * g.stage.rhs_smem_elems}]" in src
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import get_engine
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random
-from renders import OPENCL_DEVICE
+from renders import OPENCL_DEVICE, flat
+from hopper_support import SM90, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
 from gemm_engine.batch import tma_persistent
@@ -27,19 +27,7 @@ from gemm_engine.global_.write.writers import PairedWriter
 from gemm_engine.global_.wgmma_pipelined import WgmmaPipelinedGlobalMatmul
 from gemm_engine.problem import Layout, MatmulProblem
 
-SM90 = dialect_for(nominal_cuda_device(9, 0))
 HALF = ["float16"] + (["bfloat16"] if BF16 is not None else [])
-
-
-def problem(b=1, m=256, n=512, k=192, dtype="float16", layouts=("row", "row"), align=8):
-    et = BY_NAME[dtype]
-    return MatmulProblem(b, m, n, k, et, et, et, Layout(layouts[0]), Layout(layouts[1]), align, align)
-
-
-def setup(p, dialect=SM90, **overrides):
-    alg = SpecializedWgmmaAlgorithm(**overrides)
-    cfg = alg.setup(p, dialect)
-    return alg, cfg
 
 
 # -- refusals --------------------------------------------------------------------------------------
@@ -214,7 +202,7 @@ def test_tensor_maps_derived_per_call(monkeypatch):
 def test_l2_promotion_follows_line_alignment(monkeypatch):
     """Operand maps fetch 256 bytes into L2 per request where their lines start on 128-byte
     boundaries and 128 where they do not (misaligned lines of 2000 bytes ran 10-15% slower with
-    256: global_/tma_loader.py); the promotion reaches the encoder in the spec."""
+    256: global_/read/tma_loader.py); the promotion reaches the encoder in the spec."""
     from gemm_engine.global_.read.tma_loader import l2_promotion
     assert [l2_promotion(x) for x in (128, 2048, 4096 * 2, 2000, 160, 144, 16)] == [256, 256, 256, 128, 128, 128, 128]
     p = problem(b=1, m=100, n=200, k=72, layouts=("row", "col"))
@@ -237,7 +225,7 @@ def test_kernel_decides_tma_stores_as_the_host_does():
     dimension, batch stride when there is a batch), written once each side."""
     from gemm_engine.batch.tma_persistent import out_usable
     alg, cfg = setup(problem(b=2))
-    src = alg.render(cfg, SM90)
+    src = flat(alg.render(cfg, SM90))
     assert ("const bool out_tma = ((((unsigned long long)(out_base + out_offset)) | (unsigned long long)(out_ld * 2)"
             " | (unsigned long long)(batch > 1 ? out_batch_stride * 2 : 0)) & 15) == 0;") in src
     assert out_usable(4096, 8, 24, 2, 2) and not out_usable(4096, 9, 24, 2, 2)
@@ -283,25 +271,6 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
     (1, 200, 384, 300, ("row", "row"), 0),      # 64 x 128 tiles (small 16-bit problems), M edge
     (2, 100, 512, 130, ("col", "col"), 8),      # the same, batch
 ]
-
-
-def sm90_engine():
-    """The CUDA engine, or a skip where the GPU is not sm_90 (wgmma and TMA)."""
-    engine = get_engine("cuda")
-    if engine.runtime.device.compute_capability != (9, 0):
-        pytest.skip(f"wgmma and TMA need an sm_90 GPU, not {engine.runtime.device.name}")
-    return engine
-
-
-def padded(engine, host, layout, pad):
-    """``host`` on the device in ``layout``, its leading dimension rounded up to 8 elements past
-    ``pad`` (the extents stay odd; the stride is what TMA needs 16-byte aligned)."""
-    t = host if layout == "row" else np.swapaxes(host, -1, -2)
-    ld = -(-(t.shape[-1] + pad) // 8) * 8
-    buf = np.zeros(t.shape[:-1] + (ld,), t.dtype)
-    buf[..., :t.shape[-1]] = t
-    dev = engine.runtime.to_device(buf)[..., :t.shape[-1]]
-    return dev if layout == "row" else dev.swapaxes(-1, -2)
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -393,7 +362,8 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
     def derive(values):
         derived.append((values["lhs_base"], values["rhs_base"], values["out_base"], values["lhs_ld"]))
         return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES, "out_map": b"O" * MAP_BYTES}
-    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg))
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg),
+                           workspace=None, kept=None)
     direct = DirectLaunches([lambda a, b, out, stream=None, structs=None: launched.append(structs) or True],
                             plan, {"lhs_ld": 192})
     # The output's map holds its address: a new output is a new derivation.
@@ -422,7 +392,7 @@ def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
     plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"),
                                                   lambda v: seen.append(v["workspace"]) or dict.fromkeys(
                                                       ("lhs_map", "rhs_map", "out_map"), bytes(MAP_BYTES))),
-                           signature=alg.signature(cfg), workspace=Workspace(BY_NAME["float16"], 4096))
+                           signature=alg.signature(cfg), workspace=Workspace(BY_NAME["float16"], 4096), kept=None)
     got = []
     kernels = [lambda *xs, stream=None, structs=None, i=i: got.append((i, xs[-1].data.ptr)) or True for i in range(3)]
     assert DirectLaunches(kernels, plan, {}, runtime)(1, 2, 3, stream=7)

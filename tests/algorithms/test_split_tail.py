@@ -18,8 +18,8 @@ import pytest
 
 from cuda_compile import archs_for, compile_jobs, failures_of, jobs_of, nvcc_or_skip, prefetched
 from helpers import assert_close, np_dtype, random
-from test_promote_behind import fp8_operands, fp8_problem
-from test_specialized_wgmma import SM90, padded, problem, sm90_engine
+from hopper_support import fp8_operands, fp8_problem
+from hopper_support import SM90, padded, problem, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.batch import split_tail
 from gemm_engine.errors import SetupError
@@ -35,9 +35,10 @@ def run_schedule(tmp_path, cases):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no host C compiler to run the rendered schedule")
-    sk = split_tail.SplitTailScope(1)
-    body = "\n".join(['printf("U %d %lld %d %d", (int)CUBE_ID, (long long)cube, k_lo, k_hi);',
-                      "if (k_lo == 0 && k_hi < slices) {",
+    # Names of the test's own: the loop declares the scope's, and the body reads them only so.
+    sk = split_tail.SplitTailScope(1, k_lo="first_slice", k_hi="end_slice")
+    body = "\n".join([f'printf("U %d %lld %d %d", (int)CUBE_ID, (long long)cube, {sk.k_lo}, {sk.k_hi});',
+                      f"if (!({sk.contributes}) && {sk.owns_split('slices')}) {{",
                       sk.contributors('printf(" %d", split_cube);'), "}", 'printf("\\n");'])
     runs = []
     for i, (t, g, s, parts) in enumerate(cases):
@@ -45,7 +46,7 @@ def run_schedule(tmp_path, cases):
                     f'  printf("CASE %lld %lld %d {parts}\\n", tiles, grid, slices);\n'
                     "  const i64 batch = 1, cubes_m = 1, cubes_n = tiles;\n  cube_count = grid;\n"
                     "  for (cube_id = 0; cube_id < grid; ++cube_id) {\n"
-                    f"{split_tail.unit_loop('slices', [], body, parts)}\n  }}\n}}")
+                    f"{split_tail.unit_loop(sk, 'slices', [], body, parts)}\n  }}\n}}")
     calls = " ".join(f"run{i}({t}, {g}, {s});" for i, (t, g, s, _) in enumerate(cases))
     source = ("#include <stdio.h>\ntypedef long long i64;\nstatic i64 cube_id, cube_count;\n"
               "#define CUBE_ID cube_id\n#define CUBE_COUNT cube_count\n" + "\n".join(runs)
@@ -231,7 +232,7 @@ def test_auto_takes_the_split_kernel_for_int8_on_few_tiles_only_with_a_long_k(sh
 
 
 def test_auto_explains_why_the_split_kernel_beats_split_k():
-    from gemm_engine.selector.rules import split_k_worth_it
+    from gemm_engine.selector.conditions import split_k_worth_it
     why = split_k_worth_it(problem(m=1000, n=1000, k=4000), SM90)
     assert why is not None and "each split in 2 along K" in why
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import get_engine
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random, reference, rel_error
+from renders import joined_literals
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm, WgmmaSelection
 from gemm_engine.batch.base import Workspace
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
@@ -85,6 +86,7 @@ def test_tiling_rule_fills_the_device():
                                             (("row", "col"), "0, 0"), (("col", "row"), "1, 1")])
 def test_transpose_bits_follow_layouts(layouts, trans):
     _, src = render(problem(layouts=layouts))
+    src = joined_literals(src)
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 .*p, 1, 1, " + trans, src)
 
 
@@ -118,6 +120,7 @@ def test_tf32_transposes_only_operands_that_are_not_k_major(layouts, copies):
     p = problem(m=300, n=200, k=100, dtype="tf32", layouts=layouts, align=1)
     alg = PipelinedWgmmaAlgorithm()
     cfg, src = render(p)
+    src = joined_literals(src)
     assert cfg.batch.global_.stage.stage_k == 32 and cfg.batch.global_.stage.tile.kind == "tf32"
     # k8 instructions without transpose immediates: K-major operands only
     assert re.search(r"m64n\d+k8\.f32\.tf32\.tf32 \{[^}]*\}, %\d+, %\d+, p, 1, 1;", src)
@@ -153,11 +156,11 @@ def test_tf32_two_k_atoms_per_stage():
     cfg, src = render(p, sel)
     kernel = src[src.index("void gemm_engine_kernel("):]
     assert kernel.count("ptx_wgmma_m64n128k8_f32_tf32(") == 8
-    assert "((0) * 128 + 8192) >> 4" in src       # rhs: k 32 starts one 64 x 128-byte atom on
+    assert "wg_lhs_desc + 512)" in src       # lhs: k 32 starts one 64 x 128-byte atom on (8192 bytes >> 4)
 
 
 def test_tf32_auto_rule_refuses_small_transposes():
-    from gemm_engine.selector.rules import wgmma_worth_it
+    from gemm_engine.selector.conditions import wgmma_worth_it
     assert "costs more than it gains" in wgmma_worth_it(problem(m=256, n=4096, k=4096, dtype="tf32"), SM90)
     assert wgmma_worth_it(problem(m=256, n=4096, k=4096, dtype="tf32", layouts=("row", "col")), SM90) is None
     assert wgmma_worth_it(problem(m=4096, n=4096, k=4096, dtype="tf32"), SM90) is None

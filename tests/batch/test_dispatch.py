@@ -2,7 +2,9 @@
 same result (bitwise) as row-major; every order is a bijection onto the tiles of every batch entry."""
 from __future__ import annotations
 
-from dataclasses import replace
+import re
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from gemm_engine.algorithms.accelerated import PlaneSelection
 from gemm_engine.algorithms.pipelined import PipelinedSelection
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm
 from gemm_engine.algorithms.wgmma import WgmmaSelection
-from gemm_engine.batch.dispatch import DISPATCHES, dispatch_for
+from gemm_engine.batch.dispatch import DISPATCHES, Dispatch, DispatchScope, dispatch_for, register_dispatch
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, FLOAT32
@@ -35,41 +37,56 @@ def _grids():
             for n in range(1, MAX_CUBES + 1)]
 
 
-def _harness(d) -> str:
-    """One unit runs every order's rendered code for every cube of every grid of `_grids`, writing
-    (b, cube_row, cube_col) one after the other."""
+#: The harness's own names (none of the kernels'), so an order that reads or defines anything but
+#: its scope's names does not compile.
+HARNESS_SCOPE = DispatchScope(cube="h_cube", cubes_m="h_cubes_m", cubes_n="h_cubes_n", batch="h_batch",
+                              b="h_b", row="h_row", col="h_col", prefix="h_dispatch_")
+
+
+def _harness(d, orders) -> str:
+    """One unit runs each order's code (``define`` for `HARNESS_SCOPE`) for every cube of every grid
+    of `_grids`, writing (b, cube_row, cube_col) one after the other."""
+    s = HARNESS_SCOPE
     lines = [d.preamble([FLOAT32]), "KERNEL void dispatch_harness(GLOBAL i64* out) {", "i64 at = 0;"]
-    for name, width in HARNESS_ORDERS:
+    for order in orders:
         lines += [
-            f"for (i64 batch = 1; batch <= {MAX_BATCH}; ++batch)",
-            f"for (i64 cubes_m = 1; cubes_m <= {MAX_CUBES}; ++cubes_m)",
-            f"for (i64 cubes_n = 1; cubes_n <= {MAX_CUBES}; ++cubes_n)",
-            "for (i64 cube = 0; cube < batch * cubes_m * cubes_n; ++cube) {",
-            dispatch_for(name, width).render(),
-            "out[at] = b; out[at + 1] = cube_row; out[at + 2] = cube_col; at += 3;",
+            f"for (i64 h_batch = 1; h_batch <= {MAX_BATCH}; ++h_batch)",
+            f"for (i64 h_cubes_m = 1; h_cubes_m <= {MAX_CUBES}; ++h_cubes_m)",
+            f"for (i64 h_cubes_n = 1; h_cubes_n <= {MAX_CUBES}; ++h_cubes_n)",
+            "for (i64 h_cube = 0; h_cube < h_batch * h_cubes_m * h_cubes_n; ++h_cube) {",
+            order.define(s),
+            f"out[at] = {s.b}; out[at + 1] = {s.row}; out[at + 2] = {s.col}; at += 3;",
             "}",
         ]
     return "\n".join(lines + ["}"])
+
+
+def _run_harness(engine, orders) -> list[dict]:
+    """Per order: {(batch, cubes_m, cubes_n): (b, cube_row, cube_col) of each cube}, as the rendered
+    code computes it in a kernel (not a Python copy of it)."""
+    rt = engine.runtime
+    per_order = sum(b * m * n for b, m, n in _grids())
+    out = rt.to_device(np.full(3 * per_order * len(orders), -1, np.int64))
+    rt.launch(rt.kernel(_harness(rt.dialect, orders), "dispatch_harness"), 1, 1, [rt.ptr_arg(out)[0]])
+    walks = []
+    for seq in rt.to_host(out).reshape(len(orders), per_order, 3):
+        at, grids = 0, {}
+        for batch, m, n in _grids():
+            grids[batch, m, n] = seq[at:at + batch * m * n]
+            at += batch * m * n
+        walks.append(grids)
+    return walks
 
 
 _walks: dict = {}
 
 
 def _walk(engine) -> dict:
-    """{(order, width): {(batch, cubes_m, cubes_n): (b, cube_row, cube_col) of each cube}}, as the
-    rendered code computes it in a kernel (not a Python copy of it); run once per backend."""
+    """{(order, width): {(batch, cubes_m, cubes_n): (b, cube_row, cube_col) of each cube}}; run once
+    per backend."""
     if engine.backend not in _walks:
-        rt = engine.runtime
-        per_order = sum(b * m * n for b, m, n in _grids())
-        out = rt.to_device(np.full(3 * per_order * len(HARNESS_ORDERS), -1, np.int64))
-        rt.launch(rt.kernel(_harness(rt.dialect), "dispatch_harness"), 1, 1, [rt.ptr_arg(out)[0]])
-        got = rt.to_host(out).reshape(len(HARNESS_ORDERS), per_order, 3)
-        walks = _walks[engine.backend] = {}
-        for order, seq in zip(HARNESS_ORDERS, got):
-            at, grids = 0, walks.setdefault(order, {})
-            for batch, m, n in _grids():
-                grids[batch, m, n] = seq[at:at + batch * m * n]
-                at += batch * m * n
+        orders = [dispatch_for(name, width, scope=HARNESS_SCOPE) for name, width in HARNESS_ORDERS]
+        _walks[engine.backend] = dict(zip(HARNESS_ORDERS, _run_harness(engine, orders)))
     return _walks[engine.backend]
 
 
@@ -216,6 +233,121 @@ def test_refusals():
         SimpleUnitAlgorithm(UnitSelection(dispatch="grouped", dispatch_width=0)).setup(_problem(), d)
     with pytest.raises(SetupError, match="persistent=-1"):
         SimpleUnitAlgorithm(UnitSelection(persistent=-1)).setup(_problem(), d)
+
+
+# -- the contract: what an order reads and defines is its scope's, checked before any compile ----------
+@dataclass(frozen=True)
+class NoColumnDispatch(Dispatch):
+    """Defines the batch entry and the row, but no column."""
+
+    name: ClassVar[str] = "test_no_column"
+
+    def render(self, s: DispatchScope) -> str:
+        return f"const i64 {s.b} = {s.cube} / ({s.cubes_m} * {s.cubes_n});\nconst i64 {s.row} = 0;"
+
+
+@dataclass(frozen=True)
+class OldNoColumnDispatch(Dispatch):
+    """The old form (no scope), defining b and cube_row only."""
+
+    name: ClassVar[str] = "test_old_no_column"
+
+    def render(self) -> str:
+        return "const i64 b = 0;\nconst i64 cube_row = cube;"
+
+
+@dataclass(frozen=True)
+class UnprefixedDispatch(Dispatch):
+    """Row-major, with a helper whose name lacks the scope's prefix (it could clash with the kernel's)."""
+
+    name: ClassVar[str] = "test_unprefixed"
+
+    def render(self, s: DispatchScope) -> str:
+        return "\n".join([f"const i64 tiles = {s.cubes_m} * {s.cubes_n};", f"const i64 {s.b} = {s.cube} / tiles;",
+                          f"const i64 {s.row} = ({s.cube} % tiles) / {s.cubes_n};",
+                          f"const i64 {s.col} = ({s.cube} % tiles) % {s.cubes_n};"])
+
+
+@dataclass(frozen=True)
+class OldReversedDispatch(Dispatch):
+    """The old form: row-major walked backwards, fixed names (the README's example before scopes)."""
+
+    name: ClassVar[str] = "test_old_reversed"
+
+    def render(self) -> str:
+        return "\n".join(["const i64 per_batch = cubes_m * cubes_n;",
+                          "const i64 backwards = batch * per_batch - 1 - cube;",
+                          "const i64 b = backwards / per_batch;",
+                          "const i64 cube_row = (backwards % per_batch) / cubes_n;",
+                          "const i64 cube_col = (backwards % per_batch) % cubes_n;"])
+
+
+for _order in (NoColumnDispatch, OldNoColumnDispatch, UnprefixedDispatch, OldReversedDispatch):
+    register_dispatch(_order, replace=True)
+
+
+@pytest.mark.parametrize("order", ["test_no_column", "test_old_no_column"])
+@pytest.mark.parametrize("algorithm,batch_level", [("simple_unit", "partitioned_batch"),
+                                                   ("split_k_unit", "split_k_batch"),
+                                                   ("specialized_wgmma", "tma_k_major_batch")])
+def test_an_order_that_does_not_define_its_outputs_is_refused_at_setup(order, algorithm, batch_level):
+    """A SetupError naming the order and the batch level, at setup: before any source is rendered."""
+    d = dialect_for(nominal_cuda_device(9, 0))
+    dtype = FLOAT32 if algorithm != "specialized_wgmma" else BY_NAME["float16"]
+    p = MatmulProblem(2, 300, 300, 4096, dtype, dtype, dtype)
+    with pytest.raises(SetupError) as info:
+        REGISTRY[algorithm](dispatch=order).setup(p, d)
+    err = info.value
+    assert err.component == batch_level and DISPATCHES[order].__name__ in err.reason, err
+    assert "does not define cube_col" in err.reason, err
+
+
+def test_an_order_declaring_a_name_without_the_prefix_is_refused():
+    d = dialect_for(nominal_cuda_device())
+    with pytest.raises(SetupError, match=r"UnprefixedDispatch.*declares tiles.*'dispatch_'") as info:
+        SimpleUnitAlgorithm(UnitSelection(dispatch="test_unprefixed")).setup(_problem(), d)
+    assert info.value.component == "partitioned_batch"
+
+
+@pytest.mark.parametrize("name", ["row_major", "col_major", "swizzled", "grouped"])
+def test_an_order_renders_the_names_its_scope_gives(name):
+    s = DispatchScope(cube="(c + 1)", cubes_m="rows", cubes_n="cols", batch="nb", b="bb", row="r", col="cc",
+                      prefix="q_")
+    code = dispatch_for(name, 3, scope=s).define(s)
+    assert "const i64 bb = (c + 1) / q_per_batch;" in code and "const i64 r = " in code and "const i64 cc = " in code
+    names = set(re.findall(r"[A-Za-z_]\w*", code))
+    assert not names & {"cube", "cubes_m", "cubes_n", "batch", "b", "cube_row", "cube_col"}, names
+    assert all(n.startswith("q_") for n in names - {"const", "i64", "c", "rows", "cols", "nb", "bb", "r", "cc"}), names
+
+
+def test_old_form_orders_keep_working_in_any_scope(engine):
+    """An order written as ``render(self)`` (fixed names) renders unchanged where the scope uses those
+    names, and in a block of its own that reads and defines the scope's names where it does not; the
+    kernel computes the same tiles either way."""
+    old = OldReversedDispatch()
+    assert old.define() == old.render()
+    rebound = old.define(HARNESS_SCOPE)
+    assert "const i64 cube = h_dispatch_in_cube;" in rebound and "const i64 h_b = h_dispatch_out_b;" in rebound
+    (walk,) = _run_harness(engine, [old])
+    for (batch, m, n), tiles in walk.items():
+        rev = np.arange(batch * m * n)[::-1]
+        assert (tiles == np.stack([rev // (m * n), (rev % (m * n)) // n, rev % n], axis=1)).all(), (batch, m, n)
+
+
+def test_scope_inputs_are_names_numbers_or_parenthesized():
+    with pytest.raises(ValueError, match="'c \\+ 1' must be a name"):
+        DispatchScope(cube="c + 1")
+    with pytest.raises(ValueError, match="'b b' is not a C name"):
+        DispatchScope(b="b b")
+
+
+def test_an_order_without_render_is_refused():
+    @dataclass(frozen=True)
+    class Blank(Dispatch):
+        name: ClassVar[str] = "test_blank"
+
+    with pytest.raises(SetupError, match="Blank.*has no render"):
+        Blank().define(DispatchScope(), "partitioned_batch")
 
 
 # -- CUDA sources of the new options compile ----------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The one kernel signature (batch/signature.py) agrees with the kernels every built-in algorithm
+"""The one kernel signature (codegen/signature.py) agrees with the kernels every built-in algorithm
 renders: for each registered algorithm on nominal devices (A100, H100, OpenCL; no device needed),
 each kernel a call launches (`Algorithm.launches`) declares exactly ``signature.names``, in order,
 each parameter declared as the signature renders it (a by-value block as a structure of its

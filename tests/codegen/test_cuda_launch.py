@@ -1,4 +1,4 @@
-"""The driver-launch parameter block (codegen/cuda_launch.py) without a GPU: each argument lands
+"""The driver-launch parameter block (runtime/cuda_launch.py) without a GPU: each argument lands
 in its own 8-byte slot with the bytes the kernel's parameter type reads."""
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ from gemm_engine.codegen.cuda_dialect import source_needs_sm90
 CONCRETE = sorted(name for name, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily))
 #: Split-K sets up only for a long K against its output, which none of these problems has (and
 #: adding one would compile it for every algorithm): tests/batch/test_split_k.py compiles its members.
-COMPILED_HERE = [name for name in CONCRETE if not name.startswith("split_k")]
+#: The grouped members set up for grouped problems only (tests/batch/test_grouped.py compiles them); the
+#: quantized compositions for quantized weights only (tests/algorithms/test_quantized_decode.py).
+COMPILED_HERE = [name for name in CONCRETE if not name.startswith(("split_k", "grouped_", "quantized"))]
 
 
 def test_families_pick_only_member_configs():

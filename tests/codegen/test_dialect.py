@@ -25,7 +25,8 @@ BACKEND_WORDS = [
 def test_backend_words_only_in_dialect():
     offenders = []
     for path in PACKAGE.rglob("*.py"):
-        if path in DIALECT_MODULES:
+        # runtime/ drives the backends' host APIs (PyOpenCL's enqueue_barrier, CuPy): no kernel text.
+        if path in DIALECT_MODULES or PACKAGE / "runtime" in path.parents:
             continue
         text = path.read_text()
         for word in BACKEND_WORDS:

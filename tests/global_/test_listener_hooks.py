@@ -104,8 +104,8 @@ def test_global_hooks_add_their_code_and_nothing_else(device, name):
     if not found:
         pytest.skip(f"{name} sets up none of the problems on {device}; first refusal: {refused[0]}")
     for problem, concrete, plain, sources in found:
-        stripped = re.sub(r"/\* HOOK \w+ \*/\n?", "", sources[GlobalHookListener])
-        body = lambda text: text.split("\n", 1)[1]   # noqa: E731 -- past the header naming the algorithm
+        stripped = re.sub(r"[ \t]*/\* HOOK \w+ \*/\n?", "", sources[GlobalHookListener])
+        body = lambda text: text.split("*/\n", 1)[1]   # noqa: E731 -- past the header naming the algorithm
         assert body(stripped) == body(plain), f"{name} ({concrete}) on {device}, {short_name(problem)}"
 
 

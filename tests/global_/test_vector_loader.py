@@ -11,7 +11,8 @@ from cases import LAYOUTS
 from cuda_compile import compile_all, jobs_of, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import (DoubleBufferingUnitAlgorithm, OrderedAlgorithm, REGISTRY,
                                     SimpleUnitAlgorithm)
-from gemm_engine.algorithms.simple import UnitSelection, select_unit_tiling
+from gemm_engine.algorithms.simple import UnitSelection
+from gemm_engine.selector.unit import select_unit_tiling
 from gemm_engine.codegen.device import DeviceInfo, nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME
@@ -27,7 +28,7 @@ OPENCL = DeviceInfo(backend="opencl", name="nominal opencl", compute_units=8,
 STRIDED = UnitSelection(tile_m=4, tile_n=4, stage_m=64, stage_n=64, stage_k=16, partition_m=2,
                         partition_n=2, partition="strided", vector_width=4)
 CONTIGUOUS = UnitSelection(tile_m=8, tile_n=8, stage_m=64, stage_n=64, stage_k=8, vector_width=4)
-UNIT_ALGS = (SimpleUnitAlgorithm, DoubleBufferingUnitAlgorithm, REGISTRY["specialized"], OrderedAlgorithm)
+UNIT_ALGS = (SimpleUnitAlgorithm, DoubleBufferingUnitAlgorithm, REGISTRY["specialized_unit"], OrderedAlgorithm)
 
 
 def problem(m, n, k, dtype="float32", layouts=("row", "row"), align=4, batch=1):

@@ -27,8 +27,8 @@ import re
 import numpy as np
 import pytest
 
-from gemm_engine.algorithms.dmma import (DmmaSelection, PipelinedDmmaSelection, select_dmma_tiling,
-                                         select_pipelined_dmma_tiling)
+from gemm_engine.algorithms.dmma import DmmaSelection, PipelinedDmmaSelection
+from gemm_engine.selector.dmma import select_dmma_tiling, select_pipelined_dmma_tiling
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import FLOAT64
@@ -39,6 +39,7 @@ from gemm_engine.stage.plane_partitioned import PlanePartitionedStage
 from gemm_engine.tile.base import SmemTile
 from gemm_engine.tile.dmma import DmmaTile, DmmaTileConfig
 from helpers import lane_env
+from renders import flat, joined_literals
 
 SM80 = dialect_for(nominal_cuda_device(8, 0))
 SM90 = dialect_for(nominal_cuda_device(9, 0))
@@ -135,7 +136,7 @@ def test_instruction_and_declarations():
     assert code == "ptx_dmma_m8n8k4(acc, a, b);"
     helper = SM80.helpers_for(code)
     assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};" in helper
-    assert re.search(r'"\+d"\(c\[0\]\), "\+d"\(c\[1\]\) : "d"\(a\), "d"\(b\)', helper)
+    assert re.search(r'"\+d"\(c\[0\]\), "\+d"\(c\[1\]\) : "d"\(a\), "d"\(b\)', flat(helper))
 
 
 @pytest.mark.parametrize("shape, a, b", [((16, 8, 4), 2, 1), ((16, 8, 8), 4, 2), ((16, 8, 16), 8, 4)])
@@ -145,7 +146,7 @@ def test_sm90_instructions_and_declarations(shape, a, b):
     assert t.declare_acc(c, SM90, "acc") == "double acc[4];"
     assert t.declare_lhs(c, SM90, "x") == f"double x[{a}];"
     assert t.declare_rhs(c, SM90, "y") == ("double y;" if b == 1 else f"double y[{b}];")
-    helper = SM90.helpers_for(t.execute(c, SM90, "x", "y", "acc"))
+    helper = joined_literals(SM90.helpers_for(t.execute(c, SM90, "x", "y", "acc")))
     regs = lambda lo, n: ", ".join(f"%{lo + i}" for i in range(n))   # noqa: E731
     assert (f"mma.sync.aligned.m16n8k{shape[2]}.row.col.f64.f64.f64.f64 {{{regs(0, 4)}}}, {{{regs(4, a)}}}, "
             f"{{{regs(4 + a, b)}}}, {{{regs(0, 4)}}};") in helper

@@ -213,7 +213,7 @@ def test_s8_instruction_and_accumulators():
     assert helper.count('"+r"(c[') == 4 and '"+f"' not in helper
     assert MmaTile().declare_acc(S8_CFG, d, "acc") == "int acc[4];"
     assert "0.0" not in MmaTile().init_acc(S8_CFG, d, "acc")
-    assert MmaTile().load_rhs_pair(S8_CFG, d, "x", "y", SmemTile("S", LD, "0", "0")) is None
+    assert MmaTile().load_rhs_pair(S8_CFG, d, "x", "y", SmemTile("S", LD, "0", "0")) == ""   # none: two load_rhs
     elements = list(MmaTile().acc_elements(S8_CFG, "acc"))   # s32 C fragment: the f32 layout
     for lane in range(32):
         for i, (row, col, _) in enumerate(elements):

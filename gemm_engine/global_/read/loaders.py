@@ -22,6 +22,7 @@ from ...errors import SetupError
 from ...problem import Layout
 from ...compose.selection import Knob
 from ...compose.capabilities import K_MAJOR_SMEM, TASK_LOADER
+from ...quant.format import WeightFormat
 
 
 
@@ -44,6 +45,9 @@ class OperandTile:
     # that wide, and only widths dividing the extent (a vector is wholly inside or outside).
     align: int = 1
     extent: int = 1
+    #: The rhs of a quantized problem: packed words of this format (``element`` is then
+    #: `dtypes.PACKED_WORDS`); only loaders providing QUANTIZED_WEIGHTS read such a tile.
+    weights: WeightFormat | None = None
 
     @property
     def smem_type_word(self) -> str:

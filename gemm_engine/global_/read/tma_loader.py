@@ -24,7 +24,7 @@ a run of whole copies where the copies divide evenly (MN-major tiles, several 64
 run of lines of each copy (a K-major tile of one copy: boxes of ``lines / shared_by`` lines, whole
 1024-byte swizzle atoms, so the shared layout is the same).
 
-The tensor map (codegen/tensor_map.py) is a kernel parameter the batch level declares and encodes
+The tensor map (runtime/tensor_map.py) is a kernel parameter the batch level declares and encodes
 per call (it holds the address); its third dimension is the batch (extent 1 for a broadcast
 operand, whose batch coordinate is then 0). TMA's rules become setup refusals here: the operand's
 address, leading dimension and batch stride must be 16-byte multiples (`OperandTile.align`), else
@@ -47,11 +47,8 @@ from .swizzled_loader import SwizzledOperandTile
 #: TMA box extents are at most 256 elements along every dimension.
 MAX_BOX = 256
 #: The L2 promotion of an operand's map (the span L2 fetches per request): 256 bytes where its lines
-#: start on 128-byte boundaries, 128 where they do not. Kernel times on the H100, f16, 64 x 128 tiles
-#: (bench/results/h100_2026-11-25_kernel_durations_l2_promotion_*.json): 1024^3 5.5 us at 256 bytes
-#: against 5.8 at 128, 64 or none; lines of 2000 bytes the other way, 1024 x 1024 x 1000 with both
-#: operands K-major 11.5 against 10.0-10.1 (none 10.5), 1000^3 13.3 against 12.1 (none 11.7).
-#: 128 x 128 tiles change by at most 0.1 us either way.
+#: start on 128-byte boundaries, 128 where they do not, the faster of each on the H100
+#: (bench/results/h100/kernel_durations.md, notes).
 ALIGNED_PROMOTION, UNALIGNED_PROMOTION = 256, 128
 
 

@@ -4,10 +4,8 @@ one unit stores it with bulk tensor copies (TMA) that run on while the cube comp
 Why: a wgmma fragment gives each lane two adjacent outputs in each of eight rows, so direct stores
 write 8 scattered 4- or 8-byte pieces per warp instruction, and the consumers do nothing else while
 they drain. On the H100 the persistent bf16 kernel spent about 40 us of a 4096^3 product's 194 us
-in its four tile epilogues (kernel time against K at 4096 x 4096: 35 us at K = 256, 79 at 1024,
-194 at 4096; cuBLAS 19 / 48 / 173: bench/results/h100_2026-11-25_kernel_durations.json). Through
-this writer: 20 / 49 / 175 us, with a ring of 3 slots beside the staging tile against 4
-(bench/results/h100_2026-11-25_kernel_durations_tma_store.json).
+in its four tile epilogues; through this writer it takes 175 (cuBLAS 173), with a ring of 3 slots
+beside the staging tile against 4 (bench/results/h100/kernel_durations.md, notes).
 
 Per tile, in the units the global level names (`STORE_STAGING`):
 

@@ -17,7 +17,7 @@ fused epilogue and the bounds checks are the same whichever writer an algorithm 
   so direct stores write 8 scattered pieces per warp instruction (measured on the H100: bf16
   8192 x 8192 x 64 ran at 0.147 ms direct, 0.111 ms staged). Where the tile does not fit the ring,
   or the knob is off, it writes as `PairedWriter` does.
-* `TmaStoreWriter` (global_/tma_store_writer.py): the tile staged in shared memory the global level
+* `TmaStoreWriter` (global_/write/tma_store_writer.py): the tile staged in shared memory the global level
   keeps for it (`STORE_STAGING`) and stored by TMA while the cube computes its next tile.
 """
 from __future__ import annotations
@@ -25,17 +25,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...codegen.emitter import has_loop
 from ...compose.contracts import Requirement
 from ...compose.selection import Knob
 from ...compose.capabilities import SHARED_RING
 from ...epilogue.spec import hoisted_scales
+from ...stage.base import StoreWriter
 
 
 @dataclass(frozen=True)
 class WriterConfig:
     pairs: bool = False       # PairedWriter: half-precision pairs
     staged: bool = False      # StagedWriter: through the shared ring
-    tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/tma_store_writer.py)
+    tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/write/tma_store_writer.py)
     store_parts: int = 1      # TmaStoreWriter: the tile staged in this many column parts, one after another
 
 
@@ -49,7 +51,8 @@ class DirectWriter:
         return WriterConfig()
 
     def write(self, g, cfg, d, scope) -> str:
-        return g.stage.write(cfg.stage, d, lambda row, col, value: g.store(cfg, d, scope, row, col, value))
+        return g.stage.write(cfg.stage, d, StoreWriter(lambda row, col, value: g.store(cfg, d, scope, row, col, value),
+                                                       loops=cfg.epilogue.identity))
 
     def staging_bytes(self, cfg) -> int:
         """Shared memory this writer needs the global level to keep for it (`STORE_STAGING`)."""
@@ -89,36 +92,53 @@ class PairedWriter(DirectWriter):
         """The stage's accumulators (those of the stage tile's ``columns`` where given) written two
         at a time where two in a row are (row, col) and (row, col + 1), ``flag`` (if any) holds and
         both are in range: ``pair(row, col, lo, hi)`` with the converted outputs, else
-        ``single(row, col, value, hoist)`` each (bounds checked there). The epilogue's scale values
-        are read once each, ahead of the stores (`epilogue.hoisted_scales`), in a block of their own."""
-        pending: list = []
+        ``single(row, col, value, hoist)`` each (bounds checked there). Where only ``flag`` decides
+        and the stage renders its stores as loops, it is tested once, around a version of each.
+        The epilogue's scale values are read once each, ahead of the stores
+        (`epilogue.hoisted_scales`), in a block of their own."""
         hoist: dict = {}
 
-        def writer(row, col, value):
-            if not pending:
-                pending.append((row, col, value))
-                return ""
-            (r0, c0, v0), = pending
-            pending.clear()
-            if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
-                return single(r0, c0, v0, hoist) + "\n" + single(row, col, value, hoist)
-            conds = (([flag] if flag else []) + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
-                     + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else []))
-            hi = g.output_value(cfg, d, scope, row, col, value, hoist)
-            lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist)
-            both = pair(r0, c0, lo, hi)
-            if not conds:
-                return both
-            return (f"if ({' && '.join(conds)}) {both}\nelse {{\n{single(r0, c0, v0, hoist)}\n"
-                    f"{single(row, col, value, hoist)}\n}}")
+        def stores(writer):
+            writer = StoreWriter(writer, loops=cfg.epilogue.identity)
+            return (g.stage.write(cfg.stage, d, writer) if columns is None
+                    else g.stage.write_columns(cfg.stage, d, writer, columns))
 
-        code = (g.stage.write(cfg.stage, d, writer) if columns is None
-                else g.stage.write_columns(cfg.stage, d, writer, columns))
-        if pending:
-            code += "\n" + single(*pending.pop(), hoist)
+        def two_at_a_time(conds_of):
+            pending: list = []
+
+            def writer(row, col, value):
+                if not pending:
+                    pending.append((row, col, value))
+                    return ""
+                (r0, c0, v0), = pending
+                pending.clear()
+                if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
+                    return single(r0, c0, v0, hoist) + "\n" + single(row, col, value, hoist)
+                conds = conds_of(r0, c0)
+                hi = g.output_value(cfg, d, scope, row, col, value, hoist)
+                lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist)
+                both = pair(r0, c0, lo, hi)
+                if not conds:
+                    return both
+                return (f"if ({' && '.join(conds)}) {both}\nelse {{\n{single(r0, c0, v0, hoist)}\n"
+                        f"{single(row, col, value, hoist)}\n}}")
+
+            code = stores(writer)
+            return code + ("\n" + single(*pending.pop(), hoist) if pending else "")
+
+        paired_only = two_at_a_time(lambda r0, c0: [])
+        if flag and not (cfg.check_m or cfg.check_n) and has_loop(paired_only):
+            # nvcc merges the tests of unrolled stores into one branch, not those of a loop's iterations
+            code = (f"if ({flag}) {{\n{paired_only}\n}} else {{\n"
+                    f"{stores(lambda row, col, value: single(row, col, value, hoist))}\n}}")
+        else:
+            code = two_at_a_time(lambda r0, c0: (([flag] if flag else [])
+                                                 + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
+                                                 + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else [])))
         if not hoist:
             return code
-        bounds = {**({"lhs_scale": scope.m} if cfg.check_m else {}), **({"rhs_scale": scope.n} if cfg.check_n else {})}
+        bounds = {**({"lhs_scale": scope.m, "row_scale": scope.m} if cfg.check_m else {}),
+                  **({"rhs_scale": scope.n} if cfg.check_n else {})}
         return "\n".join(["{", *hoisted_scales(hoist, bounds), code, "}"])
 
     def write(self, g, cfg, d, scope) -> str:
@@ -179,7 +199,7 @@ class StagedWriter(PairedWriter):
             *ring.drain,
             "{",
             f"{out_t}* out_tile = ({out_t}*){ring.pointer};",
-            g.stage.write(cfg.stage, d, to_tile),
+            g.stage.write(cfg.stage, d, StoreWriter(to_tile, loops=cfg.epilogue.identity)),
             "SYNC_CUBE();",
             f"const bool out_vectors = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {et.itemsize})) & 15) == 0;",
             f"for (int i = UNIT_ID; i < {st.stage_m * per_row}; i += {st.units}) {{",

@@ -7,6 +7,7 @@ import os
 import sys
 from datetime import date
 
+from ...engine import Engine
 from ..cli_types import count, dtype_names, nonnegative
 from .report import line, markdown, plot, table, to_json
 from .rows import DTYPES, GROUPS, SUITES, rows_for
@@ -61,9 +62,7 @@ def run_from_args(args) -> int:
     """Run the suite the options describe, print the table and write the files asked for.
     Returns 0, 1 when a row's result failed its check (or the engine crashed on it), 2 for a
     usage or environment error (bad filter, matplotlib missing for --plot)."""
-    import gemm_engine
-
-    engine = gemm_engine.Engine(args.backend)
+    engine = Engine(args.backend)
     if args.suite is None:    # quick's 4096^3 rows take minutes each on a CPU
         args.suite = "smoke" if engine.runtime.is_cpu else "quick"
     try:

@@ -36,6 +36,8 @@ import time
 
 import numpy as np
 
+from ...engine import Engine
+
 #: The issue's targets: seconds for the first calls, engine/native time ratio per call.
 TARGETS = {"cold_compile_s": 1.5, "warm_first_call_s": 0.1, "per_call_ratio": 1.5,
            # torch CUDA tensors in, torch out, against torch.matmul itself (the slowest dtype).
@@ -272,8 +274,6 @@ def run_overhead(backend: str = "auto", m: int | None = None, dtype=None, size: 
                  calls: int = 2000, repeats: int = 5) -> dict:
     """All three measurements and the targets. The cold numbers are the first child of
     `warm_first_call` (it starts from empty caches), so two child processes run, not three."""
-    from ...engine import Engine
-
     warm = warm_first_call(backend, m, dtype)
     cold = warm.pop("cold")
     engine = Engine(backend)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from datetime import date
 
-from ...version import extra_hint
+from ...version import __version__, extra_hint
 
 #: Version of the JSON layout `to_json` writes.
 FORMAT = "gemm_engine.tools.benchsuite/1"
@@ -138,7 +138,6 @@ def result_dict(r) -> dict:
 def to_json(results, device_info: dict, *, repeat=None, warmup=None, suite=None) -> dict:
     """JSON-ready data: the device facts (see `runner.device_info`), the run's settings and every
     row with its baselines."""
-    from ...version import __version__
 
     data = {"format": FORMAT, "date": date.today().isoformat(), "gemm_engine": __version__}
     data.update(device_info)

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...algorithms.base import REGISTRY
 from ...dtypes import bfloat16_dtype
 from ...errors import SetupError
 from ...runtime.timing import device_time
+from ...version import __version__
 from .baselines import NATIVE, Baseline, baselines_for
 from .rows import Row
 from ..cli_types import numpy_dtype
@@ -128,7 +130,6 @@ def _tiling(cfg) -> str | None:
 
 def _tune(engine, row, da, db, kwargs, repeat, warmup):
     """(seconds, algorithm name, note) of the tuned choice, timed like the default call."""
-    from ...algorithms import REGISTRY
 
     if not hasattr(engine, "tune"):
         return None, None, "this engine has no tune()"
@@ -244,7 +245,6 @@ def _version(dist: str) -> str | None:
 
 def device_info(engine) -> dict:
     """The machine and library versions a result file should carry."""
-    from ... import __version__
 
     dev = engine.device
     libs = {name: _version(name) for name in ("numpy", "ml_dtypes", "pyopencl", "pyclblast", "torch", "triton")}

@@ -1,5 +1,6 @@
 /* gemm_engine: pipelined_wgmma (gemm_engine.algorithms.wgmma.PipelinedWgmmaAlgorithm) */
-/* build: nvcc -cubin -gencode=arch=compute_90a,code=sm_90a kernel.cu (wgmma / setmaxnreg: the arch-specific target; plain -arch=sm_90 rejects them); NVRTC: --gpu-architecture=sm_90a --std=c++17 */
+/* build: nvcc -cubin -gencode=arch=compute_90a,code=sm_90a kernel.cu (wgmma / setmaxnreg: the arch-specific target;
+   plain -arch=sm_90 rejects them); NVRTC: --gpu-architecture=sm_90a --std=c++17 */
 #define KERNEL extern "C" __global__
 #define LAUNCH_BOUNDS(n) __launch_bounds__(n)
 #define LAUNCH_BOUNDS_MIN(n, c) __launch_bounds__(n, c)
@@ -30,70 +31,9 @@ INLINE void ptx_wgmma_wait_0() {
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 }
 INLINE void ptx_pin_f32_64(float* r) {
-    asm volatile("" : "+f"(r[0]) :: "memory");
-    asm volatile("" : "+f"(r[1]) :: "memory");
-    asm volatile("" : "+f"(r[2]) :: "memory");
-    asm volatile("" : "+f"(r[3]) :: "memory");
-    asm volatile("" : "+f"(r[4]) :: "memory");
-    asm volatile("" : "+f"(r[5]) :: "memory");
-    asm volatile("" : "+f"(r[6]) :: "memory");
-    asm volatile("" : "+f"(r[7]) :: "memory");
-    asm volatile("" : "+f"(r[8]) :: "memory");
-    asm volatile("" : "+f"(r[9]) :: "memory");
-    asm volatile("" : "+f"(r[10]) :: "memory");
-    asm volatile("" : "+f"(r[11]) :: "memory");
-    asm volatile("" : "+f"(r[12]) :: "memory");
-    asm volatile("" : "+f"(r[13]) :: "memory");
-    asm volatile("" : "+f"(r[14]) :: "memory");
-    asm volatile("" : "+f"(r[15]) :: "memory");
-    asm volatile("" : "+f"(r[16]) :: "memory");
-    asm volatile("" : "+f"(r[17]) :: "memory");
-    asm volatile("" : "+f"(r[18]) :: "memory");
-    asm volatile("" : "+f"(r[19]) :: "memory");
-    asm volatile("" : "+f"(r[20]) :: "memory");
-    asm volatile("" : "+f"(r[21]) :: "memory");
-    asm volatile("" : "+f"(r[22]) :: "memory");
-    asm volatile("" : "+f"(r[23]) :: "memory");
-    asm volatile("" : "+f"(r[24]) :: "memory");
-    asm volatile("" : "+f"(r[25]) :: "memory");
-    asm volatile("" : "+f"(r[26]) :: "memory");
-    asm volatile("" : "+f"(r[27]) :: "memory");
-    asm volatile("" : "+f"(r[28]) :: "memory");
-    asm volatile("" : "+f"(r[29]) :: "memory");
-    asm volatile("" : "+f"(r[30]) :: "memory");
-    asm volatile("" : "+f"(r[31]) :: "memory");
-    asm volatile("" : "+f"(r[32]) :: "memory");
-    asm volatile("" : "+f"(r[33]) :: "memory");
-    asm volatile("" : "+f"(r[34]) :: "memory");
-    asm volatile("" : "+f"(r[35]) :: "memory");
-    asm volatile("" : "+f"(r[36]) :: "memory");
-    asm volatile("" : "+f"(r[37]) :: "memory");
-    asm volatile("" : "+f"(r[38]) :: "memory");
-    asm volatile("" : "+f"(r[39]) :: "memory");
-    asm volatile("" : "+f"(r[40]) :: "memory");
-    asm volatile("" : "+f"(r[41]) :: "memory");
-    asm volatile("" : "+f"(r[42]) :: "memory");
-    asm volatile("" : "+f"(r[43]) :: "memory");
-    asm volatile("" : "+f"(r[44]) :: "memory");
-    asm volatile("" : "+f"(r[45]) :: "memory");
-    asm volatile("" : "+f"(r[46]) :: "memory");
-    asm volatile("" : "+f"(r[47]) :: "memory");
-    asm volatile("" : "+f"(r[48]) :: "memory");
-    asm volatile("" : "+f"(r[49]) :: "memory");
-    asm volatile("" : "+f"(r[50]) :: "memory");
-    asm volatile("" : "+f"(r[51]) :: "memory");
-    asm volatile("" : "+f"(r[52]) :: "memory");
-    asm volatile("" : "+f"(r[53]) :: "memory");
-    asm volatile("" : "+f"(r[54]) :: "memory");
-    asm volatile("" : "+f"(r[55]) :: "memory");
-    asm volatile("" : "+f"(r[56]) :: "memory");
-    asm volatile("" : "+f"(r[57]) :: "memory");
-    asm volatile("" : "+f"(r[58]) :: "memory");
-    asm volatile("" : "+f"(r[59]) :: "memory");
-    asm volatile("" : "+f"(r[60]) :: "memory");
-    asm volatile("" : "+f"(r[61]) :: "memory");
-    asm volatile("" : "+f"(r[62]) :: "memory");
-    asm volatile("" : "+f"(r[63]) :: "memory");
+    #pragma unroll
+    for (int i = 0; i < 64; ++i)
+        asm volatile("" : "+f"(r[i]) :: "memory");
 }
 INLINE void ptx_fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -111,8 +51,27 @@ INLINE void ptx_wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
 INLINE void ptx_wgmma_m64n128k16_f32_bf16_t01(float* acc, unsigned long long desc_a, unsigned long long desc_b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"
-        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]), "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]), "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]), "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]), "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]), "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63])
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "
+        "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
+        "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
+        "%59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n"
+        "}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]),
+          "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]),
+          "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]),
+          "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]),
+          "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]),
+          "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]),
+          "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]),
+          "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]),
+          "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]),
+          "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]),
+          "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63])
         : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 INLINE void ptx_wgmma_commit() {
@@ -141,567 +100,235 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     i64 K,
     i64 batch)
 {
-/* == batch: KMajorBatchMatmul 'k_major_batch': persistent_cubes=0 | dispatch row_major == */
-extern __shared__ __align__(16) unsigned char gemm_ring[];
-const unsigned ring_base = (((unsigned)__cvta_generic_to_shared(gemm_ring)) + 1023u) & ~1023u;
-const unsigned lhs_ring = ring_base;
-const unsigned rhs_ring = ring_base + 131072u;
-const unsigned long long lhs_desc0 = 4611686293305360384ull | (unsigned long long)(((lhs_ring) >> 4) & 0x3FFFu);
-const unsigned long long rhs_desc0 = 4611686293338849280ull | (unsigned long long)(((rhs_ring) >> 4) & 0x3FFFu);
-const i64 cube = CUBE_ID;
-const i64 cubes_m = (M + 255) / 256;
-const i64 cubes_n = (N + 127) / 128;
-const i64 per_batch = cubes_m * cubes_n;
-const i64 b = cube / per_batch;
-const i64 cube_row = (cube % per_batch) / cubes_n;
-const i64 cube_col = (cube % per_batch) % cubes_n;
-const GLOBAL unsigned short* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;
-const GLOBAL unsigned short* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;
-GLOBAL unsigned short* out = out_base + out_offset + b * out_batch_stride;
-const i64 cube_m0 = cube_row * 256;
-const i64 cube_n0 = cube_col * 128;
-/* == global: WgmmaPipelinedGlobalMatmul 'wgmma_pipelined_global': check_m=0 check_n=0 check_k=0 stages=4 carry_fragments=0 pending=1 | lhs SwizzledChunkLoader rhs SwizzledChunkLoader writer StagedWriter == */
-/* == stage: WarpgroupPartitionedStage 'warpgroup_partitioned_stage': stage_m=256 stage_n=128 stage_k=64 units=256 lhs_ld=64 rhs_ld=64 lhs_k_contiguous=1 rhs_k_contiguous=0 warpgroups_m=2 warpgroups_n=1 partition_m=2 | tile WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits rhs_smem= smem_pad=0 kind=bf16 rhs_kind= lhs_mn_major=0 rhs_mn_major=1 == */
-const int lane = UNIT_ID & 31;
-const int wg_warp = (UNIT_ID >> 5) & 3;
-const int wg_index = __shfl_sync(0xffffffffu, ((UNIT_ID % 256) / 128), 0);
-const int wg_m0 = (wg_index / 1) * 128;
-const int wg_n0 = (wg_index % 1) * 128;
-const unsigned long long wg_lhs_desc = (unsigned long long)(((wg_m0) * 128 + 0) >> 4);
-const unsigned long long wg_rhs_desc = (unsigned long long)((((wg_n0) / 64) * 8192 + 0) >> 4);
-float acc_0[64];
-float acc_1[64];
-#pragma unroll
-for (int r = 0; r < 64; ++r) acc_0[r] = 0.0f;
-#pragma unroll
-for (int r = 0; r < 64; ++r) acc_1[r] = 0.0f;
-const int lhs_sw_line0 = UNIT_ID / 8;
-const int lhs_sw_cc = UNIT_ID % 8;
-const GLOBAL unsigned short* lhs_sw_src = lhs + (cube_m0 + lhs_sw_line0) * lhs_ld + (0 + lhs_sw_cc * 8);
-const unsigned lhs_sw_dst = (unsigned)((lhs_sw_cc >> 3) * 32768 + (lhs_sw_line0) * 128 + ((((lhs_sw_cc) & 7) ^ ((lhs_sw_line0) & 7)) << 4));
-const int rhs_sw_line0 = UNIT_ID / 16;
-const int rhs_sw_cc = UNIT_ID % 16;
-const GLOBAL unsigned short* rhs_sw_src = rhs + (0 + rhs_sw_line0) * rhs_ld + (cube_n0 + rhs_sw_cc * 8);
-const unsigned rhs_sw_dst = (unsigned)((rhs_sw_cc >> 3) * 8192 + (rhs_sw_line0) * 128 + ((((rhs_sw_cc) & 7) ^ ((rhs_sw_line0) & 7)) << 4));
-const int k_steps = (int)((K + 63) / 64);
-#pragma unroll
-for (int pre = 0; pre < 2; ++pre) {
-if (pre < k_steps) {
-const i64 k0 = (i64)pre * 64;
-{
-const char* gsrc = (const char*)(lhs_sw_src + 0 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 0 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 32 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 4096 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 64 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 8192 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 96 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 12288 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 128 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 16384 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 160 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 20480 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 192 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 24576 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 224 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 28672 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 0 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 0 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 16 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 2048 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 32 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 4096 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 48 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 6144 + 0, gsrc + 0);
-}
-lhs_sw_src += 64;
-rhs_sw_src += 64 * rhs_ld;
-
-}
-ptx_cp_async_commit();
-}
-int cur_slot = 0, load_slot = 2;
-for (int step = 0; step < k_steps; ++step) {
-ptx_cp_async_wait_1();
-ptx_fence_proxy_async();
-SYNC_CUBE();
-const bool more = step + 2 < k_steps;
-if (more) {
-const i64 k0 = (i64)(step + 2) * 64;
-{
-const char* gsrc = (const char*)(lhs_sw_src + 0 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 0 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 32 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 4096 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 64 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 8192 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 96 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 12288 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 128 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 16384 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 160 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 20480 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 192 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 24576 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(lhs_sw_src + 224 * lhs_ld);
-ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 28672 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 0 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 0 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 16 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 2048 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 32 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 4096 + 0, gsrc + 0);
-}
-{
-const char* gsrc = (const char*)(rhs_sw_src + 48 * rhs_ld);
-ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 6144 + 0, gsrc + 0);
-}
-lhs_sw_src += 64;
-rhs_sw_src += 64 * rhs_ld;
-}
-ptx_cp_async_commit();
-ptx_wgmma_fence();
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((0) * 128 + 0) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 0) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((64) * 128 + 0) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 0) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((0) * 128 + 32) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 2048) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((64) * 128 + 32) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 2048) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((0) * 128 + 64) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 4096) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((64) * 128 + 64) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 4096) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((0) * 128 + 96) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 6144) >> 4)));
-ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc + (((64) * 128 + 96) >> 4)), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + ((((0) / 64) * 8192 + 6144) >> 4)));
-ptx_wgmma_commit();
-ptx_wgmma_wait_1();
-cur_slot = cur_slot + 1 == 4 ? 0 : cur_slot + 1;
-load_slot = load_slot + 1 == 4 ? 0 : load_slot + 1;
-}
-ptx_wgmma_wait_0();
-ptx_pin_f32_64(acc_0);
-ptx_pin_f32_64(acc_1);
-const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[1], acc_0[0]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[0]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[1]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[3], acc_0[2]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[2]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[3]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[5], acc_0[4]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[4]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[5]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[7], acc_0[6]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[6]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[7]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[9], acc_0[8]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[8]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[9]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[11], acc_0[10]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[10]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[11]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[13], acc_0[12]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[12]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[13]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[15], acc_0[14]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[14]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[15]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[17], acc_0[16]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[16]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[17]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[19], acc_0[18]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[18]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[19]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[21], acc_0[20]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[20]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[21]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[23], acc_0[22]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[22]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[23]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[25], acc_0[24]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[24]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[25]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[27], acc_0[26]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[26]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[27]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[29], acc_0[28]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[28]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[29]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[31], acc_0[30]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[30]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[31]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[33], acc_0[32]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[32]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[33]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[35], acc_0[34]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[34]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[35]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[37], acc_0[36]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[36]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[37]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[39], acc_0[38]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[38]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[39]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[41], acc_0[40]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[40]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[41]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[43], acc_0[42]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[42]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[43]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[45], acc_0[44]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[44]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[45]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[47], acc_0[46]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[46]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[47]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[49], acc_0[48]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[48]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[49]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[51], acc_0[50]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[50]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[51]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[53], acc_0[52]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[52]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[53]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[55], acc_0[54]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[54]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[55]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[57], acc_0[56]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[56]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[57]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[59], acc_0[58]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[58]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[59]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[61], acc_0[60]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[60]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[61]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[63], acc_0[62]);
-else {
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)] = f32_to_bf16(acc_0[62]);
-out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[63]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[1], acc_1[0]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[0]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[1]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[3], acc_1[2]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[2]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 0 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[3]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[5], acc_1[4]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[4]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[5]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[7], acc_1[6]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[6]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[7]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[9], acc_1[8]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[8]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[9]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[11], acc_1[10]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[10]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 16 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[11]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[13], acc_1[12]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[12]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[13]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[15], acc_1[14]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[14]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 24 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[15]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[17], acc_1[16]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[16]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[17]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[19], acc_1[18]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[18]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 32 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[19]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[21], acc_1[20]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[20]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[21]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[23], acc_1[22]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[22]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 40 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[23]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[25], acc_1[24]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[24]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[25]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[27], acc_1[26]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[26]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 48 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[27]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[29], acc_1[28]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[28]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[29]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[31], acc_1[30]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[30]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 56 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[31]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[33], acc_1[32]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[32]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[33]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[35], acc_1[34]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[34]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 64 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[35]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[37], acc_1[36]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[36]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[37]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[39], acc_1[38]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[38]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 72 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[39]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[41], acc_1[40]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[40]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[41]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[43], acc_1[42]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[42]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 80 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[43]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[45], acc_1[44]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[44]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[45]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[47], acc_1[46]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[46]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 88 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[47]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[49], acc_1[48]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[48]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[49]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[51], acc_1[50]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[50]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 96 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[51]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[53], acc_1[52]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[52]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[53]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[55], acc_1[54]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[54]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 104 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[55]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[57], acc_1[56]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[56]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[57]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[59], acc_1[58]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[58]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 112 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[59]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[61], acc_1[60]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[60]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[61]);
-}
-
-if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[63], acc_1[62]);
-else {
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1)] = f32_to_bf16(acc_1[62]);
-out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 120 + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[63]);
-}
+    /* == batch: KMajorBatchMatmul 'k_major_batch': persistent_cubes=0 | dispatch row_major == */
+    extern __shared__ __align__(16) unsigned char gemm_ring[];
+    const unsigned ring_base = (((unsigned)__cvta_generic_to_shared(gemm_ring)) + 1023u) & ~1023u;
+    const unsigned lhs_ring = ring_base;
+    const unsigned rhs_ring = ring_base + 131072u;
+    const unsigned long long lhs_desc0 = 4611686293305360384ull | (unsigned long long)(((lhs_ring) >> 4) & 0x3FFFu);
+    const unsigned long long rhs_desc0 = 4611686293338849280ull | (unsigned long long)(((rhs_ring) >> 4) & 0x3FFFu);
+    const i64 cube = CUBE_ID;
+    const i64 cubes_m = (M + 255) / 256;
+    const i64 cubes_n = (N + 127) / 128;
+    const i64 dispatch_per_batch = cubes_m * cubes_n;
+    const i64 b = cube / dispatch_per_batch;
+    const i64 cube_row = (cube % dispatch_per_batch) / cubes_n;
+    const i64 cube_col = (cube % dispatch_per_batch) % cubes_n;
+    const GLOBAL unsigned short* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;
+    const GLOBAL unsigned short* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;
+    GLOBAL unsigned short* out = out_base + out_offset + b * out_batch_stride;
+    const i64 cube_m0 = cube_row * 256;
+    const i64 cube_n0 = cube_col * 128;
+    /* == global: WgmmaPipelinedGlobalMatmul 'wgmma_pipelined_global': check_m=0 check_n=0 check_k=0 stages=4
+       carry_fragments=0 pending=1 | lhs SwizzledChunkLoader rhs SwizzledChunkLoader writer StagedWriter == */
+    /* == stage: WarpgroupPartitionedStage 'warpgroup_partitioned_stage': stage_m=256 stage_n=128 stage_k=64 units=256
+       lhs_ld=64 rhs_ld=64 lhs_k_contiguous=1 rhs_k_contiguous=0 warpgroups_m=2 warpgroups_n=1 partition_m=2 | tile
+       WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits rhs_smem= smem_pad=0 kind=bf16 rhs_kind=
+       lhs_mn_major=0 rhs_mn_major=1 == */
+    const int lane = UNIT_ID & 31;
+    const int wg_warp = (UNIT_ID >> 5) & 3;
+    const int wg_index = __shfl_sync(0xffffffffu, ((UNIT_ID % 256) / 128), 0);
+    const int wg_m0 = (wg_index / 1) * 128;
+    const int wg_n0 = (wg_index % 1) * 128;
+    const unsigned long long wg_lhs_desc = (unsigned long long)(((wg_m0) * 128 + 0) >> 4);
+    const unsigned long long wg_rhs_desc = (unsigned long long)((((wg_n0) / 64) * 8192 + 0) >> 4);
+    float acc_0[64];
+    float acc_1[64];
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) acc_0[r] = 0.0f;
+    #pragma unroll
+    for (int r = 0; r < 64; ++r) acc_1[r] = 0.0f;
+    const int lhs_sw_line0 = UNIT_ID / 8;
+    const int lhs_sw_cc = UNIT_ID % 8;
+    const GLOBAL unsigned short* lhs_sw_src = lhs + (cube_m0 + lhs_sw_line0) * lhs_ld + (0 + lhs_sw_cc * 8);
+    const unsigned lhs_sw_dst = (unsigned)((lhs_sw_cc >> 3) * 32768 + (lhs_sw_line0) * 128
+            + ((((lhs_sw_cc) & 7) ^ ((lhs_sw_line0) & 7)) << 4));
+    const int rhs_sw_line0 = UNIT_ID / 16;
+    const int rhs_sw_cc = UNIT_ID % 16;
+    const GLOBAL unsigned short* rhs_sw_src = rhs + (0 + rhs_sw_line0) * rhs_ld + (cube_n0 + rhs_sw_cc * 8);
+    const unsigned rhs_sw_dst = (unsigned)((rhs_sw_cc >> 3) * 8192 + (rhs_sw_line0) * 128
+            + ((((rhs_sw_cc) & 7) ^ ((rhs_sw_line0) & 7)) << 4));
+    const int k_steps = (int)((K + 63) / 64);
+    #pragma unroll
+    for (int pre = 0; pre < 2; ++pre) {
+        if (pre < k_steps) {
+            const i64 k0 = (i64)pre * 64;
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 0 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 0 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 32 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 4096 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 64 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 8192 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 96 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 12288 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 128 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 16384 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 160 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 20480 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 192 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 24576 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 224 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 28672 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 0 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 0 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 16 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 2048 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 32 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 4096 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 48 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 6144 + 0, gsrc + 0);
+            }
+            lhs_sw_src += 64;
+            rhs_sw_src += 64 * rhs_ld;
+        }
+        ptx_cp_async_commit();
+    }
+    int cur_slot = 0, load_slot = 2;
+    for (int step = 0; step < k_steps; ++step) {
+        ptx_cp_async_wait_1();
+        ptx_fence_proxy_async();
+        SYNC_CUBE();
+        const bool more = step + 2 < k_steps;
+        if (more) {
+            const i64 k0 = (i64)(step + 2) * 64;
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 0 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 0 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 32 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 4096 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 64 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 8192 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 96 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 12288 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 128 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 16384 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 160 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 20480 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 192 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 24576 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(lhs_sw_src + 224 * lhs_ld);
+                ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 28672 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 0 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 0 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 16 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 2048 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 32 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 4096 + 0, gsrc + 0);
+            }
+            {
+                const char* gsrc = (const char*)(rhs_sw_src + 48 * rhs_ld);
+                ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 6144 + 0, gsrc + 0);
+            }
+            lhs_sw_src += 64;
+            rhs_sw_src += 64 * rhs_ld;
+        }
+        ptx_cp_async_commit();
+        ptx_wgmma_fence();
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 0), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 0));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 512), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 0));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 2), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 128));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 514), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 128));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 4), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 256));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 516), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 256));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 6), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 384));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
+                + 518), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 384));
+        ptx_wgmma_commit();
+        ptx_wgmma_wait_1();
+        cur_slot = cur_slot + 1 == 4 ? 0 : cur_slot + 1;
+        load_slot = load_slot + 1 == 4 ? 0 : load_slot + 1;
+    }
+    ptx_wgmma_wait_0();
+    ptx_pin_f32_64(acc_0);
+    ptx_pin_f32_64(acc_1);
+    const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;
+    if (out_pairs) {
+        #pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0
+                    + 8 * i + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[4 * i + 1], acc_0[4 * i]);
+            *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0
+                    + wg_n0 + 8 * i + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_0[4 * i + 3], acc_0[4 * i + 2]);
+        }
+        #pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0
+                    + 8 * i + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[4 * i + 1], acc_1[4 * i]);
+            *(GLOBAL unsigned*)(out + (cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0
+                    + wg_n0 + 8 * i + ((lane & 3) << 1)) = ptx_cvt_rn_bf16x2(acc_1[4 * i + 3], acc_1[4 * i + 2]);
+        }
+    } else {
+        #pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1)] = f32_to_bf16(acc_0[4 * i]);
+            out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[4 * i + 1]);
+            out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1)] = f32_to_bf16(acc_0[4 * i + 2]);
+            out[(cube_m0 + wg_m0 + 0 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_0[4 * i + 3]);
+        }
+        #pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1)] = f32_to_bf16(acc_1[4 * i]);
+            out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2))) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[4 * i + 1]);
+            out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1)] = f32_to_bf16(acc_1[4 * i + 2]);
+            out[(cube_m0 + wg_m0 + 64 + (wg_warp * 16 + (lane >> 2)) + 8) * out_ld + cube_n0 + wg_n0 + 8 * i
+                    + ((lane & 3) << 1) + 1] = f32_to_bf16(acc_1[4 * i + 3]);
+        }
+    }
 }

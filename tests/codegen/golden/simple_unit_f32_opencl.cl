@@ -33,110 +33,105 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     i64 K,
     i64 batch)
 {
-/* == batch: PartitionedBatchMatmul 'partitioned_batch': persistent_cubes=0 | dispatch row_major == */
-LOCAL float lhs_smem[1088] ALIGN16;
-LOCAL float rhs_smem[1088] ALIGN16;
-const i64 cube = CUBE_ID;
-const i64 cubes_m = (M + 63) / 64;
-const i64 cubes_n = (N + 63) / 64;
-const i64 per_batch = cubes_m * cubes_n;
-const i64 b = cube / per_batch;
-const i64 cube_row = (cube % per_batch) / cubes_n;
-const i64 cube_col = (cube % per_batch) % cubes_n;
-const GLOBAL float* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;
-const GLOBAL float* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;
-GLOBAL float* out = out_base + out_offset + b * out_batch_stride;
-const i64 cube_m0 = cube_row * 64;
-const i64 cube_n0 = cube_col * 64;
-/* == global: SimpleGlobalMatmul 'simple_global': check_m=1 check_n=1 check_k=1 | lhs VectorLoader rhs VectorLoader writer DirectWriter == */
-/* == stage: UnitPartitionedStage 'unit_partitioned_stage': stage_m=64 stage_n=64 stage_k=16 units=256 lhs_ld=68 rhs_ld=68 lhs_k_contiguous=0 rhs_k_contiguous=0 units_m=16 units_n=16 partition_m=1 partition_n=1 strided=0 | tile RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 == */
-const int part_m0 = (UNIT_ID / 16) * 4;
-const int part_n0 = (UNIT_ID % 16) * 4;
-float acc[16];
-float lhs_frag[4];
-float rhs_frag[4];
-#pragma unroll
-for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
-for (i64 k0 = 0; k0 < K; k0 += 16) {
-{
-    const int idx = UNIT_ID + 0;
-    const int r = idx / 8;
-    const int c = (idx % 8) * 2;
-    const i64 gr = cube_m0 + r;
-    const i64 gc = k0 + c;
-    float2 v = (*(const GLOBAL float2*)(lhs + ((gr < M ? gr : M - 1)) * lhs_ld + ((gc < K ? gc : K - 2))));
-    const bool inside = gr < M && gc < K;
-    v.x = inside ? v.x : (float)0;
-    v.y = inside ? v.y : (float)0;
-    lhs_smem[(c + 0) * 68 + (r)] = v.x;
-    lhs_smem[(c + 1) * 68 + (r)] = v.y;
-}
-{
-    const int idx = UNIT_ID + 256;
-    const int r = idx / 8;
-    const int c = (idx % 8) * 2;
-    const i64 gr = cube_m0 + r;
-    const i64 gc = k0 + c;
-    float2 v = (*(const GLOBAL float2*)(lhs + ((gr < M ? gr : M - 1)) * lhs_ld + ((gc < K ? gc : K - 2))));
-    const bool inside = gr < M && gc < K;
-    v.x = inside ? v.x : (float)0;
-    v.y = inside ? v.y : (float)0;
-    lhs_smem[(c + 0) * 68 + (r)] = v.x;
-    lhs_smem[(c + 1) * 68 + (r)] = v.y;
-}
-{
-    const int idx = UNIT_ID + 0;
-    const int r = idx / 32;
-    const int c = (idx % 32) * 2;
-    const i64 gr = k0 + r;
-    const i64 gc = cube_n0 + c;
-    float2 v = (*(const GLOBAL float2*)(rhs + ((gr < K ? gr : K - 1)) * rhs_ld + ((gc < N ? gc : N - 2))));
-    const bool inside = gr < K && gc < N;
-    v.x = inside ? v.x : (float)0;
-    v.y = inside ? v.y : (float)0;
-    (*(__local float2*)(rhs_smem + (r) * 68 + (c + 0))) = v;
-}
-{
-    const int idx = UNIT_ID + 256;
-    const int r = idx / 32;
-    const int c = (idx % 32) * 2;
-    const i64 gr = k0 + r;
-    const i64 gc = cube_n0 + c;
-    float2 v = (*(const GLOBAL float2*)(rhs + ((gr < K ? gr : K - 1)) * rhs_ld + ((gc < N ? gc : N - 2))));
-    const bool inside = gr < K && gc < N;
-    v.x = inside ? v.x : (float)0;
-    v.y = inside ? v.y : (float)0;
-    (*(__local float2*)(rhs_smem + (r) * 68 + (c + 0))) = v;
-}
-SYNC_CUBE();
-#pragma unroll
-for (int kk = 0; kk < 16; ++kk) {
-#pragma unroll
-for (int i = 0; i < 4; ++i) lhs_frag[i] = lhs_smem[(kk) * 68 + (part_m0) + i];
-#pragma unroll
-for (int i = 0; i < 4; ++i) rhs_frag[i] = rhs_smem[(kk) * 68 + (part_n0) + i];
-#pragma unroll
-for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-        acc[i * 4 + j] += lhs_frag[i] * rhs_frag[j];
-}
-SYNC_CUBE();
-}
-if (cube_m0 + part_m0 + 0 < M && cube_n0 + part_n0 + 0 < N) out[(cube_m0 + part_m0 + 0) * out_ld + cube_n0 + part_n0 + 0] = acc[0];
-if (cube_m0 + part_m0 + 0 < M && cube_n0 + part_n0 + 1 < N) out[(cube_m0 + part_m0 + 0) * out_ld + cube_n0 + part_n0 + 1] = acc[1];
-if (cube_m0 + part_m0 + 0 < M && cube_n0 + part_n0 + 2 < N) out[(cube_m0 + part_m0 + 0) * out_ld + cube_n0 + part_n0 + 2] = acc[2];
-if (cube_m0 + part_m0 + 0 < M && cube_n0 + part_n0 + 3 < N) out[(cube_m0 + part_m0 + 0) * out_ld + cube_n0 + part_n0 + 3] = acc[3];
-if (cube_m0 + part_m0 + 1 < M && cube_n0 + part_n0 + 0 < N) out[(cube_m0 + part_m0 + 1) * out_ld + cube_n0 + part_n0 + 0] = acc[4];
-if (cube_m0 + part_m0 + 1 < M && cube_n0 + part_n0 + 1 < N) out[(cube_m0 + part_m0 + 1) * out_ld + cube_n0 + part_n0 + 1] = acc[5];
-if (cube_m0 + part_m0 + 1 < M && cube_n0 + part_n0 + 2 < N) out[(cube_m0 + part_m0 + 1) * out_ld + cube_n0 + part_n0 + 2] = acc[6];
-if (cube_m0 + part_m0 + 1 < M && cube_n0 + part_n0 + 3 < N) out[(cube_m0 + part_m0 + 1) * out_ld + cube_n0 + part_n0 + 3] = acc[7];
-if (cube_m0 + part_m0 + 2 < M && cube_n0 + part_n0 + 0 < N) out[(cube_m0 + part_m0 + 2) * out_ld + cube_n0 + part_n0 + 0] = acc[8];
-if (cube_m0 + part_m0 + 2 < M && cube_n0 + part_n0 + 1 < N) out[(cube_m0 + part_m0 + 2) * out_ld + cube_n0 + part_n0 + 1] = acc[9];
-if (cube_m0 + part_m0 + 2 < M && cube_n0 + part_n0 + 2 < N) out[(cube_m0 + part_m0 + 2) * out_ld + cube_n0 + part_n0 + 2] = acc[10];
-if (cube_m0 + part_m0 + 2 < M && cube_n0 + part_n0 + 3 < N) out[(cube_m0 + part_m0 + 2) * out_ld + cube_n0 + part_n0 + 3] = acc[11];
-if (cube_m0 + part_m0 + 3 < M && cube_n0 + part_n0 + 0 < N) out[(cube_m0 + part_m0 + 3) * out_ld + cube_n0 + part_n0 + 0] = acc[12];
-if (cube_m0 + part_m0 + 3 < M && cube_n0 + part_n0 + 1 < N) out[(cube_m0 + part_m0 + 3) * out_ld + cube_n0 + part_n0 + 1] = acc[13];
-if (cube_m0 + part_m0 + 3 < M && cube_n0 + part_n0 + 2 < N) out[(cube_m0 + part_m0 + 3) * out_ld + cube_n0 + part_n0 + 2] = acc[14];
-if (cube_m0 + part_m0 + 3 < M && cube_n0 + part_n0 + 3 < N) out[(cube_m0 + part_m0 + 3) * out_ld + cube_n0 + part_n0 + 3] = acc[15];
+    /* == batch: PartitionedBatchMatmul 'partitioned_batch': persistent_cubes=0 | dispatch row_major == */
+    LOCAL float lhs_smem[1088] ALIGN16;
+    LOCAL float rhs_smem[1088] ALIGN16;
+    const i64 cube = CUBE_ID;
+    const i64 cubes_m = (M + 63) / 64;
+    const i64 cubes_n = (N + 63) / 64;
+    const i64 dispatch_per_batch = cubes_m * cubes_n;
+    const i64 b = cube / dispatch_per_batch;
+    const i64 cube_row = (cube % dispatch_per_batch) / cubes_n;
+    const i64 cube_col = (cube % dispatch_per_batch) % cubes_n;
+    const GLOBAL float* lhs = lhs_base + lhs_offset + b * lhs_batch_stride;
+    const GLOBAL float* rhs = rhs_base + rhs_offset + b * rhs_batch_stride;
+    GLOBAL float* out = out_base + out_offset + b * out_batch_stride;
+    const i64 cube_m0 = cube_row * 64;
+    const i64 cube_n0 = cube_col * 64;
+    /* == global: SimpleGlobalMatmul 'simple_global': check_m=1 check_n=1 check_k=1 | lhs VectorLoader rhs VectorLoader
+       writer DirectWriter == */
+    /* == stage: UnitPartitionedStage 'unit_partitioned_stage': stage_m=64 stage_n=64 stage_k=16 units=256 lhs_ld=68
+       rhs_ld=68 lhs_k_contiguous=0 rhs_k_contiguous=0 units_m=16 units_n=16 partition_m=1 partition_n=1 strided=0 |
+       tile RegisterTile: tile_m=4 tile_n=4 tile_k=1 compute=f32 smem= rhs_smem= smem_pad=0 == */
+    const int part_m0 = (UNIT_ID / 16) * 4;
+    const int part_n0 = (UNIT_ID % 16) * 4;
+    float acc[16];
+    float lhs_frag[4];
+    float rhs_frag[4];
+    #pragma unroll
+    for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
+    for (i64 k0 = 0; k0 < K; k0 += 16) {
+        {
+            const int idx = UNIT_ID + 0;
+            const int r = idx / 8;
+            const int c = (idx % 8) * 2;
+            const i64 gr = cube_m0 + r;
+            const i64 gc = k0 + c;
+            float2 v = (*(const GLOBAL float2*)(lhs + ((gr < M ? gr : M - 1)) * lhs_ld + ((gc < K ? gc : K - 2))));
+            const bool inside = gr < M && gc < K;
+            v.x = inside ? v.x : (float)0;
+            v.y = inside ? v.y : (float)0;
+            lhs_smem[(c + 0) * 68 + (r)] = v.x;
+            lhs_smem[(c + 1) * 68 + (r)] = v.y;
+        }
+        {
+            const int idx = UNIT_ID + 256;
+            const int r = idx / 8;
+            const int c = (idx % 8) * 2;
+            const i64 gr = cube_m0 + r;
+            const i64 gc = k0 + c;
+            float2 v = (*(const GLOBAL float2*)(lhs + ((gr < M ? gr : M - 1)) * lhs_ld + ((gc < K ? gc : K - 2))));
+            const bool inside = gr < M && gc < K;
+            v.x = inside ? v.x : (float)0;
+            v.y = inside ? v.y : (float)0;
+            lhs_smem[(c + 0) * 68 + (r)] = v.x;
+            lhs_smem[(c + 1) * 68 + (r)] = v.y;
+        }
+        {
+            const int idx = UNIT_ID + 0;
+            const int r = idx / 32;
+            const int c = (idx % 32) * 2;
+            const i64 gr = k0 + r;
+            const i64 gc = cube_n0 + c;
+            float2 v = (*(const GLOBAL float2*)(rhs + ((gr < K ? gr : K - 1)) * rhs_ld + ((gc < N ? gc : N - 2))));
+            const bool inside = gr < K && gc < N;
+            v.x = inside ? v.x : (float)0;
+            v.y = inside ? v.y : (float)0;
+            (*(__local float2*)(rhs_smem + (r) * 68 + (c + 0))) = v;
+        }
+        {
+            const int idx = UNIT_ID + 256;
+            const int r = idx / 32;
+            const int c = (idx % 32) * 2;
+            const i64 gr = k0 + r;
+            const i64 gc = cube_n0 + c;
+            float2 v = (*(const GLOBAL float2*)(rhs + ((gr < K ? gr : K - 1)) * rhs_ld + ((gc < N ? gc : N - 2))));
+            const bool inside = gr < K && gc < N;
+            v.x = inside ? v.x : (float)0;
+            v.y = inside ? v.y : (float)0;
+            (*(__local float2*)(rhs_smem + (r) * 68 + (c + 0))) = v;
+        }
+        SYNC_CUBE();
+        #pragma unroll
+        for (int kk = 0; kk < 16; ++kk) {
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) lhs_frag[i] = lhs_smem[(kk) * 68 + (part_m0) + i];
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) rhs_frag[i] = rhs_smem[(kk) * 68 + (part_n0) + i];
+            #pragma unroll
+            for (int i = 0; i < 4; ++i)
+                #pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    acc[i * 4 + j] += lhs_frag[i] * rhs_frag[j];
+        }
+        SYNC_CUBE();
+    }
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (cube_m0 + part_m0 + i < M && cube_n0 + part_n0 + j < N)
+                out[(cube_m0 + part_m0 + i) * out_ld + cube_n0 + part_n0 + j] = acc[4 * i + j];
+        }
+    }
 }

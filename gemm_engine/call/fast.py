@@ -1,0 +1,145 @@
+"""The fast paths: repeated calls on device arrays with the same metadata skip the checks and setup.
+
+Everything the general path's checks and choices depend on is in a call's key (shapes, strides,
+dtypes, alignment, the options); a key seen before maps to the `CallPlan` (call/launch.py) its first
+call left, whose per-call values (call/arguments.py: the addresses, and a fused call's epilogue
+values) go straight into the prepared launch. Two kinds of call take it: torch CUDA tensors (their
+addresses, torch's allocator and stream) and the runtime's own arrays. Anything else, an ``out``
+that overlaps an input, or an unhashable option takes the general path.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .arguments import EpilogueInputs
+from ..tensors import torch_stream
+from .launch import CallPlan, Launcher
+
+#: Call plans kept per engine, least recently used first out.
+CALL_PLANS_MAX = 1024
+#: The first item of a torch call's key (no option can equal it).
+TORCH_KEY = object()
+
+
+def _torch_address(x) -> tuple[int, int]:
+    """A torch tensor's (pointer, element offset), its data pointer already including the offset;
+    an address already taken (an int) as it is."""
+    return (x, 0) if type(x) is int else (x.data_ptr(), 0)
+
+
+def _fused_key(key, array_meta, inputs: EpilogueInputs):
+    """The call key extended by the epilogue's metadata (``array_meta(x)``: an array argument's,
+    None where the fast path cannot take it), or None (general path) when an option is not a plain
+    number or such an array. Number scales fold into alpha (call/arguments.py `epilogue_values`)."""
+    alpha, beta, *arrays = inputs
+    if type(alpha) not in (float, int) or type(beta) not in (float, int, type(None)):
+        return None
+    meta, factor = [], 1.0
+    for i, x in enumerate(arrays):
+        if x is None:
+            meta.append(None)
+        elif i in (2, 3) and type(x) in (float, int):      # scale_a / scale_b given as a number
+            meta.append("number")
+            factor *= x
+        else:
+            meta.append(array_meta(x))
+            if meta[-1] is None:
+                return None
+    return key + (alpha * factor == 1, None if beta is None else beta == 0, *meta)
+
+
+class FastPath:
+    """The call plans of one engine, and the two fast calls that use them."""
+
+    def __init__(self, runtime, launcher: Launcher, plans: OrderedDict):
+        self.runtime, self.launcher = runtime, launcher
+        #: Call key -> `CallPlan`: the engine's, which fills it from general calls (`remember`).
+        self.plans = plans
+        #: torch's tensor type, once a call has seen one (the torch path's test; no import).
+        self.torch_type = None
+
+    def call(self, a, b, out, inputs: EpilogueInputs | None, options: tuple):
+        """(key, None) when the call must take the general path (``key``: where its call plan goes,
+        or None when it cannot have one), else (key, (result, plan))."""
+        rt = self.runtime
+        tensor = self.torch_type
+        if tensor is not None and type(a) is tensor and type(b) is tensor and out is None:
+            # torch tensors: the metadata is the key, the addresses go straight in.
+            pa, pb = a.data_ptr(), b.data_ptr()
+            key = (TORCH_KEY,) + options + (a.shape, a.stride(), a.dtype, a.get_device(), pa % 16, b.shape, b.stride(),
+                                          b.dtype, b.get_device(), pb % 16)
+            if inputs is not None:
+                key = _fused_key(key, self._torch_meta, inputs)
+            call = self._cached(key)
+            return key, (None if call is None else self._torch_call(call, a, pa, pb, inputs))
+        if not (rt.is_native(a) and rt.is_native(b)):
+            return None, None
+        key = options + (a.shape, a.strides, a.dtype, rt.element_address(a) % 8, b.shape, b.strides, b.dtype,
+                         rt.element_address(b) % 8,
+                         None if out is None else (type(out), out.shape, out.strides, out.dtype))
+        if inputs is not None:
+            key = _fused_key(key, self._native_meta, inputs)
+        call = self._cached(key)
+        return key, (None if call is None else self._native_call(call, a, b, out, inputs))
+
+    def _cached(self, key):
+        try:
+            return self.plans.get(key) if key is not None else None
+        except TypeError:  # an unhashable argument: the general path reports it
+            return None
+
+    def _torch_meta(self, x):
+        """The key's metadata of an epilogue array that is a torch tensor (else None)."""
+        return (x.shape, x.stride(), x.dtype, x.get_device()) if type(x) is self.torch_type else None
+
+    def _native_meta(self, x):
+        return (x.shape, x.strides, x.dtype) if self.runtime.is_native(x) else None
+
+    def _torch_call(self, call: CallPlan, a, pa: int, pb: int, inputs: EpilogueInputs | None):
+        """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses): a result tensor
+        of torch's, the per-call values (the epilogue's arrays' too), torch's current stream."""
+        import torch
+        plan = call.plan
+        device = a.get_device()
+        # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without the
+        # torch.device object ``a.device`` builds on every call.
+        target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=device)
+        stream = torch_stream(torch, device)
+        pt = target.data_ptr()
+        more = call.fused_values(inputs, _torch_address) if call.fused else ()
+        if call.direct and call.direct(pa, pb, pt, *more, stream=stream):
+            return target, plan
+        with self.runtime.on_stream(stream):
+            args = call.pack(self.launcher, pa, pb, pt, inputs, _torch_address)
+            if call.direct is None:
+                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
+            self.launcher.run_packed(plan, args)
+        return target, plan
+
+    def _native_call(self, call: CallPlan, a, b, out, inputs: EpilogueInputs | None):
+        """A repeated call on the runtime's arrays; None when ``out`` overlaps an input (the general
+        path computes through a temporary, as numpy computes as if the inputs were copied first)."""
+        rt = self.runtime
+        plan = call.plan
+        if call.direct and out is None:
+            # Only the per-call values change between calls (runtime/cuda_launch.py, `PreparedLaunch`).
+            target = rt.empty(call.out_shape, call.dtype)
+            if call.direct(a, b, target, *(call.fused_values(inputs, rt.ptr_arg) if call.fused else ())):
+                return target, plan
+        terms = {} if inputs is None else {
+            name: x for name, x in (("c", inputs.c), ("bias", inputs.bias), ("scale_a", inputs.scale_a),
+                                    ("scale_b", inputs.scale_b)) if x is not None and type(x) not in (float, int)}
+        if out is not None and any(rt.may_overlap(out, x) for name, x in (("a", a), ("b", b), *terms.items())
+                                   if not (x is out and name == "c")):
+            return None
+        rt.order_after(a=a, b=b, out=out, **terms)   # the key holds shapes, not queues
+        target = out if out is not None else rt.empty(call.out_shape, call.dtype)
+        args = call.pack(self.launcher, a, b, target, inputs, rt.ptr_arg)
+        if call.direct is None:
+            # The plan's first fast call prepares its direct launch (only the first: a plan the
+            # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
+            call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
+        self.launcher.run_packed(plan, args)
+        rt.after_launch(target, (a, b, *terms.values()))
+        return target, plan
+

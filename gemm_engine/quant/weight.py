@@ -1,0 +1,188 @@
+"""`QuantizedWeight`: a (K, N) weight held as packed codes with their scales and zeros.
+
+The host arrays are numpy, read-only (a weight never changes after it is made): ``packed`` (the
+words of format.py's layout), ``scales`` and ``zeros`` (uint16 bits of the scale dtype, (groups,
+N) padded to 16-byte rows). Each engine's runtime gets its own device copy once, on first use
+(`device`), kept as long as the weight and the runtime live.
+
+What a weight stands for is `dequantize`: ``(code - zero) * scale`` (int4 / int8) or ``fp8(code) *
+scale`` (fp8 e4m3), as float32 (exact: see format.py). Kernels that feed 16-bit tensor-core
+fragments use each value rounded once to the activations' 16-bit type (``dequantize(rounded_to=
+"bfloat16")`` gives those), register-FMA kernels the float32 values.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codes import (SCALE_PITCH, WORD_PITCH, fp8_values, from_bits16, pack, round16, round_up, scale_dtype, scale_word,
+                    unpack)
+from .format import STRIP_COLUMNS, STRIP_ROWS, WeightFormat
+
+
+@dataclass(frozen=True)
+class DeviceWeight:
+    """A weight's arrays on one runtime's device and their leading dimensions (elements)."""
+
+    weight: "QuantizedWeight"
+    packed: object
+    scales: object
+    zeros: object | None
+    ld: int
+    scale_ld: int
+    zero_ld: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.weight.shape
+
+    @property
+    def format(self) -> WeightFormat:
+        return self.weight.format
+
+
+def _readonly(x: np.ndarray, dtype) -> np.ndarray:
+    out = np.array(x, dtype=dtype, copy=True, order="C")
+    out.flags.writeable = False
+    return out
+
+
+class QuantizedWeight:
+    """Packed codes, scales and zeros of a (K, N) weight in matmul's ``b`` orientation (see the
+    module docstring). Made by `gemm_engine.quantize`, `from_gptq`, `from_awq` or from arrays
+    already in this layout (``QuantizedWeight(format, k, n, packed, scales, zeros)``)."""
+
+    def __init__(self, format: WeightFormat, k: int, n: int, packed, scales, zeros=None):
+        if not isinstance(format, WeightFormat):
+            raise TypeError(f"QuantizedWeight: format must be a WeightFormat, got {type(format).__name__}")
+        if not (isinstance(k, int) and isinstance(n, int) and k > 0 and n > 0):
+            raise ValueError(f"QuantizedWeight: K and N must be positive ints, got {k!r}, {n!r}")
+        fmt = format
+        packed, scales = np.asarray(packed), np.asarray(scales)
+        kw = -(-k // fmt.per_word)
+        if fmt.layout == "prepacked":
+            want = (-(-n // STRIP_COLUMNS), round_up(kw, STRIP_ROWS), STRIP_COLUMNS)
+            if packed.shape != want:
+                raise ValueError(f"QuantizedWeight: prepacked words of a {k} x {n} {fmt.kind} weight have shape "
+                                 f"{want}, got {packed.shape}")
+        elif packed.ndim != 2 or packed.shape[0] != kw or packed.shape[1] < n or packed.shape[1] % WORD_PITCH:
+            raise ValueError(f"QuantizedWeight: k_packed words of a {k} x {n} {fmt.kind} weight have shape ({kw}, "
+                             f"N padded to a multiple of {WORD_PITCH}), got {packed.shape}")
+        groups = fmt.groups(k)
+        for name, x in (("scales", scales), ("zeros", zeros)):
+            if x is None:
+                continue
+            x = np.asarray(x)
+            if x.dtype != np.uint16 or x.ndim != 2 or x.shape[0] != groups or x.shape[1] < n \
+                    or x.shape[1] % SCALE_PITCH:
+                raise ValueError(f"QuantizedWeight: {name} must be uint16 bits of shape ({groups}, N padded to a "
+                                 f"multiple of {SCALE_PITCH}), got {x.dtype} {x.shape}")
+        if (zeros is not None) != fmt.zeros:
+            raise ValueError(f"QuantizedWeight: format says zeros={fmt.zeros}, but zeros "
+                             f"{'were' if zeros is not None else 'were not'} given")
+        if zeros is not None:
+            z = from_bits16(np.asarray(zeros)[:, :n], fmt.scale)
+            if not (np.all(z == np.round(z)) and np.all(z >= 0) and np.all(z <= 1 << fmt.bits)):
+                raise ValueError(f"QuantizedWeight: zero points must be whole numbers in [0, {1 << fmt.bits}] (the "
+                                 f"kernels subtract them exactly)")
+        scale_values = from_bits16(scales[:, :n], fmt.scale)
+        if not np.all(np.isfinite(scale_values)):
+            raise ValueError("QuantizedWeight: scales must be finite")
+        self.format, self.k, self.n = fmt, k, n
+        self.packed = _readonly(packed, np.uint32)
+        self.scales = _readonly(scales, np.uint16)
+        self.zeros = None if zeros is None else _readonly(zeros, np.uint16)
+        self._device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    # -- what it stands for ----------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.k, self.n)
+
+    @property
+    def scale_dtype(self) -> np.dtype:
+        return scale_dtype(self.format.scale)
+
+    def codes(self) -> np.ndarray:
+        """The (K, N) uint8 codes."""
+        return unpack(self.packed, self.format, self.k, self.n)
+
+    def _per_row(self, table: np.ndarray) -> np.ndarray:
+        """A (groups, N) table repeated to one row per row of K."""
+        g = self.format.group_size or self.k
+        return np.repeat(table, g, axis=0)[: self.k]
+
+    def scale_values(self) -> np.ndarray:
+        """The (groups, N) float32 scales."""
+        return from_bits16(self.scales[:, : self.n], self.format.scale)
+
+    def zero_values(self) -> np.ndarray:
+        """The (groups, N) float32 zero points (the implicit zero where the format has none)."""
+        if self.zeros is None:
+            return np.full((self.format.groups(self.k), self.n), self.format.implicit_zero, np.float32)
+        return from_bits16(self.zeros[:, : self.n], self.format.scale)
+
+    def dequantize(self, rounded_to=None) -> np.ndarray:
+        """The (K, N) float32 values the weight stands for; ``rounded_to`` ("float16" /
+        "bfloat16"): each rounded once to that type, as a 16-bit fragment holds it."""
+        codes = self.codes()
+        scale = self._per_row(self.scale_values()).astype(np.float64)
+        if self.format.kind == "fp8_e4m3":
+            values = fp8_values(codes).astype(np.float64) * scale
+        else:
+            values = (codes.astype(np.float64) - self._per_row(self.zero_values())) * scale
+        values = values.astype(np.float32)
+        return values if rounded_to is None else round16(values, scale_word(rounded_to))
+
+    # -- layouts -----------------------------------------------------------------------------------
+    def prepack(self) -> "QuantizedWeight":
+        """The same weight in the prepacked layout (format.py): strips of 64 columns whose word rows
+        are contiguous, codes of row pairs in separate halves of a word. The decode kernel streams
+        it as one 1 KiB run per plane and step; every kernel reads either layout."""
+        if self.format.layout == "prepacked":
+            return self
+        fmt = WeightFormat(self.format.kind, self.format.group_size, self.format.zeros, self.format.scale,
+                           "prepacked")
+        return QuantizedWeight(fmt, self.k, self.n, pack(self.codes(), fmt), self.scales, self.zeros)
+
+    @property
+    def ld(self) -> int:
+        """The packed words' leading dimension (a k_packed row's pitch; 64 in a prepacked strip)."""
+        return STRIP_COLUMNS if self.format.layout == "prepacked" else self.packed.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes a kernel streams: the packed words of the K x N codes, the scales and zeros."""
+        kw = -(-self.k // self.format.per_word)
+        tables = (1 + (self.zeros is not None)) * self.format.groups(self.k) * self.n * 2
+        return kw * self.n * 4 + tables
+
+    # -- on a device -------------------------------------------------------------------------------
+    def device(self, runtime) -> DeviceWeight:
+        """This weight's arrays on ``runtime``'s device (uploaded on first use, then kept)."""
+        found = self._device.get(runtime)
+        if found is None:
+            with self._lock:
+                found = self._device.get(runtime)
+                if found is None:
+                    zeros = None if self.zeros is None else runtime.upload(self.zeros)
+                    found = DeviceWeight(self, runtime.upload(self.packed), runtime.upload(self.scales), zeros,
+                                         self.ld, self.scales.shape[1],
+                                         self.zeros.shape[1] if self.zeros is not None else 0)
+                    # Uploaded once and read by kernels on any stream or queue: complete before first use.
+                    runtime.synchronize()
+                    self._device[runtime] = found
+        return found
+
+    def __repr__(self) -> str:
+        f = self.format
+        group = f"group_size={f.group_size}" if f.group_size else "per-channel"
+        return (f"QuantizedWeight({f.kind}, K={self.k}, N={self.n}, {group}, "
+                f"{'asymmetric' if f.zeros else 'symmetric'}, scales={self.scale_dtype.name}, {f.layout})")
+
+
+__all__ = ["DeviceWeight", "QuantizedWeight"]

@@ -1,0 +1,227 @@
+"""The conditions of the rule table (rules.py) and of the families' members (families.py): each
+takes (problem, dialect) and returns None where its algorithm should be taken, else the reason it
+should not (it could run: a refusal is its setup's SetupError, not a condition's).
+
+The measurements behind each bound: bench/SELECTION_NOTES.md, "Rule conditions".
+"""
+from __future__ import annotations
+
+from ..batch.tma_k_major import copies_needed
+from ..codegen.dialect import Dialect
+from ..problem import Layout, MatmulProblem
+from ..tile.wgmma import WgmmaTile
+from .base import tile_count
+from .skinny import MAX_ROWS, skinny_axis
+from .specialized_wgmma import decode_tiling, select_specialized_tiling, selected_tiles
+from .waves import STREAM_MIN_BYTES, big_operand_bytes, short_side, streams_weights
+
+
+def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    return None
+
+
+#: Rows (the short side) up to which auto takes the skinny kernel for a streamed operand: at 8 a
+#: unit does 64 multiply-adds a 16-byte load of a 16-bit weight, about 40% of the H100's float32
+#: rate at its HBM bandwidth (predicted, bench/shape_probe.py times it against the tensor-core split).
+SKINNY_AUTO_ROWS = 8
+
+
+def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """skinny for M = 1 or N = 1 on every device; for 2 to `SKINNY_AUTO_ROWS` rows on CUDA where
+    it streams a big operand (`STREAM_MIN_BYTES`): multiply-adds of a few rows per element read
+    cost less than a tensor-core tile's padding to 64 rows and its partial sums."""
+    rows = short_side(problem)
+    if rows <= 1 or rows > MAX_ROWS:
+        return None   # one row: the bandwidth kernel; past MAX_ROWS its setup refuses
+    if rows > SKINNY_AUTO_ROWS:
+        return f"{rows} rows: more multiply-adds a weight element than register FMA runs at the read bandwidth"
+    if dialect.backend != "cuda":
+        return "several rows: taken on CUDA GPUs only (tiled kernels elsewhere)"
+    if big_operand_bytes(problem) < STREAM_MIN_BYTES:
+        return (f"the big operand's {big_operand_bytes(problem)} bytes are not a stream worth a kernel of its own "
+                f"(from {STREAM_MIN_BYTES})")
+    return None
+
+
+def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dequantizing compositions only for a quantized rhs (every other one refuses it)."""
+    return None if problem.weights is not None else "the rhs is not a quantized weight"
+
+
+#: Largest M the quantized decode kernel takes (its x rows live in registers: 8 tiles of 8).
+DECODE_MAX_M = 64
+
+
+def quantized_decode_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_decode for quantized weights at decode sizes (M <= 64), on the hardware
+    instruction only (the OpenCL emulation is for checking it: the register-FMA loader path is
+    faster there)."""
+    if problem.weights is None:
+        return "the rhs is not a quantized weight"
+    if problem.m > DECODE_MAX_M:
+        return f"M = {problem.m} > {DECODE_MAX_M}: the tiled kernels reuse each dequantized weight more"
+    if not dialect.plane_mma_native:
+        return "the plane product is emulated on this device: the register-FMA path is faster"
+    return None
+
+
+def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_decode_split_k where the output's 64-column strips give fewer than two cubes per
+    compute unit: K is cut into ranges over more cubes, so that every multiprocessor streams."""
+    why = quantized_decode_worth_it(problem, dialect)
+    if why is not None:
+        return why
+    strips = problem.batch * -(-problem.n // 64) * -(-problem.m // DECODE_MAX_M)
+    if strips >= 2 * max(1, dialect.device.compute_units):
+        return f"{strips} cubes of 64 columns already give every compute unit two"
+    return None
+
+
+#: Smallest big operand worth skinny_split_k's second kernel: below it one launch streams it.
+SPLIT_SKINNY_MIN_BYTES = 16 << 20
+
+
+def skinny_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """skinny_split_k only on CUDA (where it was measured), where the big operand is large enough
+    that a second launch is small against streaming it, and where K is at least the output extent
+    (the one-launch kernel's cubes then walk a long K over short runs of each row); several rows
+    where skinny would take them (`skinny_worth_it`)."""
+    if dialect.backend != "cuda":
+        return "measured on CUDA GPUs only; other devices take skinny"
+    if short_side(problem) > MAX_ROWS:
+        return None   # its setup refuses it
+    several = skinny_worth_it(problem, dialect)
+    if several is not None:
+        return several
+    big = problem.rhs if skinny_axis(problem)[0] else problem.lhs
+    extent = max(problem.m, problem.n)
+    size = problem.batch * problem.k * extent * big.itemsize
+    if problem.k < extent:
+        return f"K = {problem.k} is shorter than the {extent} outputs: one launch streams it faster"
+    if size < SPLIT_SKINNY_MIN_BYTES:
+        return f"the big operand's {size} bytes are streamed fast enough by one launch (split from {SPLIT_SKINNY_MIN_BYTES})"
+    return None
+
+
+def streams_on_specialized(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """A weight-streaming product (selector/waves.py) that the Hopper specialized kernel takes with
+    its decode tiling: 16-bit or fp8 operands it reads as they are, tiles whose split parts keep at
+    least half the device streaming."""
+    if not streams_weights(problem) or problem.epilogue.block_scales or not _specialized_home(problem, dialect):
+        return False
+    if problem.lhs.storage == "i8" or copies_needed(problem, WgmmaTile().requires_k_major(problem)):
+        return False
+    return decode_tiling(problem, dialect) is not None
+
+
+def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """split_k only where K is long against the output, so that the output tiles alone would leave
+    compute units idle while each walks a long K: K >= 4 max(M, N) and K >= 1024, or a thin output
+    (M or N at most 64) with K >= 2048, or exact float32 whose 64 x 64 tiles leave most compute
+    units idle; not where the Hopper specialized kernel's tiles (or their parts split along K) fill
+    half the device. The batch level still refuses when the tiles fill the device."""
+    if streams_on_specialized(problem, dialect):
+        return ("a weight-streaming product: the Hopper specialized kernel splits its tiles along K over "
+                "the multiprocessors in one kernel, the partial sums added in it")
+    long_k = problem.k >= max(1024, 4 * max(problem.m, problem.n))
+    thin = min(problem.m, problem.n) <= 64 and problem.k >= 2048
+    few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
+                     and problem.k >= 512 and 2 * tile_count(problem, 64, 64) < dialect.device.compute_units)
+    if long_k and not thin and _specialized_home(problem, dialect):
+        selection = select_specialized_tiling(problem, dialect)
+        tm, tn = selected_tiles(selection)
+        spec_tiles = tile_count(problem, tm, tn)
+        parts = max(1, selection.get("split_tail", 1))
+        if 2 * spec_tiles * parts > dialect.device.compute_units:
+            split = f" (each split in {parts} along K)" if parts > 1 else ""
+            return (f"{spec_tiles} tiles of {tm} x {tn}{split} fill half the device and more: the Hopper "
+                    f"specialized kernel runs K = {problem.k} in one kernel faster")
+    if long_k or thin or few_fma_tiles:
+        return None
+    return (f"K = {problem.k} is not long against M = {problem.m}, N = {problem.n}: the output tiles "
+            f"carry the parallelism")
+
+
+#: int8 takes the specialized kernel on few tiles only where K is this many times the longer output
+#: extent or more (int8's pipelined kernel runs twice the 16-bit rate, so the split pays later).
+INT8_SPECIALIZED_MIN_K_RATIO = 8
+
+
+def _specialized_home(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """16-bit or fp8 operands, or int8 with a long K (`INT8_SPECIALIZED_MIN_K_RATIO`), on an sm_90
+    CUDA device: where the specialized wgmma kernel runs few tiles, split along K, faster."""
+    cc = dialect.device.compute_capability
+    if dialect.backend != "cuda" or cc is None or cc[0] != 9:
+        return False
+    if problem.lhs.storage == "i8":
+        return problem.k >= INT8_SPECIALIZED_MIN_K_RATIO * max(problem.m, problem.n)
+    return problem.lhs.itemsize == 2 or problem.lhs.storage in ("f8e4m3", "f8e5m2")
+
+
+#: tf32 and int8 on wgmma transpose a non-K-major operand first (batch/k_major.py): worth its pass
+#: once the other extent reaches this (int8 keeps tf32's bound: its pass is cheaper).
+WGMMA_TRANSPOSE_MIN_EXTENT = 768
+
+
+def wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """pipelined_wgmma, except K-major-only kinds (tf32, int8) whose transposing pass costs more
+    than wgmma gains over pipelined_mma (which reads any layout)."""
+    if not WgmmaTile().requires_k_major(problem):
+        return None
+    kind = "tf32" if problem.lhs.storage == "f32" else problem.lhs.name
+    copies = [("lhs", "N", problem.n)] if Layout(problem.lhs_layout) is not Layout.ROW else []
+    copies += [("rhs", "M", problem.m)] if Layout(problem.rhs_layout) is not Layout.COL else []
+    for op, other, extent in copies:
+        if extent < WGMMA_TRANSPOSE_MIN_EXTENT:
+            return (f"{other} = {extent}: transposing the {op} for {kind} wgmma costs more than it gains "
+                    f"(auto wants {other} >= {WGMMA_TRANSPOSE_MIN_EXTENT})")
+    return None
+
+
+#: Where specialized_wgmma passes pipelined_wgmma, storing through TMA: from this many 128 x 256
+#: tiles (about a third of a wave), or from `SPECIALIZED_MIN_FLOP` operations at any tile count for
+#: 16-bit and fp8 operands (int8 with a long K), where its kernel takes longer than a call's host time.
+SPECIALIZED_MIN_TILES = 48
+SPECIALIZED_MIN_FLOP = 1 << 32
+#: Storing directly (outputs whose tile and ring do not fit shared memory together: int8's int32
+#: tiles), it was ahead only with this many tiles per multiprocessor and K from this.
+SPECIALIZED_MIN_WAVES, SPECIALIZED_MIN_K = 2, 2048
+
+
+def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """specialized_wgmma where its persistent cubes have enough tiles to share: its fixed costs (a
+    full ring to fill, one cube per multiprocessor) lose to pipelined_wgmma on a few; storing
+    directly, its exposed stores also want long tiles, two per multiprocessor or more. An operand
+    copied first (TMA's 16-byte rule or a K-major tile) costs its pass: worth it on a wave of tiles
+    or more with the other extent past the pipelined kernels' bound for theirs."""
+    if problem.epilogue.block_scales:
+        return None     # the one kernel that applies scales per K block (others run dequantized)
+    tiles = tile_count(problem, 128, 256)
+    copies = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    sms = max(1, dialect.device.compute_units)
+    for op in copies:
+        other, extent = ("N", problem.n) if op == "lhs" else ("M", problem.m)
+        if extent < WGMMA_TRANSPOSE_MIN_EXTENT or tiles < sms:
+            return (f"the {op} is copied first (TMA's 16-byte rule or a K-major tile); with {other} = {extent} "
+                    f"and {tiles} tiles of 128 x 256 the pass costs more than it gains (auto wants {other} >= "
+                    f"{WGMMA_TRANSPOSE_MIN_EXTENT} and a wave of tiles)")
+    if streams_on_specialized(problem, dialect):
+        return None       # weight streaming: its decode tiling (selector/specialized_wgmma.py)
+    try:
+        staged = select_specialized_tiling(problem, dialect)["tma_store"]
+    except (KeyError, TypeError):
+        staged = False
+    if staged:
+        flop = 2 * problem.batch * problem.m * problem.n * problem.k
+        if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or not _specialized_home(problem, dialect)):
+            return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES} and the problem is "
+                    f"small (16-bit and fp8 from 2^32 operations, int8 also with K >= "
+                    f"{INT8_SPECIALIZED_MIN_K_RATIO} max(M, N)): pipelined_wgmma is faster there")
+        return None
+    if tiles < SPECIALIZED_MIN_WAVES * sms:
+        return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_WAVES} per multiprocessor "
+                f"(its stores are direct for these outputs): pipelined_wgmma is faster there")
+    if problem.k < SPECIALIZED_MIN_K:
+        return (f"K = {problem.k} is short (from {SPECIALIZED_MIN_K} where its stores are direct): "
+                f"pipelined_wgmma is faster there")
+    return None

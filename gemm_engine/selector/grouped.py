@@ -1,0 +1,40 @@
+"""Tilings of the grouped variants (algorithms/grouped.py) where a group's few rows call for another
+tile than the dense rule's for the batched problem one group looks like.
+
+The Hopper TMA pipeline (specialized_wgmma): a group of at most 64 rows (decode, hundreds of small
+experts) takes the 64-row tile (one consumer warpgroup, 64 x 128, six slots): a 128-row tile would
+compute twice the rows for nothing, and twice as many 64 x 128 tiles fill the last wave of a
+weight-streaming grid better (Mixtral decode: 896 tiles on 132 multiprocessors, 6.8 waves, against
+3.4 of 128 x 256). Promoting problems (fp8, block scales) of at most 128 rows a group take 128 x 128
+(two consumer warpgroups), not the dense rule's 192 x 128 for many tiles, and at most 64 rows the
+64 x 128 tile; both add each slice into the float32 sums behind the next slice's batch. Larger
+groups keep the dense rule's tile. Not yet measured against the alternatives on the H100: the rows
+of bench/grouped.py are the check.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..codegen.dialect import Dialect
+from ..global_.promotion import wants_promotion
+from ..problem import MatmulProblem
+from .specialized_wgmma import preset, store_plan
+
+#: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) of few-row groups.
+SMALL_GROUP = (1, 1, 1, 128, 6)
+PROMOTED_GROUP = (2, 1, 1, 128, 6)
+
+
+def grouped_specialized_tiling(typical: MatmulProblem, dialect: Dialect, dense: Mapping) -> dict:
+    """The tiling of ``grouped_specialized_wgmma`` for groups like ``typical`` (the dense batched
+    problem one group looks like), ``dense`` the dense rule's for it."""
+    promoted = wants_promotion(typical)
+    if typical.m <= 64:
+        shape = SMALL_GROUP
+    elif promoted and typical.m <= 128:
+        shape = PROMOTED_GROUP
+    else:
+        return dict(dense)
+    wm, wn, pm, tn, stages = shape
+    behind = dict(promote_behind=True) if promoted else {}
+    return preset(wm, wn, pm, tn, **store_plan(typical, dialect, wm * pm * 64, wn * tn, stages), **behind)

@@ -1,0 +1,79 @@
+"""Tilings of the mma.sync (plane) algorithms: simple_mma and double_buffering_mma (one stage of
+shared memory), simple_wmma, and pipelined_mma / split_k_mma (a ring of cp.async stages).
+
+The measurements behind each choice: bench/SELECTION_NOTES.md, "mma.sync (plane) tilings".
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..codegen.dialect import Dialect
+from ..problem import MatmulProblem
+from .base import distinct, tile_count
+
+
+def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
+    """8 planes (2 x 4) per cube, each 64 x 32 (4 x 4 tiles of 16 x 8): a 128 x 128 stage of
+    stage_k 16 (at 32 the cyclic loaders' tasks push ptxas to 255 registers and spills). An axis of
+    64 or less halves the partitions along it (the cube keeps 8 planes, less of it on padding)."""
+    if problem.lhs.storage == "i8":
+        # int8: the instruction's k is 32; at most 4 x 2 tiles a plane (4 x 4 spills with bounds checks).
+        return dict(partition_m=2 if problem.m <= 64 else 4, partition_n=2, precision=precision, stage_k=32)
+    return dict(partition_m=2 if problem.m <= 64 else 4, partition_n=2 if problem.n <= 64 else 4,
+                precision=precision)
+
+
+def wmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
+    """16 x 16 WMMA tiles: half as many n tiles per plane as the 16 x 8 mma.sync tiling, same stage."""
+    sel = select_plane_tiling(problem, dialect, problem.precision)
+    return {**sel, "tile_n": 16, "partition_n": max(1, sel.get("partition_n", 4) // 2)}
+
+
+#: pipelined_mma's stages (planes_m, planes_n, partition_m, partition_n, stage_k in 16-bit elements,
+#: ring slots), largest first: 128 x 256 x 64 in 3 slots was the fastest at 4096^3, 128 x 128 x 32
+#: in 4 at 2048^3, the small ones at 1000^3.
+PIPELINED_CANDIDATES = [
+    (2, 4, 4, 8, 64, 3),     # 128 x 256, 8 warps of 64 x 64
+    (2, 2, 4, 8, 32, 4),     # 128 x 128, 4 warps of 64 x 64
+    (2, 2, 2, 8, 32, 4),     # 64 x 128, 4 warps of 32 x 64
+    (2, 2, 2, 4, 32, 4),     # 64 x 64, 4 warps of 32 x 32
+]
+#: The large stage of operands that cannot take 16-byte copies: x 64 in 3 slots with 4- or 8-byte
+#: copies (best at 4093^3); x 32 in 4 on the register path (x 64 needs 64 staging registers and spills).
+UNALIGNED_LARGE = (2, 2, 4, 8, 64, 3)
+REGISTER_PATH_LARGE = (2, 2, 4, 8, 32, 4)
+#: tf32 with at most this K is output-bound: the smallest stage, the most cubes in flight.
+TF32_SHORT_K = 128
+
+
+def pipelined_preset(planes_m, planes_n, partition_m, partition_n, stage_k, stages, **more) -> dict:
+    """A ring tiling of the plane stage, with fragment buffering (the pipelined kernels' default)."""
+    return dict(planes_m=planes_m, planes_n=planes_n, partition_m=partition_m, partition_n=partition_n,
+                stage_k=stage_k, stages=stages, fragment_buffering=True, **more)
+
+
+def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
+    """The largest candidate stage whose grid gives every multiprocessor a cube (the last one
+    otherwise): big stages reuse each loaded element most, small ones keep small problems parallel."""
+    sms = max(1, dialect.device.compute_units)
+    wide = 8 if problem.lhs.storage != "f32" else 4          # elements per 16 bytes
+    candidates = list(PIPELINED_CANDIDATES)
+    align = min(problem.lhs_align, problem.rhs_align)
+    if align < wide:
+        candidates[0] = REGISTER_PATH_LARGE if align * 16 // wide < 4 else UNALIGNED_LARGE
+    if problem.lhs.storage == "f32" and problem.k <= TF32_SHORT_K:
+        candidates = candidates[-1:]
+    for plm, pln, pm, pn, sk, stages in candidates:
+        if tile_count(problem, plm * pm * 16, pln * pn * 8) >= sms:
+            break
+    # Rows of the same bytes for tf32: half the k (so the ring's shared memory stays the same).
+    stage_k = sk // 2 if problem.lhs.storage == "f32" else sk
+    return pipelined_preset(plm, pln, pm, pn, stage_k, stages, precision=precision)
+
+
+def pipelined_tuning_space(problem: MatmulProblem, first: Mapping) -> list:
+    """``first``, then ``first`` on each candidate stage (tf32: half the k, as the rule does)."""
+    halve = problem.lhs.storage == "f32"
+    return distinct([first] + [
+        {**first, **pipelined_preset(plm, pln, pm, pn, sk // 2 if halve else sk, stages)}
+        for plm, pln, pm, pn, sk, stages in PIPELINED_CANDIDATES])

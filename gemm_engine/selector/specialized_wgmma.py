@@ -1,0 +1,278 @@
+"""Tilings of the Hopper warp-specialized algorithm (specialized_wgmma): the consumer warpgroups'
+tile, the ring's slots beside the staged output tile, the order of a cube's tiles, clusters, the
+split of the last wave along K, and the alternatives the tuner times.
+
+The cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128 accumulators
+per unit) for large outputs; 128 x 128 where at most half a wave of 128 x 256 tiles would leave
+multiprocessors idle (the 128 x 128 tiles then run in one wave); 16-bit problems under a wave of
+128 x 128 tiles take 64 x 128 (one consumer warpgroup). fp8 and block scales promote (a second set
+of float32 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8
+waves, else 128 x 128, whose two warpgroups promote each slice behind their next batch. The output
+tile is staged in as many column parts as leave room for the whole ring. Long-K 16-bit problems of
+many tiles run in clusters of two cubes along M that share each rhs slot (``cluster_m=2``). A last
+wave of at most half the device's cubes is split along K into parts that fill it (``split_tail``:
+batch/split_tail.py). Ping-pong consumers (``schedule="pingpong"``) are in the tuning space, not
+chosen: slower on every row measured.
+
+The measurements behind each choice: bench/SELECTION_NOTES.md, "specialized_wgmma tilings".
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..codegen.dialect import Dialect
+from ..global_.promotion import wants_promotion
+from ..problem import MatmulProblem
+from .base import distinct, tile_count
+from .waves import streams_weights
+
+#: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest tile first.
+CANDIDATES = [
+    (2, 1, 1, 256, 4),     # 128 x 256: 48 KiB a slot
+    (2, 1, 1, 128, 6),     # 128 x 128: 32 KiB a slot
+]
+#: Room for the ring's barriers and its 1 KiB alignment; the fewest slots worth staging for.
+SLACK, MIN_STAGES = 2048, 3
+#: Promoting problems (fp8, block scales: two accumulator sets, 64 x 128 per warpgroup): three
+#: consumer warpgroups from `PROMOTED_WAVES` waves of their tiles (fewer bytes read per flop), else two.
+PROMOTED = [
+    (3, 1, 1, 128, 5),     # 192 x 128: 40 KiB a slot
+    (2, 1, 1, 128, 6),
+]
+PROMOTED_WAVES = 8
+#: 16-bit problems under a wave of 128 x 128 tiles: 64 x 128 (one consumer warpgroup), twice the
+#: tiles, where an output row (and a row-major b's) is whole 128-byte lines and they fit a wave.
+SMALL = (1, 1, 1, 128, 6)
+#: Block-scaled 192 x 128 tiles run faster on 3 slots than on 4.
+BLOCK_SCALED_STAGES = 3
+#: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
+#: at least this many waves of tiles.
+CLUSTER_MIN_K, CLUSTER_MIN_WAVES = 8192, 4
+#: The last wave, when at most half full, split along K into at most this many parts, each at least
+#: this many ring slots long (a part's partial sums cost a few slots' time to store and add).
+SPLIT_MAX, SPLIT_MIN_SLICES = 4, 24
+#: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
+PINGPONG = [(2, 128), (1, 256)]
+#: Weight-streaming products (selector/waves.py): each tile split along K into up to this many
+#: parts of at least this many ring slots, so that the tiles' parts keep every multiprocessor
+#: streaming (a part's partial sums cost about a slot's time per part the owner adds: worth it when
+#: the alternative is idle multiprocessors); taken where at least half the device streams.
+DECODE_SPLIT_MAX, DECODE_MIN_SLICES, DECODE_MIN_BUSY = 8, 8, 0.5
+#: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
+#: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
+#: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
+#: 192 x 128: not measured for 16-bit, taken as 128 x 128's), and the margin a tile must beat the
+#: first by to be taken instead.
+WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975)]
+WAVE_MARGIN = 0.05
+
+
+def split_parts(problem: MatmulProblem, sms: int, tiles: int) -> int:
+    """The parts the rule splits each tile of the last wave into (1: none). The kernel takes the
+    fewest of this, its grid over the tail and the tile's slices (batch/split_tail.py): the same
+    where the grid is the device's multiprocessors, as the persistent grid is."""
+    tail = tiles % sms
+    slices = -(-problem.k * problem.lhs.itemsize // 128)     # ring slots of 128 bytes of K
+    return min(SPLIT_MAX, sms // tail, slices // SPLIT_MIN_SLICES) if tail else 1
+
+
+def selected_tiles(selection: Mapping) -> tuple[int, int]:
+    """(tile_m, tile_n) of a selection of this algorithm (a mapping, as the rule returns)."""
+    return (selection["warpgroups_m"] * selection["partition_m"] * 64,
+            selection["warpgroups_n"] * selection["tile_n"])
+
+
+def preset(wm, wn, pm, tn, stages, **more) -> dict:
+    return dict(warpgroups_m=wm, warpgroups_n=wn, partition_m=pm, tile_n=tn, stages=stages, **more)
+
+
+def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: int, stages: int,
+               groups: int = 1) -> dict:
+    """``stages``, ``tma_store`` and ``store_parts``: the output tile staged for TMA stores in the
+    fewest column parts (1, 2 or 4, each whole 128-byte bands) that leave room for all ``stages``
+    ring slots; failing that, whole, with as many slots as fit beside it, at least `MIN_STAGES`;
+    else direct stores and all the slots. A slot holds 128 bytes of K for each of the tile's
+    tile_m + tile_n lines, whatever the type; ``groups`` staging tiles (ping-pong: one per copy)."""
+    if problem.epilogue.paired:
+        # A gated epilogue's pairs are stored directly (global_/write/pairs.py): every slot stays.
+        return dict(stages=stages, tma_store=False, store_parts=1)
+    slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize * groups
+    band = 128 // problem.out.itemsize
+    room = dialect.device.max_shared_memory - SLACK
+    for parts in (1, 2, 4):
+        if (tile_n // parts) % band:
+            break
+        if (room - whole // parts) // slot >= stages:
+            return dict(stages=stages, tma_store=True, store_parts=parts)
+    fit = (room - whole) // slot
+    if fit >= MIN_STAGES:
+        return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
+    return dict(stages=stages, tma_store=False, store_parts=1)
+
+
+def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, tile_n: int,
+                    stages: int = 6) -> dict:
+    """A ping-pong selection: two one-warpgroup copies of a ``64 partition_m x tile_n`` stage
+    taking tiles in turns, each with its staging tile, grouped order."""
+    return preset(1, 1, partition_m, tile_n, schedule="pingpong", dispatch="grouped", dispatch_width=8,
+                  **store_plan(problem, dialect, 64 * partition_m, tile_n, stages, groups=2))
+
+
+def decode_shapes(problem: MatmulProblem) -> list[tuple]:
+    """The tiles `decode_tiling` chooses from, (warpgroups_m, warpgroups_n, partition_m, tile_n,
+    stages): the short side 64 or 128 rows (M short) or columns (N short), the long side 128 or 256
+    (promoting problems: 128, whose two accumulator sets fit)."""
+    promoted = wants_promotion(problem)
+    if problem.m <= problem.n:
+        wm = 1 if problem.m <= 64 else 2
+        # 256 columns as two warpgroups of 128 side by side: one warpgroup of 64 x 256 spills at 240 registers.
+        return [(wm, 1, 1, 128, 6)] + ([] if promoted else [(wm, 2, 1, 128, 4)])
+    tn = 64 if problem.n <= 64 else 128
+    return [(2, 1, 1, tn, 6)] + ([] if promoted else [(2, 1, 2, tn, 4)])
+
+
+def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
+    """A weight-streaming product's tiling: the tile's short side fit to the problem's (64 rows
+    for a short side up to 64, else 128; along N, 64 or 128 columns), the long side from two sizes,
+    every tile split along K into parts (``split_tail``: all of them are the last wave) so that
+    the most multiprocessors stream (fewer parts, then the first size, on ties); None where fewer
+    than `DECODE_MIN_BUSY` of the device would (a split-K launch spreads it wider)."""
+    if problem.lhs.storage in ("i8", "f32"):
+        return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
+    sms = max(1, dialect.device.compute_units)
+    shapes = decode_shapes(problem)
+    slices = -(-problem.k * problem.lhs.itemsize // 128)
+    best = None
+    for wm, wn, pm, tn, stages in shapes:
+        tiles = tile_count(problem, wm * pm * 64, wn * tn)
+        if tiles < sms:
+            parts = max(1, min(DECODE_SPLIT_MAX, sms // tiles, slices // DECODE_MIN_SLICES))
+            busy = tiles * parts / sms
+        else:
+            parts = split_parts(problem, sms, tiles)
+            busy = tiles / (-(-tiles // sms) * sms)
+        key = (-round(busy, 3), parts)
+        if best is None or key < best[0]:
+            best = (key, (wm, wn, pm, tn, stages), parts, busy)
+    _, (wm, wn, pm, tn, stages), parts, busy = best
+    if busy < DECODE_MIN_BUSY:
+        return None
+    # Two promoting consumer warpgroups add each slice behind the next (as the rule's 128 x 128 tiles).
+    behind = dict(promote_behind=True) if wants_promotion(problem) and wm * wn == 2 else {}
+    return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), dispatch="row_major",
+                  **behind, **(dict(split_tail=parts) if parts > 1 else {}))
+
+
+def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:
+    """Time of a tiling in 128 x 256 tile times: its whole waves, then the last one split as the
+    rule splits it (`split_parts`), each tile time scaled by its area and ``rate``."""
+    wm, wn, pm, tn, _ = shape
+    tiles = tile_count(problem, wm * pm * 64, wn * tn)
+    tail = tiles % sms
+    parts = max(1, split_parts(problem, sms, tiles))
+    return (tiles // sms + (1 / parts if tail else 0)) * (wm * pm * 64 * wn * tn) / (128 * 256) / rate
+
+
+def wave_shape(problem: MatmulProblem, sms: int):
+    """The tile of `WAVE_TILES` that takes the least time by `wave_cost`; the first unless another
+    is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 384 of 192 x 128
+    2.9 of them)."""
+    costs = [(wave_cost(problem, sms, shape, rate), shape) for shape, rate in WAVE_TILES]
+    cost, shape = min(costs, key=lambda c: c[0])
+    return costs[0][1] if cost > (1 - WAVE_MARGIN) * costs[0][0] else shape
+
+
+def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
+    sms = max(1, dialect.device.compute_units)
+    promoted = wants_promotion(problem)
+    if streams_weights(problem) and not problem.epilogue.block_scales:
+        decode = decode_tiling(problem, dialect)
+        if decode is not None:
+            return decode
+    for wm, wn, pm, tn, stages in PROMOTED if promoted else CANDIDATES:
+        tiles = tile_count(problem, wm * pm * 64, wn * tn)
+        # 128 x 256 from more than half a wave (its one wave as long as two of 128 x 128).
+        enough = (PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
+        if tiles >= enough:
+            break
+    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256):
+        # From half a wave of 128 x 256 tiles up, the tile whose waves fill the device best.
+        wm, wn, pm, tn, stages = wave_shape(problem, sms)
+        tiles = tile_count(problem, wm * pm * 64, wn * tn)
+    if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
+            and tile_count(problem, 64, SMALL[3]) <= sms
+            and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
+        wm, wn, pm, tn, stages = SMALL
+        tiles = tile_count(problem, 64, tn)
+    if problem.epilogue.block_scales and wm == 3:
+        stages = BLOCK_SCALED_STAGES
+    # Grouped by 8 tile rows from about a wave of tiles: neighbouring cubes' operands stay in L2.
+    order = (dict(dispatch="grouped", dispatch_width=8)
+             if tiles >= sms or ((tn == 256 or wm * pm == 1) and 2 * tiles > sms)
+             else dict(dispatch="row_major"))
+    cluster = (not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K
+               and tiles >= CLUSTER_MIN_WAVES * sms)
+    behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
+    parts = split_parts(problem, sms, tiles)
+    if problem.epilogue.block_scales and wm == 3:
+        parts = max(parts, 2)     # its loop over whole tiles compiles without spills then
+    split = dict(split_tail=parts) if parts > 1 and not cluster else {}
+    return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
+                  **(dict(cluster_m=2) if cluster else {}), **behind, **split)
+
+
+def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
+    """The rule's split tail goes with clusters or ping-pong the caller asks for (a split part is one
+    cube's, on all its consumers) and its clusters with a split the caller asks for; promotion
+    behind goes with three consumer warpgroups (three accumulator sets do not fit their
+    registers); unless the caller asked for both."""
+    out = dict(chosen)
+    knob = {**chosen, **overrides}.get
+    if "split_tail" not in overrides and (knob("cluster_m", 1) > 1 or knob("schedule", "cooperative") != "cooperative"):
+        out.pop("split_tail", None)
+    if overrides.get("split_tail", 0) > 1:
+        for name in ("cluster_m", "schedule"):
+            if name not in overrides:
+                out.pop(name, None)
+    if "promote_behind" not in overrides and knob("warpgroups_m", 2) * knob("warpgroups_n", 1) > 2:
+        out.pop("promote_behind", None)
+    return out
+
+
+def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Mapping) -> list:
+    """``first``, then each candidate in every order, with and without clusters, promotion behind
+    (two consumers), split tails of 2 and `SPLIT_MAX` parts; 16-bit: the 192 x 128 wave tile, whole
+    and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
+    ping-pong tilings."""
+    space = [first]
+    promoted = wants_promotion(problem)
+    for c in PROMOTED if promoted else CANDIDATES + [SMALL]:
+        for order in ("row_major", "grouped", "swizzled"):
+            space.append(preset(*c, dispatch=order, dispatch_width=8))
+        stored = store_plan(problem, dialect, c[0] * c[2] * 64, c[1] * c[3], c[4])
+        for cluster_m in (1, 2):
+            space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, cluster_m=cluster_m))
+        if promoted and c[0] * c[1] == 2:   # three sets fit two consumers' registers
+            space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, promote_behind=True))
+        for parts in (2, SPLIT_MAX):
+            space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
+    if not promoted:
+        shape = WAVE_TILES[1][0]     # 192 x 128: the wave rule's other tile
+        stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
+        space += [preset(*shape[:4], **stored, dispatch="grouped", dispatch_width=8, **split)
+                  for split in ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))]
+    if streams_weights(problem):
+        space += decode_space(problem, dialect)
+    for pm, tn in PINGPONG:
+        space.append(pingpong_preset(problem, dialect, pm, tn))
+    return distinct(space)
+
+
+def decode_space(problem: MatmulProblem, dialect: Dialect) -> list:
+    """Every decode shape (`decode_tiling`'s) split in 1, 2, 4 and `DECODE_SPLIT_MAX` parts."""
+    out = []
+    for wm, wn, pm, tn, stages in decode_shapes(problem):
+        stored = store_plan(problem, dialect, wm * pm * 64, wn * tn, stages)
+        out += [preset(wm, wn, pm, tn, **stored, dispatch="row_major", **(dict(split_tail=p) if p > 1 else {}))
+                for p in (1, 2, 4, DECODE_SPLIT_MAX)]
+    return out

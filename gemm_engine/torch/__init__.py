@@ -1,0 +1,27 @@
+"""gemm_engine for PyTorch: registered ops, autograd, drop-in modules (needs torch).
+
+    >>> import torch, gemm_engine
+    >>> from gemm_engine.torch import Linear, SwiGLU, replace_linear
+    >>> y = gemm_engine.matmul(x, w, bias=b, activation="gelu")   # a grad_fn where x requires grad
+    >>> model = replace_linear(model)                              # nn.Linear -> gemm_engine's Linear
+
+* ``torch.ops.gemm_engine.matmul`` / ``matmul_fused`` / ``scaled_matmul`` (ops.py): fake
+  implementations from the engine's own shape and dtype rules, so torch.compile(fullgraph=True)
+  and dynamic shapes trace through; autocast casts the float operands.
+* Autograd (autograd.py): backward by the engine (transposed views, the activation's derivative as
+  a fused epilogue); fp8 / int8 scaled products have none.
+* `Linear`, `replace_linear`, `SwiGLU` (modules.py); a small transformer block for training checks
+  (block.py).
+
+Eager calls without grad stay on the engine's direct path (no dispatcher): `gemm_engine.matmul`
+sends a call here only when it needs torch's machinery (tensors.py `torch_op_wanted`). Importing
+this package is optional: that first such call imports it. ``import gemm_engine`` never imports
+torch.
+"""
+from __future__ import annotations
+
+from . import autograd, ops  # noqa: F401  (registers the ops and their backward formulas)
+from .modules import Linear, SwiGLU, linear, replace_linear
+from .ops import activation_key, engine_handle
+
+__all__ = ["Linear", "SwiGLU", "activation_key", "engine_handle", "linear", "replace_linear"]

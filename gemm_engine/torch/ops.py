@@ -1,0 +1,199 @@
+"""``torch.ops.gemm_engine.*``: the engine's matmul as registered torch operators.
+
+Three operators, defined with `torch.library.Library` (``define`` / ``impl``: the cheaper of torch's
+two registration paths, pytorch issue 177109) and implemented by `Engine.compute` for every device:
+
+* ``matmul(a, b, engine, algorithm, precision)``: numpy's matmul;
+* ``matmul_fused(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype, casting, engine,
+  algorithm, precision)``: the fused epilogue ``act(alpha * (a @ b) + beta * c + bias) * mul``;
+* ``scaled_matmul(a, b, scale_a, scale_b, alpha, bias, bias_axis, activation, out_dtype, casting,
+  engine, algorithm, precision)``: fp8 / int8 (or any) operands with their dequantizing scales.
+
+Every argument is positional (autocast kernels take no keywords). ``engine`` is a handle
+(`engine_handle`: 0 is the default engine), ``activation`` a key (`activation_key`: a registered
+name, ``"derivative:<key>"``, or a key kept for an unregistered instance), "" for none.
+
+The fake implementation of each (`torch.library.register_fake`) runs the engine's own rules,
+call/numpy_rules.py `call_shape` and `result_types` (the one dtype rule), on the tensors' shapes
+and dtypes, so torch.compile traces every call numpy's rules allow, symbolic sizes included; the
+result is contiguous on the first operand's device, as the engine's is. Under autocast the float
+operands (not float64 nor fp8) are cast to autocast's dtype first (`_autocast`), as torch's matmul
+is. Autograd: gemm_engine/torch/autograd.py.
+"""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from ..handles import engine_of
+from ..call import numpy_rules
+from ..epilogue.activations import ACTIVATIONS, Activation, Derivative, resolve_activation
+from ..epilogue.scales import check_scale
+from ..tensors import numpy_torch_dtype, torch_numpy_dtype
+
+LIB = torch.library.Library("gemm_engine", "DEF")
+_COMMON = "int engine, str? algorithm, str precision"
+SCHEMAS = {
+    "matmul": f"(Tensor a, Tensor b, {_COMMON}) -> Tensor",
+    "matmul_fused": ("(Tensor a, Tensor b, Tensor? c, Tensor? bias, Tensor? mul, float alpha, float beta, "
+                     f"int bias_axis, str activation, ScalarType? out_dtype, str casting, {_COMMON}) -> Tensor"),
+    "scaled_matmul": ("(Tensor a, Tensor b, Tensor? scale_a, Tensor? scale_b, float alpha, Tensor? bias, "
+                      f"int bias_axis, str activation, ScalarType? out_dtype, str casting, {_COMMON}) -> Tensor"),
+}
+
+# -- handles: engines and activations as schema values -------------------------------------------------
+_lock = threading.Lock()
+_ACTIVATIONS: dict = {}        # key -> unregistered Activation instance
+_ACTIVATION_KEYS: dict = {}    # Activation instance -> key
+
+
+def engine_handle(engine) -> int:
+    """The handle an op takes for ``engine``: its `Engine.handle`, 0 for None (the default engine,
+    made where the call runs: torch.compile traces this without making one)."""
+    return 0 if engine is None else engine.handle
+
+
+def activation_key(activation) -> str:
+    """The schema string of an activation (None, a registered name, an Activation or a subclass)."""
+    if activation is None:
+        return ""
+    if isinstance(activation, str):
+        resolve_activation(activation)        # ValueError naming the registered ones
+        return activation
+    act = resolve_activation(activation)
+    if isinstance(act, Derivative):
+        return "derivative:" + activation_key(act.of)
+    cls = ACTIVATIONS.get(act.name)
+    if cls is type(act) and act == cls():
+        return act.name
+    found = _ACTIVATION_KEYS.get(act)
+    if found is None:
+        with _lock:
+            found = f"instance:{len(_ACTIVATIONS)}:{act.name}"
+            _ACTIVATIONS[found], _ACTIVATION_KEYS[act] = act, found
+    return found
+
+
+def activation_of(key: str) -> Activation | None:
+    if not key:
+        return None
+    if key.startswith("derivative:"):
+        return Derivative(activation_of(key[len("derivative:"):]))
+    if key.startswith("instance:"):
+        return _ACTIVATIONS[key]
+    return resolve_activation(key)
+
+
+# -- implementations ------------------------------------------------------------------------------------
+def _plain(x):
+    """A tensor as the engine reads it: Parameters and tensors that require grad detached (no
+    autograd below the op; the fast path takes plain tensors)."""
+    return x if x is None or (type(x) is torch.Tensor and not x.requires_grad) else x.detach()
+
+
+def _options(algorithm, precision) -> dict:
+    return dict(algorithm=algorithm or None, precision=precision or None)
+
+
+def matmul_impl(a, b, engine, algorithm, precision):
+    return engine_of(engine).compute(_plain(a), _plain(b), **_options(algorithm, precision))
+
+
+def fused_impl(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype, casting, engine, algorithm,
+               precision):
+    return engine_of(engine).compute(
+        _plain(a), _plain(b), c=_plain(c), bias=_plain(bias), mul=_plain(mul), alpha=alpha,
+        beta=beta if c is not None else None, bias_axis=bias_axis, activation=activation_of(activation),
+        out_dtype=_numpy_dtype(out_dtype), casting=casting, **_options(algorithm, precision))
+
+
+def scaled_impl(a, b, scale_a, scale_b, alpha, bias, bias_axis, activation, out_dtype, casting, engine, algorithm,
+                precision):
+    return engine_of(engine).compute(
+        _plain(a), _plain(b), scale_a=_plain(scale_a), scale_b=_plain(scale_b), alpha=alpha, bias=_plain(bias),
+        bias_axis=bias_axis, activation=activation_of(activation), out_dtype=_numpy_dtype(out_dtype),
+        casting=casting, **_options(algorithm, precision))
+
+
+def _numpy_dtype(dtype):
+    return None if dtype is None else torch_numpy_dtype(dtype)
+
+
+# -- fake implementations: the engine's rules on shapes and dtypes -----------------------------------
+class _Meta:
+    """What numpy_rules reads of an array: its shape and numpy dtype."""
+
+    def __init__(self, tensor):
+        self.shape, self.dtype = tuple(tensor.shape), torch_numpy_dtype(tensor.dtype)
+
+
+def fake_result(a, b, *, c=None, bias=None, mul=None, beta=0.0, activation="", out_dtype=None, casting="same_kind",
+                scale_a=None, scale_b=None):
+    """An empty tensor of the shape, dtype, strides and device ``matmul`` returns for these."""
+    act = activation_of(activation)
+    shape = numpy_rules.call_shape(tuple(a.shape), tuple(b.shape), numpy_rules.pairs_of(act))
+    kinds = {check_scale(_Meta(s), label, shape.m, shape.n, shape.k, lhs).kind
+             for label, s, lhs in (("scale_a", scale_a, True), ("scale_b", scale_b, False)) if s is not None}
+    dtypes = {name: None if x is None else torch_numpy_dtype(x.dtype)
+              for name, x in (("c", c if beta != 0 else None), ("bias", bias), ("mul", mul))}
+    types = numpy_rules.result_types(torch_numpy_dtype(a.dtype), torch_numpy_dtype(b.dtype), **dtypes,
+                                     scales="block" if "block" in kinds else "vector" if kinds else "",
+                                     out_dtype=_numpy_dtype(out_dtype), casting=casting)
+    return a.new_empty(shape.out_shape, dtype=numpy_torch_dtype(types.result))
+
+
+def matmul_fake(a, b, engine, algorithm, precision):
+    return fake_result(a, b)
+
+
+def fused_fake(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype, casting, engine, algorithm,
+               precision):
+    return fake_result(a, b, c=c, bias=bias, mul=mul, beta=beta, activation=activation, out_dtype=out_dtype,
+                       casting=casting)
+
+
+def scaled_fake(a, b, scale_a, scale_b, alpha, bias, bias_axis, activation, out_dtype, casting, engine, algorithm,
+                precision):
+    return fake_result(a, b, bias=bias, activation=activation, out_dtype=out_dtype, casting=casting,
+                       scale_a=scale_a, scale_b=scale_b)
+
+
+# -- autocast: the float operands in autocast's dtype, as torch's matmul casts them ----------------------
+def _autocast_kernel(op, device_type: str):
+    key = getattr(torch._C.DispatchKey, "Autocast" + torch._C._dispatch_key_for_device(device_type))
+
+    def cast(x):
+        eligible = (isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type == device_type
+                    and x.dtype in (torch.float32, torch.float16, torch.bfloat16))
+        return x.to(torch.get_autocast_dtype(device_type)) if eligible else x
+
+    def kernel(keyset, *args):
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(key)):
+            return op(*(cast(x) for x in args))
+    return kernel
+
+
+IMPLS = {"matmul": (matmul_impl, matmul_fake), "matmul_fused": (fused_impl, fused_fake),
+         "scaled_matmul": (scaled_impl, scaled_fake)}
+#: The ops autocast casts (a scaled product's operands are what their scales dequantize).
+AUTOCAST = ("matmul", "matmul_fused")
+
+for _name, _schema in SCHEMAS.items():
+    LIB.define(_name + _schema)
+    _impl, _fake = IMPLS[_name]
+    LIB.impl(_name, _impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"gemm_engine::{_name}", _fake, lib=LIB)
+    if _name in AUTOCAST:
+        for _device in ("cpu", "cuda"):
+            _op = getattr(torch.ops.gemm_engine, _name).default
+            _key = "Autocast" + torch._C._dispatch_key_for_device(_device)
+            LIB.impl(_name, _autocast_kernel(_op, _device), _key, with_keyset=True)
+
+
+def op(name: str):
+    """``torch.ops.gemm_engine.<name>.default``."""
+    return getattr(torch.ops.gemm_engine, name).default
+
+
+__all__ = ["activation_key", "activation_of", "engine_handle", "engine_of", "fake_result", "op"]

@@ -1,0 +1,25 @@
+"""The linear layers of a torch model, as `warmup` compiles them (gemm_engine/compile_ahead.py)."""
+from __future__ import annotations
+
+from torch import nn
+
+from .modules import SwiGLU
+
+
+def model_layers(model: nn.Module) -> tuple[list[tuple], object, bool]:
+    """(the distinct (in_features, out_features, bias, activation) of ``model``'s nn.Linear, `Linear`
+    and `SwiGLU` modules (compile_ahead.py's `LinearShape` fields), the dtype of their weights: the
+    first one's, None without any; whether it lies on the CPU)."""
+    layers, dtype, host = [], None, True
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            shape = (module.in_features, module.out_features, module.bias is not None,
+                     getattr(module, "activation", None))
+        elif isinstance(module, SwiGLU):
+            shape = (module.in_features, 2 * module.hidden_features, module.bias is not None, module.activation)
+        else:
+            continue
+        if dtype is None:
+            dtype, host = module.weight.dtype, module.weight.device.type == "cpu"
+        layers.append(shape)
+    return list(dict.fromkeys(layers)), dtype, host

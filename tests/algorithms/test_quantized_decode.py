@@ -1,0 +1,188 @@
+"""The quantized decode kernel (M <= 64): numerics on every backend (OpenCL runs its emulation of
+the plane product, which checks the fragment arithmetic), its refusals, its choice by ``auto`` and
+its CUDA sources (sm_80 and sm_90a, no spills).
+
+References are float64 products with the weights rounded once to x's 16-bit type (what the
+fragments hold); the errors left are the output's rounding. Each distinct kernel is a PoCL compile
+of several seconds (the emulated products are unrolled), so most cases run a small tiling
+(``column_loads=1``), each axis at least once: both layouts, int4 / int8 / fp8, zeros or not,
+groups per step / per block / per column, M in one and several 8-row tiles, K and N ragged."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_compile import compile_jobs, jobs_of, nvcc_or_skip, prefetched, spill_problems_of
+from gemm_engine.algorithms import REGISTRY
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32
+from gemm_engine.errors import SetupError
+from gemm_engine.problem import MatmulProblem
+from gemm_engine.quant import WeightFormat, quantize
+from gemm_engine.selector.rules import RULES
+from helpers import BF16, TOLERANCE, np_dtype, rel_error
+
+
+def weight(rng, k, n):
+    return rng.standard_normal((k, n)) * rng.uniform(0.05, 20.0, size=(k, 1))
+
+
+def run(engine, rng, kind, symmetric, group, m, k, n, dtype, layout, algorithm="quantized_decode", scales=None,
+        **knobs):
+    """``scales``: the scales' dtype (default x's own: on CUDA int4 then takes the pair FMAs)."""
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    q = quantize(weight(rng, k, n), kind, group, symmetric, scale_dtype=scales or dtype)
+    q = q.prepack() if layout == "prepacked" else q
+    x = rng.standard_normal((m, k)).astype(np_dtype(dtype))
+    alg = REGISTRY[algorithm](**knobs)
+    y = engine.quantized_matmul(x, q, algorithm=alg)
+    assert engine.last_choice[0].name == algorithm and y.shape == (m, n) and y.dtype == np_dtype(dtype)
+    ref = np.asarray(x, np.float64) @ q.dequantize(rounded_to=dtype).astype(np.float64)
+    err = rel_error(y, ref)
+    assert err <= TOLERANCE[dtype], f"relative error {err:.3e}"
+    return err
+
+
+#: (format, symmetric, group, M, K, N, dtype, layout, knobs)
+CASES = [
+    ("int4", False, 32, 5, 100, 37, "bfloat16", "k_packed", dict(column_loads=1, unroll=2)),   # scales per step
+    ("int4", True, 64, 17, 200, 70, "float16", "prepacked", dict(column_loads=1, unroll=1)),  # per block, 3 x tiles
+    ("int4", False, None, 8, 77, 33, "float16", "k_packed", dict(column_loads=1, unroll=1)),   # per column
+    ("int4", True, 32, 2, 64, 40, "bfloat16", "prepacked", dict(column_loads=1, unroll=1, scales="float16")),
+    ("int8", False, 32, 3, 130, 40, "bfloat16", "prepacked", dict(column_loads=1, unroll=1)),
+    ("int8", True, None, 1, 72, 20, "float16", "k_packed", dict(column_loads=1, unroll=2, planes=2)),
+    ("fp8_e4m3", True, 32, 2, 64, 64, "bfloat16", "k_packed", dict(column_loads=1, unroll=1)),
+    ("int4", True, 128, 64, 256, 50, "bfloat16", "k_packed", dict(column_loads=1, unroll=1)),  # M = 64
+    ("int4", False, 32, 17, 200, 150, "bfloat16", "prepacked", dict(column_loads=1, unroll=1, planes=2,
+                                                                      planes_along="n")),    # planes along N
+    ("int4", False, 128, 4, 300, 90, "bfloat16", "prepacked", {}),                              # default tiling
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(str(v) for v in c[:8]))
+def test_decode(engine, rng, case):
+    *args, knobs = case
+    try:
+        run(engine, rng, *args, **knobs)
+    except SetupError as exc:
+        if engine.backend == "opencl" or (engine.device.compute_capability or (0, 0)) >= (8, 0):
+            raise
+        pytest.skip(f"no plane product here: {exc.reason}")
+
+
+def test_decode_split_k(engine, rng):
+    run(engine, rng, "int4", False, 32, 3, 1000, 40, "bfloat16", "k_packed", "quantized_decode_split_k",
+        column_loads=1, unroll=1, split_k=3)
+    assert engine.last_choice[1].batch.splits == 3
+
+
+def test_decode_batch_folds_into_m(opencl_engine, rng):
+    e = opencl_engine
+    q = quantize(weight(rng, 64, 32), "int4", 32)
+    x = rng.standard_normal((2, 3, 64)).astype(np.float16)
+    y = e.quantized_matmul(x, q, algorithm=REGISTRY["quantized_decode"](column_loads=1, unroll=1))
+    ref = x.astype(np.float64) @ q.dequantize(rounded_to="float16").astype(np.float64)
+    assert y.shape == (2, 3, 32) and rel_error(y, ref) <= TOLERANCE["float16"]
+    assert e.last_choice[1].batch.global_.m_tiles == 1      # 6 rows: one 8-row tile, batch 1
+
+
+def _problem(m=1, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, scale="bf16_bits"), align=8):
+    return MatmulProblem(1, m, n, k, et, et, et, lhs_align=align, weights=fmt)
+
+
+@pytest.mark.parametrize("problem, words", [
+    (_problem(et=FLOAT32), "16-bit"),
+    (_problem(m=65), "at most 64"),
+    (_problem(fmt=WeightFormat("int4", 16)), "group_size=16"),
+    (_problem(fmt=None), "quantized weights"),
+])
+def test_refusals(problem, words):
+    d = dialect_for(nominal_cuda_device())
+    with pytest.raises(SetupError, match=words):
+        REGISTRY["quantized_decode"]().setup(problem, d)
+
+
+def test_planes_along_n_widen_the_cube_and_need_no_reduction():
+    d = dialect_for(nominal_cuda_device())
+    cfg = REGISTRY["quantized_decode"](planes_along="n", planes=4, column_loads=2).setup(_problem(m=64), d)
+    g = cfg.batch.global_
+    assert g.stage.stage_n == 4 * 64 and g.reduce_floats == 0 and g.along_n
+    with pytest.raises(SetupError, match="planes_along"):
+        REGISTRY["quantized_decode"](planes_along="m").setup(_problem(), d)
+
+
+def test_refused_below_sm80_and_where_shared_memory_ends():
+    with pytest.raises(SetupError, match="plane product"):
+        REGISTRY["quantized_decode"]().setup(_problem(), dialect_for(nominal_cuda_device(7, 5)))
+    with pytest.raises(SetupError, match="shared memory"):
+        REGISTRY["quantized_decode"](column_loads=2, unroll=1, planes=8).setup(_problem(m=64),
+                                                                               dialect_for(nominal_cuda_device()))
+
+
+def test_auto_takes_decode_on_cuda_and_splits_few_strips():
+    d = dialect_for(nominal_cuda_device())
+    auto = REGISTRY["auto"]()
+    picks = {}
+    for n, m in ((4096, 1), (4096, 64), (32768, 16), (4096, 65)):
+        cfg = auto.setup(_problem(m=m, n=n), d)
+        picks[(n, m)] = cfg.algorithm.rsplit(".", 1)[1]
+    assert picks[(4096, 1)] == picks[(4096, 64)] == "QuantizedDecodeSplitKAlgorithm"
+    assert picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
+    assert picks[(4096, 65)] == "QuantizedDoubleBufferingMmaAlgorithm"
+    assert [r.algorithm for r in RULES[-4:]] == ["quantized_decode_split_k", "quantized_decode",
+                                                 "quantized_double_buffering_mma", "quantized_simple_unit"]
+
+
+# -- CUDA sources ----------------------------------------------------------------------------------
+SOURCE_CASES = [
+    ("quantized_decode", "int4", 128, True, "prepacked", 1, "bfloat16", {}),
+    ("quantized_decode", "int4", 128, False, "k_packed", 16, "float16", {}),
+    ("quantized_decode", "int4", 32, False, "k_packed", 32, "bfloat16", {}),
+    ("quantized_decode", "int4", 0, True, "prepacked", 64, "float16", {}),
+    ("quantized_decode_split_k", "int4", 128, False, "prepacked", 64, "bfloat16", dict(planes_along="n")),
+    ("quantized_decode_split_k", "int4", 128, True, "prepacked", 4, "bfloat16", {}),
+    ("quantized_decode", "int8", 0, False, "prepacked", 16, "bfloat16", {}),
+    ("quantized_decode", "fp8_e4m3", 0, False, "k_packed", 8, "float16", {}),
+    ("quantized_double_buffering_mma", "int4", 128, True, "k_packed", 256, "bfloat16", {}),
+    ("quantized_simple_mma", "int8", 64, True, "prepacked", 256, "float16", {}),
+    ("quantized_simple_unit", "fp8_e4m3", 32, False, "k_packed", 100, "float16", {}),
+]
+
+
+def cuda_sources() -> dict:
+    out = {}
+    for name, kind, group, zeros, layout, m, dtype, knobs in SOURCE_CASES:
+        et = {"bfloat16": BFLOAT16, "float16": FLOAT16}[dtype]
+        scale = "bf16_bits" if dtype == "bfloat16" else "f16_bits"
+        fmt = WeightFormat(kind, group, zeros and kind != "fp8_e4m3", scale, layout)
+        for cc in ((8, 0), (9, 0)):
+            d = dialect_for(nominal_cuda_device(*cc))
+            alg = REGISTRY[name](**knobs)
+            cfg = alg.setup(_problem(m=m, n=4096 + 32, k=4096 + 64, et=et, fmt=fmt), d)
+            out[f"{name}-{kind}-{group}-{layout}-{m}-{dtype}-sm{cc[0]}{cc[1]}"] = alg.render(cfg, d)
+    return out
+
+
+def _jobs():
+    from cuda_compile import SM80, SM90A
+    return [(name, src, SM80 if name.endswith("sm80") else SM90A) for name, src in cuda_sources().items()]
+
+
+@prefetched(_jobs)
+def test_cuda_sources_compile_without_spills():
+    nvcc_or_skip()
+    problems = spill_problems_of(compile_jobs(_jobs(), nvcc_or_skip()))
+    decode = {k: v for k, v in problems.items() if "decode" in k or "did not compile" in v}
+    assert not decode, "\n\n".join(f"{k}: {v[-1500:]}" for k, v in list(decode.items())[:3])
+
+
+def test_cuda_decode_source_structure():
+    src = cuda_sources()["quantized_decode-int4-128-prepacked-1-bfloat16-sm90"]
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in src
+    assert "ld.global.nc.L1::no_allocate.v4.u32" in src          # the weights: 16-byte streaming loads
+    assert "fma.rn.bf16x2" in src and "cvt.rn.bf16x2.f32" in src  # pair FMAs; scales packed once
+    # the prepacked int4 pair: one shift and one mask per pair, no conversion instruction
+    assert "0x000f000fu" in src and "(float)" not in src
+    assert src.count("ptx_dequant_pair_bf16(") >= 1 + 2 * 2 * 2 * 4   # definition + tiles x regs x steps

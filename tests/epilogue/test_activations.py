@@ -1,0 +1,74 @@
+"""Activations: fields of any kind (a list) key the kernel by value; a user activation without a
+numpy reference is told why K = 0 needs one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemm_engine
+from helpers import random, reference, rel_error
+
+
+class Affine(gemm_engine.Activation):
+    name = "test_affine"
+
+    def __init__(self, coefficients=(1.0, 2.0)):
+        self.coefficients = list(coefficients)
+
+    def render(self, x, m):
+        return f"({m.lit(self.coefficients[0])} * {x} + {m.lit(self.coefficients[1])})"
+
+    def reference(self, x):
+        return self.coefficients[0] * x + self.coefficients[1]
+
+
+def test_a_list_field_is_part_of_the_kernel(opencl_engine, rng):
+    a, b = random(rng, (9, 7), "float32"), random(rng, (7, 5), "float32")
+    assert Affine() == Affine() and hash(Affine()) == hash(Affine()) and Affine() != Affine((2.0, 0.0))
+    assert rel_error(opencl_engine.matmul(a, b, activation=Affine()), reference(a, b) + 2) < 2e-5
+    assert rel_error(opencl_engine.matmul(a, b, activation=Affine((2.0, 0.0))), 2 * reference(a, b)) < 2e-5
+
+
+def test_k_zero_without_a_reference_says_why(opencl_engine):
+    class NoReference(gemm_engine.Activation):
+        name = "test_no_reference"
+
+        def render(self, x, m):
+            return x
+    with pytest.raises(NotImplementedError, match="K = 0.*numpy `reference`"):
+        opencl_engine.matmul(np.ones((3, 0)), np.ones((0, 3)), activation=NoReference())
+
+
+# -- derivatives ----------------------------------------------------------------------------------
+ELEMENTWISE = sorted(name for name, cls in gemm_engine.ACTIVATIONS.items() if cls.arity == 1)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_each_reference_derivative_is_the_references_slope(name):
+    act = gemm_engine.ACTIVATIONS[name]()
+    x = np.linspace(-6, 6, 241)
+    x = x[np.abs(x) > 1e-3]                  # relu's kink
+    h = 1e-6
+    slope = (act.reference(x + h) - act.reference(x - h)) / (2 * h)
+    assert np.allclose(act.reference_derivative(x), slope, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_derivative_kernels_match_their_reference_even_saturated(engine, name):
+    """x @ I through Derivative(f): the kernel's f'(x) equals the float64 reference within float32
+    rounding for arguments of every size, finite wherever the reference is."""
+    from gemm_engine.epilogue.activations import Derivative
+    x = np.array([[-1e30, -1e4, -30.0, -3.0, -1e-3, 0.5, 1e-3, 3.0, 30.0, 1e4, 1e30]], np.float32)
+    got = np.asarray(engine.matmul(x.T, np.ones((1, 1), np.float32), activation=Derivative(name)), np.float64).ravel()
+    with np.errstate(all="ignore"):
+        want = gemm_engine.ACTIVATIONS[name]().reference_derivative(x.astype(np.float64).ravel())
+    assert np.all(np.isfinite(got)), (name, got)
+    assert np.allclose(got, want, rtol=2e-5, atol=1e-6), (name, got, want)
+
+
+def test_an_activation_without_a_derivative_is_refused_by_name():
+    from gemm_engine.epilogue.activations import Derivative
+    assert Affine().has_derivative is False and gemm_engine.ACTIVATIONS["silu"]().has_derivative
+    with pytest.raises(ValueError, match="'test_affine' defines no `derivative`"):
+        Derivative(Affine())
+    assert Derivative("silu") == Derivative("silu") and hash(Derivative("gelu")) == hash(Derivative("gelu"))

@@ -1,0 +1,87 @@
+"""selector/conditions.py: each rule condition's bounds (None: take the algorithm; a reason: not here)."""
+from __future__ import annotations
+
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.epilogue.spec import Epilogue
+from gemm_engine.selector.conditions import (INT8_SPECIALIZED_MIN_K_RATIO, SPECIALIZED_MIN_TILES,
+                                             SPLIT_SKINNY_MIN_BYTES, WGMMA_TRANSPOSE_MIN_EXTENT, always,
+                                             skinny_split_worth_it, specialized_worth_it, split_k_worth_it,
+                                             wgmma_worth_it)
+from renders import OPENCL_DEVICE, any_problem
+
+SM80, SM90 = dialect_for(nominal_cuda_device(8, 0)), dialect_for(nominal_cuda_device(9, 0))
+OPENCL = dialect_for(OPENCL_DEVICE)
+
+
+def test_always():
+    assert always(any_problem((1, 1, 1, 1)), OPENCL) is None
+
+
+def test_skinny_split_only_on_cuda_with_a_long_k_and_a_big_operand():
+    assert skinny_split_worth_it(any_problem((1, 1, 8192, 8192), "bfloat16"), SM90) is None
+    assert "CUDA" in skinny_split_worth_it(any_problem((1, 1, 8192, 8192), "bfloat16"), OPENCL)
+    assert "shorter than" in skinny_split_worth_it(any_problem((1, 1, 14336, 4096), "bfloat16"), SM90)
+    # 4096 x 2048 bf16: 16 MiB exactly is enough, one row of K less is not.
+    assert skinny_split_worth_it(any_problem((1, 1, 2048, 4096), "bfloat16"), SM90) is None
+    assert 2048 * 4096 * 2 == SPLIT_SKINNY_MIN_BYTES
+    assert "streamed fast enough" in skinny_split_worth_it(any_problem((1, 1, 2048, 4095), "bfloat16"), SM90)
+    assert skinny_split_worth_it(any_problem((1, 64, 64, 64)), SM90) is None      # not skinny: setup refuses
+
+
+def test_split_k_where_k_is_long_against_the_output():
+    assert split_k_worth_it(any_problem((1, 64, 64, 65536), "float32"), OPENCL) is None
+    assert split_k_worth_it(any_problem((1, 16, 8192, 8192)), SM80) is None             # thin output
+    assert split_k_worth_it(any_problem((1, 512, 512, 512), "float32"), SM90) is None    # few FMA tiles
+    assert "carry the parallelism" in split_k_worth_it(any_problem((1, 4096, 4096, 4096)), SM90)
+    # On Hopper the specialized kernel's tiles (split along K) take a long K in one kernel.
+    assert "specialized kernel" in split_k_worth_it(any_problem((1, 1024, 1024, 4096)), SM90)
+    assert split_k_worth_it(any_problem((1, 1024, 1024, 4096)), SM80) is None
+
+
+def test_wgmma_transposes_only_past_the_extent_bound():
+    assert wgmma_worth_it(any_problem((1, 512, 512, 512)), SM90) is None                # 16-bit: transpose bits
+    small = wgmma_worth_it(any_problem((1, 512, 512, 512), "tf32"), SM90)               # b row-major: copied
+    assert "M = 512" in small and str(WGMMA_TRANSPOSE_MIN_EXTENT) in small
+    big = any_problem((1, WGMMA_TRANSPOSE_MIN_EXTENT, WGMMA_TRANSPOSE_MIN_EXTENT, 512), "tf32")
+    assert wgmma_worth_it(big, SM90) is None
+    assert wgmma_worth_it(any_problem((1, 512, 512, 512), "tf32", ("row", "col")), SM90) is None   # K-major both
+
+
+def test_specialized_from_a_third_of_a_wave_or_many_operations():
+    assert specialized_worth_it(any_problem((1, 4096, 4096, 4096)), SM90) is None
+    few = any_problem((1, 1000, 1000, 1000))                          # 32 tiles of 128 x 256, 2^31 operations
+    assert f"fewer than {SPECIALIZED_MIN_TILES}" in specialized_worth_it(few, SM90)
+    assert specialized_worth_it(any_problem((1, 1024, 1024, 4096)), SM90) is None   # 2^33 operations
+    block = any_problem((1, 64, 64, 128), "float8_e4m3fn", out="bfloat16",
+                        epilogue=Epilogue(lhs_scale="block", rhs_scale="block"))
+    assert specialized_worth_it(block, SM90) is None                  # the one kernel that applies block scales
+    # int8 on few tiles (32 of 128 x 256) and 2^33 operations and more needs K >= 8 max(M, N).
+    assert "int8 also" in specialized_worth_it(any_problem((1, 1024, 1024, 4096), "int8", ("row", "col")), SM90)
+    long_k = any_problem((1, 1024, 1024, 1024 * INT8_SPECIALIZED_MIN_K_RATIO), "int8", ("row", "col"))
+    assert specialized_worth_it(long_k, SM90) is None
+
+
+def test_specialized_passes_copies_that_cost_more_than_they_gain():
+    odd = any_problem((1, 512, 512, 512), align=(1, 1))               # TMA cannot address it: copied first
+    assert "copied first" in specialized_worth_it(odd, SM90)
+
+
+def test_several_rows_stream_on_the_skinny_kernel_on_cuda():
+    from gemm_engine.selector.conditions import SKINNY_AUTO_ROWS, skinny_worth_it
+    assert skinny_worth_it(any_problem((1, 1, 300, 64)), OPENCL) is None                   # one row: everywhere
+    assert skinny_worth_it(any_problem((1, 4, 4096, 4096), "bfloat16"), SM90) is None
+    assert "CUDA" in skinny_worth_it(any_problem((1, 4, 4096, 4096), "bfloat16"), OPENCL)
+    assert "not a stream" in skinny_worth_it(any_problem((1, 4, 512, 512), "bfloat16"), SM90)
+    assert f"{SKINNY_AUTO_ROWS + 1} rows" in skinny_worth_it(any_problem((1, SKINNY_AUTO_ROWS + 1, 4096, 4096)), SM90)
+    assert skinny_worth_it(any_problem((1, 64, 64, 64)), SM90) is None                      # its setup refuses it
+
+
+def test_weight_streaming_takes_the_specialized_kernel_before_split_k():
+    decode = any_problem((1, 16, 4096, 4096), "bfloat16", ("row", "col"))
+    assert "weight-streaming" in split_k_worth_it(decode, SM90)
+    assert specialized_worth_it(decode, SM90) is None
+    assert split_k_worth_it(decode, SM80) is None                                       # thin, as before
+    # Not where its tiles would be too few to split over the device, nor where an operand is copied.
+    assert split_k_worth_it(any_problem((1, 128, 128, 262144), "bfloat16"), SM90) is None
+    assert split_k_worth_it(any_problem((1, 16, 4096, 4095), "bfloat16", ("row", "col"), align=(1, 1)), SM90) is None

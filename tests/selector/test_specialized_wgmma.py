@@ -1,0 +1,148 @@
+"""selector/specialized_wgmma.py: the Hopper warp-specialized tilings (tile, ring beside the staged
+output, order, clusters, split tail) and what a caller's overrides take back."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.epilogue.spec import Epilogue
+from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
+                                                    pingpong_preset, select_specialized_tiling, selected_tiles,
+                                                    specialized_tuning_space, specialized_yield_to, split_parts,
+                                                    store_plan)
+from renders import any_problem
+
+DEVICE = nominal_cuda_device(9, 0)
+SM90 = dialect_for(DEVICE)
+SMS = DEVICE.compute_units
+FP8 = dict(epilogue=Epilogue(lhs_scale="vector", rhs_scale="vector"), out="bfloat16")
+
+
+def test_tile_by_how_many_tiles_fill_the_device():
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 4096, 4096, 4096)), SM90)) == (128, 256)
+    # 2048^2: 128 tiles of 128 x 256, more than half a wave of 132: still the large tile.
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 2048, 2048, 2048)), SM90)) == (128, 256)
+    # 1024 x 2048: 64 tiles of 128 x 256 (at most half a wave), 128 of 128 x 128; 256 of 64 x 128
+    # would overflow the wave.
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 1024, 2048, 2048)), SM90)) == (128, 128)
+    # Under a wave of 128 x 128 tiles with whole 128-byte rows: 64 x 128, one consumer warpgroup.
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 1024, 1024, 4096)), SM90)) == (64, 128)
+    # ... not with a ragged row of the output (1000 halves: 2000 bytes).
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 1024, 1000, 1024)), SM90)) == (128, 128)
+
+
+def test_promoted_tiles_three_warpgroups_from_eight_waves():
+    big = select_specialized_tiling(any_problem((1, 8192, 8192, 8192), "float8_e4m3fn", **FP8), SM90)
+    assert selected_tiles(big) == (192, 128) and "promote_behind" not in big
+    mid = select_specialized_tiling(any_problem((1, 4096, 4096, 4096), "float8_e4m3fn", **FP8), SM90)
+    assert selected_tiles(mid) == (128, 128) and mid["promote_behind"] is True
+    block = dict(epilogue=Epilogue(lhs_scale="block", rhs_scale="block"), out="bfloat16")
+    blocked = select_specialized_tiling(any_problem((1, 8192, 8192, 8192), "float8_e4m3fn", **block), SM90)
+    assert blocked["stages"] == BLOCK_SCALED_STAGES and blocked["split_tail"] >= 2
+
+
+def test_clusters_on_long_k_16_bit_tiles_and_split_tails_on_a_short_last_wave():
+    long_k = select_specialized_tiling(any_problem((1, 8192, 8192, CLUSTER_MIN_K)), SM90)
+    assert long_k.get("cluster_m") == 2 and "split_tail" not in long_k
+    assert "cluster_m" not in select_specialized_tiling(any_problem((1, 8192, 8192, CLUSTER_MIN_K // 2)), SM90)
+    # fp8 1024 x 1024 x 8192: 64 tiles of 128 x 128 on 132 multiprocessors, split in two along K.
+    tail = select_specialized_tiling(any_problem((1, 1024, 1024, 8192), "float8_e4m3fn", **FP8), SM90)
+    assert tail["split_tail"] == 2
+
+
+def test_split_parts():
+    p = any_problem((1, 1024, 1024, 8192))
+    assert split_parts(p, SMS, 2 * SMS) == 1                       # whole waves: nothing to split
+    assert split_parts(p, SMS, 64) == 2                            # 132 // 64
+    assert split_parts(p, SMS, 10) == SPLIT_MAX                    # at most SPLIT_MAX
+    short = any_problem((1, 1024, 1024, 24 * 64 * 2 - 64))         # under 2 x 24 slots of 128 bytes
+    assert split_parts(short, SMS, 10) == 1
+
+
+def test_store_plan_parts_slots_and_direct_stores():
+    p = any_problem((1, 4096, 4096, 4096))
+    assert store_plan(p, SM90, 128, 256, 4) == dict(stages=4, tma_store=True, store_parts=2)
+    int8 = any_problem((1, 4096, 4096, 4096), "int8")            # int32 results: 128 KiB whole
+    assert store_plan(int8, SM90, 128, 256, 4) == dict(stages=4, tma_store=True, store_parts=4)
+    tiny = dialect_for(replace(DEVICE, max_shared_memory=100 * 1024))
+    plan = store_plan(int8, tiny, 128, 256, 4)
+    assert plan["tma_store"] is False or plan["stages"] >= MIN_STAGES
+
+
+def test_yield_to_drops_what_goes_with_a_knob_the_caller_overrides():
+    chosen = dict(warpgroups_m=2, warpgroups_n=1, split_tail=2, promote_behind=True)
+    assert "split_tail" not in specialized_yield_to(chosen, dict(cluster_m=2))
+    assert "split_tail" not in specialized_yield_to(chosen, dict(schedule="pingpong"))
+    assert specialized_yield_to(chosen, dict(split_tail=2, cluster_m=2))["split_tail"] == 2
+    assert "cluster_m" not in specialized_yield_to(dict(chosen, cluster_m=2), dict(split_tail=3))
+    assert "promote_behind" not in specialized_yield_to(chosen, dict(warpgroups_m=3))
+    assert specialized_yield_to(chosen, {}) == chosen
+
+
+def test_tuning_space_and_pingpong():
+    p = any_problem((1, 4096, 4096, 4096))
+    first = select_specialized_tiling(p, SM90)
+    space = specialized_tuning_space(p, SM90, first)
+    assert space[0] == first and pingpong_preset(p, SM90, 2, 128) in space
+    assert all(s.get("schedule", "cooperative") == "cooperative" for s in space[:-2])
+    assert pingpong_preset(p, SM90, 1, 256)["schedule"] == "pingpong"
+
+
+# -- weight streaming (decode batches) and waves --------------------------------------------------------
+LINEAR = ("row", "col")      # x @ W.T, W as nn.Linear stores it
+
+
+def test_decode_tiles_fit_the_short_side_and_split_k_over_the_device():
+    # 16 rows of a 4096 x 4096 weight: 32 tiles of 64 x 128, each in 4 parts (128 cubes streaming).
+    sel = select_specialized_tiling(any_problem((1, 16, 4096, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and sel["dispatch"] == "row_major"
+    # 100 rows: 128-row tiles (64-row ones would read the weight twice).
+    sel = select_specialized_tiling(any_problem((1, 100, 4096, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 4
+    # 14336 columns: 112 tiles of 64 x 128 already stream on 112 multiprocessors, no split (as 128 x
+    # 14336 x 4096 ran at cuBLAS's speed in 112 tiles of 128 x 128).
+    sel = select_specialized_tiling(any_problem((1, 64, 14336, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 128) and "split_tail" not in sel
+    assert select_specialized_tiling(any_problem((1, 128, 14336, 4096), "bfloat16", LINEAR), SM90) == \
+        dict(warpgroups_m=2, warpgroups_n=1, partition_m=1, tile_n=128, stages=6, tma_store=True, store_parts=1,
+             dispatch="row_major")
+    # 6144 columns: 24 tiles of 64 x 256 in 5 parts (120 cubes) beat 48 of 64 x 128 in 2 (96).
+    sel = select_specialized_tiling(any_problem((1, 16, 6144, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 256) and sel["split_tail"] == 5
+    # N short (a weight times a few vectors): 128 x 64 tiles along M.
+    sel = select_specialized_tiling(any_problem((1, 4096, 16, 4096), "bfloat16"), SM90)
+    assert selected_tiles(sel) == (128, 64) and sel["split_tail"] == 4
+    # fp8 promotes: the tile whose two accumulator sets fit.
+    f8 = select_specialized_tiling(any_problem((1, 16, 4096, 4096), "float8_e4m3fn", LINEAR, **FP8), SM90)
+    assert selected_tiles(f8) == (64, 128) and f8["split_tail"] == 4
+
+
+def test_decode_leaves_tiny_outputs_to_split_k():
+    from gemm_engine.selector.specialized_wgmma import decode_tiling
+    assert decode_tiling(any_problem((1, 128, 128, 262144), "bfloat16", LINEAR), SM90) is None   # 1 tile
+    assert decode_tiling(any_problem((1, 16, 4096, 4096), "bfloat16", LINEAR), SM90) is not None
+
+
+def test_decode_space_offers_each_shape_in_several_parts():
+    space = specialized_tuning_space(any_problem((1, 16, 4096, 4096), "bfloat16", LINEAR), SM90, {})
+    decode = [s for s in space if s.get("dispatch") == "row_major" and s.get("warpgroups_m") == 1]
+    assert {(s["tile_n"] * s["warpgroups_n"], s.get("split_tail", 1)) for s in decode} >= {(128, 1), (128, 4), (256, 8)}
+
+
+def test_waves_choose_the_tile_past_half_a_wave():
+    from gemm_engine.selector.specialized_wgmma import WAVE_TILES, wave_cost
+    # 3000^3: 288 tiles of 128 x 256 fill 2.2 waves (3 tile times); 384 of 192 x 128 fill 2.9 (3 of 0.75).
+    p = any_problem((1, 3000, 3000, 3000), "bfloat16")
+    assert wave_cost(p, SMS, WAVE_TILES[0][0], WAVE_TILES[0][1]) == 3.0
+    assert selected_tiles(select_specialized_tiling(p, SM90)) == (192, 128)
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 1536, 1536, 1536), "bfloat16"), SM90)) == (192, 128)
+    # The measured rows keep 128 x 256: full waves (4096^3, 2048^3, 8192^3, 8192 x 12288 x 4096, 8192 x
+    # 4096 x 11008) and tails the other tiles fill no better by 5% (5120^3, 6144^3, 7168^3).
+    for shape in ((4096, 4096, 4096), (2048, 2048, 2048), (8192, 8192, 8192), (8192, 12288, 4096),
+                  (8192, 4096, 11008), (5120, 5120, 5120), (6144, 6144, 6144), (7168, 7168, 7168)):
+        for dtype in ("bfloat16", "float16"):
+            assert selected_tiles(select_specialized_tiling(any_problem((1, *shape), dtype), SM90)) == (128, 256)
+    # Not for 32-bit or 8-bit operands (their tiles and stores were measured apart).
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "int8", LINEAR), SM90)) \
+        == (128, 256)

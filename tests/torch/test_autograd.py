@@ -1,0 +1,106 @@
+"""Backward through gemm_engine.matmul, computed by the engine: torch.autograd.gradcheck in float64
+(on PoCL here) for plain, batched, broadcast and vector products, every epilogue term, every
+activation (gated ones too) and mul; gradients keep the operands' layouts; what has no gradient
+says so."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed here")
+
+import gemm_engine  # noqa: E402
+import gemm_engine.torch  # noqa: E402,F401
+from gemm_engine.epilogue.activations import ACTIVATIONS  # noqa: E402
+
+ELEMENTWISE = sorted(name for name, cls in ACTIVATIONS.items() if cls.arity == 1)
+GATED = sorted(name for name, cls in ACTIVATIONS.items() if cls.arity == 2)
+
+
+@pytest.fixture(autouse=True)
+def _opencl_default(opencl_engine, monkeypatch):
+    from gemm_engine import api
+    if not opencl_engine.device.fp64:
+        pytest.skip("gradcheck runs in float64, which this OpenCL device lacks")
+    monkeypatch.setattr(api, "_default_engine", opencl_engine)
+
+
+def _leaf(*shape, seed=0):
+    gen = torch.Generator().manual_seed(seed + sum(shape))
+    return (torch.randn(*shape, generator=gen, dtype=torch.float64)).requires_grad_()
+
+
+def _check(fn, *inputs):
+    assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shapes", [((4, 5), (5, 3)), ((2, 3, 4, 5), (5, 3)), ((3, 1, 4, 5), (2, 5, 3)),
+                                    ((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,))],
+                         ids=["2d", "batched_b_broadcast", "both_broadcast", "vector_a", "vector_b", "dot"])
+def test_plain_products(shapes):
+    a, b = _leaf(*shapes[0]), _leaf(*shapes[1], seed=1)
+    _check(gemm_engine.matmul, a, b)
+
+
+def test_every_epilogue_term():
+    a, b, c, bias = _leaf(2, 4, 5), _leaf(5, 3, seed=1), _leaf(4, 1, seed=2), _leaf(3, seed=3)
+    _check(lambda a, b, c, bias: gemm_engine.matmul(a, b, alpha=-1.5, beta=0.5, c=c, bias=bias), a, b, c, bias)
+    rows = _leaf(4, seed=4)
+    _check(lambda a, b, rows: gemm_engine.matmul(a, b, bias=rows, bias_axis=0, alpha=2.0), a, b, rows)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE + GATED)
+def test_every_activation(name):
+    a, b, bias = _leaf(3, 5), _leaf(5, 4, seed=1), _leaf(4, seed=2)
+    _check(lambda a, b, bias: gemm_engine.matmul(a, b, bias=bias, activation=name), a, b, bias)
+
+
+def test_mul_and_an_activation_batched():
+    a, b, mul = _leaf(2, 3, 5), _leaf(5, 4, seed=1), _leaf(3, 2, seed=2)
+    _check(lambda a, b, mul: gemm_engine.matmul(a, b, activation="swiglu", mul=mul), a, b, mul)
+    mul = _leaf(3, 4, seed=3)
+    _check(lambda a, b, mul: gemm_engine.matmul(a, b, activation="tanh", mul=mul, alpha=0.5), a, b, mul)
+
+
+def test_gradients_match_torch_and_keep_the_weights_layout():
+    """A linear layer's product x @ W.T: the weight's gradient comes back row-major as W."""
+    x, w, bias = _leaf(6, 5), _leaf(4, 5, seed=1), _leaf(4, seed=2)
+    y = gemm_engine.matmul(x, w.mT, bias=bias, activation="gelu")
+    y.backward(torch.ones_like(y))
+    grads = [t.grad.clone() for t in (x, w, bias)]
+    for t in (x, w, bias):
+        t.grad = None
+    torch.nn.functional.gelu(x @ w.mT + bias).backward(torch.ones_like(y))
+    for got, t in zip(grads, (x, w, bias)):
+        assert torch.allclose(got, t.grad, rtol=1e-12, atol=1e-12)
+    assert grads[1].is_contiguous()
+
+
+def test_what_has_no_gradient_says_so():
+    class NoSlope(gemm_engine.Activation):
+        name = "test_no_slope"
+
+        def render(self, x, m):
+            return f"({x} * {x})"
+
+    a, b = _leaf(3, 5), _leaf(5, 4, seed=1)
+    y = gemm_engine.matmul(a, b, activation=NoSlope())
+    with pytest.raises(ValueError, match="'test_no_slope' defines no `derivative`"):
+        y.sum().backward()
+    with pytest.raises(RuntimeError, match="out= is not supported"):
+        gemm_engine.matmul(a, b, out=torch.empty(3, 4, dtype=torch.float64))
+    y = gemm_engine.matmul(a, b, activation="silu")
+    (ga,) = torch.autograd.grad(y.sum(), a, create_graph=True)
+    with pytest.raises(RuntimeError, match="no double backward"):
+        ga.sum().backward()
+
+
+def test_compiled_backward_equals_eager():
+    x, w = _leaf(5, 6), _leaf(6, 4, seed=1)
+
+    def loss(x, w):
+        return gemm_engine.matmul(x, w, activation="swiglu").square().sum()
+
+    eager = torch.autograd.grad(loss(x, w), (x, w))
+    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
+    for got, want in zip(torch.autograd.grad(compiled(x, w), (x, w)), eager):
+        assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
