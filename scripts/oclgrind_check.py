@@ -51,7 +51,8 @@ def _algorithm(spec: str):
 
 def run_case(name: str, shape, dtype: str, layouts: str, extra: str) -> int:
     """In the child process: one matmul under Oclgrind; prints the relative error, exit 3 if refused.
-    ``extra`` "epilogue": relu(0.5 * a @ b + 2 * c + bias), every epilogue term read."""
+    ``extra`` "epilogue": relu(0.5 * a @ b + 2 * c + bias), every epilogue term read; "int4": a
+    quantized weight (quantized_matmul); "grouped": a grouped GEMM of ``batch`` groups (grouped_matmul)."""
     import numpy as np
     import gemm_engine
     from gemm_engine.errors import SetupError
@@ -64,14 +65,28 @@ def run_case(name: str, shape, dtype: str, layouts: str, extra: str) -> int:
         x = rng.integers(-8, 8, full).astype(dtype) if dtype == "int8" else rng.standard_normal(full).astype(dtype)
         ops.append(x if layout == "row" else np.swapaxes(x, -1, -2))
     engine = gemm_engine.Engine(backend="opencl")
-    kw = {}
+    kw, call = {}, engine.matmul
     ref = np.matmul(ops[0].astype(np.float64), ops[1].astype(np.float64))
     if extra == "epilogue":
         cin, bias = rng.standard_normal(ref.shape), rng.standard_normal(ref.shape[-1])
         kw = dict(alpha=0.5, c=cin.astype(np.float32), beta=2.0, bias=bias.astype(np.float32), activation="relu")
         ref = np.maximum(0.5 * ref + 2.0 * cin.astype(np.float32) + bias.astype(np.float32), 0)
+    elif extra == "int4":   # the rhs an asymmetric int4 weight, groups of 32 rows (a short last one)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        ops[1] = gemm_engine.quantize(w, format="int4", group_size=32, symmetric=False)
+        ref, call = np.matmul(ops[0].astype(np.float64), ops[1].dequantize().astype(np.float64)), engine.quantized_matmul
+    elif extra == "grouped":   # m rows routed to `batch` groups (one empty), each with its own (k, n) weight
+        x = ops[0].reshape(-1, k)[:m]
+        w = rng.standard_normal((batch, k, n)).astype(dtype)
+        counts = np.diff(np.concatenate([[0], np.sort(rng.integers(0, m + 1, batch - 1)), [m]]))
+        counts[0] = 0
+        counts[-1] = m - counts[:-1].sum()
+        offsets = np.cumsum(counts).astype(np.int64)
+        ops, kw, call = [x, w], dict(offsets=offsets), engine.grouped_matmul
+        ref = np.concatenate([x[lo:hi].astype(np.float64) @ w[g].astype(np.float64)
+                              for g, (lo, hi) in enumerate(zip(np.concatenate([[0], offsets[:-1]]), offsets))])
     try:
-        c = engine.matmul(*ops, algorithm=_algorithm(name), **kw)
+        c = call(*ops, algorithm=_algorithm(name), **kw)
     except SetupError as exc:
         print(f"refused: {exc.reason}")
         return 3
@@ -111,18 +126,22 @@ def main(argv=None) -> int:
         return run_case(name, tuple(int(x) for x in shape.split("x")), dtype, layouts, extra)
 
     from gemm_engine.algorithms import REGISTRY
-    from gemm_engine.algorithms.base import AlgorithmFamily
     # Families (auto, simple, ...) only pick among registered algorithms, each of which runs itself.
     names = args.algorithms.split(",") if args.algorithms else sorted(
-        n for n, cls in REGISTRY.items() if not issubclass(cls, AlgorithmFamily)) + list(VARIANTS)
+        n for n, cls in REGISTRY.items() if not cls.is_family) + list(VARIANTS)
     env = oclgrind_env(args.oclgrind)
     shapes, dtypes = (QUICK_SHAPES, ("float32", "int8")) if args.quick else (SHAPES, DTYPES)
     if args.dtypes:
         dtypes = tuple(args.dtypes.split(","))
     bad, ran, t0 = [], 0, time.time()
-    cases = [[name, "x".join(map(str, shape)), dtype, layouts, "-"] for name in names for shape in shapes
+    # Quantized-weight and grouped algorithms take their own operands (float activations; groups).
+    kind = {n: "int4" if n.startswith("quantized") else "grouped" if n.startswith("grouped") else "-" for n in names}
+    dense = [n for n in names if kind[n] == "-"]
+    cases = [[name, "x".join(map(str, shape)), dtype, layouts, "-"] for name in dense for shape in shapes
              for dtype in dtypes for layouts in (("row,row", "col,col") if shape[0] > 1 else ("row,row",))]
-    cases += [[name, "x".join(map(str, shapes[0])), "float32", "row,row", "epilogue"] for name in names]
+    cases += [[name, "x".join(map(str, shapes[0])), "float32", "row,row", "epilogue"] for name in dense]
+    cases += [[name, "x".join(map(str, shape)), dtype, "row,row", kind[name]] for name in names if kind[name] != "-"
+              for shape in shapes for dtype in dtypes if dtype != "int8"]
     for case in cases:
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--case", *case], env=env,
                               capture_output=True, text=True, timeout=1800)
