@@ -9,6 +9,9 @@
 # written as $OUT/<device>/<table>.md (BENCH_RESULTS=$OUT: copy it to bench/results/<device>/):
 #   tests       CUDA pytest: GEMM_ENGINE_TEST_BACKENDS=cuda pytest -m "not nvcc" tests (NVIDIA's
 #               OpenCL too when .whl/ carries PyOpenCL)                       -> tests.log
+#   opencl_tests the whole suite on NVIDIA's OpenCL alone (GEMM_ENGINE_TEST_BACKENDS=opencl; issue 35):
+#               fails, saying why, unless .whl/ carries PyOpenCL and NVIDIA's platform loads
+#                                                                              -> opencl_tests.log
 #   hopper      bench/hopper_gemm.py --repeat 30: the Hopper rows             -> hopper_rows.md
 #   suite       bench/suite.py --suite $SUITE (full), --tune when TUNE=1       -> suite_$SUITE.md, suite.{json,png}
 #   special     bench/special_cases.py: fused, skinny, batched, split-K        -> special_cases.md
@@ -50,7 +53,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules distributed opencl "
+KNOWN=" tests opencl_tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules distributed opencl "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -83,6 +86,12 @@ bench() {  # bench NAME DTYPES ALGORITHMS: matmul_bench.py on the square sizes (
 stage() {  # the commands of one stage
   case $1 in
     tests) GEMM_ENGINE_TEST_BACKENDS=$BACKENDS python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests ;;
+    opencl_tests)
+      [ "$BACKENDS" = cuda,opencl ] || { echo "opencl_tests: no PyOpenCL (carry its wheel for this Python in .whl/)"; return 1; }
+      python3 -c 'import pyopencl as cl; p = [p for p in cl.get_platforms() if "NVIDIA" in p.name]
+assert p, f"no NVIDIA OpenCL platform (libnvidia-opencl.so.1); platforms: {[x.name for x in cl.get_platforms()]}"
+print("opencl:", p[0].version, p[0].get_devices()[0].name, p[0].get_devices()[0].driver_version)' || return 1
+      GEMM_ENGINE_TEST_BACKENDS=opencl python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests ;;
     suite)
       if [ "$TUNE" = 1 ] && [ -f .tuning_h100/tuning.json ] && [ ! -f "$GEMM_ENGINE_CACHE_DIR/tuning.json" ]; then
         mkdir -p "$GEMM_ENGINE_CACHE_DIR" && cp .tuning_h100/tuning.json "$GEMM_ENGINE_CACHE_DIR/"

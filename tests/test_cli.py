@@ -207,3 +207,66 @@ def test_warmup_compiles_shapes_and_says_what_it_did(opencl, capsys):
     assert "float32: warmed up 2 problems: 2 kernels" in text
     code = cli.main(["warmup", "--backend", "opencl", "--model", "llama3-8b", "--shapes", "8x8x8"])
     assert code == 2 and "one of them" in capsys.readouterr().err
+
+
+# -- one reading of every option, one line for every mistake (issue 35) ----------------------------
+@pytest.mark.parametrize("text, name", [("f16", "float16"), ("fp16", "float16"), ("half", "float16"),
+                                        ("bf16", "bfloat16"), ("BF16", "bfloat16"), ("f32", "float32"),
+                                        ("f64", "float64"), ("i8", "int8"), ("e4m3", "float8_e4m3fn"),
+                                        ("e5m2", "float8_e5m2"), ("float8_e5m2", "float8_e5m2"), ("tf32", "tf32")])
+def test_every_command_reads_dtype_names_the_same(text, name):
+    from gemm_engine.tools.cli_types import dtype_name
+    assert dtype_name(text) == name
+    p = cli.parser()
+    assert p.parse_args(["run", "--dtype", text]).dtype == name
+    assert p.parse_args(["explain", "--dtype", text]).dtype == name
+    assert p.parse_args(["source", "--dtype", text]).dtype == name
+    assert p.parse_args(["tune", "--dtypes", f"{text},float32"]).dtypes == list(dict.fromkeys([name, "float32"]))
+    assert p.parse_args(["bench", "--dtypes", text]).dtypes == [name]
+    assert p.parse_args(["warmup", "--dtypes", text]).dtypes == [name]
+
+
+@pytest.mark.parametrize("argv", [["run", "--dtype", "float128"], ["tune", "--dtypes", "f16,f17"],
+                                  ["bench", "--dtypes", "quad"], ["run", "--m", "0"], ["run", "--no-such-option"],
+                                  ["no-such-command"], ["source", "--backend", "metal"]])
+def test_usage_errors_are_one_line_without_the_usage_block(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and "usage:" not in err, err
+    assert err.startswith("gemm-engine") and "error:" in err and "--help" in err
+
+
+def test_tune_suite_and_shapes_take_the_same_dtype_names(opencl):
+    from gemm_engine.tools.benchsuite import rows_for
+    args = cli.parser().parse_args(["tune", "--suite", "smoke", "--dtypes", "f16,bf16,tf32"])
+    assert {r.label for r in rows_for(args.suite, args.dtypes)} == {"float16", "bfloat16", "tf32"}
+    args = cli.parser().parse_args(["tune", "--shapes", "8x8x8", "--dtypes", "bf16,tf32"])
+    problem = cli._problem(args, 8, 8, 8, 1, args.dtypes[1])
+    assert problem.lhs.name == "float32" and problem.precision == "tf32"
+    assert cli._problem(args, 8, 8, 8, 1, args.dtypes[0]).lhs.name == "bfloat16"
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_run_checks_fp8(opencl, capsys, dtype):
+    code, text = out_of(capsys, ["run", "--backend", "opencl", "--m", "33", "--n", "17", "--k", "65",
+                                 "--repeat", "1", "--dtype", dtype])
+    assert code == 0 and "OK" in text and f"dtype={dtype}" in text, text
+
+
+def test_run_says_when_tf32_is_not_used(opencl, capsys):
+    code, text = out_of(capsys, ["run", "--backend", "opencl", "--m", "33", "--n", "17", "--k", "65",
+                                 "--repeat", "1", "--precision", "tf32"])
+    assert code == 0 and "precision=tf32" in text
+    assert "exact float32" in text and "tf32 tensor cores" in text, text
+    code, text = out_of(capsys, ["run", "--backend", "opencl", "--m", "33", "--n", "17", "--k", "65",
+                                 "--repeat", "1"])
+    assert code == 0 and "note" not in text
+
+
+def test_tune_draws_no_progress_bar_into_a_log(opencl, capsys):
+    """stderr is not a terminal here (pytest captures it): no bar, though --quiet was not given."""
+    code = cli.main(["tune", "--backend", "opencl", "--shapes", "8x8x8", "--repeat", "1"])
+    captured = capsys.readouterr()
+    assert code == 0 and "best " in captured.out
+    assert "candidate" not in captured.err and "%|" not in captured.err and "\r" not in captured.err, captured.err

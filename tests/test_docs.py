@@ -55,3 +55,45 @@ def test_license_and_typing_marker_ship():
     extras = project["optional-dependencies"]
     assert extras["cuda12"][0].startswith("cupy-cuda12x") and extras["cuda13"][0].startswith("cupy-cuda13x")
     assert extras["opencl-cpu"][0].startswith("pyopencl[pocl]")
+
+
+# -- the distribution's own name (issue 35) -------------------------------------------------------
+def test_distribution_name_is_ours_and_every_hint_uses_it():
+    """pyproject.toml, the package and the README agree on the name; no install hint names
+    ``gemm_engine[...]`` / ``gemm-engine[...]`` (the index's gemm-engine is another project, so a
+    pip install of that name fetches it)."""
+    import tomllib
+    from gemm_engine.version import DISTRIBUTION, extra_hint
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "composable-gemm"
+    assert set(project["optional-dependencies"]) >= {"opencl", "cuda12", "cuda13", "plot", "test"}
+    texts = [p for p in (ROOT / "gemm_engine").rglob("*.py")] + [ROOT / "README.md", ROOT / "scripts" / "setup.sh", ROOT / ".ci" / "run"]
+    wrong = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in texts
+             for m in re.finditer(r"gemm[_-]engine\[\w[\w-]*\]|pip install [\"']?gemm[_-]engine\b", p.read_text())]
+    assert not wrong, wrong
+    readme = (ROOT / "README.md").read_text()
+    assert f"`{DISTRIBUTION}`" in readme and "not on the package index" in readme
+    # A hint names what the extra brings (installable anywhere) and the extra by our name.
+    hint = extra_hint("opencl", "pyopencl")
+    assert "pip install pyopencl" in hint and f"{DISTRIBUTION}[opencl]" in hint
+
+
+def test_sdist_ships_none_of_the_test_suite():
+    """The tests read the repository's README, .ci/, bench/ and scripts/: a source distribution
+    carries none of them (MANIFEST.in prunes tests/, which setuptools would half-include).
+    The sdist itself is built when this Python's setuptools can build the project (>= 77)."""
+    assert "prune tests" in (ROOT / "MANIFEST.in").read_text().splitlines()
+    setuptools = pytest.importorskip("setuptools")
+    if tuple(int(x) for x in setuptools.__version__.split(".")[:2]) < (77, 0):
+        pytest.skip(f"setuptools {setuptools.__version__} here; the build needs >= 77 (PEP 639 license)")
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-c", f"from setuptools import build_meta as b; b.build_sdist({out!r})"],
+                       cwd=ROOT, check=True, capture_output=True)
+        (sdist,) = Path(out).glob("composable_gemm-*.tar.gz")
+        names = tarfile.open(sdist).getnames()
+    assert any(n.endswith("gemm_engine/__init__.py") for n in names)
+    assert not [n for n in names if "/tests/" in n], [n for n in names if "/tests/" in n][:5]

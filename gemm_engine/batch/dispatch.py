@@ -83,6 +83,15 @@ class SwizzledDispatch(Dispatch):
 
     def render(self, s: DispatchScope = DispatchScope()) -> str:
         w, p, m, n = self.width, s.prefix, s.cubes_m, s.cubes_n
+        if w == 1:
+            # Strips one column wide: down even columns, up odd ones. The general form below, with its
+            # one-column strip width and always-0 column inside the strip, put cubes on wrong tiles
+            # on PoCL 5.0 (issue 35; right on PoCL 3.1, 6.0 and in the bijection harness).
+            return "\n".join(_split_batch(s) + [
+                f"const i64 {s.col} = {p}t / {m};",
+                f"const i64 {p}r = {p}t - {s.col} * {m};",
+                f"const i64 {s.row} = ({s.col} & 1) ? {m} - 1 - {p}r : {p}r;",
+            ])
         return "\n".join(_split_batch(s) + [
             f"const i64 {p}strip = {p}t / ({m} * {w});",
             # The last strip holds the columns left over: narrower when width does not divide cubes_n.

@@ -320,6 +320,18 @@ class SkinnyGlobalMatmul(GlobalMatmul):
                              for r in range(cfg.rows) for j, e in enumerate(elems)]
         return loads + fmas
 
+    @staticmethod
+    def _lane_and_slice(lanes: int, slices: int) -> list[str]:
+        """Statements: this unit's lane and slice (group). One slice (split-K over cubes) or one
+        lane makes the other index the unit itself, written so: PoCL 5.0 computed every unit's
+        partial sums from the first K row only when the always-0 slice was ``UNIT_ID / units``
+        beside ``UNIT_ID % units`` (issue 35; right on PoCL 3.1, 6.0 and Oclgrind)."""
+        if slices == 1:
+            return ["const int sk_lane = UNIT_ID;", "const int sk_slice = 0;"]
+        if lanes == 1:
+            return ["const int sk_lane = 0;", "const int sk_slice = UNIT_ID;"]
+        return [f"const int sk_lane = UNIT_ID % {lanes};", f"const int sk_slice = UNIT_ID / {lanes};"]
+
     def _place(self, cfg: SkinnyConfig, r: int, out: str) -> tuple[str, str]:
         """(row, column) in the cube's tile of row ``r``'s output ``out``."""
         return (str(r), out) if cfg.along_n else (out, str(r))
@@ -330,8 +342,7 @@ class SkinnyGlobalMatmul(GlobalMatmul):
         extent, first = self._names(cfg, scope)
         check = cfg.check_n if cfg.along_n else cfg.check_m
         listener = self.chain()
-        lines = [*self.kernel_start(listener),
-                 f"const int sk_lane = UNIT_ID % {lanes};", f"const int sk_slice = UNIT_ID / {lanes};"]
+        lines = [*self.kernel_start(listener), *self._lane_and_slice(lanes, slices)]
         if cfg.dot:
             # Units past the last output read the last row (valid memory) and are never stored.
             for j in range(cfg.unit_outputs):

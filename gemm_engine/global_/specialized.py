@@ -5,7 +5,7 @@ appended after them (``UNIT_ID >= C``) only move global memory into shared memor
 stages per operand, as in double buffering: in step ``s`` the loaders fill buffer ``(s + 1) % 2``
 with K slice ``s + 1`` while the compute units run the stage on buffer ``s % 2``. The loop starts at
 step -1 (loaders fill slice 0, compute units wait), so the role branch is written once, inside the
-loop, with the one barrier per step after it where every unit reaches it.
+loop, with the one barrier per step before it where every unit reaches it.
 
 On CUDA the split falls on a plane (warp) boundary, so every warp takes one side of the branch and
 none diverges; setup refuses a stage whose unit count is not a multiple of the plane size. The
@@ -97,6 +97,14 @@ class SpecializedGlobalMatmul(DoubleBufferingGlobalMatmul):
             self.stage.init_accumulators(cfg.stage, d),
             "int cur = 1;   /* step -1 loads slice 0 into buffer cur ^ 1 = 0 */",
             f"for (i64 k0 = -{sk}; k0 < {scope.k}; k0 += {sk}) {{",
+            # Why one barrier per step, at its start, is enough (step s reads buffer s % 2, writes
+            # (s + 1) % 2): (a) slice s, written in step s - 1, is read in step s, after this
+            # barrier; (b) buffer (s + 1) % 2 was last read in step s - 1, before this barrier;
+            # (c) within a step the two roles touch different buffers. k0 is uniform, so every unit
+            # reaches every barrier. At the step's start, not its end: a barrier right after the
+            # role branch (both arms ending in a conditional) aborted PoCL 5.0's kernel compiler
+            # (issue 35: `region_entry_barrier != NULL`, its bug #1435, fixed in 6.0).
+            "SYNC_CUBE();",
             f"if (UNIT_ID >= {compute}) {{",
             # Loaders index themselves from 0 (the loader tasks' unit index).
             f"const int load_unit = UNIT_ID - {compute};",
@@ -109,13 +117,6 @@ class SpecializedGlobalMatmul(DoubleBufferingGlobalMatmul):
             # (only the compute units get here: a writer that needs the whole cube is refused).
             f"if (k0 + {sk} >= {scope.k}) {{", *self.before_store(listener), self.write_output(cfg, d, scope), "}",
             "}",
-            # Why one barrier per step is enough (step s reads buffer s % 2, writes (s + 1) % 2):
-            # (a) slice s + 1, written in step s, is read in step s + 1, after this barrier;
-            # (b) buffer (s + 1) % 2 was last read in step s - 1, and every unit passed this
-            # barrier at the end of step s - 1 before a loader writes it in step s;
-            # (c) within a step the two roles touch different buffers. Every unit runs the same
-            # number of steps (k0 is uniform), so every unit reaches every barrier.
-            "SYNC_CUBE();",
             "cur ^= 1;",
             "}",
         ])

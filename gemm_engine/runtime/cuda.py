@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from ..errors import BackendUnavailableError
+from ..version import extra_hint
 from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from ..codegen.device import DeviceInfo
 from ..codegen.dialect import cuda_target_arch
@@ -25,7 +26,9 @@ def _cupy():
     try:
         import cupy
     except ImportError as exc:
-        raise BackendUnavailableError("the CUDA backend needs CuPy (pip install 'gemm_engine[cuda]')") from exc
+        raise BackendUnavailableError("the CUDA backend needs CuPy built for the CUDA driver's version ("
+                                      f"{extra_hint('cuda13', 'cupy-cuda13x cuda-bindings')}; cuda12 for "
+                                      "CUDA 12)") from exc
     return cupy
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import BackendUnavailableError
+from ..version import extra_hint
 from ..codegen.device import DeviceInfo
 from .base import Runtime, span_of
 from .opencl_probe import compute_capability, isa_and_plane, probe_device, vendor_of
@@ -26,8 +27,8 @@ def _pyopencl():
         import pyopencl.array as cla
     except ImportError as exc:
         raise BackendUnavailableError(
-            "the OpenCL backend needs PyOpenCL (pip install 'gemm_engine[opencl]') and an OpenCL "
-            "runtime (on Debian: apt-get install pocl-opencl-icd)") from exc
+            f"the OpenCL backend needs PyOpenCL ({extra_hint('opencl', 'pyopencl')}) and an OpenCL "
+            "runtime (on Debian and Ubuntu: apt-get install pocl-opencl-icd)") from exc
     return cl, cla
 
 

@@ -23,18 +23,17 @@ import sys
 
 import numpy as np
 
-from ..dtypes import SUPPORTED_NAMES, bfloat16_dtype
-from .cli_types import arch, count, counts, layout_pair, shapes
+from ..dtypes import FP8_NAMES
+from .cli_types import (DTYPE_ALIASES, DTYPE_NAMES, arch, count, counts, dtype_and_precision, dtype_name,
+                        dtype_names, layout_pair, numpy_dtype, shapes)
 from ..errors import GemmEngineError, SetupError
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
              "int8": 0.0}   # int8 @ int8 -> int32 is exact
+# fp8 @ fp8 -> float32 from the exact fp8 values, accumulated in float32.
+TOLERANCE.update({name: 2e-5 for name in FP8_NAMES})
 TF32_TOLERANCE = 5e-3
 BACKENDS = ("auto", "cuda", "opencl")
-
-
-def _np_dtype(name):
-    return bfloat16_dtype() if name == "bfloat16" else np.dtype(name)
 
 
 # -- problem options shared by run, explain, source and tune ----------------------------------------
@@ -43,7 +42,9 @@ def _add_problem(p, m=1024, n=1024, k=1024):
     p.add_argument("--n", type=count, default=n, help=f"columns of b and of the result (default {n})")
     p.add_argument("--k", type=count, default=k, help=f"the reduced dimension (default {k})")
     p.add_argument("--batch", type=count, default=1, help="batch count (default 1: a 2-D product)")
-    p.add_argument("--dtype", choices=SUPPORTED_NAMES, default="float32")
+    p.add_argument("--dtype", type=dtype_name, default="float32", metavar="DTYPE",
+                   help=f"{', '.join(DTYPE_NAMES)} (tf32: float32 with --precision tf32), or a short "
+                        f"name ({', '.join(DTYPE_ALIASES)}); default float32")
     p.add_argument("--precision", choices=("default", "tf32"), default="default",
                    help="tf32 lets float32 run on tensor cores (CUDA sm_80+)")
     p.add_argument("--layouts", type=layout_pair, default="row,row", metavar="LHS,RHS",
@@ -61,15 +62,15 @@ def _layouts_text(args) -> str:
 def _problem(args, m=None, n=None, k=None, batch=None, dtype=None):
     from ..call.prepare import dense_problem
     lhs, rhs = _layouts(args)
+    name, precision = dtype_and_precision(dtype or args.dtype, args.precision)
     return dense_problem(batch or args.batch, m or args.m, n or args.n, k or args.k,
-                         _np_dtype(dtype or args.dtype), precision=args.precision,
-                         lhs_layout=lhs, rhs_layout=rhs)
+                         numpy_dtype(name), precision=precision, lhs_layout=lhs, rhs_layout=rhs)
 
 
 def _operands(args, rng):
     """Random host operands in the layouts asked for (a column-major operand is a transposed view)."""
     from ..problem import Layout
-    dtype = _np_dtype(args.dtype)
+    dtype = numpy_dtype(args.dtype)
     lead = (args.batch,) if args.batch > 1 else ()
     out = []
     for layout, rows, cols in zip(_layouts(args), (args.m, args.k), (args.k, args.n)):
@@ -110,10 +111,22 @@ def run(args) -> int:
     print(f"algorithm  {alg.name}  (from the {source}; {_config_line(cfg)})")
     print(f"problem    batch={max(args.batch, 1)} m={args.m} n={args.n} k={args.k} dtype={args.dtype}"
           f" precision={args.precision} layouts={_layouts_text(args)}")
+    if args.precision == "tf32" and not _runs_tf32(cfg):
+        # precision="tf32" allows tensor cores; without them (OpenCL, pre-sm_80) float32 stays exact.
+        print(f"note       precision=tf32 allows tf32 tensor cores, which {alg.name} on {engine.backend} "
+              "does not use: this ran exact float32")
     print(f"rel error  {err:.3e}  (tolerance {tol:.1e}: {'OK' if ok else 'FAILED'})")
     print(f"time       {seconds * 1e3:.4f} ms (median of {args.repeat})")
     print(f"TFLOP/s    {flops / seconds / 1e12:.3f}")
     return 0 if ok else 1
+
+
+def _runs_tf32(cfg) -> bool:
+    """Whether a kernel config multiplies on tf32 tensor cores (a tile of kind "tf32" anywhere in it)."""
+    if getattr(cfg, "kind", None) == "tf32":
+        return True
+    fields = getattr(cfg, "__dataclass_fields__", {})
+    return any(_runs_tf32(getattr(cfg, f)) for f in fields if hasattr(getattr(cfg, f), "__dataclass_fields__"))
 
 
 def _on_device(rt, x):
@@ -193,17 +206,18 @@ def tune(args) -> int:
             args.precision = row.precision
             problems.append((f"{row.name} {row.label}", _problem(args, row.m, row.n, row.k, row.batch, row.dtype)))
     else:
-        dtypes = (args.dtypes or args.dtype).split(",")
+        dtypes = args.dtypes or [args.dtype]
         sizes = args.shapes or [(args.batch, *_tune_sizes(args, engine))]
         for dt in dtypes:
             for batch, m, n, k in sizes:
-                problems.append((f"{batch}x{m}x{n}x{k} {dt}", _problem(args, m, n, k, batch, dt.strip())))
+                problems.append((f"{batch}x{m}x{n}x{k} {dt}", _problem(args, m, n, k, batch, dt)))
     status = 0
     for i, (label, problem) in enumerate(problems, 1):
         print(f"[{i}/{len(problems)}] {label}", flush=True)
         try:
-            result = engine.tune(problem, force=args.force, progress=not args.quiet, repeat=args.repeat,
-                                 exhaustive=args.exhaustive)
+            # The bar only on a terminal (None: the tuner asks stderr), never into a log.
+            result = engine.tune(problem, force=args.force, progress=False if args.quiet else None,
+                                 repeat=args.repeat, exhaustive=args.exhaustive)
         except Exception as exc:   # noqa: BLE001 -- one problem's failure is reported, the rest go on
             print(f"    failed: {type(exc).__name__}: {exc}")
             status = 1
@@ -225,8 +239,11 @@ def warmup(args) -> int:
 
     if bool(args.shapes) == bool(args.model):
         raise ValueError("warmup: give --shapes or --model (one of them)")
+    if args.model and "tf32" in args.dtypes:
+        raise ValueError("warmup --model: a model's layers run in their weights' dtype; tf32 is a precision, "
+                         "give --shapes for it")
     engine, status = Engine(args.backend), 0
-    for dtype in (d.strip() for d in args.dtypes.split(",")):
+    for dtype in args.dtypes:
         what = list(LLAMA3_8B) if args.model else [_problem(args, m, n, k, b, dtype) for b, m, n, k in args.shapes]
         report = compile_ahead(what, dtype=dtype, tokens=args.tokens, training=args.training, engine=engine,
                                workers=args.workers)
@@ -290,10 +307,18 @@ def _add_import(p):
                    help="import MODULE first (e.g. one that registers your own algorithm); repeatable")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with its mistakes told in one line, as the engine's own errors are (argparse
+    prints its whole usage block first): ``gemm-engine run: error: argument --m: ... (--help ...)``.
+    Sub-command parsers are made of this class too (add_subparsers takes the parent's)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help lists the options)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="gemm-engine", description=__doc__.split("\n\n")[0],
-                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                  epilog=__doc__.split("\n\n", 1)[1])
+    top = _Parser(prog="gemm-engine", description=__doc__.split("\n\n")[0],
+                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("info", help="backends, devices, capabilities, cache locations")
@@ -334,14 +359,15 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="tune problems into the persistent tuning cache")
     _add_problem(p, None, None, None)
     p.add_argument("--shapes", type=shapes, help="comma list of MxNxK or BxMxNxK (default: --batch/--m/--n/--k)")
-    p.add_argument("--dtypes", help="comma list of dtypes (default: --dtype)")
+    p.add_argument("--dtypes", type=dtype_names, metavar="DTYPES",
+                   help="comma list of dtypes, named as --dtype (default: --dtype)")
     p.add_argument("--suite", choices=("smoke", "quick", "full"), help="tune the benchmark suite's rows instead")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--force", action="store_true", help="tune again problems the cache already has")
     p.add_argument("--exhaustive", action="store_true", help="time every registered algorithm")
     _add_import(p)
     p.add_argument("--repeat", type=count, default=10, help="timed calls per candidate (median)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (it is drawn only on a terminal anyway)")
     p.add_argument("--verbose", action="store_true", help="print every candidate's time")
     p.add_argument("--list", action="store_true", help="list the cache's entries and stop")
     p.add_argument("--clear", action="store_true", help="delete the tuning cache file and stop")
@@ -356,7 +382,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tokens", type=counts, default=(1, 16, 128, 2048), metavar="M,M,...",
                    help="token counts (M) of --model's layers (default 1,16,128,2048)")
     p.add_argument("--training", action="store_true", help="the backward products of --model's layers too")
-    p.add_argument("--dtypes", default="bfloat16", help="comma list of dtypes (default bfloat16)")
+    p.add_argument("--dtypes", type=dtype_names, default=["bfloat16"], metavar="DTYPES",
+                   help="comma list of dtypes, named as --dtype (default bfloat16)")
     p.add_argument("--workers", type=count, default=None, help="compiler threads (default: one per CPU)")
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     _add_import(p)
@@ -387,6 +414,8 @@ def main(argv=None) -> int:
     if args.command is None:
         parser().print_help()
         return 2
+    if getattr(args, "dtype", None):    # "tf32" names float32 data with precision="tf32"
+        args.dtype, args.precision = dtype_and_precision(args.dtype, args.precision)
     try:
         _imports(args)
         return args.func(args)

@@ -1,8 +1,25 @@
 """argparse types of the command lines (``gemm-engine`` and the benchmark suite's): each turns a
-bad value into argparse's one-line usage error (exit status 2) before anything runs."""
+bad value into a one-line usage error (exit status 2) before anything runs. One dtype-name parser
+(`dtype_name`, with `DTYPE_ALIASES`) serves every sub-command."""
 from __future__ import annotations
 
 import argparse
+
+import numpy as np
+
+from ..dtypes import FP8_NAMES, SUPPORTED_NAMES, bfloat16_dtype, ml_dtype
+
+#: Every dtype name a command line takes: the engine's input dtypes and "tf32" (float32 data run
+#: with precision="tf32").
+DTYPE_NAMES = SUPPORTED_NAMES + ("tf32",)
+#: Short spellings, accepted wherever a command line takes a dtype (``run --dtype``, ``tune
+#: --dtypes``, ``bench --dtypes``, ...), so that every sub-command reads the same names.
+DTYPE_ALIASES = {"f32": "float32", "fp32": "float32", "single": "float32",
+                 "f64": "float64", "fp64": "float64", "double": "float64",
+                 "f16": "float16", "fp16": "float16", "half": "float16",
+                 "bf16": "bfloat16", "i8": "int8",
+                 "e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "float8_e4m3": "float8_e4m3fn",
+                 "e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2"}
 
 
 def _integer(text: str, least: int) -> int:
@@ -59,3 +76,34 @@ def shapes(text: str) -> list[tuple[int, int, int, int]]:
         sizes = [int(p) for p in parts]
         out.append(tuple(sizes) if len(sizes) == 4 else (1, *sizes))
     return out
+
+
+def dtype_name(text: str, allowed=DTYPE_NAMES) -> str:
+    """A dtype name or alias -> the name the engine uses (``f16`` -> ``float16``); one of ``allowed``."""
+    name = text.strip().lower()
+    name = DTYPE_ALIASES.get(name, name)
+    if name not in allowed:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; expected one of {', '.join(allowed)} "
+                                         f"(or {', '.join(DTYPE_ALIASES)})")
+    return name
+
+
+def dtype_names(text: str) -> list[str]:
+    """A comma list of dtype names or aliases -> the engine's names, in order, without repeats."""
+    names = [dtype_name(item) for item in text.split(",") if item.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a comma list of dtypes, got {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def dtype_and_precision(name: str, precision: str) -> tuple[str, str]:
+    """A command line's dtype name -> (the operands' dtype, precision): "tf32" is float32 data run
+    with precision="tf32", as the benchmark suite names it."""
+    return ("float32", "tf32") if name == "tf32" else (name, precision)
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of an engine dtype name (bfloat16 and fp8 through ml_dtypes)."""
+    if name == "bfloat16":
+        return bfloat16_dtype()
+    return ml_dtype(name) if name in FP8_NAMES else np.dtype(name)

@@ -18,6 +18,12 @@ from gemm_engine.algorithms.double_buffering import DoubleBufferingUnitAlgorithm
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm
 from gemm_engine.errors import SetupError
 from helpers import assert_close, random
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import FLOAT32
+from gemm_engine.problem import MatmulProblem
+from renders import OPENCL_DEVICE
+
+_OPENCL = dialect_for(OPENCL_DEVICE)
 
 
 # -- 1. a new dispatch order --------------------------------------------------------------------------
@@ -110,6 +116,19 @@ def test_a_wrong_composition_is_refused_naming_both_components():
 
     with pytest.raises(SetupError, match="PlanePartitionedStage"):
         OrderedOnTensorCores.check()
+
+
+@pytest.mark.parametrize("slot, value", [("dispatch", "no_such_order"), ("dispatch", GroupedDispatch()),
+                                         ("stage", "ordered")])
+def test_a_slot_holding_no_class_is_the_users_mistake_naming_the_slot(slot, value):
+    """A string (or an instance) where a component class goes: a SetupError naming the slot, not
+    "a component raised instead of refusing: a bug" (issue 35; a registered order's name in the
+    dispatch slot means that order)."""
+    mine = type("Mine", (SimpleUnitAlgorithm,), {"name": "mine_for_test", slot: value, "__module__": __name__})
+    with pytest.raises(SetupError) as err:
+        mine().setup(MatmulProblem(1, 8, 8, 8, FLOAT32, FLOAT32, FLOAT32), _OPENCL)
+    assert not err.value.internal
+    assert f"the {slot} slot holds {value!r}" in str(err.value) and "not a component class" in str(err.value)
 
 
 def test_register_refuses_a_taken_name_unless_told():

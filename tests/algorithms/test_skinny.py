@@ -213,6 +213,10 @@ def test_split_tiling_for_bf16_vector_matrix():
     src = alg.render(cfg, H100)
     assert "LAUNCH_BOUNDS_MIN(256, 1) void gemm_engine_kernel" in src
     assert "sk_sum" not in src.split("gemm_engine_reduce")[0]
+    # One slice: the unit is its own lane and the slice index the constant 0, not UNIT_ID / 256
+    # beside UNIT_ID % 256 (PoCL 5.0 summed only the first K row of each range so: issue 35).
+    assert "const int sk_lane = UNIT_ID;" in src and "const int sk_slice = 0;" in src
+    assert "UNIT_ID / " not in src and "UNIT_ID % " not in src
 
 
 def test_split_refuses_dot_shapes():

@@ -61,7 +61,7 @@ def block_end(src: str, start: int) -> int:
 
 @pytest.mark.parametrize("device", [CUDA, OPENCL_DEVICE], ids=["cuda", "opencl"])
 @pytest.mark.parametrize("shape", [(256, 256, 512), (65, 63, 33)], ids=["big", "odd"])
-def test_one_role_branch_with_barriers_outside(device, shape):
+def test_one_role_branch_with_the_barrier_outside(device, shape):
     alg, cfg, dialect, src = render(problem(*shape), device, ALG)
     g = cfg.batch.global_
     compute, load = g.compute_units, g.load_units
@@ -72,10 +72,12 @@ def test_one_role_branch_with_barriers_outside(device, shape):
     loader_end = block_end(src, split)
     assert src.startswith("} else {", loader_end)
     compute_end = block_end(src, loader_end + 1)
-    # The single barrier of the loop follows the branch, at the branch's own depth.
+    # The single barrier of the loop opens each step, before the branch, at the branch's own depth
+    # (after it, PoCL 5.0's kernel compiler aborted: issue 35).
     loop = src.index("for (i64 k0 = ")
     (barrier,) = [m.start() for m in re.finditer(r"SYNC_CUBE\(\);", src)]
-    assert compute_end < barrier and depth(src, barrier) == depth(src, split) == depth(src, loop) + 1
+    assert loop < barrier < split and depth(src, barrier) == depth(src, split) == depth(src, loop) + 1
+    assert src[barrier:split].count("\n") == 1     # nothing between the barrier and the branch
     # Global reads only in the loader branch, indexed from the first loader; the stage's tile
     # executions and the output stores only in the compute branch.
     for ident in ("lhs", "rhs"):

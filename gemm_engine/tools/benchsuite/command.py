@@ -8,10 +8,11 @@ import sys
 from datetime import date
 
 from ...engine import Engine
-from ..cli_types import count, nonnegative
+from ..cli_types import count, dtype_names, nonnegative
 from .report import line, markdown, plot, table, to_json
 from .rows import DTYPES, GROUPS, SUITES, rows_for
 from .runner import device_info, run_suite
+from ...version import extra_hint
 
 
 def add_arguments(parser) -> None:
@@ -19,7 +20,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--suite", choices=tuple(SUITES), default=None,
                         help="smoke: tiny problems (seconds, any device); quick: a few sizes; full: the whole "
                              "list (default: quick on a GPU, smoke on a CPU device)")
-    parser.add_argument("--dtypes", help=f"comma list of dtypes to keep ({', '.join(DTYPES)}; f32, f16, bf16 too)")
+    parser.add_argument("--dtypes", type=dtype_names, metavar="DTYPES",
+                        help=f"comma list of dtypes to keep ({', '.join(DTYPES)}; f32, f16, bf16 too)")
     parser.add_argument("--groups", help=f"comma list of problem groups to keep ({', '.join(GROUPS)})")
     parser.add_argument("--names", help="comma list of problem names to keep (e.g. 1000^3,1x8192x8192)")
     parser.add_argument("--baselines", help="comma list of baselines to time (default: all of the backend's)")
@@ -52,7 +54,7 @@ def _output_problem(args) -> str | None:
     if args.plot:
         import importlib.util
         if importlib.util.find_spec("matplotlib") is None:
-            return "--plot needs the matplotlib package: pip install 'gemm_engine[plot]'"
+            return f"--plot needs the matplotlib package: {extra_hint('plot', 'matplotlib')}"
     return None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from datetime import date
 
-from ...version import __version__
+from ...version import __version__, extra_hint
 
 #: Version of the JSON layout `to_json` writes.
 FORMAT = "gemm_engine.tools.benchsuite/1"
@@ -152,7 +152,7 @@ def plot(results, path) -> None:
     try:
         from matplotlib.figure import Figure   # no pyplot: no global backend or display state
     except ImportError as exc:
-        raise RuntimeError("plot needs the matplotlib package: pip install 'gemm_engine[plot]'") from exc
+        raise RuntimeError(f"plot needs the matplotlib package: {extra_hint('plot', 'matplotlib')}") from exc
     measured = [r for r in results if r.engine_s]
     if not measured:
         raise ValueError("plot: no measured rows to draw")

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..cli_types import DTYPE_ALIASES
+
 #: Row dtype labels, in suite order ("tf32" is float32 data run with precision="tf32").
 DTYPES = ("float32", "tf32", "float16", "bfloat16")
 #: Problem groups, in suite order.
 GROUPS = ("square", "unaligned", "skinny", "llm", "batched", "fused")
-#: Short spellings accepted by `rows_for` (and so by ``--dtypes``).
-DTYPE_ALIASES = {"f32": "float32", "fp32": "float32", "f16": "float16", "fp16": "float16",
-                 "half": "float16", "bf16": "bfloat16"}
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from ...runtime.timing import device_time
 from ...version import __version__
 from .baselines import NATIVE, Baseline, baselines_for
 from .rows import Row
+from ..cli_types import numpy_dtype
 
 #: Relative Frobenius-norm error allowed per dtype label: a few units of the output dtype's
 #: rounding (tf32: of its 10-bit mantissa), as the CLI and the tests allow.
@@ -77,10 +78,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip()[:300]}"
 
 
-def _np_dtype(name: str):
-    return bfloat16_dtype() if name == "bfloat16" else np.dtype(name)
-
-
 def _unsupported(engine, row: Row) -> str | None:
     """Why ``row`` cannot be measured here before anything runs, or None."""
     if row.dtype == "bfloat16" and bfloat16_dtype() is None:
@@ -93,8 +90,8 @@ def _unsupported(engine, row: Row) -> str | None:
             where = f"this {engine.device.arch} GPU" if cc else f"the {engine.backend} backend"
             return f"tf32 needs CUDA tensor cores (sm_80+), which {where} lacks"
     try:
-        probe = engine.runtime.empty((1,), _np_dtype(row.dtype))
-        if probe.dtype != _np_dtype(row.dtype):
+        probe = engine.runtime.empty((1,), numpy_dtype(row.dtype))
+        if probe.dtype != numpy_dtype(row.dtype):
             raise TypeError(f"got {probe.dtype}")
     except Exception as exc:  # noqa: BLE001 -- e.g. CuPy < 14 and bfloat16
         return f"the {engine.backend} array library has no {row.dtype} arrays ({_describe(exc)})"
@@ -105,7 +102,7 @@ def make_inputs(row: Row, seed: int = 0):
     """Host operands (a, b, bias or None) of ``row``, standard normal rounded to its dtype."""
     rng = np.random.default_rng([seed, zlib.crc32(row.name.encode())])
     lead = (row.batch,) if row.batch > 1 else ()
-    dtype = _np_dtype(row.dtype)
+    dtype = numpy_dtype(row.dtype)
     draw = lambda shape: rng.standard_normal(shape, dtype=np.float32).astype(dtype)  # noqa: E731
     return draw(lead + (row.m, row.k)), draw(lead + (row.k, row.n)), draw((row.n,)) if row.fused else None
 

@@ -70,8 +70,8 @@ KERNEL LAUNCH_BOUNDS_MIN(256, 1) void gemm_engine_kernel(
     const i64 cube_n0 = cube_col * 2048;
     /* == global: SkinnyGlobalMatmul 'skinny_global': check_m=0 check_n=0 check_k=0 along_n=1 dot=0 outputs=2048
        lanes=256 per_unit=8 unroll=16 chunk=256 rows=1 unit_outputs=1 == */
-    const int sk_lane = UNIT_ID % 256;
-    const int sk_slice = UNIT_ID / 256;
+    const int sk_lane = UNIT_ID;
+    const int sk_slice = 0;
     const i64 sk_p0 = cube_n0 + sk_lane * 8 + 0;
     float sk_acc0_0 = 0.0f;
     float sk_acc1_0 = 0.0f;
