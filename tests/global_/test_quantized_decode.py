@@ -26,12 +26,15 @@ def _p(m=4, et=FLOAT16, weights=INT4, k=1024, n=512):
 
 
 def _sel(**kw):
-    return types.SimpleNamespace(**{"planes": 4, "column_loads": 0, "unroll": 0, "planes_along": "k", **kw})
+    return types.SimpleNamespace(**{"planes": 4, "column_loads": 0, "unroll": 0, "planes_along": "k", "prefetch": -1, **kw})
 
 
 def test_setup_picks_the_tiling():
-    cfg = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(), SM90)
-    assert cfg.stage.stage_m == 8 and cfg.m_tiles == 1 and (cfg.loads, cfg.unroll) == (2, 4)
+    cfg = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(prefetch=0), SM90)
+    assert cfg.stage.stage_m == 8 and cfg.m_tiles == 1 and (cfg.loads, cfg.unroll) == (2, 4) and not cfg.prefetch
+    # At decode sizes the next block is loaded while this one multiplies: two buffers of half a block.
+    ahead = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(), SM90)
+    assert ahead.prefetch and (ahead.loads, ahead.unroll) == (2, 2)
     assert cfg.stage.stage_n == 64 and cfg.stage.units == 4 * 32 and cfg.kind == "f16"
     assert cfg.fast_pairs and cfg.scratch == 0
     wide = QuantizedDecodeGlobalMatmul().setup(_p(m=40), _sel(planes_along="n"), SM90)
