@@ -17,6 +17,7 @@ from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from ..codegen.device import DeviceInfo
 from ..codegen.dialect import cuda_target_arch
 from .base import STREAMS_MAX, Runtime, span_of
+from .tensor_map import ENCODER
 
 #: ``cudaStreamPerThread``'s handle.
 _PER_THREAD_STREAM = 2
@@ -140,6 +141,14 @@ class CudaRuntime(Runtime):
             plane_size=int(props["warpSize"]),
             compute_capability=(int(props["major"]), int(props["minor"])),
         )
+        if self.device.compute_capability >= (9, 0):
+            # The TMA kernels' tensor maps are encoded through cuda-bindings: imported now, with the
+            # runtime, not inside a call (the H100's first call of a new shape spent 20 of its 34 ms
+            # importing it: bench/results/h100/torch_op.md). Absent, the TMA call says so then.
+            try:
+                ENCODER.driver()
+            except RuntimeError:
+                pass
 
     def _compile(self, source, name):
         ensure_context(self.cp, self.cuda_device.id)
