@@ -67,6 +67,11 @@ def select_pipelined_tiling(problem: MatmulProblem, dialect: Dialect, precision:
         candidates = candidates[-1:]
     fitted = [(c, _fitted(problem, dialect, c, precision=precision)) for c in candidates]
     fitted = [(c, sel) for c, sel in fitted if sel is not None] or fitted[-1:]
+    # A stage whose ring fits only with a shorter stage_k loses to a smaller stage that keeps it
+    # (NVIDIA's OpenCL, 48 KiB, f16 4096^3: 128x256 at stage_k 16 0.22x cuBLAS, 128x128 at 32 0.33x;
+    # bench/SELECTION_NOTES.md, "OpenCL rings in 48 KiB"): such stages only where no other fits.
+    whole = [(c, sel) for c, sel in fitted if sel is None or sel["stage_k"] == _preset(problem, c)["stage_k"]]
+    fitted = whole or fitted
     for (plm, pln, pm, pn, _, _), sel in fitted:
         if tile_count(problem, plm * pm * 16, pln * pn * 8) >= sms:
             break

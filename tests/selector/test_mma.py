@@ -1,6 +1,8 @@
 """selector/mma.py: the mma.sync (plane) tilings: simple_mma / simple_wmma and the pipelined ring."""
 from __future__ import annotations
 
+import dataclasses
+
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.selector.mma import (PIPELINED_CANDIDATES, REGISTER_PATH_LARGE, UNALIGNED_LARGE, pipelined_preset,
@@ -54,3 +56,13 @@ def test_pipelined_tuning_space_covers_every_candidate():
     assert space[0] == first
     for c in PIPELINED_CANDIDATES:
         assert any(all(s[k] == v for k, v in pipelined_preset(*c).items()) for s in space), c
+
+
+def test_a_small_local_memory_keeps_stage_k_rather_than_the_largest_stage():
+    """48 KiB (NVIDIA's OpenCL driver): the 128 x 256 stage fits only at half its stage_k, so the
+    largest stage that keeps its stage_k is taken (measured faster: bench/SELECTION_NOTES.md)."""
+    small = dialect_for(dataclasses.replace(nominal_cuda_device(9, 0), max_shared_memory=48 * 1024))
+    sel = select_pipelined_tiling(any_problem((1, 4096, 4096, 4096)), small)
+    assert ring(sel)[:5] == PIPELINED_CANDIDATES[1][:5] and sel["stages"] >= 2
+    # With room for every ring, the largest stage as before.
+    assert ring(select_pipelined_tiling(any_problem((1, 4096, 4096, 4096)), SM80)) == PIPELINED_CANDIDATES[0]
