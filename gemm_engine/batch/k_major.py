@@ -78,16 +78,16 @@ def k_pitch(k: int, align: int) -> int:
 LINE_BYTES = 128
 
 
+def row_bytes(problem: MatmulProblem, op: str) -> int:
+    """Bytes of one row of operand ``op`` along its contiguous axis (taken as unpadded)."""
+    layout, k_major = (problem.lhs_layout, Layout.ROW) if op == "lhs" else (problem.rhs_layout, Layout.COL)
+    extent = problem.k if Layout(layout) is k_major else (problem.m if op == "lhs" else problem.n)
+    return extent * (problem.lhs if op == "lhs" else problem.rhs).itemsize
+
+
 def ragged_operands(problem: MatmulProblem) -> tuple[str, ...]:
-    """The operands whose rows (along their contiguous axis, taken as unpadded) are not whole
-    `LINE_BYTES` lines."""
-    out = []
-    for op, layout, et, k_major in (("lhs", problem.lhs_layout, problem.lhs, Layout.ROW),
-                                    ("rhs", problem.rhs_layout, problem.rhs, Layout.COL)):
-        extent = problem.k if Layout(layout) is k_major else (problem.m if op == "lhs" else problem.n)
-        if extent * et.itemsize % LINE_BYTES:
-            out.append(op)
-    return tuple(out)
+    """The operands whose rows are not whole `LINE_BYTES` lines."""
+    return tuple(op for op in ("lhs", "rhs") if row_bytes(problem, op) % LINE_BYTES)
 
 
 class KMajorBatchMatmul(PartitionedBatchMatmul):

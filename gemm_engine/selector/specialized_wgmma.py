@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..batch.k_major import ragged_operands
+from ..batch.k_major import ragged_operands, row_bytes
 from ..batch.tma_k_major import copies_needed
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
@@ -278,13 +278,19 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
                   **(dict(cluster_m=2) if cluster else {}), **behind, **split, **ragged)
 
 
+#: Row lengths (bytes) whose misalignment the copy does not pay for: whole halves of a 128-byte line.
+HALF_LINE_BYTES = 64
+
+
 def ragged_copies(problem: MatmulProblem) -> bool:
     """Whether to copy the operands whose rows are not whole 128-byte lines into rows that are
     (batch/k_major.py ``copy_ragged``): where each copy's pass (`COPY_BPS`, `COPY_LAUNCH_US`) costs
     less than the `RAGGED_SHARE` of the kernel it saves (bf16 squares from about 2100), or where
     they are copied anyway (TMA's 16 bytes, a K-major tile: then only the pitch changes)."""
-    ragged = ragged_operands(problem)
     forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    # Rows of whole 64-byte halves are not copied for the copy's sake: 4000^3 bf16 (8000-byte rows)
+    # ran 17% slower with the copy, 3000^3 (6000) 14% faster (bench/SELECTION_NOTES.md, "Ragged rows").
+    ragged = [op for op in ragged_operands(problem) if op in forced or row_bytes(problem, op) % HALF_LINE_BYTES]
     extra = [op for op in ragged if op not in forced]
     if not extra:
         return bool(ragged)

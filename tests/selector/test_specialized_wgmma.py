@@ -7,7 +7,9 @@ from dataclasses import replace
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.epilogue.spec import Epilogue
-from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
+from gemm_engine.dtypes import BFLOAT16
+from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, ragged_copies, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
                                                     pingpong_preset, select_specialized_tiling, selected_tiles,
                                                     specialized_tuning_space, specialized_yield_to, split_parts,
                                                     store_plan)
@@ -200,3 +202,11 @@ def test_long_k_under_a_wave_keeps_two_consumer_warpgroups():
     sel = select_specialized_tiling(any_problem((1, 1024, 1024, 65536), "bfloat16"), SM90)
     assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
     assert selected_tiles(select_specialized_tiling(any_problem((1, 512, 512, 65536), "bfloat16"), SM90)) == (64, 128)
+
+
+def test_rows_of_whole_64_byte_halves_are_not_copied_for_the_copys_sake():
+    """The H100 measured 4000^3 bf16 (8000-byte rows) 17% slower with copy_ragged, 3000^3 (6000)
+    14% faster (bench/SELECTION_NOTES.md, "Ragged rows")."""
+    def square(n):
+        return MatmulProblem(1, n, n, n, BFLOAT16, BFLOAT16, BFLOAT16, Layout.ROW, Layout.ROW, 8, 8)
+    assert ragged_copies(square(3000)) and not ragged_copies(square(4000)) and not ragged_copies(square(4096))
