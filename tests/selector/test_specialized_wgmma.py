@@ -9,8 +9,8 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.dtypes import BFLOAT16
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, ragged_copies, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
-                                                    pingpong_preset, select_specialized_tiling, selected_tiles,
+from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
+                                                    pingpong_preset, ragged_copies, select_specialized_tiling, selected_tiles,
                                                     specialized_tuning_space, specialized_yield_to, split_parts,
                                                     store_plan)
 from renders import any_problem
