@@ -27,6 +27,7 @@ from ..dtypes import FP8_NAMES
 from .cli_types import (DTYPE_ALIASES, DTYPE_NAMES, arch, count, counts, dtype_and_precision, dtype_name,
                         dtype_names, layout_pair, numpy_dtype, shapes)
 from ..errors import GemmEngineError, SetupError
+from .cli_info import info
 
 TOLERANCE = {"float64": 1e-12, "float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2,
              "int8": 0.0}   # int8 @ int8 -> int32 is exact
@@ -253,54 +254,6 @@ def warmup(args) -> int:
 
 
 # -- info -----------------------------------------------------------------------------------------
-def info(args) -> int:
-    import os
-    import platform
-
-    from ..version import __version__
-    from ..algorithms.base import REGISTRY
-    from ..tuning import CACHE_ENV, TuningCache
-
-    print(f"gemm_engine {__version__}  (python {platform.python_version()}, numpy {np.__version__})")
-    for backend in ("cuda", "opencl"):
-        print(f"\n{backend}:")
-        try:
-            from ..engine import Engine
-            engine = Engine(backend)
-        except Exception as exc:   # noqa: BLE001 -- unavailable backends are reported, not raised
-            print(f"  unavailable: {exc}")
-            continue
-        d = engine.device
-        print(f"  device          {d.name}")
-        print(f"  compute units   {d.compute_units}   plane (warp / sub-group) size {d.plane_size}")
-        print(f"  shared memory   {d.max_shared_memory} bytes per cube, {d.max_threads_per_cube} units per cube")
-        from ..explain import device_tiles
-        print(f"  tiles           {device_tiles(d)}")
-        print(f"  fp64            {'yes' if d.fp64 else 'no'}")
-        print(f"  kernel cache    {_binary_cache(engine)}")
-    cache = TuningCache()
-    cache.refresh()
-    print(f"\ntuning cache      {cache.path}  ({cache.status}; ${CACHE_ENV} overrides the folder)")
-    print(f"algorithms        {', '.join(sorted(REGISTRY))}")
-    print(f"default backend   {os.environ.get('GEMM_ENGINE_BACKEND', 'auto')} ($GEMM_ENGINE_BACKEND)")
-    print()
-    return 0
-
-
-def _binary_cache(engine) -> str:
-    import os
-    if engine.backend == "cuda":
-        from ..runtime.cuda import cupy_cache_dir
-        folder = cupy_cache_dir(engine.runtime.cp)
-        return f"{folder} (CuPy's; $CUPY_CACHE_DIR; sm_90a cubins stored there too)"
-    name = engine.device.name
-    if "Portable Computing Language" in name or "pthread" in name:
-        base = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
-        return f"{os.environ.get('POCL_CACHE_DIR', os.path.join(base, 'pocl'))} (PoCL's own; $POCL_CACHE_DIR)"
-    import platformdirs
-    return f"{platformdirs.user_cache_dir('pyopencl')} (PyOpenCL's binary cache)"
-
-
 # -- parser ---------------------------------------------------------------------------------------
 def _add_import(p):
     p.add_argument("--import", dest="imports", action="append", metavar="MODULE",

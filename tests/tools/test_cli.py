@@ -3,7 +3,6 @@ what `gemm_engine.source` renders (its config line on stderr), and one-line erro
 (Each command run end to end: tests/test_cli.py.)"""
 from __future__ import annotations
 
-import numpy as np
 
 from gemm_engine.dtypes import FLOAT16, INT8, INT32
 from gemm_engine.errors import SetupError
@@ -51,4 +50,3 @@ def test_one_line():
     assert cli._one_line(ValueError()) == "ValueError"
     internal = cli._one_line(SetupError("x", "broke", internal=True))
     assert internal.startswith("x: broke (a component raised instead of refusing")
-    assert cli._np_dtype("float16") == np.float16
