@@ -97,3 +97,28 @@ def test_sdist_ships_none_of_the_test_suite():
         names = tarfile.open(sdist).getnames()
     assert any(n.endswith("gemm_engine/__init__.py") for n in names)
     assert not [n for n in names if "/tests/" in n], [n for n in names if "/tests/" in n][:5]
+
+
+# -- the README's "How it is built" tree and the paths the README names ----------------------------
+def test_readme_tree_is_the_module_tree_script_output():
+    """The tree a reader sees is the package's: scripts/module_tree.py's output, verbatim."""
+    import subprocess
+    import sys
+    readme = (ROOT / "README.md").read_text()
+    fence = re.search(r"^## How it is built\n\n```\n(.*?)```\n", readme, re.M | re.S)
+    assert fence, "the README's \"How it is built\" section no longer opens with the tree's code fence"
+    tree = subprocess.run([sys.executable, str(ROOT / "scripts" / "module_tree.py")], capture_output=True,
+                          text=True, check=True).stdout
+    assert fence.group(1) == tree, ("the README's tree differs from the package's: paste "
+                                    "`python3 scripts/module_tree.py` into its code fence")
+
+
+def test_readme_names_only_files_that_exist():
+    """Every file path the README names (with a folder: `bench/suite.py`, `selector/rules.py`)
+    lies in the checkout, from its root or from gemm_engine/ (a module moved is a path to fix)."""
+    readme = (ROOT / "README.md").read_text()
+    paths = set(re.findall(r"(?<![\w./<-])((?:[\w.-]+/)+[\w.-]+\.(?:py|sh|md))\b", readme))
+    paths |= set(re.findall(r"(?<![\w./-])(gemm_engine/(?:[\w]+/)*)", readme))
+    assert len(paths) > 30, sorted(paths)
+    missing = sorted(p for p in paths if not (ROOT / p).exists() and not (ROOT / "gemm_engine" / p).exists())
+    assert not missing, f"the README names paths that do not exist: {missing}"
