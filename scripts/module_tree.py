@@ -28,7 +28,8 @@ def lines(folder: pathlib.Path = PACKAGE, depth: int = 0, width: int = 118) -> l
     """The tree under ``folder``: modules first (``__init__`` as the folder's own line), then folders."""
     indent = "  " * depth
     init = folder / "__init__.py"
-    out = [f"{indent}{folder.name}/" + (f"  {summary(init)}" if init.exists() and summary(init) else "")]
+    top = f"{indent}{folder.name}/" + (f"  {summary(init)}" if init.exists() and summary(init) else "")
+    out = [top if len(top) <= width else top[:width - 3].rstrip() + "..."]
     for path in sorted(p for p in folder.glob("*.py") if p.name not in ("__init__.py",)):
         head = f"{indent}  {path.name}"
         text = summary(path)
