@@ -110,6 +110,7 @@ def test_list_and_help(capsys):
 
 
 def test_smoke_run_on_opencl(tmp_path, opencl_engine):
+    pytest.importorskip("torch", reason="the smoke run times torch CPU tensors beside the engine")
     out = tmp_path / "s.json"
     shape_sweep.main(["--smoke", "--subset", "targets", "--part", "1/12", "--repeat", "1", "--json", str(out),
                       "--markdown", str(tmp_path / "s.md")])
