@@ -191,23 +191,30 @@ class Engine:
                 except SetupError:
                     raise refused from None   # the reason the named algorithm gave for the scaled problem
             args, target = build_arguments(rt, arrays, prepared)
-            values, per_call = args.values(rt.ptr_arg), args.per_call_names()
+            values = args.values(rt.ptr_arg)
             self.launcher.run(plan, values)
             rt.after_launch(target.array, arrays.device_arrays)
             self.last_choice = (plan.algorithm, plan.config)
-            keep = (call_key is not None and not prepared.copied and (request.out is None or target.direct)
-                    and (arrays.like is not None) == (call_key[0] is TORCH_KEY))
-            if keep:
-                call = CallPlan.make(plan, values, per_call, request.shape.out_shape, request.dtype, args.fused)
-                with self._lock:
-                    self._calls[call_key] = call
-                    if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
-                        self._calls.popitem(last=False)
-            if arrays.like is not None and self.fast.torch_type is None:
-                # From now on torch tensors are recognized by type (no torch import): their repeated
-                # calls take the fast path.
-                self.fast.torch_type = type(arrays.like.original)
+            self._remember(call_key, plan, args, values, arrays, prepared, target)
             return finish(rt, arrays, request, target)
+
+    def _remember(self, call_key, plan, args, values: dict, arrays, prepared, target) -> None:
+        """Keep a general call's `CallPlan` under its fast-path key, where its repeats can take it."""
+        request = prepared.request
+        keep = (call_key is not None and not prepared.copied and (request.out is None or target.direct)
+                and (arrays.like is not None) == (call_key[0] is TORCH_KEY))
+        if keep:
+            groups = request.groups.layout if request.groups is not None else None
+            call = CallPlan.make(plan, values, args.per_call_names(), request.shape.out_shape, request.dtype,
+                                 args.fused, groups)
+            with self._lock:
+                self._calls[call_key] = call
+                if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
+                    self._calls.popitem(last=False)
+        if arrays.like is not None and self.fast.torch_type is None:
+            # From now on torch tensors are recognized by type (no torch import): their repeated
+            # calls take the fast path.
+            self.fast.torch_type = type(arrays.like.original)
 
     @grouped_doc("on this engine's device, by one generated kernel")
     def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
@@ -230,6 +237,13 @@ class Engine:
         plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
                  and scale_b is None and beta is None and row_scale is None and type(alpha) in (float, int)
                  and alpha == 1 and casting == "same_kind")
+        call_key = None
+        if plain and out is None:
+            call_key, found = self.fast.grouped(a, b, extents[1], (extents[2], algorithm, precision))
+            if found is not None:
+                result, plan = found
+                self.last_choice = (plan.algorithm, plan.config)
+                return result
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
         rt = self.runtime
         arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
@@ -239,7 +253,7 @@ class Engine:
         self.resolve(algorithm)
         if 0 in request.shape.out_shape:
             return without_kernel(rt, arrays, request)
-        return self._launch(arrays, request, algorithm)
+        return self._launch(arrays, request, algorithm, call_key)
 
     def _grouped_list(self, a, b, out, options: CallOptions, algorithm, given: tuple):
         """A list-layout grouped call: the steps of `grouped_matmul`, each group its own sizes."""
@@ -257,8 +271,9 @@ class Engine:
             self.last_choice = (plan.algorithm, plan.config)
             return finish_list(rt, arrays, request, target)
 
-    def _launch(self, arrays, request, algorithm):
-        """Steps 4-8 of a grouped call (prepare, choose, plan, arguments and launch, deliver)."""
+    def _launch(self, arrays, request, algorithm, call_key=None):
+        """Steps 4-8 of a grouped call (prepare, choose, plan, arguments and launch, deliver);
+        ``call_key``: where its call plan goes for the fast path (`FastPath.grouped`), or None."""
         rt = self.runtime
         with rt.on_stream(arrays.stream):
             prepared = prepare(rt, arrays, request)
@@ -268,15 +283,17 @@ class Engine:
                 if not request.epilogue.block_scales:
                     raise
                 arrays, request = dequantized(rt, arrays, request)     # as matmul: no kernel applies them
-                prepared = prepare(rt, arrays, request)
+                prepared, call_key = prepare(rt, arrays, request), None
                 try:
                     plan = self.plan_for(prepared.problem, algorithm)
                 except SetupError:
                     raise refused from None
             args, target = build_arguments(rt, arrays, prepared)
-            self.launcher.run(plan, args.values(rt.ptr_arg))
+            values = args.values(rt.ptr_arg)
+            self.launcher.run(plan, values)
             rt.after_launch(target.array, arrays.device_arrays)
             self.last_choice = (plan.algorithm, plan.config)
+            self._remember(call_key, plan, args, values, arrays, prepared, target)
             return finish(rt, arrays, request, target)
 
     def _forget_plans(self) -> None:

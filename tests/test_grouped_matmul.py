@@ -245,3 +245,47 @@ def test_errors_name_the_argument(engine, rng):
         engine.grouped_matmul([x], [w[0]], bias=data(rng, (N,)))
     with pytest.raises(SetupError, match="walks the groups"):
         engine.matmul(x, w[0], algorithm="grouped_simple_unit")
+
+
+# -- repeated calls (call/fast.py `FastPath.grouped`) ----------------------------------------------------
+def _count_general_calls(monkeypatch) -> list:
+    import gemm_engine.engine as engine_module
+    seen, real = [], engine_module.import_call
+    monkeypatch.setattr(engine_module, "import_call", lambda *a, **kw: seen.append(1) or real(*a, **kw))
+    return seen
+
+
+def test_repeated_calls_on_device_arrays_take_the_fast_path_with_new_routing(engine, rng, monkeypatch):
+    rt, cap = engine.runtime, 16
+    general = _count_general_calls(monkeypatch)
+    x, xm, w = data(rng, (T, K)), data(rng, (E, cap, K)), data(rng, (E, K, N))
+    dx, dxm, dw = rt.to_device(x), rt.to_device(xm), rt.to_device(w)
+    for step, kind in enumerate(["random", "one", "skewed", "balanced"]):
+        counts = routing(rng, E, T, kind)
+        out = engine.grouped_matmul(dx, dw, offsets=rt.to_device(offsets(counts)))
+        close(rt.to_host(out), contiguous_ref(x, w, counts))
+        masked = np.minimum(routing(rng, E, E * cap, kind), cap).astype(np.int32)
+        got = rt.to_host(engine.grouped_matmul(dxm, dw, counts=rt.to_device(masked)))
+        close(got, masked_ref(xm, w, masked))
+        for g, n in enumerate(masked):       # a fresh masked result starts as zeros on the fast path too
+            assert (got[g, n:] == 0).all()
+    assert len(general) == 2, "the repeats of each layout's call should skip the general path"
+
+
+def test_repeated_calls_on_torch_cuda_tensors_take_the_fast_path(engine, rng, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if engine.device.backend != "cuda":
+        pytest.skip("torch tensors reach the device in place on CUDA only (elsewhere through the host)")
+    general = _count_general_calls(monkeypatch)
+    x, w = data(rng, (T, K)), data(rng, (E, K, N))
+    tx, tw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
+    for kind in ["random", "one", "skewed"]:
+        counts = routing(rng, E, T, kind)
+        out = engine.grouped_matmul(tx, tw, offsets=torch.from_numpy(offsets(counts)).cuda())
+        assert isinstance(out, torch.Tensor) and out.is_cuda
+        close(out.cpu().numpy(), contiguous_ref(x, w, counts))
+    # offsets on the host for device operands: the general path moves them, every time
+    counts = routing(rng, E, T)
+    close(engine.grouped_matmul(tx, tw, offsets=torch.from_numpy(offsets(counts))).cpu().numpy(),
+          contiguous_ref(x, w, counts))
+    assert len(general) == 2

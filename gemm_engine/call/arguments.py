@@ -76,6 +76,9 @@ _BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
                 for name in OPERAND_ARRAYS + WEIGHT_ARRAYS + tuple(n for n, _ in EPILOGUE_ARRAYS)}
 
 
+#: A grouped call's per-call offsets or counts (`CallArguments.groups`).
+GROUP_NAMES = ("groups_base", "groups_offset")
+
 #: The parameters `epilogue_values` sets (a fused call's per-call epilogue values).
 EPILOGUE_NAMES = frozenset({"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]})
 
@@ -137,16 +140,18 @@ class CallArguments:
         return frozenset(names)
 
 
-def per_call_values(lhs, rhs, out, inputs: EpilogueInputs | None, address) -> dict:
+def per_call_values(lhs, rhs, out, inputs: EpilogueInputs | None, address, groups=None) -> dict:
     """The per-call values (`CallArguments.per_call_names`) of a repeated call: its operands and
-    output, and (a fused call) its epilogue inputs as given (number scales fold into alpha), named
-    as `CallArguments.values` names them."""
+    output, (a fused call) its epilogue inputs as given (number scales fold into alpha) and (a
+    grouped call) its offsets or counts, named as `CallArguments.values` names them."""
     values = {}
     for name, x in zip(OPERAND_ARRAYS, (lhs, rhs, out)):
         base, offset = _BASE_OFFSET[name]
         values[base], values[offset] = address(x)
     if inputs is not None:
         values.update(epilogue_values(inputs, address))
+    if groups is not None:
+        values[GROUP_NAMES[0]], values[GROUP_NAMES[1]] = address(groups)
     return values
 
 

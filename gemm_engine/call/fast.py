@@ -5,7 +5,8 @@ dtypes, alignment, the options); a key seen before maps to the `CallPlan` (call/
 call left, whose per-call values (call/arguments.py: the addresses, and a fused call's epilogue
 values) go straight into the prepared launch. Two kinds of call take it: torch CUDA tensors (their
 addresses, torch's allocator and stream) and the runtime's own arrays. Anything else, an ``out``
-that overlaps an input, or an unhashable option takes the general path.
+that overlaps an input, or an unhashable option takes the general path. Plain grouped calls
+(`FastPath.grouped`) take it too, their offsets or counts a per-call array beside the operands.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from .launch import CallPlan, Launcher
 CALL_PLANS_MAX = 1024
 #: The first item of a torch call's key (no option can equal it).
 TORCH_KEY = object()
+#: A grouped call's key's mark (after TORCH_KEY where the call is on torch tensors).
+GROUPED_KEY = object()
 
 
 def _torch_address(x) -> tuple[int, int]:
@@ -82,6 +85,26 @@ class FastPath:
         call = self._cached(key)
         return key, (None if call is None else self._native_call(call, a, b, out, inputs))
 
+    def grouped(self, a, b, groups, options: tuple):
+        """`call` for a plain grouped call (no epilogue, no ``out``): ``groups`` (its offsets or
+        counts) is a per-call array whose metadata joins the key."""
+        rt, tensor = self.runtime, self.torch_type
+        if tensor is not None and type(a) is tensor and type(b) is tensor and type(groups) is tensor:
+            if groups.get_device() != a.get_device():
+                return None, None    # offsets on the host for device operands: the general path moves them
+            pa, pb, pg = a.data_ptr(), b.data_ptr(), groups.data_ptr()
+            key = (TORCH_KEY, GROUPED_KEY) + options + tuple(
+                m for x, p in ((a, pa), (b, pb), (groups, pg)) for m in (x.shape, x.stride(), x.dtype, x.get_device(),
+                                                                         p % 16))
+            call = self._cached(key)
+            return key, (None if call is None else self._torch_call(call, a, pa, pb, None, pg))
+        if not (rt.is_native(a) and rt.is_native(b) and rt.is_native(groups)):
+            return None, None
+        key = (GROUPED_KEY,) + options + tuple(m for x in (a, b, groups)
+                                               for m in (x.shape, x.strides, x.dtype, rt.element_address(x) % 8))
+        call = self._cached(key)
+        return key, (None if call is None else self._native_call(call, a, b, None, None, groups))
+
     def _cached(self, key):
         try:
             return self.plans.get(key) if key is not None else None
@@ -95,50 +118,62 @@ class FastPath:
     def _native_meta(self, x):
         return (x.shape, x.strides, x.dtype) if self.runtime.is_native(x) else None
 
-    def _torch_call(self, call: CallPlan, a, pa: int, pb: int, inputs: EpilogueInputs | None):
-        """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses): a result tensor
-        of torch's, the per-call values (the epilogue's arrays' too), torch's current stream."""
+    def _torch_call(self, call: CallPlan, a, pa: int, pb: int, inputs: EpilogueInputs | None, pg: int | None = None):
+        """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses; ``pg``: a grouped
+        call's offsets' or counts'): a result tensor of torch's, the per-call values (the
+        epilogue's arrays' too), torch's current stream."""
         import torch
         plan = call.plan
         device = a.get_device()
         # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without the
-        # torch.device object ``a.device`` builds on every call.
-        target = torch.empty(call.out_shape, dtype=call.torch_dtype(), device=device)
+        # torch.device object ``a.device`` builds on every call. A masked grouped result starts as
+        # zeros (call/arguments.py `result_target`).
+        fresh = torch.zeros if call.groups == "masked" else torch.empty
+        target = fresh(call.out_shape, dtype=call.torch_dtype(), device=device)
         stream = torch_stream(torch, device)
         pt = target.data_ptr()
-        more = call.fused_values(inputs, _torch_address) if call.fused else ()
+        more = call.direct_values(inputs, pg, _torch_address)
         if call.direct and call.direct(pa, pb, pt, *more, stream=stream):
             return target, plan
         with self.runtime.on_stream(stream):
-            args = call.pack(self.launcher, pa, pb, pt, inputs, _torch_address)
+            args = call.pack(self.launcher, pa, pb, pt, inputs, _torch_address, pg)
             if call.direct is None:
-                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
+                call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.direct_names)
             self.launcher.run_packed(plan, args)
         return target, plan
 
-    def _native_call(self, call: CallPlan, a, b, out, inputs: EpilogueInputs | None):
+    def _fresh(self, call: CallPlan):
+        """A repeated call's result array on the runtime (zeros for a masked grouped call's)."""
+        target = self.runtime.empty(call.out_shape, call.dtype)
+        if call.groups == "masked":
+            self.runtime.fill_zero(target)
+        return target
+
+    def _native_call(self, call: CallPlan, a, b, out, inputs: EpilogueInputs | None, groups=None):
         """A repeated call on the runtime's arrays; None when ``out`` overlaps an input (the general
         path computes through a temporary, as numpy computes as if the inputs were copied first)."""
         rt = self.runtime
         plan = call.plan
-        if call.direct and out is None:
+        if call.direct and out is None and groups is None:
             # Only the per-call values change between calls (runtime/cuda_launch.py, `PreparedLaunch`).
-            target = rt.empty(call.out_shape, call.dtype)
-            if call.direct(a, b, target, *(call.fused_values(inputs, rt.ptr_arg) if call.fused else ())):
+            target = self._fresh(call)
+            if call.direct(a, b, target, *call.direct_values(inputs, groups, rt.ptr_arg)):
                 return target, plan
         terms = {} if inputs is None else {
             name: x for name, x in (("c", inputs.c), ("bias", inputs.bias), ("scale_a", inputs.scale_a),
                                     ("scale_b", inputs.scale_b)) if x is not None and type(x) not in (float, int)}
+        if groups is not None:
+            terms["groups"] = groups
         if out is not None and any(rt.may_overlap(out, x) for name, x in (("a", a), ("b", b), *terms.items())
                                    if not (x is out and name == "c")):
             return None
         rt.order_after(a=a, b=b, out=out, **terms)   # the key holds shapes, not queues
-        target = out if out is not None else rt.empty(call.out_shape, call.dtype)
-        args = call.pack(self.launcher, a, b, target, inputs, rt.ptr_arg)
-        if call.direct is None:
+        target = out if out is not None else self._fresh(call)
+        args = call.pack(self.launcher, a, b, target, inputs, rt.ptr_arg, groups)
+        if call.direct is None and groups is None:
             # The plan's first fast call prepares its direct launch (only the first: a plan the
             # runtime cannot prepare keeps False); the general path and the tuner never pay for it.
-            call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.fused_names)
+            call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.direct_names)
         self.launcher.run_packed(plan, args)
         rt.after_launch(target, (a, b, *terms.values()))
         return target, plan

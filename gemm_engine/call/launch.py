@@ -21,7 +21,7 @@ from ..batch.base import KEPT_SCRATCH
 from ..codegen.signature import BY_VALUE, Packer
 from ..dtypes import device_dtype
 from ..tensors import numpy_torch_dtype
-from .arguments import EPILOGUE_NAMES, EpilogueInputs, epilogue_values, per_call_values
+from .arguments import EPILOGUE_NAMES, GROUP_NAMES, EpilogueInputs, epilogue_values, per_call_values
 from .plan import Plan
 
 
@@ -147,18 +147,21 @@ class CallPlan:
     per_call: frozenset = frozenset()
     #: ``direct(a, b, out, *fused_values) -> bool``: the launch with only the per-call values new
     #: (CUDA; prepared by the plan's first fast call; False where it cannot be); False when it
-    #: cannot launch now.
+    #: cannot launch now. A grouped call's ``direct(a, b, out, groups_base, groups_offset)``.
     direct: object = None
+    #: A grouped call's layout ("offsets" or "masked": its fresh result starts as zeros), else None.
+    groups: str | None = None
 
     @classmethod
-    def make(cls, plan: Plan, values: dict, per_call, out_shape, dtype, fused: bool) -> "CallPlan":
+    def make(cls, plan: Plan, values: dict, per_call, out_shape, dtype, fused: bool,
+             groups: str | None = None) -> "CallPlan":
         """Everything of ``values`` (a call's, by name) but the ``per_call`` names
         (`CallArguments.per_call_names`) is fixed: c's strides, bias's and the scales' strides too."""
         changing = set(per_call) | {"workspace"}
         if plan.call_values is not None:
             changing |= set(plan.call_values.names)
         fixed = {k: v for k, v in values.items() if k not in changing}
-        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, frozenset(per_call))
+        return cls(plan, plan.signature.packer(fixed), out_shape, dtype, fused, frozenset(per_call), groups=groups)
 
     @property
     def fused_names(self) -> tuple[str, ...]:
@@ -172,6 +175,19 @@ class CallPlan:
             cached = self.__dict__["_fused"] = tuple(p.name for p in self.plan.signature.params
                                                      if self.fused and p.name in per_call)
         return cached
+
+    @property
+    def direct_names(self) -> tuple[str, ...]:
+        """The parameters `direct` takes after the three addresses: a fused call's epilogue values,
+        a grouped call's offsets or counts."""
+        return self.fused_names + (GROUP_NAMES if self.groups is not None else ())
+
+    def direct_values(self, inputs: EpilogueInputs | None, groups, address) -> list:
+        """The values of `direct_names` for one call (``groups``: a grouped call's array)."""
+        values = self.fused_values(inputs, address) if self.fused else []
+        if self.groups is not None:
+            values += address(groups)
+        return values
 
     def fused_values(self, inputs: EpilogueInputs, address) -> list:
         """A fused call's epilogue values in the order of `fused_names` (`direct`'s arguments after
@@ -188,8 +204,8 @@ class CallPlan:
             cached = self.__dict__["_torch_dtype"] = numpy_torch_dtype(self.dtype)
         return cached
 
-    def pack(self, launcher: Launcher, a, b, target, inputs: EpilogueInputs | None, address) -> tuple:
+    def pack(self, launcher: Launcher, a, b, target, inputs: EpilogueInputs | None, address, groups=None) -> tuple:
         """The argument tuple of a repeated call (``address(x)``: an array's (kernel argument,
-        element offset))."""
-        values = per_call_values(a, b, target, inputs if self.fused else None, address)
+        element offset); ``groups``: a grouped call's offsets or counts)."""
+        values = per_call_values(a, b, target, inputs if self.fused else None, address, groups)
         return self.packer.pack(launcher.with_workspace(self.plan, values, self.packer.fixed))
