@@ -31,4 +31,5 @@ class BackendUnavailableError(GemmEngineError, RuntimeError):
 
 class CaptureError(GemmEngineError, RuntimeError):
     """A kernel would be compiled while the current CUDA stream captures a graph (loading it would
-    invalidate the capture): the call must run once, or be warmed up, before capturing."""
+    invalidate the capture): the call must run once, or be warmed up, before capturing; or a plan's
+    scratch memory would come from an allocator that cannot give memory to a graph."""

@@ -45,7 +45,7 @@ class Launcher:
         derives per call (`Plan.call_values`: TMA tensor maps) from ``values`` and the values
         ``fixed`` for a call plan."""
         if plan.workspace is not None:    # first: derived values may point into it
-            scratch = self.runtime.empty((plan.workspace.count,), device_dtype(plan.workspace.element))
+            scratch = self.runtime.scratch(plan.workspace.count, device_dtype(plan.workspace.element))
             values = {**values, "workspace": self.runtime.ptr_arg(scratch)[0]}
         if plan.kept is not None:
             kept = self.runtime.kept_scratch(*kept_shape(plan))
@@ -104,7 +104,7 @@ class DirectLaunches:
             return ()
         rt = self.runtime
         with rt.on_stream(stream):
-            return (rt.empty((self.workspace.count,), device_dtype(self.workspace.element)),)
+            return (rt.scratch(self.workspace.count, device_dtype(self.workspace.element)),)
 
     def __call__(self, a, b, out, *more, stream=None) -> bool:
         scratch = self._scratch(stream)

@@ -208,12 +208,22 @@ class Runtime(ABC):
     @abstractmethod
     def fill_zero(self, x) -> None: ...
 
+    def scratch(self, count: int, dtype):
+        """A fresh device buffer of ``count`` ``dtype`` elements for the kernels queued now (a
+        plan's workspace), freed behind them."""
+        return self.empty((count,), dtype)
+
     def kept_scratch(self, count: int, dtype):
         """A device buffer of at least ``count`` ``dtype`` elements, zero-filled when made and then
         kept for the work queued from here on (the current stream or queue): kernels that use it
         leave it zero (the split tail's flags, batch/split_tail.py). Work on one queue runs in order, so
         they never use it at once; a larger request replaces it (the old one is freed behind the
-        work queued on it)."""
+        work queued on it). A CUDA graph being captured gets a fresh one (`scratch`), zeroed by a
+        captured fill: its replays may run beside later work of the stream that captured it."""
+        if self.capturing():
+            fresh = self.scratch(count, dtype)
+            self.fill_zero(fresh)
+            return fresh
         key = (self.queue_key(), np.dtype(dtype).str)
         with self._kept_lock:
             kept = self._kept

@@ -6,12 +6,13 @@ import contextlib
 from collections import OrderedDict
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 
 import numpy as np
 
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, CaptureError
 from ..version import extra_hint
 from .cuda_launch import DriverLauncher, PreparedLaunch, ensure_context
 from ..codegen.device import DeviceInfo
@@ -180,6 +181,24 @@ class CudaRuntime(Runtime):
             return False
         with self.cuda_device:
             return is_capturing(self.cp.cuda.get_current_stream().ptr) != 0
+
+    def scratch(self, count, dtype):
+        """`Runtime.scratch`; while the current stream captures a CUDA graph, from torch's caching
+        allocator, which gives the memory to the graph's private pool for as long as the graph
+        lives. CuPy's pool cannot: cudaMalloc is not permitted during capture (the capture is
+        invalidated), and a block it found free would be handed out again behind the graph."""
+        if not self.capturing():
+            return self.empty((count,), dtype)
+        torch = sys.modules.get("torch")
+        if torch is None:
+            raise CaptureError(
+                "gemm_engine: this kernel plan needs scratch memory (a split-K workspace or the split tail's "
+                "flags), and the current CUDA stream is capturing a graph without torch: CuPy's memory pool "
+                "cannot give memory to a graph. Capture through torch.cuda.graph, or name an algorithm "
+                "without a workspace")
+        dtype = np.dtype(dtype)
+        buffer = torch.empty(count * dtype.itemsize, dtype=torch.uint8, device=torch.device("cuda", self.cuda_device.id))
+        return self.cp.from_dlpack(buffer).view(dtype)
 
     def _compile_in_thread(self, source: str, name: str):
         with self.cuda_device:           # a worker thread's current device is device 0

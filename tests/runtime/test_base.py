@@ -33,3 +33,18 @@ def test_nothing_compiles_while_a_graph_is_captured(opencl_engine, monkeypatch):
                              alpha=3.0)
     monkeypatch.setattr(rt, "capturing", lambda: False)
     rt.kernel(*_sources(5)[-1])
+
+
+def test_a_graph_being_captured_gets_fresh_kept_scratch_of_its_own(opencl_engine, monkeypatch):
+    # A graph's replays may run beside later work of the stream that captured it: its split tail's
+    # flags must not be the stream's kept ones (and they start zeroed, by a fill the graph holds).
+    rt = opencl_engine.runtime
+    kept = rt.kept_scratch(64, np.int32)
+    monkeypatch.setattr(rt, "capturing", lambda: True)
+    made = []
+    monkeypatch.setattr(rt, "scratch", lambda count, dtype: made.append(count) or rt.empty((count,), dtype))
+    first, second = rt.kept_scratch(64, np.int32), rt.kept_scratch(64, np.int32)
+    assert made == [64, 64] and first is not kept and second is not first
+    assert not rt.to_host(first).any() and not rt.to_host(second).any()
+    monkeypatch.setattr(rt, "capturing", lambda: False)
+    assert rt.kept_scratch(64, np.int32) is kept

@@ -96,3 +96,30 @@ def test_training_parity_bfloat16(cuda_engine):
     assert want[-1] < 0.5 * want[0]
     # bf16 products of two libraries round differently: the curves agree to bf16's few digits.
     assert np.max(np.abs(got - want) / want) < 5e-2, (got[::10], want[::10])
+
+
+@pytest.mark.parametrize("shape, algorithm, needs", [
+    ((96, 4096, 4096), None, "kept"),              # the default: the split tail's flags (kept scratch)
+    ((64, 256, 8192), "split_k_wgmma", "workspace"),  # partial sums in a per-call workspace
+], ids=["split_tail", "split_k"])
+def test_capture_of_plans_with_scratch_memory(cuda_engine, shape, algorithm, needs):
+    # Warmed on the current stream, captured on torch.cuda.graph's own (global mode: cudaMalloc
+    # would invalidate it): the scratch comes from torch's allocator, into the graph's pool, and
+    # eager calls between replays (which reuse CuPy's pool) cannot touch it.
+    m, n, k = shape
+    x, w = _randn(m, k, dtype=torch.bfloat16), _randn(n, k, dtype=torch.bfloat16, seed=1).T
+    plan = cuda_engine.plan_for(cuda_engine.problem_for(x, w), algorithm)
+    assert getattr(plan, needs) is not None, f"the test needs a plan with {needs} memory: choose another shape"
+    cuda_engine.matmul(x, w, algorithm=algorithm)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = cuda_engine.matmul(x, w, algorithm=algorithm)
+    for seed in range(3):
+        x.copy_(_randn(m, k, dtype=torch.bfloat16, seed=20 + seed))
+        other = _randn(m, k, dtype=torch.bfloat16, seed=40 + seed)
+        eager = cuda_engine.matmul(other, w, algorithm=algorithm)     # its own scratch, from CuPy's pool
+        graph.replay()
+        for got, a in ((y, x), (eager, other)):
+            want = a.double() @ w.double()
+            assert float((got.double() - want).norm() / want.norm()) < 1e-2
