@@ -122,10 +122,7 @@ class DirectLaunches:
                 structs = self._structs[key] = [derived[n] for n in self.names]
                 if len(self._structs) > self.PAIRS:
                     self._structs.popitem(last=False)
-        kept = ()
-        if self.kept is not None:
-            with self.runtime.on_stream(stream):
-                kept = (self.runtime.kept_scratch(*self.kept),)
+        kept = () if self.kept is None else (self.runtime.kept_scratch(*self.kept, stream=stream),)
         # Only the first can refuse (another device current), before anything is launched.
         for launch in self.launches:
             if not launch(a, b, out, *more, *scratch, *kept, stream=stream, structs=structs):

@@ -104,8 +104,9 @@ class Runtime(ABC):
         """`kernel` from a worker thread (CUDA: the device made current there first)."""
         return self.kernel(source, name)
 
-    def capturing(self) -> bool:
-        """Whether the current stream is capturing a CUDA graph (never, without CUDA streams)."""
+    def capturing(self, stream=None) -> bool:
+        """Whether the current stream (or ``stream``, a raw handle) is capturing a CUDA graph
+        (never, without CUDA streams)."""
         return False
 
     def check_compile(self, name: str) -> None:
@@ -213,18 +214,29 @@ class Runtime(ABC):
         plan's workspace), freed behind them."""
         return self.empty((count,), dtype)
 
-    def kept_scratch(self, count: int, dtype):
+    def kept_scratch(self, count: int, dtype, stream=None):
         """A device buffer of at least ``count`` ``dtype`` elements, zero-filled when made and then
         kept for the work queued from here on (the current stream or queue): kernels that use it
         leave it zero (the split tail's flags, batch/split_tail.py). Work on one queue runs in order, so
         they never use it at once; a larger request replaces it (the old one is freed behind the
         work queued on it). A CUDA graph being captured gets a fresh one (`scratch`), zeroed by a
-        captured fill: its replays may run beside later work of the stream that captured it."""
-        if self.capturing():
-            fresh = self.scratch(count, dtype)
-            self.fill_zero(fresh)
+        captured fill: its replays may run beside later work of the stream that captured it.
+        ``stream``: a raw stream handle where the caller has one (the prepared launches), else the
+        current stream's."""
+        if self.capturing(stream):
+            with self.on_stream(stream):
+                fresh = self.scratch(count, dtype)
+                self.fill_zero(fresh)
             return fresh
-        key = (self.queue_key(), np.dtype(dtype).str)
+        key = (self.queue_key(stream), dtype)
+        found = self._kept.get(key)       # the per-call path: a hit needs no lock
+        if found is not None and found.size >= count:
+            return found
+        with self.on_stream(stream):
+            return self._make_kept(count, np.dtype(dtype))
+
+    def _make_kept(self, count: int, dtype: np.dtype):
+        key = (self.queue_key(), dtype)
         with self._kept_lock:
             kept = self._kept
             found = kept.get(key)
@@ -238,10 +250,11 @@ class Runtime(ABC):
                 kept.popitem(last=False)
             return found
 
-    def queue_key(self):
-        """Identifies the queue (stream) that work queued now goes to: the same key only for work
-        that runs in order."""
+    def queue_key(self, stream=None):
+        """Identifies the queue (stream) that work queued now goes to (or ``stream``, a raw
+        handle): the same key only for work that runs in order."""
         return None
+
 
     @abstractmethod
     def contiguous(self, x, dtype=None):

@@ -175,12 +175,16 @@ class CudaRuntime(Runtime):
             self._modules.append(module)
             return module.get_function(name)
 
-    def capturing(self) -> bool:
-        is_capturing = getattr(self.cp.cuda.runtime, "streamIsCapturing", None)
+    def capturing(self, stream=None) -> bool:
+        runtime = self.cp.cuda.runtime
+        is_capturing = getattr(runtime, "streamIsCapturing", None)
         if is_capturing is None:
             return False
+        ptr = self.cp.cuda.get_current_stream().ptr if stream is None else stream
+        if runtime.getDevice() == self.cuda_device.id:     # the per-call path: no device switch
+            return is_capturing(ptr) != 0
         with self.cuda_device:
-            return is_capturing(self.cp.cuda.get_current_stream().ptr) != 0
+            return is_capturing(ptr) != 0
 
     def scratch(self, count, dtype):
         """`Runtime.scratch`; while the current stream captures a CUDA graph, from torch's caching
@@ -313,8 +317,8 @@ class CudaRuntime(Runtime):
     def fill_zero(self, x):
         x.fill(0)
 
-    def queue_key(self):
-        ptr = self.cp.cuda.get_current_stream().ptr
+    def queue_key(self, stream=None):
+        ptr = self.cp.cuda.get_current_stream().ptr if stream is None else stream
         # The per-thread default stream has one handle for a different stream in each thread.
         return (ptr, threading.get_ident()) if ptr == _PER_THREAD_STREAM else ptr
 

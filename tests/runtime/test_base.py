@@ -25,13 +25,13 @@ def test_compile_many_compiles_each_distinct_kernel_once_in_threads(opencl_engin
 
 def test_nothing_compiles_while_a_graph_is_captured(opencl_engine, monkeypatch):
     rt = opencl_engine.runtime
-    monkeypatch.setattr(rt, "capturing", lambda: True)
+    monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
     with pytest.raises(RuntimeError, match="capturing a CUDA graph.*Warm up first"):
         rt.kernel(*_sources(5)[-1])
     with pytest.raises(RuntimeError, match="gemm_engine.warmup"):
         opencl_engine.matmul(np.ones((3, 77), np.float32), np.ones((77, 5), np.float32), activation="sigmoid",
                              alpha=3.0)
-    monkeypatch.setattr(rt, "capturing", lambda: False)
+    monkeypatch.setattr(rt, "capturing", lambda stream=None: False)
     rt.kernel(*_sources(5)[-1])
 
 
@@ -40,11 +40,11 @@ def test_a_graph_being_captured_gets_fresh_kept_scratch_of_its_own(opencl_engine
     # flags must not be the stream's kept ones (and they start zeroed, by a fill the graph holds).
     rt = opencl_engine.runtime
     kept = rt.kept_scratch(64, np.int32)
-    monkeypatch.setattr(rt, "capturing", lambda: True)
+    monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
     made = []
     monkeypatch.setattr(rt, "scratch", lambda count, dtype: made.append(count) or rt.empty((count,), dtype))
     first, second = rt.kept_scratch(64, np.int32), rt.kept_scratch(64, np.int32)
     assert made == [64, 64] and first is not kept and second is not first
     assert not rt.to_host(first).any() and not rt.to_host(second).any()
-    monkeypatch.setattr(rt, "capturing", lambda: False)
+    monkeypatch.setattr(rt, "capturing", lambda stream=None: False)
     assert rt.kept_scratch(64, np.int32) is kept
