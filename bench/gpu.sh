@@ -27,6 +27,10 @@
 #   probes      bench/probe_small_problems.py, bench/probe_gemv_bandwidth.py   -> probe_small_problems.json, gemv_bandwidth.md
 #   opencl      bench/opencl_tensor_cores.py $OPENCL_ARGS: NVIDIA's OpenCL (probe, checks, tensor-core
 #               rows) vs cuBLAS; needs .whl/ (../shared/tools/gpu_machine_wheels.sh) -> opencl_tensor_cores.md
+#   oclmma      bench/mma_sync_peak.py (mma.sync's ceiling, registers only, CUDA and OpenCL) and
+#               bench/opencl_mma_probe.py (pipelined_mma tilings: padded / swizzled rings, both backends,
+#               checked then timed at 4096^3); about 4 minutes; needs .whl/ for the OpenCL half
+#                                                            -> mma_sync_peak.md, opencl_mma_probe.md
 #   sweeps      the tiling sweeps (mma, wgmma, sgemm, dmma, special cases)     -> sweep_*.json
 #   shapes      bench/shape_sweep.py --subset $SUBSET_ROWS (default targets)         -> shape_sweep.md, shape_sweep_<subset>.json
 #   probe       bench/shape_probe.py --preset $PRESET (default decode)          -> shape_probe.md, shape_probe_<preset>.json
@@ -53,7 +57,7 @@ STAGES=${*:-${STAGES:-tests suite}}
 REPEAT=${REPEAT:-20}
 # A device call's command gets at most 10 minutes: a stage gets 9 unless TIMEOUT says otherwise.
 TIMEOUT=${TIMEOUT:-540}
-KNOWN=" tests opencl_tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules distributed opencl "
+KNOWN=" tests opencl_tests hopper suite special tf32 lowp grouped quantized f32 tensorcore float64 overhead probes sweeps shapes probe rules distributed opencl oclmma "
 for s in $STAGES; do
   [[ $KNOWN == *" $s "* ]] || { echo "unknown stage '$s'; stages:$KNOWN(see the head of bench/gpu.sh)"; exit 2; }
 done
@@ -122,6 +126,8 @@ print("opencl:", p[0].version, p[0].get_devices()[0].name, p[0].get_devices()[0]
     rules) each 'GEMM_ENGINE_TEST_BACKENDS=cuda python3 -m pytest -q -p no:cacheprovider -m "not nvcc" -rfE tests/batch/test_k_major.py tests/algorithms/test_decode.py tests/algorithms/test_specialized_wgmma.py tests/global_/test_skinny.py tests/call/test_launch.py' \
                 'python3 bench/shape_sweep.py --subset decode --max-tokens 128 --part 1/2 --budget 70 --table shape_sweep_heldout --json "$OUT/shape_sweep_heldout.json"' \
                 'python3 bench/shape_probe.py --preset rules --max-candidates 4 --budget 60 --table shape_probe_rules --json "$OUT/shape_probe_rules.json"' ;;
+    oclmma) each 'python3 bench/mma_sync_peak.py --quick --budget 50 --json "$OUT/mma_sync_peak.json"' \
+                 'python3 bench/opencl_mma_probe.py --budget 170 --json "$OUT/opencl_mma_probe.json"' ;;
     opencl) python3 bench/opencl_tensor_cores.py --repeat "$REPEAT" ${OPENCL_ARGS:-} --json "$OUT/opencl_tensor_cores.json" ;;
     sweeps) each 'python3 bench/sweep_mma_tilings.py --dtypes float16,bfloat16 --json "$OUT/sweep_mma.json"' \
                  'python3 bench/sweep_wgmma_tilings.py --json "$OUT/sweep_wgmma.json"' \

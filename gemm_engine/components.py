@@ -28,7 +28,7 @@ from .global_.read.async_loader import ChunkLoader
 from .global_.base import (CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, SHARED_RING, SWIZZLED_CHUNK_LOADER,
                            SWIZZLED_SMEM, TASK_LOADER, UNIT_REGISTERS, UNIT_ROWS_LOADER, GlobalConfig, GlobalMatmul,
                            TileLoopRequest)
-from .compose.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS, TMA_LOADER
+from .compose.capabilities import OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, TENSOR_MAPS, TMA_LOADER, XOR_SWIZZLED_SMEM
 from .global_.double_buffering import DoubleBufferingGlobalMatmul
 from .global_.listeners import DoubleBufferingListener, OrderedListener
 from .global_.read.loaders import CyclicLoader, Loader, OperandTile, TilewiseLoader

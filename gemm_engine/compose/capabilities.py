@@ -97,6 +97,9 @@ GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written
                                                                "their global layout")
 SWIZZLED_SMEM = Capability("swizzled shared memory", "operands written to 128-byte-swizzled shared "
                                                      "memory (wgmma's layout)")
+XOR_SWIZZLED_SMEM = Capability("xor-swizzled shared memory", "operands written to shared memory in their "
+                                                             "global layout, rows unpadded, 16-byte chunks "
+                                                             "XOR-swizzled (tile/swizzle.py)")
 UNIT_REGISTERS = Capability("unit registers", "lhs written to each unit's registers")
 QUANTIZED_WEIGHTS = Capability("quantized weights", "a loader that reads packed quantized weights with their "
                                                     "scales and zeros (gemm_engine/quant) and writes their values")

@@ -40,7 +40,8 @@ from typing import ClassVar
 
 from ..codegen.dialect import Dialect
 from ..dtypes import ElementType
-from ..problem import MatmulProblem
+from ..compose.contracts import component_name
+from ..problem import Layout, MatmulProblem
 from ..compose.selection import Knob
 from ..stage.base import StageConfig, StageMatmul
 from ..stage.events import BeforeStore, ChainedListener, KernelStart, StageEventListener
@@ -179,6 +180,29 @@ class GlobalMatmul(ABC):
         elif not self.reads_weights():
             raise SetupError(reader, f"reads dense rhs elements; {problem.weights.kind} weights need a "
                                      "dequantizing loader (QUANTIZED_WEIGHTS) or the quantized decode level")
+
+    def setup_stage(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool | None = None,
+                    rhs_k_contiguous: bool | None = None) -> StageConfig:
+        """The stage's config, the operands oriented as the loaders store them (or as given, for a
+        level without loaders); SetupError naming the stage and the loader unless each loader
+        provides what the config requires of it (`StageMatmul.config_requirements`)."""
+        if lhs_k_contiguous is None:
+            lhs_k_contiguous = self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True)
+        if rhs_k_contiguous is None:
+            rhs_k_contiguous = self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False)
+        cfg = self.stage.setup(problem, selection, dialect, lhs_k_contiguous, rhs_k_contiguous)
+        for req in self.stage.config_requirements(cfg):
+            other = getattr(self, req.slot, None) if req.slot in self.uses else None
+            stage, slot = component_name(type(self.stage)), req.slot.replace("_", " ")
+            why = f" ({req.why})" if req.why else ""
+            if other is None:
+                raise SetupError(self.name, f"stage {stage} needs {req.describe()} from its {slot}{why}, and "
+                                            f"{self.name} has none")
+            offered = frozenset(getattr(other, "provides", ()))
+            if not offered & req.any_of:
+                raise SetupError(self.name, f"stage {stage} needs {req.describe()} from its {slot}{why}, which "
+                                            f"{component_name(type(other))} does not provide")
+        return cfg
 
     def requires_k_major(self, problem: MatmulProblem) -> bool:
         """Whether the operands must reach this level K-major (the tile's business: tf32 wgmma)."""

@@ -39,7 +39,7 @@ class DirectGlobalMatmul(GlobalMatmul):
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig:
         lhs_layout, rhs_layout = Layout(problem.lhs_layout), Layout(problem.rhs_layout)
-        stage = self.stage.setup(problem, selection, dialect, lhs_k_contiguous=lhs_layout is Layout.ROW,
+        stage = self.setup_stage(problem, selection, dialect, lhs_k_contiguous=lhs_layout is Layout.ROW,
                                  rhs_k_contiguous=rhs_layout is Layout.COL)
         if problem.m < stage.stage_m or problem.n < stage.stage_n:
             raise SetupError(self.name, f"M x N = {problem.m} x {problem.n} is smaller than the stage "

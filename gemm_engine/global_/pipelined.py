@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..problem import Layout, MatmulProblem
+from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..compose.capabilities import CARRIED_FRAGMENTS, CHUNK_LOADER, SHARED_RING, SMEM_STAGE
 from ..stage.base import Carry
@@ -84,11 +84,12 @@ class PipelinedGlobalMatmul(GlobalMatmul):
         stages = selection.stages
         if stages < 2:
             raise SetupError(self.name, f"stages={stages}: a ring needs at least 2")
-        stage = self.stage.setup(problem, selection, dialect,
-                                 self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
-                                 self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
+        stage = self.setup_stage(problem, selection, dialect)
         check_m, check_n, check_k = edge_checks(problem, stage)
-        lhs, rhs = operand_tiles(problem, stage, self.operand_tile)
+        # Swizzled rows (a plane stage's smem_swizzle): the loaders write the chunks where the tile reads them.
+        swizzles = {op: {"swizzle": sw} for op in ("lhs", "rhs")
+                    if (sw := getattr(stage, f"{op}_swizzle", None)) is not None}
+        lhs, rhs = operand_tiles(problem, stage, self.operand_tile, **swizzles)
         carry = bool(selection.carry_fragments)
         if carry:
             self._check_carry(stage, stages)

@@ -52,9 +52,7 @@ class SimpleGlobalMatmul(GlobalMatmul):
     config_class = GlobalConfig
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GlobalConfig:
-        stage_cfg = self.stage.setup(problem, selection, dialect,
-                                     self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
-                                     self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
+        stage_cfg = self.setup_stage(problem, selection, dialect)
         lhs, rhs = self.operand_tiles(problem, stage_cfg)
         units = self.loading_units(stage_cfg, selection, dialect)
         cfg = self.config_class(

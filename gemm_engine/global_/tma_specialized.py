@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..problem import Layout, MatmulProblem
+from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
 from .base import GlobalConfig, GlobalMatmul, StoreStaging, TileLoopRequest
@@ -176,9 +176,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"split_tail with cluster_m={cluster_m}, schedule={schedule!r}: a part of a "
                                         "tile is one cube's slices, computed by all its consumers "
                                         "(cluster_m=1, schedule='cooperative')")
-        stage = self.stage.setup(problem, selection, dialect,
-                                 self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
-                                 self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
+        stage = self.setup_stage(problem, selection, dialect)
         consumers = stage.units // WARPGROUP * (2 if schedule == "pingpong" else 1)
         if consumers not in CONSUMER_REGISTERS:
             why = " (ping-pong runs two copies of the stage: one warpgroup each)" if schedule == "pingpong" else ""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..problem import Layout, MatmulProblem
+from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE
 from ..tile.wgmma import ATOM_BYTES, check_wgmma_device
@@ -75,9 +75,7 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
             raise SetupError(self.name, f"wgmma_pending={pending}; expected 0 or 1")
         if stages - 1 - pending < 1:
             raise SetupError(self.name, f"stages={stages} with wgmma_pending={pending} prefetches nothing")
-        stage = self.stage.setup(problem, selection, dialect,
-                                 self.lhs_loader.k_contiguous(Layout(problem.lhs_layout), True),
-                                 self.rhs_loader.k_contiguous(Layout(problem.rhs_layout), False))
+        stage = self.setup_stage(problem, selection, dialect)
         check_m, check_n, check_k = edge_checks(problem, stage)
         lhs, rhs = operand_tiles(problem, stage, self.operand_tile,
                                  lhs={"swizzle": stage.lhs_layout}, rhs={"swizzle": stage.rhs_layout})

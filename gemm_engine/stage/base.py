@@ -119,6 +119,12 @@ class StageMatmul(ABC):
     def __init__(self, tile: TileMatmul):
         self.tile = tile
 
+    def config_requirements(self, cfg: StageConfig) -> tuple:
+        """`Requirement`s of the loaders that this config adds to the class's ``requires`` (a
+        selection field that changes what the stage reads: swizzled rows); the global level checks
+        them at setup (`GlobalMatmul.setup_stage`). None by default."""
+        return ()
+
     def requires_k_major(self, problem: MatmulProblem) -> bool:
         """Whether the operands must reach this stage K-major (its tile's business: tf32 wgmma)."""
         return self.tile is not None and self.tile.requires_k_major(problem)

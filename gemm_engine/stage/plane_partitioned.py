@@ -23,6 +23,13 @@ bench/results/h100/float64.md, notes). ``load_first`` loads them for the first s
 the loop. The loads of the next slot's first k tile fire their events where they run, inside this
 slot's last k tile; ``load_first``'s fire none.
 
+Swizzled rows (``smem_swizzle``, a selection field, off by default): the operands' rows are stored
+unpadded with their 16-byte chunks XOR-permuted (tile/swizzle.py), which ldmatrix reads without bank
+conflicts as the padded rows are; a 128 x 128 x 32 16-bit ring then takes 3 slots in 48 KiB instead of
+2. The loaders must write that layout: the config then requires `XOR_SWIZZLED_SMEM` of both
+(`config_requirements`, checked by the global level at setup), and the tile must read every element
+through `SmemTile` (``reads_swizzled``).
+
 Events (in execution order): ``Begin``; per k tile ``LhsLoaded`` once per lhs fragment (n = k tiles
 * partition_m), ``RhsLoaded`` once per rhs fragment (n = k tiles * partition_n) and
 ``TileMatmulCompleted`` after each tile matmul (n = k tiles * partition_m * partition_n); ``Finish``.
@@ -34,10 +41,13 @@ from dataclasses import dataclass
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
 from ..errors import SetupError
-from ..compose.capabilities import CARRIED_FRAGMENTS, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, PLANE_SCOPE, SMEM_STAGE
+from ..compose.capabilities import (CARRIED_FRAGMENTS, GLOBAL_LAYOUT_SMEM, K_MAJOR_SMEM, PLANE_SCOPE, SMEM_STAGE,
+                                    XOR_SWIZZLED_SMEM)
+from ..dtypes import WORD_BYTES
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.base import SmemTile
+from ..tile.swizzle import ChunkSwizzle, swizzle_refusal
 from .base import Carry, StageConfig, StageMatmul, Writer, stores
 from .events import (Begin, Finish, LhsLoaded, RhsLoaded, StageEvent, StageEventListener,
                      TileMatmulCompleted)
@@ -64,10 +74,33 @@ class PlaneStageConfig(StageConfig):
     partition_m: int = 1
     partition_n: int = 1
     fragment_buffering: bool = False
+    smem_swizzle: bool = False
 
     @property
     def k_tiles(self) -> int:
         return self.stage_k // self.tile.tile_k
+
+    @property
+    def lhs_swizzle(self) -> ChunkSwizzle | None:
+        """The lhs rows' swizzle (None: padded rows)."""
+        return self._swizzle(self.lhs_ld)
+
+    @property
+    def rhs_swizzle(self) -> ChunkSwizzle | None:
+        return self._swizzle(self.rhs_ld)
+
+    def _swizzle(self, ld: int) -> ChunkSwizzle | None:
+        if not self.smem_swizzle:
+            return None
+        size = WORD_BYTES[self.tile.smem_word]
+        return ChunkSwizzle(ld * size, size)
+
+    def lhs_tile(self, smem: str, k: str, origin: str) -> SmemTile:
+        """The lhs tile at k row ``k`` and first m ``origin`` of the stage at ``smem``."""
+        return SmemTile(smem, self.lhs_ld, k, origin, self.lhs_k_contiguous, self.lhs_swizzle)
+
+    def rhs_tile(self, smem: str, k: str, origin: str) -> SmemTile:
+        return SmemTile(smem, self.rhs_ld, k, origin, self.rhs_k_contiguous, self.rhs_swizzle)
 
 
 class PlanePartitionedStage(StageMatmul):
@@ -78,7 +111,9 @@ class PlanePartitionedStage(StageMatmul):
              Knob("partition_m", 4, "tiles per plane along m"),
              Knob("partition_n", 4, "tiles per plane along n"),
              Knob("stage_k", 16, "k per shared-memory stage"),
-             Knob("fragment_buffering", False, "load the next k tile's fragments during this one's tile matmuls"))
+             Knob("fragment_buffering", False, "load the next k tile's fragments during this one's tile matmuls"),
+             Knob("smem_swizzle", False, "unpadded shared-memory rows, 16-byte chunks XOR-swizzled (the loaders "
+                                         "must write them so)"))
     requires = (Requirement.of("tile", PLANE_SCOPE),
                 Requirement.of("lhs_loader", K_MAJOR_SMEM, GLOBAL_LAYOUT_SMEM),
                 Requirement.of("rhs_loader", K_MAJOR_SMEM, GLOBAL_LAYOUT_SMEM))
@@ -110,13 +145,37 @@ class PlanePartitionedStage(StageMatmul):
         # conflict-free either way: a row of stage_k + 8 halves (stage_k a multiple of 16) puts the
         # 8 rows of one 8 x 8 block on 8 distinct 4-bank groups.
         lhs_kc, rhs_kc = lhs_k_contiguous, rhs_k_contiguous
-        pad = tile_cfg.smem_pad or SMEM_PAD
+        swizzle = bool(selection.smem_swizzle)
+        pad = 0 if swizzle else tile_cfg.smem_pad or SMEM_PAD
+        lhs_ld, rhs_ld = (sk if lhs_kc else sm) + pad, (sk if rhs_kc else sn) + pad
+        if swizzle:
+            self._check_swizzle(tile_cfg, lhs_ld, rhs_ld)
         return PlaneStageConfig(tile=tile_cfg, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
-                                lhs_ld=(sk if lhs_kc else sm) + pad,
-                                rhs_ld=(sk if rhs_kc else sn) + pad,
+                                lhs_ld=lhs_ld, rhs_ld=rhs_ld,
                                 lhs_k_contiguous=lhs_kc, rhs_k_contiguous=rhs_kc, planes_m=plm,
                                 planes_n=pln, partition_m=pm, partition_n=pn,
-                                fragment_buffering=selection.fragment_buffering)
+                                fragment_buffering=selection.fragment_buffering, smem_swizzle=swizzle)
+
+    def _check_swizzle(self, tile_cfg, lhs_ld: int, rhs_ld: int) -> None:
+        """SetupError unless the tile reads swizzled rows and both operands' rows can be swizzled."""
+        if not self.tile.reads_swizzled:
+            raise SetupError(self.name, f"smem_swizzle=True: tile {self.tile.name!r} does not read swizzled "
+                                        f"rows (its shared-memory reads do not all go through SmemTile)")
+        size = WORD_BYTES.get(tile_cfg.smem_word)
+        if size is None or 16 % size:
+            raise SetupError(self.name, f"smem_swizzle=True: no 16-byte chunks of {tile_cfg.smem_word} elements")
+        for operand, ld in (("lhs", lhs_ld), ("rhs", rhs_ld)):
+            why = swizzle_refusal(ld * size)
+            if why:
+                raise SetupError(self.name, f"smem_swizzle=True: the {operand} stage has {why}")
+
+    def config_requirements(self, cfg: PlaneStageConfig) -> tuple[Requirement, ...]:
+        """Swizzled rows need loaders that write them (`XOR_SWIZZLED_SMEM`)."""
+        if not cfg.smem_swizzle:
+            return ()
+        why = "smem_swizzle=True: the stage reads XOR-swizzled rows"
+        return (Requirement.of("lhs_loader", XOR_SWIZZLED_SMEM, why=why),
+                Requirement.of("rhs_loader", XOR_SWIZZLED_SMEM, why=why))
 
     def declare(self, cfg: PlaneStageConfig, d: Dialect) -> str:
         t, tc = self.tile, cfg.tile
@@ -145,11 +204,11 @@ class PlanePartitionedStage(StageMatmul):
         b, k = kt % 2, str((kt % nk) * tc.tile_k)
         out = []
         for i in range(pm):
-            src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
+            src = cfg.lhs_tile(lhs_smem, k, f"plane_m0 + {i * tc.tile_m}")
             out.append((t.load_lhs(tc, d, f"lhs_frag_{b}_{i}", src), LhsLoaded(kt % nk * pm + i, nk * pm)))
         j = 0
         while j < pn:
-            src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
+            src = cfg.rhs_tile(rhs_smem, k, f"plane_n0 + {j * tc.tile_n}")
             code = t.load_rhs_pair(tc, d, f"rhs_frag_{b}_{j}", f"rhs_frag_{b}_{j + 1}", src) if j + 1 < pn else ""
             if code:
                 out += [(code, RhsLoaded(kt % nk * pn + j, nk * pn)), ("", RhsLoaded(kt % nk * pn + j + 1, nk * pn))]
@@ -211,12 +270,12 @@ class PlanePartitionedStage(StageMatmul):
         pm, pn, nk = cfg.partition_m, cfg.partition_n, cfg.k_tiles
 
         def rhs_load(j: int) -> tuple[str, StageEvent]:
-            src = SmemTile(rhs_smem, cfg.rhs_ld, k, f"plane_n0 + {j * tc.tile_n}", cfg.rhs_k_contiguous)
+            src = cfg.rhs_tile(rhs_smem, k, f"plane_n0 + {j * tc.tile_n}")
             return t.load_rhs(tc, d, f"rhs_frag_{j % 2}", src), RhsLoaded(kt * pn + j, nk * pn)
 
         steps = []
         for i in range(pm):
-            src = SmemTile(lhs_smem, cfg.lhs_ld, k, f"plane_m0 + {i * tc.tile_m}", cfg.lhs_k_contiguous)
+            src = cfg.lhs_tile(lhs_smem, k, f"plane_m0 + {i * tc.tile_m}")
             steps.append((t.load_lhs(tc, d, f"lhs_frag_{i}", src), LhsLoaded(kt * pm + i, nk * pm)))
         steps.append(rhs_load(0))
         for j in range(pn):

@@ -35,6 +35,7 @@ from ..codegen.dialect import Dialect
 from ..compose.capabilities import PLANE_SCOPE, UNIT_SCOPE, WARPGROUP_SCOPE  # noqa: F401 (re-exported)
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
+from .swizzle import ChunkSwizzle
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class SmemTile:
     ``array[(k) * ld + (origin) + x]`` when the stage stores the operand k-major (the default), or
     ``array[((origin) + x) * ld + (k)]`` when ``k_contiguous`` (rows of shared memory are m or n,
     contiguous along k: the layout of a row-major lhs or a column-major rhs in global memory, so
-    16-byte chunks copy straight through).
+    16-byte chunks copy straight through). With ``swizzle`` (tile/swizzle.py; only for a tile that
+    `reads_swizzled`) the 16-byte chunks of each row are XOR-permuted and ``ld`` is the unpadded row.
     """
 
     array: str
@@ -53,10 +55,14 @@ class SmemTile:
     k: str        # expression: the k row inside the stage
     origin: str   # expression: the first m (lhs) or n (rhs) index of the tile inside the stage
     k_contiguous: bool = False
+    swizzle: ChunkSwizzle | None = None
 
     def at(self, k_off: str, x_off: str) -> str:
         """Expression: element (``k + k_off``, ``origin + x_off``) of the tile."""
         k, x = f"({self.k}) + {k_off}", f"({self.origin}) + {x_off}"
+        if self.swizzle is not None:
+            line, elem = (x, k) if self.k_contiguous else (k, x)
+            return f"{self.array}[{self.swizzle.element(line, elem)}]"
         if self.k_contiguous:
             return f"{self.array}[({x}) * {self.ld} + {k}]"
         return f"{self.array}[({k}) * {self.ld} + {x}]"
@@ -110,6 +116,9 @@ class TileMatmul(ABC):
     requires: ClassVar[tuple] = ()
     #: Whether ``load_lhs`` / ``load_rhs`` also read k-contiguous tiles (`SmemTile.k_contiguous`).
     reads_k_contiguous: ClassVar[bool] = False
+    #: Whether every shared-memory read goes through `SmemTile.at` (so a stage may hand it
+    #: XOR-swizzled rows, `SmemTile.swizzle`).
+    reads_swizzled: ClassVar[bool] = False
     #: The unit-index expressions the tile's code reads, each named once: ``(name, expression)``,
     #: in order (a later one may use an earlier name). The stage declares them (`declare_lanes`).
     lanes: ClassVar[tuple[tuple[str, str], ...]] = ()

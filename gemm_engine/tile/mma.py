@@ -81,6 +81,7 @@ class MmaTile(TileMatmul):
                   choices=("default", "tf32")))
     provides = frozenset({PLANE_SCOPE})
     reads_k_contiguous = True
+    reads_swizzled = True
     lanes = (("lane", "UNIT_ID & 31"),)
 
     # -- host ---------------------------------------------------------------------------------

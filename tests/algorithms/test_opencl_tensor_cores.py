@@ -192,3 +192,20 @@ def test_split_k_on_tensor_cores_builds_offline():
     assert "mma.sync.aligned.m16n8k16" in text
     ok, log = compile_nvidia_opencl(text, "sm_90")
     assert ok, log[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_swizzled_three_slot_ring_fills_48_kib_and_builds(dtype, target):
+    """The plane stage's swizzled rows: 128 x 128 x 32 in 3 slots is the driver's whole 48 KiB (the
+    ring is the kernel's only local memory), and the source builds as the driver would build it."""
+    dialect = dialect_for(nominal_opencl_device(target))
+    alg = REGISTRY["pipelined_mma"](planes_m=2, planes_n=2, partition_m=4, partition_n=8, stage_k=32, stages=3,
+                                    fragment_buffering=True, smem_swizzle=True)
+    cfg = alg.setup(problem((1, 4096, 4096, 4096), dtype), dialect)
+    assert cfg.batch.global_.dynamic_shared_bytes == 48 * 1024 == dialect.device.max_shared_memory
+    text = alg.render(cfg, dialect)
+    assert re.findall(r"\bLOCAL\b[^;\n]*\[", text) == ["LOCAL unsigned char gemm_ring["]
+    assert "ldmatrix.sync.aligned" in text and "^ ((" in text
+    ok, log = compile_nvidia_opencl(text, target)
+    assert ok, log[-2000:]

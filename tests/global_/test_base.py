@@ -8,16 +8,20 @@ import dataclasses
 
 import pytest
 
+from gemm_engine.algorithms.accelerated import SimpleMmaAlgorithm
+from gemm_engine.algorithms.pipelined import PipelinedMmaAlgorithm
 from gemm_engine.algorithms.simple import SimpleUnitAlgorithm
 from gemm_engine.batch.base import CubeScope, OperandRef
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
-from gemm_engine.dtypes import FLOAT32
+from gemm_engine.compose.capabilities import XOR_SWIZZLED_SMEM
+from gemm_engine.dtypes import FLOAT16, FLOAT32
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.base import SharedRing, StoreStaging
+from gemm_engine.global_.read.async_loader import ChunkLoader
 from gemm_engine.global_.simple import SimpleGlobalMatmul
 from gemm_engine.global_.write.writers import DirectWriter
-from gemm_engine.problem import MatmulProblem
+from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.quant.format import WeightFormat
 from gemm_engine.stage.events import BeforeStore, ChainedListener, KernelStart, StageEventListener
 
@@ -101,3 +105,32 @@ def test_shared_ring_and_staging_are_none_by_default_and_frozen_values():
     with pytest.raises(dataclasses.FrozenInstanceError):
         ring.bytes = 0
     assert StoreStaging("a", "p", 2048, "sync();", "UNIT_ID == 0").bytes == 2048
+
+
+# -- the stage config's own loader requirements (setup_stage): swizzled rows need swizzling loaders
+F16_PROBLEM = MatmulProblem(1, 512, 512, 512, FLOAT16, FLOAT16, FLOAT16, Layout.ROW, Layout.ROW, 8, 8)
+
+
+class PlainChunkLoader(ChunkLoader):
+    """A chunk loader that does not say it writes swizzled rows."""
+
+    provides = ChunkLoader.provides - {XOR_SWIZZLED_SMEM}
+
+
+class PlainRing(PipelinedMmaAlgorithm):
+    name = "plain_ring"
+    lhs_loader = PlainChunkLoader
+
+
+def test_swizzling_stage_with_loaders_that_do_not_swizzle_is_refused():
+    with pytest.raises(SetupError, match=r"simple_global: stage PlanePartitionedStage .* needs .*16-byte chunks "
+                                         r"XOR-swizzled .* from its lhs loader \(smem_swizzle=True.*which CyclicLoader"):
+        SimpleMmaAlgorithm(smem_swizzle=True).setup(F16_PROBLEM, D)
+    with pytest.raises(SetupError, match=r"pipelined_global: .* from its lhs loader .* which PlainChunkLoader .* does not provide"):
+        PlainRing(smem_swizzle=True, stages=3).setup(F16_PROBLEM, D)
+    # Unswizzled, both compose as before; the chunk loader writes swizzled rows when asked.
+    SimpleMmaAlgorithm().setup(F16_PROBLEM, D)
+    PlainRing(stages=3).setup(F16_PROBLEM, D)
+    cfg = PipelinedMmaAlgorithm(smem_swizzle=True, stages=3).setup(F16_PROBLEM, D).batch.global_
+    assert cfg.lhs_loader.operand.swizzle == cfg.stage.lhs_swizzle is not None
+    assert cfg.rhs_loader.operand.swizzle == cfg.stage.rhs_swizzle is not None

@@ -18,6 +18,11 @@ grouped problem's groups start anywhere along its contiguous axis):
   element by element into registers, ``commit`` (run by the global matmul after the compute that
   hides those loads) packs and stores it into shared memory with one 16-byte store.
 
+Swizzled rows (`ChunkOperandTile.swizzle`, set where the stage asks for ``smem_swizzle``): the
+lines are unpadded and chunk c of line l lands at chunk ``c ^ phase(l)`` (tile/swizzle.py, the code
+the tile reads with); a task whose first line is a multiple of 8 lines (the swizzle's period) from
+the unit's first keeps its offset plus a constant, any other gets its own (loop-invariant) address.
+
 Edges: a chunk's valid element count ``n`` (0..vec) comes from the bounds of the axes the problem
 does not divide; ``cp.async`` with a source size of ``n`` elements zero-fills the rest of its 16
 bytes, the register path selects zero. A chunk with nothing valid reads from the operand's base
@@ -30,7 +35,8 @@ from dataclasses import dataclass
 from ...codegen.dialect import Dialect
 from ...errors import SetupError
 from ...problem import Layout
-from ...compose.capabilities import CHUNK_LOADER, GLOBAL_LAYOUT_SMEM
+from ...compose.capabilities import CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, XOR_SWIZZLED_SMEM
+from ...tile.swizzle import ChunkSwizzle
 from .loaders import Loader, LoaderConfig, OperandTile
 from ...dtypes import WORD_BYTES
 
@@ -60,10 +66,15 @@ class ChunkLines:
 @dataclass(frozen=True)
 class ChunkOperandTile(ChunkLines, OperandTile):
     """An operand tile stored in shared memory in its global layout (``align``: its vector
-    alignment decides the copy width)."""
+    alignment decides the copy width); ``swizzle``: its lines' chunks XOR-swizzled (None: as they lie)."""
+
+    swizzle: ChunkSwizzle | None = None
 
     def smem_index(self, r: str, c: str) -> str:
-        return f"({r}) * {self.smem_ld} + ({c})" if self.layout is Layout.ROW else f"({c}) * {self.smem_ld} + ({r})"
+        line, elem = (r, c) if self.layout is Layout.ROW else (c, r)
+        if self.swizzle is not None:
+            return self.swizzle.element(line, elem)
+        return f"({line}) * {self.smem_ld} + ({elem})"
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ class ChunkLoaderConfig(LoaderConfig):
 
 class ChunkLoader(Loader):
     name = "chunk_loader"
-    provides = frozenset({CHUNK_LOADER, GLOBAL_LAYOUT_SMEM})
+    provides = frozenset({CHUNK_LOADER, GLOBAL_LAYOUT_SMEM, XOR_SWIZZLED_SMEM})
 
     def k_contiguous(self, operand_layout: Layout, is_lhs: bool) -> bool:
         """Stored as it lies in global memory: k is contiguous for a row-major lhs, a column-major rhs."""
@@ -116,6 +127,10 @@ class ChunkLoader(Loader):
                                         f"are not whole 16-byte chunks")
         if units % cpl:
             raise SetupError(self.name, f"{operand.ident}: {units} units do not tile lines of {cpl} chunks")
+        sw = operand.swizzle
+        if sw is not None and (sw.line_bytes != operand.smem_ld * size or sw.itemsize != size):
+            raise SetupError(self.name, f"{operand.ident}: swizzled lines of {sw.line_bytes} bytes, but the stage's "
+                                        f"rows are {operand.smem_ld * size} bytes of {size}-byte elements")
         piece = min(vec, max(1, operand.vector_align))
         total = operand.lines * cpl
         return ChunkLoaderConfig(operand=operand, units=units, tasks=-(-total // units), vec=vec,
@@ -133,9 +148,28 @@ class ChunkLoader(Loader):
         lines = [f"const int {p}_line0 = {line0};", f"const int {p}_off0 = {off0};",
                  f"const GLOBAL {ctype}* {p}_src = {src.ptr} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}', src.ld)};",
                  f"const unsigned {p}_dst = {d.shared_address('&' + smem + '[' + op.smem_index(r, c) + ']')};"]
+        for t in self._own_address_tasks(cfg):
+            line = f"{p}_line0 + {t * cfg.line_step}"
+            rt, ct = (line, f"{p}_off0") if op.layout is Layout.ROW else (f"{p}_off0", line)
+            lines.append(f"const unsigned {p}_dst{t} = {d.shared_address('&' + smem + '[' + op.smem_index(rt, ct) + ']')};")
         if cfg.registers:
             lines.append(f"unsigned {p}_stage[{cfg.tasks * 4}];")
         return "\n".join(lines)
+
+    @staticmethod
+    def _own_address_tasks(cfg: ChunkLoaderConfig) -> list[int]:
+        """Tasks whose swizzled offset is not the first task's plus a constant (their first line is
+        not a whole number of swizzle periods on)."""
+        sw = cfg.operand.swizzle
+        return [] if sw is None else [t for t in range(cfg.tasks) if (t * cfg.line_step) % sw.period]
+
+    def _task_dst(self, cfg: ChunkLoaderConfig, t: int, slot: str) -> str:
+        """Shared address of task t's chunk in stage ``slot``."""
+        p = op_prefix(cfg)
+        slot_bytes = f"({slot}) * {cfg.smem_bytes}"
+        if t in self._own_address_tasks(cfg):
+            return f"{p}_dst{t} + {slot_bytes}"
+        return f"{p}_dst + {slot_bytes} + {t * cfg.line_step * cfg.operand.smem_ld * cfg.size}"
 
     def _valid(self, cfg: ChunkLoaderConfig, t: int, bounds: dict) -> str | None:
         """Statement declaring ``n``, the elements of chunk t inside the problem (None: always all)."""
@@ -158,13 +192,12 @@ class ChunkLoader(Loader):
               rows_bound: str, cols_bound: str) -> str:
         """Start moving this unit's chunks of the slice at (row0, col0) (global coordinates of the
         stage tile's first element; the source pointer already points there) into stage ``slot``."""
-        op, p = cfg.operand, op_prefix(cfg)
+        p = op_prefix(cfg)
         bounds = {"rows": (row0, rows_bound), "cols": (col0, cols_bound)}
         out = []
-        slot_bytes = f"({slot}) * {cfg.smem_bytes}"
         for t in range(cfg.tasks):
             at = f"{p}_src + {t * cfg.line_step} * {src.ld}"
-            dst = f"{p}_dst + {slot_bytes} + {t * cfg.line_step * op.smem_ld * cfg.size}"
+            dst = self._task_dst(cfg, t, slot)
             valid = self._valid(cfg, t, bounds)
             body = [valid] if valid else []
             if cfg.registers:
@@ -188,8 +221,7 @@ class ChunkLoader(Loader):
         p, op = op_prefix(cfg), cfg.operand
         out = []
         for t in range(cfg.tasks):
-            dst = f"{p}_dst + ({slot}) * {cfg.smem_bytes} + {t * cfg.line_step * op.smem_ld * cfg.size}"
-            store = store_staged(d, p, t, dst)
+            store = store_staged(d, p, t, self._task_dst(cfg, t, slot))
             if cfg.tasks * cfg.units > op.lines * cfg.chunks_per_line and t == cfg.tasks - 1:
                 store = f"if ({p}_line0 + {t * cfg.line_step} < {op.lines}) {store}"
             out.append(store)

@@ -28,10 +28,15 @@ from ...codegen.dialect import Dialect
 from ...errors import SetupError
 from ...problem import Layout
 from ...tile.wgmma import STORAGE_BYTES, SWIZZLE_BYTES, SwizzledOperandLayout
+from ...tile.swizzle import ChunkSwizzle
 from ...compose.capabilities import SWIZZLED_CHUNK_LOADER, SWIZZLED_SMEM
 from .async_loader import (ChunkLines, advance_source, cp_async_pieces, register_loads, store_staged,
                            valid_count)
 from .loaders import Loader, LoaderConfig, OperandTile
+
+
+#: One 128-byte run of a line: its 8 chunks permuted by the line's low 3 bits.
+_RUN = ChunkSwizzle(SWIZZLE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -111,9 +116,10 @@ class SwizzledChunkLoader(Loader):
         return "\n".join(lines)
 
     def _offset(self, cfg: SwizzledLoaderConfig, line: str) -> str:
+        # Within a 128-byte run: the chunk swizzle the plane stage's swizzled rows use too.
         p, atom = cfg.operand.ident + "_sw", cfg.operand.swizzle.atom_stride
-        return (f"(unsigned)(({p}_cc >> 3) * {atom} + ({line}) * {SWIZZLE_BYTES} + "
-                f"(((({p}_cc) & 7) ^ (({line}) & 7)) << 4))")
+        run = _RUN.byte_offset(line, f"({p}_cc) & 7")
+        return f"(unsigned)(({p}_cc >> 3) * {atom} + {run})"
 
     def _dst(self, cfg: SwizzledLoaderConfig, t: int) -> str:
         """Shared offset (inside a stage) of task t's chunk: a constant step when the line step

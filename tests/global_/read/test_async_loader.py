@@ -3,6 +3,9 @@ global layout (which axis is contiguous per operand and layout), the copy width 
 (register path under 4 bytes), the refusals naming the operand -- and its lines arithmetic."""
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import pytest
 
 from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32, INT8
@@ -10,6 +13,7 @@ from gemm_engine.errors import SetupError
 from gemm_engine.global_.read.async_loader import ChunkLoader, ChunkOperandTile
 from gemm_engine.global_.read.loaders import OperandTile
 from gemm_engine.problem import Layout
+from gemm_engine.tile.swizzle import ChunkSwizzle
 
 
 def _tile(ident="lhs", et=FLOAT16, layout=Layout.ROW, rows=64, cols=32, align=8, ld=None, smem_word=None):
@@ -56,3 +60,57 @@ def test_refusals_name_the_operand_and_reason():
     with pytest.raises(SetupError, match="rhs: 102 units do not tile lines of 4 chunks"):
         loader.setup(_tile("rhs"), 102)
     assert loader.setup(_tile(et=BY_NAME["bfloat16"]), 128).vec == 8
+
+
+# -- swizzled lines (ChunkOperandTile.swizzle): where every unit's every task puts its chunk
+class _Names:
+    """Stands in for a dialect in `ChunkLoader.declare`: types and shared addresses as written."""
+
+    @staticmethod
+    def c_type(word: str) -> str:
+        return "T"
+
+    @staticmethod
+    def shared_address(pointer: str) -> str:
+        return pointer
+
+
+def _swizzled(ident, layout, rows, cols):
+    contiguous = cols if layout is Layout.ROW else rows
+    return ChunkOperandTile(ident, FLOAT16, layout, rows, cols, False, False, contiguous,
+                            k_along_rows=ident == "rhs", smem_word=FLOAT16.storage, align=8,
+                            swizzle=ChunkSwizzle(contiguous * 2, 2))
+
+
+@pytest.mark.parametrize("ident, layout, rows, cols, units", [
+    ("lhs", Layout.ROW, 128, 32, 128),    # 64-byte lines, 32 lines a task step
+    ("rhs", Layout.ROW, 32, 128, 128),    # 256-byte lines, 8 lines a step
+    ("rhs", Layout.ROW, 32, 256, 128),    # 512-byte lines, 4 lines a step: odd tasks get their own address
+    ("lhs", Layout.COL, 64, 32, 256),     # 128-byte lines, 32 lines a step
+    ("rhs", Layout.COL, 32, 64, 64),      # 64-byte lines, 16 lines a step
+])
+def test_swizzled_chunks_land_where_the_swizzle_says(ident, layout, rows, cols, units):
+    op = _swizzled(ident, layout, rows, cols)
+    loader = ChunkLoader()
+    cfg = loader.setup(op, units)
+    src = type("Src", (), {"ptr": "P", "ld": "LD"})
+    declared = loader.declare(cfg, _Names, src, "S", "0", "0")
+    addresses = dict(re.findall(r"const unsigned (\w+) = &S\[(.*?)\];", declared.replace("\n", " ")))
+    p, sw, cpl = f"{ident}_ld8", op.swizzle, cfg.chunks_per_line
+    assert (f"{p}_dst1" in addresses) == (cfg.line_step % 8 != 0)
+    seen = set()
+    for unit in range(units):
+        env = {f"{p}_line0": unit // cpl, f"{p}_off0": unit % cpl * cfg.vec}
+        env.update({name: eval(index, {}, env) * 2 for name, index in addresses.items()})
+        for t in range(cfg.tasks):
+            line = unit // cpl + t * cfg.line_step
+            got = eval(loader._task_dst(cfg, t, "1"), {}, env)
+            assert got == cfg.smem_bytes + sw.byte_of(line, unit % cpl * cfg.vec), (unit, t)
+            seen.add(got)
+    assert len(seen) == op.lines * cpl      # a permutation of the slot's chunks
+
+
+def test_swizzled_lines_must_be_the_stage_rows():
+    op = _swizzled("lhs", Layout.ROW, 128, 32)
+    with pytest.raises(SetupError, match="swizzled lines of 128 bytes, but the stage's rows are 64 bytes"):
+        ChunkLoader().setup(dataclasses.replace(op, swizzle=ChunkSwizzle(128, 2)), 128)

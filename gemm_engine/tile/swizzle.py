@@ -1,0 +1,114 @@
+"""XOR swizzle of 16-byte chunks in shared-memory lines: a layout ldmatrix reads without bank
+conflicts and without padding.
+
+An operand's stage in shared memory is a set of *lines* (its rows of shared memory) of
+``line_bytes`` each, cut into 16-byte chunks. One ``ldmatrix`` phase reads an 8 x 8 block of
+16-bit elements: 8 lanes each address one 16-byte chunk, the same chunk column of 8 consecutive
+lines. Shared memory has 32 banks of 4 bytes, i.e. 8 groups of 16 bytes per 128 bytes, so the phase
+is conflict-free when those 8 chunks fall into 8 distinct groups. Unpadded lines of 128 bytes or
+more put them all in one group (8-way conflicts); padding each line by 16 bytes avoids that but
+costs shared memory (NVIDIA's OpenCL driver gives 48 KiB: a 128 x 128 x 32 f16 ring fits 2 slots
+padded, 3 unpadded). Swizzled, chunk ``c`` of line ``l`` is stored at chunk ``c ^ phase(l)`` of the
+same line, with
+
+* lines of 128 bytes or more (a multiple of 128): ``phase(l) = l & 7`` (the low three bits of c:
+  each 128-byte run of a line is permuted within itself; CUTLASS's Swizzle<3, 4, 3>);
+* lines of 64 bytes (two per 128): ``phase(l) = (l >> 1) & 3``; of 32 bytes: ``(l >> 2) & 1``;
+* lines of 16 bytes: no swizzle (8 lines are 128 contiguous bytes already).
+
+In each case the group of (line l, chunk c) is a bijection of ``l mod 8`` for a fixed c, so any 8
+consecutive lines are conflict-free, whatever the first. The wgmma layout (tile/wgmma.py) permutes
+each 128-byte line the same way (``SwizzledChunkLoader`` uses `byte_offset` of 128-byte lines).
+
+`ChunkSwizzle` renders the expressions: the chunk loaders write with `byte_offset` / `element`,
+the tiles read with `element` (through `SmemTile`), so both sides are the same code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Bytes of one chunk (one cp.async, one ldmatrix row).
+CHUNK_BYTES = 16
+#: Chunks per 128 bytes: the 16-byte bank groups of shared memory.
+BANK_GROUPS = 8
+
+
+def swizzle_refusal(line_bytes: int) -> str | None:
+    """Why lines of ``line_bytes`` cannot be swizzled (None: they can)."""
+    if line_bytes in (16, 32, 64) or (line_bytes > 0 and line_bytes % 128 == 0):
+        return None
+    return f"lines of {line_bytes} bytes (the swizzle takes lines of 16, 32, 64 bytes or a multiple of 128)"
+
+
+@dataclass(frozen=True)
+class ChunkSwizzle:
+    """The swizzled layout of lines of ``line_bytes`` bytes holding ``itemsize``-byte elements."""
+
+    line_bytes: int
+    itemsize: int = 2
+
+    def __post_init__(self):
+        why = swizzle_refusal(self.line_bytes)
+        if why or CHUNK_BYTES % self.itemsize:
+            raise ValueError(f"no chunk swizzle of {why or f'{self.itemsize}-byte elements'}")
+
+    @property
+    def chunks(self) -> int:
+        """Chunks per line."""
+        return self.line_bytes // CHUNK_BYTES
+
+    @property
+    def line_elems(self) -> int:
+        return self.line_bytes // self.itemsize
+
+    @property
+    def vec(self) -> int:
+        """Elements per chunk."""
+        return CHUNK_BYTES // self.itemsize
+
+    @property
+    def _shift_mask(self) -> tuple[int, int]:
+        """phase(l) = (l >> shift) & mask."""
+        per_group = max(1, BANK_GROUPS // self.chunks)     # lines sharing one 128 bytes
+        return per_group.bit_length() - 1, min(self.chunks, BANK_GROUPS) - 1
+
+    #: Lines after which the phases repeat: a loader's task that is a multiple of this many lines
+    #: from its first keeps the first's swizzled offset plus a constant.
+    period = BANK_GROUPS
+
+    # -- numbers (tests, host-side checks) -------------------------------------------------------
+    def phase_of(self, line: int) -> int:
+        shift, mask = self._shift_mask
+        return (line >> shift) & mask
+
+    def chunk_of(self, line: int, chunk: int) -> int:
+        """Where chunk ``chunk`` of line ``line`` is stored (a chunk index in that line)."""
+        return chunk ^ self.phase_of(line)
+
+    def byte_of(self, line: int, elem: int) -> int:
+        """Byte offset of element ``elem`` of line ``line`` from the stage's start."""
+        chunk, within = divmod(elem * self.itemsize, CHUNK_BYTES)
+        return line * self.line_bytes + self.chunk_of(line, chunk) * CHUNK_BYTES + within
+
+    # -- expressions ----------------------------------------------------------------------------
+    def phase(self, line: str) -> str:
+        shift, mask = self._shift_mask
+        if mask == 0:
+            return "0"
+        return f"((({line}) >> {shift}) & {mask})" if shift else f"(({line}) & {mask})"
+
+    def chunk(self, line: str, chunk: str) -> str:
+        """Expression: the stored chunk index of chunk ``chunk`` of line ``line``."""
+        if self._shift_mask[1] == 0:
+            return f"({chunk})"
+        return f"(({chunk}) ^ {self.phase(line)})"
+
+    def byte_offset(self, line: str, chunk: str) -> str:
+        """Expression: bytes from the stage's start to the stored chunk ``chunk`` of line ``line``."""
+        return f"({line}) * {self.line_bytes} + ({self.chunk(line, chunk)} << 4)"
+
+    def element(self, line: str, elem: str) -> str:
+        """Expression: the element index (from the stage's start) of element ``elem`` of line ``line``."""
+        s = self.vec.bit_length() - 1
+        within = f" + (({elem}) & {self.vec - 1})" if self.vec > 1 else ""
+        return f"({line}) * {self.line_elems} + ({self.chunk(line, f'({elem}) >> {s}')} << {s}){within}"
