@@ -78,6 +78,8 @@ _BASE_OFFSET = {name: (f"{name}_base", f"{name}_offset")
 
 #: A grouped call's per-call offsets or counts (`CallArguments.groups`).
 GROUP_NAMES = ("groups_base", "groups_offset")
+#: A quantized weight's scales' and zeros' parameters, in `WEIGHT_ARRAYS` order.
+WEIGHT_NAMES = tuple(n for op in WEIGHT_ARRAYS for n in _BASE_OFFSET[op])
 
 #: The parameters `epilogue_values` sets (a fused call's per-call epilogue values).
 EPILOGUE_NAMES = frozenset({"alpha", "beta"} | {n for op, _ in EPILOGUE_ARRAYS for n in _BASE_OFFSET[op]})
@@ -140,12 +142,16 @@ class CallArguments:
         return frozenset(names)
 
 
-def per_call_values(lhs, rhs, out, inputs: EpilogueInputs | None, address, groups=None) -> dict:
+def per_call_values(lhs, rhs, out, inputs: EpilogueInputs | None, address, groups=None, weight=()) -> dict:
     """The per-call values (`CallArguments.per_call_names`) of a repeated call: its operands and
-    output, (a fused call) its epilogue inputs as given (number scales fold into alpha) and (a
-    grouped call) its offsets or counts, named as `CallArguments.values` names them."""
+    output, (a fused call) its epilogue inputs as given (number scales fold into alpha), (a
+    grouped call) its offsets or counts and (a quantized rhs, its packed words ``rhs``) the
+    weight's scales and zeros (``weight``, in `WEIGHT_ARRAYS` order, None where it has none),
+    named as `CallArguments.values` names them."""
     values = {}
-    for name, x in zip(OPERAND_ARRAYS, (lhs, rhs, out)):
+    for name, x in zip(OPERAND_ARRAYS + WEIGHT_ARRAYS, (lhs, rhs, out, *weight)):
+        if x is None:
+            continue
         base, offset = _BASE_OFFSET[name]
         values[base], values[offset] = address(x)
     if inputs is not None:

@@ -6,13 +6,16 @@ call left, whose per-call values (call/arguments.py: the addresses, and a fused 
 values) go straight into the prepared launch. Two kinds of call take it: torch CUDA tensors (their
 addresses, torch's allocator and stream) and the runtime's own arrays. Anything else, an ``out``
 that overlaps an input, or an unhashable option takes the general path. Plain grouped calls
-(`FastPath.grouped`) take it too, their offsets or counts a per-call array beside the operands.
+(`FastPath.grouped`) take it too, their offsets or counts a per-call array beside the operands,
+and calls of a quantized weight (`FastPath.quantized`), whose key names the weight weakly.
 """
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 
 from .arguments import EpilogueInputs
+from ..quant.weight import QuantizedWeight
 from ..tensors import torch_stream
 from .launch import CallPlan, Launcher
 
@@ -66,6 +69,8 @@ class FastPath:
         or None when it cannot have one), else (key, (result, plan))."""
         rt = self.runtime
         tensor = self.torch_type
+        if type(b) is QuantizedWeight:
+            return self.quantized(a, b, out, inputs, options)
         if tensor is not None and type(a) is tensor and type(b) is tensor and out is None:
             # torch tensors: the metadata is the key, the addresses go straight in.
             pa, pb = a.data_ptr(), b.data_ptr()
@@ -84,6 +89,36 @@ class FastPath:
             key = _fused_key(key, self._native_meta, inputs)
         call = self._cached(key)
         return key, (None if call is None else self._native_call(call, a, b, out, inputs))
+
+    def quantized(self, a, weight: QuantizedWeight, out, inputs: EpilogueInputs | None, options: tuple):
+        """`call` with a quantized weight as ``b``: the key names the weight by a weak reference (a
+        weight that dies matches no later call, and its plan holds none of its memory); its
+        packed words, scales and zeros on this device (`QuantizedWeight.device`, made by the first
+        call) are per-call values."""
+        rt, tensor = self.runtime, self.torch_type
+        ref = weakref.ref(weight)
+        if tensor is not None and type(a) is tensor and out is None:
+            pa = a.data_ptr()
+            key = (TORCH_KEY, ref) + options + (a.shape, a.stride(), a.dtype, a.get_device(), pa % 16)
+            if inputs is not None:
+                key = _fused_key(key, self._torch_meta, inputs)
+            call = self._cached(key)
+            if call is None:
+                return key, None
+            arrays = weight.device(rt)
+            addresses = [None if x is None else x.data.ptr for x in (arrays.packed, arrays.scales, arrays.zeros)]
+            return key, self._torch_call(call, a, pa, addresses[0], inputs, weight=addresses[1:])
+        if not rt.is_native(a):
+            return None, None
+        key = (ref,) + options + (a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
+                                  None if out is None else (type(out), out.shape, out.strides, out.dtype))
+        if inputs is not None:
+            key = _fused_key(key, self._native_meta, inputs)
+        call = self._cached(key)
+        if call is None:
+            return key, None
+        arrays = weight.device(rt)
+        return key, self._native_call(call, a, arrays.packed, out, inputs, weight=(arrays.scales, arrays.zeros))
 
     def grouped(self, a, b, groups, options: tuple):
         """`call` for a plain grouped call (no epilogue, no ``out``): ``groups`` (its offsets or
@@ -118,10 +153,11 @@ class FastPath:
     def _native_meta(self, x):
         return (x.shape, x.strides, x.dtype) if self.runtime.is_native(x) else None
 
-    def _torch_call(self, call: CallPlan, a, pa: int, pb: int, inputs: EpilogueInputs | None, pg: int | None = None):
+    def _torch_call(self, call: CallPlan, a, pa: int, pb: int, inputs: EpilogueInputs | None, pg: int | None = None,
+                    weight=()):
         """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses; ``pg``: a grouped
-        call's offsets' or counts'): a result tensor of torch's, the per-call values (the
-        epilogue's arrays' too), torch's current stream."""
+        call's offsets' or counts'; ``weight``: a quantized weight's scales' and zeros'): a result
+        tensor of torch's, the per-call values (the epilogue's arrays' too), torch's current stream."""
         import torch
         plan = call.plan
         device = a.get_device()
@@ -132,11 +168,11 @@ class FastPath:
         target = fresh(call.out_shape, dtype=call.torch_dtype(), device=device)
         stream = torch_stream(torch, device)
         pt = target.data_ptr()
-        more = call.direct_values(inputs, pg, _torch_address)
+        more = call.direct_values(inputs, pg, _torch_address, weight)
         if call.direct and call.direct(pa, pb, pt, *more, stream=stream):
             return target, plan
         with self.runtime.on_stream(stream):
-            args = call.pack(self.launcher, pa, pb, pt, inputs, _torch_address, pg)
+            args = call.pack(self.launcher, pa, pb, pt, inputs, _torch_address, pg, weight)
             if call.direct is None:
                 call.direct = self.launcher.prepare_direct(plan, args, call.packer.fixed, call.direct_names)
             self.launcher.run_packed(plan, args)
@@ -149,7 +185,7 @@ class FastPath:
             self.runtime.fill_zero(target)
         return target
 
-    def _native_call(self, call: CallPlan, a, b, out, inputs: EpilogueInputs | None, groups=None):
+    def _native_call(self, call: CallPlan, a, b, out, inputs: EpilogueInputs | None, groups=None, weight=()):
         """A repeated call on the runtime's arrays; None when ``out`` overlaps an input (the general
         path computes through a temporary, as numpy computes as if the inputs were copied first)."""
         rt = self.runtime
@@ -157,7 +193,7 @@ class FastPath:
         if call.direct and out is None and groups is None:
             # Only the per-call values change between calls (runtime/cuda_launch.py, `PreparedLaunch`).
             target = self._fresh(call)
-            if call.direct(a, b, target, *call.direct_values(inputs, groups, rt.ptr_arg)):
+            if call.direct(a, b, target, *call.direct_values(inputs, groups, rt.ptr_arg, weight)):
                 return target, plan
         terms = {} if inputs is None else {
             name: x for name, x in (("c", inputs.c), ("bias", inputs.bias), ("scale_a", inputs.scale_a),
@@ -169,7 +205,7 @@ class FastPath:
             return None
         rt.order_after(a=a, b=b, out=out, **terms)   # the key holds shapes, not queues
         target = out if out is not None else self._fresh(call)
-        args = call.pack(self.launcher, a, b, target, inputs, rt.ptr_arg, groups)
+        args = call.pack(self.launcher, a, b, target, inputs, rt.ptr_arg, groups, weight)
         if call.direct is None and groups is None:
             # The plan's first fast call prepares its direct launch (only the first: a plan the
             # runtime cannot prepare keeps False); the general path and the tuner never pay for it.

@@ -21,7 +21,8 @@ from ..batch.base import KEPT_SCRATCH
 from ..codegen.signature import BY_VALUE, Packer
 from ..dtypes import device_dtype
 from ..tensors import numpy_torch_dtype
-from .arguments import EPILOGUE_NAMES, GROUP_NAMES, EpilogueInputs, epilogue_values, per_call_values
+from .arguments import (EPILOGUE_NAMES, GROUP_NAMES, WEIGHT_NAMES, EpilogueInputs, epilogue_values,
+                        per_call_values)
 from .plan import Plan
 
 
@@ -174,16 +175,26 @@ class CallPlan:
         return cached
 
     @property
+    def weight_names(self) -> tuple[str, ...]:
+        """A quantized rhs's scale and zero parameters (per call: the call plan names its weight
+        weakly, call/fast.py), in signature order; () for other calls."""
+        return tuple(n for n in WEIGHT_NAMES if n in self.per_call)
+
+    @property
     def direct_names(self) -> tuple[str, ...]:
         """The parameters `direct` takes after the three addresses: a fused call's epilogue values,
-        a grouped call's offsets or counts."""
-        return self.fused_names + (GROUP_NAMES if self.groups is not None else ())
+        a grouped call's offsets or counts, a quantized weight's scales and zeros."""
+        return self.fused_names + (GROUP_NAMES if self.groups is not None else ()) + self.weight_names
 
-    def direct_values(self, inputs: EpilogueInputs | None, groups, address) -> list:
-        """The values of `direct_names` for one call (``groups``: a grouped call's array)."""
+    def direct_values(self, inputs: EpilogueInputs | None, groups, address, weight=()) -> list:
+        """The values of `direct_names` for one call (``groups``: a grouped call's array;
+        ``weight``: a quantized weight's (scales, zeros), as `per_call_values` takes them)."""
         values = self.fused_values(inputs, address) if self.fused else []
         if self.groups is not None:
             values += address(groups)
+        for x in weight:
+            if x is not None:
+                values += address(x)
         return values
 
     def fused_values(self, inputs: EpilogueInputs, address) -> list:
@@ -201,8 +212,9 @@ class CallPlan:
             cached = self.__dict__["_torch_dtype"] = numpy_torch_dtype(self.dtype)
         return cached
 
-    def pack(self, launcher: Launcher, a, b, target, inputs: EpilogueInputs | None, address, groups=None) -> tuple:
+    def pack(self, launcher: Launcher, a, b, target, inputs: EpilogueInputs | None, address, groups=None,
+             weight=()) -> tuple:
         """The argument tuple of a repeated call (``address(x)``: an array's (kernel argument,
-        element offset); ``groups``: a grouped call's offsets or counts)."""
-        values = per_call_values(a, b, target, inputs if self.fused else None, address, groups)
+        element offset); ``groups``, ``weight``: as `per_call_values` takes them)."""
+        values = per_call_values(a, b, target, inputs if self.fused else None, address, groups, weight)
         return self.packer.pack(launcher.with_workspace(self.plan, values, self.packer.fixed))

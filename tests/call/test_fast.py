@@ -44,3 +44,54 @@ def test_repeated_calls_on_torch_cuda_tensors_skip_the_general_path(rng, monkeyp
     _general_path_forbidden(monkeypatch)
     check()
     check()
+
+
+# -- a quantized weight (FastPath.quantized) -------------------------------------------------------------
+def _quantized_check(engine, rng, q, m, to_device, to_host, **options):
+    x = random(rng, (m, q.shape[0]), "float32")
+    want = x.astype(np.float64) @ q.dequantize().astype(np.float64)
+    if "bias" in options:
+        want = want + np.asarray(to_host(options["bias"]), np.float64)
+    got = to_host(engine.quantized_matmul(to_device(x), q, **options))
+    assert rel_error(got, want) < 2e-5
+
+
+@pytest.mark.parametrize("fmt, m", [("int4", 3), ("int8", 17), ("fp8_e4m3", 64)])
+def test_repeated_quantized_calls_on_device_arrays_skip_the_general_path(engine, rng, monkeypatch, fmt, m):
+    import gc
+
+    import gemm_engine
+    rt = engine.runtime
+    weights = [gemm_engine.quantize(rng.standard_normal((72, 40)), fmt, None if fmt != "int4" else 32)
+               for _ in range(2)]
+    bias = rt.to_device(random(rng, (40,), "float32"))
+    for q in weights:                              # plans each weight's call
+        _quantized_check(engine, rng, q, m, rt.to_device, rt.to_host, bias=bias)
+    with monkeypatch.context() as patched:
+        _general_path_forbidden(patched)
+        for q in weights + weights[::-1]:          # each weight its own plan: the key names it
+            _quantized_check(engine, rng, q, m, rt.to_device, rt.to_host, bias=bias)
+    # A weight that died leaves its plan unreachable: a new weight of the same format and shape (which
+    # may get the dead one's id) is planned again, and right.
+    del weights
+    gc.collect()
+    fresh = gemm_engine.quantize(rng.standard_normal((72, 40)), fmt, None if fmt != "int4" else 32)
+    for _ in range(2):
+        _quantized_check(engine, rng, fresh, m, rt.to_device, rt.to_host, bias=bias)
+
+
+@pytest.mark.cuda
+def test_repeated_quantized_calls_on_torch_cuda_tensors_skip_the_general_path(rng, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import gemm_engine
+    engine = get_engine("cuda")
+    to_device = lambda x: torch.from_numpy(x).cuda()                   # noqa: E731
+    to_host = lambda x: x.cpu().numpy()                                 # noqa: E731
+    for m in (1, 16, 300):                          # the decode kernels and the dequantize-first pass
+        q = gemm_engine.quantize(rng.standard_normal((256, 136)), "int4", 64)
+        for _ in range(2):
+            _quantized_check(engine, rng, q, m, to_device, to_host)
+        with monkeypatch.context() as patched:
+            _general_path_forbidden(patched)
+            for _ in range(2):
+                _quantized_check(engine, rng, q, m, to_device, to_host)
