@@ -1,6 +1,7 @@
-"""`QuantizedLinear`: nn.Linear's forward, ``(..., in_features) -> (..., out_features)``, over a
-quantized weight (gemm_engine/quant), computed by `gemm_engine.quantized_matmul` (the kernels read
-the packed codes; the weight is never materialized in the forward).
+"""`QuantizedLinear`: nn.Linear over a quantized weight, by `gemm_engine.quantized_matmul`.
+
+Its forward is nn.Linear's, ``(..., in_features) -> (..., out_features)``; the kernels read the
+packed codes (gemm_engine/quant), the weight is never materialized in the forward.
 
 The module holds the `QuantizedWeight`'s arrays as buffers, so that ``state_dict``, ``.to(device)``
 and ``load_state_dict`` handle them as any module's tensors: ``qweight`` (the packed 32-bit words,
