@@ -9,7 +9,8 @@ as int32 bits), ``scales`` and, for an asymmetric weight, ``zeros`` (16-bit scal
 bits), with an optional float ``bias`` parameter. Their layout and sizes follow from the
 constructor's arguments (format, group size, symmetric, scale dtype, prepacked), which a state_dict
 does not hold: build the module the same way before loading one. The `QuantizedWeight` a forward
-hands the engine is rebuilt from the buffers only when they changed (their addresses and versions).
+hands the engine is rebuilt from the buffers only when they moved (``.to``), were loaded
+(``load_state_dict``) or `refresh_weight` was called (after changing them in place otherwise).
 
 Gradients: the input's (``grad @ W.T`` by the engine on the dequantized weight, materialized for
 the backward only) and the bias's flow; the quantized weight's codes are integers and take none
@@ -45,16 +46,24 @@ class QuantizedLinear(nn.Module):
         super().__init__()
         zero = quantize(np.zeros((in_features, out_features), np.float32), format, group_size, symmetric,
                         scale_dtype)
-        self._init_from(zero.prepack() if prepacked else zero, device)
+        self.set_weight(zero.prepack() if prepacked else zero, device)
         self.bias = nn.Parameter(torch.zeros(out_features, device=device, dtype=dtype)) if bias else None
 
-    def _init_from(self, q: QuantizedWeight, device) -> None:
-        """The buffers and the format of ``q``."""
+    def set_weight(self, q: QuantizedWeight, device=None) -> None:
+        """Hold ``q`` (in_features x out_features): its arrays become the buffers (on ``device``),
+        its shape and format the module's."""
         self.in_features, self.out_features, self.format = q.k, q.n, q.format
         self.register_buffer("qweight", _bits_tensor(q.packed, device))
         self.register_buffer("scales", _bits_tensor(q.scales, device))
         self.register_buffer("zeros", None if q.zeros is None else _bits_tensor(q.zeros, device))
         self._cached = (self._buffer_key(), q)
+        if not getattr(self, "_load_hooked", False):
+            self.register_load_state_dict_post_hook(_loaded)
+            self._load_hooked = True
+
+    def refresh_weight(self) -> None:
+        """Forget the cached `QuantizedWeight`: the next forward reads the buffers again."""
+        self._cached = ((), None)
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, format: str = "int4", group_size=128, symmetric: bool = True,
@@ -68,15 +77,14 @@ class QuantizedLinear(nn.Module):
         q = quantize(w.mT, format, group_size, symmetric, scale_dtype)
         new = cls.__new__(cls)
         nn.Module.__init__(new)
-        new._init_from(q.prepack() if prepacked else q, w.device)
+        new.set_weight(q.prepack() if prepacked else q, w.device)
         new.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().clone())
         new.train(linear.training)
         return new
 
     # -- the weight --------------------------------------------------------------------------------
     def _buffer_key(self) -> tuple:
-        return tuple((t.device, t.data_ptr(), t._version) for t in (self.qweight, self.scales, self.zeros)
-                     if t is not None)
+        return tuple((t.device, t.data_ptr()) for t in (self.qweight, self.scales, self.zeros) if t is not None)
 
     def quantized_weight(self) -> QuantizedWeight:
         """The `QuantizedWeight` (in_features, out_features) the buffers hold (rebuilt when they changed)."""
@@ -126,6 +134,11 @@ class QuantizedLinear(nn.Module):
         group = f"group_size={f.group_size}" if f.group_size else "per-channel"
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
                 f"format={f.kind}, {group}, {'asymmetric' if f.zeros else 'symmetric'}, {f.layout}")
+
+
+def _loaded(module: QuantizedLinear, incompatible_keys) -> None:
+    """load_state_dict's hook: the buffers were written in place."""
+    module.refresh_weight()
 
 
 def _product(x: torch.Tensor, q: QuantizedWeight, bias) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """QuantizedLinear (gemm_engine/torch/quantized_linear.py): nn.Linear's shapes over a quantized
 weight, against float64 of the dequantized weight (every format, odd in / out features, batch
 axes, bias or none, float32 and bfloat16 activations), its state_dict round trip and buffers, the
-cached weight rebuilt when the buffers change, gradients (input and bias; the weight refused).
+cached weight rebuilt when the buffers are loaded, moved or refreshed, gradients (input and bias; the weight refused).
 The default engine is the OpenCL one (PoCL here: CPU tensors)."""
 from __future__ import annotations
 
@@ -96,13 +96,14 @@ def test_state_dict_round_trip_into_an_empty_module():
         other.load_state_dict(state)
 
 
-def test_buffers_changed_in_place_rebuild_the_weight_and_copies_work():
+def test_buffers_changed_in_place_and_refreshed_rebuild_the_weight_and_copies_work():
     torch.manual_seed(2)
     layer = QuantizedLinear.from_linear(nn.Linear(48, 16, bias=False), format="int8", group_size=None)
     first = layer.quantized_weight()
     assert layer.quantized_weight() is first               # cached while the buffers stay
     with torch.no_grad():
         layer.scales.copy_(layer.scales * 0 + torch.tensor(np.float16(0.5).view(np.int16)))
+    layer.refresh_weight()
     second = layer.quantized_weight()
     assert second is not first and np.all(second.scale_values() == 0.5)
     twin = copy.deepcopy(layer)
