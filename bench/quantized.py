@@ -20,6 +20,8 @@ and zeros once per call. The table goes to bench/results/<device>/quantized.md (
     # the lead's short run (about 2 minutes): decode and prefill of two shapes, the first run's decode beside
     python3 bench/quantized.py --shapes 4096x4096,14336x4096 --byte-ms 1,16,256 --variants
     python3 bench/quantized.py --formats int4 --ms 1,16 --shapes 4096x4096 --json q.json
+    # the dequantize-first pass alone (its copy checked bit for bit, then timed; prints, no table written)
+    python3 bench/quantized.py --pass-only --shapes 4096x4096,14336x4096 --ms 256 --byte-ms 256
 """
 from __future__ import annotations
 
@@ -69,10 +71,11 @@ def rel(torch, y, ref) -> float:
     return float(torch.linalg.norm(y - ref) / torch.linalg.norm(ref))
 
 
-def planned(engine, x, q, algorithm=None):
-    """(plan, launch, output tensor): the engine's call of ``x @ q`` set up step by step as the call
-    path does (import, numpy's rules, request, prepare, plan, arguments), and a callable that
-    launches its kernels with those arguments (no host work but the launch)."""
+def planned(engine, x, q, algorithm=None, only: str | None = None):
+    """(plan, launch, output tensor, workspace or None): the engine's call of ``x @ q`` set up step
+    by step as the call path does (import, numpy's rules, request, prepare, plan, arguments), and a
+    callable that launches its kernels with those arguments (no host work but the launch); with
+    ``only`` a kernel name, just that one of the plan's kernels."""
     from gemm_engine.call import numpy_rules
     from gemm_engine.call.arguments import build_arguments
     from gemm_engine.call.arrays import import_call
@@ -90,10 +93,16 @@ def planned(engine, x, q, algorithm=None):
         kept.append(rt.empty((plan.workspace.count,), device_dtype(plan.workspace.element)))
         values["workspace"] = rt.ptr_arg(kept[0])[0]
     packed = plan.signature.pack(engine.launcher.with_workspace(replace(plan, workspace=None), values))
+    run = plan
+    if only is not None:
+        names = [x.name for x in plan.algorithm.launches(plan.config, prepared.problem)]
+        if only not in names:
+            raise ValueError(f"{plan.algorithm.name} launches {names}, not {only}")
+        run = replace(plan, launches=(plan.launches[names.index(only)],))
 
     def launch(held=kept):           # the workspace lives as long as the launch
-        engine.launcher.run_packed(plan, packed)
-    return plan, launch, target_.returned
+        engine.launcher.run_packed(run, packed)
+    return plan, launch, target_.returned, (kept[0] if kept else None)
 
 
 def torch_int4(torch, codes_nk, scales_gn, zeros_gn, group: int):
@@ -126,7 +135,7 @@ def variant_rows(engine, torch, cp, row: dict, x, q, ref) -> list[dict]:
     for name, knobs in VARIANTS:
         r = dict(row, variant=f"{name}({', '.join(f'{k}={v}' for k, v in knobs.items())})")
         try:
-            plan, launch, target_ = planned(engine, x, q, REGISTRY[name](**knobs))
+            plan, launch, target_, _ = planned(engine, x, q, REGISTRY[name](**knobs))
             target_.fill_(float("nan"))
             launch()
             torch.cuda.synchronize()
@@ -141,7 +150,9 @@ def variant_rows(engine, torch, cp, row: dict, x, q, ref) -> list[dict]:
     return out
 
 
-def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) -> dict:
+def weights_for(args, torch, fmt: str, shape: str, cache: dict) -> dict:
+    """The row's quantized weight (prepacked unless ``--k-packed``), its float64 dequantized values
+    on the GPU, their bf16 (N, K) for cuBLAS and the unpacked original: made once per (format, shape)."""
     import gemm_engine
     n, k = map(int, shape.split("x"))
     key = (fmt, shape)
@@ -154,7 +165,12 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
         deq = torch.from_numpy(q.dequantize()).cuda()                       # (K, N) float32
         cache.clear()
         cache[key] = dict(q=qp, deq64=deq.double(), w_nk=deq.t().contiguous().to(torch.bfloat16), base=q)
-    c = cache[key]
+    return cache[key]
+
+
+def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) -> dict:
+    n, k = map(int, shape.split("x"))
+    c = weights_for(args, torch, fmt, shape, cache)
     q, ref_w = c["q"], c["deq64"]
     x = (torch.randn(m, k, device="cuda") * 0.5).to(torch.bfloat16)
     ref = x.double() @ ref_w
@@ -162,7 +178,7 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
     # -- the engine: checked through the public call, then its planned launch checked and timed ------
     y = engine.quantized_matmul(x, q, algorithm=args.algorithm)
     row["err"] = rel(torch, y, ref)
-    plan, launch, out = planned(engine, x, q, args.algorithm)
+    plan, launch, out, _ = planned(engine, x, q, args.algorithm)
     out.fill_(float("nan"))
     launch()
     torch.cuda.synchronize()
@@ -217,6 +233,45 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
     return row
 
 
+def pass_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) -> dict:
+    """``--pass-only``: the dequantizing pass (batch/dequantize_first.py) of the plan of ``x @ q``
+    alone: its copy (rows of K, ``k_pitch`` long) checked bit for bit against the dequantized
+    weights rounded to bf16 (the padding past K zeros) in a poisoned workspace, then timed. "TB/s"
+    counts the packed words, scales and zeros read plus the copy written."""
+    from gemm_engine.batch.dequantize_first import DEQUANTIZE_KERNEL
+    from gemm_engine.batch.k_major import k_pitch
+    n, k = map(int, shape.split("x"))
+    q = weights_for(args, torch, fmt, shape, cache)["q"]
+    x = (torch.randn(m, k, device="cuda") * 0.5).to(torch.bfloat16)
+    row = dict(format=fmt, shape=shape, m=m)
+    plan, launch, _, ws = planned(engine, x, q, args.algorithm or "dequantized_specialized_wgmma",
+                                  only=DEQUANTIZE_KERNEL)
+    batch = plan.config.batch
+    pitch = k_pitch(k, batch.pitch_align)
+    start = m * pitch if batch.lhs_copy else 0
+    ws.fill(0xFFFF)                                         # bf16 NaN: an unwritten value shows
+    launch()
+    copy = cp.asnumpy(ws[start:start + n * pitch]).reshape(n, pitch).astype(np.uint32) << 16
+    copy = copy.view(np.float32)
+    expect = q.dequantize(rounded_to="bfloat16").T
+    row["copy_ok"] = bool(np.array_equal(copy[:, :k], expect) and not copy[:, k:].any())
+    row["algorithm"] = plan.algorithm.name
+    row["bytes"] = q.nbytes + n * pitch * 2
+    row["pass_us"] = timed(cp, launch) * 1e6 if row["copy_ok"] else None
+    if row["pass_us"]:
+        row["tbps"] = row["bytes"] / (row["pass_us"] * 1e-6) / 1e12
+    return row
+
+
+def pass_table(rows: list[dict]) -> str:
+    lines = ["| format | N x K | pass us | MB moved | TB/s | copy | algorithm |", "|" + "---|" * 7]
+    for r in rows:
+        us = f"{r['pass_us']:.1f}" if r.get("pass_us") else f"FAILED {r.get('failed', 'check')[:80]}"
+        lines.append(f"| {r['format']} | {r['shape']} | {us} | {r.get('bytes', 0) / 1e6:.1f} | "
+                     f"{r.get('tbps', 0):.2f} | {'exact' if r.get('copy_ok') else 'WRONG'} | {r.get('algorithm', '')} |")
+    return "\n".join(lines)
+
+
 def table(rows: list[dict]) -> str:
     head = ("| format | N x K | M | engine us | algorithm (tiling) | cuBLAS bf16 us | x cuBLAS | target | "
             "torch w-only us | x torch | weights TB/s | err |")
@@ -246,6 +301,9 @@ def main(argv=None) -> int:
                    help="also time the decode kernel's tilings (VARIANTS) at int4 M in --variant-ms: rows "
                         "marked 'variant', not in the table's headline")
     p.add_argument("--variant-ms", default="1,16", help="comma list of M for --variants")
+    p.add_argument("--pass-only", action="store_true",
+                   help="time only the dequantize-first pass (gemm_engine_dequantize_rhs) of each row's plan "
+                        "(--algorithm, default dequantized_specialized_wgmma): printed, the table kept unless --markdown")
     p.add_argument("--json", help="write every row here too")
     current_tables.add_arguments(p, "quantized")
     args = p.parse_args(argv)
@@ -261,12 +319,14 @@ def main(argv=None) -> int:
         for shape in args.shapes.split(","):
             for m in ms:
                 try:
-                    row = run_row(args, engine, torch, cp, fmt, shape, m, cache)
+                    row = (pass_row if args.pass_only else run_row)(args, engine, torch, cp, fmt, shape, m, cache)
                 except Exception as exc:  # noqa: BLE001 -- one row's failure is reported, the rest run
                     row = dict(format=fmt, shape=shape, m=m, target=target(fmt, m), err=float("nan"),
                                planned_err=float("nan"), cublas_us=0.0, failed=f"{type(exc).__name__}: {exc}"[:300])
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+    if args.pass_only:
+        return pass_rows_out(args, argv, torch, rows)
     text = table(rows)
     variants = [v for r in rows for v in r.get("variants", ())]
     if variants:
@@ -283,6 +343,19 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
     return 0 if all(r.get("engine_us") for r in rows) else 1
+
+
+def pass_rows_out(args, argv, torch, rows: list[dict]) -> int:
+    """``--pass-only``'s table: printed (and written to ``--markdown`` if given), JSON with ``--json``."""
+    text = pass_table(rows)
+    print(text)
+    if args.markdown:
+        current_tables.write(args, torch.cuda.get_device_name(), "the dequantize-first pass alone (issue 31)",
+                             current_tables.command_line("quantized.py", sys.argv[1:] if argv is None else argv), text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if all(r.get("pass_us") for r in rows) else 1
 
 
 if __name__ == "__main__":

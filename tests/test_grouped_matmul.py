@@ -297,3 +297,19 @@ def test_repeated_calls_on_torch_cuda_tensors_take_the_fast_path(engine, rng, mo
         close(engine.grouped_matmul(tx, tw, offsets=torch.from_numpy(offsets(counts))).cpu().numpy(),
               contiguous_ref(x, w, counts))
         assert len(general) == before + 1
+
+
+# -- quantized weights ----------------------------------------------------------------------------------
+def test_quantized_weights_are_refused_by_every_grouped_layout(opencl_engine, rng):
+    """No grouped layout of packed experts exists yet: each layout says so (not a dense-problem
+    SetupError or a 'numbers or an array' TypeError), and names the per-expert way."""
+    import gemm_engine
+    q = gemm_engine.quantize(data(rng, (K, N)), "int8", None)
+    x = data(rng, (T, K))
+    calls = [lambda: opencl_engine.grouped_matmul(x, q, offsets=offsets([30, 40])),              # groups of K
+             lambda: opencl_engine.grouped_matmul(data(rng, (2, 8, K)), q, counts=np.array([3, 8])),
+             lambda: opencl_engine.grouped_matmul([x[:30], x[30:]], [q, q]),
+             lambda: gemm_engine.grouped_matmul([x[:30], x[30:]], [data(rng, (K, N)), q])]
+    for call in calls:
+        with pytest.raises(ValueError, match="QuantizedWeight.*quantized_matmul once per expert"):
+            call()

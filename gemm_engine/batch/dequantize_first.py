@@ -19,12 +19,18 @@ the pass converts it once per call and costs the packed bytes read plus ``2 * K 
 8.4 + 33.6 MB, about 14 us at 3 TB/s. From a few dozen rows of M the dense tensor-core kernel's
 speed pays for that (bench/SELECTION_NOTES.md, "Quantized weights").
 
-The pass's work split: a cube takes 64 columns (a plane reads 32 consecutive words of a word row:
-128 bytes, in both layouts) by 16 word rows; each unit 4 word rows of one column, loaded before
-any is converted (4 loads in flight a unit), whose values are contiguous in the copy (int4 into
-16-bit: 64 bytes, two whole sectors, by 16-byte stores). The copy's rows are ``k_pitch`` long: K
-rounded up to 16 bytes and to whole words, so every word's values land inside its row (the codes
-past K as zeros).
+The pass's work split (both its reads and its writes coalesced): a cube takes 64 columns by 32
+*pieces* of each column's row of the copy, a piece being the values one unit writes contiguously:
+16 bytes (int4 into 16-bit: one word; 8-bit codes into 16-bit: two words) or one word where a word
+holds more (int4 into float32: 32 bytes). First the cube's packed words are read with columns
+fastest (a plane reads 32 consecutive words of a word row: 128 bytes, in both layouts; every unit's
+loads issued before any is stored) into shared memory; then each plane converts and writes the 32
+pieces of one column, consecutive units consecutive pieces of one row of the copy (512 contiguous
+bytes a plane for 16-byte pieces). Writing each column's run from the unit that read its words put a
+plane's 16-byte stores one row (8 KB at K = 4096) apart: on the H100 int4 4096 x 4096 took 82-96 us
+against the ~14 us its bytes need (bench/results/h100/quantized.md, notes). The copy's rows are
+``k_pitch`` long: K rounded up to whole pieces (16 bytes, whole words), so every piece lands inside
+its row; the values past K are written as zeros.
 """
 from __future__ import annotations
 
@@ -43,8 +49,7 @@ from .tma_k_major import TmaKMajorBatchMatmul
 DEQUANTIZE_KERNEL = "gemm_engine_dequantize_rhs"
 _UNITS = 256
 _COLUMNS = 64                 # columns of a cube: each plane reads 128 contiguous bytes of a word row
-_RUN = 4                      # word rows a unit expands (loads in flight a unit)
-_RUNS = _UNITS // _COLUMNS    # runs stacked in a cube
+_PIECES = 32                  # pieces of a column's row a cube writes: one plane's consecutive stores
 #: The activations' storage words the pass writes, and the 16-bit kind `Dialect.pack16x2` packs.
 _KINDS = {"f16_bits": "f16", "bf16_bits": "bf16", "f32": None}
 
@@ -58,7 +63,7 @@ def dense_view(problem: MatmulProblem) -> MatmulProblem:
 @dataclass(frozen=True)
 class DequantizeFirstConfig(KMajorBatchConfig):
     """A K-major batch config whose rhs copy is the dequantized weight: its format, and whether K
-    ends inside a word (the codes past it are written as zeros)."""
+    ends inside a piece (`piece_values`: the values past K are written as zeros)."""
 
     dequantized: WeightFormat | None = field(default=None, kw_only=True)
     k_ragged: bool = field(default=False, kw_only=True)
@@ -92,9 +97,9 @@ class DequantizePass:
             raise SetupError(self.name, "packs 16-bit pairs by cvt.rn.{f16,bf16}x2 (CUDA sm_80+)")
         base = super().setup(dense_view(problem), selection, dialect)
         kept = {f.name: getattr(base, f.name) for f in fields(base)}
-        kept.update(rhs_copy=True, dequantized=w, k_ragged=problem.k % w.per_word != 0,
-                    # whole words inside each row, rows of whole 16-byte chunks (both powers of two)
-                    pitch_align=max(16 // problem.rhs.itemsize, w.per_word))
+        piece = piece_values(w, problem.rhs)
+        # rows of whole pieces: whole words and whole 16-byte chunks (both powers of two)
+        kept.update(rhs_copy=True, dequantized=w, k_ragged=problem.k % piece != 0, pitch_align=piece)
         return DequantizeFirstConfig(**kept)
 
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
@@ -115,8 +120,9 @@ class DequantizePass:
     def copy_launch(self, cfg: KMajorBatchConfig, problem: MatmulProblem, op: str) -> Launch:
         if op != "rhs" or not isinstance(cfg, DequantizeFirstConfig):
             return super().copy_launch(cfg, problem, op)
-        words = -(-problem.k // cfg.dequantized.per_word)
-        cubes = -(-problem.n // _COLUMNS) * -(-words // (_RUN * _RUNS))
+        w = cfg.dequantized
+        words = k_pitch(problem.k, cfg.pitch_align) // w.per_word      # word rows of the copy's rows
+        cubes = -(-problem.n // _COLUMNS) * -(-words // cube_word_rows(w, problem.rhs))
         return Launch(DEQUANTIZE_KERNEL, cubes, _UNITS, dynamic_shared=False)
 
     def copy_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
@@ -131,40 +137,75 @@ class DequantizePass:
             "}"])
 
 
+def piece_values(w: WeightFormat, element) -> int:
+    """Values of one piece (module docstring): 16 bytes of ``element``, or one word where it holds more."""
+    return max(w.per_word, 16 // element.itemsize)
+
+
+def cube_word_rows(w: WeightFormat, element) -> int:
+    """Word rows of the packed weight one cube converts: `_PIECES` pieces of each column."""
+    return _PIECES * piece_values(w, element) // w.per_word
+
+
 def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged: bool) -> list[str]:
-    """Statements of the pass (module docstring): this unit's run of word rows of one column, read
-    from ``rhs`` (the kernel's packed words and ``qscale`` / ``qzero``), written as ``element``
-    values into the copy at ``region`` (rows of ``k_pitch``, which the caller declares)."""
+    """Statements of the pass (module docstring): this cube's 64 columns by `cube_word_rows` word
+    rows, read from ``rhs`` (the kernel's packed words and ``qscale`` / ``qzero``) into shared
+    memory, then written as ``element`` values into the copy at ``region`` (rows of ``k_pitch``,
+    which the caller declares), a plane's units writing consecutive pieces of one row."""
     p, u32 = w.per_word, d.c_type("u32")
     kind = _KINDS[element.storage]
-    # One scale for the whole run where no group boundary falls inside it.
-    per_run = not w.group_size or w.group_size % (_RUN * p) == 0
+    piece = piece_values(w, element)
+    per_piece, rows = piece // p, cube_word_rows(w, element)
+    reads, writes, pitch = _COLUMNS * rows // _UNITS, _COLUMNS * _PIECES // _UNITS, _COLUMNS + 1
+    # One scale for the whole piece where no group boundary falls inside it (groups are whole words).
+    one_scale = not w.group_size or w.group_size % piece == 0
     lines = [
+        # A padded row: a plane's reads down one column (stride 65 words) hit 32 different banks.
+        f"LOCAL {u32} dq_tile[{rows * pitch}];",
         f"const i64 words_k = (K + {p - 1}) / {p};",
+        f"const i64 pitch_words = k_pitch / {p};",
         f"const i64 strips = (N + {_COLUMNS - 1}) / {_COLUMNS};",
         # Neighbouring cubes take neighbouring columns of the same word rows.
-        f"const i64 col = (CUBE_ID % strips) * {_COLUMNS} + UNIT_ID % {_COLUMNS};",
-        f"const i64 kw0 = ((CUBE_ID / strips) * {_RUNS} + UNIT_ID / {_COLUMNS}) * {_RUN};",
-        "if (col >= N || kw0 >= words_k) return;",
+        f"const i64 n0 = (CUBE_ID % strips) * {_COLUMNS};",
+        f"const i64 kw0 = (CUBE_ID / strips) * {rows};",
         f"const GLOBAL {u32}* RESTRICT packed = rhs_base + rhs_offset;",
         *w.pointers(d),
-        f"GLOBAL {d.storage_type(element)}* RESTRICT dst = {region} + col * k_pitch;",
-        # Every word of the run is read before any is expanded: the run's loads are in flight together.
-        *(f"const {u32} dq_w{i} = kw0 + {i} < words_k ? packed[{w.word_index(f'kw0 + {i}', 'col', 'rhs_ld')}] : 0u;"
-          for i in range(_RUN)),
+        f"GLOBAL {d.storage_type(element)}* RESTRICT dst = {region};",
+        # Columns fastest, every load issued before any word is stored (all in flight together).
+        f"{u32} dq_r[{reads}];",
+        "#pragma unroll",
+        f"for (int i = 0; i < {reads}; ++i) {{",
+        f"const int e = i * {_UNITS} + UNIT_ID;",
+        f"const i64 kw = kw0 + e / {_COLUMNS}, col = n0 + e % {_COLUMNS};",
+        f"dq_r[i] = kw < words_k && col < N ? packed[{w.word_index('kw', 'col', 'rhs_ld')}] : 0u;",
+        "}",
+        "#pragma unroll",
+        f"for (int i = 0; i < {reads}; ++i) {{",
+        f"const int e = i * {_UNITS} + UNIT_ID;",
+        f"dq_tile[(e / {_COLUMNS}) * {pitch} + e % {_COLUMNS}] = dq_r[i];",
+        "}",
+        "SYNC_CUBE();",
+        # A plane's 32 units: the 32 consecutive pieces of one column's row.
+        "#pragma unroll",
+        f"for (int i = 0; i < {writes}; ++i) {{",
+        f"const int e = i * {_UNITS} + UNIT_ID;",
+        f"const int c = e / {_PIECES}, q = e % {_PIECES};",
+        f"const i64 col = n0 + c, kw = kw0 + q * {per_piece};",
+        "if (col < N && kw < pitch_words) {",
+        *(f"const {u32} dq_w{h} = dq_tile[(q * {per_piece} + {h}) * {pitch} + c];" for h in range(per_piece)),
     ]
-    if per_run:
-        lines += _scale_zero(w, d, f"kw0 * {p}", "")
-    for i in range(_RUN):
-        k0 = f"(kw0 + {i}) * {p}"
-        suffix = "" if per_run else str(i)
-        values = []
+    if one_scale:
+        lines += _scale_zero(w, d, f"kw * {p}", "")   # a piece starts before K (k_pitch - piece < K)
+    values = []
+    for h in range(per_piece):
+        k0 = f"(kw + {h}) * {p}"
+        if not one_scale:   # a word past K (the row's padding) takes the last row's scale
+            lines += _scale_zero(w, d, f"({k0} < K ? {k0} : K - 1)" if k_ragged else k0, str(h))
+        suffix = "" if one_scale else str(h)
         for j in range(p):
-            value = w.value(d, f"dq_w{i}", j, f"dq_s{suffix}", f"dq_z{suffix}")
-            values.append(f"({k0} + {j} < K ? {value} : 0.0f)" if k_ragged and j else value)
-        lines += [f"if (kw0 + {i} < words_k) {{", *([] if per_run else _scale_zero(w, d, k0, suffix)),
-                  *_store(d, kind, values, f"dst + {k0}"), "}"]
-    return lines
+            value = w.value(d, f"dq_w{h}", j, f"dq_s{suffix}", f"dq_z{suffix}")
+            values.append(f"({k0} + {j} < K ? {value} : 0.0f)" if k_ragged and (h or j) else value)
+    return lines + [*_store(d, kind, values, "dst", f"col * k_pitch + kw * {p}"), "}", "}"]
 
 
 def _scale_zero(w: WeightFormat, d: Dialect, k: str, suffix: str) -> list[str]:
@@ -175,22 +216,26 @@ def _scale_zero(w: WeightFormat, d: Dialect, k: str, suffix: str) -> list[str]:
     return out
 
 
-def _store(d: Dialect, kind: str | None, values: list[str], pointer: str) -> list[str]:
-    """Statements storing ``values`` (float32 expressions) contiguously at ``pointer``: 16-bit pairs
-    rounded to nearest even by `Dialect.pack16x2`, as one vector of 32-bit words (float32: vectors
-    of four), aligned to its width by the copy's pitch."""
+def _store(d: Dialect, kind: str | None, values: list[str], base: str, offset: str) -> list[str]:
+    """Statements storing ``values`` (float32 expressions) contiguously at element ``offset`` of
+    ``base``: 16-bit pairs rounded to nearest even by `Dialect.pack16x2`, as one vector of 32-bit
+    words (float32: vectors of four), aligned to its width by the copy's pitch. The vector is
+    addressed as an index into a vector pointer: nvcc 13 split the same store through an element
+    pointer (offset ``col * k_pitch``, k_pitch a known multiple of 8) into four 4-byte stores."""
     lanes = "xyzw"
     if kind is None:
         out = []
         for h in range(0, len(values), 4):
+            ref = d.vector_ref("global", "f32", 4, f"(GLOBAL {d.vector_type('f32', 4)}*){base} + ({offset}) / 4 + {h // 4}")
             out += [f"{{ {d.vector_type('f32', 4)} dq_f;",
                     *(f"dq_f.{lanes[j]} = {v};" for j, v in enumerate(values[h:h + 4])),
-                    f"{d.vector_ref('global', 'f32', 4, f'{pointer} + {h}')} = dq_f; }}"]
+                    f"{ref} = dq_f; }}"]
         return out
     words = [d.pack16x2(kind, values[2 * j + 1], values[2 * j]) for j in range(len(values) // 2)]
-    return [f"{{ {d.vector_type('u32', len(words))} dq_v;",
+    vec = d.vector_type("u32", len(words))
+    return [f"{{ {vec} dq_v;",
             *(f"dq_v.{lanes[j]} = {v};" for j, v in enumerate(words)),
-            f"{d.vector_ref('global', 'u32', len(words), pointer)} = dq_v; }}"]
+            f"{d.vector_ref('global', 'u32', len(words), f'(GLOBAL {vec}*){base} + ({offset}) / {len(values)}')} = dq_v; }}"]
 
 
 class DequantizeFirstBatchMatmul(DequantizePass, KMajorBatchMatmul):

@@ -148,12 +148,20 @@ def _number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_, np.ndarray))
 
 
+#: Why a grouped call refuses quantized weights (issue 30 x 31: no grouped layout of packed experts yet).
+_GROUPED_QUANTIZED = ("grouped_matmul: b holds a QuantizedWeight; quantized weights are not supported by the grouped "
+                      "(mixture-of-experts) layouts yet: call gemm_engine.quantized_matmul once per expert, or pass "
+                      "the experts' dequantized float weights")
+
+
 def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, groups=None,
                 row_scale=None, mul=None) -> CallArrays:
     """Step 1: every array argument as the engine computes with it (`import_array`); ``out`` must
     be an array (numpy's rule: a list or a scalar is refused; a 1-tuple holding one is unpacked).
     ``groups``: a grouped call's (label, offsets or counts); ``row_scale``: its per-row scale."""
     a_imported = import_array(a, "a", runtime)
+    if isinstance(b, QuantizedWeight) and groups is not None:
+        raise ValueError(_GROUPED_QUANTIZED)
     if isinstance(b, QuantizedWeight):
         # The engine's own device copy, which follows the activations' place as a host operand would;
         # its dtype is the activations' (numpy_rules.quantized_rhs_dtype).
@@ -220,6 +228,8 @@ def import_list(runtime, a, b, out=None) -> ListArrays:
                         f"{type(a).__name__} and {type(b).__name__}")
     if len(a) != len(b):
         raise ValueError(f"grouped_matmul: a lists {len(a)} groups, b {len(b)}")
+    if any(isinstance(x, QuantizedWeight) for x in b):
+        raise ValueError(_GROUPED_QUANTIZED)
     arrays = ListArrays([import_array(x, f"a[{i}]", runtime) for i, x in enumerate(a)],
                         [import_array(x, f"b[{i}]", runtime) for i, x in enumerate(b)])
     if out is not None:

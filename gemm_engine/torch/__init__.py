@@ -10,8 +10,9 @@
   and dynamic shapes trace through; autocast casts the float operands.
 * Autograd (autograd.py): backward by the engine (transposed views, the activation's derivative as
   a fused epilogue); fp8 / int8 scaled products have none.
-* `Linear`, `replace_linear`, `SwiGLU` (modules.py); a small transformer block for training checks
-  (block.py).
+* `Linear`, `replace_linear`, `SwiGLU` (modules.py); `QuantizedLinear` (quantized_linear.py: int4 /
+  int8 / fp8 weights through `gemm_engine.quantized_matmul`); a small transformer block for
+  training checks (block.py).
 
 Eager calls without grad stay on the engine's direct path (no dispatcher): `gemm_engine.matmul`
 sends a call here only when it needs torch's machinery (tensors.py `torch_op_wanted`). Importing
@@ -23,5 +24,6 @@ from __future__ import annotations
 from . import autograd, ops  # noqa: F401  (registers the ops and their backward formulas)
 from .modules import Linear, SwiGLU, linear, replace_linear
 from .ops import activation_key, engine_handle
+from .quantized_linear import QuantizedLinear
 
-__all__ = ["Linear", "SwiGLU", "activation_key", "engine_handle", "linear", "replace_linear"]
+__all__ = ["Linear", "QuantizedLinear", "SwiGLU", "activation_key", "engine_handle", "linear", "replace_linear"]

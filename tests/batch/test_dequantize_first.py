@@ -14,6 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import re
+import subprocess
+
 from cuda_compile import compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.batch.dequantize_first import DEQUANTIZE_KERNEL, DequantizeFirstConfig, dense_view
@@ -69,6 +72,11 @@ CASES = [
     # groups that end inside a unit's run of word rows: a scale per word
     ("int4", False, 48, 100, 37, "prepacked", "float16"),
     ("int8", True, 8, 70, 20, "k_packed", "bfloat16"),
+    # groups of one word inside a two-word piece, the piece's second word wholly past K (its scale
+    # row would be past the scales); several cubes along K and N (cubes of 64 word rows)
+    ("int8", False, 4, 68, 20, "prepacked", "float16"),
+    ("fp8_e4m3", True, 32, 520, 130, "k_packed", "bfloat16"),
+    ("int8", False, 32, 300, 66, "prepacked", "float32"),
 ]
 
 
@@ -214,8 +222,9 @@ def test_config_launches_workspace_and_signature():
     assert isinstance(cfg.batch, DequantizeFirstConfig) and cfg.batch.rhs_copy and not cfg.batch.lhs_copy
     assert cfg.batch.k_ragged and cfg.batch.weights == problem.weights and cfg.batch.global_.weights is None
     launches = alg.launches(cfg, problem)
-    # 64 strips of 64 columns x 513 word rows in runs of 16 per cube, then the dense kernel
-    assert [(x.name, x.cubes, x.units) for x in launches][0] == (DEQUANTIZE_KERNEL, 64 * 33, 256)
+    # 64 strips of 64 columns x 513 word rows (K to whole 16-byte pieces) in 32 word rows per cube,
+    # then the dense kernel
+    assert [(x.name, x.cubes, x.units) for x in launches][0] == (DEQUANTIZE_KERNEL, 64 * 17, 256)
     assert launches[1].name == "gemm_engine_kernel"
     assert alg.workspace(cfg, problem).count == 4096 * 4104       # one copy: rows of K to whole words
     names = alg.signature(cfg).names
@@ -271,7 +280,7 @@ SOURCE_CASES = [
     ("dequantized_specialized_wgmma", "int8", 0, False, "k_packed", 4096, "float16", True),
     ("dequantized_pipelined_wgmma", "fp8_e4m3", 32, False, "prepacked", 512, "bfloat16", False),
     ("dequantized_pipelined_mma", "int4", 32, False, "k_packed", 300, "float16", True),
-    ("dequantized_pipelined_mma", "int8", 8, True, "prepacked", 300, "bfloat16", True),    # a scale per word
+    ("dequantized_pipelined_mma", "int8", 4, True, "prepacked", 300, "bfloat16", True),    # a scale per word
 ]
 
 
@@ -306,11 +315,35 @@ def test_cuda_pass_source_structure():
     src = cuda_sources()["dequantized_specialized_wgmma-int4-128-prepacked-bfloat16-sm90"]
     body = src[src.index(f"void {DEQUANTIZE_KERNEL}("):]
     body = body[: body.index("\n}\n")]
-    assert "cvt.rn.bf16x2.f32" in src and body.count("uint4 dq_v;") == 4      # 16-byte stores, pairs rounded once
-    assert body.count("qscale[") == 1          # one scale a run (group 128 holds the run's 32 rows)
-    assert "< K ?" not in body                 # K a whole number of words: no per-row guard
+    assert "cvt.rn.bf16x2.f32" in src and body.count("uint4 dq_v;") == 1      # 16-byte stores, pairs rounded once
+    assert body.count("qscale[") == 1          # one scale a piece (group 128 holds the piece's 8 rows)
+    assert "< K ?" not in body                 # K a whole number of pieces: no per-row guard
+    # Coalesced both ways: words read columns fastest into shared memory, then a plane's 32 units
+    # write 32 consecutive 16-byte pieces of one column's row (not 32 columns' rows, 8 KB apart).
+    assert "dq_tile[" in body and "SYNC_CUBE();" in body
+    assert "const int c = e / 32, q = e % 32;" in body and "const i64 col = n0 + c, kw = kw0 + q * 1;" in body
+    assert "(GLOBAL uint4*)dst + (col * k_pitch + kw * 8) / 8" in body
     ragged = cuda_sources()["dequantized_pipelined_mma-int4-32-k_packed-float16-sm80"]
     assert "< K ?" in ragged and "cvt.rn.f16x2.f32" in ragged
-    per_word = cuda_sources()["dequantized_pipelined_mma-int8-8-prepacked-bfloat16-sm80"]
+    per_word = cuda_sources()["dequantized_pipelined_mma-int8-4-prepacked-bfloat16-sm80"]
     body = per_word[per_word.index(f"void {DEQUANTIZE_KERNEL}("):]
-    assert body[: body.index("\n}\n")].count("qscale[") == 4      # groups of 8 rows: one scale a word
+    assert body[: body.index("\n}\n")].count("qscale[") == 2      # groups of 4 rows: a scale for each word of a piece
+
+
+@pytest.mark.parametrize("case", ["dequantized_pipelined_mma-int4-32-k_packed-float16-sm80",
+                                  "dequantized_pipelined_mma-int8-4-prepacked-bfloat16-sm80"])
+def test_cuda_pass_stores_whole_16_byte_vectors(tmp_path, case):
+    """The PTX of the pass: every global store 16 bytes (nvcc once split a uint4 store through an
+    element pointer into four 4-byte ones), and every packed word loaded before the barrier."""
+    nvcc = nvcc_or_skip()
+    path = tmp_path / "pass.cu"
+    path.write_text(cuda_sources()[case])
+    subprocess.run([nvcc, "-ptx", "-arch=sm_80", "-o", str(tmp_path / "pass.ptx"), str(path)], check=True,
+                   capture_output=True)
+    ptx = (tmp_path / "pass.ptx").read_text()
+    entry = ptx[ptx.index(f".entry {DEQUANTIZE_KERNEL}("):]
+    entry = entry[: entry.index("\n}\n")]
+    stores = re.findall(r"st\.global(?:\.[a-z0-9]+)*", entry)
+    assert stores and set(stores) == {"st.global.v4.u32"}, sorted(set(stores))
+    before = entry[: entry.index("bar.sync")]
+    assert before.count("ld.global") == 64 * (32 * 2 if "int8" in case else 32) // 256
