@@ -12,8 +12,9 @@ Every result is checked before it is timed: the engine's through `quantized_matm
 choice, or ``--algorithm``) and through the planned launch that is timed, each against a float64
 product of x and the dequantized weights (relative Frobenius error < 1e-2), the baselines against
 the same reference. Times are CUDA-event medians of back-to-back launches (the engine's kernels
-launched as planned, without the call path's host time); "TB/s" counts the packed weights, scales
-and zeros once per call. The table goes to bench/results/<device>/quantized.md (current_tables).
+launched as planned, without the call path's host time; "call us": the whole public call repeated,
+its host time included, as a decode loop pays it); "TB/s" counts the packed weights, scales and
+zeros once per call. The table goes to bench/results/<device>/quantized.md (current_tables).
 
     BENCH_RESULTS=$OUT python3 bench/quantized.py              # every row (about 5 minutes on an H100)
     BENCH_RESULTS=$OUT python3 bench/quantized.py --variants   # and the decode tilings at M = 1, 16
@@ -189,6 +190,8 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
         f"/K{plan.config.batch.splits}" if hasattr(plan.config.batch, "splits") else "")
     ok = row["err"] < TOL and row["planned_err"] < TOL
     row["engine_us"] = timed(cp, launch) * 1e6 if ok else None
+    # The whole public call, repeated (host time included: its repeats take the fast path).
+    row["call_us"] = timed(cp, lambda: engine.quantized_matmul(x, q, algorithm=args.algorithm)) * 1e6 if ok else None
     # -- cuBLAS bf16, nn.Linear layout -------------------------------------------------------------------
     w_nk = c["w_nk"]
     yb = torch.nn.functional.linear(x, w_nk)
@@ -273,15 +276,16 @@ def pass_table(rows: list[dict]) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| format | N x K | M | engine us | algorithm (tiling) | cuBLAS bf16 us | x cuBLAS | target | "
+    head = ("| format | N x K | M | engine us | call us | algorithm (tiling) | cuBLAS bf16 us | x cuBLAS | target | "
             "torch w-only us | x torch | weights TB/s | err |")
-    lines = [head, "|" + "---|" * 12]
+    lines = [head, "|" + "---|" * 13]
     for r in rows:
         eng = f"{r['engine_us']:.1f}" if r.get("engine_us") else f"FAILED {r.get('failed', 'check')[:60]}"
         met = "" if r.get("speedup") is None or r["target"] is None else \
             (" met" if r["speedup"] >= r["target"] else " not met")
         wo = f"{r['torch_wo_us']:.1f}" if r.get("torch_wo_us") else ("n/a" if r["format"] != "fp8_e4m3" else "-")
-        lines.append(f"| {r['format']} | {r['shape']} | {r['m']} | {eng} | {r.get('algorithm', '')} "
+        call = f"{r['call_us']:.1f}" if r.get("call_us") else "-"
+        lines.append(f"| {r['format']} | {r['shape']} | {r['m']} | {eng} | {call} | {r.get('algorithm', '')} "
                      f"({r.get('tiling', '')}) | {r['cublas_us']:.1f} | {r.get('speedup', 0):.2f} | "
                      f">= {r['target']}{met} | {wo} | {r.get('vs_torch', 0):.2f} | {r.get('tbps', 0):.2f} | "
                      f"{max(r['err'], r['planned_err']):.1e} |")
