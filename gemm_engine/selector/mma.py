@@ -9,7 +9,7 @@ from typing import Mapping
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .base import distinct, fit_ring, ring_bytes, tile_count
+from .base import distinct, fit_ring, tile_count
 
 
 def select_plane_tiling(problem: MatmulProblem, dialect: Dialect, precision: str = "default") -> dict:
@@ -89,23 +89,12 @@ _INSTRUCTION_K = {"f16_bits": 16, "bf16_bits": 16, "f32": 8, "i8": 32}
 
 
 def _fitted(problem: MatmulProblem, dialect: Dialect, candidate: tuple, **more) -> dict | None:
-    """The candidate's preset with its ring fitted to the device's shared memory (None: no fit).
-    A 16-bit ring read by ldmatrix that does not fit as preset takes swizzled rows (no padding,
-    `swizzles`): 128 x 128 x 32 then keeps 3 slots in 48 KiB instead of 2."""
+    """The candidate's preset with its ring fitted to the device's shared memory (None: no fit)."""
     plm, pln, pm, pn, _, _ = candidate
-    size, limit = problem.lhs.itemsize, dialect.device.max_shared_memory
-    sm, sn, tk = plm * pm * 16, pln * pn * 8, _INSTRUCTION_K.get(problem.lhs.storage, 16)
-    preset = _preset(problem, candidate, **more)
-    pad = 16 if size == 1 else 8
-    if swizzles(problem, dialect) and ring_bytes(problem, sm, sn, preset["stage_k"], preset["stages"], size, pad) > limit:
-        preset, pad = {**preset, "smem_swizzle": True}, 0
-    return fit_ring(problem, preset, sm, sn, size, pad, limit, tk)
-
-
-def swizzles(problem: MatmulProblem, dialect: Dialect) -> bool:
-    """Whether the plane stage may take swizzled rows for this problem: 16-bit operands read by
-    ldmatrix, the reads whose bank conflicts the swizzle is proven to avoid (tile/swizzle.py)."""
-    return problem.lhs.storage in ("f16_bits", "bf16_bits") and dialect.supports("ldmatrix")
+    size = problem.lhs.itemsize
+    return fit_ring(problem, _preset(problem, candidate, **more), plm * pm * 16, pln * pn * 8, size,
+                    16 if size == 1 else 8, dialect.device.max_shared_memory,
+                    _INSTRUCTION_K.get(problem.lhs.storage, 16))
 
 
 def pipelined_tuning_space(problem: MatmulProblem, first: Mapping, dialect: Dialect | None = None) -> list:

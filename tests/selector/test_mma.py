@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
+from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.selector.mma import (PIPELINED_CANDIDATES, REGISTER_PATH_LARGE, UNALIGNED_LARGE, pipelined_preset,
                                       pipelined_tuning_space, select_pipelined_tiling, select_plane_tiling,
@@ -66,20 +66,3 @@ def test_a_small_local_memory_keeps_stage_k_rather_than_the_largest_stage():
     assert ring(sel)[:5] == PIPELINED_CANDIDATES[1][:5] and sel["stages"] >= 2
     # With room for every ring, the largest stage as before.
     assert ring(select_pipelined_tiling(any_problem((1, 4096, 4096, 4096)), SM80)) == PIPELINED_CANDIDATES[0]
-
-
-def test_a_small_local_memory_takes_swizzled_rows_for_a_third_slot():
-    """48 KiB: padded, 128 x 128 x 32 fits 2 slots; swizzled (no padding), 3 = exactly 48 KiB. 16-bit
-    kinds read by ldmatrix only; with room for the preset ring (CUDA) rows stay padded."""
-    small = dialect_for(dataclasses.replace(nominal_cuda_device(9, 0), max_shared_memory=48 * 1024))
-    for dtype in ("float16", "bfloat16"):
-        sel = select_pipelined_tiling(any_problem((1, 4096, 4096, 4096), dtype), small)
-        assert ring(sel) == PIPELINED_CANDIDATES[1][:5] + (3,) and sel["smem_swizzle"] is True
-        assert "smem_swizzle" not in select_pipelined_tiling(any_problem((1, 4096, 4096, 4096), dtype), SM80)
-    assert "smem_swizzle" not in select_pipelined_tiling(any_problem((1, 4096, 4096, 4096), "tf32"), small)
-    no_ldmatrix = dialect_for(dataclasses.replace(nominal_opencl_device("sm_90"),
-                                                  features=nominal_opencl_device("sm_90").features - {"ldmatrix"}))
-    sel = select_pipelined_tiling(any_problem((1, 4096, 4096, 4096)), no_ldmatrix)
-    assert "smem_swizzle" not in sel and sel["stages"] == 2
-    # The small stages fit as preset: padded, as before.
-    assert "smem_swizzle" not in select_pipelined_tiling(any_problem((1, 1000, 1000, 1000)), small)
