@@ -59,6 +59,11 @@ VARIANTS = [
     ("swizzled S4 128x256x16 256u", {**_BASE, **_SW, "planes_n": 4, "stage_k": 16, "stages": 4}),
     ("swizzled S2 128x256x32 256u", {**_BASE, **_SW, "planes_n": 4}),
     ("padded S3 128x256x64 256u (CUDA's preset)", {**_BASE, "planes_n": 4, "stage_k": 64, "stages": 3}),
+    # Rings of at most 24 KiB: two cubes per SM where the driver keeps 48 KiB of shared memory (the
+    # carveout experiment in bench/results/h100/opencl_tensor_cores.md).
+    ("swizzled S3 128x128x16 128u (24 KiB)", {**_BASE, **_SW, "stage_k": 16, "stages": 3}),
+    ("swizzled S2 128x128x16 128u (16 KiB)", {**_BASE, **_SW, "stage_k": 16}),
+    ("swizzled S3 64x128x32 64u (24 KiB)", {**_BASE, **_SW, "planes_m": 1, "stages": 3}),
 ]
 #: The variants CUDA runs unless --variants names others (its auto is the 128 x 256 x 64 preset):
 #: whether the 48 KiB rings are slower than that there too.

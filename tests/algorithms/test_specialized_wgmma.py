@@ -411,7 +411,7 @@ def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
         def __init__(self, n):
             self.data = SimpleNamespace(ptr=1 << 30 | len(allocations) << 12)
             allocations.append(n)
-    runtime = SimpleNamespace(on_stream=lambda stream: contextlib.nullcontext(), empty=lambda shape, dtype: Scratch(shape[0]))
+    runtime = SimpleNamespace(on_stream=lambda stream: contextlib.nullcontext(), scratch=lambda count, dtype: Scratch(count))
     plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"),
                                                   lambda v: seen.append(v["workspace"]) or dict.fromkeys(
                                                       ("lhs_map", "rhs_map", "out_map"), bytes(MAP_BYTES))),
