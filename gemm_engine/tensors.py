@@ -78,10 +78,13 @@ def torch_op_wanted(a, b, extras=()) -> bool:
         found = _TORCH[0] = (torch, torch.Tensor, torch.nn.Parameter, torch._C._is_any_autocast_enabled,
                              torch.is_grad_enabled, torch.compiler.is_compiling)
     _, tensor, parameter, autocast, grad_enabled, compiling = found
-    if type(a) is tensor and type(b) is tensor and extras.count(None) == len(extras):
-        if (a.requires_grad or b.requires_grad) and grad_enabled():
+    if type(a) is tensor and type(b) is tensor:
+        if compiling() or autocast():
             return True
-        return autocast() or compiling()
+        # Never traced (compiling returned above): torch 2.11's Dynamo cannot count None among tensors
+        # (its countOf polyfill compares with ==, and Tensor.__eq__(None) is NotImplemented).
+        if extras.count(None) == len(extras):
+            return (a.requires_grad or b.requires_grad) and grad_enabled()
     tensors = [x for x in (a, b, *extras) if isinstance(x, tensor)]
     if not tensors:
         return False
