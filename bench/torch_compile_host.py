@@ -11,8 +11,8 @@ Two measurements, each compiled (``fullgraph=True``) against eager, torch.matmul
 * real: the whole call (8 x 8 float32 on the CPU through PoCL, 64^3 float16 on CUDA).
 
 ``--profile``: cProfile (cumulative) of 200 compiled calls of each: the Python frames between the
-compiled graph and the engine (stub), and the engine's own (real). Host microseconds per call: the fastest of 7 runs of ``--calls`` calls (the machine's other
-work only adds).
+compiled graph and the engine (stub), and the engine's own (real). Host microseconds per call:
+the fastest of 7 runs of ``--calls`` calls (the machine's other work only adds).
 """
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Gradients of ``torch.ops.gemm_engine.matmul`` and ``matmul_fused``, computed by the engine.
+"""Backward formulas of ``torch.ops.gemm_engine.matmul`` and ``matmul_fused``, computed by the engine.
 
 The ops have no autograd kernel (a Python one ran on every call of a compiled graph, gradients or
-not: +5.5 us a call on CPU, bench/torch_compile_host.py); the gradient is an autograd.Function
-around each op (`Matmul`, `Fused`), which `call` applies where an input requires grad: eagerly,
-torch's autograd records it; under torch.compile Dynamo traces it, and AOTAutograd puts the op in
-the forward graph and the backward formulas' ops in the backward graph.
+not: about 6 us a call on CPU, bench/results/cpu/torch_compile_host.md); the gradient is an
+autograd.Function around each op (`Matmul`, `Fused`), which `call` applies where an input
+requires grad: eagerly, torch's autograd records it; under torch.compile Dynamo traces it, and
+AOTAutograd puts the op in the forward graph and the backward formulas' ops in the backward graph.
 
 For ``y = f(z) * mul``, ``z = alpha * (a @ b) + beta * c + bias`` (gemm_engine/torch/ops.py):
 

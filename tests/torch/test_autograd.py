@@ -148,3 +148,24 @@ def test_compiled_training_puts_the_op_forward_and_its_gradients_backward():
 def test_the_plain_product_has_a_second_derivative():
     a, b = _leaf(3, 4), _leaf(4, 2, seed=1)
     assert torch.autograd.gradgradcheck(gemm_engine.matmul, (a, b), eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+def test_autocast_casts_before_the_function_saves():
+    """Under autocast the operands are cast before the autograd.Function (autograd.py `call`): it
+    saves and multiplies the bfloat16 ones, as torch's mm does, and the casts pass the gradients
+    back to the float32 leaves."""
+    gen = torch.Generator().manual_seed(6)
+    a = torch.randn(6, 8, generator=gen).requires_grad_()
+    b = torch.randn(8, 5, generator=gen).requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = gemm_engine.matmul(a, b)
+        ref_a, ref_b = (t.detach().clone().requires_grad_() for t in (a, b))
+        want = ref_a @ ref_b
+    assert y.dtype == want.dtype == torch.bfloat16
+    assert {f.name() for f, _ in y.grad_fn.next_functions} == {"ToCopyBackward0"}
+    g = torch.randn(6, 5, generator=gen).to(torch.bfloat16)
+    y.backward(g)
+    want.backward(g)
+    for got, ref in ((a, ref_a), (b, ref_b)):
+        assert got.grad.dtype == torch.float32
+        assert torch.allclose(got.grad, ref.grad, rtol=2e-2, atol=2e-2)
