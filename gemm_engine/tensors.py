@@ -64,6 +64,16 @@ def host_tensor(result, device):
 _TORCH: list = [None]     # torch and the functions `torch_op_wanted` asks, once a call has seen a tensor
 
 
+def torch_functions() -> tuple:
+    """What `torch_op_wanted` asks, kept once (gemm_engine.torch fills it on import: torch.compile
+    guards on it, and filling it while tracing would cost the first compiled function a recompile)."""
+    if _TORCH[0] is None:
+        import torch
+        _TORCH[0] = (torch, torch.Tensor, torch.nn.Parameter, torch._C._is_any_autocast_enabled,
+                     torch.is_grad_enabled, torch.compiler.is_compiling)
+    return _TORCH[0]
+
+
 def torch_op_wanted(a, b, extras=()) -> bool:
     """Whether a call goes through gemm_engine.torch's registered ops rather than straight to the
     engine: torch tensors among ``a``, ``b`` and ``extras`` (c, bias, mul) that require grad while
@@ -74,14 +84,18 @@ def torch_op_wanted(a, b, extras=()) -> bool:
     if found is None:
         if not (is_torch(a) or is_torch(b) or any(is_torch(x) for x in extras)):
             return False
-        import torch
-        found = _TORCH[0] = (torch, torch.Tensor, torch.nn.Parameter, torch._C._is_any_autocast_enabled,
-                             torch.is_grad_enabled, torch.compiler.is_compiling)
+        found = torch_functions()
     _, tensor, parameter, autocast, grad_enabled, compiling = found
-    if type(a) is tensor and type(b) is tensor and extras.count(None) == len(extras):
-        if (a.requires_grad or b.requires_grad) and grad_enabled():
+    if type(a) is tensor and type(b) is tensor:
+        if compiling() or autocast():
             return True
-        return autocast() or compiling()
+        # `is`, never ==: tuple.count(None) asks Tensor.__eq__(None), 12 us a tensor (a TypeError
+        # caught inside torch), and torch 2.11's Dynamo cannot trace it (NotImplemented).
+        for x in extras:
+            if x is not None:
+                break
+        else:
+            return (a.requires_grad or b.requires_grad) and grad_enabled()
     tensors = [x for x in (a, b, *extras) if isinstance(x, tensor)]
     if not tensors:
         return False

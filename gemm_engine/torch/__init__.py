@@ -8,8 +8,10 @@
 * ``torch.ops.gemm_engine.matmul`` / ``matmul_fused`` / ``scaled_matmul`` (ops.py): fake
   implementations from the engine's own shape and dtype rules, so torch.compile(fullgraph=True)
   and dynamic shapes trace through; autocast casts the float operands.
-* Autograd (autograd.py): backward by the engine (transposed views, the activation's derivative as
-  a fused epilogue); fp8 / int8 scaled products have none.
+* Autograd (autograd.py): an autograd.Function around each op (the ops themselves have no autograd
+  kernel, so a compiled graph calls the engine with no Python autograd frame); backward by the
+  engine (transposed views, the activation's derivative as a fused epilogue); fp8 / int8 scaled
+  products have none.
 * `Linear`, `replace_linear`, `SwiGLU` (modules.py); `QuantizedLinear` (quantized_linear.py: int4 /
   int8 / fp8 weights through `gemm_engine.quantized_matmul`); a small transformer block for
   training checks (block.py).

@@ -1,5 +1,11 @@
 """Backward formulas of ``torch.ops.gemm_engine.matmul`` and ``matmul_fused``, computed by the engine.
 
+The ops have no autograd kernel (a Python one ran on every call of a compiled graph, gradients or
+not: about 6 us a call on CPU, bench/results/cpu/torch_compile_host.md); the gradient is an
+autograd.Function around each op (`Matmul`, `Fused`), which `call` applies where an input
+requires grad: eagerly, torch's autograd records it; under torch.compile Dynamo traces it, and
+AOTAutograd puts the op in the forward graph and the backward formulas' ops in the backward graph.
+
 For ``y = f(z) * mul``, ``z = alpha * (a @ b) + beta * c + bias`` (gemm_engine/torch/ops.py):
 
 * the gradient through the activation, ``gz = f'(z) * gy * mul``, is one more GEMM of the engine:
@@ -13,22 +19,35 @@ For ``y = f(z) * mul``, ``z = alpha * (a @ b) + beta * c + bias`` (gemm_engine/t
 * ``gc = beta * gz`` and ``gbias`` (gz summed over the other axes), broadcast dimensions summed;
 * ``gmul = gy * f(z)`` (f(z) recomputed) where ``mul`` requires grad.
 
-The formulas only call registered ops (and torch's sums), so torch.compile traces them too. A
-scaled (fp8 / int8) product has no gradient: its backward says so. Neither has a second derivative.
+The formulas only call registered ops (and torch's sums), so torch.compile traces them too; under
+``create_graph`` they call them through `call` again, so a plain product has a second derivative
+(a fused activation's derivative has none: it says so). A scaled (fp8 / int8) product has no
+gradient (route.py refuses it).
 """
 from __future__ import annotations
 
 import torch
 
-from .ops import activation_key, activation_of, op
-from ..epilogue.activations import Derivative
+from .ops import AUTOCAST_DEVICES, autocast_cast, op
+
+
+def call(name: str, *args):
+    """``torch.ops.gemm_engine.<name>`` on ``args`` (the schema's, positional), through its
+    autograd.Function where grad mode is on and a tensor among them requires grad."""
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in args):
+        device = args[0].device.type
+        # Cast before the Function saves its inputs, as torch's mm (ops.py casts on these devices).
+        if device in AUTOCAST_DEVICES and torch.is_autocast_enabled(device):
+            args = tuple(autocast_cast(x, device) for x in args)
+        return FUNCTIONS[name].apply(*args)
+    return op(name)(*args)
 
 
 def _mm(x, y, alpha, engine, precision):
     """The engine's ``alpha * x @ y`` (numpy's broadcasting)."""
     if alpha == 1:
-        return op("matmul")(x, y, engine, None, precision)
-    return op("matmul_fused")(x, y, None, None, None, alpha, 0.0, -1, "", None, "same_kind", engine, None, precision)
+        return call("matmul", x, y, engine, None, precision)
+    return call("matmul_fused", x, y, None, None, None, alpha, 0.0, -1, "", None, "same_kind", engine, None, precision)
 
 
 def _as_matrices(a, b, gz):
@@ -82,21 +101,22 @@ def backward_fused(ctx, gy):
     a, b, c, bias, mul = ctx.saved_tensors
     alpha, beta, bias_axis, activation, engine, precision = ctx.options
     need = ctx.needs_input_grad
-    act = activation_of(activation)
-    if isinstance(act, Derivative):
+    # Keys only (ops.py `activation_key`): Dynamo traces this backward, and an activation's key is
+    # a constant string where the Activation's own methods (its __eq__) are not traceable everywhere.
+    if activation.startswith("derivative:"):
         raise RuntimeError("gemm_engine: a Derivative activation has no derivative of its own (no double backward "
                            "through the engine's fused epilogue)")
     g = gy if mul is None else gy * mul
     gmul = None
     if mul is not None and need[4]:
-        value = op("matmul_fused")(a, b, c, bias, None, alpha, beta, bias_axis, activation, None, "same_kind",
-                                   engine, None, precision)
+        value = call("matmul_fused", a, b, c, bias, None, alpha, beta, bias_axis, activation, None, "same_kind",
+                     engine, None, precision)
         gmul = (gy * value).sum_to_size(mul.shape).to(mul.dtype)
-    if act is None:
+    if not activation:
         gz = g
     else:
-        gz = op("matmul_fused")(a, b, c, bias, g, alpha, beta, bias_axis, activation_key(Derivative(act)), None,
-                                "same_kind", engine, None, precision)
+        gz = call("matmul_fused", a, b, c, bias, g, alpha, beta, bias_axis, "derivative:" + activation, None,
+                  "same_kind", engine, None, precision)
     ga, gb = operand_grads(a, b, gz, alpha, need[0], need[1], engine, precision)
     gc = gbias = None
     if c is not None and need[2]:
@@ -119,11 +139,28 @@ def backward_matmul(ctx, gy):
     return ga, gb, None, None, None
 
 
-def backward_scaled(ctx, gy):
-    raise RuntimeError("gemm_engine: a scaled product (fp8 or int8 operands with their dequantizing scales) has no "
-                       "gradient; train in a float dtype and quantize for inference")
+# forward(ctx, ...) rather than a separate setup_context: Function.apply binds a setup_context
+# Function's arguments through inspect.signature on every call (9 us on CPU).
+class Matmul(torch.autograd.Function):
+    """``torch.ops.gemm_engine.matmul`` with its gradient (`backward_matmul`)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        setup_matmul(ctx, inputs, None)
+        return op("matmul")(*inputs)
+
+    backward = staticmethod(backward_matmul)
 
 
-torch.library.register_autograd("gemm_engine::matmul", backward_matmul, setup_context=setup_matmul)
-torch.library.register_autograd("gemm_engine::matmul_fused", backward_fused, setup_context=setup_fused)
-torch.library.register_autograd("gemm_engine::scaled_matmul", backward_scaled, setup_context=lambda ctx, i, o: None)
+class Fused(torch.autograd.Function):
+    """``torch.ops.gemm_engine.matmul_fused`` with its gradient (`backward_fused`)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        setup_fused(ctx, inputs, None)
+        return op("matmul_fused")(*inputs)
+
+    backward = staticmethod(backward_fused)
+
+
+FUNCTIONS = {"matmul": Matmul, "matmul_fused": Fused}

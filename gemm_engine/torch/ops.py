@@ -18,7 +18,9 @@ call/numpy_rules.py `call_shape` and `result_types` (the one dtype rule), on the
 and dtypes, so torch.compile traces every call numpy's rules allow, symbolic sizes included; the
 result is contiguous on the first operand's device, as the engine's is. Under autocast the float
 operands (not float64 nor fp8) are cast to autocast's dtype first (`_autocast`), as torch's matmul
-is. Autograd: gemm_engine/torch/autograd.py.
+is. No autograd kernel: gradients come from the autograd.Functions around the ops
+(gemm_engine/torch/autograd.py), which `gemm_engine.matmul` and the modules apply; the raw ops
+called on tensors that require grad get torch's autograd fallback (no gradient, a warning).
 """
 from __future__ import annotations
 
@@ -30,8 +32,9 @@ from ..handles import engine_of
 from ..call import numpy_rules
 from ..epilogue.activations import ACTIVATIONS, Activation, Derivative, resolve_activation
 from ..epilogue.scales import check_scale
-from ..tensors import numpy_torch_dtype, torch_numpy_dtype
+from ..tensors import numpy_torch_dtype, torch_functions, torch_numpy_dtype
 
+torch_functions()    # before any tracing (tensors.py)
 LIB = torch.library.Library("gemm_engine", "DEF")
 _COMMON = "int engine, str? algorithm, str precision"
 SCHEMAS = {
@@ -97,7 +100,8 @@ def _options(algorithm, precision) -> dict:
 
 
 def matmul_impl(a, b, engine, algorithm, precision):
-    return engine_of(engine).compute(_plain(a), _plain(b), **_options(algorithm, precision))
+    # What a compiled graph's call runs: kept to one frame before the engine.
+    return engine_of(engine).compute(_plain(a), _plain(b), algorithm=algorithm or None, precision=precision or None)
 
 
 def fused_impl(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype, casting, engine, algorithm,
@@ -160,17 +164,19 @@ def scaled_fake(a, b, scale_a, scale_b, alpha, bias, bias_axis, activation, out_
 
 
 # -- autocast: the float operands in autocast's dtype, as torch's matmul casts them ----------------------
+def autocast_cast(x, device_type: str):
+    """``x`` in autocast's dtype where it is a float32 / float16 / bfloat16 tensor on ``device_type``."""
+    eligible = (isinstance(x, torch.Tensor) and x.device.type == device_type
+                and x.dtype in (torch.float32, torch.float16, torch.bfloat16))
+    return x.to(torch.get_autocast_dtype(device_type)) if eligible else x
+
+
 def _autocast_kernel(op, device_type: str):
     key = getattr(torch._C.DispatchKey, "Autocast" + torch._C._dispatch_key_for_device(device_type))
 
-    def cast(x):
-        eligible = (isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type == device_type
-                    and x.dtype in (torch.float32, torch.float16, torch.bfloat16))
-        return x.to(torch.get_autocast_dtype(device_type)) if eligible else x
-
     def kernel(keyset, *args):
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(key)):
-            return op(*(cast(x) for x in args))
+            return op(*(autocast_cast(x, device_type) for x in args))
     return kernel
 
 
@@ -178,6 +184,8 @@ IMPLS = {"matmul": (matmul_impl, matmul_fake), "matmul_fused": (fused_impl, fuse
          "scaled_matmul": (scaled_impl, scaled_fake)}
 #: The ops autocast casts (a scaled product's operands are what their scales dequantize).
 AUTOCAST = ("matmul", "matmul_fused")
+#: The devices whose autocast casts their operands.
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 for _name, _schema in SCHEMAS.items():
     LIB.define(_name + _schema)
@@ -185,7 +193,7 @@ for _name, _schema in SCHEMAS.items():
     LIB.impl(_name, _impl, "CompositeExplicitAutograd")
     torch.library.register_fake(f"gemm_engine::{_name}", _fake, lib=LIB)
     if _name in AUTOCAST:
-        for _device in ("cpu", "cuda"):
+        for _device in AUTOCAST_DEVICES:
             _op = getattr(torch.ops.gemm_engine, _name).default
             _key = "Autocast" + torch._C._dispatch_key_for_device(_device)
             LIB.impl(_name, _autocast_kernel(_op, _device), _key, with_keyset=True)
@@ -196,4 +204,4 @@ def op(name: str):
     return getattr(torch.ops.gemm_engine, name).default
 
 
-__all__ = ["activation_key", "activation_of", "engine_handle", "engine_of", "fake_result", "op"]
+__all__ = ["activation_key", "activation_of", "autocast_cast", "engine_handle", "engine_of", "fake_result", "op"]

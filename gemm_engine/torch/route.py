@@ -4,7 +4,8 @@
 tracing or autocast, or for tensor subclasses (tensors.py `torch_op_wanted`); every other call
 goes straight to the engine (call/fast.py), with no dispatcher in between. Here the call's options
 become the op's schema values (gemm_engine/torch/ops.py): numbers for ``c``, ``bias`` and ``mul``
-become tensors (numpy's weak-scalar rule: the product's dtype), number scales fold into alpha.
+become tensors (numpy's weak-scalar rule: the product's dtype), number scales fold into alpha; the
+op is applied through its autograd.Function where an input requires grad (autograd.py `call`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import torch
 from ..call import numpy_rules
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
 from ..handles import engine_of
+from .autograd import call
 from .ops import activation_key, engine_handle, op
 
 
@@ -100,11 +102,11 @@ def routed(engine, a, b, *, out, alpha, beta, c, bias, bias_axis, activation, ou
                                    casting, handle, algorithm, precision)
     if (c is None and bias is None and mul is None and not key and out_dtype is None and beta is None
             and alpha == 1 and casting == "same_kind"):
-        return op("matmul")(a, b, handle, algorithm, precision)
+        return call("matmul", a, b, handle, algorithm, precision)
     c, bias, mul = (_tensor(x, a, b) for x in (c, bias, mul))
     beta = (1.0 if c is not None else 0.0) if beta is None else float(beta)
-    return op("matmul_fused")(a, b, c, bias, mul, float(alpha), beta, bias_axis, key, out_dtype, casting, handle,
-                              algorithm, precision)
+    return call("matmul_fused", a, b, c, bias, mul, float(alpha), beta, bias_axis, key, out_dtype, casting, handle,
+                algorithm, precision)
 
 
 def _torch_dtype(dtype):

@@ -104,3 +104,68 @@ def test_compiled_backward_equals_eager():
     compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
     for got, want in zip(torch.autograd.grad(compiled(x, w), (x, w)), eager):
         assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _engine_ops(graph) -> list[str]:
+    return [str(node.target) for node in graph.graph.nodes if "gemm_engine" in str(node.target)]
+
+
+def test_compiled_training_puts_the_op_forward_and_its_gradients_backward():
+    """The autograd.Function around the op (autograd.py) under torch.compile: one graph with dynamic
+    shapes (no recompile for new row counts), the op alone in AOTAutograd's forward graph, the
+    engine's gradient products in its backward graph, gradients equal to eager ones."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    graphs = {"forward": [], "backward": []}
+
+    def keep(kind):
+        def compiler(gm, example_inputs):
+            graphs[kind].append(_engine_ops(gm))
+            return make_boxed_func(gm.forward)
+        return compiler
+
+    backend = aot_autograd(fw_compiler=keep("forward"), bw_compiler=keep("backward"))
+    w, bias = _leaf(6, 4, seed=1), _leaf(4, seed=2)
+
+    def loss(x, w, bias):
+        return gemm_engine.matmul(x, w, bias=bias, activation="gelu").square().sum()
+
+    compiled = torch.compile(loss, fullgraph=True, backend=backend)
+    first = _leaf(5, 6)
+    torch._dynamo.mark_dynamic(first, 0)
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for x in (first, _leaf(9, 6, seed=3), _leaf(2, 6, seed=4)):
+            got = torch.autograd.grad(compiled(x, w, bias), (x, w, bias))
+            want = torch.autograd.grad(loss(x, w, bias), (x, w, bias))
+            for g, e in zip(got, want):
+                assert torch.allclose(g, e, rtol=1e-12, atol=1e-12)
+    assert graphs["forward"] == [["gemm_engine.matmul_fused.default"]]
+    # gz = f'(z) * g by the fused derivative epilogue, then dx = gz @ w^T and dw = x^T @ gz.
+    assert graphs["backward"] == [["gemm_engine.matmul_fused.default", "gemm_engine.matmul.default",
+                                   "gemm_engine.matmul.default"]]
+
+
+def test_the_plain_product_has_a_second_derivative():
+    a, b = _leaf(3, 4), _leaf(4, 2, seed=1)
+    assert torch.autograd.gradgradcheck(gemm_engine.matmul, (a, b), eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+def test_autocast_casts_before_the_function_saves():
+    """Under autocast the operands are cast before the autograd.Function (autograd.py `call`): it
+    saves and multiplies the bfloat16 ones, as torch's mm does, and the casts pass the gradients
+    back to the float32 leaves."""
+    gen = torch.Generator().manual_seed(6)
+    a = torch.randn(6, 8, generator=gen).requires_grad_()
+    b = torch.randn(8, 5, generator=gen).requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = gemm_engine.matmul(a, b)
+        ref_a, ref_b = (t.detach().clone().requires_grad_() for t in (a, b))
+        want = ref_a @ ref_b
+    assert y.dtype == want.dtype == torch.bfloat16
+    assert {f.name() for f, _ in y.grad_fn.next_functions} == {"ToCopyBackward0"}
+    g = torch.randn(6, 5, generator=gen).to(torch.bfloat16)
+    y.backward(g)
+    want.backward(g)
+    for got, ref in ((a, ref_a), (b, ref_b)):
+        assert got.grad.dtype == torch.float32
+        assert torch.allclose(got.grad, ref.grad, rtol=2e-2, atol=2e-2)
