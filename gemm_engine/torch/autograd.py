@@ -1,9 +1,9 @@
 """Backward formulas of ``torch.ops.gemm_engine.matmul`` and ``matmul_fused``, computed by the engine.
 
-The ops have no autograd kernel (a Python one ran on every call of a compiled graph, gradients or
-not: about 6 us a call on CPU, bench/results/cpu/torch_compile_host.md); the gradient is an
-autograd.Function around each op (`Matmul`, `Fused`), which `call` applies where an input
-requires grad: eagerly, torch's autograd records it; under torch.compile Dynamo traces it, and
+The ops the library calls have no autograd kernel (a Python one ran on every call of a compiled
+graph, gradients or not: about 6 us a call on CPU, bench/results/cpu/torch_compile_host.md); the
+gradient is an autograd.Function around each (`Matmul`, `Fused`), which `call` applies where an
+input requires grad (and the public ops' autograd kernels apply, for direct calls): eagerly, torch's autograd records it; under torch.compile Dynamo traces it, and
 AOTAutograd puts the op in the forward graph and the backward formulas' ops in the backward graph.
 
 For ``y = f(z) * mul``, ``z = alpha * (a @ b) + beta * c + bias`` (gemm_engine/torch/ops.py):
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from .ops import AUTOCAST_DEVICES, autocast_cast, op
+from .ops import AUTOCAST_DEVICES, LIB, autocast_cast, op
 
 
 def call(name: str, *args):
@@ -164,3 +164,23 @@ class Fused(torch.autograd.Function):
 
 
 FUNCTIONS = {"matmul": Matmul, "matmul_fused": Fused}
+
+
+def _differentiable(function):
+    def kernel(*args):
+        return function.apply(*args)
+    return kernel
+
+
+def _scaled_autograd(*args):
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in args):
+        raise RuntimeError("torch.ops.gemm_engine.scaled_matmul: a scaled (fp8 / int8) product has no gradient; "
+                           "detach its operands, or multiply in a float dtype")
+    return op("scaled_matmul")(*args)
+
+
+# The public ops called directly (``torch.ops.gemm_engine.matmul``) differentiate as the library's
+# calls do, through the same Functions; the library itself calls the twins without autograd (ops.py).
+for _name, _function in FUNCTIONS.items():
+    LIB.impl(_name, _differentiable(_function), "Autograd")
+LIB.impl("scaled_matmul", _scaled_autograd, "Autograd")

@@ -18,9 +18,11 @@ call/numpy_rules.py `call_shape` and `result_types` (the one dtype rule), on the
 and dtypes, so torch.compile traces every call numpy's rules allow, symbolic sizes included; the
 result is contiguous on the first operand's device, as the engine's is. Under autocast the float
 operands (not float64 nor fp8) are cast to autocast's dtype first (`_autocast`), as torch's matmul
-is. No autograd kernel: gradients come from the autograd.Functions around the ops
-(gemm_engine/torch/autograd.py), which `gemm_engine.matmul` and the modules apply; the raw ops
-called on tensors that require grad get torch's autograd fallback (no gradient, a warning).
+is. Each op has a twin without autograd, ``_matmul``, ``_matmul_fused``, ``_scaled_matmul``
+(`kernel_name`): `gemm_engine.matmul` and the modules call the twin, through the autograd.Functions
+of gemm_engine/torch/autograd.py where an input requires grad, so a compiled graph calls the engine
+with no Python autograd frame; the public ops' autograd kernels (registered there) apply the same
+Functions, so ``torch.ops.gemm_engine.matmul`` called directly has its gradient too.
 """
 from __future__ import annotations
 
@@ -187,21 +189,30 @@ AUTOCAST = ("matmul", "matmul_fused")
 #: The devices whose autocast casts their operands.
 AUTOCAST_DEVICES = ("cpu", "cuda")
 
+def kernel_name(name: str) -> str:
+    """The op without autograd that the public op ``name`` and its autograd.Function run:
+    ``_matmul`` for ``matmul`` (what a compiled graph calls: no autograd frame)."""
+    return "_" + name
+
+
 for _name, _schema in SCHEMAS.items():
-    LIB.define(_name + _schema)
     _impl, _fake = IMPLS[_name]
-    LIB.impl(_name, _impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(f"gemm_engine::{_name}", _fake, lib=LIB)
-    if _name in AUTOCAST:
-        for _device in AUTOCAST_DEVICES:
-            _op = getattr(torch.ops.gemm_engine, _name).default
-            _key = "Autocast" + torch._C._dispatch_key_for_device(_device)
-            LIB.impl(_name, _autocast_kernel(_op, _device), _key, with_keyset=True)
+    for _defined in (_name, kernel_name(_name)):
+        LIB.define(_defined + _schema)
+        LIB.impl(_defined, _impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"gemm_engine::{_defined}", _fake, lib=LIB)
+        if _name in AUTOCAST:
+            for _device in AUTOCAST_DEVICES:
+                _op = getattr(torch.ops.gemm_engine, _defined).default
+                _key = "Autocast" + torch._C._dispatch_key_for_device(_device)
+                LIB.impl(_defined, _autocast_kernel(_op, _device), _key, with_keyset=True)
 
 
 def op(name: str):
-    """``torch.ops.gemm_engine.<name>.default``."""
-    return getattr(torch.ops.gemm_engine, name).default
+    """``torch.ops.gemm_engine._<name>.default``: the op without autograd (`kernel_name`), which
+    `gemm_engine.matmul`, the modules and the autograd.Functions call."""
+    return getattr(torch.ops.gemm_engine, kernel_name(name)).default
 
 
-__all__ = ["activation_key", "activation_of", "autocast_cast", "engine_handle", "engine_of", "fake_result", "op"]
+__all__ = ["activation_key", "activation_of", "autocast_cast", "engine_handle", "engine_of", "fake_result",
+           "kernel_name", "op"]

@@ -139,10 +139,25 @@ def test_compiled_training_puts_the_op_forward_and_its_gradients_backward():
             want = torch.autograd.grad(loss(x, w, bias), (x, w, bias))
             for g, e in zip(got, want):
                 assert torch.allclose(g, e, rtol=1e-12, atol=1e-12)
-    assert graphs["forward"] == [["gemm_engine.matmul_fused.default"]]
+    # The twins without autograd (ops.py `kernel_name`): no autograd frame in the compiled calls.
+    assert graphs["forward"] == [["gemm_engine._matmul_fused.default"]]
     # gz = f'(z) * g by the fused derivative epilogue, then dx = gz @ w^T and dw = x^T @ gz.
-    assert graphs["backward"] == [["gemm_engine.matmul_fused.default", "gemm_engine.matmul.default",
-                                   "gemm_engine.matmul.default"]]
+    assert graphs["backward"] == [["gemm_engine._matmul_fused.default", "gemm_engine._matmul.default",
+                                   "gemm_engine._matmul.default"]]
+
+
+def test_the_public_ops_called_directly_have_gradients():
+    # torch.ops.gemm_engine.* by hand: the same Functions through the ops' autograd kernels.
+    from gemm_engine.torch.ops import activation_key
+    a, b, bias = _leaf(3, 4), _leaf(4, 2, seed=1), _leaf(2, seed=2)
+    plain = lambda x, y: torch.ops.gemm_engine.matmul(x, y, 0, None, "default")          # noqa: E731
+    assert torch.autograd.gradcheck(plain, (a, b), eps=1e-6, atol=1e-7, rtol=1e-5)
+    fused = lambda x, y, z: torch.ops.gemm_engine.matmul_fused(                          # noqa: E731
+        x, y, None, z, None, 2.0, 0.0, -1, activation_key("gelu"), None, "same_kind", 0, None, "default")
+    assert torch.autograd.gradcheck(fused, (a, b, bias), eps=1e-6, atol=1e-7, rtol=1e-5)
+    scales = torch.ones(3, 1, dtype=torch.float64), torch.ones(1, 2, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="scaled_matmul: a scaled .* has no gradient"):
+        torch.ops.gemm_engine.scaled_matmul(a, b, *scales, 1.0, None, -1, "", None, "same_kind", 0, None, "default")
 
 
 def test_the_plain_product_has_a_second_derivative():

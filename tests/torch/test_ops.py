@@ -32,15 +32,17 @@ def test_import_gemm_engine_does_not_import_torch():
     assert out.stdout.strip() == "False"
 
 
-def test_the_ops_are_registered_for_every_device_with_autocast_and_no_autograd_kernel():
-    """No Python autograd kernel between a compiled graph and the engine: gradients are the
-    autograd.Functions' (autograd.py)."""
+def test_the_ops_are_registered_for_every_device_with_autocast_and_the_library_calls_no_autograd_kernel():
+    """No Python autograd kernel between a compiled graph and the engine: the library calls the
+    twins without one (``_matmul``...), gradients are the autograd.Functions' (autograd.py); the
+    public ops have an autograd kernel, for direct calls."""
     for name in ("matmul", "matmul_fused", "scaled_matmul"):
-        qualified = getattr(torch.ops.gemm_engine, name).default.name()
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeExplicitAutograd"), name
-        assert not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "Autograd"), name
-        autocast = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "AutocastCPU")
-        assert autocast == (name != "scaled_matmul"), name
+        for twin, autograd in ((name, True), ("_" + name, False)):
+            qualified = getattr(torch.ops.gemm_engine, twin).default.name()
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeExplicitAutograd"), twin
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "Autograd") == autograd, twin
+            autocast = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "AutocastCPU")
+            assert autocast == (name != "scaled_matmul"), twin
 
 
 CASES = [  # (a shape, a dtype, b shape, b dtype, options)
