@@ -28,8 +28,8 @@ from .call.arrays import import_call, import_list
 from .call.choose import Choice, ChoicePolicy
 from .call.deliver import finish, finish_list, without_kernel
 from .call.doc import grouped_doc, matmul_doc
-from .call.fast import CALL_PLANS_MAX, TORCH_KEY, FastPath
-from .call.launch import CallPlan, Launcher
+from .call.fast import FastPath
+from .call.launch import Launcher, remember
 from .call.plan import Plan, Planner, render
 from .call.prepare import dequantized, prepare, prepare_list
 from .call import numpy_rules
@@ -77,14 +77,14 @@ class Engine:
         self.policy = ChoicePolicy(self.runtime.dialect, self.tuned_algorithm, self.resolve)
         #: Repeated calls on device arrays: call metadata -> `CallPlan` (call/fast.py).
         self._calls: OrderedDict = OrderedDict()
-        self.fast = FastPath(self.runtime, self.launcher, self._calls)
+        self._lock = threading.Lock()
+        self.fast = FastPath(self.runtime, self.launcher, self._calls, self._lock)
         self._chosen: dict = {}                    # (algorithm spec, problem) -> Plan
         self._resolved: dict = {}                  # algorithm name or class -> instance
         #: Default calls take the tuning cache's choice for their problem class when it has one.
         self.use_tuning_cache = use_tuning_cache
         self._tuning_cache = None
         self._tuned: dict = {}                     # tuning key -> Algorithm from the cache, or None
-        self._lock = threading.Lock()
         #: The registries' generation the caches above were filled under (compose/registry.py).
         self._generation = generation()
         self.last_choice: tuple[Algorithm, KernelConfig] | None = None
@@ -195,26 +195,8 @@ class Engine:
             self.launcher.run(plan, values)
             rt.after_launch(target.array, arrays.device_arrays)
             self.last_choice = (plan.algorithm, plan.config)
-            self._remember(call_key, plan, args, values, arrays, prepared, target)
+            remember(self.fast, call_key, plan, args, values, arrays, prepared, target)
             return finish(rt, arrays, request, target)
-
-    def _remember(self, call_key, plan, args, values: dict, arrays, prepared, target) -> None:
-        """Keep a general call's `CallPlan` under its fast-path key, where its repeats can take it."""
-        request = prepared.request
-        keep = (call_key is not None and not prepared.copied and (request.out is None or target.direct)
-                and (arrays.like is not None) == (call_key[0] is TORCH_KEY))
-        if keep:
-            groups = request.groups.layout if request.groups is not None else None
-            call = CallPlan.make(plan, values, args.per_call_names(), request.shape.out_shape, request.dtype,
-                                 args.fused, groups)
-            with self._lock:
-                self._calls[call_key] = call
-                if len(self._calls) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
-                    self._calls.popitem(last=False)
-        if arrays.like is not None and self.fast.torch_type is None:
-            # From now on torch tensors are recognized by type (no torch import): their repeated
-            # calls take the fast path.
-            self.fast.torch_type = type(arrays.like.original)
 
     @grouped_doc("on this engine's device, by one generated kernel")
     def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
@@ -293,7 +275,7 @@ class Engine:
             self.launcher.run(plan, values)
             rt.after_launch(target.array, arrays.device_arrays)
             self.last_choice = (plan.algorithm, plan.config)
-            self._remember(call_key, plan, args, values, arrays, prepared, target)
+            remember(self.fast, call_key, plan, args, values, arrays, prepared, target)
             return finish(rt, arrays, request, target)
 
     def _forget_plans(self) -> None:

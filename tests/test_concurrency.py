@@ -58,10 +58,11 @@ def test_one_default_engine_however_many_threads_ask(monkeypatch):
 
 
 def test_caches_are_bounded(opencl_engine, rng, monkeypatch):
+    import gemm_engine.call.launch as launch_module
     import gemm_engine.engine as engine_module
     engine = gemm_engine.Engine("opencl")
     engine.planner.capacity = 5
-    monkeypatch.setattr(engine_module, "CALL_PLANS_MAX", 5)
+    monkeypatch.setattr(launch_module, "CALL_PLANS_MAX", 5)
     monkeypatch.setattr(engine_module, "CHOSEN_MAX", 5)
     rt = engine.runtime
     for n in range(10, 40):

@@ -11,18 +11,15 @@ and calls of a quantized weight (`FastPath.quantized`), whose key names the weig
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 
 from .arguments import EpilogueInputs
 from ..quant.weight import QuantizedWeight
 from ..tensors import torch_stream
-from .launch import CallPlan, Launcher
+from .launch import TORCH_KEY, CallPlan, Launcher
 
-#: Call plans kept per engine, least recently used first out.
-CALL_PLANS_MAX = 1024
-#: The first item of a torch call's key (no option can equal it).
-TORCH_KEY = object()
 #: A grouped call's key's mark (after TORCH_KEY where the call is on torch tensors).
 GROUPED_KEY = object()
 
@@ -57,10 +54,11 @@ def _fused_key(key, array_meta, inputs: EpilogueInputs):
 class FastPath:
     """The call plans of one engine, and the two fast calls that use them."""
 
-    def __init__(self, runtime, launcher: Launcher, plans: OrderedDict):
+    def __init__(self, runtime, launcher: Launcher, plans: OrderedDict, lock=None):
         self.runtime, self.launcher = runtime, launcher
-        #: Call key -> `CallPlan`: the engine's, which fills it from general calls (`remember`).
+        #: Call key -> `CallPlan`: the engine's, filled from its general calls (launch.py `remember`).
         self.plans = plans
+        self.lock = lock if lock is not None else threading.Lock()
         #: torch's tensor type, once a call has seen one (the torch path's test; no import).
         self.torch_type = None
 

@@ -26,6 +26,33 @@ from .arguments import (EPILOGUE_NAMES, GROUP_NAMES, WEIGHT_NAMES, EpilogueInput
 from .plan import Plan
 
 
+#: Call plans kept per engine (call/fast.py), least recently used first out.
+CALL_PLANS_MAX = 1024
+#: The first item of a torch call's key (no option can equal it).
+TORCH_KEY = object()
+
+
+def remember(fast, call_key, plan: Plan, args, values: dict, arrays, prepared, target) -> None:
+    """Keep a general call's `CallPlan` in the fast path's plans (call/fast.py `FastPath`) under the
+    key it gave the call (None: none), where its repeats find it; and let it know torch's tensor
+    type from a call on torch tensors. The launch step's last act: the call goes on to deliver."""
+    request = prepared.request
+    keep = (call_key is not None and not prepared.copied and (request.out is None or target.direct)
+            and (arrays.like is not None) == (call_key[0] is TORCH_KEY))
+    if keep:
+        groups = request.groups.layout if request.groups is not None else None
+        call = CallPlan.make(plan, values, args.per_call_names(), request.shape.out_shape, request.dtype,
+                             args.fused, groups)
+        with fast.lock:
+            fast.plans[call_key] = call
+            if len(fast.plans) > CALL_PLANS_MAX:   # bounded: a process with ever new shapes
+                fast.plans.popitem(last=False)
+    if arrays.like is not None and fast.torch_type is None:
+        # From now on torch tensors are recognized by type (no torch import): their repeated calls
+        # take the fast path.
+        fast.torch_type = type(arrays.like.original)
+
+
 def kept_shape(plan: Plan):
     """(count, dtype) of the plan's kept scratch (`Runtime.kept_scratch`), or None."""
     kept = plan.kept
