@@ -28,6 +28,7 @@ tile shape, the shared memory a ring needs) stays in each component's ``setup``,
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -151,7 +152,13 @@ def interface_gaps(provider, cap: Capability) -> list[str]:
     the others by keyword). Empty where it has all (or ``cap`` declares none)."""
     if cap.interface is None:
         return []
-    cls = provider if isinstance(provider, type) else type(provider)
+    return list(_class_gaps(provider if isinstance(provider, type) else type(provider), cap))
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_gaps(cls: type, cap: Capability) -> tuple[str, ...]:
+    # Once per class and capability: inspect.signature took ~10 ms of a warm first call (70 reads
+    # while the candidates set up; bench/results/h100/torch_op.md, first_call).
     gaps = []
     for name, proto in _interface_members(cap.interface):
         static = inspect.getattr_static(cls, name, None)
@@ -169,7 +176,7 @@ def interface_gaps(provider, cap: Capability) -> list[str]:
             gaps.append(f"{name}{_shown(member, bound_self)} cannot be called as {name}{_shown(proto)}")
         except ValueError:          # no signature to read (a builtin): trusted
             pass
-    return gaps
+    return tuple(gaps)
 
 
 def _shown(func, bound_self=(None,)) -> str:
