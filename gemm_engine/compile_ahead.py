@@ -118,7 +118,7 @@ def problems_of(what, *, dtype="float32", tokens=TOKENS, training: bool = False,
         return [what]
     if hasattr(what, "named_modules"):             # a torch model
         from .torch.warmup import model_layers   # the optional torch layer (it needs torch)
-        layers, found, on_host = model_layers(what)
+        layers, found, on_host = model_layers(what, training)
         layers = [LinearShape(*layer) for layer in layers]
         return linear_problems(layers, tokens, dtype if found is None else found, training, on_host)
     items = list(what)

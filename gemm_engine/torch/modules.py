@@ -8,7 +8,8 @@ strides allow), as F.linear does. Gradients: gemm_engine/torch/autograd.py.
 `SwiGLU` keeps the gate and up projections in one weight of ``2 * hidden`` rows, interleaved (row
 2j the gate's j-th, 2j + 1 the up projection's), so that the gated epilogue finds each pair in one
 unit's accumulators (global_/write/pairs.py): one GEMM, ``silu(g) * u`` in the epilogue, only the
-``hidden`` results written. `SwiGLU.from_linears` builds one from two nn.Linear; `gate_up` gives
+``hidden`` results written. Where a gradient is wanted it writes both products instead and gates
+them with torch's elementwise ops, whose backward needs no second GEMM (`TRAINING_GATES`). `SwiGLU.from_linears` builds one from two nn.Linear; `gate_up` gives
 the two projections' weights back (views).
 """
 from __future__ import annotations
@@ -76,6 +77,10 @@ def replace_linear(module: nn.Module) -> nn.Module:
     return module
 
 
+#: The built-in gated activations' gates as torch functions: `SwiGLU`'s training path.
+TRAINING_GATES = {"swiglu": nn.functional.silu, "geglu": nn.functional.gelu, "reglu": nn.functional.relu}
+
+
 class SwiGLU(nn.Module):
     """``gate(x @ Wg.T + bg) * (x @ Wu.T + bu)`` (silu for SwiGLU, ``activation`` for another gated
     one: "geglu", "reglu") by one GEMM over the interleaved weight (see the module docstring)."""
@@ -100,6 +105,14 @@ class SwiGLU(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x):
+        gate = TRAINING_GATES.get(self.activation) if isinstance(self.activation, str) else None
+        if gate is not None and torch.is_grad_enabled() and any(
+                t is not None and t.requires_grad for t in (x, self.weight, self.bias)):
+            # Training: the products z kept for the backward (as torch's mm + silu + mul keep
+            # them). The fused epilogue's backward recomputes the whole up-projection GEMM, more
+            # than the two elementwise passes it saves (the H100 block: 0.87x torch's step).
+            z = linear(x, self.weight, self.bias)
+            return gate(z[..., 0::2]) * z[..., 1::2]
         return linear(x, self.weight, self.bias, self.activation)
 
     def extra_repr(self) -> str:

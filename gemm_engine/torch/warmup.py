@@ -3,20 +3,23 @@ from __future__ import annotations
 
 from torch import nn
 
-from .modules import SwiGLU
+from .modules import TRAINING_GATES, SwiGLU
 
 
-def model_layers(model: nn.Module) -> tuple[list[tuple], object, bool]:
+def model_layers(model: nn.Module, training: bool = False) -> tuple[list[tuple], object, bool]:
     """(the distinct (in_features, out_features, bias, activation) of ``model``'s nn.Linear, `Linear`
     and `SwiGLU` modules (compile_ahead.py's `LinearShape` fields), the dtype of their weights: the
-    first one's, None without any; whether it lies on the CPU)."""
+    first one's, None without any; whether it lies on the CPU). ``training``: as a training step
+    runs them (a `SwiGLU` with a built-in gate: its plain product, gated by torch)."""
     layers, dtype, host = [], None, True
     for module in model.modules():
         if isinstance(module, nn.Linear):
             shape = (module.in_features, module.out_features, module.bias is not None,
                      getattr(module, "activation", None))
         elif isinstance(module, SwiGLU):
-            shape = (module.in_features, 2 * module.hidden_features, module.bias is not None, module.activation)
+            plain = training and isinstance(module.activation, str) and module.activation in TRAINING_GATES
+            shape = (module.in_features, 2 * module.hidden_features, module.bias is not None,
+                     None if plain else module.activation)
         else:
             continue
         if dtype is None:

@@ -75,6 +75,28 @@ def test_swiglu_is_two_linears_in_one_gemm():
         SwiGLU(4, 4, activation="silu")
 
 
+@pytest.mark.parametrize("activation, gate", [("swiglu", F.silu), ("geglu", F.gelu), ("reglu", F.relu)])
+def test_swiglu_fuses_without_grad_and_keeps_its_products_for_a_backward(activation, gate, monkeypatch):
+    import gemm_engine.torch.modules as modules
+    torch.manual_seed(2)
+    layer = SwiGLU(10, 6, bias=True, activation=activation).double()
+    x = torch.randn(4, 10, dtype=torch.float64, requires_grad=True)
+    w, b = layer.weight.detach().clone().requires_grad_(), layer.bias.detach().clone().requires_grad_()
+    z = x @ w.T + b
+    want = gate(z[:, 0::2]) * z[:, 1::2]
+    want_grads = torch.autograd.grad(want.square().sum(), (x, w, b))
+    activations, real = [], modules.matmul
+    monkeypatch.setattr(modules, "matmul", lambda *a, **kw: activations.append(kw.get("activation")) or real(*a, **kw))
+    with torch.no_grad():                       # inference: one GEMM, the gate in its epilogue
+        assert torch.allclose(layer(x), want, rtol=1e-12, atol=1e-12)
+    # training: the products written, gated by torch's ops (their backward needs no GEMM for z)
+    y = layer(x)
+    assert activations == [activation, None] and torch.allclose(y, want, rtol=1e-12, atol=1e-12)
+    got = torch.autograd.grad(y.square().sum(), (x, layer.weight, layer.bias))
+    for g, e in zip(got, want_grads):
+        assert torch.allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
 def test_warmup_of_a_model_compiles_what_its_training_step_runs(opencl_engine):
     model = replace_linear(nn.Sequential(nn.Linear(24, 40, bias=False), nn.GELU(), nn.Linear(40, 24)))
     model.append(SwiGLU(24, 8))
