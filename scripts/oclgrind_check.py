@@ -135,7 +135,8 @@ def main(argv=None) -> int:
         dtypes = tuple(args.dtypes.split(","))
     bad, ran, t0 = [], 0, time.time()
     # Quantized-weight and grouped algorithms take their own operands (float activations; groups).
-    kind = {n: "int4" if n.startswith("quantized") else "grouped" if n.startswith("grouped") else "-" for n in names}
+    kind = {n: "int4" if n.startswith(("quantized", "dequantized")) else "grouped" if n.startswith("grouped") else "-"
+            for n in names}
     dense = [n for n in names if kind[n] == "-"]
     cases = [[name, "x".join(map(str, shape)), dtype, layouts, "-"] for name in dense for shape in shapes
              for dtype in dtypes for layouts in (("row,row", "col,col") if shape[0] > 1 else ("row,row",))]
