@@ -289,6 +289,12 @@ def jobs_of(sources: dict, archs: tuple[str, ...] = ARCHS) -> list:
     return [(name, src, arch) for name, src in sources.items() for arch in archs]
 
 
+def jobs_by_suffix(sources: dict) -> list:
+    """Compile jobs of sources named for their target: a name ending in "sm80" for sm_80, any other
+    for sm_90a (each source rendered for its own arch)."""
+    return [(name, src, SM80 if name.endswith("sm80") else SM90A) for name, src in sources.items()]
+
+
 def failures_of(results: dict) -> dict:
     """{bundle label: compiler output} of the compiles in ``results`` (`compile_jobs`) that failed."""
     return {c.label: c.log for c in results.values() if not c.ok}

@@ -300,8 +300,8 @@ def cuda_sources() -> dict:
 
 
 def _jobs():
-    from cuda_compile import SM80, SM90A
-    return [(name, src, SM80 if name.endswith("sm80") else SM90A) for name, src in cuda_sources().items()]
+    from cuda_compile import jobs_by_suffix
+    return jobs_by_suffix(cuda_sources())
 
 
 @prefetched(_jobs)
