@@ -44,6 +44,8 @@ import current_tables  # noqa: E402
 
 #: (M, N, K) of each rank's local GEMM (workload-anchors.md, tensor parallelism on 2 GPUs).
 SHAPES = ((8192, 4096, 8192), (16384, 7168, 4096))
+#: Small rows (not the anchor's): where "auto" turns from the sequential strategy to the peer one.
+SMALL = ((128, 4096, 4096), (1024, 4096, 4096))
 QUICK = ((512, 256, 384), (768, 384, 256))
 #: The MLP block: tokens, hidden, ffn (a size one GPU holds, forward + backward).
 MLP, MLP_QUICK = (8192, 4096, 16384), (256, 128, 512)
@@ -123,6 +125,16 @@ def _symm_mem(torch, group):
         return f"{type(exc).__name__}: {str(exc)[:150]}"
 
 
+def _strategies(engines):
+    """(label, strategy, engine) of the engine's rows: what auto takes, then each strategy."""
+    rows = [("engine auto", "auto", engines["all"]), ("engine sequential", "sequential", engines["all"]),
+            ("engine peer (copy engines, stream flags)", "peer", engines["all"]),
+            ("engine overlap (NCCL ring)", "overlap", engines["all"])]
+    if engines["capped"] is not None:
+        rows.append((f"engine overlap (NCCL ring), GEMM on {engines['units']} SMs", "overlap", engines["capped"]))
+    return [r for r in rows if not (engines["cpu"] and r[1] == "peer")]
+
+
 def bench_gather(env, ge, dist_ops, engines, shape, repeat, symm):
     torch, dist = env.torch, env.torch.distributed
     gather = dist_ops.collective.all_gather_rows_into
@@ -146,11 +158,7 @@ def bench_gather(env, ge, dist_ops, engines, shape, repeat, symm):
         _measure(env, rows, "torch fused_all_gather_matmul",
                  lambda: symm.fused_all_gather_matmul(shard, [w], 0, group.group_name)[1][0],
                  want, repeat)
-    for label, strategy, eng in (("engine sequential", "sequential", engines["all"]),
-                                 ("engine overlap", "overlap", engines["all"]),
-                                 (f"engine overlap, GEMM on {engines['units']} SMs", "overlap", engines["capped"])):
-        if eng is None:
-            continue
+    for label, strategy, eng in _strategies(engines):
         _measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.all_gather_matmul(
             shard, w, shard_sizes=sizes, strategy=s, engine=e), want, repeat)
     _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), want, repeat)
@@ -187,11 +195,7 @@ def bench_scatter(env, ge, dist_ops, engines, shape, repeat, symm):
         _measure(env, rows, "torch fused_matmul_reduce_scatter",
                  lambda: symm.fused_matmul_reduce_scatter(x, w, "sum", 0, group.group_name),
                  want, repeat)
-    for label, strategy, eng in (("engine sequential", "sequential", engines["all"]),
-                                 ("engine overlap", "overlap", engines["all"]),
-                                 (f"engine overlap, GEMM on {engines['units']} SMs", "overlap", engines["capped"])):
-        if eng is None:
-            continue
+    for label, strategy, eng in _strategies(engines):
         _measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.matmul_reduce_scatter(
             x, w, strategy=s, engine=e), want, repeat)
     _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), None, repeat)
@@ -234,7 +238,7 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
     gys = gy[r * tokens // P:(r + 1) * tokens // P]
     act = nn.functional.gelu
     rows = []
-    for strategy in ("auto", "sequential", "overlap"):
+    for strategy in ("auto", "sequential") + (() if env.cpu else ("peer",)):
         col = dist_ops.ColumnParallelLinear.from_linear(up, engine=engines["all"], strategy=strategy)
         row = dist_ops.RowParallelLinear.from_linear(down, engine=engines["all"], strategy=strategy)
 
@@ -243,7 +247,7 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
             y.backward(gys)
             return y
         _measure(env, rows, f"{P} GPUs tensor-parallel (engine, {strategy})", tp, None, repeat)
-        if strategy == "sequential":
+        if strategy == "auto":
             _profile(env, tp, f"distributed_profile_mlp_{P}gpu.txt")
     single = {}
     for label, a, b in (("1 GPU, engine Linear", Linear.from_linear(up), Linear.from_linear(down)),
@@ -284,13 +288,13 @@ def worker(rank, world, args, queue):
                             **({} if args.cpu else dict(device_id=torch.device("cuda", rank))))
     env = Env(torch, rank, world, args.cpu)
     if args.cpu:
-        engines = dict(all=ge.Engine("opencl"), capped=None, units=0)
+        engines = dict(all=ge.Engine("opencl"), capped=None, units=0, cpu=True)
     else:
         units = torch.cuda.get_device_properties(rank).multi_processor_count
         engines = dict(all=dist_ops.comm.engine_for(env.device), units=units - RESERVED_SMS,
-                       capped=dist_ops.comm.engine_for(env.device, max_compute_units=units - RESERVED_SMS))
+                       capped=dist_ops.comm.engine_for(env.device, max_compute_units=units - RESERVED_SMS), cpu=False)
     symm = "gloo: none" if args.cpu else _symm_mem(torch, dist.group.WORLD)
-    shapes = QUICK if args.quick else SHAPES
+    shapes = QUICK if args.quick else SHAPES + SMALL
     out = dict(device=ge.Engine("opencl").device.name if args.cpu else torch.cuda.get_device_name(rank),
                torch=torch.__version__, world=world, sections=[])
     with torch.no_grad():
@@ -349,7 +353,7 @@ def main(argv=None):
     current_tables.add_arguments(ap, None, "distributed_<P>gpu")
     args = ap.parse_args(argv)
     args.table = args.table or f"distributed_{args.gpus}gpu"
-    for m, *_ in (QUICK if args.quick else SHAPES) + ((MLP_QUICK if args.quick else MLP),):
+    for m, *_ in (QUICK if args.quick else SHAPES + SMALL) + ((MLP_QUICK if args.quick else MLP),):
         if m % args.gpus:
             raise SystemExit(f"--gpus {args.gpus}: the rows ({m}) must split evenly over the GPUs")
     command = current_tables.command_line("distributed.py", sys.argv[1:] if argv is None else argv)

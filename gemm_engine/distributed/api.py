@@ -62,26 +62,31 @@ def _gather_blocks(x, dim: int, shard_sizes, group, world: int) -> Blocks:
 class _Options:
     """What a call fixes besides its tensors (kept for the backward)."""
 
-    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row):
+    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row, return_gathered=False):
         self.group, self.rank, self.strategy, self.engine = group, rank, strategy, engine
         self.timeout, self.blocks, self.per_row = timeout, blocks, per_row
+        self.return_gathered = return_gathered
 
     def row_blocks(self) -> Blocks:
         return Blocks(tuple(s * self.per_row for s in self.blocks.sizes))
 
     def pick(self, x, n: int, k: int) -> str:
         b = self.row_blocks()
-        return choose(self.strategy, x.device, max(b.sizes) if b.sizes else 0, n, k, len(b.sizes))
+        return choose(self.strategy, x.device, max(b.sizes) if b.sizes else 0, n, k, len(b.sizes), self.group,
+                      x.element_size())
 
 
 class _AllGatherMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, bias, opts):
+        # The gathered x: for w's gradient, or asked for (the peer strategy makes it only then).
+        keep = opts.return_gathered or ctx.needs_input_grad[1]
         y, full = all_gather_matmul_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
                                        opts.pick(x2, w.shape[1], w.shape[0]), bias=None if bias is None else
-                                       bias.detach(), engine=opts.engine, timeout=opts.timeout)
+                                       bias.detach(), engine=opts.engine, timeout=opts.timeout, gathered=keep)
         ctx.save_for_backward(full, w)
-        ctx.mark_non_differentiable(full)
+        if full is not None:
+            ctx.mark_non_differentiable(full)
         ctx.opts, ctx.has_bias = opts, bias is not None
         return y, full
 
@@ -117,7 +122,7 @@ class _MatmulReduceScatter(torch.autograd.Function):
         opts = ctx.opts
         gx, gfull = all_gather_matmul_2d(gy.contiguous(), w.mT, opts.row_blocks(), opts.group, opts.rank,
                                          opts.pick(gy, w.shape[0], w.shape[1]), engine=opts.engine,
-                                         timeout=opts.timeout)
+                                         timeout=opts.timeout, gathered=ctx.needs_input_grad[1])
         gw = _weight_grad(x2, gfull, w, opts) if ctx.needs_input_grad[1] else None
         return (gx if ctx.needs_input_grad[0] else None), gw, None
 
@@ -138,7 +143,9 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     ``x_shard``: (..., K), this rank's shard along ``gather_dim`` (any dim but the last); ``w``: (K, N),
     the same shape on every rank (any layout: ``weight.mT`` of a linear layer reads in place).
     ``shard_sizes``: every rank's size along ``gather_dim`` (None: exchanged, one small collective).
-    ``strategy``: "sequential" (all-gather, then one GEMM), "overlap" (a ring: this rank's block's
+    ``strategy``: "sequential" (all-gather, then one GEMM), "peer" (CUDA, one host: each block pushed
+    into the peers' memory by the copy engines, this rank's block's GEMM at once and each other's
+    as its flag arrives: peer.py), "overlap" (a ring: this rank's block's
     GEMM at once, each other block's as it arrives, into its rows of the output) or "auto".
     ``engine``: the engine of x's device (default: one per CUDA device, the default engine on CPU).
     ``timeout``: seconds a rank waits for a block (gloo; NCCL: the group's own timeout) before a
@@ -156,7 +163,7 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     per_row = 1
     for s in rest:
         per_row *= s
-    opts = _Options(group, rank, strategy, engine, seconds(timeout), blocks, per_row)
+    opts = _Options(group, rank, strategy, engine, seconds(timeout), blocks, per_row, return_gathered)
     y2, full = _AllGatherMatmul.apply(x2, w, bias, opts)
     y = _unrows(y2, dim, rest, w.shape[1])
     return (y, _unrows(full, dim, rest, w.shape[0])) if return_gathered else y

@@ -1,36 +1,54 @@
-"""All-gather + GEMM and GEMM + reduce-scatter on row blocks (2-D: ``rows x K``), by either strategy:
+"""All-gather + GEMM and GEMM + reduce-scatter on row blocks (2-D: ``rows x K``), by one of three
+strategies:
 
 * ``"sequential"``: the collective (NCCL / gloo) then one GEMM (GEMM then the collective): the
   fallback, and what small shapes take;
 * ``"overlap"``: the ring of order.py, each block's GEMM by the engine into its row block of a
   preallocated output (``out=`` a slice: no copy, no allocation per block), the transfers ordered
-  against the GEMMs by comm.py's `Side` (a communication stream and events on CUDA).
+  against the GEMMs by comm.py's `Side` (a communication stream and events on CUDA);
+* ``"peer"`` (CUDA, one host): peer.py's transfers through symmetric memory on the copy engines and
+  the GEMM's own stores, ordered by stream flags: no SM leaves the GEMMs.
 
-``"auto"`` takes the sequential one: on 2 and 4 H100s the ring lost to it on every row measured
-(all-gather + GEMM 0.86x, GEMM + reduce-scatter 0.73x, the MLP block 8.6 against 5.6 ms:
-bench/results/h100/distributed_2gpu.md), its NCCL send / recv kernels competing with the GEMMs for
-the SMs. api.py puts the public functions' dims and autograd around these.
+``"auto"`` takes the peer strategy where it can run (peer.available, not while a CUDA graph is
+captured) and the shard is large enough for the GEMMs to hide its transfer, else the sequential one.
+The NCCL ring lost to the sequential strategy on every row measured on 2 and 4 H100s (its send /
+recv kernels take SMs from the GEMMs: bench/results/h100/distributed_2gpu.md); it stays for gloo
+and as a choice. api.py puts the public functions' dims and autograd around these.
 """
 from __future__ import annotations
 
 import torch
 import torch.distributed as dist
 
-from .comm import Side, engine_for
+from . import peer
+from .comm import Side, comm_stream, engine_for
 from .order import Blocks, gather_steps, scatter_steps
 
-STRATEGIES = ("auto", "sequential", "overlap")
+STRATEGIES = ("auto", "sequential", "overlap", "peer")
+#: The smallest shard (bytes of x's rows or of the output's) "auto" gives the peer strategy: below,
+#: one collective's latency is less than the GEMM launches the peer strategy splits the work into.
+PEER_MIN_BYTES = 1 << 20
 #: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
 all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
-def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, world: int) -> str:
+def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, world: int, group=None,
+           item: int = 2) -> str:
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
-    if strategy != "auto":
+    if strategy in ("sequential", "overlap"):
         return strategy
-    return "sequential"      # the ring measured slower everywhere (the module's docstring)
+    why = peer.available(device, group if group is not None else dist.group.WORLD)
+    if why is None and device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        why = "a CUDA graph is being captured (the peer strategy's flags count calls on the host)"
+    if strategy == "peer":
+        if why is not None:
+            raise ValueError(f"strategy='peer' cannot run here: {why}")
+        return strategy
+    if why is None and world > 1 and m_block * max(n, k) * item >= PEER_MIN_BYTES:
+        return "peer"
+    return "sequential"
 
 
 def local_matmul(engine, a, b, out=None, bias=None):
@@ -38,6 +56,13 @@ def local_matmul(engine, a, b, out=None, bias=None):
     if a.shape[0] == 0:
         return out if out is not None else a.new_zeros((0, b.shape[1]))
     return engine.compute(a, b, out=out, bias=bias)
+
+
+def _matmul_plus(engine, a, b, out, c):
+    """``a @ b (+ c)`` into ``out`` (the addition in the GEMM's epilogue)."""
+    if c is None:
+        return local_matmul(engine, a, b, out=out)
+    return engine.compute(a, b, out=out, c=c, beta=1.0)
 
 
 def gather_rows(x, blocks: Blocks, group, rank: int):
@@ -57,10 +82,15 @@ def gather_rows(x, blocks: Blocks, group, rank: int):
 
 
 def all_gather_matmul_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, *, bias=None, engine=None,
-                         timeout: float, out=None):
-    """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x); ``out`` (total, N) optional."""
+                         timeout: float, out=None, gathered: bool = True):
+    """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x (None where not
+    ``gathered`` and the strategy does not make it anyway)); ``out`` (total, N) optional."""
     world = len(blocks.sizes)
     eng = engine_for(x.device, engine)
+    if strategy == "peer":
+        return peer.all_gather_matmul_peer(
+            x, w, blocks, group, rank, lambda a, b, o, bias_: local_matmul(eng, a, b, out=o, bias=bias_),
+            bias=bias, out=out, gathered=gathered, side_stream=comm_stream(x.device))
     if strategy == "sequential":
         full = gather_rows(x, blocks, group, rank)
         return local_matmul(eng, full, w, out=out, bias=bias), full
@@ -89,6 +119,9 @@ def matmul_reduce_scatter_2d(x, w, blocks: Blocks, group, rank: int, strategy: s
     """This rank's row block of the sum over the group of ``x @ w``; ``out`` (its rows, N) optional."""
     world = len(blocks.sizes)
     eng = engine_for(x.device, engine)
+    if strategy == "peer":
+        return peer.matmul_reduce_scatter_peer(x, w, blocks, group, rank,
+                                               lambda a, b, o, c: _matmul_plus(eng, a, b, o, c), out=out)
     if strategy == "sequential":
         return reduce_scatter_rows(local_matmul(eng, x, w), blocks, group, rank, out)
     n = w.shape[1]

@@ -42,6 +42,15 @@ def engine_for(device: torch.device, engine=None, max_compute_units: int | None 
     return found
 
 
+def comm_stream(device: torch.device):
+    """The device's communication stream (one per device, made at first use)."""
+    with _lock:
+        found = _streams.get(device)
+        if found is None:
+            found = _streams[device] = torch.cuda.Stream(device)
+    return found
+
+
 def group_ranks(group) -> tuple[int, int]:
     """(this rank's index in ``group``, the group's size)."""
     if not dist.is_initialized():
@@ -79,10 +88,7 @@ class Side:
         self.cuda = device.type == "cuda"
         if self.cuda:
             self.compute = torch.cuda.current_stream(device)
-            with _lock:
-                self.comm = _streams.get(device)
-                if self.comm is None:
-                    self.comm = _streams[device] = torch.cuda.Stream(device)
+            self.comm = comm_stream(device)
 
     def before_send(self) -> None:
         if self.cuda:

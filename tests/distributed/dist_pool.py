@@ -1,6 +1,7 @@
-"""A pool of gloo processes (torch.multiprocessing, spawn) that run named tasks of dist_tasks.py on
-every rank at once, the engine's OpenCL backend (PoCL) as their default engine: a test sends a task
-and gets each rank's result, or a failure carrying the ranks' tracebacks."""
+"""A pool of processes (torch.multiprocessing, spawn) that run named tasks of dist_tasks.py on every
+rank at once: gloo with the engine's OpenCL backend (PoCL) as their default engine, or NCCL with a
+GPU per rank (dist_tasks.DEVICE set to it). A test sends a task and gets each rank's result, or a
+failure carrying the ranks' tracebacks."""
 from __future__ import annotations
 
 import datetime
@@ -19,15 +20,23 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(rank: int, world: int, port: int, inbox, outbox) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+def _serve(rank: int, world: int, port: int, inbox, outbox, backend: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NCCL_NVLS_ENABLE="0",
+                      TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
     try:
+        import torch
         import torch.distributed as dist
         import gemm_engine
         from gemm_engine import api
         import dist_tasks
-        dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
-        api._default_engine = gemm_engine.Engine("opencl")
+        timeout = datetime.timedelta(seconds=60)
+        if backend == "nccl":
+            dist_tasks.DEVICE = torch.device("cuda", rank)
+            torch.cuda.set_device(rank)
+            dist.init_process_group("nccl", rank=rank, world_size=world, timeout=timeout, device_id=dist_tasks.DEVICE)
+        else:
+            dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timeout)
+            api._default_engine = gemm_engine.Engine("opencl")
         outbox.put((rank, "ready", None))
     except BaseException:
         outbox.put((rank, "error", traceback.format_exc()))
@@ -45,14 +54,14 @@ def _serve(rank: int, world: int, port: int, inbox, outbox) -> None:
 
 
 class Pool:
-    def __init__(self, world: int):
+    def __init__(self, world: int, backend: str = "gloo"):
         import torch.multiprocessing as mp
         ctx = mp.get_context("spawn")
         self.world = world
         self.outbox = ctx.Queue()
         self.inboxes = [ctx.Queue() for _ in range(world)]
         port = _free_port()
-        self.procs = [ctx.Process(target=_serve, args=(r, world, port, self.inboxes[r], self.outbox), daemon=True)
+        self.procs = [ctx.Process(target=_serve, args=(r, world, port, self.inboxes[r], self.outbox, backend), daemon=True)
                       for r in range(world)]
         for p in self.procs:
             p.start()
@@ -76,7 +85,7 @@ class Pool:
     def run(self, name: str, *args) -> list:
         """Each rank's result of ``dist_tasks.<name>(rank, world, *args)``."""
         if not all(p.is_alive() for p in self.procs):
-            raise AssertionError("the gloo pool is stopped (an earlier task hung or a worker died)")
+            raise AssertionError("the pool is stopped (an earlier task hung or a worker died)")
         for box in self.inboxes:
             box.put((name, args))
         return self._collect(f"task {name}{args}")

@@ -12,9 +12,13 @@ from torch import nn
 from gemm_engine.distributed import ColumnParallelLinear, RowParallelLinear, all_gather_matmul, matmul_reduce_scatter
 
 
+#: Where the tasks' tensors live: the CPU (gloo), or this rank's GPU (an NCCL pool sets it).
+DEVICE = torch.device("cpu")
+
+
 def _randn(shape, seed: int, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+    return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype).to(DEVICE)
 
 
 def _err(got, want) -> float:
@@ -35,13 +39,19 @@ def _bounds(sizes, rank):
 
 
 def gather(rank, world, strategy, sizes, k, n, x_layout="row", w_layout="row", gather_dim=0, lead=(),
-           bias=False, given_sizes=True):
-    """all_gather_matmul of blocks ``sizes`` along gather_dim (x: (*lead before, S, *lead after, K))."""
+           bias=False, given_sizes=True, calls=1):
+    """all_gather_matmul of blocks ``sizes`` along gather_dim (x: (*lead before, S, *lead after, K));
+    ``calls`` calls in a row with fresh inputs, the worst error."""
+    return max(_gather_once(rank, strategy, sizes, k, n, x_layout, w_layout, gather_dim, lead, bias, given_sizes, 10 * i)
+               for i in range(calls))
+
+
+def _gather_once(rank, strategy, sizes, k, n, x_layout, w_layout, gather_dim, lead, bias, given_sizes, seed):
     shape = list(lead) + [k]
     shape.insert(gather_dim, sum(sizes))
-    x = _randn(tuple(shape), 1)
-    w = _randn((k, n), 2)
-    b = _randn((n,), 3) if bias else None
+    x = _randn(tuple(shape), 1 + seed)
+    w = _randn((k, n), 2 + seed)
+    b = _randn((n,), 3 + seed) if bias else None
     shard = x.narrow(gather_dim, sum(sizes[:rank]), sizes[rank])
     if shard.dim() == 2:
         shard = _layout(shard, x_layout)
@@ -53,13 +63,19 @@ def gather(rank, world, strategy, sizes, k, n, x_layout="row", w_layout="row", g
 
 
 def scatter(rank, world, strategy, m, k_sizes, n, x_layout="row", w_layout="row", sizes=None, scatter_dim=0,
-            lead=()):
-    """matmul_reduce_scatter: rank r holds x[..., k-block r], w[k-block r]; gets its row block."""
+            lead=(), calls=1):
+    """matmul_reduce_scatter: rank r holds x[..., k-block r], w[k-block r]; gets its row block;
+    ``calls`` calls in a row with fresh inputs, the worst error."""
+    return max(_scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, sizes, scatter_dim, lead, 10 * i)
+               for i in range(calls))
+
+
+def _scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, sizes, scatter_dim, lead, seed):
     k = sum(k_sizes)
     shape = list(lead) + [k]
     shape.insert(scatter_dim, m)
-    x = _randn(tuple(shape), 4)
-    w = _randn((k, n), 5)
+    x = _randn(tuple(shape), 4 + seed)
+    w = _randn((k, n), 5 + seed)
     ks = _bounds(k_sizes, rank)
     mine = x[..., ks]
     if mine.dim() == 2:
@@ -94,7 +110,7 @@ def mlp(rank, world, strategy, sequence_parallel, s, b, hidden, ffn):
     """ColumnParallelLinear -> gelu -> RowParallelLinear against the two nn.Linear of one process:
     outputs, input gradients and every parameter's gradient (this rank's part)."""
     torch.manual_seed(10)
-    up, down = nn.Linear(hidden, ffn), nn.Linear(ffn, hidden)
+    up, down = nn.Linear(hidden, ffn, device=DEVICE), nn.Linear(ffn, hidden, device=DEVICE)
     x = _randn((s, b, hidden), 11)
     gy = _randn((s, b, hidden), 12)
     ref_x = x.clone().requires_grad_()

@@ -15,11 +15,11 @@ from single_gloo import TorchEngine, gloo_world_of_one  # noqa: E402,F401
 CPU = torch.device("cpu")
 
 
-def test_choose_auto_is_sequential_and_explicit_stands():
+def test_choose_auto_is_sequential_off_cuda_and_explicit_stands():
     assert choose("auto", CPU, 4096, 4096, 4096, 8) == "sequential"
     assert choose("overlap", CPU, 1, 1, 1, 2) == "overlap"
     assert choose("sequential", CPU, 1, 1, 1, 2) == "sequential"
-    assert set(STRATEGIES) == {"auto", "sequential", "overlap"}
+    assert set(STRATEGIES) == {"auto", "sequential", "overlap", "peer"}
 
 
 def test_choose_refuses_unknown_strategy():

@@ -1,0 +1,205 @@
+"""The ``"peer"`` strategy: all-gather + GEMM and GEMM + reduce-scatter through the peers' memory,
+with no SM taken from the GEMMs (CUDA, one host: torch's symmetric memory).
+
+Each group keeps, per kind of call, one symmetric buffer (`Area`): a flag page, then two sets
+(alternate calls) of one slot per source rank. Flags are counters of calls (``epoch``), written and
+waited on by the streams' front ends (runtime/stream_flags.py):
+
+* all-gather + GEMM: the communication stream pushes this rank's shard into its slot on every peer
+  with the copy engines (``copy_`` into the peer's buffer), then raises the peer's ``arrived`` flag
+  for it. The compute stream multiplies the local shard at once, then each peer's slot as its flag
+  arrives (the peer that pushes to this rank first, first), each into its rows of the output, and
+  raises the ``free`` flag in the source's memory once its GEMM has read the slot. A push waits for
+  the ``free`` flag of the call two before (its set's last use): no host synchronization, no
+  barrier, nothing between the caller's stream and the first GEMM.
+* GEMM + reduce-scatter: the compute stream multiplies each peer's row block first, its writer
+  storing the partial straight into this rank's slot on that peer (NVLink stores from the GEMM's
+  epilogue), raises the peer's flag, then multiplies its own block; on 2 ranks that GEMM adds the
+  arrived partial in its epilogue (``c``, ``beta = 1``), on more it adds them after.
+
+Not under CUDA-graph capture (the epochs are host counters: a replayed graph would repeat them):
+collective.choose takes the sequential strategy there. The waits are the driver's and unbounded: a
+rank that never calls leaves its peers' streams waiting (the sequential strategy's NCCL watchdog
+bounds its waits instead).
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import torch
+import torch.distributed as dist
+
+from ..runtime import stream_flags
+from .order import Blocks
+
+#: Bytes of the flag page at each buffer's start: ``arrived[set][source]`` then ``free[set][reader]``.
+FLAG_BYTES = 4096
+#: Slots start on 256-byte boundaries (TMA and vector loads want 16; the copy engines like more).
+SLOT_ALIGN = 256
+_ARRIVED, _FREE = 0, 1
+
+_lock = threading.Lock()
+_areas: dict = {}
+
+
+def available(device: torch.device, group) -> str | None:
+    """None where the peer strategy can run on ``device`` for ``group``, else why not."""
+    if device.type != "cuda":
+        return "not a CUDA device"
+    if dist.get_backend(group) != "nccl":
+        return f"the group's backend is {dist.get_backend(group)}, not nccl"
+    if dist.get_world_size(group) > FLAG_BYTES // 16:
+        return f"more than {FLAG_BYTES // 16} ranks"
+    try:
+        import torch.distributed._symmetric_memory  # noqa: F401
+    except ImportError:
+        return "this torch has no symmetric memory"
+    if not stream_flags.available():
+        return "cuda-bindings is not installed"
+    return None
+
+
+class Area:
+    """One symmetric buffer of a group on this device: the flag page and 2 x world slots."""
+
+    def __init__(self, group, device: torch.device, slot_bytes: int):
+        # Symmetric memory may map NVLink multicast, which can take a shared host's GPUs out of service.
+        os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+        import torch.distributed._symmetric_memory as symm
+        enable = getattr(symm, "enable_symm_mem_for_group", None)
+        if enable is not None:
+            enable(group.group_name)
+        self.world, self.rank = dist.get_world_size(group), dist.get_rank(group)
+        self.slot_bytes = slot_bytes
+        self.buffer = symm.empty(FLAG_BYTES + 2 * self.world * slot_bytes, dtype=torch.uint8, device=device)
+        self.buffer[:FLAG_BYTES].zero_()
+        self.handle = symm.rendezvous(self.buffer, group)
+        self.bases = list(self.handle.buffer_ptrs)
+        torch.cuda.synchronize(device)
+        dist.barrier(group=group)          # every rank's flags are zero before any peer writes them
+        self.epoch = 0
+
+    def next_epoch(self) -> tuple[int, int]:
+        self.epoch += 1
+        return self.epoch, self.epoch & 1
+
+    def flag(self, holder: int, kind: int, parity: int, rank: int) -> int:
+        """The address of ``holder``'s flag ``kind`` of set ``parity`` about ``rank``."""
+        return self.bases[holder] + 4 * ((kind * 2 + parity) * self.world + rank)
+
+    def _offset(self, parity: int, source: int) -> int:
+        return FLAG_BYTES + (parity * self.world + source) * self.slot_bytes
+
+    def slot(self, holder: int, parity: int, source: int, shape, dtype) -> torch.Tensor:
+        """``holder``'s slot for ``source`` in set ``parity``, as a (rows, cols) tensor of ``dtype``
+        (this rank's memory, or the peer's mapped here)."""
+        item = torch.empty((), dtype=dtype).element_size()
+        offset = self._offset(parity, source)
+        if holder == self.rank:
+            count = shape[0] * shape[1]
+            return self.buffer[offset:offset + count * item].view(dtype).view(tuple(shape))
+        return self.handle.get_buffer(holder, tuple(shape), dtype, offset // item)
+
+
+def area_for(kind: str, group, device: torch.device, slot_bytes: int) -> Area:
+    """The group's area for ``kind`` on ``device`` with slots of at least ``slot_bytes`` (every rank
+    asks for the same size: a larger one is made on all of them together)."""
+    slot_bytes = -(-max(slot_bytes, 1) // SLOT_ALIGN) * SLOT_ALIGN
+    key = (kind, group.group_name, device.index)
+    with _lock:
+        found = _areas.get(key)
+        if found is not None and found.slot_bytes >= slot_bytes:
+            return found
+    if found is not None:
+        torch.cuda.synchronize(device)     # the old buffer's last transfers are done before it goes
+        dist.barrier(group=group)
+    made = Area(group, device, slot_bytes)
+    with _lock:
+        _areas[key] = made
+    return made
+
+
+def _group(group):
+    return group if group is not None else dist.group.WORLD
+
+
+def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, *, bias=None, out=None,
+                           gathered: bool = True, side_stream=None):
+    """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x or None); ``matmul(a, b, out,
+    bias)`` is the local GEMM. The module docstring says how."""
+    group = _group(group)
+    world = len(blocks.sizes)
+    k = x.shape[1]
+    mine = x.contiguous()
+    area = area_for("gather", group, x.device, max(blocks.sizes) * k * mine.element_size())
+    epoch, parity = area.next_epoch()
+    compute = torch.cuda.current_stream(x.device)
+    comm = side_stream
+    comm.wait_stream(compute)                       # the shard is written
+    with torch.cuda.stream(comm):
+        for hop in range(1, world):
+            peer = (rank + hop) % world
+            if epoch > 2:
+                stream_flags.wait_at_least(comm.cuda_stream, area.flag(rank, _FREE, parity, peer), epoch - 2)
+            if mine.shape[0]:
+                area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
+            stream_flags.write(comm.cuda_stream, area.flag(peer, _ARRIVED, parity, rank), epoch)
+    mine.record_stream(comm)
+    dtype = torch.promote_types(x.dtype, w.dtype)
+    out = x.new_empty((blocks.total, w.shape[1]), dtype=dtype) if out is None else out
+    full = x.new_empty((blocks.total, k)) if gathered else None
+    matmul(mine, w, out[blocks.rows(rank)], bias)
+    for hop in range(1, world):
+        source = (rank - hop) % world
+        stream_flags.wait_at_least(compute.cuda_stream, area.flag(rank, _ARRIVED, parity, source), epoch)
+        shape = (blocks.sizes[source], k)
+        slot = area.slot(rank, parity, source, shape, x.dtype)
+        if shape[0]:
+            matmul(slot, w, out[blocks.rows(source)], bias)
+            if full is not None:
+                full[blocks.rows(source)].copy_(slot)
+        stream_flags.write(compute.cuda_stream, area.flag(source, _FREE, parity, rank), epoch)
+    if full is not None:
+        full[blocks.rows(rank)].copy_(mine)
+    compute.wait_stream(comm)                       # the pushes of x are done before the caller reuses it
+    return out, full
+
+
+def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, *, out=None):
+    """This rank's row block of the sum over the group of ``x @ w``; ``matmul(a, b, out, c)`` is the
+    local GEMM (``+ c`` when c is given). The module docstring says how."""
+    group = _group(group)
+    world = len(blocks.sizes)
+    n = w.shape[1]
+    dtype = torch.promote_types(x.dtype, w.dtype)
+    item = torch.empty((), dtype=dtype).element_size()
+    area = area_for("scatter", group, x.device, max(blocks.sizes) * n * item)
+    epoch, parity = area.next_epoch()
+    compute = torch.cuda.current_stream(x.device)
+    handle = compute.cuda_stream
+    for hop in range(1, world):
+        peer = (rank + hop) % world
+        if epoch > 2:
+            stream_flags.wait_at_least(handle, area.flag(rank, _FREE, parity, peer), epoch - 2)
+        if blocks.sizes[peer]:
+            matmul(x[blocks.rows(peer)], w, area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype), None)
+        stream_flags.write(handle, area.flag(peer, _ARRIVED, parity, rank), epoch)
+    mine = blocks.sizes[rank]
+    result = x.new_empty((mine, n), dtype=dtype) if out is None else out
+    sources = [(rank - hop) % world for hop in range(1, world)]
+    parts = [area.slot(rank, parity, s, (mine, n), dtype) for s in sources]
+    if world == 2:
+        stream_flags.wait_at_least(handle, area.flag(rank, _ARRIVED, parity, sources[0]), epoch)
+        if mine:
+            matmul(x[blocks.rows(rank)], w, result, parts[0])
+    else:
+        if mine:
+            matmul(x[blocks.rows(rank)], w, result, None)
+        for s, part in zip(sources, parts):
+            stream_flags.wait_at_least(handle, area.flag(rank, _ARRIVED, parity, s), epoch)
+            if mine:
+                result.add_(part)
+    for s in sources:
+        stream_flags.write(handle, area.flag(s, _FREE, parity, rank), epoch)
+    return result
