@@ -89,8 +89,8 @@ def all_gather_matmul_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, 
     eng = engine_for(x.device, engine)
     if strategy == "peer":
         return peer.all_gather_matmul_peer(
-            x, w, blocks, group, rank, lambda a, b, o, bias_: local_matmul(eng, a, b, out=o, bias=bias_),
-            bias=bias, out=out, gathered=gathered, side_stream=comm_stream(x.device))
+            x, w, blocks, group, rank, lambda a, b, o, bias_: local_matmul(eng, a, b, out=o, bias=bias_), eng,
+            bias=bias, out=out, gathered=gathered, side_stream=comm_stream(x.device), timeout=timeout)
     if strategy == "sequential":
         full = gather_rows(x, blocks, group, rank)
         return local_matmul(eng, full, w, out=out, bias=bias), full
@@ -121,7 +121,8 @@ def matmul_reduce_scatter_2d(x, w, blocks: Blocks, group, rank: int, strategy: s
     eng = engine_for(x.device, engine)
     if strategy == "peer":
         return peer.matmul_reduce_scatter_peer(x, w, blocks, group, rank,
-                                               lambda a, b, o, c: _matmul_plus(eng, a, b, o, c), out=out)
+                                               lambda a, b, o, c: _matmul_plus(eng, a, b, o, c), eng, out=out,
+                                               timeout=timeout)
     if strategy == "sequential":
         return reduce_scatter_rows(local_matmul(eng, x, w), blocks, group, rank, out)
     n = w.shape[1]

@@ -17,10 +17,12 @@ waited on by the streams' front ends (runtime/stream_flags.py):
   epilogue), raises the peer's flag, then multiplies its own block; on 2 ranks that GEMM adds the
   arrived partial in its epilogue (``c``, ``beta = 1``), on more it adds them after.
 
+The waits for a peer's block are a one-thread kernel (codegen/flag_wait.py: the front end notices
+a flag another GPU writes only about a millisecond late), bounded by the call's ``timeout``: past
+it the kernel prints which rank's block did not arrive and stops the CUDA context. The waits for a
+slot to be free (its set's call two before) are the front end's; they are met long before.
 Not under CUDA-graph capture (the epochs are host counters: a replayed graph would repeat them):
-collective.choose takes the sequential strategy there. The waits are the driver's and unbounded: a
-rank that never calls leaves its peers' streams waiting (the sequential strategy's NCCL watchdog
-bounds its waits instead).
+collective.choose takes the sequential strategy there.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import threading
 import torch
 import torch.distributed as dist
 
+from ..codegen import flag_wait
 from ..runtime import stream_flags
 from .order import Blocks
 
@@ -124,8 +127,18 @@ def _group(group):
     return group if group is not None else dist.group.WORLD
 
 
-def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, *, bias=None, out=None,
-                           gathered: bool = True, side_stream=None):
+def wait_arrival(engine, stream, address: int, epoch: int, source: int, timeout: float) -> None:
+    """``stream`` waits (codegen/flag_wait.py's kernel: a flag a peer writes does not wake the front
+    end for about a millisecond) until the flag at ``address`` reaches ``epoch``; past ``timeout``
+    seconds the kernel stops the context, naming group rank ``source``."""
+    rt = engine.runtime
+    kernel = rt.kernel(flag_wait.SOURCE, flag_wait.NAME)
+    with rt.on_stream(stream.cuda_stream):
+        rt.launch(kernel, 1, 1, (address, epoch, int(timeout * 1e9), source))
+
+
+def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engine, *, bias=None, out=None,
+                           gathered: bool = True, side_stream=None, timeout: float = 300.0):
     """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x or None); ``matmul(a, b, out,
     bias)`` is the local GEMM. The module docstring says how."""
     group = _group(group)
@@ -152,7 +165,7 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, *, bi
     matmul(mine, w, out[blocks.rows(rank)], bias)
     for hop in range(1, world):
         source = (rank - hop) % world
-        stream_flags.wait_at_least(compute.cuda_stream, area.flag(rank, _ARRIVED, parity, source), epoch)
+        wait_arrival(engine, compute, area.flag(rank, _ARRIVED, parity, source), epoch, source, timeout)
         shape = (blocks.sizes[source], k)
         slot = area.slot(rank, parity, source, shape, x.dtype)
         if shape[0]:
@@ -166,7 +179,8 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, *, bi
     return out, full
 
 
-def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, *, out=None):
+def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, engine, *, out=None,
+                               timeout: float = 300.0):
     """This rank's row block of the sum over the group of ``x @ w``; ``matmul(a, b, out, c)`` is the
     local GEMM (``+ c`` when c is given). The module docstring says how."""
     group = _group(group)
@@ -190,14 +204,14 @@ def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, *
     sources = [(rank - hop) % world for hop in range(1, world)]
     parts = [area.slot(rank, parity, s, (mine, n), dtype) for s in sources]
     if world == 2:
-        stream_flags.wait_at_least(handle, area.flag(rank, _ARRIVED, parity, sources[0]), epoch)
+        wait_arrival(engine, compute, area.flag(rank, _ARRIVED, parity, sources[0]), epoch, sources[0], timeout)
         if mine:
             matmul(x[blocks.rows(rank)], w, result, parts[0])
     else:
         if mine:
             matmul(x[blocks.rows(rank)], w, result, None)
         for s, part in zip(sources, parts):
-            stream_flags.wait_at_least(handle, area.flag(rank, _ARRIVED, parity, s), epoch)
+            wait_arrival(engine, compute, area.flag(rank, _ARRIVED, parity, s), epoch, s, timeout)
             if mine:
                 result.add_(part)
     for s in sources:
