@@ -2,25 +2,28 @@
 with no SM taken from the GEMMs (CUDA, one host: torch's symmetric memory).
 
 Each group keeps, per kind of call, one symmetric buffer (`Area`): a flag page, then two sets
-(alternate calls) of one slot per source rank. Flags are counters of calls (``epoch``), written and
-waited on by the streams' front ends (runtime/stream_flags.py):
+(alternate calls) of one slot per source rank. A flag counts calls (``epoch``); the stream front ends
+write them (runtime/stream_flags.py: no SM), and a one-thread kernel waits for them
+(codegen/flag_wait.py: the front end notices a flag another GPU writes only about a millisecond
+late), bounded by the call's ``timeout``: past it the kernel prints which rank's block did not
+arrive and stops the CUDA context.
 
 * all-gather + GEMM: the communication stream pushes this rank's shard into its slot on every peer
-  with the copy engines (``copy_`` into the peer's buffer), then raises the peer's ``arrived`` flag
-  for it. The compute stream multiplies the local shard at once, then each peer's slot as its flag
-  arrives (the peer that pushes to this rank first, first), each into its rows of the output, and
-  raises the ``free`` flag in the source's memory once its GEMM has read the slot. A push waits for
-  the ``free`` flag of the call two before (its set's last use): no host synchronization, no
-  barrier, nothing between the caller's stream and the first GEMM.
+  with the copy engines (``copy_`` into the peer's buffer), then raises the peer's flag for it. The
+  compute stream multiplies the local shard at once, then each peer's slot as its flag arrives (the
+  peer that pushes to this rank first, first), each into its rows of the output. No host
+  synchronization, no barrier, nothing between the caller's stream and the first GEMM.
 * GEMM + reduce-scatter: the compute stream multiplies each peer's row block first, its writer
   storing the partial straight into this rank's slot on that peer (NVLink stores from the GEMM's
   epilogue), raises the peer's flag, then multiplies its own block; on 2 ranks that GEMM adds the
   arrived partial in its epilogue (``c``, ``beta = 1``), on more it adds them after.
 
-The waits for a peer's block are a one-thread kernel (codegen/flag_wait.py: the front end notices
-a flag another GPU writes only about a millisecond late), bounded by the call's ``timeout``: past
-it the kernel prints which rank's block did not arrive and stops the CUDA context. The waits for a
-slot to be free (its set's call two before) are the front end's; they are met long before.
+Why no "slot free" flags: a write into a peer's set ``p`` at call ``e`` must follow the peer's last
+read of it, at call ``e - 2``. Every rank hears from every other at every call, and a rank raises
+its flags for call ``e - 1`` only after its stream has passed call ``e - 2`` (the pushes wait for the
+compute stream; the partial sums follow it). This rank's stream waited for that flag in call
+``e - 1``, and its writes of call ``e`` follow its stream. Two sets make the stream order enough.
+
 Not under CUDA-graph capture (the epochs are host counters: a replayed graph would repeat them):
 collective.choose takes the sequential strategy there.
 """
@@ -36,14 +39,15 @@ from ..codegen import flag_wait
 from ..runtime import stream_flags
 from .order import Blocks
 
-#: Bytes of the flag page at each buffer's start: ``arrived[set][source]`` then ``free[set][reader]``.
+#: Bytes of the flag page at each buffer's start: ``arrived[set][source]``.
 FLAG_BYTES = 4096
 #: Slots start on 256-byte boundaries (TMA and vector loads want 16; the copy engines like more).
 SLOT_ALIGN = 256
-_ARRIVED, _FREE = 0, 1
 
 _lock = threading.Lock()
 _areas: dict = {}
+#: id(runtime) -> (the runtime, its wait kernel): found without hashing the source each call.
+_wait_kernels: dict = {}
 
 
 def available(device: torch.device, group) -> str | None:
@@ -52,8 +56,8 @@ def available(device: torch.device, group) -> str | None:
         return "not a CUDA device"
     if dist.get_backend(group) != "nccl":
         return f"the group's backend is {dist.get_backend(group)}, not nccl"
-    if dist.get_world_size(group) > FLAG_BYTES // 16:
-        return f"more than {FLAG_BYTES // 16} ranks"
+    if dist.get_world_size(group) > FLAG_BYTES // 8:
+        return f"more than {FLAG_BYTES // 8} ranks"
     try:
         import torch.distributed._symmetric_memory  # noqa: F401
     except ImportError:
@@ -82,21 +86,31 @@ class Area:
         torch.cuda.synchronize(device)
         dist.barrier(group=group)          # every rank's flags are zero before any peer writes them
         self.epoch = 0
+        self._views: dict = {}
 
     def next_epoch(self) -> tuple[int, int]:
         self.epoch += 1
         return self.epoch, self.epoch & 1
 
-    def flag(self, holder: int, kind: int, parity: int, rank: int) -> int:
-        """The address of ``holder``'s flag ``kind`` of set ``parity`` about ``rank``."""
-        return self.bases[holder] + 4 * ((kind * 2 + parity) * self.world + rank)
+    def flag(self, holder: int, parity: int, rank: int) -> int:
+        """The address of ``holder``'s flag of set ``parity`` for ``rank``'s block."""
+        return self.bases[holder] + 4 * (parity * self.world + rank)
 
     def _offset(self, parity: int, source: int) -> int:
         return FLAG_BYTES + (parity * self.world + source) * self.slot_bytes
 
     def slot(self, holder: int, parity: int, source: int, shape, dtype) -> torch.Tensor:
         """``holder``'s slot for ``source`` in set ``parity``, as a (rows, cols) tensor of ``dtype``
-        (this rank's memory, or the peer's mapped here)."""
+        (this rank's memory, or the peer's mapped here); views kept (making one costs 7-12 us)."""
+        key = (holder, parity, source, tuple(shape), dtype)
+        found = self._views.get(key)
+        if found is None:
+            if len(self._views) > 256:
+                self._views.clear()
+            found = self._views[key] = self._view(holder, parity, source, shape, dtype)
+        return found
+
+    def _view(self, holder: int, parity: int, source: int, shape, dtype) -> torch.Tensor:
         item = torch.empty((), dtype=dtype).element_size()
         offset = self._offset(parity, source)
         if holder == self.rank:
@@ -132,7 +146,12 @@ def wait_arrival(engine, stream, address: int, epoch: int, source: int, timeout:
     end for about a millisecond) until the flag at ``address`` reaches ``epoch``; past ``timeout``
     seconds the kernel stops the context, naming group rank ``source``."""
     rt = engine.runtime
-    kernel = rt.kernel(flag_wait.SOURCE, flag_wait.NAME)
+    found = _wait_kernels.get(id(rt))
+    if found is None or found[0] is not rt:
+        if len(_wait_kernels) > 64:
+            _wait_kernels.clear()
+        found = _wait_kernels[id(rt)] = (rt, rt.kernel(flag_wait.SOURCE, flag_wait.NAME))
+    kernel = found[1]
     with rt.on_stream(stream.cuda_stream):
         rt.launch(kernel, 1, 1, (address, epoch, int(timeout * 1e9), source))
 
@@ -153,11 +172,9 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engin
     with torch.cuda.stream(comm):
         for hop in range(1, world):
             peer = (rank + hop) % world
-            if epoch > 2:
-                stream_flags.wait_at_least(comm.cuda_stream, area.flag(rank, _FREE, parity, peer), epoch - 2)
             if mine.shape[0]:
                 area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
-            stream_flags.write(comm.cuda_stream, area.flag(peer, _ARRIVED, parity, rank), epoch)
+            stream_flags.write(comm.cuda_stream, area.flag(peer, parity, rank), epoch)
     mine.record_stream(comm)
     dtype = torch.promote_types(x.dtype, w.dtype)
     out = x.new_empty((blocks.total, w.shape[1]), dtype=dtype) if out is None else out
@@ -165,14 +182,13 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engin
     matmul(mine, w, out[blocks.rows(rank)], bias)
     for hop in range(1, world):
         source = (rank - hop) % world
-        wait_arrival(engine, compute, area.flag(rank, _ARRIVED, parity, source), epoch, source, timeout)
+        wait_arrival(engine, compute, area.flag(rank, parity, source), epoch, source, timeout)
         shape = (blocks.sizes[source], k)
         slot = area.slot(rank, parity, source, shape, x.dtype)
         if shape[0]:
             matmul(slot, w, out[blocks.rows(source)], bias)
             if full is not None:
                 full[blocks.rows(source)].copy_(slot)
-        stream_flags.write(compute.cuda_stream, area.flag(source, _FREE, parity, rank), epoch)
     if full is not None:
         full[blocks.rows(rank)].copy_(mine)
     compute.wait_stream(comm)                       # the pushes of x are done before the caller reuses it
@@ -194,26 +210,22 @@ def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, e
     handle = compute.cuda_stream
     for hop in range(1, world):
         peer = (rank + hop) % world
-        if epoch > 2:
-            stream_flags.wait_at_least(handle, area.flag(rank, _FREE, parity, peer), epoch - 2)
         if blocks.sizes[peer]:
             matmul(x[blocks.rows(peer)], w, area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype), None)
-        stream_flags.write(handle, area.flag(peer, _ARRIVED, parity, rank), epoch)
+        stream_flags.write(handle, area.flag(peer, parity, rank), epoch)
     mine = blocks.sizes[rank]
     result = x.new_empty((mine, n), dtype=dtype) if out is None else out
     sources = [(rank - hop) % world for hop in range(1, world)]
     parts = [area.slot(rank, parity, s, (mine, n), dtype) for s in sources]
     if world == 2:
-        wait_arrival(engine, compute, area.flag(rank, _ARRIVED, parity, sources[0]), epoch, sources[0], timeout)
+        wait_arrival(engine, compute, area.flag(rank, parity, sources[0]), epoch, sources[0], timeout)
         if mine:
             matmul(x[blocks.rows(rank)], w, result, parts[0])
     else:
         if mine:
             matmul(x[blocks.rows(rank)], w, result, None)
         for s, part in zip(sources, parts):
-            wait_arrival(engine, compute, area.flag(rank, _ARRIVED, parity, s), epoch, s, timeout)
+            wait_arrival(engine, compute, area.flag(rank, parity, s), epoch, s, timeout)
             if mine:
                 result.add_(part)
-    for s in sources:
-        stream_flags.write(handle, area.flag(s, _FREE, parity, rank), epoch)
     return result

@@ -1,13 +1,15 @@
-"""32-bit flags written and waited on by a CUDA stream's front end (no kernel, no SM).
+"""32-bit flags written by a CUDA stream's front end (no kernel, no SM).
 
-The peer strategy of the distributed GEMMs (distributed/peer.py) orders copy-engine transfers
-against GEMMs on other GPUs with these: a stream writes a flag (``cuStreamWriteValue32``, preceded
-by a system-wide memory fence, so the writes before it in the stream are visible first) into a
-peer's memory, and the peer's stream waits (``cuStreamWaitValue32``) until its copy holds at least
-a value. Neither occupies an SM, so a persistent GEMM that holds every SM does not delay them.
+The peer strategy of the distributed GEMMs (distributed/peer.py) tells another GPU that a block has
+landed in its memory with these: after the copy (or the GEMM) that wrote the block, the stream
+writes a flag into the peer's memory (``cuStreamWriteValue32``, preceded by a system-wide memory
+fence, so the writes before it in the stream are visible first). No SM is taken, so a persistent
+GEMM holding every SM does not delay it. (Waiting is a kernel's, codegen/flag_wait.py: the front
+end's own wait, ``cuStreamWaitValue32``, notices a write from another GPU only about a millisecond
+late: measured on 2 H100s, bench/results/h100/distributed_2gpu.md.)
 
-The comparison is the driver's cyclic one (``(int32)(*flag - value) >= 0``), so counters that wrap
-past 2^32 keep working. Through NVIDIA's cuda-bindings package, as runtime/tensor_map.py's encoding.
+Counters wrap at 2^32; the waiting kernel compares cyclically. Through NVIDIA's cuda-bindings
+package, as runtime/tensor_map.py's encoding.
 """
 from __future__ import annotations
 
@@ -46,9 +48,3 @@ def write(stream_handle: int, address: int, value: int) -> None:
     _check(d.cuStreamWriteValue32(d.CUstream(stream_handle), d.CUdeviceptr(address), value & 0xFFFFFFFF,
                                   d.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32")
 
-
-def wait_at_least(stream_handle: int, address: int, value: int) -> None:
-    """Enqueue on ``stream_handle``: later work waits until ``*(uint32*)address`` reaches ``value``."""
-    d = _api()
-    _check(d.cuStreamWaitValue32(d.CUstream(stream_handle), d.CUdeviceptr(address), value & 0xFFFFFFFF,
-                                 d.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32")
