@@ -4,8 +4,9 @@ Everything the general path's checks and choices depend on is in a call's key (s
 dtypes, alignment, the options); a key seen before maps to the `CallPlan` (call/launch.py) its first
 call left, whose per-call values (call/arguments.py: the addresses, and a fused call's epilogue
 values) go straight into the prepared launch. Two kinds of call take it: torch CUDA tensors (their
-addresses, torch's allocator and stream) and the runtime's own arrays. Anything else, an ``out``
-that overlaps an input, or an unhashable option takes the general path. Plain grouped calls
+addresses, torch's allocator and stream; an ``out`` tensor too, whose metadata joins the key) and
+the runtime's own arrays. Anything else, an ``out`` that overlaps an input, or an unhashable option
+takes the general path. Plain grouped calls
 (`FastPath.grouped`) take it too, their offsets or counts a per-call array beside the operands,
 and calls of a quantized weight (`FastPath.quantized`), whose key names the weight weakly.
 """
@@ -28,6 +29,28 @@ def _torch_address(x) -> tuple[int, int]:
     """A torch tensor's (pointer, element offset), its data pointer already including the offset;
     an address already taken (an int) as it is."""
     return (x, 0) if type(x) is int else (x.data_ptr(), 0)
+
+
+def _torch_bytes(x) -> tuple[int, int]:
+    """[start, end) of the bytes a torch tensor's elements occupy (torch strides are not negative)."""
+    start = x.data_ptr()
+    if x.numel() == 0:
+        return start, start
+    last = sum((n - 1) * s for n, s in zip(x.shape, x.stride()))
+    return start, start + (last + 1) * x.element_size()
+
+
+def _torch_overlap(out, a, b, inputs: EpilogueInputs | None) -> bool:
+    """Whether ``out`` shares bytes with an input (``c`` may be ``out`` itself: each element is read
+    before the same thread writes it)."""
+    lo, hi = _torch_bytes(out)
+    others = [a, b] if inputs is None else [a, b, *(x for i, x in enumerate(inputs[2:])
+                                                    if hasattr(x, "data_ptr") and not (i == 0 and x is out))]
+    for x in others:
+        start, end = _torch_bytes(x)
+        if start < hi and lo < end:
+            return True
+    return False
 
 
 def _fused_key(key, array_meta, inputs: EpilogueInputs):
@@ -69,15 +92,19 @@ class FastPath:
         tensor = self.torch_type
         if type(b) is QuantizedWeight:
             return self.quantized(a, b, out, inputs, options)
-        if tensor is not None and type(a) is tensor and type(b) is tensor and out is None:
+        if tensor is not None and type(a) is tensor and type(b) is tensor and (out is None or type(out) is tensor):
             # torch tensors: the metadata is the key, the addresses go straight in.
             pa, pb = a.data_ptr(), b.data_ptr()
             key = (TORCH_KEY,) + options + (a.shape, a.stride(), a.dtype, a.get_device(), pa % 16, b.shape, b.stride(),
                                           b.dtype, b.get_device(), pb % 16)
+            if out is not None:
+                if _torch_overlap(out, a, b, inputs):
+                    return None, None      # the general path computes through a temporary
+                key += ("out", out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
             if inputs is not None:
                 key = _fused_key(key, self._torch_meta, inputs)
             call = self._cached(key)
-            return key, (None if call is None else self._torch_call(call, a, pa, pb, inputs))
+            return key, (None if call is None else self._torch_call(call, a, pa, pb, inputs, out=out))
         if not (rt.is_native(a) and rt.is_native(b)):
             return None, None
         key = options + (a.shape, a.strides, a.dtype, rt.element_address(a) % 8, b.shape, b.strides, b.dtype,
@@ -152,18 +179,22 @@ class FastPath:
         return (x.shape, x.strides, x.dtype) if self.runtime.is_native(x) else None
 
     def _torch_call(self, call: CallPlan, a, pa: int, pb: int, inputs: EpilogueInputs | None, pg: int | None = None,
-                    weight=()):
+                    weight=(), out=None):
         """A repeated call on torch CUDA tensors (``pa``, ``pb``: their addresses; ``pg``: a grouped
         call's offsets' or counts'; ``weight``: a quantized weight's scales' and zeros'): a result
-        tensor of torch's, the per-call values (the epilogue's arrays' too), torch's current stream."""
+        tensor of torch's (or ``out``, written in place: its key says the plan writes it directly),
+        the per-call values (the epilogue's arrays' too), torch's current stream."""
         import torch
         plan = call.plan
         device = a.get_device()
-        # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without the
-        # torch.device object ``a.device`` builds on every call. A masked grouped result starts as
-        # zeros (call/arguments.py `result_target`).
-        fresh = torch.zeros if call.groups == "masked" else torch.empty
-        target = fresh(call.out_shape, dtype=call.torch_dtype(), device=device)
+        if out is not None:
+            target = out
+        else:
+            # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without
+            # the torch.device object ``a.device`` builds on every call. A masked grouped result
+            # starts as zeros (call/arguments.py `result_target`).
+            fresh = torch.zeros if call.groups == "masked" else torch.empty
+            target = fresh(call.out_shape, dtype=call.torch_dtype(), device=device)
         stream = torch_stream(torch, device)
         pt = target.data_ptr()
         more = call.direct_values(inputs, pg, _torch_address, weight)

@@ -1,16 +1,18 @@
-"""A one-thread CUDA kernel that holds its stream until a 32-bit flag in device memory reaches a
-value, or stops the context with a message once a timeout passes (distributed/peer.py's waits for a
-peer's block).
+"""One-thread CUDA kernels that raise a 32-bit flag in (another GPU's) memory after their stream's
+earlier work, and hold their stream until a flag reaches a value or stop the context with a message
+once a timeout passes: distributed/peer.py's signals that a block has landed.
 
-Why a kernel and not the stream front end's ``cuStreamWaitValue32``: a flag another GPU writes over
-NVLink does not wake a front end that found it unset, which then looks again only at the channel
-scheduler's next turn, about a millisecond later (measured on 2 H100s: every peer call whose block
-was not yet there cost ~1 ms, bench/results/h100/distributed_2gpu.md). A thread polling with
-acquire loads sees the write within a microsecond, and can give up with a clear message.
+Why kernels and not the stream front end's ``cuStreamWriteValue32`` / ``cuStreamWaitValue32``
+(which need no SM): measured on 2 H100s, a flag the front end wrote over NVLink reached the peer
+~300 us late (a ping-pong of flags: 604 us a round trip, 31 us with these kernels), and a front-end
+wait found unmet looked again only at the channel scheduler's next turn, about a millisecond later.
+A thread polling with acquire loads sees the write within a microsecond, and can give up with a
+clear message.
 """
 from __future__ import annotations
 
 NAME = "gemm_engine_wait_flag"
+RAISE_NAME = "gemm_engine_raise_flag"
 
 #: Parameters are 64-bit (the runtime passes Python ints as int64): the flag's address, the value
 #: waited for (cyclic comparison, as the driver's), the timeout in ns and the rank named on timeout.
@@ -35,5 +37,12 @@ extern "C" __global__ void gemm_engine_wait_flag(unsigned long long flag, long l
         }
         __nanosleep(64);
     }
+}
+
+// The stream's earlier writes (a GEMM's, a copy's: finished, as the kernel starts after them) are
+// made visible to every GPU before the flag is.
+extern "C" __global__ void gemm_engine_raise_flag(unsigned long long flag, long long value) {
+    asm volatile("fence.sc.sys;" ::: "memory");
+    asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(flag), "r"((unsigned int)value) : "memory");
 }
 """

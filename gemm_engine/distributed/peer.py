@@ -2,11 +2,12 @@
 with no SM taken from the GEMMs (CUDA, one host: torch's symmetric memory).
 
 Each group keeps, per kind of call, one symmetric buffer (`Area`): a flag page, then two sets
-(alternate calls) of one slot per source rank. A flag counts calls (``epoch``); the stream front ends
-write them (runtime/stream_flags.py: no SM), and a one-thread kernel waits for them
-(codegen/flag_wait.py: the front end notices a flag another GPU writes only about a millisecond
-late), bounded by the call's ``timeout``: past it the kernel prints which rank's block did not
-arrive and stops the CUDA context.
+(alternate calls) of one slot per source rank. A flag counts calls (``epoch``); one-thread kernels
+(codegen/flag_wait.py) raise them in a peer's memory after the stream's copy or GEMM, and wait for
+them, bounded by the call's ``timeout``: past it the waiting kernel prints which rank's block did not
+arrive and stops the CUDA context. (The stream front end's own write and wait need no SM, but a flag
+written over NVLink was seen ~300 us late and a wait found unmet re-polled only ~1 ms later:
+measured on 2 H100s, bench/results/h100/distributed_2gpu.md.)
 
 * all-gather + GEMM: the communication stream pushes this rank's shard into its slot on every peer
   with the copy engines (``copy_`` into the peer's buffer), then raises the peer's flag for it. The
@@ -31,12 +32,12 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 
 import torch
 import torch.distributed as dist
 
 from ..codegen import flag_wait
-from ..runtime import stream_flags
 from .order import Blocks
 
 #: Bytes of the flag page at each buffer's start: ``arrived[set][source]``.
@@ -46,7 +47,7 @@ SLOT_ALIGN = 256
 
 _lock = threading.Lock()
 _areas: dict = {}
-#: id(runtime) -> (the runtime, its wait kernel): found without hashing the source each call.
+#: (id(runtime), name) -> (the runtime, its kernel): found without hashing the source each call.
 _wait_kernels: dict = {}
 
 
@@ -62,8 +63,6 @@ def available(device: torch.device, group) -> str | None:
         import torch.distributed._symmetric_memory  # noqa: F401
     except ImportError:
         return "this torch has no symmetric memory"
-    if not stream_flags.available():
-        return "cuda-bindings is not installed"
     return None
 
 
@@ -75,8 +74,10 @@ class Area:
         os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
         import torch.distributed._symmetric_memory as symm
         enable = getattr(symm, "enable_symm_mem_for_group", None)
-        if enable is not None:
-            enable(group.group_name)
+        if enable is not None:             # needed before torch 2.9, deprecated (a no-op) since
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                enable(group.group_name)
         self.world, self.rank = dist.get_world_size(group), dist.get_rank(group)
         self.slot_bytes = slot_bytes
         self.buffer = symm.empty(FLAG_BYTES + 2 * self.world * slot_bytes, dtype=torch.uint8, device=device)
@@ -141,17 +142,31 @@ def _group(group):
     return group if group is not None else dist.group.WORLD
 
 
+def raise_flag(engine, stream, address: int, epoch: int) -> None:
+    """After ``stream``'s work so far, ``*address = epoch`` (another GPU's memory): a one-thread
+    kernel (codegen/flag_wait.py). The front end's ``cuStreamWriteValue32`` needs no SM but took
+    ~300 us to be seen by the peer (a ping-pong of flags on 2 H100s: 604 us a round trip against
+    31 us with kernels on both sides)."""
+    rt = engine.runtime
+    with rt.on_stream(stream.cuda_stream):
+        rt.launch(_kernel(rt, flag_wait.RAISE_NAME), 1, 1, (address, epoch))
+
+
+def _kernel(rt, name: str):
+    found = _wait_kernels.get((id(rt), name))
+    if found is None or found[0] is not rt:
+        if len(_wait_kernels) > 64:
+            _wait_kernels.clear()
+        found = _wait_kernels[(id(rt), name)] = (rt, rt.kernel(flag_wait.SOURCE, name))
+    return found[1]
+
+
 def wait_arrival(engine, stream, address: int, epoch: int, source: int, timeout: float) -> None:
     """``stream`` waits (codegen/flag_wait.py's kernel: a flag a peer writes does not wake the front
     end for about a millisecond) until the flag at ``address`` reaches ``epoch``; past ``timeout``
     seconds the kernel stops the context, naming group rank ``source``."""
     rt = engine.runtime
-    found = _wait_kernels.get(id(rt))
-    if found is None or found[0] is not rt:
-        if len(_wait_kernels) > 64:
-            _wait_kernels.clear()
-        found = _wait_kernels[id(rt)] = (rt, rt.kernel(flag_wait.SOURCE, flag_wait.NAME))
-    kernel = found[1]
+    kernel = _kernel(rt, flag_wait.NAME)
     with rt.on_stream(stream.cuda_stream):
         rt.launch(kernel, 1, 1, (address, epoch, int(timeout * 1e9), source))
 
@@ -174,7 +189,7 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engin
             peer = (rank + hop) % world
             if mine.shape[0]:
                 area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
-            stream_flags.write(comm.cuda_stream, area.flag(peer, parity, rank), epoch)
+            raise_flag(engine, comm, area.flag(peer, parity, rank), epoch)
     mine.record_stream(comm)
     dtype = torch.promote_types(x.dtype, w.dtype)
     out = x.new_empty((blocks.total, w.shape[1]), dtype=dtype) if out is None else out
@@ -207,12 +222,11 @@ def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, e
     area = area_for("scatter", group, x.device, max(blocks.sizes) * n * item)
     epoch, parity = area.next_epoch()
     compute = torch.cuda.current_stream(x.device)
-    handle = compute.cuda_stream
     for hop in range(1, world):
         peer = (rank + hop) % world
         if blocks.sizes[peer]:
             matmul(x[blocks.rows(peer)], w, area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype), None)
-        stream_flags.write(handle, area.flag(peer, parity, rank), epoch)
+        raise_flag(engine, compute, area.flag(peer, parity, rank), epoch)
     mine = blocks.sizes[rank]
     result = x.new_empty((mine, n), dtype=dtype) if out is None else out
     sources = [(rank - hop) % world for hop in range(1, world)]

@@ -46,6 +46,44 @@ def test_repeated_calls_on_torch_cuda_tensors_skip_the_general_path(rng, monkeyp
     check()
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("with_c", [False, True], ids=["out", "out+c"])
+def test_repeated_calls_into_a_torch_out_skip_the_general_path_and_write_it(monkeypatch, with_c):
+    """``out=`` a torch CUDA tensor (a row block of a larger one: strided storage, an offset) takes
+    the fast path once planned, writes every element of it in place and nothing beside it."""
+    torch = pytest.importorskip("torch")
+    engine = get_engine("cuda")
+    whole = torch.full((50, 16), float("nan"), device="cuda")
+    out = whole[5:45]
+    c = torch.randn(40, 16, device="cuda")
+    options = dict(c=c, beta=1.0) if with_c else {}
+
+    def check():
+        a, b = torch.randn(40, 24, device="cuda"), torch.randn(24, 16, device="cuda")
+        out.fill_(float("nan"))
+        got = engine.compute(a, b, out=out, **options)
+        want = a.double() @ b.double() + (c.double() if with_c else 0)
+        assert got is out and rel_error(out.cpu().numpy(), want.cpu().numpy()) < 2e-5
+        assert torch.isnan(whole[:5]).all() and torch.isnan(whole[45:]).all()
+    check()
+    check()
+    _general_path_forbidden(monkeypatch)
+    check()
+    check()
+
+
+@pytest.mark.cuda
+def test_a_torch_out_overlapping_an_input_takes_the_general_path():
+    torch = pytest.importorskip("torch")
+    engine = get_engine("cuda")
+    a, b = torch.randn(16, 16, device="cuda"), torch.randn(16, 16, device="cuda")
+    for _ in range(3):
+        x = a.clone()
+        want = x.double() @ b.double()
+        engine.compute(x, b, out=x)             # numpy's rule: as if the inputs were copied first
+        assert rel_error(x.cpu().numpy(), want.cpu().numpy()) < 2e-5
+
+
 # -- a quantized weight (FastPath.quantized) -------------------------------------------------------------
 def _quantized_check(engine, rng, q, m, to_device, to_host, **options):
     x = random(rng, (m, q.shape[0]), "float32")
