@@ -25,9 +25,11 @@ from .comm import Side, comm_stream, engine_for
 from .order import Blocks, gather_steps, scatter_steps
 
 STRATEGIES = ("auto", "sequential", "overlap", "peer")
-#: The smallest shard (bytes of x's rows or of the output's) "auto" gives the peer strategy: below,
-#: one collective's latency is less than the GEMM launches the peer strategy splits the work into.
-PEER_MIN_BYTES = 1 << 20
+#: The smallest shard (bytes of x's rows or of the output's) "auto" gives the peer strategy. On 2
+#: H100s it won from 32 MB shards (1.16-1.36x the sequential NCCL + torch.matmul) and lost at 4 MB
+#: (0.3x: its per-block launches and flag kernels cost ~0.15 ms of host time a call there); between
+#: them is unmeasured (bench/results/h100/distributed_2gpu.md).
+PEER_MIN_BYTES = 16 << 20
 #: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
 all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor

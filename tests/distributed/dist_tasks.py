@@ -173,3 +173,22 @@ def late_rank(rank, world, strategy, wait_s):
         assert "did not arrive within" in str(e), str(e)
         return time.monotonic() - start
     raise AssertionError("no TimeoutError while the other ranks never sent")
+
+
+def late_peer(rank, world, wait_s):
+    """The peer strategy with a rank that never sends: rank 0 calls, the others only make the
+    buffer with it (its rendezvous is collective). Rank 0's stream must stop within about
+    ``wait_s`` seconds with an error (the wait kernel's), not hang; its CUDA context is lost."""
+    from gemm_engine.distributed import peer
+    group = dist.new_group(list(range(world)))
+    x, w = torch.ones(64, 32, device=DEVICE), torch.ones(32, 16, device=DEVICE)
+    if rank != 0:
+        peer.area_for("gather", group, DEVICE, 64 * 32 * 4)
+        return None
+    start = time.monotonic()
+    try:
+        all_gather_matmul(x, w, group=group, shard_sizes=[64] * world, strategy="peer", timeout=wait_s)
+        torch.cuda.synchronize(DEVICE)
+    except RuntimeError as e:
+        return time.monotonic() - start, str(e)[:200]
+    raise AssertionError("no error while the other ranks never sent")

@@ -37,7 +37,7 @@ def test_peer_is_refused_off_cuda_by_name():
 
 @pytest.mark.parametrize("strategy", ["peer", "auto"])
 @pytest.mark.parametrize("sizes, k, n, layouts", [
-    ((256, 256), 1024, 512, ("row", "row")),
+    ((2048, 2048), 4096, 512, ("row", "row")),     # a size "auto" gives the peer strategy
     ((130, 77), 96, 40, ("col", "row")),          # uneven shards, a column-major shard
     ((0, 96), 64, 24, ("row", "col")),            # an empty shard, a column-major w
 ])
@@ -48,7 +48,7 @@ def test_all_gather_matmul_peer(nccl_pair, strategy, sizes, k, n, layouts):
 
 @pytest.mark.parametrize("strategy", ["peer", "auto"])
 @pytest.mark.parametrize("m, k_sizes, n, sizes, layouts", [
-    (512, (512, 512), 1024, None, ("row", "row")),
+    (4096, (2048, 2048), 2048, None, ("row", "row")),   # a size "auto" gives the peer strategy
     (21, (17, 30), 20, (15, 6), ("col", "col")),   # uneven row blocks and contraction slices
     (9, (8, 8), 12, (0, 9), ("row", "row")),       # an empty block
 ])
@@ -65,3 +65,17 @@ def test_gradients_through_both_peer(nccl_pair):
 def test_mlp_block_peer(nccl_pair):
     for errs in nccl_pair.run("mlp", "peer", True, 8, 2, 32, 64):
         assert max(errs.values()) < TOL, errs
+
+
+def test_a_rank_that_never_sends_stops_the_wait_with_an_error():
+    """Last, on a pool of its own: the timed-out wait stops rank 0's CUDA context."""
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("the peer strategy runs on two CUDA GPUs of one host; this machine has fewer")
+    import dist_pool
+    pool = dist_pool.Pool(2, backend="nccl")
+    try:
+        waited, message = pool.run("late_peer", 1.0)[0]
+    finally:
+        pool.close()
+    assert waited < 30, waited
+    assert message, message
