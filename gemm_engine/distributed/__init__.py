@@ -8,11 +8,14 @@ is the engine's.
 
 * order.py: the ring's blocks and steps (plain integers, tested without processes);
 * comm.py: engines per device, bounded waits, the communication stream and events (`Side`);
-* collective.py: both strategies (sequential collective + GEMM, or the overlapped ring) on row blocks;
+* collective.py: the strategies (sequential collective + GEMM, the peer strategy, the NCCL ring) on
+  row blocks, and auto's choice;
+* peer.py: the peer strategy (copy engines and GEMM stores into the peers' symmetric memory, flags);
 * api.py: the public functions over any dims, with autograd;
 * modules.py: `ColumnParallelLinear` / `RowParallelLinear` (Megatron's sequence parallelism).
 
-NVLink multicast is never used (NCCL P2P and collectives only); benchmarks set NCCL_NVLS_ENABLE=0.
+NVLink multicast is never used (NCCL P2P and collectives, symmetric memory without multicast);
+benchmarks set NCCL_NVLS_ENABLE=0.
 """
 from __future__ import annotations
 

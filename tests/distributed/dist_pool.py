@@ -8,10 +8,19 @@ import datetime
 import os
 import queue
 import socket
+import time
 import traceback
 
 #: Seconds a task may take before the pool is declared stuck (a deadlock is a failure, not a hang).
 TASK_TIMEOUT = 120
+
+
+class PoolStopped(AssertionError):
+    """A task got no answer from some ranks: ``ended`` lists the ranks whose process ended."""
+
+    def __init__(self, message: str, ended):
+        super().__init__(message)
+        self.ended = ended
 
 
 def _free_port() -> int:
@@ -69,13 +78,20 @@ class Pool:
 
     def _collect(self, what: str, timeout: float = TASK_TIMEOUT) -> list:
         results, errors = {}, {}
-        for _ in range(self.world):
+        deadline = time.monotonic() + timeout
+        while len(results) + len(errors) < self.world:
             try:
-                rank, status, value = self.outbox.get(timeout=timeout)
+                rank, status, value = self.outbox.get(timeout=1.0)
             except queue.Empty:
-                self.close()
-                raise AssertionError(f"{what}: ranks {sorted(set(range(self.world)) - set(results) - set(errors))} "
-                                     f"gave no answer within {timeout} s (deadlock?); the pool was stopped")
+                missing = sorted(set(range(self.world)) - set(results) - set(errors))
+                ended = [r for r in missing if not self.procs[r].is_alive()]
+                if ended or time.monotonic() > deadline:
+                    self.close()
+                    why = (f"the processes of ranks {ended} ended (exit codes "
+                           f"{[self.procs[r].exitcode for r in ended]})" if ended else
+                           f"ranks {missing} gave no answer within {timeout} s (deadlock?)")
+                    raise PoolStopped(f"{what}: {why}; the pool was stopped", ended)
+                continue
             (errors if status == "error" else results)[rank] = value
         if errors:
             raise AssertionError(f"{what} failed on ranks {sorted(errors)}:\n" +
