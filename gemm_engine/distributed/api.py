@@ -70,10 +70,9 @@ class _Options:
     def row_blocks(self) -> Blocks:
         return Blocks(tuple(s * self.per_row for s in self.blocks.sizes))
 
-    def pick(self, x, n: int, k: int) -> str:
+    def pick(self, x, n: int, k: int, kind: str) -> str:
         b = self.row_blocks()
-        return choose(self.strategy, x.device, max(b.sizes) if b.sizes else 0, n, k, len(b.sizes), self.group,
-                      x.element_size())
+        return choose(self.strategy, x.device, max(b.sizes) if b.sizes else 0, n, k, len(b.sizes), self.group, kind)
 
 
 class _AllGatherMatmul(torch.autograd.Function):
@@ -82,7 +81,7 @@ class _AllGatherMatmul(torch.autograd.Function):
         # The gathered x: for w's gradient, or asked for (the peer strategy makes it only then).
         keep = opts.return_gathered or ctx.needs_input_grad[1]
         y, full = all_gather_matmul_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
-                                       opts.pick(x2, w.shape[1], w.shape[0]), bias=None if bias is None else
+                                       opts.pick(x2, w.shape[1], w.shape[0], "gather"), bias=None if bias is None else
                                        bias.detach(), engine=opts.engine, timeout=opts.timeout, gathered=keep)
         ctx.save_for_backward(full, w)
         if full is not None:
@@ -98,7 +97,7 @@ class _AllGatherMatmul(torch.autograd.Function):
         gx = gw = gbias = None
         if ctx.needs_input_grad[0]:
             gx = matmul_reduce_scatter_2d(gy, w.mT, opts.row_blocks(), opts.group, opts.rank,
-                                          opts.pick(gy, w.shape[0], w.shape[1]), engine=opts.engine,
+                                          opts.pick(gy, w.shape[0], w.shape[1], "scatter"), engine=opts.engine,
                                           timeout=opts.timeout)
         if ctx.needs_input_grad[1]:
             gw = _weight_grad(full, gy, w, opts)
@@ -111,7 +110,8 @@ class _MatmulReduceScatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, opts):
         y = matmul_reduce_scatter_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
-                                     opts.pick(x2, w.shape[1], w.shape[0]), engine=opts.engine, timeout=opts.timeout)
+                                     opts.pick(x2, w.shape[1], w.shape[0], "scatter"), engine=opts.engine,
+                                     timeout=opts.timeout)
         ctx.save_for_backward(x2, w)
         ctx.opts = opts
         return y
@@ -121,7 +121,7 @@ class _MatmulReduceScatter(torch.autograd.Function):
         x2, w = ctx.saved_tensors
         opts = ctx.opts
         gx, gfull = all_gather_matmul_2d(gy.contiguous(), w.mT, opts.row_blocks(), opts.group, opts.rank,
-                                         opts.pick(gy, w.shape[0], w.shape[1]), engine=opts.engine,
+                                         opts.pick(gy, w.shape[0], w.shape[1], "gather"), engine=opts.engine,
                                          timeout=opts.timeout, gathered=ctx.needs_input_grad[1])
         gw = _weight_grad(x2, gfull, w, opts) if ctx.needs_input_grad[1] else None
         return (gx if ctx.needs_input_grad[0] else None), gw, None

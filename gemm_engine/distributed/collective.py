@@ -10,7 +10,7 @@ strategies:
   the GEMM's own stores, ordered by stream flags: no SM leaves the GEMMs.
 
 ``"auto"`` takes the peer strategy where it can run (peer.available, not while a CUDA graph is
-captured) and the shard is large enough for the GEMMs to hide its transfer, else the sequential one.
+captured) and the blocks are large enough (`choose`), else the sequential one.
 The NCCL ring lost to the sequential strategy on every row measured on 2 and 4 H100s (its send /
 recv kernels take SMs from the GEMMs: bench/results/h100/distributed_2gpu.md); it stays for gloo
 and as a choice. api.py puts the public functions' dims and autograd around these.
@@ -25,18 +25,24 @@ from .comm import Side, comm_stream, engine_for
 from .order import Blocks, gather_steps, scatter_steps
 
 STRATEGIES = ("auto", "sequential", "overlap", "peer")
-#: The smallest shard (bytes of x's rows or of the output's) "auto" gives the peer strategy. On 2
-#: H100s it won from 32 MB shards (1.16-1.36x the sequential NCCL + torch.matmul) and lost at 4 MB
-#: (0.3x: its per-block launches and flag kernels cost ~0.15 ms of host time a call there); between
-#: them is unmeasured (bench/results/h100/distributed_2gpu.md).
-PEER_MIN_BYTES = 16 << 20
+#: The least work per row block (2 m n k flop) "auto" gives the peer strategy: it splits a call into
+#: one GEMM launch, a copy and two flag kernels per block, ~0.1-0.15 ms of host time a block on the
+#: H100 hosts. Measured (bench/results/h100/distributed_{2,4}gpu.md): it won from 1.4e11 on 2 GPUs
+#: (1.21-1.36x NCCL + torch.matmul) and the all-gather from 1.4e11 on 4 (1.32x), lost at 1.7e10 (2
+#: GPUs, 0.3x) and in the 4-GPU MLP block (7e10 a block: 4.1 against 3.4 ms).
+PEER_MIN_BLOCK_FLOP = 1e11
 #: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
 all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
 def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, world: int, group=None,
-           item: int = 2) -> str:
+           kind: str = "gather") -> str:
+    """The strategy a call of ``kind`` ("gather": all-gather + GEMM, "scatter": GEMM +
+    reduce-scatter) takes: ``strategy`` where named (ValueError where "peer" cannot run), else
+    auto's choice: the peer strategy for large blocks (PEER_MIN_BLOCK_FLOP), the reduce-scatter only
+    on 2 ranks (where the partial sum is added in the GEMM's epilogue: on 4 H100s the adds after
+    left it at 1.00-1.10x), and never while a CUDA graph is being captured."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy in ("sequential", "overlap"):
@@ -48,7 +54,8 @@ def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, wo
         if why is not None:
             raise ValueError(f"strategy='peer' cannot run here: {why}")
         return strategy
-    if why is None and world > 1 and m_block * max(n, k) * item >= PEER_MIN_BYTES:
+    large = 2.0 * m_block * n * k >= PEER_MIN_BLOCK_FLOP
+    if why is None and world > 1 and large and (kind == "gather" or world == 2):
         return "peer"
     return "sequential"
 
