@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .collective import STRATEGIES, all_gather_rows_into, all_gather_matmul_2d, choose, matmul_reduce_scatter_2d
+from .collective import (STRATEGIES, Product, all_gather_matmul_2d, all_gather_rows_into, choose, gather_rows,
+                         matmul_reduce_scatter_2d)
 from .comm import DEFAULT_TIMEOUT, engine_for, group_ranks, seconds
 from .order import Blocks, blocks_of, even_blocks
 
@@ -32,6 +33,35 @@ def _check(x, w, dim: int, name: str, dim_label: str) -> int:
         raise ValueError(f"{name}: {dim_label}={dim!r} must name one of x's dims but the last "
                          f"(the contraction), x has {x.dim()}")
     return dim % x.dim()
+
+
+def _no_gradient(name: str, *tensors) -> None:
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+        raise ValueError(f"{name}: no gradient through a scaled product (scale_a, scale_b, out_dtype: fp8 / int8 "
+                         f"forward only); call under torch.no_grad() or detach the inputs")
+
+
+def _scale_rows(scale_a, x, dim: int, name: str):
+    """``scale_a`` as the local product takes it: None or one number as given, one per row of x
+    ((..., 1) like x but its last dim) flattened as x's rows are (`_rows`)."""
+    if scale_a is None or not isinstance(scale_a, torch.Tensor) or scale_a.dim() == 0:
+        return scale_a
+    if tuple(scale_a.shape) != tuple(x.shape[:-1]) + (1,):
+        raise ValueError(f"{name}: scale_a must be one number or one per row of x, shape "
+                         f"{tuple(x.shape[:-1]) + (1,)}; got {tuple(scale_a.shape)}")
+    if scale_a.device != x.device:
+        raise ValueError(f"{name}: scale_a is on {scale_a.device}, x on {x.device}")
+    return _rows(scale_a, dim)[0]
+
+
+def _torch_dtype(dtype):
+    """``out_dtype`` as a torch dtype (a torch dtype or its name)."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    found = getattr(torch, str(dtype), None)
+    if not isinstance(found, torch.dtype):
+        raise ValueError(f"out_dtype: expected a torch dtype or its name, got {dtype!r}")
+    return found
 
 
 def _check_strategy(strategy) -> None:
@@ -62,10 +92,20 @@ def _gather_blocks(x, dim: int, shard_sizes, group, world: int) -> Blocks:
 class _Options:
     """What a call fixes besides its tensors (kept for the backward)."""
 
-    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row, return_gathered=False):
+    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row, return_gathered=False,
+                 scales=(None, None, None)):
         self.group, self.rank, self.strategy, self.engine = group, rank, strategy, engine
         self.timeout, self.blocks, self.per_row = timeout, blocks, per_row
         self.return_gathered = return_gathered
+        #: (scale_a per row of the whole x or one number, scale_b, out_dtype): fp8 / int8 forward only.
+        self.scale_a, self.scale_b, self.out_dtype = scales
+
+    def product(self, x, w, bias=None, scaled: bool = False) -> Product:
+        """The local product of ``x``'s device: ``@ w (+ bias)``, with the call's scales where ``scaled``."""
+        eng = engine_for(x.device, self.engine)
+        if not scaled:
+            return Product(eng, w, bias)
+        return Product(eng, w, bias, self.scale_a, self.scale_b, self.out_dtype)
 
     def row_blocks(self) -> Blocks:
         return Blocks(tuple(s * self.per_row for s in self.blocks.sizes))
@@ -80,9 +120,10 @@ class _AllGatherMatmul(torch.autograd.Function):
     def forward(ctx, x2, w, bias, opts):
         # The gathered x: for w's gradient, or asked for (the peer strategy makes it only then).
         keep = opts.return_gathered or ctx.needs_input_grad[1]
-        y, full = all_gather_matmul_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
-                                       opts.pick(x2, w.shape[1], w.shape[0], "gather"), bias=None if bias is None else
-                                       bias.detach(), engine=opts.engine, timeout=opts.timeout, gathered=keep)
+        product = opts.product(x2, w.detach(), None if bias is None else bias.detach(), scaled=True)
+        y, full = all_gather_matmul_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
+                                       opts.pick(x2, w.shape[1], w.shape[0], "gather"), timeout=opts.timeout,
+                                       gathered=keep)
         ctx.save_for_backward(full, w)
         if full is not None:
             ctx.mark_non_differentiable(full)
@@ -96,9 +137,8 @@ class _AllGatherMatmul(torch.autograd.Function):
         gy = gy.contiguous()
         gx = gw = gbias = None
         if ctx.needs_input_grad[0]:
-            gx = matmul_reduce_scatter_2d(gy, w.mT, opts.row_blocks(), opts.group, opts.rank,
-                                          opts.pick(gy, w.shape[0], w.shape[1], "scatter"), engine=opts.engine,
-                                          timeout=opts.timeout)
+            gx = matmul_reduce_scatter_2d(gy, opts.product(gy, w.mT), opts.row_blocks(), opts.group, opts.rank,
+                                          opts.pick(gy, w.shape[0], w.shape[1], "scatter"), timeout=opts.timeout)
         if ctx.needs_input_grad[1]:
             gw = _weight_grad(full, gy, w, opts)
         if ctx.has_bias and ctx.needs_input_grad[2]:
@@ -109,8 +149,8 @@ class _AllGatherMatmul(torch.autograd.Function):
 class _MatmulReduceScatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, opts):
-        y = matmul_reduce_scatter_2d(x2.detach(), w.detach(), opts.row_blocks(), opts.group, opts.rank,
-                                     opts.pick(x2, w.shape[1], w.shape[0], "scatter"), engine=opts.engine,
+        y = matmul_reduce_scatter_2d(x2.detach(), opts.product(x2, w.detach(), scaled=True), opts.row_blocks(),
+                                     opts.group, opts.rank, opts.pick(x2, w.shape[1], w.shape[0], "scatter"),
                                      timeout=opts.timeout)
         ctx.save_for_backward(x2, w)
         ctx.opts = opts
@@ -120,8 +160,8 @@ class _MatmulReduceScatter(torch.autograd.Function):
     def backward(ctx, gy):
         x2, w = ctx.saved_tensors
         opts = ctx.opts
-        gx, gfull = all_gather_matmul_2d(gy.contiguous(), w.mT, opts.row_blocks(), opts.group, opts.rank,
-                                         opts.pick(gy, w.shape[0], w.shape[1], "gather"), engine=opts.engine,
+        gx, gfull = all_gather_matmul_2d(gy.contiguous(), opts.product(gy, w.mT), opts.row_blocks(), opts.group,
+                                         opts.rank, opts.pick(gy, w.shape[0], w.shape[1], "gather"),
                                          timeout=opts.timeout, gathered=ctx.needs_input_grad[1])
         gw = _weight_grad(x2, gfull, w, opts) if ctx.needs_input_grad[1] else None
         return (gx if ctx.needs_input_grad[0] else None), gw, None
@@ -137,7 +177,8 @@ def _weight_grad(a, g, w, opts):
 
 
 def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None, shard_sizes=None,
-                      strategy: str = "auto", engine=None, timeout=DEFAULT_TIMEOUT, return_gathered: bool = False):
+                      strategy: str = "auto", engine=None, timeout=DEFAULT_TIMEOUT, return_gathered: bool = False,
+                      scale_a=None, scale_b=None, out_dtype=None):
     """``concat(every rank's x_shard along gather_dim) @ w (+ bias)`` on every rank of ``group``.
 
     ``x_shard``: (..., K), this rank's shard along ``gather_dim`` (any dim but the last); ``w``: (K, N),
@@ -149,7 +190,11 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     GEMM at once, each other block's as it arrives, into its rows of the output) or "auto".
     ``engine``: the engine of x's device (default: one per CUDA device, the default engine on CPU).
     ``timeout``: seconds a rank waits for a block (gloo; NCCL: the group's own timeout) before a
-    TimeoutError. ``return_gathered``: also return the gathered x (as torch's fused op does).
+    TimeoutError (the peer strategy: its waiting kernel stops the CUDA context, saying which rank's
+    block did not arrive). ``return_gathered``: also return the gathered x (as torch's fused op does).
+    ``scale_a``, ``scale_b``, ``out_dtype``: fp8 / int8 operands' scales as the dense path takes
+    them (``scale_a`` one number or one per row of x_shard: (..., 1), gathered with the rows;
+    ``scale_b`` a number or one per column of w) and the result's dtype; no gradient through them.
     Differentiable in x_shard, w and bias. With ``gather_dim`` other than 0 the shard is copied with
     that dim first, and the result is a view with it moved back."""
     dim = _check(x_shard, w, gather_dim, "all_gather_matmul", "gather_dim")
@@ -164,18 +209,26 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     for s in rest:
         per_row *= s
     opts = _Options(group, rank, strategy, engine, seconds(timeout), blocks, per_row, return_gathered)
+    if scale_a is not None or scale_b is not None or out_dtype is not None:
+        _no_gradient("all_gather_matmul", x_shard, w, bias)
+        sa = _scale_rows(scale_a, x_shard, dim, "all_gather_matmul")
+        if isinstance(sa, torch.Tensor) and sa.dim() == 2:
+            sa = gather_rows(sa.contiguous(), opts.row_blocks(), group, rank)
+        opts.scale_a, opts.scale_b, opts.out_dtype = sa, scale_b, _torch_dtype(out_dtype)
     y2, full = _AllGatherMatmul.apply(x2, w, bias, opts)
     y = _unrows(y2, dim, rest, w.shape[1])
     return (y, _unrows(full, dim, rest, w.shape[0])) if return_gathered else y
 
 
 def matmul_reduce_scatter(x, w, group=None, scatter_dim: int = 0, *, shard_sizes=None, strategy: str = "auto",
-                          engine=None, timeout=DEFAULT_TIMEOUT):
+                          engine=None, timeout=DEFAULT_TIMEOUT, scale_a=None, scale_b=None, out_dtype=None):
     """This rank's shard along ``scatter_dim`` of the sum over ``group`` of ``x @ w``.
 
     Each rank passes its slice of the contraction: ``x`` (..., K_r) and ``w`` (K_r, N). ``shard_sizes``:
     every rank's size along ``scatter_dim`` (None: equal shards; ValueError where they do not divide).
-    ``strategy``, ``engine``, ``timeout``: as `all_gather_matmul`'s. Differentiable in x and w."""
+    ``strategy``, ``engine``, ``timeout``, ``scale_a`` (one per row of x: (..., 1)), ``scale_b``,
+    ``out_dtype``: as `all_gather_matmul`'s; the partial sums are added in the result's dtype.
+    Differentiable in x and w (without scales)."""
     dim = _check(x, w, scatter_dim, "matmul_reduce_scatter", "scatter_dim")
     _check_strategy(strategy)
     rank, world = group_ranks(group)
@@ -189,5 +242,9 @@ def matmul_reduce_scatter(x, w, group=None, scatter_dim: int = 0, *, shard_sizes
     for s in rest:
         per_row *= s
     opts = _Options(group, rank, strategy, engine, seconds(timeout), blocks, per_row)
+    if scale_a is not None or scale_b is not None or out_dtype is not None:
+        _no_gradient("matmul_reduce_scatter", x, w, None)
+        opts.scale_a = _scale_rows(scale_a, x, dim, "matmul_reduce_scatter")
+        opts.scale_b, opts.out_dtype = scale_b, _torch_dtype(out_dtype)
     y2 = _MatmulReduceScatter.apply(x2, w, opts)
     return _unrows(y2, dim, rest, w.shape[1])

@@ -17,11 +17,14 @@ and as a choice. api.py puts the public functions' dims and autograd around thes
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.distributed as dist
 
-from . import peer
-from .comm import Side, comm_stream, engine_for
+from .peer import all_gather_matmul_peer, matmul_reduce_scatter_peer
+from .peer import available as peer_available
+from .comm import Side, comm_stream
 from .order import Blocks, gather_steps, scatter_steps
 
 STRATEGIES = ("auto", "sequential", "overlap", "peer")
@@ -47,7 +50,7 @@ def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, wo
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy in ("sequential", "overlap"):
         return strategy
-    why = peer.available(device, group if group is not None else dist.group.WORLD)
+    why = peer_available(device, group if group is not None else dist.group.WORLD)
     if why is None and device.type == "cuda" and torch.cuda.is_current_stream_capturing():
         why = "a CUDA graph is being captured (the peer strategy's flags count calls on the host)"
     if strategy == "peer":
@@ -60,51 +63,63 @@ def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, wo
     return "sequential"
 
 
-def local_matmul(engine, a, b, out=None, bias=None):
-    """The engine's ``a @ b (+ bias)`` (what ``torch.ops.gemm_engine.matmul`` runs), into ``out``."""
-    if a.shape[0] == 0:
-        return out if out is not None else a.new_zeros((0, b.shape[1]))
-    return engine.compute(a, b, out=out, bias=bias)
+@dataclass(frozen=True)
+class Product:
+    """The local product every strategy computes block by block: ``a @ w`` with the call's epilogue
+    (``bias``; fp8 / int8 operand scales: ``scale_a`` a number, a 0-d tensor or one per row of the
+    whole (gathered) x, ``scale_b`` a number or tensor as the dense path takes it; ``out_dtype``)."""
+    engine: object
+    w: object
+    bias: object = None
+    scale_a: object = None
+    scale_b: object = None
+    out_dtype: object = None
 
+    def dtype(self, x):
+        return self.out_dtype if self.out_dtype is not None else torch.promote_types(x.dtype, self.w.dtype)
 
-def _matmul_plus(engine, a, b, out, c):
-    """``a @ b (+ c)`` into ``out`` (the addition in the GEMM's epilogue)."""
-    if c is None:
-        return local_matmul(engine, a, b, out=out)
-    return engine.compute(a, b, out=out, c=c, beta=1.0)
+    def __call__(self, a, rows: slice, out=None, c=None):
+        """The product of ``a``, rows ``rows`` of x (for a per-row scale_a), into ``out`` (+ ``c``)."""
+        if a.shape[0] == 0:
+            return out if out is not None else a.new_zeros((0, self.w.shape[1]), dtype=self.dtype(a))
+        sa = self.scale_a
+        if isinstance(sa, torch.Tensor) and sa.dim() == 2:
+            sa = sa[rows]
+        terms = dict(c=c, beta=None if c is None else 1.0, scale_a=sa, scale_b=self.scale_b, out_dtype=self.out_dtype)
+        return self.engine.compute(a, self.w, out=out, bias=self.bias, **{k: v for k, v in terms.items() if v is not None})
 
 
 def gather_rows(x, blocks: Blocks, group, rank: int):
-    """The sequential all-gather of row blocks: the (total, K) concatenation on every rank."""
+    """The sequential all-gather of row blocks: the (total, K) concatenation on every rank (fp8 moved
+    as bytes: NCCL has no fp8 type)."""
     world = len(blocks.sizes)
+    wire = x.view(torch.uint8) if x.element_size() == 1 else x
     if blocks.even:
-        full = x.new_empty((blocks.total, x.shape[1]))
-        all_gather_rows_into(full, x.contiguous(), group=group)
-        return full
+        full = wire.new_empty((blocks.total, x.shape[1]))
+        all_gather_rows_into(full, wire.contiguous(), group=group)
+        return full.view(x.dtype)
     # Uneven: gathered padded to the largest block, then the valid rows put together.
     top = max(blocks.sizes)
-    padded = x.new_zeros((top, x.shape[1]))
-    padded[:x.shape[0]] = x
-    parts = x.new_empty((world * top, x.shape[1]))
+    padded = wire.new_zeros((top, x.shape[1]))
+    padded[:x.shape[0]] = wire
+    parts = wire.new_empty((world * top, x.shape[1]))
     all_gather_rows_into(parts, padded, group=group)
-    return torch.cat([parts[i * top:i * top + s] for i, s in enumerate(blocks.sizes)])
+    return torch.cat([parts[i * top:i * top + s] for i, s in enumerate(blocks.sizes)]).view(x.dtype)
 
 
-def all_gather_matmul_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, *, bias=None, engine=None,
-                         timeout: float, out=None, gathered: bool = True):
-    """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x (None where not
+def all_gather_matmul_2d(x, product: Product, blocks: Blocks, group, rank: int, strategy: str, *, timeout: float,
+                         out=None, gathered: bool = True):
+    """(concat of every rank's ``x`` (blocks) @ w by ``product``, the gathered x (None where not
     ``gathered`` and the strategy does not make it anyway)); ``out`` (total, N) optional."""
     world = len(blocks.sizes)
-    eng = engine_for(x.device, engine)
     if strategy == "peer":
-        return peer.all_gather_matmul_peer(
-            x, w, blocks, group, rank, lambda a, b, o, bias_: local_matmul(eng, a, b, out=o, bias=bias_), eng,
-            bias=bias, out=out, gathered=gathered, side_stream=comm_stream(x.device), timeout=timeout)
+        return all_gather_matmul_peer(x, product, blocks, group, rank, out=out, gathered=gathered,
+                                      side_stream=comm_stream(x.device), timeout=timeout)
     if strategy == "sequential":
         full = gather_rows(x, blocks, group, rank)
-        return local_matmul(eng, full, w, out=out, bias=bias), full
+        return product(full, slice(0, blocks.total), out=out), full
     full = x.new_empty((blocks.total, x.shape[1]))
-    out = x.new_empty((blocks.total, w.shape[1]), dtype=torch.promote_types(x.dtype, w.dtype)) if out is None else out
+    out = x.new_empty((blocks.total, product.w.shape[1]), dtype=product.dtype(x)) if out is None else out
     side = Side(x.device, group, timeout, "all_gather_matmul")
     mine = x.contiguous()
     side.before_send()
@@ -115,27 +130,24 @@ def all_gather_matmul_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, 
             token = side.exchange(send, step.to, full[blocks.rows(step.receive)], step.source,
                                   f"block {step.receive} from group rank {step.source}")
         rows = blocks.rows(step.block)
-        a = mine if step.block == rank else full[rows]
-        local_matmul(eng, a, w, out=out[rows], bias=bias)
+        product(mine if step.block == rank else full[rows], rows, out=out[rows])
         token = side.ready(token)           # the block received during this GEMM, for the next
     full[blocks.rows(rank)].copy_(mine)
     side.finish()
     return out, full
 
 
-def matmul_reduce_scatter_2d(x, w, blocks: Blocks, group, rank: int, strategy: str, *, engine=None,
+def matmul_reduce_scatter_2d(x, product: Product, blocks: Blocks, group, rank: int, strategy: str, *,
                              timeout: float, out=None):
-    """This rank's row block of the sum over the group of ``x @ w``; ``out`` (its rows, N) optional."""
+    """This rank's row block of the sum over the group of ``x @ w`` by ``product``; ``out`` (its
+    rows, N) optional."""
     world = len(blocks.sizes)
-    eng = engine_for(x.device, engine)
     if strategy == "peer":
-        return peer.matmul_reduce_scatter_peer(x, w, blocks, group, rank,
-                                               lambda a, b, o, c: _matmul_plus(eng, a, b, o, c), eng, out=out,
-                                               timeout=timeout)
+        return matmul_reduce_scatter_peer(x, product, blocks, group, rank, out=out, timeout=timeout)
     if strategy == "sequential":
-        return reduce_scatter_rows(local_matmul(eng, x, w), blocks, group, rank, out)
-    n = w.shape[1]
-    dtype = torch.promote_types(x.dtype, w.dtype)
+        return reduce_scatter_rows(product(x, slice(0, x.shape[0])), blocks, group, rank, out)
+    n = product.w.shape[1]
+    dtype = product.dtype(x)
     side = Side(x.device, group, timeout, "matmul_reduce_scatter")
     token, arrived = None, None
     steps = scatter_steps(rank, world)
@@ -144,7 +156,7 @@ def matmul_reduce_scatter_2d(x, w, blocks: Blocks, group, rank: int, strategy: s
         last = step.send is None
         target = (out if out is not None else x.new_empty((blocks.sizes[rank], n), dtype=dtype)) if last \
             else x.new_empty((blocks.sizes[step.block], n), dtype=dtype)
-        local_matmul(eng, x[rows], w, out=target)   # runs while the partial sum of this block arrives
+        product(x[rows], rows, out=target)   # runs while the partial sum of this block arrives
         token = side.ready(token)
         if arrived is not None:
             target.add_(arrived)

@@ -96,6 +96,8 @@ class Side:
 
     def exchange(self, send, to: int, receive, source: int, label: str):
         """Post ``send`` to group rank ``to`` and ``receive`` from ``source`` (either may be None)."""
+        # One-byte types (fp8) move as bytes: the backends have no fp8 type.
+        send, receive = (t.view(torch.uint8) if t is not None and t.element_size() == 1 else t for t in (send, receive))
         ops = []
         if send is not None:
             ops.append(dist.P2POp(dist.isend, send, group=self.group, group_peer=to))

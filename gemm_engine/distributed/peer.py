@@ -171,12 +171,13 @@ def wait_arrival(engine, stream, address: int, epoch: int, source: int, timeout:
         rt.launch(kernel, 1, 1, (address, epoch, int(timeout * 1e9), source))
 
 
-def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engine, *, bias=None, out=None,
-                           gathered: bool = True, side_stream=None, timeout: float = 300.0):
-    """(concat of every rank's ``x`` (blocks) @ w (+ bias), the gathered x or None); ``matmul(a, b, out,
-    bias)`` is the local GEMM. The module docstring says how."""
+def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=None, gathered: bool = True,
+                           side_stream=None, timeout: float = 300.0):
+    """(concat of every rank's ``x`` (blocks) @ w, the gathered x or None); ``product(a, rows, out)``
+    is the local GEMM (collective.Product). The module docstring says how."""
     group = _group(group)
     world = len(blocks.sizes)
+    engine = product.engine
     k = x.shape[1]
     mine = x.contiguous()
     area = area_for("gather", group, x.device, max(blocks.sizes) * k * mine.element_size())
@@ -191,17 +192,16 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engin
                 area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
             raise_flag(engine, comm, area.flag(peer, parity, rank), epoch)
     mine.record_stream(comm)
-    dtype = torch.promote_types(x.dtype, w.dtype)
-    out = x.new_empty((blocks.total, w.shape[1]), dtype=dtype) if out is None else out
+    out = x.new_empty((blocks.total, product.w.shape[1]), dtype=product.dtype(x)) if out is None else out
     full = x.new_empty((blocks.total, k)) if gathered else None
-    matmul(mine, w, out[blocks.rows(rank)], bias)
+    product(mine, blocks.rows(rank), out[blocks.rows(rank)])
     for hop in range(1, world):
         source = (rank - hop) % world
         wait_arrival(engine, compute, area.flag(rank, parity, source), epoch, source, timeout)
         shape = (blocks.sizes[source], k)
         slot = area.slot(rank, parity, source, shape, x.dtype)
         if shape[0]:
-            matmul(slot, w, out[blocks.rows(source)], bias)
+            product(slot, blocks.rows(source), out[blocks.rows(source)])
             if full is not None:
                 full[blocks.rows(source)].copy_(slot)
     if full is not None:
@@ -210,14 +210,14 @@ def all_gather_matmul_peer(x, w, blocks: Blocks, group, rank: int, matmul, engin
     return out, full
 
 
-def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, engine, *, out=None,
-                               timeout: float = 300.0):
-    """This rank's row block of the sum over the group of ``x @ w``; ``matmul(a, b, out, c)`` is the
-    local GEMM (``+ c`` when c is given). The module docstring says how."""
+def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, out=None, timeout: float = 300.0):
+    """This rank's row block of the sum over the group of ``x @ w``; ``product(a, rows, out, c)`` is
+    the local GEMM (``+ c`` when c is given: collective.Product). The module docstring says how."""
     group = _group(group)
     world = len(blocks.sizes)
-    n = w.shape[1]
-    dtype = torch.promote_types(x.dtype, w.dtype)
+    engine = product.engine
+    n = product.w.shape[1]
+    dtype = product.dtype(x)
     item = torch.empty((), dtype=dtype).element_size()
     area = area_for("scatter", group, x.device, max(blocks.sizes) * n * item)
     epoch, parity = area.next_epoch()
@@ -225,7 +225,7 @@ def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, e
     for hop in range(1, world):
         peer = (rank + hop) % world
         if blocks.sizes[peer]:
-            matmul(x[blocks.rows(peer)], w, area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype), None)
+            product(x[blocks.rows(peer)], blocks.rows(peer), area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype))
         raise_flag(engine, compute, area.flag(peer, parity, rank), epoch)
     mine = blocks.sizes[rank]
     result = x.new_empty((mine, n), dtype=dtype) if out is None else out
@@ -234,10 +234,10 @@ def matmul_reduce_scatter_peer(x, w, blocks: Blocks, group, rank: int, matmul, e
     if world == 2:
         wait_arrival(engine, compute, area.flag(rank, parity, sources[0]), epoch, sources[0], timeout)
         if mine:
-            matmul(x[blocks.rows(rank)], w, result, parts[0])
+            product(x[blocks.rows(rank)], blocks.rows(rank), result, parts[0])
     else:
         if mine:
-            matmul(x[blocks.rows(rank)], w, result, None)
+            product(x[blocks.rows(rank)], blocks.rows(rank), result)
         for s, part in zip(sources, parts):
             wait_arrival(engine, compute, area.flag(rank, parity, s), epoch, s, timeout)
             if mine:

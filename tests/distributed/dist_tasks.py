@@ -192,3 +192,56 @@ def late_peer(rank, world, wait_s):
     except RuntimeError as e:
         return time.monotonic() - start, str(e)[:200]
     raise AssertionError("no error while the other ranks never sent")
+
+
+FP8 = torch.float8_e4m3fn
+
+
+def scaled_gather(rank, world, strategy, sizes, k, n):
+    """all_gather_matmul of fp8 blocks with a per-row scale_a (gathered with the rows) and a
+    per-column scale_b, bfloat16 out, against the float64 product of the dequantized whole."""
+    x = _randn((sum(sizes), k), 21).to(FP8)
+    w = _randn((k, n), 22).to(FP8)
+    sa = _randn((sum(sizes), 1), 23).abs() + 0.5
+    sb = _randn((1, n), 24).abs() + 0.5
+    rows = _bounds(sizes, rank)
+    with torch.no_grad():
+        y = all_gather_matmul(x[rows], w, shard_sizes=sizes, strategy=strategy, scale_a=sa[rows], scale_b=sb,
+                              out_dtype="bfloat16")
+    assert y.dtype == torch.bfloat16, y.dtype
+    return _err(y, (x.double() * sa.double()) @ (w.double() * sb.double()))
+
+
+def scaled_scatter(rank, world, strategy, m, k_sizes, n):
+    """matmul_reduce_scatter of fp8 slices of the contraction with per-row / per-column scales,
+    bfloat16 partial sums, against the float64 sum."""
+    k = sum(k_sizes)
+    x = _randn((m, k), 25).to(FP8)
+    w = _randn((k, n), 26).to(FP8)
+    sa = [_randn((m, 1), 27 + r).abs() + 0.5 for r in range(world)]
+    ks = _bounds(k_sizes, rank)
+    with torch.no_grad():
+        y = matmul_reduce_scatter(x[:, ks].contiguous(), w[ks], strategy=strategy, scale_a=sa[rank], scale_b=1.5,
+                                  out_dtype=torch.bfloat16)
+    want = sum((x[:, _bounds(k_sizes, r)].double() * sa[r].double()) @ (w[_bounds(k_sizes, r)].double() * 1.5)
+               for r in range(world))
+    rows = m // world
+    return _err(y, want[rank * rows:(rank + 1) * rows])
+
+
+def scaled_refused(rank, world):
+    """A scaled call on inputs that require grad: refused by name before any communication."""
+    x, w = torch.ones(4, 3, device=DEVICE, requires_grad=True), torch.ones(3, 2, device=DEVICE)
+    try:
+        all_gather_matmul(x, w, shard_sizes=[4] * world, scale_a=2.0)
+    except ValueError as e:
+        assert "no gradient through a scaled product" in str(e), str(e)
+    else:
+        raise AssertionError("no ValueError")
+    try:
+        all_gather_matmul(x.detach(), w, shard_sizes=[4] * world, scale_a=torch.ones(3, 1, device=DEVICE))
+    except ValueError as e:
+        assert "scale_a must be one number or one per row of x, shape (4, 1)" in str(e), str(e)
+    else:
+        raise AssertionError("no ValueError")
+    return True

@@ -48,6 +48,16 @@ def test_gradients_through_both(gloo_pair, strategy):
         assert max(errs.values()) < TOL, errs
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_fp8_blocks_with_scales(gloo_pair, strategy):
+    assert max(gloo_pair.run("scaled_gather", strategy, (12, 7), 64, 24)) < 1e-2
+    assert max(gloo_pair.run("scaled_scatter", strategy, 16, (32, 48), 20)) < 1e-2
+
+
+def test_scaled_calls_refuse_gradients_and_bad_scales(gloo_pair):
+    assert gloo_pair.run("scaled_refused") == [True, True]
+
+
 def test_argument_errors_name_the_argument(gloo_pair):
     assert gloo_pair.run("errors") == [8, 8]
 

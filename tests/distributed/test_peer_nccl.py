@@ -59,6 +59,11 @@ def test_matmul_reduce_scatter_peer(nccl_pair, strategy, m, k_sizes, n, sizes, l
     assert max(errs) < TOL, errs
 
 
+def test_fp8_blocks_with_scales_peer(nccl_pair):
+    assert max(nccl_pair.run("scaled_gather", "peer", (96, 33), 128, 48)) < 1e-2
+    assert max(nccl_pair.run("scaled_scatter", "peer", 64, (64, 96), 40)) < 1e-2
+
+
 def test_gradients_through_both_peer(nccl_pair):
     for errs in nccl_pair.run("gradients", "peer", (12, 5), 24, 16):
         assert max(errs.values()) < TOL, errs
