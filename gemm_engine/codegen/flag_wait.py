@@ -39,10 +39,9 @@ extern "C" __global__ void gemm_engine_wait_flag(unsigned long long flag, long l
     }
 }
 
-// The stream's earlier writes (a GEMM's, a copy's: finished, as the kernel starts after them) are
-// made visible to every GPU before the flag is.
+// The stream's earlier writes (a GEMM's, a copy's) are complete when this kernel starts (stream
+// order); the release store publishes the flag to every GPU.
 extern "C" __global__ void gemm_engine_raise_flag(unsigned long long flag, long long value) {
-    asm volatile("fence.sc.sys;" ::: "memory");
     asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(flag), "r"((unsigned int)value) : "memory");
 }
 """

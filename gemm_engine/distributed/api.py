@@ -110,9 +110,14 @@ class _Options:
     def row_blocks(self) -> Blocks:
         return Blocks(tuple(s * self.per_row for s in self.blocks.sizes))
 
-    def pick(self, x, n: int, k: int, kind: str) -> str:
+    def pick(self, x, product: Product, kind: str) -> str:
+        """The strategy of a call of ``kind`` on ``x`` by ``product``, from what every rank shares:
+        the largest block's rows and the width it moves (x's K gathered, the product's N scattered)."""
         b = self.row_blocks()
-        return choose(self.strategy, x.device, max(b.sizes) if b.sizes else 0, n, k, len(b.sizes), self.group, kind)
+        rows = max(b.sizes) if b.sizes else 0
+        width, item = ((x.shape[1], x.element_size()) if kind == "gather" else
+                       (product.w.shape[1], torch.empty((), dtype=product.dtype(x)).element_size()))
+        return choose(self.strategy, x.device, rows * width * item, len(b.sizes), self.group, kind)
 
 
 class _AllGatherMatmul(torch.autograd.Function):
@@ -122,8 +127,7 @@ class _AllGatherMatmul(torch.autograd.Function):
         keep = opts.return_gathered or ctx.needs_input_grad[1]
         product = opts.product(x2, w.detach(), None if bias is None else bias.detach(), scaled=True)
         y, full = all_gather_matmul_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
-                                       opts.pick(x2, w.shape[1], w.shape[0], "gather"), timeout=opts.timeout,
-                                       gathered=keep)
+                                       opts.pick(x2, product, "gather"), timeout=opts.timeout, gathered=keep)
         ctx.save_for_backward(full, w)
         if full is not None:
             ctx.mark_non_differentiable(full)
@@ -137,8 +141,9 @@ class _AllGatherMatmul(torch.autograd.Function):
         gy = gy.contiguous()
         gx = gw = gbias = None
         if ctx.needs_input_grad[0]:
-            gx = matmul_reduce_scatter_2d(gy, opts.product(gy, w.mT), opts.row_blocks(), opts.group, opts.rank,
-                                          opts.pick(gy, w.shape[0], w.shape[1], "scatter"), timeout=opts.timeout)
+            product = opts.product(gy, w.mT)
+            gx = matmul_reduce_scatter_2d(gy, product, opts.row_blocks(), opts.group, opts.rank,
+                                          opts.pick(gy, product, "scatter"), timeout=opts.timeout)
         if ctx.needs_input_grad[1]:
             gw = _weight_grad(full, gy, w, opts)
         if ctx.has_bias and ctx.needs_input_grad[2]:
@@ -149,9 +154,9 @@ class _AllGatherMatmul(torch.autograd.Function):
 class _MatmulReduceScatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, opts):
-        y = matmul_reduce_scatter_2d(x2.detach(), opts.product(x2, w.detach(), scaled=True), opts.row_blocks(),
-                                     opts.group, opts.rank, opts.pick(x2, w.shape[1], w.shape[0], "scatter"),
-                                     timeout=opts.timeout)
+        product = opts.product(x2, w.detach(), scaled=True)
+        y = matmul_reduce_scatter_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
+                                     opts.pick(x2, product, "scatter"), timeout=opts.timeout)
         ctx.save_for_backward(x2, w)
         ctx.opts = opts
         return y
@@ -160,9 +165,11 @@ class _MatmulReduceScatter(torch.autograd.Function):
     def backward(ctx, gy):
         x2, w = ctx.saved_tensors
         opts = ctx.opts
-        gx, gfull = all_gather_matmul_2d(gy.contiguous(), opts.product(gy, w.mT), opts.row_blocks(), opts.group,
-                                         opts.rank, opts.pick(gy, w.shape[0], w.shape[1], "gather"),
-                                         timeout=opts.timeout, gathered=ctx.needs_input_grad[1])
+        gy = gy.contiguous()
+        product = opts.product(gy, w.mT)
+        gx, gfull = all_gather_matmul_2d(gy, product, opts.row_blocks(), opts.group, opts.rank,
+                                         opts.pick(gy, product, "gather"), timeout=opts.timeout,
+                                         gathered=ctx.needs_input_grad[1])
         gw = _weight_grad(x2, gfull, w, opts) if ctx.needs_input_grad[1] else None
         return (gx if ctx.needs_input_grad[0] else None), gw, None
 

@@ -28,24 +28,27 @@ from .comm import Side, comm_stream
 from .order import Blocks, gather_steps, scatter_steps
 
 STRATEGIES = ("auto", "sequential", "overlap", "peer")
-#: The least work per row block (2 m n k flop) "auto" gives the peer strategy: it splits a call into
-#: one GEMM launch, a copy and two flag kernels per block, ~0.1-0.15 ms of host time a block on the
-#: H100 hosts. Measured (bench/results/h100/distributed_{2,4}gpu.md): it won from 1.4e11 on 2 GPUs
-#: (1.21-1.36x NCCL + torch.matmul) and the all-gather from 1.4e11 on 4 (1.32x), lost at 1.7e10 (2
-#: GPUs, 0.3x) and in the 4-GPU MLP block (7e10 a block: 4.1 against 3.4 ms).
-PEER_MIN_BLOCK_FLOP = 1e11
+#: The least bytes a block moves (all-gather: its rows of x; reduce-scatter: its partial sums) for
+#: which "auto" takes the peer strategy. The peer strategy splits a call into one GEMM launch, a copy
+#: and two flag kernels per block, ~0.1-0.15 ms of host time a block on the H100 hosts. Measured
+#: (bench/results/h100/distributed_{2,4}gpu.md): it won from 32 MiB blocks on 2 GPUs (1.21-1.36x
+#: NCCL + torch.matmul) and the all-gather's on 4 (1.14-1.24x), lost at 4 MiB (2 GPUs, 0.3x) and
+#: in the 4-GPU MLP block (16 MiB: 4.1-5.3 against 3.4 ms). Bytes, not flop: the rule must give
+#: every rank the same answer, and a reduce-scatter's contraction slice may differ between ranks.
+PEER_MIN_BYTES = 32 << 20
 #: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
 all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
-def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, world: int, group=None,
+def choose(strategy: str, device: torch.device, block_bytes: int, world: int, group=None,
            kind: str = "gather") -> str:
     """The strategy a call of ``kind`` ("gather": all-gather + GEMM, "scatter": GEMM +
     reduce-scatter) takes: ``strategy`` where named (ValueError where "peer" cannot run), else
-    auto's choice: the peer strategy for large blocks (PEER_MIN_BLOCK_FLOP), the reduce-scatter only
-    on 2 ranks (where the partial sum is added in the GEMM's epilogue: on 4 H100s the adds after
-    left it at 1.00-1.10x), and never while a CUDA graph is being captured."""
+    auto's choice: the peer strategy for blocks moving ``block_bytes`` >= PEER_MIN_BYTES, its
+    reduce-scatter only on 2 ranks (where the partial sum is added in the GEMM's epilogue: on 4
+    H100s the adds after left it at 1.00-1.12x), never while a CUDA graph is being captured. Every
+    input is the same on every rank of the call (the ranks must agree)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy in ("sequential", "overlap"):
@@ -57,8 +60,7 @@ def choose(strategy: str, device: torch.device, m_block: int, n: int, k: int, wo
         if why is not None:
             raise ValueError(f"strategy='peer' cannot run here: {why}")
         return strategy
-    large = 2.0 * m_block * n * k >= PEER_MIN_BLOCK_FLOP
-    if why is None and world > 1 and large and (kind == "gather" or world == 2):
+    if why is None and world > 1 and block_bytes >= PEER_MIN_BYTES and (kind == "gather" or world == 2):
         return "peer"
     return "sequential"
 

@@ -1,5 +1,6 @@
 """The ``"peer"`` strategy: all-gather + GEMM and GEMM + reduce-scatter through the peers' memory,
-with no SM taken from the GEMMs (CUDA, one host: torch's symmetric memory).
+the transfers on the copy engines or in the GEMM's own stores (CUDA, one host: torch's symmetric
+memory), so no communication kernel takes SMs from the GEMMs.
 
 Each group keeps, per kind of call, one symmetric buffer (`Area`): a flag page, then two sets
 (alternate calls) of one slot per source rank. A flag counts calls (``epoch``); one-thread kernels
@@ -25,12 +26,16 @@ its flags for call ``e - 1`` only after its stream has passed call ``e - 2`` (th
 compute stream; the partial sums follow it). This rank's stream waited for that flag in call
 ``e - 1``, and its writes of call ``e`` follow its stream. Two sets make the stream order enough.
 
-Not under CUDA-graph capture (the epochs are host counters: a replayed graph would repeat them):
-collective.choose takes the sequential strategy there.
+A call that runs on another stream than the last one first waits for the last one's end
+(`Area.next_epoch`), so the argument holds across streams. As with any collective, every rank must
+make the same calls in the same order (an epoch out of step waits for a flag that never comes, and
+the timeout stops it). Not under CUDA-graph capture (the epochs are host counters: a replayed graph
+would repeat them): collective.choose takes the sequential strategy there.
 """
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import warnings
 
@@ -47,6 +52,8 @@ SLOT_ALIGN = 256
 
 _lock = threading.Lock()
 _areas: dict = {}
+#: group name -> None (one host) or why the peer strategy cannot span it (`_one_host`).
+_hosts: dict = {}
 #: (id(runtime), name) -> (the runtime, its kernel): found without hashing the source each call.
 _wait_kernels: dict = {}
 
@@ -63,7 +70,19 @@ def available(device: torch.device, group) -> str | None:
         import torch.distributed._symmetric_memory  # noqa: F401
     except ImportError:
         return "this torch has no symmetric memory"
-    return None
+    return _one_host(group)
+
+
+def _one_host(group) -> str | None:
+    """None where every rank of ``group`` runs on this host (symmetric memory maps peers' memory
+    within one host), else why not; asked once per group (a small collective every rank makes at
+    its first such call, so every rank gets the same answer)."""
+    name = group.group_name
+    if name not in _hosts:
+        hosts = [None] * dist.get_world_size(group)
+        dist.all_gather_object(hosts, socket.gethostname(), group=group)
+        _hosts[name] = None if len(set(hosts)) == 1 else f"the group spans hosts {sorted(set(hosts))}"
+    return _hosts[name]
 
 
 class Area:
@@ -88,10 +107,22 @@ class Area:
         dist.barrier(group=group)          # every rank's flags are zero before any peer writes them
         self.epoch = 0
         self._views: dict = {}
+        self._last = None        # (stream, event at the end of the last call on it)
 
-    def next_epoch(self) -> tuple[int, int]:
+    def next_epoch(self, stream) -> tuple[int, int]:
+        """The call's (epoch, buffer set); ``stream`` (the call's compute stream) first waits for
+        the last call's end where that ran on another stream: the stream order the module
+        docstring relies on then holds across streams too."""
+        if self._last is not None and self._last[0] != stream:
+            stream.wait_event(self._last[1])
         self.epoch += 1
         return self.epoch, self.epoch & 1
+
+    def finish(self, stream) -> None:
+        """Marks the end of a call on ``stream`` (for `next_epoch`)."""
+        event = torch.cuda.Event()
+        event.record(stream)
+        self._last = (stream, event)
 
     def flag(self, holder: int, parity: int, rank: int) -> int:
         """The address of ``holder``'s flag of set ``parity`` for ``rank``'s block."""
@@ -123,7 +154,9 @@ class Area:
 def area_for(kind: str, group, device: torch.device, slot_bytes: int) -> Area:
     """The group's area for ``kind`` on ``device`` with slots of at least ``slot_bytes`` (every rank
     asks for the same size: a larger one is made on all of them together)."""
-    slot_bytes = -(-max(slot_bytes, 1) // SLOT_ALIGN) * SLOT_ALIGN
+    # Powers of two: shapes that grow call by call (sequence lengths) regrow the buffer (a device
+    # synchronization and a collective) a few times, not at every call.
+    slot_bytes = max(SLOT_ALIGN, 1 << (max(slot_bytes, 1) - 1).bit_length())
     key = (kind, group.group_name, device.index)
     with _lock:
         found = _areas.get(key)
@@ -168,7 +201,7 @@ def wait_arrival(engine, stream, address: int, epoch: int, source: int, timeout:
     rt = engine.runtime
     kernel = _kernel(rt, flag_wait.NAME)
     with rt.on_stream(stream.cuda_stream):
-        rt.launch(kernel, 1, 1, (address, epoch, int(timeout * 1e9), source))
+        rt.launch(kernel, 1, 1, (address, epoch, int(min(timeout, 9e9) * 1e9), source))   # at most ~285 years
 
 
 def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=None, gathered: bool = True,
@@ -181,15 +214,18 @@ def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=
     k = x.shape[1]
     mine = x.contiguous()
     area = area_for("gather", group, x.device, max(blocks.sizes) * k * mine.element_size())
-    epoch, parity = area.next_epoch()
     compute = torch.cuda.current_stream(x.device)
+    epoch, parity = area.next_epoch(compute)
     comm = side_stream
     comm.wait_stream(compute)                       # the shard is written
+    peers = [(rank + hop) % world for hop in range(1, world)]
     with torch.cuda.stream(comm):
-        for hop in range(1, world):
-            peer = (rank + hop) % world
-            if mine.shape[0]:
+        # Every copy before any flag: a flag's kernel may wait for an SM the GEMM holds, and the
+        # copies (copy engines) should not wait behind it.
+        if mine.shape[0]:
+            for peer in peers:
                 area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
+        for peer in peers:
             raise_flag(engine, comm, area.flag(peer, parity, rank), epoch)
     mine.record_stream(comm)
     out = x.new_empty((blocks.total, product.w.shape[1]), dtype=product.dtype(x)) if out is None else out
@@ -207,6 +243,7 @@ def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=
     if full is not None:
         full[blocks.rows(rank)].copy_(mine)
     compute.wait_stream(comm)                       # the pushes of x are done before the caller reuses it
+    area.finish(compute)
     return out, full
 
 
@@ -220,8 +257,8 @@ def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, 
     dtype = product.dtype(x)
     item = torch.empty((), dtype=dtype).element_size()
     area = area_for("scatter", group, x.device, max(blocks.sizes) * n * item)
-    epoch, parity = area.next_epoch()
     compute = torch.cuda.current_stream(x.device)
+    epoch, parity = area.next_epoch(compute)
     for hop in range(1, world):
         peer = (rank + hop) % world
         if blocks.sizes[peer]:
@@ -242,4 +279,5 @@ def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, 
             wait_arrival(engine, compute, area.flag(rank, parity, s), epoch, s, timeout)
             if mine:
                 result.add_(part)
+    area.finish(compute)
     return result

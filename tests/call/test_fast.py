@@ -49,7 +49,7 @@ def test_repeated_calls_on_torch_cuda_tensors_skip_the_general_path(rng, monkeyp
 @pytest.mark.cuda
 @pytest.mark.parametrize("with_c", [False, True], ids=["out", "out+c"])
 def test_repeated_calls_into_a_torch_out_skip_the_general_path_and_write_it(monkeypatch, with_c):
-    """``out=`` a torch CUDA tensor (a row block of a larger one: strided storage, an offset) takes
+    """``out=`` a torch CUDA tensor (a row block of a larger one: an offset into its storage) takes
     the fast path once planned, writes every element of it in place and nothing beside it."""
     torch = pytest.importorskip("torch")
     engine = get_engine("cuda")
@@ -73,15 +73,18 @@ def test_repeated_calls_into_a_torch_out_skip_the_general_path_and_write_it(monk
 
 
 @pytest.mark.cuda
-def test_a_torch_out_overlapping_an_input_takes_the_general_path():
+@pytest.mark.parametrize("overlap", ["whole", "partial"])
+def test_a_torch_out_overlapping_an_input_takes_the_general_path(overlap):
+    """numpy's rule: as if the inputs were copied first, also on the calls after the first."""
     torch = pytest.importorskip("torch")
     engine = get_engine("cuda")
-    a, b = torch.randn(16, 16, device="cuda"), torch.randn(16, 16, device="cuda")
+    b = torch.randn(16, 16, device="cuda")
     for _ in range(3):
-        x = a.clone()
+        whole = torch.randn(24, 16, device="cuda")
+        x, out = (whole[:16], whole[:16]) if overlap == "whole" else (whole[:16], whole[5:21])
         want = x.double() @ b.double()
-        engine.compute(x, b, out=x)             # numpy's rule: as if the inputs were copied first
-        assert rel_error(x.cpu().numpy(), want.cpu().numpy()) < 2e-5
+        engine.compute(x, b, out=out)
+        assert rel_error(out.cpu().numpy(), want.cpu().numpy()) < 2e-5
 
 
 # -- a quantized weight (FastPath.quantized) -------------------------------------------------------------

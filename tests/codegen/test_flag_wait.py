@@ -9,9 +9,10 @@ from gemm_engine.codegen import flag_wait
 
 
 def test_source_names_its_kernel_and_bounds_the_wait():
-    assert f"void {flag_wait.NAME}(" in flag_wait.SOURCE
+    assert f"void {flag_wait.NAME}(" in flag_wait.SOURCE and f"void {flag_wait.RAISE_NAME}(" in flag_wait.SOURCE
     assert "globaltimer" in flag_wait.SOURCE and "__trap()" in flag_wait.SOURCE
     assert "ld.acquire.sys" in flag_wait.SOURCE       # sees another GPU's write, not a cached copy
+    assert "st.release.sys" in flag_wait.SOURCE       # published to every GPU
 
 
 @pytest.mark.nvcc

@@ -245,3 +245,33 @@ def scaled_refused(rank, world):
     else:
         raise AssertionError("no ValueError")
     return True
+
+
+def auto_peer(rank, world):
+    """`test_auto_takes_the_peer_strategy_across_streams_and_growing_shapes` on each rank."""
+    from gemm_engine.distributed import collective
+    calls = {"gather": 0, "scatter": 0}
+    originals = (collective.PEER_MIN_BYTES, collective.all_gather_matmul_peer, collective.matmul_reduce_scatter_peer)
+
+    def counted(kind, fn):
+        def run(*args, **kwargs):
+            calls[kind] += 1
+            return fn(*args, **kwargs)
+        return run
+    collective.PEER_MIN_BYTES = 0
+    collective.all_gather_matmul_peer = counted("gather", originals[1])
+    collective.matmul_reduce_scatter_peer = counted("scatter", originals[2])
+    errors = []
+    try:
+        side = torch.cuda.Stream(DEVICE)
+        for i, rows in enumerate((8, 8, 40, 40, 200)):
+            stream = side if i % 2 else torch.cuda.current_stream(DEVICE)
+            side.wait_stream(torch.cuda.current_stream(DEVICE))
+            with torch.cuda.stream(stream):
+                errors.append(gather(rank, world, "auto", (rows, rows + 3), 96, 40))
+                errors.append(scatter(rank, world, "auto", 2 * rows, (48, 64), 24))
+            torch.cuda.current_stream(DEVICE).wait_stream(side)
+    finally:
+        collective.PEER_MIN_BYTES, collective.all_gather_matmul_peer, collective.matmul_reduce_scatter_peer = originals
+    assert calls == {"gather": 5, "scatter": 5}, calls
+    return errors

@@ -33,8 +33,8 @@ def nccl_pair():
 
 def test_peer_is_refused_off_cuda_by_name():
     with pytest.raises(ValueError, match="strategy='peer' cannot run here: not a CUDA device"):
-        collective.choose("peer", torch.device("cpu"), 64, 64, 64, 2)
-    assert collective.choose("auto", torch.device("cpu"), 1 << 20, 1 << 10, 1 << 10, 2) == "sequential"
+        collective.choose("peer", torch.device("cpu"), 64, 2)
+    assert collective.choose("auto", torch.device("cpu"), 1 << 30, 2) == "sequential"
 
 
 @pytest.mark.parametrize("strategy", ["peer", "auto"])
@@ -62,6 +62,14 @@ def test_matmul_reduce_scatter_peer(nccl_pair, strategy, m, k_sizes, n, sizes, l
 def test_fp8_blocks_with_scales_peer(nccl_pair):
     assert max(nccl_pair.run("scaled_gather", "peer", (96, 33), 128, 48)) < 1e-2
     assert max(nccl_pair.run("scaled_scatter", "peer", 64, (64, 96), 40)) < 1e-2
+
+
+def test_auto_takes_the_peer_strategy_across_streams_and_growing_shapes(nccl_pair):
+    """With auto's threshold at 0 (in the workers): auto runs the peer strategy (its buffer's call
+    count moves), on the default stream and a side stream in turn, the shapes growing (the buffer
+    made again), both kinds; equal to the whole product."""
+    for errs in nccl_pair.run("auto_peer"):
+        assert max(errs) < TOL, errs
 
 
 def test_gradients_through_both_peer(nccl_pair):
