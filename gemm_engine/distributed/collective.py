@@ -53,9 +53,10 @@ def choose(strategy: str, device: torch.device, block_bytes: int, world: int, gr
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy in ("sequential", "overlap"):
         return strategy
-    why = peer_available(device, group if group is not None else dist.group.WORLD)
-    if why is None and device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
         why = "a CUDA graph is being captured (the peer strategy's flags count calls on the host)"
+    else:
+        why = peer_available(device, group if group is not None else dist.group.WORLD)
     if strategy == "peer":
         if why is not None:
             raise ValueError(f"strategy='peer' cannot run here: {why}")
