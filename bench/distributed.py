@@ -10,13 +10,15 @@ on every GPU count:
 
 * all-gather + GEMM: ``concat(x_shard) @ w``, x_shard (M / P, K), w (K, N), against the sequential
   NCCL all_gather + torch.matmul, torch's fused all-gather matmul (symmetric memory) and the local
-  GEMM alone (the engine's and torch's); the engine's sequential and overlapped strategies, the
-  overlap also with its GEMMs capped below the SM count (`Engine(max_compute_units=)`);
+  GEMM alone (the engine's and torch's); the engine's strategies: what "auto" takes, "sequential",
+  "peer" (distributed/peer.py) and the NCCL ring ("overlap", also with its GEMMs capped below the
+  SM count: `Engine(max_compute_units=)`);
 * GEMM + reduce-scatter, mirrored: x (M, K), w (K, N) this rank's slice of a K * P contraction,
   this rank's M / P rows of the sum, against NCCL reduce_scatter after torch.matmul, torch's fused
   matmul reduce-scatter and the GEMM alone;
 * a tensor-parallel MLP block (ColumnParallelLinear -> gelu -> RowParallelLinear, sequence
-  parallel) forward + backward against the same block on one GPU (the engine's Linear and torch's).
+  parallel) forward + backward against the same block on one GPU (the engine's Linear and torch's);
+* small rows (128 and 1024 rows: SMALL), where "auto" turns from the sequential to the peer strategy.
 
 Times: milliseconds per call, the slowest rank's (max over ranks of the mean of ``--repeat`` calls
 between CUDA events). Every output is compared with the float64 product of the whole on every rank
