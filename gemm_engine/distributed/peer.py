@@ -70,17 +70,18 @@ def available(device: torch.device, group) -> str | None:
         import torch.distributed._symmetric_memory  # noqa: F401
     except ImportError:
         return "this torch has no symmetric memory"
-    return _one_host(group)
+    return _one_host(group, device)
 
 
-def _one_host(group) -> str | None:
+def _one_host(group, device: torch.device) -> str | None:
     """None where every rank of ``group`` runs on this host (symmetric memory maps peers' memory
     within one host), else why not; asked once per group (a small collective every rank makes at
     its first such call, so every rank gets the same answer)."""
     name = group.group_name
     if name not in _hosts:
         hosts = [None] * dist.get_world_size(group)
-        dist.all_gather_object(hosts, socket.gethostname(), group=group)
+        with torch.cuda.device(device):     # NCCL's object collective works on the current device
+            dist.all_gather_object(hosts, socket.gethostname(), group=group)
         _hosts[name] = None if len(set(hosts)) == 1 else f"the group spans hosts {sorted(set(hosts))}"
     return _hosts[name]
 
