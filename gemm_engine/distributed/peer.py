@@ -28,8 +28,8 @@ compute stream; the partial sums follow it). This rank's stream waited for that 
 
 A call that runs on another stream than the last one first waits for the last one's end
 (`Area.next_epoch`), so the argument holds across streams. As with any collective, every rank must
-make the same calls in the same order (an epoch out of step waits for a flag that never comes, and
-the timeout stops it). Not under CUDA-graph capture (the epochs are host counters: a replayed graph
+make the same calls in the same order (a rank one call behind waits for a flag that never comes, and
+the timeout stops it; two calls behind, nothing would catch it). Not under CUDA-graph capture (the epochs are host counters: a replayed graph
 would repeat them): collective.choose takes the sequential strategy there.
 """
 from __future__ import annotations
