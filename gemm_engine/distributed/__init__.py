@@ -11,6 +11,7 @@ is the engine's.
 * collective.py: the strategies (sequential collective + GEMM, the peer strategy, the NCCL ring) on
   row blocks, and auto's choice;
 * peer.py: the peer strategy (copy engines and GEMM stores into the peers' symmetric memory, flags);
+* dtensor.py: DTensor arguments and results of the two functions (1-D meshes);
 * api.py: the public functions over any dims, with autograd;
 * modules.py: `ColumnParallelLinear` / `RowParallelLinear` (Megatron's sequence parallelism).
 

@@ -14,6 +14,8 @@ import torch.distributed as dist
 
 from .collective import (STRATEGIES, Product, all_gather_matmul_2d, all_gather_rows_into, choose, gather_rows,
                          matmul_reduce_scatter_2d)
+from .dtensor import all_gather_matmul as dtensor_all_gather_matmul, is_dtensor
+from .dtensor import matmul_reduce_scatter as dtensor_matmul_reduce_scatter
 from .comm import DEFAULT_TIMEOUT, engine_for, group_ranks, seconds
 from .order import Blocks, blocks_of, even_blocks
 
@@ -203,7 +205,13 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     them (``scale_a`` one number or one per row of x_shard: (..., 1), gathered with the rows;
     ``scale_b`` a number or one per column of w) and the result's dtype; no gradient through them.
     Differentiable in x_shard, w and bias. With ``gather_dim`` other than 0 the shard is copied with
-    that dim first, and the result is a view with it moved back."""
+    that dim first, and the result is a view with it moved back. DTensors on a 1-D mesh (x sharded
+    along gather_dim, w and bias replicated) give a replicated DTensor (dtensor.py)."""
+    if any(is_dtensor(t) for t in (x_shard, w, bias)):
+        return dtensor_all_gather_matmul(
+            all_gather_matmul, x_shard, w, group, gather_dim, bias=bias, shard_sizes=shard_sizes, strategy=strategy,
+            engine=engine, timeout=timeout, return_gathered=return_gathered, scale_a=scale_a, scale_b=scale_b,
+            out_dtype=out_dtype)
     dim = _check(x_shard, w, gather_dim, "all_gather_matmul", "gather_dim")
     _check_strategy(strategy)
     rank, world = group_ranks(group)
@@ -235,7 +243,12 @@ def matmul_reduce_scatter(x, w, group=None, scatter_dim: int = 0, *, shard_sizes
     every rank's size along ``scatter_dim`` (None: equal shards; ValueError where they do not divide).
     ``strategy``, ``engine``, ``timeout``, ``scale_a`` (one per row of x: (..., 1)), ``scale_b``,
     ``out_dtype``: as `all_gather_matmul`'s; the partial sums are added in the result's dtype.
-    Differentiable in x and w (without scales)."""
+    Differentiable in x and w (without scales). DTensors on a 1-D mesh (x sharded along its last
+    dim, w along its first) give a DTensor sharded along scatter_dim (dtensor.py)."""
+    if is_dtensor(x) or is_dtensor(w):
+        return dtensor_matmul_reduce_scatter(
+            matmul_reduce_scatter, x, w, group, scatter_dim, shard_sizes=shard_sizes, strategy=strategy,
+            engine=engine, timeout=timeout, scale_a=scale_a, scale_b=scale_b, out_dtype=out_dtype)
     dim = _check(x, w, scatter_dim, "matmul_reduce_scatter", "scatter_dim")
     _check_strategy(strategy)
     rank, world = group_ranks(group)

@@ -275,3 +275,48 @@ def auto_peer(rank, world):
         collective.PEER_MIN_BYTES, collective.all_gather_matmul_peer, collective.matmul_reduce_scatter_peer = originals
     assert calls == {"gather": 5, "scatter": 5}, calls
     return errors
+
+
+def dtensors(rank, world, sizes_total, k, n):
+    """all_gather_matmul and matmul_reduce_scatter on DTensors of a 1-D mesh (uneven chunks when
+    ``sizes_total`` does not divide): results placed as documented, equal to the whole product,
+    and x's gradient a DTensor sharded as x."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    mesh = init_device_mesh(DEVICE.type, (world,))
+    x, w, gy = _randn((sizes_total, k), 41), _randn((k, n), 42), _randn((sizes_total, n), 43)
+    xd = distribute_tensor(x, mesh, [Shard(0)]).requires_grad_()
+    y = all_gather_matmul(xd, distribute_tensor(w, mesh, [Replicate()]))
+    assert tuple(y.placements) == (Replicate(),) and tuple(y.shape) == (sizes_total, n), (y.placements, y.shape)
+    (y.to_local() * gy).sum().backward()
+    want_gx = gy.double() @ w.double().T
+    assert tuple(xd.grad.placements) == (Shard(0),), xd.grad.placements
+    errs = [_err(y.to_local(), x.double() @ w.double()), _err(xd.grad.full_tensor(), want_gx)]
+    # the contraction sharded: x along its last dim, w along its first
+    xk, wk = distribute_tensor(x, mesh, [Shard(1)]), distribute_tensor(w, mesh, [Shard(0)])
+    with torch.no_grad():
+        z = matmul_reduce_scatter(xk, wk)
+    assert tuple(z.placements) == (Shard(0),) and tuple(z.shape) == (sizes_total, n), (z.placements, z.shape)
+    errs.append(_err(z.full_tensor(), x.double() @ w.double()))
+    try:
+        all_gather_matmul(distribute_tensor(x, mesh, [Shard(1)]), w)
+    except ValueError as e:
+        assert "x_shard must be placed Shard(dim=0)" in str(e), str(e)
+    else:
+        raise AssertionError("no ValueError for x sharded along the contraction")
+    return errs
+
+
+def dtensor_columns(rank, world, rows, k, n):
+    """A column-parallel product on DTensors: x Shard(0), w Shard(1), bias Shard(0): the result
+    sharded along its last dim; x's gradient summed over the ranks' column blocks."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    mesh = init_device_mesh(DEVICE.type, (world,))
+    x, w, b, gy = _randn((rows, k), 51), _randn((k, n), 52), _randn((n,), 53), _randn((rows, n), 54)
+    xd = distribute_tensor(x, mesh, [Shard(0)]).requires_grad_()
+    y = all_gather_matmul(xd, distribute_tensor(w, mesh, [Shard(1)]), bias=distribute_tensor(b, mesh, [Shard(0)]))
+    assert tuple(y.placements) == (Shard(1),) and tuple(y.shape) == (rows, n), (y.placements, y.shape)
+    (y * distribute_tensor(gy, mesh, [Shard(1)])).sum().backward()
+    return [_err(y.full_tensor(), x.double() @ w.double() + b.double()),
+            _err(xd.grad.full_tensor(), gy.double() @ w.double().T)]

@@ -58,6 +58,17 @@ def test_scaled_calls_refuse_gradients_and_bad_scales(gloo_pair):
     assert gloo_pair.run("scaled_refused") == [True, True]
 
 
+@pytest.mark.parametrize("rows", [16, 13])       # even and uneven chunks
+def test_dtensor_arguments_give_dtensor_results(gloo_pair, rows):
+    for errs in gloo_pair.run("dtensors", rows, 24, 10):
+        assert max(errs) < TOL, errs
+
+
+def test_dtensor_column_parallel_product(gloo_pair):
+    for errs in gloo_pair.run("dtensor_columns", 12, 16, 20):
+        assert max(errs) < TOL, errs
+
+
 def test_argument_errors_name_the_argument(gloo_pair):
     assert gloo_pair.run("errors") == [8, 8]
 
