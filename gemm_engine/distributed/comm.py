@@ -133,3 +133,17 @@ class Side:
         """The compute stream waits for the last transfers (sends whose buffers it may reuse)."""
         if self.cuda:
             self.compute.wait_stream(self.comm)
+
+
+class GradientMap(torch.autograd.Function):
+    """Identity forward; the gradient through ``fn`` backward (an all-reduce, a scale: what a
+    placement's gradient needs)."""
+
+    @staticmethod
+    def forward(ctx, x, fn):
+        ctx.fn = fn
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.fn(g), None

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from .comm import GradientMap
+
 
 def _api():
     from torch.distributed.tensor import DTensor, Replicate, Shard
@@ -61,21 +63,6 @@ def _check_group(name: str, group, mesh):
     return mine
 
 
-class _ReplicatedGradient(torch.autograd.Function):
-    """Identity forward; the gradient divided by the group's size. A replicated result's gradient
-    is the same on every rank, and the all-gather's backward sums the ranks' gradients (right for
-    Megatron's column-parallel products, whose ranks hold different columns)."""
-
-    @staticmethod
-    def forward(ctx, x, world):
-        ctx.world = world
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g / ctx.world, None
-
-
 def all_gather_matmul(call, x, w, group, gather_dim: int, bias=None, **options):
     """`api.all_gather_matmul` (``call``) on DTensor arguments (module docstring)."""
     DTensor, Replicate, Shard = _api()
@@ -88,7 +75,10 @@ def all_gather_matmul(call, x, w, group, gather_dim: int, bias=None, **options):
     w_local = w.to_local() if columns else _local(w, name, "w", Replicate())
     b_local = _local(bias, name, "bias", Shard(0) if columns else Replicate())
     if not columns:
-        x_local = _ReplicatedGradient.apply(x_local, mesh.size())
+        # A replicated result's gradient is the same on every rank, and the all-gather's backward
+        # sums the ranks' gradients (right for column-parallel products, whose ranks differ).
+        world = mesh.size()
+        x_local = GradientMap.apply(x_local, lambda g: g / world)
     sizes = chunk_sizes(x.shape[dim], mesh.size()) if is_dtensor(x) else options.get("shard_sizes")
     options["shard_sizes"] = sizes
     out = call(x_local, w_local, group, gather_dim, bias=b_local, **options)

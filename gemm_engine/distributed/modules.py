@@ -11,6 +11,7 @@ column layer's input gradient and the row layer's output all-reduced).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -18,7 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .api import all_gather_matmul, matmul_reduce_scatter
-from .comm import DEFAULT_TIMEOUT, engine_for, group_ranks
+from .comm import DEFAULT_TIMEOUT, GradientMap, engine_for, group_ranks
 
 
 def _split(features: int, world: int, label: str) -> int:
@@ -27,19 +28,11 @@ def _split(features: int, world: int, label: str) -> int:
     return features // world
 
 
-class _AllReduceBackward(torch.autograd.Function):
-    """Identity forward; the gradient all-reduced over the group (a replicated input's)."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        g = g.contiguous().clone()
-        dist.all_reduce(g, group=ctx.group)
-        return g, None
+def _all_reduced(g, group):
+    """``g`` summed over the group (a replicated input's gradient)."""
+    g = g.contiguous().clone()
+    dist.all_reduce(g, group=group)
+    return g
 
 
 class _AllReduce(torch.autograd.Function):
@@ -94,7 +87,7 @@ class ColumnParallelLinear(_Parallel):
             if shard_sizes is None:
                 shard_sizes = [x.shape[0]] * self.world
             return all_gather_matmul(x, self.weight.mT, bias=self.bias, shard_sizes=shard_sizes, **self._options())
-        x = _AllReduceBackward.apply(x, self.group)
+        x = GradientMap.apply(x, functools.partial(_all_reduced, group=self.group))
         lead = x.shape[:-1]
         eng = engine_for(x.device, self.engine)
         y = eng.matmul(x.reshape(-1, x.shape[-1]), self.weight.mT, bias=self.bias)
@@ -152,7 +145,8 @@ class RowParallelLinear(_Parallel):
         if self.bias is None:
             return y
         # Every rank holds the whole bias but adds it to its rows only: its gradient is summed.
-        return y + (_AllReduceBackward.apply(self.bias, self.group) if self.sequence_parallel else self.bias)
+        return y + (GradientMap.apply(self.bias, functools.partial(_all_reduced, group=self.group))
+                    if self.sequence_parallel else self.bias)
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, group=None, **kw) -> "RowParallelLinear":
