@@ -94,13 +94,12 @@ def _gather_blocks(x, dim: int, shard_sizes, group, world: int) -> Blocks:
 class _Options:
     """What a call fixes besides its tensors (kept for the backward)."""
 
-    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row, return_gathered=False,
-                 scales=(None, None, None)):
+    def __init__(self, group, rank, strategy, engine, timeout, blocks, per_row, return_gathered=False):
         self.group, self.rank, self.strategy, self.engine = group, rank, strategy, engine
         self.timeout, self.blocks, self.per_row = timeout, blocks, per_row
         self.return_gathered = return_gathered
-        #: (scale_a per row of the whole x or one number, scale_b, out_dtype): fp8 / int8 forward only.
-        self.scale_a, self.scale_b, self.out_dtype = scales
+        #: scale_a (per row of the whole x, or one number), scale_b, out_dtype: fp8 / int8, forward only.
+        self.scale_a = self.scale_b = self.out_dtype = None
 
     def product(self, x, w, bias=None, scaled: bool = False) -> Product:
         """The local product of ``x``'s device: ``@ w (+ bias)``, with the call's scales where ``scaled``."""
@@ -118,7 +117,7 @@ class _Options:
         b = self.row_blocks()
         rows = max(b.sizes) if b.sizes else 0
         width, item = ((x.shape[1], x.element_size()) if kind == "gather" else
-                       (product.w.shape[1], torch.empty((), dtype=product.dtype(x)).element_size()))
+                       (product.w.shape[1], product.dtype(x).itemsize))
         return choose(self.strategy, x.device, rows * width * item, len(b.sizes), self.group, kind)
 
 
@@ -205,8 +204,9 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     them (``scale_a`` one number or one per row of x_shard: (..., 1), gathered with the rows;
     ``scale_b`` a number or one per column of w) and the result's dtype; no gradient through them.
     Differentiable in x_shard, w and bias. With ``gather_dim`` other than 0 the shard is copied with
-    that dim first, and the result is a view with it moved back. DTensors on a 1-D mesh (x sharded
-    along gather_dim, w and bias replicated) give a replicated DTensor (dtensor.py)."""
+    that dim first, and the result is a view with it moved back. DTensors on a 1-D mesh: x sharded
+    along gather_dim, w sharded by columns (a sharded result) or replicated (a replicated one):
+    dtensor.py."""
     if any(is_dtensor(t) for t in (x_shard, w, bias)):
         return dtensor_all_gather_matmul(
             all_gather_matmul, x_shard, w, group, gather_dim, bias=bias, shard_sizes=shard_sizes, strategy=strategy,

@@ -7,7 +7,8 @@ strategies:
   preallocated output (``out=`` a slice: no copy, no allocation per block), the transfers ordered
   against the GEMMs by comm.py's `Side` (a communication stream and events on CUDA);
 * ``"peer"`` (CUDA, one host): peer.py's transfers through symmetric memory on the copy engines and
-  the GEMM's own stores, ordered by stream flags: no SM leaves the GEMMs.
+  the GEMM's own stores, ordered by flags one-thread kernels raise and await: no communication
+  kernel takes SMs from the GEMMs.
 
 ``"auto"`` takes the peer strategy where it can run (peer.available, not while a CUDA graph is
 captured) and the blocks are large enough (`choose`), else the sequential one.
@@ -24,7 +25,7 @@ import torch.distributed as dist
 
 from .peer import all_gather_matmul_peer, matmul_reduce_scatter_peer
 from .peer import available as peer_available
-from .comm import Side, comm_stream
+from .comm import Side, as_wire, comm_stream
 from .order import Blocks, gather_steps, scatter_steps
 
 STRATEGIES = ("auto", "sequential", "overlap", "peer")
@@ -94,9 +95,9 @@ class Product:
 
 def gather_rows(x, blocks: Blocks, group, rank: int):
     """The sequential all-gather of row blocks: the (total, K) concatenation on every rank (fp8 moved
-    as bytes: NCCL has no fp8 type)."""
+    as bytes: `as_wire`)."""
     world = len(blocks.sizes)
-    wire = x.view(torch.uint8) if x.element_size() == 1 else x
+    wire = as_wire(x)
     if blocks.even:
         full = wire.new_empty((blocks.total, x.shape[1]))
         all_gather_rows_into(full, wire.contiguous(), group=group)

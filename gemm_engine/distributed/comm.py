@@ -42,6 +42,11 @@ def engine_for(device: torch.device, engine=None, max_compute_units: int | None 
     return found
 
 
+def as_wire(t):
+    """``t`` as the backends can move it: one-byte types (fp8) as bytes (NCCL and gloo have no fp8)."""
+    return t.view(torch.uint8) if t.element_size() == 1 else t
+
+
 def comm_stream(device: torch.device):
     """The device's communication stream (one per device, made at first use)."""
     with _lock:
@@ -96,8 +101,7 @@ class Side:
 
     def exchange(self, send, to: int, receive, source: int, label: str):
         """Post ``send`` to group rank ``to`` and ``receive`` from ``source`` (either may be None)."""
-        # One-byte types (fp8) move as bytes: the backends have no fp8 type.
-        send, receive = (t.view(torch.uint8) if t is not None and t.element_size() == 1 else t for t in (send, receive))
+        send, receive = (None if t is None else as_wire(t) for t in (send, receive))
         ops = []
         if send is not None:
             ops.append(dist.P2POp(dist.isend, send, group=self.group, group_peer=to))

@@ -144,7 +144,7 @@ class Area:
         return found
 
     def _view(self, holder: int, parity: int, source: int, shape, dtype) -> torch.Tensor:
-        item = torch.empty((), dtype=dtype).element_size()
+        item = dtype.itemsize
         offset = self._offset(parity, source)
         if holder == self.rank:
             count = shape[0] * shape[1]
@@ -256,7 +256,7 @@ def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, 
     engine = product.engine
     n = product.w.shape[1]
     dtype = product.dtype(x)
-    item = torch.empty((), dtype=dtype).element_size()
+    item = dtype.itemsize
     area = area_for("scatter", group, x.device, max(blocks.sizes) * n * item)
     compute = torch.cuda.current_stream(x.device)
     epoch, parity = area.next_epoch(compute)
