@@ -102,6 +102,19 @@ class SplitTailScope:
         return f"(kept_scratch + ({cube}))"
 
     @staticmethod
+    def counter() -> str:
+        """Pointer to the ticket counter of the tail tile at hand (the last-arriver fixup: a part's
+        cube is ``tail tile + part * split_tail``, so the tile is CUBE_ID % split_tail)."""
+        return "(kept_scratch + (int)CUBE_ID % split_tail)"
+
+    @staticmethod
+    def parts(body: str) -> str:
+        """``body`` once per cube ``split_cube`` holding a part of the tail tile at hand, in part
+        order (the last-arriver fixup's additions)."""
+        return (f"for (int split_cube = (int)CUBE_ID % split_tail; split_cube < split_tail * split_parts; "
+                f"split_cube += split_tail) {{\n{body}\n}}")
+
+    @staticmethod
     def contributors(body: str) -> str:
         """``body`` once per cube ``split_cube`` holding a later part of the tile at hand (its
         owner's), in part order."""

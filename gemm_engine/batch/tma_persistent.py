@@ -114,9 +114,10 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
 
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:
         """The batch's launches; split tail: the GEMM kernel's cubes wait for one another (the
-        tail's owners for the later parts), so it is launched co-resident (batch/split_tail.py)."""
+        tail's owners for the later parts), so it is launched co-resident (batch/split_tail.py),
+        unless the last part to finish adds them (nothing waits)."""
         out = super().launches(cfg, problem)
-        if not self.split_tail(cfg):
+        if not self.split_tail(cfg) or not cfg.global_.tile_loop.split_waits:
             return out
         return [replace(launch, co_resident=True) if launch.name == KERNEL_NAME else launch for launch in out]
 

@@ -61,10 +61,13 @@ class TileLoopRequest:
     """What a global level asks of a persistent batch level's tile loop (`PERSISTENT_TILE_LOOP`,
     `GlobalConfig.tile_loop`): ``cluster_m`` cubes launched together along M (1: no clusters);
     ``split_tail``: the last wave's tiles split along K into at most this many parts (0: none,
-    batch/split_tail.py). The batch level answers in the `CubeScope`, which the global level checks."""
+    batch/split_tail.py); ``split_waits``: a split tile's parts wait for one another (its owner for
+    the later parts: the kernel is launched co-resident), else the last part to finish adds them
+    and nothing waits. The batch level answers in the `CubeScope`, which the global level checks."""
 
     cluster_m: int = 1
     split_tail: int = 0
+    split_waits: bool = True
 
 
 @dataclass(frozen=True)

@@ -86,10 +86,11 @@ class TmaSpecializedConfig(GlobalConfig):
     cluster_m: int = 1                     # cubes of a cluster along M sharing each rhs slot
     schedule: str = "cooperative"          # or "pingpong": copies of the stage take tiles in turns
     split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
+    split_fixup: str = "owner"             # who adds a split tile's parts: "owner" (part 0) or "last"
 
     @property
     def tile_loop(self) -> TileLoopRequest:
-        return TileLoopRequest(self.cluster_m, self.split_tail)
+        return TileLoopRequest(self.cluster_m, self.split_tail, self.split_fixup == "owner")
 
     @property
     def groups(self) -> int:
@@ -145,7 +146,10 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                              "one-warpgroup copies taking tiles in turns (pingpong)",
                   choices=("cooperative", "pingpong")),
              Knob("split_tail", 0, "split each tile of the last, partial wave along K into up to this many parts "
-                                   "that fill the device, partial sums added across cubes (0, 1: no split)"))
+                                   "that fill the device, partial sums added across cubes (0, 1: no split)"),
+             Knob("split_fixup", "owner", "who adds a split tile's partial sums: its first part, waiting for the "
+                                          "others (owner; launched co-resident), or the last part to finish (last; "
+                                          "nothing waits, a plain launch)", choices=("owner", "last")))
     provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -191,7 +195,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k,
                                    stages=stages, writer=self.writer.setup(problem, selection, dialect),
                                    promotion=promotion, cluster_m=cluster_m, schedule=schedule,
-                                   split_tail=split)
+                                   split_tail=split, split_fixup=selection.split_fixup)
         cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
@@ -355,12 +359,15 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _store(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> list[str]:
         """After a unit's last slice: the output tile through the writer; split tail:
         a later part of a tile stores its sums for the tile's owner instead, and the owner adds
-        the later parts' sums first (batch/split_tail.py)."""
+        the later parts' sums first (batch/split_tail.py); ``split_fixup="last"``: every part
+        stores its sums and the last to finish adds them all."""
         write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
         if not cfg.split_tail:
             return write
         sk, st, meet = scope.split_tail, cfg.stage, d.sync_units(_SPLIT_BARRIER, cfg.stage.units)
         rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""   # only rows inside M move
+        if cfg.split_fixup == "last":
+            return self._store_last(cfg, d, sk, meet, rows, write)
         # Every consumer unit's stores, the meeting, then one release: what the owner acquires.
         contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet,
                       f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
@@ -368,6 +375,22 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                self.stage.add_partial(st, d, sk.partial("split_cube"), rows)]
         return [f"if ({sk.contributes}) {{", *contribute, "} else {",
                 f"if ({sk.owns_split('k_steps')}) {{", sk.contributors("\n".join(add)), "}", *write, "}"]
+
+    def _store_last(self, cfg: TmaSpecializedConfig, d: Dialect, sk, meet: str, rows: str, write: list[str]) -> list[str]:
+        """The last-arriver fixup: every part of a split tile stores its sums and takes a ticket on
+        the tile's counter after them (one release: the stores, the meeting, a device fence); the
+        part that takes the last ticket resets the counter and adds every part's sums in part order
+        from zero (the same bits whichever part finishes last), then stores the tile. Nothing
+        waits on another cube, so any number of cubes may be resident at once."""
+        st, last = cfg.stage, "split_last"
+        ticket = [f"if (UNIT_ID == 0) {{", d.fence_device(),
+                  f"{last} = {d.ticket(sk.counter())} + 1u == (unsigned)split_parts;",
+                  f"if ({last}) {{ {d.fence_device()} *(volatile unsigned*){sk.counter()} = 0u; }}", "}"]
+        add = self.stage.add_partial(st, d, sk.partial("split_cube"), rows)
+        return [f"if (split_parts > 1) {{", f"LOCAL int {last};",
+                self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet, *ticket, meet,
+                f"if ({last}) {{", self.stage.init_accumulators(st, d), sk.parts(add), *write, "}",
+                "} else {", *write, "}"]
 
     def store_staging(self, cfg: TmaSpecializedConfig, d: Dialect) -> StoreStaging | None:
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""

@@ -81,6 +81,12 @@ SPLIT_CALL_US, SPLIT_OVER_US, CALL_US = 20.0, 2.5, 1.3
 #: 2-4 us (M = 128, 4096^2: 2 parts 17.6 us, 4 parts 19.2 against 22.4 whole), 64 x 128 tiles a few
 #: tenths (M = 64: 4 parts 12.2-12.9 us, 2 parts 14.2, whole 16.5); a 128-row tile in 2 parts at most.
 DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {64: 0.3, 128: 3.0}, 2
+#: The last-arriver fixup (``split_fixup="last"``: nothing waits, a plain launch) has no
+#: co-resident launch's floor: its calls took LAST_OVER_US over the kernel (64 x 128 tiles, bf16:
+#: 32 x 4096 x 4096 in 3-8 parts 15.5-15.8 us against 16.5-16.8 waiting for the owner and 19.2
+#: unsplit; 32 x 4096 x 14336 in 4 parts 48.6 against 47.9: bench/SELECTION_NOTES.md,
+#: "split_fixup"). 128-row tiles keep the owner: the last part re-reads its own 64 KiB of sums.
+LAST_OVER_US = 3.0
 #: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
 #: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
@@ -170,11 +176,11 @@ def decode_parts_max(problem: MatmulProblem, dialect: Dialect, shape, wide_cap: 
     return max(1, min(most, sms // max(1, tiles), slices // DECODE_MIN_SLICES))
 
 
-def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int) -> float:
+def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int, fixup: str = "owner") -> float:
     """Predicted microseconds of a call of ``shape``'s tiles each split in ``parts``: the stream of
     the big operand by its streaming cubes or the tiles' (padded) multiply-adds, whichever is longer
     (selector/waves.py), the owners' additions of the later parts, the call's time over the kernel
-    (a split call: at least `SPLIT_CALL_US`)."""
+    (a split call whose owners wait: at least `SPLIT_CALL_US`; ``fixup="last"``: `LAST_OVER_US`)."""
     wm, wn, pm, tn, _ = shape
     tm, tn = wm * pm * 64, wn * tn
     tiles = tile_count(problem, tm, tn)
@@ -185,13 +191,24 @@ def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int) 
         return kernel + CALL_US
     short = tm if problem.m <= problem.n else tn
     kernel += (parts - 1) * DECODE_FIXUP_US[64 if short <= 64 else 128]
+    if fixup == "last":
+        return kernel + LAST_OVER_US
     return max(SPLIT_CALL_US, kernel + SPLIT_OVER_US)
 
 
+def decode_fixups(problem: MatmulProblem, shape) -> tuple[str, ...]:
+    """The split fixups `decode_choice` weighs for ``shape``: the last-arriver one for 64-row (or
+    64-column) tiles only (`LAST_OVER_US`)."""
+    wm, wn, pm, tn, _ = shape
+    short = wm * pm * 64 if problem.m <= problem.n else wn * tn
+    return ("owner", "last") if short <= 64 else ("owner",)
+
+
 def decode_choice(problem: MatmulProblem, dialect: Dialect):
-    """(predicted call microseconds, shape, parts) of a weight-streaming product's tiling (the
-    first of `decode_shapes`, in the parts `decode_call_us` predicts fastest, fewer on ties), or
-    None where fewer than `DECODE_MIN_BUSY` of the device would stream (split-K spreads it wider)."""
+    """(predicted call microseconds, shape, parts, fixup) of a weight-streaming product's tiling
+    (the first of `decode_shapes`, in the parts and split fixup `decode_call_us` predicts fastest,
+    fewer parts and the owner on ties), or None where fewer than `DECODE_MIN_BUSY` of the device
+    would stream (split-K spreads it wider)."""
     if problem.lhs.storage in ("i8", "f32"):
         return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
     sms = max(1, dialect.device.compute_units)
@@ -200,7 +217,10 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
     if tile_count(problem, wm * pm * 64, wn * tn) * decode_parts_max(problem, dialect, shape, False) < DECODE_MIN_BUSY * sms:
         return None
     most = decode_parts_max(problem, dialect, shape)
-    return min((decode_call_us(problem, dialect, shape, p), shape, p) for p in range(1, most + 1))
+    options = [(decode_call_us(problem, dialect, shape, p, f), p, i, f)
+               for p in range(1, most + 1) for i, f in enumerate(decode_fixups(problem, shape) if p > 1 else ("owner",))]
+    us, parts, _, fixup = min(options)
+    return us, shape, parts, fixup
 
 
 def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
@@ -211,11 +231,12 @@ def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
     choice = decode_choice(problem, dialect)
     if choice is None:
         return None
-    _, (wm, wn, pm, tn, stages), parts = choice
+    _, (wm, wn, pm, tn, stages), parts, fixup = choice
     # Two promoting consumer warpgroups add each slice behind the next (as the rule's 128 x 128 tiles).
     behind = dict(promote_behind=True) if wants_promotion(problem) and wm * wn == 2 else {}
     return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), dispatch="row_major",
-                  **behind, **(dict(split_tail=parts) if parts > 1 else {}))
+                  **behind, **(dict(split_tail=parts) if parts > 1 else {}),
+                  **(dict(split_fixup=fixup) if parts > 1 and fixup != "owner" else {}))
 
 
 def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:

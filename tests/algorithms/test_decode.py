@@ -19,25 +19,29 @@ from hopper_support import SM90, fp8_operands, fp8_problem, padded, problem, sm9
 #: the numerics tests run besides: the default's selection with these overrides (split parts where
 #: the default has none, so that every case checks the split's sums too)
 CASES = [
-    (1, 16, 4096, 4096, "bfloat16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),
+    (1, 16, 4096, 4096, "bfloat16", ("row", "col"), (64, 128, 4), dict(split_tail=4)),
     (1, 5, 4096, 2048, "float16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),   # 5 rows: three warps skip their sums
     (1, 100, 4096, 4096, "bfloat16", ("row", "col"), (128, 128, 2), dict(split_tail=4)),   # 100 of 128 rows
     (1, 33, 6144, 4096, "bfloat16", ("row", "row"), (64, 128, 2),                    # a row-major weight (MN-major B),
      dict(warpgroups_n=2, stages=4, split_tail=5)),                                 # 256 columns in 5 parts
     (1, 64, 14336, 4096, "bfloat16", ("row", "col"), (64, 128, 0), {}),                # 112 tiles: no split
-    (1, 4096, 16, 4096, "bfloat16", ("row", "row"), (128, 64, 0), dict(split_tail=4)),  # N short: the weight is a
-    (2, 16, 2048, 4096, "float16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),   # a batch of two weights
-    (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 128, 0), dict(split_tail=4)),   # K not a whole slot
+    (1, 4096, 16, 4096, "bfloat16", ("row", "row"), (128, 64, 4), dict(split_tail=4)),  # N short: the weight is a
+    (2, 16, 2048, 4096, "float16", ("row", "col"), (64, 128, 4), dict(split_tail=4)),   # a batch of two weights
+    (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 128, 4), dict(split_tail=4)),   # K not a whole slot
     (1, 16, 4096, 14336, "bfloat16", ("row", "col"), (64, 128, 4), {}),                # a long K: split by default
 ]
 
+#: The split tail's two fixups: the owner waits for the later parts, or the last part adds them all.
+FIXUPS = ("owner", "last")
 
-def _forced(case):
+
+def _forced(case, fixup=None):
     """The default's selection for the case with its overrides, as an algorithm (the tests run it
-    whatever auto takes: 8 rows of a 4096 x 4096 weight take pipelined_wgmma by default)."""
+    whatever auto takes: 8 rows of a 4096 x 4096 weight take pipelined_wgmma by default);
+    ``fixup``: the split tail's fixup too."""
     b, m, n, k, dtype, layouts, _, more = case
     chosen = SpecializedWgmmaAlgorithm().select(problem(b, m, n, k, dtype, layouts), SM90)
-    return SpecializedWgmmaAlgorithm(**{**chosen, **more})
+    return SpecializedWgmmaAlgorithm(**{**chosen, **more, **({"split_fixup": fixup} if fixup else {})})
 
 
 def decode_sources() -> dict:
@@ -45,8 +49,9 @@ def decode_sources() -> dict:
     for case in CASES:
         b, m, n, k, dtype, layouts, _, _ = case
         p = problem(b, m, n, k, dtype, layouts)
-        alg = _forced(case)
-        out[f"decode-{b}x{m}x{n}x{k}-{dtype}-{'/'.join(layouts)}"] = alg.render(alg.setup(p, SM90), SM90)
+        for fixup in FIXUPS:
+            alg = _forced(case, fixup)
+            out[f"decode-{b}x{m}x{n}x{k}-{dtype}-{'/'.join(layouts)}-{fixup}"] = alg.render(alg.setup(p, SM90), SM90)
     for dtype in ("bfloat16", "float16"):
         p = problem(1, 3000, 3000, 3000, dtype)
         alg = SpecializedWgmmaAlgorithm()
@@ -79,20 +84,24 @@ def test_sources_compile_without_spills_or_serialized_wgmma():
 
 
 # -- numerics on an H100 / H200 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("fixup", FIXUPS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-{'/'.join(c[5])}")
-def test_numerics_and_same_bits_twice(rng, case):
+def test_numerics_and_same_bits_twice(rng, case, fixup):
     engine = sm90_engine()
     b, m, n, k, dtype, layouts, (_, _, default_parts), more = case
     parts = more.get("split_tail", default_parts)
+    if fixup == "last" and parts < 2:
+        pytest.skip("no split: the fixup does not enter")
     lead = (b,) if b > 1 else ()
     a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
     da, db = padded(engine, a, layouts[0], 0), padded(engine, bb, layouts[1], 0)
-    alg = _forced(case)
+    alg = _forced(case, fixup)
     results = []
     for _ in range(2):
         out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
         engine.matmul(da, db, out=out, algorithm=alg)
         assert engine.last_choice[1].batch.global_.split_tail == parts
+        assert engine.last_choice[1].batch.global_.split_fixup == fixup
         results.append(engine.runtime.to_host(out))
         assert_close(results[-1], a, bb, dtype)
     np.testing.assert_array_equal(results[0].view(np.uint16), results[1].view(np.uint16))
@@ -139,7 +148,7 @@ def test_wave_tile_numerics(rng, dtype):
 
 def test_auto_takes_the_decode_tiling():
     auto = REGISTRY["auto"]()
-    for m, n, k, name, parts in ((64, 4096, 4096, "specialized_wgmma", 0), (128, 4096, 4096, "specialized_wgmma", 2),
+    for m, n, k, name, parts in ((64, 4096, 4096, "specialized_wgmma", 4), (128, 4096, 4096, "specialized_wgmma", 2),
                                  (16, 4096, 14336, "specialized_wgmma", 4), (16, 4096, 4096, "pipelined_wgmma", None)):
         cfg = auto.setup(problem(1, m, n, k, "bfloat16", ("row", "col")), SM90)
         assert auto.chosen(cfg).name == name, (m, n, k)

@@ -66,3 +66,28 @@ def test_the_renamed_split_kernel_compiles():
 def test_the_tile_loop_request_is_the_configs():
     cfg = SpecializedWgmmaAlgorithm(**SPLIT).setup(SPLIT_PROBLEM, SM90).batch.global_
     assert cfg.tile_loop == TileLoopRequest(cluster_m=1, split_tail=3)
+
+
+def test_the_last_arriver_fixup_waits_for_nothing_and_launches_plainly():
+    """split_fixup="last": the tile loop request says the parts do not wait, the kernel is not
+    launched co-resident, and the rendered fixup takes tickets instead of awaiting flags."""
+    owner, last = (SpecializedWgmmaAlgorithm(**SPLIT, split_fixup=f) for f in ("owner", "last"))
+    cfgs = [alg.setup(SPLIT_PROBLEM, SM90) for alg in (owner, last)]
+    assert [c.batch.global_.tile_loop.split_waits for c in cfgs] == [True, False]
+    assert [[launch.co_resident for launch in alg.launches(c, SPLIT_PROBLEM)] for alg, c in zip((owner, last), cfgs)] \
+        == [[True], [False]]
+    src = last.render(cfgs[1], SM90)
+    assert "atomicAdd" in src and "split_last" in src and "flag_acquire_clear" not in src
+
+
+def test_an_unknown_fixup_is_refused_naming_the_knob():
+    with pytest.raises(ValueError, match=r"split_fixup: expected one of \('owner', 'last'\)"):
+        SpecializedWgmmaAlgorithm(**SPLIT, split_fixup="first")
+
+
+@pytest.mark.nvcc
+def test_the_last_arriver_split_kernel_compiles():
+    alg = SpecializedWgmmaAlgorithm(**SPLIT, split_fixup="last")
+    ok, log = compile_cuda(alg.render(alg.setup(SPLIT_PROBLEM, SM90), SM90), nvcc_or_skip(),
+                           "-gencode=arch=compute_90a,code=sm_90a")
+    assert ok, log[-3000:]

@@ -96,20 +96,23 @@ LINEAR = ("row", "col")      # x @ W.T, W as nn.Linear stores it
 
 
 def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
-    """A split kernel is launched cooperatively, and its calls took 17-20 us whatever its kernel
-    (bench/SELECTION_NOTES.md, "decode_tiling"): the tiles split only where their unsplit stream
-    takes longer than that."""
-    # 64 rows of a 4096 x 4096 weight: 32 tiles of 64 x 128, whole (16.5 us; split in 4: 12.2 us
-    # kernels in 20.4 us calls).
+    """A split kernel whose owners wait is launched cooperatively, and its calls took 17-20 us
+    whatever its kernel; the last-arriver fixup's (64-row tiles) about 3 us over it
+    (bench/SELECTION_NOTES.md, "decode_tiling", "split_fixup"): the tiles split only where the call
+    gains."""
+    # 64 rows of a 4096 x 4096 weight: 32 tiles of 64 x 128 in 4 parts, the last part adding them
+    # (32 rows: 15.8 us against 16.6 waiting for the owner and 19.2 whole).
     sel = select_specialized_tiling(any_problem((1, 64, 4096, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and "split_tail" not in sel and sel["dispatch"] == "row_major"
+    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and sel["split_fixup"] == "last"
+    assert sel["dispatch"] == "row_major"
     # 100 rows: 128-row tiles (64-row ones would read the weight twice), in 2 parts (whole 22.4 us,
     # in 2 parts 17.6, in 4 19.2: each later 128 x 128 partial costs the owner 2-4 us).
     sel = select_specialized_tiling(any_problem((1, 100, 4096, 4096), "bfloat16", LINEAR), SM90)
     assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
     # A long K (4096 x 14336: 112 MiB) streams 60 us on 32 cubes, 45 on 4 parts of each tile.
+    # The owner adds fewer partials (47.9 us against the last-arriver's 48.6).
     sel = select_specialized_tiling(any_problem((1, 16, 4096, 14336), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4
+    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and "split_fixup" not in sel
     # 14336 columns: 112 tiles of 64 x 128 already stream on 112 multiprocessors, no split (as 128 x
     # 14336 x 4096 ran at cuBLAS's speed in 112 tiles of 128 x 128).
     sel = select_specialized_tiling(any_problem((1, 64, 14336, 4096), "bfloat16", LINEAR), SM90)
@@ -120,9 +123,9 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     # 256 columns (two warpgroups side by side) only in the tuning space: slower on every row measured.
     sel = select_specialized_tiling(any_problem((1, 16, 6144, 4096), "bfloat16", LINEAR), SM90)
     assert selected_tiles(sel) == (64, 128) and sel["split_tail"] > 1
-    # N short (a weight times a few vectors): 128 x 64 tiles along M.
+    # N short (a weight times a few vectors): 128 x 64 tiles along M, split as M short ones are.
     sel = select_specialized_tiling(any_problem((1, 4096, 16, 4096), "bfloat16"), SM90)
-    assert selected_tiles(sel) == (128, 64) and "split_tail" not in sel
+    assert selected_tiles(sel) == (128, 64) and sel["split_tail"] == 4 and sel["split_fixup"] == "last"
     sel = select_specialized_tiling(any_problem((1, 14336, 16, 4096), "bfloat16"), SM90)
     assert selected_tiles(sel) == (128, 64) and "split_tail" not in sel
     # fp8 promotes: the tile whose two accumulator sets fit; a 16 MiB weight streams in 8 us whole.
@@ -139,9 +142,13 @@ def test_decode_call_model_reproduces_the_measured_calls():
     measured = [((64, 4096, 4096), (1, 1, 1, 128, 6), 1, 17.7), ((128, 4096, 4096), (2, 1, 1, 128, 6), 1, 23.8),
                 ((128, 4096, 4096), (2, 1, 1, 128, 6), 2, 20.1), ((8, 4096, 14336), (1, 1, 1, 128, 6), 4, 46.0),
                 ((8, 4096, 14336), (1, 1, 1, 128, 6), 1, 62.7), ((8, 14336, 4096), (1, 1, 1, 128, 6), 1, 44.2),
-                ((64, 4096, 4096), (1, 1, 1, 128, 6), 4, 20.1)]
+                ((64, 4096, 4096), (1, 1, 1, 128, 6), 4, 20.1),
+                # the last-arriver fixup (bench/SELECTION_NOTES.md, "split_fixup")
+                ((32, 4096, 4096), (1, 1, 1, 128, 6), (4, "last"), 15.8),
+                ((32, 4096, 14336), (1, 1, 1, 128, 6), (4, "last"), 48.6)]
     for (m, n, k), shape, parts, ms in measured:
-        got = decode_call_us(any_problem((1, m, n, k), "bfloat16", LINEAR), SM90, shape, parts)
+        parts, fixup = parts if isinstance(parts, tuple) else (parts, "owner")
+        got = decode_call_us(any_problem((1, m, n, k), "bfloat16", LINEAR), SM90, shape, parts, fixup)
         assert abs(got - ms) <= 0.1 * ms, (m, n, k, parts, got, ms)
 
 
