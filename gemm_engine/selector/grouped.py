@@ -8,14 +8,14 @@ weight-streaming grid better (Mixtral decode: 896 tiles on 132 multiprocessors, 
 3.4 of 128 x 256). Promoting problems (fp8, block scales) of at most 128 rows a group take 128 x 128
 (two consumer warpgroups), not the dense rule's 192 x 128 for many tiles, and at most 64 rows the
 64 x 128 tile; both add each slice into the float32 sums behind the next slice's batch. Larger
-16-bit groups take two ping-pong copies of a 128 x 128 tile, one's epilogue under the other's main
-loop; other larger groups keep the dense rule's tile.
+groups keep the dense rule's tile.
 
 Measured (H100, bf16, graph replays, bench/results/h100/grouped_probe.md): the 64-row tile with
 eight ring slots streamed 256 experts' weights (7168 -> 4096, 32 tokens each) 3.4% faster than
-with six (5.09 ms against 5.27: 2.86 TB/s); the ping-pong 128 x 128 tiles ran Mixtral's
-up-projection (8 experts, 4096 tokens) 3.9% faster than the dense rule's 128 x 256, 64 experts of
-128 tokens 2.7% faster, skewed routing 1.7%, Dirichlet routing 0.3% slower.
+with six (5.09 ms against 5.27: 2.86 TB/s). Ping-pong 128 x 128 tiles ran Mixtral's
+up-projection 3.9% faster than the dense rule's 128 x 256 there, but in the next run the
+down-projection it was not tuned on fell behind a loop of torch.mm (0.873 ms against 0.754, where
+the dense tile had matched the loop): not taken.
 """
 from __future__ import annotations
 
@@ -29,8 +29,6 @@ from .specialized_wgmma import preset, store_plan
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) of few-row groups.
 SMALL_GROUP = (1, 1, 1, 128, 8)
 PROMOTED_GROUP = (2, 1, 1, 128, 6)
-#: Larger 16-bit groups: ping-pong copies of (partition_m x 64) x tile_n, with these ring slots.
-PINGPONG_GROUP = dict(warpgroups_m=1, warpgroups_n=1, partition_m=2, tile_n=128, stages=4, schedule="pingpong")
 
 
 def grouped_specialized_tiling(typical: MatmulProblem, dialect: Dialect, dense: Mapping) -> dict:
@@ -41,10 +39,6 @@ def grouped_specialized_tiling(typical: MatmulProblem, dialect: Dialect, dense: 
         shape = SMALL_GROUP
     elif promoted and typical.m <= 128:
         shape = PROMOTED_GROUP
-    elif not promoted and typical.lhs.name in ("float16", "bfloat16"):
-        g = PINGPONG_GROUP
-        plan = store_plan(typical, dialect, g["partition_m"] * 64, g["tile_n"], g["stages"], groups=2)
-        return {**g, **plan}
     else:
         return dict(dense)
     wm, wn, pm, tn, stages = shape
