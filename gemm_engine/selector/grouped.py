@@ -10,7 +10,7 @@ weight-streaming grid better (Mixtral decode: 896 tiles on 132 multiprocessors, 
 64 x 128 tile; both add each slice into the float32 sums behind the next slice's batch. Larger
 groups keep the dense rule's tile.
 
-Measured (H100, bf16, graph replays, bench/results/h100/grouped_probe.md): the 64-row tile with
+Measured (H100, bf16, graph replays; bench/SELECTION_NOTES.md, "Grouped tiles"): the 64-row tile with
 eight ring slots streamed 256 experts' weights (7168 -> 4096, 32 tokens each) 3.4% faster than
 with six (5.09 ms against 5.27: 2.86 TB/s). Ping-pong 128 x 128 tiles ran Mixtral's
 up-projection 3.9% faster than the dense rule's 128 x 256 there, but in the next run the
