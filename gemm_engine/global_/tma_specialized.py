@@ -39,14 +39,11 @@ again only when both cubes' consumers are done with it: every consumer warpgroup
 at cluster scope. The barriers are initialized before a cluster-wide meeting, and no cube leaves
 before its partner is done arriving on its barriers (a second meeting at the end).
 
-Barrier phases: slot ``it % stages`` of the cube's running slice count ``it`` is in its phase
-``(it / stages) & 1``. Consumers wait for that parity on *full*; the producer waits for the other
-parity on *empty*, which a fresh barrier counts as already complete (the ring starts empty).
-Nothing else synchronizes the roles: no cube-wide barrier after the start.
+Barrier phases: slot ``it % stages`` is in phase ``(it / stages) & 1``; consumers wait for it on
+*full*, the producer for the other on *empty* (fresh: complete). No cube-wide barrier after the start.
 
-The tile loop belongs to the batch level (`TmaPersistentBatchMatmul`, which provides
-`PERSISTENT_TILE_LOOP`): each role calls ``scope.tiles(body)`` once and the batch level renders the
-loop over the cube's tiles (dispatch order, per-tile origin and output pointers) around it.
+The tile loop belongs to the batch level (`TmaPersistentBatchMatmul`: `PERSISTENT_TILE_LOOP`): each
+role calls ``scope.tiles(body)`` once, and the batch level renders the loop over the cube's tiles.
 """
 from __future__ import annotations
 
@@ -63,6 +60,7 @@ from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, OWN_TILE_LOOP, PERSI
                                     TMA_LOADER)
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
+from .split_fixup import last_arriver_store
 from .promotion import Promotion, check_promotion
 from .read.swizzled_loader import SwizzledOperandTile
 
@@ -107,9 +105,7 @@ class TmaSpecializedConfig(GlobalConfig):
         """Consumer warpgroups in all."""
         return self.slot_readers * self.groups
 
-    @property
-    def consumer_units(self) -> int:
-        return self.stage.units * self.groups
+    consumer_units = property(lambda self: self.stage.units * self.groups)
 
     @property
     def units(self) -> int:
@@ -147,9 +143,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                   choices=("cooperative", "pingpong")),
              Knob("split_tail", 0, "split each tile of the last, partial wave along K into up to this many parts "
                                    "that fill the device, partial sums added across cubes (0, 1: no split)"),
-             Knob("split_fixup", "owner", "who adds a split tile's partial sums: its first part, waiting for the "
-                                          "others (owner; launched co-resident), or the last part to finish (last; "
-                                          "nothing waits, a plain launch)", choices=("owner", "last")))
+             Knob("split_fixup", "owner", "who adds a split tile's sums: its first part, waiting for the others "
+                  "(owner; a co-resident launch), or the last to finish (last; a plain launch)", choices=("owner", "last")))
     provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -357,40 +352,23 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         ])
 
     def _store(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> list[str]:
-        """After a unit's last slice: the output tile through the writer; split tail:
-        a later part of a tile stores its sums for the tile's owner instead, and the owner adds
-        the later parts' sums first (batch/split_tail.py); ``split_fixup="last"``: every part
-        stores its sums and the last to finish adds them all."""
+        """After a unit's last slice: the output tile through the writer; split tail: a later part
+        stores its sums for the tile's owner, who adds them first (batch/split_tail.py), or, with
+        ``split_fixup="last"``, the last part to finish adds them all (global_/split_fixup.py)."""
         write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
         if not cfg.split_tail:
             return write
+        # Owner: every consumer unit's stores, the meeting, then one release: what the owner acquires.
         sk, st, meet = scope.split_tail, cfg.stage, d.sync_units(_SPLIT_BARRIER, cfg.stage.units)
         rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""   # only rows inside M move
         if cfg.split_fixup == "last":
-            return self._store_last(cfg, d, sk, meet, rows, write)
-        # Every consumer unit's stores, the meeting, then one release: what the owner acquires.
+            return last_arriver_store(self.stage, cfg.stage, d, sk, meet, rows, write)
         contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet,
                       f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
         add = [f"if (UNIT_ID == 0) {d.flag_acquire_clear(sk.flag('split_cube'))}", meet,
                self.stage.add_partial(st, d, sk.partial("split_cube"), rows)]
         return [f"if ({sk.contributes}) {{", *contribute, "} else {",
                 f"if ({sk.owns_split('k_steps')}) {{", sk.contributors("\n".join(add)), "}", *write, "}"]
-
-    def _store_last(self, cfg: TmaSpecializedConfig, d: Dialect, sk, meet: str, rows: str, write: list[str]) -> list[str]:
-        """The last-arriver fixup: every part of a split tile stores its sums and takes a ticket on
-        the tile's counter after them (one release: the stores, the meeting, a device fence); the
-        part that takes the last ticket resets the counter and adds every part's sums in part order
-        from zero (the same bits whichever part finishes last), then stores the tile. Nothing
-        waits on another cube, so any number of cubes may be resident at once."""
-        st, last = cfg.stage, "split_last"
-        ticket = [f"if (UNIT_ID == 0) {{", d.fence_device(),
-                  f"{last} = {d.ticket(sk.counter())} + 1u == (unsigned)split_parts;",
-                  f"if ({last}) {{ {d.fence_device()} *(volatile unsigned*){sk.counter()} = 0u; }}", "}"]
-        add = self.stage.add_partial(st, d, sk.partial("split_cube"), rows)
-        return [f"if (split_parts > 1) {{", f"LOCAL int {last};",
-                self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet, *ticket, meet,
-                f"if ({last}) {{", self.stage.init_accumulators(st, d), sk.parts(add), *write, "}",
-                "} else {", *write, "}"]
 
     def store_staging(self, cfg: TmaSpecializedConfig, d: Dialect) -> StoreStaging | None:
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""
