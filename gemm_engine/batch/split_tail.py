@@ -111,15 +111,19 @@ class SplitTailScope:
     def parts(body: str) -> str:
         """``body`` once per cube ``split_cube`` holding a part of the tail tile at hand, in part
         order (the last-arriver fixup's additions)."""
-        return (f"for (int split_cube = (int)CUBE_ID % split_tail; split_cube < split_tail * split_parts; "
-                f"split_cube += split_tail) {{\n{body}\n}}")
+        return _tile_cubes("(int)CUBE_ID % split_tail", body)
 
     @staticmethod
     def contributors(body: str) -> str:
         """``body`` once per cube ``split_cube`` holding a later part of the tile at hand (its
         owner's), in part order."""
-        return (f"for (int split_cube = (int)CUBE_ID + split_tail; split_cube < split_tail * split_parts; "
-                f"split_cube += split_tail) {{\n{body}\n}}")
+        return _tile_cubes("(int)CUBE_ID + split_tail", body)
+
+
+def _tile_cubes(first: str, body: str) -> str:
+    """``body`` once per cube ``split_cube`` of the tail tile at hand from ``first`` (its part order)."""
+    return (f"for (int split_cube = {first}; split_cube < split_tail * split_parts; split_cube += split_tail) "
+            f"{{\n{body}\n}}")
 
 
 def unit_loop(scope: SplitTailScope, slices: str, origin: list[str], body: str, max_parts: int) -> str:
