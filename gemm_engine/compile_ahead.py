@@ -42,6 +42,9 @@ class LinearShape:
     out_features: int
     bias: bool = False
     activation: object = None
+    #: Training a gated layer (`SwiGLU` with a built-in gate): its two products written as the
+    #: contiguous halves of a batch of 2, gated outside the GEMM (gemm_engine/torch/gated.py).
+    gated_products: bool = False
 
 
 #: One Llama-3-8B decoder layer (hidden 4096, 32 query and 8 key/value heads of 128, MLP 14336):
@@ -98,6 +101,11 @@ def linear_problems(layers, tokens=TOKENS, dtype="bfloat16", training: bool = Fa
         bias = et if layer.bias else None
         k, n = layer.in_features, layer.out_features
         for m in tokens:
+            if layer.gated_products:
+                out.append(dense_problem(2, m, n // 2, k, dt, rhs_layout=col))    # z = x @ [Wg, Wu]
+                out.append(dense_problem(1, m, k, n, dt))                          # gx = gz @ W
+                out.append(dense_problem(1, n, k, m, dt, lhs_layout=col))         # gW = gz.T @ x
+                continue
             forward = dense_problem(1, m, n, k, dt, rhs_layout=col)
             ep = Epilogue(bias=bias, activation=act, compute=compute) if (bias or act) else IDENTITY
             out.append(replace(forward, epilogue=ep))

@@ -9,8 +9,9 @@ strides allow), as F.linear does. Gradients: gemm_engine/torch/autograd.py.
 2j the gate's j-th, 2j + 1 the up projection's), so that the gated epilogue finds each pair in one
 unit's accumulators (global_/write/pairs.py): one GEMM, ``silu(g) * u`` in the epilogue, only the
 ``hidden`` results written. Where a gradient is wanted it writes both products instead and gates
-them with torch's elementwise ops, whose backward needs no second GEMM (`TRAINING_GATES`). `SwiGLU.from_linears` builds one from two nn.Linear; `gate_up` gives
-the two projections' weights back (views).
+them with torch's elementwise ops, whose backward needs no second GEMM (`TRAINING_GATES`; gated.py
+lays the products out for those ops and the backward GEMMs). `SwiGLU.from_linears` builds one from
+two nn.Linear; `gate_up` gives the two projections' weights back (views).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from torch import nn
 
 from ..api import matmul
 from ..epilogue.activations import resolve_activation
+from .gated import GATES, gated_projection
 
 
 def linear(x, weight, bias=None, activation=None):
@@ -78,7 +80,7 @@ def replace_linear(module: nn.Module) -> nn.Module:
 
 
 #: The built-in gated activations' gates as torch functions: `SwiGLU`'s training path.
-TRAINING_GATES = {"swiglu": nn.functional.silu, "geglu": nn.functional.gelu, "reglu": nn.functional.relu}
+TRAINING_GATES = {name: entry[0] for name, entry in GATES.items()}
 
 
 class SwiGLU(nn.Module):
@@ -105,14 +107,17 @@ class SwiGLU(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x):
-        gate = TRAINING_GATES.get(self.activation) if isinstance(self.activation, str) else None
-        if gate is not None and torch.is_grad_enabled() and any(
+        gated = isinstance(self.activation, str) and self.activation in TRAINING_GATES
+        if gated and torch.is_grad_enabled() and any(
                 t is not None and t.requires_grad for t in (x, self.weight, self.bias)):
-            # Training: the products z kept for the backward (as torch's mm + silu + mul keep
-            # them). The fused epilogue's backward recomputes the whole up-projection GEMM, more
-            # than the two elementwise passes it saves (the H100 block: 0.87x torch's step).
-            z = linear(x, self.weight, self.bias)
-            return gate(z[..., 0::2]) * z[..., 1::2]
+            # Training: the products kept for the backward (as torch's mm + silu + mul keep them).
+            # The fused epilogue's backward recomputes the whole up-projection GEMM, more than the
+            # two elementwise passes it saves (the H100 block: 0.87x torch's step); gated.py says
+            # how the products are laid out for torch's elementwise kernels and the backward GEMMs.
+            if not torch.is_autocast_enabled(x.device.type):
+                return gated_projection(x, self.weight, self.bias, self.activation)
+            z = linear(x, self.weight, self.bias)      # autocast: torch's ops cast z's halves
+            return TRAINING_GATES[self.activation](z[..., 0::2]) * z[..., 1::2]
         return linear(x, self.weight, self.bias, self.activation)
 
     def extra_repr(self) -> str:

@@ -77,24 +77,47 @@ def test_swiglu_is_two_linears_in_one_gemm():
 
 @pytest.mark.parametrize("activation, gate", [("swiglu", F.silu), ("geglu", F.gelu), ("reglu", F.relu)])
 def test_swiglu_fuses_without_grad_and_keeps_its_products_for_a_backward(activation, gate, monkeypatch):
+    import gemm_engine.torch.gated as gated
     import gemm_engine.torch.modules as modules
     torch.manual_seed(2)
     layer = SwiGLU(10, 6, bias=True, activation=activation).double()
-    x = torch.randn(4, 10, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(2, 4, 10, dtype=torch.float64, requires_grad=True)
     w, b = layer.weight.detach().clone().requires_grad_(), layer.bias.detach().clone().requires_grad_()
     z = x @ w.T + b
-    want = gate(z[:, 0::2]) * z[:, 1::2]
+    want = gate(z[..., 0::2]) * z[..., 1::2]
     want_grads = torch.autograd.grad(want.square().sum(), (x, w, b))
-    activations, real = [], modules.matmul
-    monkeypatch.setattr(modules, "matmul", lambda *a, **kw: activations.append(kw.get("activation")) or real(*a, **kw))
+    calls = []
+    for module in (modules, gated):
+        real = module.matmul
+        monkeypatch.setattr(module, "matmul", lambda a, b, *args, real=real, **kw:
+                            calls.append((tuple(a.shape), tuple(b.shape), kw.get("activation"))) or real(a, b, *args, **kw))
     with torch.no_grad():                       # inference: one GEMM, the gate in its epilogue
         assert torch.allclose(layer(x), want, rtol=1e-12, atol=1e-12)
-    # training: the products written, gated by torch's ops (their backward needs no GEMM for z)
+    assert calls == [((8, 10), (10, 12), activation)]
+    # training: one batched GEMM writing the gate's and the up products as contiguous halves,
+    # gated by torch's ops; the backward's two GEMMs over the interleaved dz (gated.py)
+    calls.clear()
     y = layer(x)
-    assert activations == [activation, None] and torch.allclose(y, want, rtol=1e-12, atol=1e-12)
+    assert calls == [((8, 10), (2, 10, 6), None)] and torch.allclose(y, want, rtol=1e-12, atol=1e-12)
     got = torch.autograd.grad(y.square().sum(), (x, layer.weight, layer.bias))
+    assert calls[1:] == [((8, 12), (12, 10), None), ((12, 8), (8, 10), None)]
     for g, e in zip(got, want_grads):
         assert torch.allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["swiglu", "geglu", "reglu"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_gated_projection_passes_gradcheck(activation, bias):
+    from gemm_engine.torch.gated import GatedProjection
+    torch.manual_seed(3)
+    x = torch.randn(5, 7, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(8, 7, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(8, dtype=torch.float64, requires_grad=True) if bias else None
+    assert torch.autograd.gradcheck(lambda x, w, b: GatedProjection.apply(x, w, b, activation), (x, w, b))
+    # only x's gradient wanted: the weight's GEMM is not run
+    w.requires_grad_(False)
+    (gx,) = torch.autograd.grad(GatedProjection.apply(x, w, None, activation).sum(), (x,))
+    assert gx.shape == x.shape
 
 
 def test_warmup_of_a_model_compiles_what_its_training_step_runs(opencl_engine):
@@ -110,3 +133,20 @@ def test_warmup_of_a_model_compiles_what_its_training_step_runs(opencl_engine):
     finally:
         opencl_engine.runtime._compile = real
     assert compiled == [], "the training step compiled kernels warmup had not"
+
+
+def test_swiglu_training_traces_whole_under_torch_compile():
+    """The training path's autograd.Function (gated.py) under Dynamo and AOTAutograd, no graph break."""
+    torch.manual_seed(4)
+    layer = SwiGLU(16, 8, bias=True)
+    x = torch.randn(2, 5, 16, requires_grad=True)
+
+    def step(x):
+        return layer(x).square().sum()
+
+    want = step(x)
+    want_grads = torch.autograd.grad(want, (x, layer.weight, layer.bias))
+    got = torch.compile(step, fullgraph=True, backend="aot_eager")(x)
+    assert torch.allclose(got, want, rtol=1e-5)
+    for g, e in zip(torch.autograd.grad(got, (x, layer.weight, layer.bias)), want_grads):
+        assert torch.allclose(g, e, rtol=1e-4, atol=1e-6)

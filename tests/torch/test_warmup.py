@@ -17,9 +17,11 @@ def test_distinct_layers_in_order():
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4, bias=False), nn.Linear(8, 16),
                           Linear(4, 12, activation="gelu"), SwiGLU(12, 6))
     layers, dtype, host = model_layers(model)
-    assert layers == [(8, 16, True, None), (16, 4, False, None), (4, 12, True, "gelu"),
-                      (12, 12, SwiGLU(12, 6).bias is not None, "swiglu")]
+    assert layers == [(8, 16, True, None, False), (16, 4, False, None, False), (4, 12, True, "gelu", False),
+                      (12, 12, False, "swiglu", False)]
     assert dtype == torch.float32 and host
+    # training: SwiGLU's two products as a batch of 2, gated outside the GEMM (torch/gated.py)
+    assert model_layers(model, training=True)[0][-1] == (12, 12, False, None, True)
 
 
 def test_dtype_is_the_first_weights_and_no_layers_means_none():

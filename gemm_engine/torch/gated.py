@@ -1,0 +1,79 @@
+"""A gated MLP projection (SwiGLU, GeGLU, ReGLU) in training: its two products as contiguous halves,
+its backward as two GEMMs over the interleaved weight, and torch's vectorized elementwise kernels.
+
+`SwiGLU` keeps the gate and up rows of its weight interleaved (row 2j: gate j, row 2j + 1: up j) so
+that inference runs one GEMM with the gate in its epilogue. Training keeps the products for the
+backward instead, as torch's ``mm`` + ``silu`` + ``mul`` keep them. Gating the interleaved product
+``z[..., 0::2]`` / ``z[..., 1::2]`` through torch's autograd cost the H100's block step about 1 ms
+of 11: the elementwise kernels read stride-2 views (torch's unvectorized loop), and the backward of
+each strided view zero-fills a tensor of z's size, copies into it and adds the two (fill, copy and
+add kernels of 235 MB each at 4096 tokens x 2 x 14336; bench/results/h100/block_profile.md).
+
+Here instead, with ``W`` the interleaved weight (2H x K) and ``x`` (M x K):
+
+* forward: ``x @ W.view(H, 2, K).permute(1, 2, 0)`` is one batched product of the engine (a batch
+  of 2: the gate rows, the up rows, each read column-major with leading dimension 2K, in place)
+  writing z as (2, M, H): the gate's and the up projection's products, each contiguous; then
+  ``gate(zg) * zu`` by torch's vectorized kernels;
+* backward: ``dzg = gate'(zg) * (gy * zu)`` and ``dzu = gy * gate(zg)`` (torch's derivative
+  kernels; ``gate(zg)`` kept from the forward, as torch keeps it), each written straight into its
+  half of the interleaved ``dz`` (M x 2H), so that ``dx = dz @ W`` and ``dW = dz^T @ x`` are each
+  one GEMM of the engine, ``dW`` already in the weight's row order.
+"""
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from ..api import matmul
+
+#: gate name -> (the gate, its derivative: an aten op of (upstream gradient, input, *more), more).
+GATES = {
+    "swiglu": (F.silu, torch.ops.aten.silu_backward, ()),
+    "geglu": (F.gelu, torch.ops.aten.gelu_backward, ()),
+    "reglu": (F.relu, torch.ops.aten.threshold_backward, (0,)),
+}
+
+
+class GatedProjection(torch.autograd.Function):
+    """``gate(x @ Wg.T + bg) * (x @ Wu.T + bu)`` over the interleaved ``weight`` (see the module
+    docstring); ``x`` is 2-D (tokens x in_features)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, name):
+        hidden, k = weight.shape[0] // 2, weight.shape[1]
+        z = matmul(x, weight.view(hidden, 2, k).permute(1, 2, 0))       # (2, M, H)
+        if bias is not None:
+            z += bias.view(hidden, 2).t().unsqueeze(1)
+        ctx.name, ctx.has_bias = name, bias is not None
+        gate = GATES[name][0]
+        gated = gate(z[0])
+        ctx.save_for_backward(x, weight, z, gated)
+        return gated * z[1]
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, weight, z, gated = ctx.saved_tensors
+        _, derivative, more = GATES[ctx.name]
+        # dz interleaved as the weight's rows (M x 2H), eagerly each half written in place by its
+        # kernel: a stack of the two afterwards cost 0.7 ms of the H100 block's step (2-byte pieces).
+        # Traced, the stack (Dynamo takes no strided out=; inductor fuses the three anyway).
+        if torch.compiler.is_compiling():
+            dz = torch.stack((derivative(gy * z[1], z[0], *more), gy * gated), dim=-1)
+        else:
+            dz = torch.empty(*gy.shape, 2, dtype=gy.dtype, device=gy.device)
+            derivative.grad_input(gy * z[1], z[0], *more, grad_input=dz[..., 0])
+            torch.mul(gy, gated, out=dz[..., 1])
+        dz = dz.flatten(-2)
+        need_x, need_w, need_b, _ = ctx.needs_input_grad
+        gx = matmul(dz, weight) if need_x else None
+        gw = matmul(dz.mT, x) if need_w else None
+        gb = dz.sum(0) if need_b and ctx.has_bias else None
+        return gx, gw, gb, None
+
+
+def gated_projection(x, weight, bias, name: str):
+    """`GatedProjection` on ``x`` of any leading shape (flattened to tokens and back)."""
+    lead = x.shape[:-1]
+    y = GatedProjection.apply(x.reshape(-1, x.shape[-1]), weight, bias, name)
+    return y.reshape(*lead, y.shape[-1])
