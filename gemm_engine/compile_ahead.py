@@ -102,9 +102,11 @@ def linear_problems(layers, tokens=TOKENS, dtype="bfloat16", training: bool = Fa
         k, n = layer.in_features, layer.out_features
         for m in tokens:
             if layer.gated_products:
-                out.append(dense_problem(2, m, n // 2, k, dt, rhs_layout=col))    # z = x @ [Wg, Wu]
-                out.append(dense_problem(1, m, k, n, dt))                          # gx = gz @ W
-                out.append(dense_problem(1, n, k, m, dt, lhs_layout=col))         # gW = gz.T @ x
+                h = n // 2
+                out.append(dense_problem(2, m, h, k, dt, rhs_layout=col))         # z = x @ [Wg, Wu]
+                gx = dense_problem(1, m, k, h, dt)                                 # gx = gzg @ Wg
+                out += [gx, replace(gx, epilogue=Epilogue(c=out_et, compute=compute))]   # + gzu @ Wu
+                out.append(dense_problem(1, h, k, m, dt, lhs_layout=col))         # gWg, gWu = gz.T @ x
                 continue
             forward = dense_problem(1, m, n, k, dt, rhs_layout=col)
             ep = Epilogue(bias=bias, activation=act, compute=compute) if (bias or act) else IDENTITY

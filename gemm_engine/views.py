@@ -100,3 +100,46 @@ def c_view(c_shape, c_strides, itemsize: int, shape) -> CView | None:
         full.insert(len(full) - 1, 0)
     batch = flat_batch_stride(shape.batch_shape, full[:-2])
     return None if batch is None else CView(full[-2], full[-1], batch)
+
+
+@dataclass(frozen=True)
+class OutputView:
+    """How the kernels write the result in place: element (b, r, c) of the (batch, M, N) product
+    at ``offset + b * batch_stride + r * ld + c``."""
+
+    ld: int
+    batch_stride: int
+
+
+#: Bytes every row and batch entry of an output written in place with strides of its own starts at:
+#: at least what a contiguous result of any N may give the kernels (their vector and TMA stores
+#: check the alignment they need per call, against these strides).
+OUTPUT_ALIGN = 16
+
+
+def output_view(shape, strides, itemsize: int, first_byte: int, batch: int, m: int, n: int) -> OutputView | None:
+    """The in-place view of an output array (``shape``, byte ``strides``, its ``first_byte``'s
+    address) for a product the kernels see as (``batch``, ``m``, ``n``): its leading axes are the
+    call's batch axes and M (all folded into ``m`` where ``batch`` is 1 and they are more than one
+    row), elements contiguous along N, rows and batch entries apart (no element written twice) and
+    16-byte aligned. None where no such view exists (the result then goes through a temporary)."""
+    if len(shape) < 2 or any(s < 0 or s % itemsize for s in strides) or first_byte % OUTPUT_ALIGN:
+        return None
+    st = [s // itemsize for s in strides]
+    if n > 1 and st[-1] != 1:
+        return None
+    lead, lead_st = list(shape[:-1]), st[:-1]
+    if batch == 1:       # every leading axis is rows: one stride over them all
+        ld = flat_batch_stride(lead, lead_st) if m > 1 else n
+        batch_stride = 0
+    else:
+        ld = lead_st[-1] if shape[-2] > 1 else n
+        batch_stride = flat_batch_stride(lead[:-1], lead_st[:-1])
+    if ld is None or batch_stride is None:
+        return None
+    wide = OUTPUT_ALIGN // itemsize if OUTPUT_ALIGN % itemsize == 0 else 0
+    if m > 1 and (ld < n or not wide or ld % wide):
+        return None
+    if batch > 1 and (batch_stride < (m - 1) * ld + n or not wide or batch_stride % wide):
+        return None
+    return OutputView(ld, batch_stride)

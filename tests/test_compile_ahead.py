@@ -44,11 +44,12 @@ def test_linear_layers_forward_and_backward():
     host = linear_problems(layers, tokens=(16,), dtype="float32", training=True, host=True)
     assert all(p.lhs_layout is p.rhs_layout is Layout.ROW for p in host)
     assert len(problems_of(list(LLAMA3_8B), dtype="bfloat16", tokens=(1, 128))) == 8
-    # a gated layer in training: the batched product of its halves, then the backward's two GEMMs
+    # a gated layer in training: the batched product of its halves, then the backward's GEMMs (gx
+    # in two, the second adding the first as its c; each half of gW)
     gated = linear_problems([LinearShape(64, 128, gated_products=True)], tokens=(16,), dtype="float32", training=True)
-    assert [(p.batch, p.m, p.n, p.k, p.lhs_layout, p.rhs_layout) for p in gated] == [
-        (2, 16, 64, 64, Layout.ROW, Layout.COL), (1, 16, 64, 128, Layout.ROW, Layout.ROW),
-        (1, 128, 64, 16, Layout.COL, Layout.ROW)]
+    assert [(p.batch, p.m, p.n, p.k, p.lhs_layout, p.rhs_layout, p.epilogue.c is not None) for p in gated] == [
+        (2, 16, 64, 64, Layout.ROW, Layout.COL, False), (1, 16, 64, 64, Layout.ROW, Layout.ROW, False),
+        (1, 16, 64, 64, Layout.ROW, Layout.ROW, True), (1, 64, 64, 16, Layout.COL, Layout.ROW, False)]
 
 
 def test_refusals_are_reported_not_raised(monkeypatch):

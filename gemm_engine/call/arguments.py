@@ -1,10 +1,11 @@
 """The arguments step: every kernel argument of one call, typed and named once, for every launch path.
 
-The kernels write a contiguous (batch, M, N) array (`result_target`): ``out`` itself when it is a
-C-contiguous device array of the result dtype that no input overlaps (numpy computes as if the
+The kernels write a (batch, M, N) array (`result_target`): ``out`` itself when it is a device
+array of the result dtype, C-contiguous or with rows the kernels address by its strides (a row or
+batch slice of a larger array: `out_view`), that no input overlaps (numpy computes as if the
 inputs were copied first, so an ``out`` that overlaps an input gets the result through a
-temporary), else a fresh array: a torch tensor for a torch caller on the device, a runtime array
-otherwise.
+temporary), else a fresh contiguous array: a torch tensor for a torch caller on the device, a
+runtime array otherwise.
 
 `CallArguments` is built once per call from the prepared arrays (`build_arguments`) and names its
 values by one rule, the rule the kernel signature's parameters follow (codegen/signature.py):
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..dtypes import bits_dtype
 from ..tensors import numpy_torch_dtype, torch_bits
+from ..views import output_view
 from .arrays import CallArrays, Imported
 from .prepare import Prepared
 
@@ -184,11 +186,23 @@ def operand_argument(op) -> ArrayArgument:
 
 
 def output_argument(target, problem) -> ArrayArgument:
-    """The output: a contiguous (batch, M, N) device array (N / 2 columns for a gated epilogue); a
-    contiguous grouped call's: one (M, N)."""
+    """The output: a (batch, M, N) device array (N / 2 columns for a gated epilogue), contiguous or
+    the caller's ``out`` with strides of its own (`out_view`); a contiguous grouped call's: one (M, N)."""
     contiguous = problem.groups is not None and problem.groups.layout == "contiguous"
     n = problem.epilogue.out_columns(problem.n)
+    if not target.flags.c_contiguous:
+        view = out_view(target, problem, 0)
+        return ArrayArgument(target, (("ld", view.ld), ("batch_stride", view.batch_stride)))
     return ArrayArgument(target, (("ld", n), ("batch_stride", 0 if contiguous else problem.m * n)))
+
+
+def out_view(array, problem, first_byte: int):
+    """How the kernels would write ``array`` in place (views.py `output_view`), or None: a
+    grouped call writes only C-contiguous outputs in place."""
+    if problem.groups is not None:
+        return None
+    return output_view(array.shape, array.strides, array.dtype.itemsize, first_byte, problem.batch, problem.m,
+                       problem.epilogue.out_columns(problem.n))
 
 
 def plain_arguments(lhs, rhs, target, problem) -> CallArguments:
@@ -241,11 +255,15 @@ def reads_of(prepared: Prepared) -> list:
 
 
 def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
-    """Whether the kernels may write ``out`` directly: a C-contiguous device array of the result
-    dtype whose bytes no input touches, or that is ``c`` itself exactly (each element reads its own
-    c before it writes it)."""
+    """Whether the kernels may write ``out`` directly: a device array of the result dtype,
+    C-contiguous or with rows the kernels can address (`out_view`: elements contiguous along N,
+    rows and batch entries 16-byte aligned and apart), whose bytes no input touches, or that is
+    ``c`` itself exactly (each element reads its own c before it writes it)."""
     request = prepared.request
-    if out.host or out.dtype != request.dtype or not out.array.flags.c_contiguous:
+    if out.host or out.dtype != request.dtype:
+        return False
+    if not out.array.flags.c_contiguous and out_view(out.array, prepared.problem,
+                                                     runtime.byte_span(out.array)[1]) is None:
         return False
     c = prepared.c.array if prepared.c is not None else None
     operands = (prepared.lhs.array, prepared.rhs.array)

@@ -95,12 +95,14 @@ def test_swiglu_fuses_without_grad_and_keeps_its_products_for_a_backward(activat
         assert torch.allclose(layer(x), want, rtol=1e-12, atol=1e-12)
     assert calls == [((8, 10), (10, 12), activation)]
     # training: one batched GEMM writing the gate's and the up products as contiguous halves,
-    # gated by torch's ops; the backward's two GEMMs over the interleaved dz (gated.py)
+    # gated by torch's ops (gated.py)
     calls.clear()
     y = layer(x)
     assert calls == [((8, 10), (2, 10, 6), None)] and torch.allclose(y, want, rtol=1e-12, atol=1e-12)
     got = torch.autograd.grad(y.square().sum(), (x, layer.weight, layer.bias))
-    assert calls[1:] == [((8, 12), (12, 10), None), ((12, 8), (8, 10), None)]
+    # dx: two GEMMs, the second adding the first as its c; dW: two GEMMs into its interleaved rows
+    assert calls[1:] == [((8, 6), (6, 10), None), ((8, 6), (6, 10), None), ((6, 8), (8, 10), None),
+                         ((6, 8), (8, 10), None)]
     for g, e in zip(got, want_grads):
         assert torch.allclose(g, e, rtol=1e-10, atol=1e-12)
 
