@@ -121,8 +121,9 @@ def output_view(shape, strides, itemsize: int, first_byte: int, batch: int, m: i
     """The in-place view of an output array (``shape``, byte ``strides``, its ``first_byte``'s
     address) for a product the kernels see as (``batch``, ``m``, ``n``): its leading axes are the
     call's batch axes and M (all folded into ``m`` where ``batch`` is 1 and they are more than one
-    row), elements contiguous along N, rows and batch entries apart (no element written twice) and
-    16-byte aligned. None where no such view exists (the result then goes through a temporary)."""
+    row), elements contiguous along N, rows and batch entries apart (no element written twice),
+    16-byte aligned and whole 16-byte pieces long. None where no such view exists (the result then
+    goes through a temporary)."""
     if len(shape) < 2 or any(s < 0 or s % itemsize for s in strides) or first_byte % OUTPUT_ALIGN:
         return None
     st = [s // itemsize for s in strides]
@@ -138,7 +139,11 @@ def output_view(shape, strides, itemsize: int, first_byte: int, batch: int, m: i
     if ld is None or batch_stride is None:
         return None
     wide = OUTPUT_ALIGN // itemsize if OUTPUT_ALIGN % itemsize == 0 else 0
-    if m > 1 and (ld < n or not wide or ld % wide):
+    # Rows of whole 16-byte pieces too: a kernel's paired or vector stores at the last columns of
+    # a row may reach past N into what only a wider leading dimension makes room for (seen on the
+    # H100: N = 257 in rows 264 apart, the padding written), where a contiguous result's next row
+    # would be rewritten after.
+    if m > 1 and (ld < n or not wide or ld % wide or n % wide):
         return None
     if batch > 1 and (batch_stride < (m - 1) * ld + n or not wide or batch_stride % wide):
         return None

@@ -20,6 +20,7 @@ import numpy as np
 from ..batch.base import KEPT_SCRATCH
 from ..codegen.signature import BY_VALUE, Packer
 from ..dtypes import device_dtype
+from ..runtime.tensor_map import readdressed
 from ..tensors import numpy_torch_dtype
 from .arguments import (EPILOGUE_NAMES, GROUP_NAMES, WEIGHT_NAMES, EpilogueInputs, epilogue_values,
                         per_call_values)
@@ -114,8 +115,9 @@ class DirectLaunches:
     (allocated on the call's stream, so the pool reuses it only after these kernels) and the
     by-value parameters derived from the addresses (TMA tensor maps: derived once per (lhs, rhs,
     out, workspace) address tuple, a call plan's other values being fixed, and kept for the last
-    few), so a repeated call costs a lookup and a few 128-byte copies on top of the prepared
-    launches' address refills."""
+    few; a new tuple's readdressed from the first one's where that was seen to give the same
+    maps), so a repeated call costs a lookup and a few 128-byte copies on top of the prepared
+    launches' address refills, at new addresses too."""
 
     PAIRS = 16
 
@@ -126,6 +128,27 @@ class DirectLaunches:
         self.kept = kept_shape(plan)
         self.names = [p.name for p in plan.signature.params if p.kind == BY_VALUE]
         self._structs: OrderedDict = OrderedDict()
+        #: The first address pair's parameters, and whether readdressing them gives another pair's
+        #: (None: not yet seen; checked once, against a full derivation).
+        self._first, self._readdress = None, None
+
+    def _derived(self, key: tuple, scratch: tuple) -> list:
+        """The by-value parameters for the addresses ``key``: the first pair's maps readdressed
+        (runtime/tensor_map.py `readdressed`) once a second pair has shown that gives what a full
+        derivation gives; else derived in full."""
+        if self._readdress and self._first is not None:
+            found = readdressed(self._first[1], self._first[0], key)
+            if found is not None:
+                return found
+        values = {**self.fixed, **per_call_values(*key[:3], None, _address_int),
+                  **({"workspace": key[3]} if scratch else {})}
+        derived = self.derive(values)
+        structs = [derived[n] for n in self.names]
+        if self._first is None:
+            self._first = (key, structs)
+        elif self._readdress is None:
+            self._readdress = readdressed(self._first[1], self._first[0], key) == structs
+        return structs
 
     def _scratch(self, stream) -> tuple:
         if self.workspace is None:
@@ -144,10 +167,7 @@ class DirectLaunches:
                 key = tuple(x if type(x) is int else x.data.ptr for x in (a, b, out, *scratch))
             structs = self._structs.get(key)
             if structs is None:
-                values = {**self.fixed, **per_call_values(*key[:3], None, _address_int),
-                          **({"workspace": key[3]} if scratch else {})}
-                derived = self.derive(values)
-                structs = self._structs[key] = [derived[n] for n in self.names]
+                structs = self._structs[key] = self._derived(key, scratch)
                 if len(self._structs) > self.PAIRS:
                     self._structs.popitem(last=False)
         kept = () if self.kept is None else (self.runtime.kept_scratch(*self.kept, stream=stream),)

@@ -87,6 +87,16 @@ DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {64: 0.3, 128: 3.0}, 2
 #: unsplit; 32 x 4096 x 14336 in 4 parts 48.6 against 47.9: bench/SELECTION_NOTES.md,
 #: "split_fixup"). 128-row tiles keep the owner: the last part re-reads its own 64 KiB of sums.
 LAST_OVER_US = 3.0
+#: 65-128 rows where the 128-row tiles are at most a quarter of the multiprocessors (so that split in
+#: the 2 parts a 128-row tile takes they leave half the device idle): 64-row tiles over two row
+#: blocks, whole (the weight's second read mostly from L2). CUDA-graph kernel times, bf16 x 4096 x
+#: 4096, M = 80 / 96 / 112 / 128: 23.1 / 22.1 / 20.1 / 19.6 us against 26.0 / 26.0 / 24.9 / 25.0;
+#: 96 x 4096 x 14336: 56.9 against 62.7 (bench/SELECTION_NOTES.md, "64-row tiles at 65-128 rows").
+FEW_TILES_SHARE = 4
+#: ... and K of at most this many bytes a row: longer K kept the 128-row tiles (their whole calls
+#: ran slower in 64-row tiles on all four rows timed, e.g. 88 x 4096 x 11008 51.7 us against 46.3,
+#: though their graph replays ran faster).
+FEW_TILES_MAX_K_BYTES = 8192
 #: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
 #: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
@@ -216,6 +226,10 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
     wm, wn, pm, tn, _ = shape
     if tile_count(problem, wm * pm * 64, wn * tn) * decode_parts_max(problem, dialect, shape, False) < DECODE_MIN_BUSY * sms:
         return None
+    if (wm == 2 and problem.m <= problem.n and problem.k * problem.lhs.itemsize <= FEW_TILES_MAX_K_BYTES
+            and tile_count(problem, 128, wn * tn) * FEW_TILES_SHARE <= sms):
+        shape = (1, 1, 1, 128, 6)
+        return decode_call_us(problem, dialect, shape, 1), shape, 1, "owner"
     most = decode_parts_max(problem, dialect, shape)
     options = [(decode_call_us(problem, dialect, shape, p, f), p, i, f)
                for p in range(1, most + 1) for i, f in enumerate(decode_fixups(problem, shape) if p > 1 else ("owner",))]

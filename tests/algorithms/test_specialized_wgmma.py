@@ -396,6 +396,37 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
     assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES, b"O" * MAP_BYTES] for s in launched) and len(launched) == 4
 
 
+@pytest.mark.parametrize("only_addresses", [True, False])
+def test_maps_at_new_addresses_are_readdressed_once_seen_to_match(only_addresses):
+    """A map holds its operand's address in its first 8 bytes: after a second address triple has
+    shown that rewriting them gives what a full derivation gives, further triples are readdressed,
+    not derived; where it did not (a map that depends on more than the address), every new triple
+    is derived in full."""
+    from types import SimpleNamespace
+    from gemm_engine.batch.base import CallValues
+    from gemm_engine.call.launch import DirectLaunches
+    alg, cfg = setup(problem())
+    derived, launched = [], []
+
+    def encoded(address, tag):
+        tail = tag * (MAP_BYTES - 8) if only_addresses else (tag + bytes([address >> 12 & 255])) * 60
+        return address.to_bytes(8, "little") + tail
+
+    def derive(values):
+        derived.append((values["lhs_base"], values["rhs_base"], values["out_base"]))
+        return {"lhs_map": encoded(values["lhs_base"], b"L"), "rhs_map": encoded(values["rhs_base"], b"R"),
+                "out_map": encoded(values["out_base"], b"O")}
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg),
+                           workspace=None, kept=None)
+    direct = DirectLaunches([lambda a, b, out, stream=None, structs=None: launched.append(structs) or True], plan, {})
+    triples = [(4096 * i, 1 << 30, (1 << 31) + 8192 * i) for i in range(1, 7)]
+    for a, b, o in triples:
+        assert direct(a, b, o)
+    assert derived == (triples[:2] if only_addresses else triples)
+    for (a, b, o), got in zip(triples, launched):
+        assert got == [encoded(a, b"L"), encoded(b, b"R"), encoded(o, b"O")]
+
+
 def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
     """A plan that copies operands first: every kernel gets the same fresh workspace (allocated on
     the call's stream), the maps derive with its address, and a refusal of the first launches

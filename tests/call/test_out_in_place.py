@@ -1,7 +1,7 @@
 """An ``out`` whose rows lie apart (a column slice, one half of interleaved rows, a batch with gaps)
 is written in place by the kernels, through its own leading dimension and batch stride
-(call/arguments.py `out_view`); one they cannot address (unaligned rows, strided columns) still
-gets the result through a temporary. Either way only out's elements change."""
+(call/arguments.py `out_view`); one they cannot address (unaligned rows, rows not whole 16-byte
+pieces, strided columns) still gets the result through a temporary. Either way only out's elements change."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,11 +14,12 @@ cla = pytest.importorskip("pyopencl.array")
 
 CASES = {
     # name: (a's shape, b's shape, the poisoned base's shape, out's index into it, written in place)
-    "column slice": ((9, 7), (7, 10), (9, 16), np.s_[:, :10], True),
+    "column slice": ((9, 7), (7, 12), (9, 16), np.s_[:, :12], True),
     "interleaved rows": ((9, 7), (7, 16), (9, 2, 16), np.s_[:, 1, :], True),
     "batch with gaps": ((3, 5, 7), (7, 12), (4, 6, 16), np.s_[:3, :5, :12], True),
     "one row": ((1, 7), (7, 12), (3, 16), np.s_[1:2, :12], True),
-    "unaligned rows": ((9, 7), (7, 10), (9, 13), np.s_[:, :10], False),
+    "unaligned rows": ((9, 7), (7, 12), (9, 13), np.s_[:, :12], False),
+    "rows not whole 16-byte pieces": ((9, 7), (7, 10), (9, 16), np.s_[:, :10], False),
     "strided columns": ((9, 7), (7, 5), (9, 10), np.s_[:, ::2], False),
 }
 

@@ -93,3 +93,20 @@ def test_maps_are_cached_per_address_and_spec(monkeypatch):
 def test_a_driver_error_names_the_address():
     with pytest.raises(RuntimeError, match="cuTensorMapEncodeTiled failed .* address 0xabc0"):
         _encoder(_Driver(err=1)).encode(0xABC0, SPEC)
+
+
+def test_readdressed_rewrites_only_addresses_it_can_tell_apart():
+    from gemm_engine.runtime.tensor_map import MAP_BYTES, readdressed
+
+    def m(address):
+        return address.to_bytes(8, "little") + b"\x07" * (MAP_BYTES - 8)
+    old = (0x1000, 0x2000, 0x3000)
+    assert readdressed([m(0x1000), m(0x2000), m(0x3000)], old, (0x5000, 0x6000, 0x7000)) == [m(0x5000), m(0x6000), m(0x7000)]
+    assert readdressed([m(0x1000)], old, (0x5008, 0x6000, 0x7000)) is None            # not 16-byte aligned
+    assert readdressed([m(0x1800)], old, (0x5000, 0x6000, 0x7000)) is None            # not one of the old addresses
+    assert readdressed([m(0x1000)], (0x1000, 0x1000, 0x3000), (0x5000, 0x6000, 0x7000)) is None   # a shared one split
+    assert readdressed([m(0x1000)], (0x1000, 0x1000, 0x3000), (0x5000, 0x5000, 0x7000)) == [m(0x5000)]
+    zero = bytes(MAP_BYTES)        # an output TMA could not address: kept only at the same alignments
+    assert readdressed([zero], (0x1000, 0x2000, 0x3008), (0x5000, 0x6000, 0x7008)) == [zero]
+    assert readdressed([zero], (0x1000, 0x2000, 0x3008), (0x5000, 0x6000, 0x7000)) is None
+    assert readdressed([b"short"], old, old) is None

@@ -105,9 +105,12 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     sel = select_specialized_tiling(any_problem((1, 64, 4096, 4096), "bfloat16", LINEAR), SM90)
     assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and sel["split_fixup"] == "last"
     assert sel["dispatch"] == "row_major"
-    # 100 rows: 128-row tiles (64-row ones would read the weight twice), in 2 parts (whole 22.4 us,
-    # in 2 parts 17.6, in 4 19.2: each later 128 x 128 partial costs the owner 2-4 us).
+    # 100 rows of 4096 columns: 32 tiles of 128 x 128 would leave half the device idle even in 2
+    # parts: 64-row tiles over the two row blocks, whole (graph replays 19.2 us against 25.6 at 96
+    # rows: "64-row tiles at 65-128 rows"). From 34 such tiles (N = 4352) the 128-row tiles in 2 parts.
     sel = select_specialized_tiling(any_problem((1, 100, 4096, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 128) and "split_tail" not in sel
+    sel = select_specialized_tiling(any_problem((1, 100, 4352, 4096), "bfloat16", LINEAR), SM90)
     assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
     # A long K (4096 x 14336: 112 MiB) streams 60 us on 32 cubes, 45 on 4 parts of each tile.
     # The owner adds fewer partials (47.9 us against the last-arriver's 48.6).
