@@ -27,6 +27,7 @@ Here instead, with ``W`` the interleaved weight (2H x K) and ``x`` (M x K):
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from ..api import matmul
@@ -56,6 +57,7 @@ class GatedProjection(torch.autograd.Function):
         return gated * z[1]
 
     @staticmethod
+    @once_differentiable     # the derivative kernels (aten's silu_backward...) have none of their own
     def backward(ctx, gy):
         x, weight, z, gated = ctx.saved_tensors
         _, derivative, more = GATES[ctx.name]

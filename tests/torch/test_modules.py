@@ -152,3 +152,14 @@ def test_swiglu_training_traces_whole_under_torch_compile():
     assert torch.allclose(got, want, rtol=1e-5)
     for g, e in zip(torch.autograd.grad(got, (x, layer.weight, layer.bias)), want_grads):
         assert torch.allclose(g, e, rtol=1e-4, atol=1e-6)
+
+
+def test_gated_projection_refuses_a_second_derivative_by_name():
+    """create_graph through the training path: an error (its backward is once differentiable), not
+    a wrong second derivative."""
+    from gemm_engine.torch.gated import GatedProjection
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    (gx,) = torch.autograd.grad(GatedProjection.apply(x, w, None, "swiglu").sum(), (x,), create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        gx.sum().backward()
