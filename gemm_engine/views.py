@@ -126,6 +126,13 @@ def output_view(shape, strides, itemsize: int, first_byte: int, batch: int, m: i
     goes through a temporary)."""
     if len(shape) < 2 or any(s < 0 or s % itemsize for s in strides) or first_byte % OUTPUT_ALIGN:
         return None
+    # The array must be the (batch..., M, N) result itself: a vector operand's result lacks an
+    # axis (its last two are then not M and N), and is never written in place.
+    rows = 1
+    for size in shape[:-1]:
+        rows *= size
+    if shape[-1] != n or (shape[-2] != m if batch > 1 else rows != m):
+        return None
     st = [s // itemsize for s in strides]
     if n > 1 and st[-1] != 1:
         return None
@@ -143,7 +150,7 @@ def output_view(shape, strides, itemsize: int, first_byte: int, batch: int, m: i
     # a row may reach past N into what only a wider leading dimension makes room for (seen on the
     # H100: N = 257 in rows 264 apart, the padding written), where a contiguous result's next row
     # would be rewritten after.
-    if m > 1 and (ld < n or not wide or ld % wide or n % wide):
+    if not wide or n % wide or m > 1 and (ld < n or ld % wide):
         return None
     if batch > 1 and (batch_stride < (m - 1) * ld + n or not wide or batch_stride % wide):
         return None

@@ -109,7 +109,7 @@ class FastPath:
             return None, None
         key = options + (a.shape, a.strides, a.dtype, rt.element_address(a) % 8, b.shape, b.strides, b.dtype,
                          rt.element_address(b) % 8,
-                         None if out is None else (type(out), out.shape, out.strides, out.dtype))
+                         None if out is None else (type(out), out.shape, out.strides, out.dtype, rt.element_address(out) % 16))
         if inputs is not None:
             key = _fused_key(key, self._native_meta, inputs)
         call = self._cached(key)
@@ -136,7 +136,7 @@ class FastPath:
         if not rt.is_native(a):
             return None, None
         key = (ref,) + options + (a.shape, a.strides, a.dtype, rt.element_address(a) % 8,
-                                  None if out is None else (type(out), out.shape, out.strides, out.dtype))
+                                  None if out is None else (type(out), out.shape, out.strides, out.dtype, rt.element_address(out) % 16))
         if inputs is not None:
             key = _fused_key(key, self._native_meta, inputs)
         call = self._cached(key)

@@ -86,3 +86,22 @@ def test_torch_cuda_out_with_rows_apart_on_the_tensor_core_kernels(m, n, k):
             rest = torch.ones(base_shape, dtype=torch.bool, device="cuda")
             rest[index] = False
             assert base[rest].isnan().all(), "elements outside out were written"
+
+
+@pytest.mark.parametrize("a_shape, b_shape, base_shape, index", [
+    ((8,), (2, 3, 8, 4), (6, 3, 8), np.s_[:2, :, :4]),          # vector @ batch: (2, 3, 4), M dropped
+    ((2, 3, 1, 8), (8,), (6, 3, 8), np.s_[:2, :, :1]),          # batch @ vector: (2, 3, 1), N dropped
+])
+def test_a_vector_operands_result_is_not_taken_for_rows(opencl_engine, rng, a_shape, b_shape, base_shape, index):
+    """The result of a vector operand lacks an axis: never written in place (its last two axes are
+    not M and N), so nothing outside out is written."""
+    q = opencl_engine.runtime.queue
+    a, b = random(rng, a_shape, "float32"), random(rng, b_shape, "float32")
+    base = cla.to_device(q, np.full(base_shape, np.nan, np.float32))
+    out = base[index]
+    opencl_engine.matmul(cla.to_device(q, a), cla.to_device(q, b), out=out)
+    got = base.get()
+    np.testing.assert_allclose(got[index], np.matmul(a, b), rtol=1e-5, atol=1e-5)
+    rest = np.ones(base_shape, bool)
+    rest[index] = False
+    assert np.isnan(got[rest]).all(), "elements outside out were written"
