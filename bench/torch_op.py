@@ -69,19 +69,23 @@ def cuda_ms(torch, fn, repeat=20, warmup=3):
     return statistics.median(times)
 
 
-def host_us(torch, fn, calls):
-    """Host microseconds per call over ``calls`` back-to-back calls (median of 5 runs)."""
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    runs = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(calls):
+def host_us(torch, fns: dict, calls, rounds=7) -> dict:
+    """Host microseconds per call of each of ``fns`` (name -> function) over ``calls`` back-to-back
+    calls: the median of ``rounds`` rounds, the functions taken in turns within each round (the
+    host's speed drifts within a run; in turns, every function sees the same drift)."""
+    for fn in fns.values():
+        for _ in range(100):
             fn()
-        runs.append((time.perf_counter() - start) / calls * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(runs)
+    torch.cuda.synchronize()
+    runs = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            runs[name].append((time.perf_counter() - start) / calls * 1e6)
+            torch.cuda.synchronize()
+    return {name: statistics.median(r) for name, r in runs.items()}
 
 
 def rel_error(torch, got, want) -> float:
@@ -122,8 +126,8 @@ def entered(stats, function: str) -> int:
 def row_eager(torch, ge, args):
     a, b = (torch.randn(64, 64, device="cuda", dtype=torch.float16) for _ in range(2))
     check(torch, ge.matmul(a, b), a.double() @ b.double(), 2e-3, "eager 64^3")
-    ours = host_us(torch, lambda: ge.matmul(a, b), args.calls)
-    theirs = host_us(torch, lambda: torch.matmul(a, b), args.calls)
+    times = host_us(torch, {"ours": lambda: ge.matmul(a, b), "theirs": lambda: torch.matmul(a, b)}, args.calls)
+    ours, theirs = times["ours"], times["theirs"]
     return dict(engine_us=ours, torch_us=theirs, value=f"{ours:.2f} us / {theirs:.2f} us", met=ours <= theirs,
                 target="<= torch.matmul's host time")
 
@@ -134,10 +138,9 @@ def row_compile(torch, ge, args):
     ours = torch.compile(lambda a, b: ge.matmul(a, b), fullgraph=True)
     theirs = torch.compile(lambda a, b: torch.matmul(a, b), fullgraph=True)
     check(torch, ours(a, b), a.double() @ b.double(), 2e-3, "compiled 64^3")
-    compiled = host_us(torch, lambda: ours(a, b), args.calls)
-    eager = host_us(torch, lambda: ge.matmul(a, b), args.calls)
-    reference = host_us(torch, lambda: theirs(a, b), args.calls)
-    torch_eager = host_us(torch, lambda: torch.matmul(a, b), args.calls)
+    times = host_us(torch, {"compiled": lambda: ours(a, b), "eager": lambda: ge.matmul(a, b),
+                            "reference": lambda: theirs(a, b), "torch_eager": lambda: torch.matmul(a, b)}, args.calls)
+    compiled, eager, reference, torch_eager = (times[k] for k in ("compiled", "eager", "reference", "torch_eager"))
     added = compiled - eager
     beyond = added - (reference - torch_eager)
     stats = profile_calls(torch, lambda: ours(a, b), "torch_compile_profile.txt", calls=200)

@@ -114,7 +114,7 @@ class Engine:
             return routed(self, a, b, out=out, alpha=alpha, beta=beta, c=c, bias=bias, bias_axis=bias_axis,
                           activation=activation, out_dtype=out_dtype, casting=casting, algorithm=algorithm,
                           precision=precision, tune=tune, scale_a=scale_a, scale_b=scale_b, mul=mul)
-        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+        return self.run_call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
                          precision, tune, scale_a, scale_b, mul)
 
     def compute(self, a, b, *, out=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1, activation=None,
@@ -122,12 +122,14 @@ class Engine:
                 scale_b=None, mul=None):
         """`matmul` on the engine directly, whatever the arguments (torch tensors are read as arrays:
         no autograd, no tracing): what the registered torch ops run."""
-        return self._run(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+        return self.run_call(a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
                          precision, tune, scale_a, scale_b, mul)
 
-    def _run(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm, precision,
-             tune, scale_a, scale_b, mul):
-        """The call: the fast path where its key has a call plan, else the general path (`_call`)."""
+    def run_call(self, a, b, out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting, algorithm,
+                 precision, tune, scale_a, scale_b, mul):
+        """`compute` with its arguments in order, none left out (what the module-level `matmul` and
+        the torch ops call: keywords cost a 64^3 call's host time): the fast path where its key has
+        a call plan, else the general path (`_call`)."""
         if self._generation != generation():
             self._forget_plans()
         precision = self.precision if precision is None else precision

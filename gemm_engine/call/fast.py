@@ -84,6 +84,13 @@ class FastPath:
         self.lock = lock if lock is not None else threading.Lock()
         #: torch's tensor type, once a call has seen one (the torch path's test; no import).
         self.torch_type = None
+        self.torch = None
+
+    def _torch(self):
+        """torch, kept once a call has seen a tensor (an import statement on every call costs)."""
+        import torch
+        self.torch = torch
+        return torch
 
     def call(self, a, b, out, inputs: EpilogueInputs | None, options: tuple):
         """(key, None) when the call must take the general path (``key``: where its call plan goes,
@@ -95,15 +102,19 @@ class FastPath:
         if tensor is not None and type(a) is tensor and type(b) is tensor and (out is None or type(out) is tensor):
             # torch tensors: the metadata is the key, the addresses go straight in.
             pa, pb = a.data_ptr(), b.data_ptr()
-            key = (TORCH_KEY,) + options + (a.shape, a.stride(), a.dtype, a.get_device(), pa % 16, b.shape, b.stride(),
-                                          b.dtype, b.get_device(), pb % 16)
+            # One tuple, options nested: built and hashed on every call (a 64^3 call's budget).
+            key = (TORCH_KEY, options, a.shape, a.stride(), a.dtype, a.get_device(), pa % 16, b.shape, b.stride(),
+                   b.dtype, b.get_device(), pb % 16)
             if out is not None:
                 if _torch_overlap(out, a, b, inputs):
                     return None, None      # the general path computes through a temporary
                 key += ("out", out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
             if inputs is not None:
                 key = _fused_key(key, self._torch_meta, inputs)
-            call = self._cached(key)
+            try:
+                call = self.plans.get(key)
+            except TypeError:  # an unhashable argument: the general path reports it
+                return key, None
             return key, (None if call is None else self._torch_call(call, a, pa, pb, inputs, out=out))
         if not (rt.is_native(a) and rt.is_native(b)):
             return None, None
@@ -184,17 +195,18 @@ class FastPath:
         call's offsets' or counts'; ``weight``: a quantized weight's scales' and zeros'): a result
         tensor of torch's (or ``out``, written in place: its key says the plan writes it directly),
         the per-call values (the epilogue's arrays' too), torch's current stream."""
-        import torch
+        torch = self.torch if self.torch is not None else self._torch()
         plan = call.plan
         device = a.get_device()
         if out is not None:
             target = out
+        elif call.groups == "masked":     # a masked grouped result starts as zeros (call/arguments.py `result_target`)
+            target = torch.zeros(call.out_shape, dtype=call.torch_dtype(), device=device)
         else:
             # A CUDA tensor's device as its index: torch reads an int as that CUDA device, without
-            # the torch.device object ``a.device`` builds on every call. A masked grouped result
-            # starts as zeros (call/arguments.py `result_target`).
-            fresh = torch.zeros if call.groups == "masked" else torch.empty
-            target = fresh(call.out_shape, dtype=call.torch_dtype(), device=device)
+            # the torch.device object ``a.device`` builds on every call; empty_strided parses less
+            # than empty.
+            target = torch.empty_strided(call.out_shape, call.out_strides, dtype=call.torch_dtype(), device=device)
         stream = torch_stream(torch, device)
         pt = target.data_ptr()
         more = call.direct_values(inputs, pg, _torch_address, weight)

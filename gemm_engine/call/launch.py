@@ -197,6 +197,15 @@ class CallPlan:
     #: A grouped call's layout ("offsets" or "masked": its fresh result starts as zeros), else None.
     groups: str | None = None
 
+    def __post_init__(self):
+        #: The result's contiguous strides in elements, as torch.empty gives them (the torch fast
+        #: path allocates by empty_strided: it parses less).
+        strides, step = [], 1
+        for n in reversed(self.out_shape):
+            strides.append(step)
+            step *= max(n, 1)
+        self.out_strides = tuple(reversed(strides))
+
     @classmethod
     def make(cls, plan: Plan, values: dict, per_call, out_shape, dtype, fused: bool,
              groups: str | None = None) -> "CallPlan":

@@ -246,6 +246,7 @@ class PreparedLaunch:
         self.cubes, self.units, self.shared = cubes, units, shared_bytes
         self.device = runtime.cuda_device.id
         self.cp = runtime.cp
+        self._get_device = runtime.cp.cuda.runtime.getDevice
         # The plain launch bound directly (this runs on every call); co-resident cubes through the
         # launcher's cooperative launch.
         self._launch = launcher.launch_kernel
@@ -257,12 +258,13 @@ class PreparedLaunch:
         `slot_encoder`), on ``stream`` (a raw stream handle) or CuPy's current stream; ``structs``:
         new values of the by-value parameters, in order (``bytes``), where the plan derives them
         per call."""
-        cp = self.cp
-        if cp.cuda.runtime.getDevice() != self.device:
+        if self._get_device() != self.device:
             return False
-        ensure_context(cp, self.device)
+        cp = self.cp
         block = getattr(self._local, "block", None)
         if block is None:
+            # This thread's first launch of it: the context first (a thread that has a block has it).
+            ensure_context(cp, self.device)
             by_value = any(type(x) is bytes for x in self.args)
             block = self._local.block = ByValueBlock(self.args) if by_value else ParamBlock(len(self.values))
             block.slots[:] = self.values

@@ -102,8 +102,11 @@ def _options(algorithm, precision) -> dict:
 
 
 def matmul_impl(a, b, engine, algorithm, precision):
-    # What a compiled graph's call runs: kept to one frame before the engine.
-    return engine_of(engine).compute(_plain(a), _plain(b), algorithm=algorithm or None, precision=precision or None)
+    # What a compiled graph's call runs: kept to one frame before the engine's call (`Engine.compute`'s,
+    # its arguments in order: out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting,
+    # algorithm, precision, tune, scale_a, scale_b, mul).
+    return engine_of(engine).run_call(_plain(a), _plain(b), None, 1.0, None, None, None, -1, None, None, "same_kind",
+                                      algorithm or None, precision or None, False, None, None, None)
 
 
 def fused_impl(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype, casting, engine, algorithm,
