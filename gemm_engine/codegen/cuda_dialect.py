@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from . import ptx
+from . import ptx, ptx_dequant
 from .device import DeviceInfo
 from .dialect_base import Dialect
 from .ptx_intrinsics import PtxIntrinsics
@@ -126,13 +126,39 @@ INLINE unsigned short f32_to_f16(float value) {
         half) as ``kind`` values ``(code - zero) * scale``, rounded once: ``s2`` the scale in both
         halves, ``nz2`` ``-(bias + zero)`` in both (`PAIR_MAGIC`'s bias)."""
         magic = self.PAIR_MAGIC[kind][0]
-        return f"{self._use(ptx.dequant_pair(kind))}(({codes}) | {magic:#010x}u, {s2}, {nz2})"
+        return f"{self._use(ptx_dequant.dequant_pair(kind))}(({codes}) | {magic:#010x}u, {s2}, {nz2})"
 
-    def dequant_pair_zero(self, kind: str, zero: str) -> str:
-        """Expression: `dequant_pair`'s ``nz2`` for the float zero point ``zero`` (exact: a whole
-        number below 2^8 plus the bias fits either 16-bit type)."""
+    def dequant_shifted_pair(self, kind: str, word: str, shift: int, s2: str, nz2: str) -> str:
+        """`dequant_pair` of the int4 codes at bits ``shift`` and ``shift + 16`` of ``word`` (the
+        prepacked layout's pairs): the mask and the magic in one instruction."""
+        codes = f"(({word}) >> {shift})" if shift else word
+        return (f"{self._use(ptx_dequant.dequant_masked_pair(kind, 0x000F000F, self.PAIR_MAGIC[kind][0]))}"
+                f"({codes}, {s2}, {nz2})")
+
+    def dequant_pair_zero(self, kind: str, zero: str, code: str = "int4") -> str:
+        """Expression: the ``nz2`` of `dequant_pair` / `dequant_pair8` for the float zero point
+        ``zero``: ``-(bias + zero)`` in both halves (exact: a whole number below 2^8 plus the bias
+        fits either 16-bit type), for int8 codes under bf16 its float32 bits (bias 2^23)."""
+        if code == "int8" and kind == "bf16":
+            return f"FLOAT_AS_UINT(-(8388608.0f + {zero}))"
         bias = self.PAIR_MAGIC[kind][1]
         return self.pack16x2(kind, f"-({bias}.0f + {zero})", f"-({bias}.0f + {zero})")
+
+    def dequant_pair8(self, code: str, kind: str, word: str, lo: int, hi: int, s2: str, nz2: str) -> str:
+        """Expression: the 16-bit pair of the 8-bit codes in bytes ``lo`` and ``hi`` of the 32-bit
+        ``word`` as ``kind`` values (``(code - zero) * scale`` for int8, ``fp8(code) * scale`` for
+        fp8 e4m3), rounded once; ``s2`` the scale in both halves, ``nz2`` `dequant_pair_zero`'s
+        (int8). A byte permute picks the codes (one instruction for both, where shifts and masks
+        take four): int8 under f16 straight into 1024.0's mantissas, then `dequant_pair`'s FMAs."""
+        if code == "fp8_e4m3":
+            sel = lo | 4 << 4 | hi << 8 | 4 << 12
+            return f"{self._use(ptx_dequant.dequant_fp8_pair(kind))}({word}, {sel:#06x}u, {s2})"
+        if kind == "f16":      # bytes 1 and 3 of 0x64006400 (indices 5, 7) above the codes
+            sel = lo | 5 << 4 | hi << 8 | 7 << 12
+            return f"{self._use(ptx_dequant.dequant_pair(kind))}(__byte_perm({word}, 0x64006400u, {sel:#06x}u), {s2}, {nz2})"
+        sel_lo, sel_hi = (b | 5 << 4 | 6 << 8 | 7 << 12 for b in (lo, hi))
+        return (f"{self._use(ptx_dequant.dequant_int8_pair_bf16())}({word}, {sel_lo:#06x}u, {sel_hi:#06x}u, {s2}, "
+                f"{nz2})")
 
     # -- PTX intrinsics only CUDA renders (the shared ones: codegen/ptx_intrinsics.py) ------------
     def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,

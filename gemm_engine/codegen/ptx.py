@@ -18,8 +18,12 @@ from __future__ import annotations
 from .asm import asm_statement as _asm
 
 
-def _fn(name: str, params: str, body: str, ret: str = "void") -> tuple[str, str]:
+def inline_function(name: str, params: str, body: str, ret: str = "void") -> tuple[str, str]:
+    """(name, definition) of a builder: an ``INLINE`` function ``name`` of ``params`` around ``body``."""
     return name, f"INLINE {ret} {name}({params}) {{\n{body}\n}}\n"
+
+
+_fn = inline_function
 
 
 # -- shared memory -> registers ---------------------------------------------------------------------
@@ -50,19 +54,6 @@ def cvt_pack(kind: str) -> tuple[str, str]:
     return _fn(f"ptx_cvt_rn_{kind}", "float hi, float lo",
                "    unsigned p;\n" + _asm(f"cvt.rn.{kind}.f32 %0, %1, %2;", ['"=r"(p)'], ['"f"(hi)', '"f"(lo)'],
                                        volatile=False) + "\n    return p;", ret="unsigned")
-
-
-def dequant_pair(kind: str) -> tuple[str, str]:
-    """Two int4 codes to their 16-bit values: ``q`` holds ``bias + code`` in each ``kind`` half
-    (the code's bits or'ed into the mantissa of 1024.0 (f16) / 128.0 (bf16)), ``nz2`` ``-(bias +
-    zero)`` and ``s2`` the scale in both halves: ``(q - (bias + zero))`` is exact, times the scale
-    rounded once to nearest even (``+ -0.0`` keeps a zero product's sign): two ``fma.rn.{kind}x2``."""
-    one = {"f16": "0x3c003c00u", "bf16": "0x3f803f80u"}[kind]
-    return _fn(f"ptx_dequant_pair_{kind}", "unsigned q, unsigned s2, unsigned nz2",
-               "    unsigned d;\n"
-               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"({one}), "r"(nz2));\n'
-               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
-               "    return d;", ret="unsigned")
 
 
 def ld_stream_u4() -> tuple[str, str]:

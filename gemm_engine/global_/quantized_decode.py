@@ -78,7 +78,9 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"M = {problem.m}: the decode kernel holds at most {8 * MAX_M_TILES} rows "
                                         f"of x (the tiled kernels run larger M)")
         prefetch = default_prefetch(m_tiles) if selection.prefetch < 0 else bool(selection.prefetch)
-        loads, unroll = default_tiling(m_tiles, w.per_word, prefetch)
+        # The pair FMAs round once from exact values only where the scales are of x's own type.
+        fast = dialect.supports("dequant_pair") and w.scale_type == problem.lhs
+        loads, unroll = default_tiling(m_tiles, w.per_word, prefetch, fast)
         loads, unroll = selection.column_loads or loads, selection.unroll or unroll
         planes = selection.planes
         if selection.planes_along not in ("k", "n"):
@@ -103,8 +105,6 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         stage = DecodeTiling(stage_m=8 * m_tiles, stage_n=32 * loads * (planes if along_n else 1), stage_k=stage_k,
                              units=units)
         x_vector = Layout(problem.lhs_layout) is Layout.ROW and problem.lhs_align >= w.per_word
-        # The pair FMAs round once from exact values only where the scales are of x's own type.
-        fast = dialect.supports("dequant_pair") and w.kind == "int4" and w.scale_type == problem.lhs
         lhs = DecodeRead(OperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, block_k,
                                      False, False, 0, k_along_rows=False, align=problem.lhs_align))
         rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, block_k, stage.stage_n, False, False, 0,
@@ -224,9 +224,10 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                 col = f"qd_scol{h} + {c}"
                 zero = w.zero_value(d, k, col) if w.zeros else d.literal(w.implicit_zero, "f32")
                 if cfg.fast_pairs:
+                    nz = ("" if w.kind == "fp8_e4m3" else
+                          f" qd_z2{buf}[{i}] = {d.dequant_pair_zero(cfg.kind, zero, w.kind)};")
                     lines.append(f"{{ const float s = {w.scale_value(d, k, col)}; "
-                                 f"qd_s2{buf}[{i}] = {d.pack16x2(cfg.kind, 's', 's')}; "
-                                 f"qd_z2{buf}[{i}] = {d.dequant_pair_zero(cfg.kind, zero)}; }}")
+                                 f"qd_s2{buf}[{i}] = {d.pack16x2(cfg.kind, 's', 's')};{nz} }}")
                     continue
                 lines.append(f"qd_s{buf}[{i}] = {w.scale_value(d, k, col)};")
                 if w.kind != "fp8_e4m3":
@@ -251,6 +252,14 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                         word = f"qd_w{buf}[{(u * cfg.loads + h) * 4 + c}]"
                         si = (slot * cfg.loads + h) * 4 + c
                         j = 4 * s + 2 * second
+                        if cfg.fast_pairs and w.bits == 8:
+                            words.append(d.dequant_pair8(w.kind, cfg.kind, word, w.position(j), w.position(j + 1),
+                                                         f"qd_s2{sbuf}[{si}]", f"qd_z2{sbuf}[{si}]"))
+                            continue
+                        if cfg.fast_pairs and w.pair_shift(j) is not None:
+                            words.append(d.dequant_shifted_pair(cfg.kind, word, w.pair_shift(j),
+                                                                f"qd_s2{sbuf}[{si}]", f"qd_z2{sbuf}[{si}]"))
+                            continue
                         if cfg.fast_pairs:
                             words.append(d.dequant_pair(cfg.kind, w.pair_bits(word, j), f"qd_s2{sbuf}[{si}]",
                                                         f"qd_z2{sbuf}[{si}]"))
@@ -295,7 +304,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                       f"{u32} qd_x{buf}[{cfg.unroll * cfg.m_tiles * (p // 2)}];"]
             if buf and cfg.scales_per == "once":
                 continue
-            lines += ([f"{u32} qd_s2{buf}[{slots}];", f"{u32} qd_z2{buf}[{slots}];"] if cfg.fast_pairs else
+            lines += ([f"{u32} qd_s2{buf}[{slots}];"] + ([f"{u32} qd_z2{buf}[{slots}];"] if w.kind != "fp8_e4m3" else [])
+                      if cfg.fast_pairs else
                       [f"float qd_s{buf}[{slots}];"] + ([f"float qd_z{buf}[{slots}];"] if w.kind != "fp8_e4m3" else []))
         if cfg.scales_per == "once":
             lines += self._scales(cfg, d, "0", 0)

@@ -96,13 +96,16 @@ def default_prefetch(m_tiles: int) -> bool:
     return m_tiles <= 2
 
 
-def default_tiling(m_tiles: int, per_word: int, prefetch: bool = False) -> tuple[int, int]:
+def default_tiling(m_tiles: int, per_word: int, prefetch: bool = False, pairs: bool = False) -> tuple[int, int]:
     """(loads, unroll) for 8-row x tiles: accumulators (2 x loads x m_tiles x 4 registers), x
     (unroll x m_tiles x 4) and weights (unroll x loads x 4) in registers without spilling. ptxas
     (sm_90a, int4 group 128, bf16): M = 1: 119 registers; M = 16: 162; M = 32 (2, 2): 168; M = 64
     (1, 1): 166, at (1, 2) 255. 8-bit codes dequantize by float32 arithmetic with more temporaries:
-    fp8 M = 8 at (2, 4) spills on sm_90a, at (2, 2) takes 76 registers: half the unroll."""
+    fp8 M = 8 at (2, 4) spills on sm_90a, at (2, 2) takes 76 registers: half the unroll. Dequantized
+    by pairs (``pairs``: `DecodeConfig.fast_pairs`) they take no more than int4: 8-bit codes at M = 1
+    / 16 with the next block in flight, (2, 2): 119 / 123 registers (nvcc 13, sm_90a), where (2, 1)
+    spends a fifth more instructions a product on its loads' addresses."""
     loads, unroll = (2, 4) if m_tiles <= 2 else (2, 2) if m_tiles <= 4 else (1, 1)
     if prefetch:      # two buffers of a block: the same registers as one twice as long
         unroll = max(1, unroll // 2)
-    return loads, max(1, unroll // 2) if per_word == 4 else unroll
+    return loads, max(1, unroll // 2) if per_word == 4 and not pairs else unroll

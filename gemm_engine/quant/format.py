@@ -175,6 +175,12 @@ class WeightFormat:
             return f"(((({code}) & 0x80u) ? -{mag} : {mag}) * {scale})"
         return f"(UINT_AS_FLOAT(0x4b000000u | {code}) - {biased_zero}) * {scale}"
 
+    def pair_shift(self, j: int) -> int | None:
+        """The shift that puts the codes of rows ``j`` and ``j + 1`` at the bottom of a word's two
+        16-bit halves, where one shift does (the prepacked layout), else None."""
+        a, b = self.shift(j), self.shift(j + 1)
+        return a if b - a == 16 else None
+
     def pair_bits(self, word: str, j: int) -> str:
         """Expression: the int4 codes of rows ``j`` and ``j + 1`` of ``word`` in the low 4 bits of
         a 32-bit word's two 16-bit halves (row j low). One shift and mask in the prepacked layout."""

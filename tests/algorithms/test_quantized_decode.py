@@ -100,6 +100,45 @@ def test_decode_prefetch(engine, rng, case):
     assert engine.last_choice[1].batch.global_.prefetch == bool(knobs["prefetch"])
 
 
+#: (format, symmetric, group, layout, dtype): the pair paths on CUDA (scales of x's own type).
+PAIR_CASES = [
+    ("int4", False, 128, "prepacked", "bfloat16"), ("int4", True, 64, "k_packed", "float16"),
+    ("int8", True, None, "k_packed", "bfloat16"), ("int8", False, 64, "prepacked", "bfloat16"),
+    ("int8", False, None, "prepacked", "float16"),
+    ("fp8_e4m3", True, None, "prepacked", "bfloat16"), ("fp8_e4m3", True, 64, "k_packed", "float16"),
+    ("fp8_e4m3", True, None, "k_packed", "bfloat16"),
+]
+
+
+@pytest.mark.parametrize("case", PAIR_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_pairs_give_each_weight_rounded_once_exactly(engine, rng, case):
+    """One-hot rows of x pick rows of the weight: each output is one weight as the fragments hold
+    it, so the pair dequantization must give exactly ``dequantize(rounded_to=x's type)``, bit for
+    bit, subnormal fp8 codes and extreme zero points included (rows of very different magnitudes:
+    per-column scales leave the small rows' codes subnormal)."""
+    kind, symmetric, group, layout, dtype = case
+    if engine.backend != "cuda":
+        pytest.skip("the pair FMAs are CUDA's (OpenCL takes the float path, which test_decode checks; its "
+                    "emulated plane product costs PoCL seconds of compile a kernel)")
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    k, n, m = 256, 72, 16
+    w = rng.standard_normal((k, n)) * np.logspace(-4, 0, k)[rng.permutation(k)][:, None]
+    q = quantize(w, kind, group, symmetric, scale_dtype=dtype)
+    q = q.prepack() if layout == "prepacked" else q
+    rows = rng.permutation(k)[:m]
+    x = np.zeros((m, k), np_dtype(dtype))
+    x[np.arange(m), rows] = 1
+    y = engine.quantized_matmul(x, q, algorithm=REGISTRY["quantized_decode"]())
+    assert engine.last_choice[1].batch.global_.fast_pairs
+    want = q.dequantize(rounded_to=dtype)[rows]
+    got = np.asarray(y).astype(np.float64)
+    assert np.array_equal(got, want.astype(np.float64)), np.argwhere(got != want)[:5]
+    if kind == "fp8_e4m3":       # the rows picked held subnormal codes
+        codes = q.codes()[rows]
+        assert np.any((((codes >> 3) & 15) == 0) & ((codes & 7) != 0))
+
+
 def test_prefetch_knob_is_checked():
     with pytest.raises((SetupError, ValueError), match="prefetch"):
         REGISTRY["quantized_decode"](prefetch=2).setup(_problem(), dialect_for(nominal_cuda_device()))
@@ -225,6 +264,12 @@ def test_cuda_decode_source_structure():
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in src
     assert "ld.global.nc.L1::no_allocate.v4.u32" in src          # the weights: 16-byte streaming loads
     assert "fma.rn.bf16x2" in src and "cvt.rn.bf16x2.f32" in src  # pair FMAs; scales packed once
-    # the prepacked int4 pair: one shift and one mask per pair, no conversion instruction
-    assert "0x000f000fu" in src and "(float)" not in src
-    assert src.count("ptx_dequant_pair_bf16(") >= 1 + 2 * 2 * 2 * 4   # definition + tiles x regs x steps
+    # the prepacked int4 pair: one shift, then mask and magic in one lop3; no conversion instruction
+    assert "lop3.b32" in src and "0x000f000fu" in src and "(float)" not in src
+    assert src.count("ptx_dequant_pair_bf16_m000f000f(") >= 1 + 2 * 2 * 2 * 4   # definition + tiles x regs x steps
+    # 8-bit codes by pairs too (scales of x's type): a byte permute picks both codes, no float32
+    # conversion a code (the old path's f8e4m3_to_f32 / 2^23 + code subtraction a code)
+    int8 = cuda_sources()["quantized_decode-int8-0-prepacked-16-bfloat16-sm90"]
+    assert int8.count("ptx_dequant_int8_pair_bf16(") >= 1 + 2 * 2 * 4 and "__byte_perm" in int8
+    fp8 = cuda_sources()["quantized_decode-fp8_e4m3-0-k_packed-8-float16-sm90"]
+    assert fp8.count("ptx_dequant_fp8_pair_f16(") >= 1 + 2 * 2 * 4 and fp8.count("f8e4m3_to_f32(") <= 1   # its definition

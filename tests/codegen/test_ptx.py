@@ -1,12 +1,13 @@
-"""codegen/ptx.py: each builder's (name, definition) -- one name per PTX text, the function it
+"""codegen/ptx.py and ptx_dequant.py: each builder's (name, definition) -- one name per PTX text, the function it
 defines, the operands it binds, its qualifiers -- and every definition through ptxas (sm_90a)."""
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
-from gemm_engine.codegen import ptx
+from gemm_engine.codegen import ptx, ptx_dequant
 from gemm_engine.codegen.cuda_dialect import CudaDialect
 
 from cuda_compile import SM90A, compile_cuda, nvcc_or_skip
@@ -14,7 +15,10 @@ from cuda_compile import SM90A, compile_cuda, nvcc_or_skip
 #: Every builder over the parameters the components use (and a few more), as (call text, result).
 BUILDS = [
     *(f"ldmatrix({c}, {t})" for c in (1, 2, 4) for t in (False, True)),
-    "cvt_tf32()", "cvt_pack('f16x2')", "cvt_pack('bf16x2')", "dequant_pair('f16')", "dequant_pair('bf16')",
+    "cvt_tf32()", "cvt_pack('f16x2')", "cvt_pack('bf16x2')",
+    "ptx_dequant.dequant_pair('f16')", "ptx_dequant.dequant_pair('bf16')",
+    "ptx_dequant.dequant_masked_pair('bf16', 0x000F000F, 0x43004300)", "ptx_dequant.dequant_fp8_pair('bf16')",
+    "ptx_dequant.dequant_fp8_pair('f16')", "ptx_dequant.dequant_int8_pair_bf16()",
     "ld_stream_u4()", "ld_stream_f4()",
     "mma_sync(16, 8, 16, 'f16', 'f32', 'f', 'float', 4, 2)",
     "mma_sync(16, 8, 16, 'bf16', 'f32', 'f', 'float', 4, 2)",
@@ -38,7 +42,8 @@ BUILDS = [
 
 
 def build(call: str) -> tuple[str, str]:
-    return eval(f"ptx.{call}", {"ptx": ptx})
+    qualified = "." in call.split("(")[0]
+    return eval(call if qualified else f"ptx.{call}", {"ptx": ptx, "ptx_dequant": ptx_dequant})
 
 
 _HEAD = re.compile(r"^INLINE (\w+) (\w+)\(([^)]*)\) \{\n", re.M)
@@ -105,7 +110,7 @@ def test_memory_ordering_statements_are_volatile_with_memory_clobber(call):
 
 
 @pytest.mark.parametrize("call", ["cvt_tf32()", "cvt_pack('bf16x2')", "mma_sync(16, 8, 16, 'f16', 'f32', 'f', 'float', 4, 2)",
-                                  "dmma(16, 8, 8)", "dequant_pair('f16')", "ld_stream_f4()"])
+                                  "dmma(16, 8, 8)", "ptx_dequant.dequant_pair('f16')", "ld_stream_f4()"])
 def test_register_computations_are_plain_asm(call):
     _, definition = build(call)
     assert "asm(" in definition and "asm volatile" not in definition and '"memory"' not in definition
@@ -201,9 +206,46 @@ def test_pin_registers_reads_and_writes_each_register():
 
 def test_dequant_pair_constants_per_kind():
     # 1.0 in both halves, and the -0.0 pair that keeps a zero product's sign.
-    assert "0x3c003c00u" in ptx.dequant_pair("f16")[1] and "fma.rn.f16x2" in ptx.dequant_pair("f16")[1]
-    assert "0x3f803f80u" in ptx.dequant_pair("bf16")[1] and "fma.rn.bf16x2" in ptx.dequant_pair("bf16")[1]
-    assert all("0x80008000u" in ptx.dequant_pair(k)[1] for k in ("f16", "bf16"))
+    f16, bf16 = ptx_dequant.dequant_pair("f16")[1], ptx_dequant.dequant_pair("bf16")[1]
+    assert "0x3c003c00u" in f16 and "fma.rn.f16x2" in f16
+    assert "0x3f803f80u" in bf16 and "fma.rn.bf16x2" in bf16
+    assert all("0x80008000u" in ptx_dequant.dequant_pair(k)[1] for k in ("f16", "bf16"))
+
+
+def _half_values(bits, kind: str):
+    """16-bit patterns as the float64 values of ``kind`` (bf16: the upper half of a float32)."""
+    bits = np.asarray(bits, np.uint32)
+    if kind == "f16":
+        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    return (bits << 16).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "f16"])
+def test_fp8_pair_bits_times_the_undo_constant_are_every_code_exactly(kind):
+    """dequant_fp8_pair's arithmetic on every e4m3 code, in numpy: the code's bits placed as the
+    helper places them, times `FP8_UNDO`'s constant, is the code's value (subnormal codes too; the
+    two NaN codes read as +-480, which quantize never makes)."""
+    undo, shift = ptx_dequant.FP8_UNDO[kind]
+    assert f"<< {shift})" in ptx_dequant.dequant_fp8_pair(kind)[1] and undo in ptx_dequant.dequant_fp8_pair(kind)[1]
+    codes = np.arange(256, dtype=np.uint32)
+    placed = ((codes & 0x7F) << shift) | ((codes & 0x80) << 8)
+    got = _half_values(placed, kind) * _half_values(int(undo.rstrip("u"), 16) & 0xFFFF, kind)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    e, m = (codes >> 3) & 15, codes & 7
+    want = sign * np.where(e == 0, m * 2.0 ** -9, (1 + m / 8) * 2.0 ** (e.astype(np.float64) - 7))
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert want[0x7F] == 480 and want[0x01] == 2.0 ** -9
+
+
+def test_int8_pair_bf16_arithmetic_is_exact():
+    """dequant_int8_pair_bf16's arithmetic in numpy: 2^23 + code plus -(2^23 + zero) in float32 is
+    code - zero exactly, and its float32's upper half is that number as a bfloat16 (|code - zero|
+    < 2^8: at most 8 significant bits), for every code and zero point."""
+    codes, zeros = np.meshgrid(np.arange(256, dtype=np.uint32), np.arange(256, dtype=np.uint32))
+    read = (0x4B000000 | codes).view(np.float32)
+    diff = read + (-(np.float32(2 ** 23) + zeros.astype(np.float32)))
+    assert np.array_equal(diff, (codes.astype(np.int64) - zeros).astype(np.float32))
+    assert np.array_equal(_half_values(diff.view(np.uint32) >> 16, "bf16"), diff.astype(np.float64))
 
 
 # -- through ptxas ----------------------------------------------------------------------------------
