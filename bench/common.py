@@ -31,6 +31,30 @@ def events_time(cp, fn, repeat=20, inner=1, warmup=3, sync=None):
     return statistics.median(time_batch(None, fn, inner, cp) for _ in range(repeat))
 
 
+def replayed(torch, fn, calls: int = 20, repeat: int = 9) -> float:
+    """Median seconds per ``fn()`` in CUDA-graph replay: ``calls`` back-to-back calls captured in one
+    graph (torch's current stream), replayed ``repeat`` times between CUDA events. The device time
+    of the calls' kernels, host time removed (as a serving loop under CUDA graphs runs them): for
+    calls whose kernels are shorter than their host time, where back-to-back launches time the host."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3 / calls)
+    return statistics.median(times)
+
+
 class Timer:
     """Median seconds of one ``fn()`` on the engine's device (`gemm_engine.runtime.timing.device_time`,
     one call per sample)."""

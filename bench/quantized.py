@@ -11,10 +11,12 @@ codes and scales, where this torch has them.
 Every result is checked before it is timed: the engine's through `quantized_matmul` (its default
 choice, or ``--algorithm``) and through the planned launch that is timed, each against a float64
 product of x and the dequantized weights (relative Frobenius error < 1e-2), the baselines against
-the same reference. Times are CUDA-event medians of back-to-back launches (the engine's kernels
-launched as planned, without the call path's host time; "call us": the whole public call repeated,
-its host time included, as a decode loop pays it); "TB/s" counts the packed weights, scales and
-zeros once per call. The table goes to bench/results/<device>/quantized.md (current_tables).
+the same reference. "engine us", "cuBLAS us" and torch's weight-only column are device times in
+CUDA-graph replay (common.replayed: 20 calls a graph, the median of 9 replays): the public call's
+kernels and cuBLAS's, host time removed from both, as a decode loop under CUDA graphs runs them
+(back-to-back launches time the host at these sizes: a 4096 x 4096 cuBLAS call's kernel takes 9 us
+and its launch 15-25); "call us" is the whole public call repeated, host time included (CUDA-event
+medians of back-to-back calls). "TB/s" counts the packed weights, scales and zeros once per call. The table goes to bench/results/<device>/quantized.md (current_tables).
 
     BENCH_RESULTS=$OUT python3 bench/quantized.py              # every row (about 5 minutes on an H100)
     BENCH_RESULTS=$OUT python3 bench/quantized.py --variants   # and the decode tilings at M = 1, 16
@@ -38,6 +40,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import numpy as np  # noqa: E402
 
 import current_tables  # noqa: E402
+from common import replayed  # noqa: E402
 
 SHAPES = ("4096x4096", "14336x4096", "4096x14336", "8192x8192")    # N x K
 INT4_MS = (1, 4, 16, 64, 256, 1024, 4096)
@@ -136,12 +139,10 @@ def variant_rows(engine, torch, cp, row: dict, x, q, ref) -> list[dict]:
     for name, knobs in VARIANTS:
         r = dict(row, variant=f"{name}({', '.join(f'{k}={v}' for k, v in knobs.items())})")
         try:
-            plan, launch, target_, _ = planned(engine, x, q, REGISTRY[name](**knobs))
-            target_.fill_(float("nan"))
-            launch()
-            torch.cuda.synchronize()
-            r["planned_err"] = rel(torch, target_, ref)
-            r["engine_us"] = timed(cp, launch) * 1e6 if r["planned_err"] < TOL else None
+            algorithm = REGISTRY[name](**knobs)
+            r["planned_err"] = rel(torch, engine.quantized_matmul(x, q, algorithm=algorithm), ref)
+            r["engine_us"] = replayed(torch, lambda: engine.quantized_matmul(x, q, algorithm=algorithm)) * 1e6 \
+                if r["planned_err"] < TOL else None
             if r["engine_us"]:
                 r["speedup"] = r["cublas_us"] / r["engine_us"]
                 r["tbps"] = q.nbytes / (r["engine_us"] * 1e-6) / 1e12
@@ -189,14 +190,15 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
     row["tiling"] = f"{g.stage.stage_m}x{g.stage.stage_n}x{g.stage.stage_k}/{plan.config.units}u" + (
         f"/K{plan.config.batch.splits}" if hasattr(plan.config.batch, "splits") else "")
     ok = row["err"] < TOL and row["planned_err"] < TOL
-    row["engine_us"] = timed(cp, launch) * 1e6 if ok else None
+    row["engine_us"] = replayed(torch, lambda: engine.quantized_matmul(x, q, algorithm=args.algorithm)) * 1e6 \
+        if ok else None
     # The whole public call, repeated (host time included: its repeats take the fast path).
     row["call_us"] = timed(cp, lambda: engine.quantized_matmul(x, q, algorithm=args.algorithm)) * 1e6 if ok else None
     # -- cuBLAS bf16, nn.Linear layout -------------------------------------------------------------------
     w_nk = c["w_nk"]
     yb = torch.nn.functional.linear(x, w_nk)
     row["cublas_err"] = rel(torch, yb, ref)
-    row["cublas_us"] = timed(cp, lambda: torch.nn.functional.linear(x, w_nk)) * 1e6
+    row["cublas_us"] = replayed(torch, lambda: torch.nn.functional.linear(x, w_nk)) * 1e6
     # -- torch's weight-only kernels -------------------------------------------------------------------
     row["torch_wo_us"], row["torch_wo_err"] = None, None
     try:
@@ -213,7 +215,7 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
                 c["int4"] = ((good or weights)[0], sz)
             wp, sz = c["int4"]
             row["torch_wo_err"] = rel(torch, torch._weight_int4pack_mm(x, wp, 128, sz), ref)
-            row["torch_wo_us"] = timed(cp, lambda: torch._weight_int4pack_mm(x, wp, 128, sz), 0.02) * 1e6
+            row["torch_wo_us"] = replayed(torch, lambda: torch._weight_int4pack_mm(x, wp, 128, sz), 5, 3) * 1e6
         elif fmt == "int8" and hasattr(torch, "_weight_int8pack_mm"):
             base = c["base"]
             if "int8" not in c:
@@ -222,7 +224,7 @@ def run_row(args, engine, torch, cp, fmt: str, shape: str, m: int, cache: dict) 
                 c["int8"] = (w8, s8)
             w8, s8 = c["int8"]
             row["torch_wo_err"] = rel(torch, torch._weight_int8pack_mm(x, w8, s8), ref)
-            row["torch_wo_us"] = timed(cp, lambda: torch._weight_int8pack_mm(x, w8, s8), 0.02) * 1e6
+            row["torch_wo_us"] = replayed(torch, lambda: torch._weight_int8pack_mm(x, w8, s8), 5, 3) * 1e6
     except Exception as exc:   # noqa: BLE001 -- a baseline this torch lacks is a note, not a failure
         row["torch_wo_note"] = f"{type(exc).__name__}: {str(exc)[:80]}"
     row["weight_bytes"] = q.nbytes

@@ -14,7 +14,7 @@ and each plane's next block in flight while it multiplies (`prefetch`, no extra 
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
-from ..global_.quantized_decode_config import MAX_M_TILES
+from ..global_.quantized_decode_config import MAX_M_TILES, STEP_WORDS
 from ..problem import MatmulProblem
 
 #: Rows of x per cube (8-row tiles).
@@ -24,6 +24,9 @@ ONE_LAUNCH_MAX_M_TILES = 2
 #: Share of the compute units that 32-column cubes must cover for one launch (4096 columns: 128
 #: cubes on 132 multiprocessors).
 ONE_LAUNCH_FILL = 0.9
+#: Rows of K a 16-plane block holds (bench/SELECTION_NOTES.md, "Quantized decode": 8-bit codes at
+#: 4 steps of 16 rows 23.9 us against 2 steps' 25.2, int8 4096 x 14336, M = 1).
+BLOCK_ROWS = 64
 
 
 def strips(problem: MatmulProblem, columns: int) -> int:
@@ -40,7 +43,8 @@ def decode_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     if strips(problem, 64) >= units:
         return {"planes": 8}
     if strips(problem, 32) >= ONE_LAUNCH_FILL * units:
-        return {"planes": 16, "column_loads": 1, "unroll": 2}
+        # Blocks of 64 rows of K whatever the code (a step: 16 rows of 8-bit codes, 32 of int4).
+        return {"planes": 16, "column_loads": 1, "unroll": BLOCK_ROWS // (STEP_WORDS * problem.weights.per_word)}
     return {}
 
 
