@@ -90,22 +90,26 @@ class DecodeConfig(GlobalConfig):
 
 
 def default_prefetch(m_tiles: int) -> bool:
-    """Whether the default tiling keeps the next block in flight while one multiplies: up to two
-    x tiles (M <= 16), where two buffers of half a block take the registers one block took (sm_90a,
-    int4 group 128, bf16: 125 at M = 1, 168 at M = 16); at M = 32 and 64 both buffers spill."""
-    return m_tiles <= 2
+    """Whether the default tiling keeps the next block in flight while one multiplies (two register
+    buffers): never. Measured on the H100 (graph replay, bench/SELECTION_NOTES.md "Quantized decode"),
+    one buffer with as many rows of K won or tied everywhere: the second buffer's registers cost
+    more warps a multiprocessor than its overlap gained (int4 14336 x 4096 M = 16: 17.5 us against
+    22.2; 8-bit: ties). The knob (``prefetch=1``) keeps it."""
+    return False
 
 
 def default_tiling(m_tiles: int, per_word: int, prefetch: bool = False, pairs: bool = False) -> tuple[int, int]:
     """(loads, unroll) for 8-row x tiles: accumulators (2 x loads x m_tiles x 4 registers), x
     (unroll x m_tiles x 4) and weights (unroll x loads x 4) in registers without spilling. ptxas
-    (sm_90a, int4 group 128, bf16): M = 1: 119 registers; M = 16: 162; M = 32 (2, 2): 168; M = 64
-    (1, 1): 166, at (1, 2) 255. 8-bit codes dequantize by float32 arithmetic with more temporaries:
-    fp8 M = 8 at (2, 4) spills on sm_90a, at (2, 2) takes 76 registers: half the unroll. Dequantized
-    by pairs (``pairs``: `DecodeConfig.fast_pairs`) they take no more than int4: 8-bit codes at M = 1
-    / 16 with the next block in flight, (2, 2): 119 / 123 registers (nvcc 13, sm_90a), where (2, 1)
-    spends a fifth more instructions a product on its loads' addresses."""
-    loads, unroll = (2, 4) if m_tiles <= 2 else (2, 2) if m_tiles <= 4 else (1, 1)
+    (sm_90a, int4 group 128, bf16): M = 1 (2, 4): 127 registers; M = 16 (2, 2); M = 32 (2, 2): 168;
+    M = 64 (1, 1): 166, at (1, 2) 255. int4 at 9-16 rows takes (2, 2): (2, 4) measured slower (14336
+    x 4096: 20.9 against 17.5 us; 22016 x 4096: 29.5 against 26.5). 8-bit codes dequantized by pairs
+    (``pairs``: `DecodeConfig.fast_pairs`) take (2, 4) to M = 16 (118-126 registers; 64 rows of K a
+    block, as int4's (2, 2)); by float32 arithmetic (scales of another type) they have more
+    temporaries: fp8 M = 8 at (2, 4) spills on sm_90a, at (2, 2) takes 76 registers: half the unroll.
+    ``prefetch``: two buffers of half a block (the same registers as one block)."""
+    loads, unroll = (2, 4) if m_tiles <= 1 else (2, 2 if per_word == 8 else 4) if m_tiles <= 2 else \
+        (2, 2) if m_tiles <= 4 else (1, 1)
     if prefetch:      # two buffers of a block: the same registers as one twice as long
         unroll = max(1, unroll // 2)
     return loads, max(1, unroll // 2) if per_word == 4 and not pairs else unroll

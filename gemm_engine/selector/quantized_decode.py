@@ -7,9 +7,10 @@ for 8.9 MB; 14336 x 4096: 19.0 us for 31.2 MB), cuBLAS's from about 6.6: the fix
 kernel's structure, not its bandwidth. Split K into 5 ranges, each plane ran two rounds of loads
 then multiplies in lock step with every other plane, and the last cube of a tile waited on a
 device-wide fence and an atomic before adding the ranges. So where the output's columns alone give
-about a cube per multiprocessor, the kernel runs in one launch (no fixup) with more planes per cube
-and each plane's next block in flight while it multiplies (`prefetch`, no extra registers at M <=
-16: the block is half as long).
+about a cube per multiprocessor, the kernel runs in one launch (no fixup) with more planes per cube.
+Measured since: the kernel is bound by the instructions it issues a weight byte (pairs of codes
+dequantized in few: codegen/ptx_dequant.py), and one register buffer with long blocks beats two
+buffers of half blocks (global_/quantized_decode_config.py `default_prefetch`).
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ ONE_LAUNCH_MAX_M_TILES = 2
 #: Share of the compute units that 32-column cubes must cover for one launch (4096 columns: 128
 #: cubes on 132 multiprocessors).
 ONE_LAUNCH_FILL = 0.9
-#: Rows of K a 16-plane block holds (bench/SELECTION_NOTES.md, "Quantized decode": 8-bit codes at
-#: 4 steps of 16 rows 23.9 us against 2 steps' 25.2, int8 4096 x 14336, M = 1).
+#: Rows of K a 16-plane block holds where the cubes outnumber the compute units
+#: (bench/SELECTION_NOTES.md, "Quantized decode": int4 6144 x 4096 M = 8 9.4 us at 64 rows against
+#: 10.8 at 128; 8192 x 8192 M = 1 15.9 / 18.0; fp8 6144 x 4096 M = 8 13.0 at 64 against 16.0).
 BLOCK_ROWS = 64
 
 
@@ -43,8 +45,12 @@ def decode_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     if strips(problem, 64) >= units:
         return {"planes": 8}
     if strips(problem, 32) >= ONE_LAUNCH_FILL * units:
-        # Blocks of 64 rows of K whatever the code (a step: 16 rows of 8-bit codes, 32 of int4).
-        return {"planes": 16, "column_loads": 1, "unroll": BLOCK_ROWS // (STEP_WORDS * problem.weights.per_word)}
+        # Cubes at most one a compute unit: 4 steps a block (fewer loops, registers spare); more
+        # cubes: blocks of 64 rows of K whatever the code (a step: 16 rows of 8-bit codes, 32 of int4),
+        # fewer registers, more cubes resident.
+        few = strips(problem, 32) <= units
+        return {"planes": 16, "column_loads": 1,
+                "unroll": 4 if few else BLOCK_ROWS // (STEP_WORDS * problem.weights.per_word)}
     return {}
 
 

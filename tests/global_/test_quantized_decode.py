@@ -32,9 +32,15 @@ def _sel(**kw):
 def test_setup_picks_the_tiling():
     cfg = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(prefetch=0), SM90)
     assert cfg.stage.stage_m == 8 and cfg.m_tiles == 1 and (cfg.loads, cfg.unroll) == (2, 4) and not cfg.prefetch
-    # At decode sizes the next block is loaded while this one multiplies: two buffers of half a block.
-    ahead = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(), SM90)
+    # One register buffer by default (measured faster); the knob keeps two, of half a block each.
+    default = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(), SM90)
+    assert not default.prefetch and (default.loads, default.unroll) == (2, 4)
+    ahead = QuantizedDecodeGlobalMatmul().setup(_p(m=4), _sel(prefetch=1), SM90)
     assert ahead.prefetch and (ahead.loads, ahead.unroll) == (2, 2)
+    # int4 at 9-16 rows: 2 steps a block; 8-bit codes by pairs: 4 (64 rows of K either way)
+    assert QuantizedDecodeGlobalMatmul().setup(_p(m=16), _sel(), SM90).unroll == 2
+    int8 = WeightFormat("int8", group_size=0, scale="f16_bits")
+    assert QuantizedDecodeGlobalMatmul().setup(_p(m=16, weights=int8), _sel(), SM90).unroll == 4
     assert cfg.stage.stage_n == 64 and cfg.stage.units == 4 * 32 and cfg.kind == "f16"
     assert cfg.fast_pairs and cfg.scratch == 0
     wide = QuantizedDecodeGlobalMatmul().setup(_p(m=40), _sel(planes_along="n"), SM90)

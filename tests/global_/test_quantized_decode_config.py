@@ -50,7 +50,10 @@ def test_reduction_memory():
     assert emulated.shared_memory_bytes == 4 * (cfg.reduce_floats + 4 * 384)
 
 
-@pytest.mark.parametrize("m_tiles, per_word, tiling", [(1, 8, (2, 4)), (2, 8, (2, 4)), (3, 8, (2, 2)), (4, 8, (2, 2)),
-                                                        (8, 8, (1, 1)), (1, 4, (2, 2)), (4, 4, (2, 1)), (8, 4, (1, 1))])
-def test_default_tiling(m_tiles, per_word, tiling):
-    assert default_tiling(m_tiles, per_word) == tiling
+@pytest.mark.parametrize("m_tiles, per_word, pairs, tiling", [
+    (1, 8, False, (2, 4)), (2, 8, False, (2, 2)), (3, 8, False, (2, 2)), (4, 8, False, (2, 2)), (8, 8, False, (1, 1)),
+    (1, 4, False, (2, 2)), (2, 4, False, (2, 2)), (4, 4, False, (2, 1)), (8, 4, False, (1, 1)),
+    (1, 4, True, (2, 4)), (2, 4, True, (2, 4)), (4, 4, True, (2, 2))])
+def test_default_tiling(m_tiles, per_word, pairs, tiling):
+    # 8-bit codes by the float path: half the unroll (temporaries); by pairs: int4's rows of K a block
+    assert default_tiling(m_tiles, per_word, pairs=pairs) == tiling

@@ -31,8 +31,9 @@ def test_strips_count_cubes_of_columns_rows_and_batch():
 @pytest.mark.parametrize("n, m, preset", [
     (14336, 1, {"planes": 8}),                                          # 224 cubes of 64 columns
     (8448, 16, {"planes": 8}),                                          # 132: exactly one a unit
-    (4096, 1, {"planes": 16, "column_loads": 1, "unroll": 2}),          # 64 of 64, 128 of 32 >= 0.9 x 132
-    (8192, 4, {"planes": 16, "column_loads": 1, "unroll": 2}),
+    (4096, 1, {"planes": 16, "column_loads": 1, "unroll": 4}),          # 64 of 64, 128 of 32 >= 0.9 x 132,
+    #                                                                     at most one a unit: 4 steps a block
+    (8192, 4, {"planes": 16, "column_loads": 1, "unroll": 2}),          # 256 of 32: 64 rows of K a block
     (3072, 1, {}),                                                      # 96 of 32: split K instead
     (4096, 17, {}),                                                     # three x tiles: the defaults
 ])
