@@ -24,7 +24,7 @@ def dequant_masked_pair(kind: str, mask: int, magic: int) -> tuple[str, str]:
     ``lop3`` with both constants in registers (written in C, the AND and the OR each take an
     instruction with an immediate: one more per pair)."""
     one = {"f16": "0x3c003c00u", "bf16": "0x3f803f80u"}[kind]
-    return _fn(f"ptx_dequant_pair_{kind}_m{mask:08x}", "unsigned w, unsigned s2, unsigned nz2",
+    return _fn(f"ptx_dequant_pair_{kind}_m{mask:08x}_{magic:08x}", "unsigned w, unsigned s2, unsigned nz2",
                "    unsigned q, d;\n"
                f'    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(q) : "r"(w), "r"({mask:#010x}u), "r"({magic:#010x}u));\n'
                + _pair_fmas(kind, one), ret="unsigned")

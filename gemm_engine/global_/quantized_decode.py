@@ -60,7 +60,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
              Knob("planes_along", "k", "what the planes split: 'k' (the cube's K range, a reduction) or 'n' "
                                        "(the cube's columns: one x read for all of them)"),
              Knob("prefetch", -1, "1: each plane loads its next block while the current one multiplies (two "
-                                  "register buffers), 0: loads then multiplies, -1: chosen by M", (-1, 0, 1)))
+                                  "register buffers), 0: loads then multiplies, -1: the default (one buffer: "
+                                  "quantized_decode_config.default_prefetch)", (-1, 0, 1)))
     buffers = 1
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DecodeConfig:

@@ -45,7 +45,7 @@ class DecodeConfig(GlobalConfig):
     prefetch: bool     # the next block's loads in flight while this one multiplies (two register buffers)
     kind: str          # the activations' 16-bit type: "f16" / "bf16"
     x_vector: bool     # x rows are read as 16-byte (int4) / 8-byte (8-bit) vectors
-    fast_pairs: bool   # int4 pairs dequantized by two 16-bit pair FMAs (`Dialect.dequant_pair`)
+    fast_pairs: bool   # codes dequantized two at a time in 16-bit pairs (codegen/ptx_dequant.py; scales of x's type)
     scratch: int       # shared floats per plane of an emulated plane_mma (0: native)
 
     @property

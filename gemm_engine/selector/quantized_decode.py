@@ -45,12 +45,17 @@ def decode_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     if strips(problem, 64) >= units:
         return {"planes": 8}
     if strips(problem, 32) >= ONE_LAUNCH_FILL * units:
-        # Cubes at most one a compute unit: 4 steps a block (fewer loops, registers spare); more
-        # cubes: blocks of 64 rows of K whatever the code (a step: 16 rows of 8-bit codes, 32 of int4),
-        # fewer registers, more cubes resident.
-        few = strips(problem, 32) <= units
-        return {"planes": 16, "column_loads": 1,
-                "unroll": 4 if few else BLOCK_ROWS // (STEP_WORDS * problem.weights.per_word)}
+        # int4: cubes at most one a compute unit take 4 steps a block (fewer loops, registers spare),
+        # more cubes 64 rows of K (fewer registers, more cubes resident). 8-bit codes (16 rows a
+        # step): 64 rows by pairs of per-column codes (measured), else 2 steps as before (the float
+        # path spills at 4 steps; ptxas gives grouped fp8 64 registers there).
+        w = problem.weights
+        if w.per_word == 8:
+            unroll = 4 if strips(problem, 32) <= units else BLOCK_ROWS // (STEP_WORDS * w.per_word)
+        else:
+            pairs = dialect.supports("dequant_pair") and w.scale_type == problem.lhs and not w.group_size
+            unroll = BLOCK_ROWS // (STEP_WORDS * w.per_word) if pairs else 2
+        return {"planes": 16, "column_loads": 1, "unroll": unroll}
     return {}
 
 

@@ -230,6 +230,9 @@ SOURCE_CASES = [
     ("quantized_decode_split_k", "int4", 128, True, "prepacked", 4, "bfloat16", {}),
     ("quantized_decode", "int8", 0, False, "prepacked", 16, "bfloat16", {}),
     ("quantized_decode", "fp8_e4m3", 0, False, "k_packed", 8, "float16", {}),
+    # the 16-plane preset (4096 + 32 columns): grouped 8-bit codes, and scales of another type (the float path)
+    ("quantized_decode", "fp8_e4m3", 128, False, "prepacked", 1, "bfloat16", {}),
+    ("quantized_decode", "int8", 128, True, "prepacked", 1, "bfloat16", {}),
     ("quantized_double_buffering_mma", "int4", 128, True, "k_packed", 256, "bfloat16", {}),
     ("quantized_simple_mma", "int8", 64, True, "prepacked", 256, "float16", {}),
     ("quantized_simple_unit", "fp8_e4m3", 32, False, "k_packed", 100, "float16", {}),
@@ -270,7 +273,7 @@ def test_cuda_decode_source_structure():
     assert "fma.rn.bf16x2" in src and "cvt.rn.bf16x2.f32" in src  # pair FMAs; scales packed once
     # the prepacked int4 pair: one shift, then mask and magic in one lop3; no conversion instruction
     assert "lop3.b32" in src and "0x000f000fu" in src and "(float)" not in src
-    assert src.count("ptx_dequant_pair_bf16_m000f000f(") >= 1 + 2 * 2 * 2 * 4   # definition + tiles x regs x steps
+    assert src.count("ptx_dequant_pair_bf16_m000f000f_43004300(") >= 1 + 2 * 2 * 2 * 4   # definition + tiles x regs x steps
     # 8-bit codes by pairs too (scales of x's type): a byte permute picks both codes, no float32
     # conversion a code (the old path's f8e4m3_to_f32 / 2^23 + code subtraction a code)
     int8 = cuda_sources()["quantized_decode-int8-0-prepacked-16-bfloat16-sm90"]

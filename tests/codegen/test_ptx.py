@@ -241,6 +241,8 @@ def test_int8_pair_bf16_arithmetic_is_exact():
     """dequant_int8_pair_bf16's arithmetic in numpy: 2^23 + code plus -(2^23 + zero) in float32 is
     code - zero exactly, and its float32's upper half is that number as a bfloat16 (|code - zero|
     < 2^8: at most 8 significant bits), for every code and zero point."""
+    text = ptx_dequant.dequant_int8_pair_bf16()[1]
+    assert "0x4b000000u" in text and "0x7632u" in text       # 2^23's upper bytes; the two upper halves
     codes, zeros = np.meshgrid(np.arange(256, dtype=np.uint32), np.arange(256, dtype=np.uint32))
     read = (0x4B000000 | codes).view(np.float32)
     diff = read + (-(np.float32(2 ** 23) + zeros.astype(np.float32)))

@@ -51,3 +51,14 @@ def test_one_launch_fills():
     assert one_launch_fills(_problem(n=3072), H100) is None             # split K
     assert one_launch_fills(_problem(m=64, n=4096), H100) is None       # M = 64: no one-launch tiling
     assert "64 columns and 8 planes" in one_launch_fills(_problem(m=16, n=14336), H100)
+
+
+@pytest.mark.parametrize("fmt, unroll", [
+    (WeightFormat("int8", 0, False, "bf16_bits", "prepacked"), 4),        # pairs, per column: 64 rows of K
+    (WeightFormat("fp8_e4m3", 0, False, "bf16_bits", "k_packed"), 4),
+    (WeightFormat("fp8_e4m3", 128, False, "bf16_bits", "prepacked"), 2),  # grouped: 4 steps spill (ptxas: 64 regs)
+    (WeightFormat("int8", 0, False, "f16_bits", "prepacked"), 2),         # scales of another type: the float path
+])
+def test_16_plane_blocks_for_8_bit_codes(fmt, unroll):
+    for n in (4096, 6144):       # at most one cube a unit, and more
+        assert decode_preset(_problem(n=n, fmt=fmt), H100) == {"planes": 16, "column_loads": 1, "unroll": unroll}
