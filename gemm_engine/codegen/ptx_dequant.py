@@ -30,11 +30,16 @@ def dequant_masked_pair(kind: str, mask: int, magic: int) -> tuple[str, str]:
                + _pair_fmas(kind, one), ret="unsigned")
 
 
+def _times_scale(kind: str) -> str:
+    """The statement every pair helper ends with: ``d`` times the scale pair ``s2``, rounded once
+    (``+ -0.0`` keeps a zero product's sign)."""
+    return f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
+
+
 def _pair_fmas(kind: str, one: str) -> str:
     """The two pair FMAs of `dequant_pair` (``q`` in, ``d`` out, then returned)."""
     return (f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(q), "r"({one}), "r"(nz2));\n'
-            f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
-            "    return d;")
+            + _times_scale(kind) + "    return d;")
 
 
 #: 2^120 (bf16) and 2^8 (f16) in both halves: an e4m3 code's bits placed in a ``kind`` half
@@ -54,8 +59,7 @@ def dequant_fp8_pair(kind: str) -> tuple[str, str]:
                "    const unsigned t = __byte_perm(w, 0u, sel);\n"
                f"    unsigned d = ((t & 0x007f007fu) << {shift}) | ((t & 0x00800080u) << 8);\n"
                f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"({undo}), "r"(0x80008000u));\n'
-               f'    asm("fma.rn.{kind}x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
-               "    return d;", ret="unsigned")
+               + _times_scale(kind) + "    return d;", ret="unsigned")
 
 
 def dequant_int8_pair_bf16() -> tuple[str, str]:
@@ -68,5 +72,4 @@ def dequant_int8_pair_bf16() -> tuple[str, str]:
                "    const float lo = __uint_as_float(__byte_perm(w, 0x4b000000u, sel_lo)) + __uint_as_float(nz);\n"
                "    const float hi = __uint_as_float(__byte_perm(w, 0x4b000000u, sel_hi)) + __uint_as_float(nz);\n"
                "    unsigned d = __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632u);\n"
-               '    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(d), "r"(s2), "r"(0x80008000u));\n'
-               "    return d;", ret="unsigned")
+               + _times_scale("bf16") + "    return d;", ret="unsigned")

@@ -78,7 +78,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         if m_tiles > MAX_M_TILES:
             raise SetupError(self.name, f"M = {problem.m}: the decode kernel holds at most {8 * MAX_M_TILES} rows "
                                         f"of x (the tiled kernels run larger M)")
-        prefetch = default_prefetch(m_tiles) if selection.prefetch < 0 else bool(selection.prefetch)
+        prefetch = default_prefetch() if selection.prefetch < 0 else bool(selection.prefetch)
         # The pair FMAs round once from exact values only where the scales are of x's own type.
         fast = dialect.supports("dequant_pair") and w.scale_type == problem.lhs
         loads, unroll = default_tiling(m_tiles, w.per_word, prefetch, fast)

@@ -89,7 +89,7 @@ class DecodeConfig(GlobalConfig):
         return 4 * (self.reduce_floats + self.planes * self.scratch)
 
 
-def default_prefetch(m_tiles: int) -> bool:
+def default_prefetch() -> bool:
     """Whether the default tiling keeps the next block in flight while one multiplies (two register
     buffers): never. Measured on the H100 (graph replay, bench/SELECTION_NOTES.md "Quantized decode"),
     one buffer with as many rows of K won or tied everywhere: the second buffer's registers cost
