@@ -18,6 +18,7 @@ from .direct import DirectSelection, DirectVectorAlgorithm  # noqa: F401  (regis
 from .skinny import SkinnyAlgorithm, SkinnySelection, SkinnySplitKAlgorithm  # noqa: F401
 from .split_k import SplitKAlgorithm  # noqa: F401  (registers "split_k" and its members)
 from .quantized_decode import QuantizedDecodeAlgorithm, QuantizedDecodeSplitKAlgorithm  # noqa: F401
+from .quantized_wgmma import QuantizedWgmmaAlgorithm, QuantizedWgmmaSplitKAlgorithm  # noqa: F401
 from .quantized import (QuantizedDoubleBufferingMmaAlgorithm, QuantizedSimpleMmaAlgorithm,  # noqa: F401
                         QuantizedSimpleUnitAlgorithm)
 from .dequantized import (DequantizedPipelinedMmaAlgorithm, DequantizedPipelinedWgmmaAlgorithm,  # noqa: F401

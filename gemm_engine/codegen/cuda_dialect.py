@@ -169,6 +169,11 @@ INLINE unsigned short f32_to_f16(float value) {
         ``overwrite``: D = A B, the accumulators' old values unread)."""
         return f"{self._use(ptx.wgmma(n, k, kind, trans, acc_type, rhs_kind, overwrite))}({acc}, {desc_a}, {desc_b});"
 
+    def wgmma_rs(self, n: int, kind: str, acc: str, a: str, desc_b: str, trans_b: int = 0) -> str:
+        """Statement: one asynchronous 64 x n x 16 warpgroup MMA with A from the four 32-bit
+        registers ``a[0..4)`` (16-bit kinds) and B from shared memory (`ptx.wgmma_rs`)."""
+        return f"{self._use(ptx.wgmma_rs(n, kind, trans_b))}({acc}, {a}, {desc_b});"
+
     def wgmma_fence(self) -> str:
         return f"{self._use(ptx.wgmma_fence())}();"
 

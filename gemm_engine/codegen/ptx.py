@@ -128,6 +128,24 @@ def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "
     return _fn(name, f"{ctype}* acc, unsigned long long desc_a, unsigned long long desc_b", body)
 
 
+def wgmma_rs(n: int, kind: str, trans_b: int) -> tuple[str, str]:
+    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind}`` with the A operand in four
+    32-bit registers per unit (the m64 x k16 fragment: lane (g, t) of warp w holds rows 16w + g and
+    16w + g + 8, k pairs 2t and 2t + 8, as mma.sync's A) and B from shared memory through its
+    descriptor; accumulates into ``acc[0..n/2)`` (scale-d 1), imm-trans-b ``trans_b`` (1: B is
+    N-major). A's registers are read asynchronously: they must keep their values until a
+    ``wgmma.wait_group`` says the batch is done, and a ``wgmma.fence`` must follow their writes."""
+    regs = n // 2
+    regs_list = ", ".join(f"%{i}" for i in range(regs))
+    outs = [f'"+f"(acc[{i}])' for i in range(regs)]
+    ins = [f'"r"(a[{i}])' for i in range(4)] + ['"l"(desc_b)']
+    a = ", ".join(f"%{regs + i}" for i in range(4))
+    body = _asm(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
+                f"{{{regs_list}}}, {{{a}}}, %{regs + 4}, 1, 1, 1, {trans_b};", outs, ins)
+    return _fn(f"ptx_wgmma_rs_m64n{n}k16_f32_{kind}_t{trans_b}",
+               "float* acc, const unsigned* a, unsigned long long desc_b", body)
+
+
 #: wgmma operand kinds without the imm-scale-a / imm-scale-b operands (PTX ISA: the integer kinds).
 _NO_SCALE_KINDS = ("s8", "u8")
 

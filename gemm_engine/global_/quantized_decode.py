@@ -44,6 +44,7 @@ from ..dtypes import PACKED_WORDS
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from .base import GlobalMatmul
+from .dequant_words import fragment_word, scale_registers, scale_statements
 from .quantized_decode_config import (KINDS, MAX_M_TILES, PLANE, STEP_WORDS, DecodeConfig, DecodeRead,
                                       DecodeTiling, default_prefetch, default_tiling)
 from .read.loaders import OperandTile
@@ -217,22 +218,14 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         """Statements: the scales (and zeros) of the lane's columns for row ``k``'s group into slot
         ``slot`` (4 per 16-byte load): ``qd_s`` / ``qd_z`` as float32 (the scale, 2^23 + the zero),
         or for the pair FMAs ``qd_s2`` / ``qd_z2`` (the scale, -(bias + zero) in both halves)."""
-        w = cfg.weights
         lines = []
         for h in range(cfg.loads):
             for c in range(4):
                 i = (slot * cfg.loads + h) * 4 + c
-                col = f"qd_scol{h} + {c}"
-                zero = w.zero_value(d, k, col) if w.zeros else d.literal(w.implicit_zero, "f32")
-                if cfg.fast_pairs:
-                    nz = ("" if w.kind == "fp8_e4m3" else
-                          f" qd_z2{buf}[{i}] = {d.dequant_pair_zero(cfg.kind, zero, w.kind)};")
-                    lines.append(f"{{ const float s = {w.scale_value(d, k, col)}; "
-                                 f"qd_s2{buf}[{i}] = {d.pack16x2(cfg.kind, 's', 's')};{nz} }}")
-                    continue
-                lines.append(f"qd_s{buf}[{i}] = {w.scale_value(d, k, col)};")
-                if w.kind != "fp8_e4m3":
-                    lines.append(f"qd_z{buf}[{i}] = {w.biased_zero(zero)};")
+                names = (f"qd_s2{buf}[{i}]", f"qd_z2{buf}[{i}]") if cfg.fast_pairs else (f"qd_s{buf}[{i}]",
+                                                                                         f"qd_z{buf}[{i}]")
+                lines.append(scale_statements(cfg.weights, d, cfg.kind, cfg.fast_pairs, k, f"qd_scol{h} + {c}",
+                                              *names))
         return lines
 
     def _products(self, cfg: DecodeConfig, d: Dialect, buf: str = "") -> list[str]:
@@ -253,21 +246,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                         word = f"qd_w{buf}[{(u * cfg.loads + h) * 4 + c}]"
                         si = (slot * cfg.loads + h) * 4 + c
                         j = 4 * s + 2 * second
-                        if cfg.fast_pairs and w.bits == 8:
-                            words.append(d.dequant_pair8(w.kind, cfg.kind, word, w.position(j), w.position(j + 1),
-                                                         f"qd_s2{sbuf}[{si}]", f"qd_z2{sbuf}[{si}]"))
-                            continue
-                        if cfg.fast_pairs and w.pair_shift(j) is not None:
-                            words.append(d.dequant_shifted_pair(cfg.kind, word, w.pair_shift(j),
-                                                                f"qd_s2{sbuf}[{si}]", f"qd_z2{sbuf}[{si}]"))
-                            continue
-                        if cfg.fast_pairs:
-                            words.append(d.dequant_pair(cfg.kind, w.pair_bits(word, j), f"qd_s2{sbuf}[{si}]",
-                                                        f"qd_z2{sbuf}[{si}]"))
-                            continue
-                        scale, zero = f"qd_s{sbuf}[{si}]", f"qd_z{sbuf}[{si}]"
-                        words.append(d.pack16x2(cfg.kind, w.value(d, word, j + 1, scale, zero),
-                                                w.value(d, word, j, scale, zero)))
+                        words.append(fragment_word(w, d, cfg.kind, cfg.fast_pairs, word, j, f"qd_s2{sbuf}[{si}]",
+                                                   f"qd_z2{sbuf}[{si}]", f"qd_s{sbuf}[{si}]", f"qd_z{sbuf}[{si}]"))
                     lines.append(f"qd_a[0] = {words[0]}; qd_a[1] = {words[1]}; qd_a[2] = {words[2]}; "
                                  f"qd_a[3] = {words[3]};")
                     for j in range(cfg.m_tiles):
@@ -305,9 +285,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                       f"{u32} qd_x{buf}[{cfg.unroll * cfg.m_tiles * (p // 2)}];"]
             if buf and cfg.scales_per == "once":
                 continue
-            lines += ([f"{u32} qd_s2{buf}[{slots}];"] + ([f"{u32} qd_z2{buf}[{slots}];"] if w.kind != "fp8_e4m3" else [])
-                      if cfg.fast_pairs else
-                      [f"float qd_s{buf}[{slots}];"] + ([f"float qd_z{buf}[{slots}];"] if w.kind != "fp8_e4m3" else []))
+            names = (f"qd_s2{buf}", f"qd_z2{buf}") if cfg.fast_pairs else (f"qd_s{buf}", f"qd_z{buf}")
+            lines += scale_registers(w, d, cfg.fast_pairs, *names, slots)
         if cfg.scales_per == "once":
             lines += self._scales(cfg, d, "0", 0)
         share = 1 if cfg.along_n else cfg.planes    # planes splitting the K range

@@ -1,0 +1,36 @@
+"""``quantized_wgmma``: quantized weights past decode sizes on Hopper, dequantized into wgmma's
+register operand (global_/quantized_wgmma.py: the product transposed, the weights as A built in
+registers from their packed words, x as B in swizzled shared memory), so that no 16-bit copy of
+the weight is ever written; ``quantized_wgmma_split_k`` under the one-launch split-K batch level
+(batch/split_k_fixup.py) where the output's tiles alone leave multiprocessors idle. CUDA sm_90a,
+16-bit activations, the k_packed layout.
+"""
+from __future__ import annotations
+
+from ..batch.split_k_fixup import SplitKFixupBatchMatmul
+from ..global_.quantized_wgmma import QuantizedWgmmaGlobalMatmul
+from ..selector.quantized_wgmma import wgmma_preset
+from .base import Algorithm, register
+
+
+@register
+class QuantizedWgmmaAlgorithm(Algorithm):
+    name = "quantized_wgmma"
+    selection_name = "QuantizedWgmmaSelection"
+    # No tile, stage, loaders or writer: the global level copies x and the packed words itself.
+    tile = stage = lhs_loader = rhs_loader = writer = None
+    global_ = QuantizedWgmmaGlobalMatmul
+
+    def select(self, problem, dialect):
+        return wgmma_preset(problem, dialect)
+
+
+#: The level's knobs (warpgroups, a_tiles, tokens, stages) and the batch level's.
+QuantizedWgmmaSelection = QuantizedWgmmaAlgorithm.selection_class
+
+
+@register
+class QuantizedWgmmaSplitKAlgorithm(QuantizedWgmmaAlgorithm):
+    name = "quantized_wgmma_split_k"
+    selection_name = "QuantizedWgmmaSplitKSelection"
+    batch = SplitKFixupBatchMatmul

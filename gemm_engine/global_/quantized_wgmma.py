@@ -1,0 +1,330 @@
+"""Quantized wgmma global matmul: ``x (M, K) @ W (K, N)`` with W quantized, on Hopper's warpgroup
+MMA with the dequantized weights as its register operand, for the sizes past decode (M of about 32
+to a few thousand) where each weight value serves many rows of x.
+
+The product is computed transposed, as the decode level computes it (quantized_decode.py):
+``out^T (N x M) = W^T (N x K) @ x^T``. wgmma takes its A operand (64 rows x 16 of K) from registers
+and only B from shared memory, so the weights become A, built in registers from their packed words
+by the decode level's pair arithmetic (dequant_words.py) and never written back as 16-bit values,
+and x becomes B, its rows (``tokens`` of them a cube: the instruction's n) in the 128-byte-swizzled
+K-major layout the dense wgmma kernels give their operands (`SwizzledChunkLoader`, whose copies this
+level issues).
+
+A cube has ``warpgroups`` warpgroups of 128 units, each owning ``a_tiles`` A tiles of 64 weight
+columns, so ``64 * a_tiles * warpgroups`` output columns and ``tokens`` output rows. Every unit
+takes part in the copies: a ring of ``stages`` slots, each 64 rows of K of x (swizzled) and the
+same rows of the weight's packed words (the cube's columns, row by row), filled by ``cp.async``
+``stages - 2`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
+of warp w: columns ``16 w + g`` and ``+ 8`` of each tile, rows of K ``2t, 2t + 1`` and ``2t + 8,
+2t + 9`` of each 16: one pair of codes of one word each, the word shifted once so that the pair is
+its lowest), dequantizes them into one of two A register buffers, fences, issues the slot's wgmma
+batch (4 steps x ``a_tiles``) and waits until only that batch is pending. So a slot's conversion
+runs while the tensor cores multiply the one before, and an A buffer or slot is rewritten only
+after the batch that read it is done:
+
+    prologue: slots 0 .. P-1 (P = stages - 2), one cp.async group each
+    block i:  cp.async.wait_group P-1; fence.proxy.async; barrier (slot i is there for all; every
+              warpgroup is past block i-1's wait, so batch i-2 is done and slot i+P's last
+              reader with it)
+              copies of block i+P into its slot, commit
+              A buffer i % 2 <- block i's words (the scales loaded during block i-1)
+              scales of block i+1 into scale buffer (i+1) % 2 (their latency hidden by the batch)
+              wgmma.fence; the batch; commit; wgmma.wait_group 1
+    (blocks in pairs, one per A buffer, unconditionally: see `body`)
+
+The scales: one per (group, column), loaded per lane from global memory (L2) for its columns.
+Stores: each accumulator straight from its register through the epilogue (`GlobalMatmul.store`).
+
+Bounds: x rows past M and K are copied as zeros (never stored, and zero products); weight word rows
+past K and column groups past N as zeros (those columns never stored); the scales' column and row
+clamped to the last. Packed rows are padded to whole 16 bytes (quant/codes.py `WORD_PITCH`) and
+prepacked strips are whole 64 columns, so a copy that starts before N reads inside the weight.
+"""
+from __future__ import annotations
+
+import math
+
+from ..codegen.dialect import Dialect
+from ..compose.selection import Knob
+from ..dtypes import PACKED_WORDS
+from ..errors import SetupError
+from ..problem import Layout, MatmulProblem
+from ..tile.wgmma import ATOM_BYTES, SwizzledOperandLayout, check_wgmma_device
+from .base import GlobalMatmul
+from .dequant_words import fragment_word, scale_registers, scale_statements
+from .quantized_decode_config import DecodeRead, DecodeTiling, KINDS
+from .quantized_wgmma_config import A_ROWS, BLOCK_K, WARPGROUP, QuantizedWgmmaConfig
+from .read.loaders import OperandTile
+from .read.swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
+
+#: Accumulator registers a unit may hold (a_tiles x tokens / 2): with two A buffers, the scales and
+#: the addresses, ptxas stays near 200 of the 255 a unit can have.
+MAX_ACCUMULATORS = 128
+
+
+class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
+    """Copies x and the packed words itself (its x copies are a `SwizzledChunkLoader`'s): no stage,
+    loaders or writer of the algorithm's."""
+
+    name = "quantized_wgmma_global"
+    uses = ()
+    reads_quantized = True
+    knobs = (Knob("warpgroups", 2, "warpgroups per cube (128 units each)"),
+             Knob("a_tiles", 1, "64-column A tiles per warpgroup"),
+             Knob("tokens", 0, "rows of x per cube, the instruction's n: a multiple of 32 up to 256 (0: "
+                               "chosen by M)"),
+             Knob("stages", 4, "slots of the shared-memory ring (stages - 2 in flight)"))
+    x_loader = SwizzledChunkLoader()
+
+    def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> QuantizedWgmmaConfig:
+        check_wgmma_device(self.name, dialect)
+        w = problem.weights
+        if w is None:
+            raise SetupError(self.name, "reads quantized weights; this problem's rhs is dense")
+        if problem.lhs.name not in KINDS or problem.rhs != problem.lhs:
+            raise SetupError(self.name, f"{problem.lhs.name} activations: wgmma's register operand takes 16-bit "
+                                        f"values (float16, bfloat16)")
+        g = w.group_size
+        if g and (g % 16 or (g < BLOCK_K and BLOCK_K % g) or (g > BLOCK_K and g % BLOCK_K)):
+            raise SetupError(self.name, f"group_size={g}: a multiple of 16 rows of K that divides or is a multiple "
+                                        f"of the {BLOCK_K} rows of a slot")
+        warpgroups, a_tiles, stages = selection.warpgroups, selection.a_tiles, selection.stages
+        x_layout = Layout(problem.lhs_layout)
+        tokens = selection.tokens or default_tokens(problem.m, 64 if x_layout is Layout.COL else 32)
+        for label, value in (("warpgroups", warpgroups), ("a_tiles", a_tiles), ("stages", stages),
+                             ("tokens", tokens)):
+            if not isinstance(value, int) or value < 1:
+                raise SetupError(self.name, f"{label}={value!r} must be a positive int")
+        if 8 % a_tiles:
+            raise SetupError(self.name, f"a_tiles={a_tiles}: 1, 2, 4 or 8 (the units copy whole word rows)")
+        if warpgroups > 2:
+            raise SetupError(self.name, f"warpgroups={warpgroups}: at most 2")
+        if tokens % 32 or tokens > 256:
+            raise SetupError(self.name, f"tokens={tokens}: a multiple of 32 up to 256 (wgmma's n)")
+        if x_layout is Layout.COL and tokens % 64:
+            raise SetupError(self.name, f"tokens={tokens}: a column-major x is copied in atoms of 64 rows")
+        if a_tiles * tokens // 2 > MAX_ACCUMULATORS:
+            raise SetupError(self.name, f"a_tiles={a_tiles} x tokens={tokens}: {a_tiles * tokens // 2} accumulators "
+                                        f"a unit; at most {MAX_ACCUMULATORS}")
+        if stages < 3:
+            raise SetupError(self.name, f"stages={stages}: at least 3 (one slot in flight)")
+        stage_n = A_ROWS * a_tiles * warpgroups
+        units = WARPGROUP * warpgroups
+        stage_k = BLOCK_K * g // math.gcd(BLOCK_K, g) if g else BLOCK_K
+        stage = DecodeTiling(stage_m=tokens, stage_n=stage_n, stage_k=stage_k, units=units)
+        check_m, check_n, check_k = problem.m % tokens != 0, problem.n % stage_n != 0, problem.k % BLOCK_K != 0
+        swizzle = SwizzledOperandLayout(mn_major=x_layout is Layout.COL, extent=tokens, stage_k=BLOCK_K)
+        x_tile = SwizzledOperandTile("lhs", problem.lhs, x_layout, tokens, BLOCK_K, check_m, check_k, 0,
+                                     k_along_rows=False, smem_word=problem.lhs.storage, align=problem.lhs_align,
+                                     extent=problem.k if x_layout is Layout.ROW else problem.m, swizzle=swizzle)
+        rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, BLOCK_K, stage_n, check_k, check_n, 0,
+                                     k_along_rows=True, weights=w))
+        cfg = QuantizedWgmmaConfig(stage=stage, lhs_loader=self.x_loader.setup(x_tile, units), rhs_loader=rhs,
+                                   out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k, weights=w,
+                                   warpgroups=warpgroups, a_tiles=a_tiles, tokens=tokens, stages=stages,
+                                   kind=KINDS[problem.lhs.name],
+                                   fast_pairs=dialect.supports("dequant_pair") and w.scale_type == problem.lhs,
+                                   x_layout=swizzle)
+        if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
+            raise SetupError(self.name, f"{stages} slots of {cfg.slot_bytes} bytes exceed the device's "
+                                        f"{dialect.device.max_shared_memory} bytes of shared memory")
+        return cfg
+
+    # -- codegen -------------------------------------------------------------------------------------
+    def shared_declarations(self, cfg: QuantizedWgmmaConfig, d: Dialect) -> str:
+        return "\n".join([
+            d.dynamic_shared("qw_ring"),
+            f"const unsigned qw_ring_base = ({d.shared_address('qw_ring')} + {ATOM_BYTES - 1}u) & ~{ATOM_BYTES - 1}u;",
+            # The same bytes through a generic pointer: the lanes' reads of the weight words.
+            f"const unsigned char* qw_ring_ptr = qw_ring + (qw_ring_base - {d.shared_address('qw_ring')});",
+        ])
+
+    def _a_columns(self, cfg: QuantizedWgmmaConfig) -> str:
+        """Expression: the cube column of the lane's first A row (tile 0, row g)."""
+        return f"{A_ROWS * cfg.a_tiles} * qw_wg + 16 * qw_warp + qw_g"
+
+    def _weight_copies(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, slot: str) -> list[str]:
+        """Statements: this unit's 16-byte copies of the block's packed words (``qw_kw``: its first
+        word row) into slot ``slot``."""
+        chunks_per_row = cfg.stage.stage_n // 4
+        step = cfg.stage.units // chunks_per_row
+        lines = []
+        for task in range(-(-cfg.word_rows // step)):
+            row = f"qw_wrow + {task * step}"
+            conds = [f"{row} < {cfg.word_rows}"] if (task + 1) * step > cfg.word_rows else []
+            valid = [f"qw_kw + {row} < qw_kwords"] + ([f"qw_wcol < {scope.n}"] if cfg.check_n else [])
+            src = f"{scope.rhs.ptr} + {cfg.weights.word_index(f'qw_kw + {row}', 'qw_wcol', scope.rhs.ld)}"
+            dst = f"{slot} + {cfg.x_bytes}u + (unsigned)(({row}) * {4 * cfg.row_words} + 16 * qw_wchunk)"
+            copy = d.cp_async("cg", 16, dst, f"({' && '.join(valid)}) ? {src} : {scope.rhs.ptr}",
+                              f"({' && '.join(valid)}) ? 16 : 0")
+            lines.append(f"if ({' && '.join(conds)}) {copy}" if conds else copy)
+        return lines
+
+    def _issue(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str) -> str:
+        """Statement: every copy of block ``block`` into its slot (x's pointer moves on by a block)."""
+        slot = f"(qw_ring_base + (unsigned)(({block}) % {cfg.stages}) * {cfg.slot_bytes}u)"
+        x = self.x_loader
+        return "\n".join([
+            "{",
+            f"const i64 qw_kw = ({block}) * {cfg.word_rows};",
+            x.issue(cfg.lhs_loader, d, scope.lhs, slot, scope.m0, f"({block}) * {BLOCK_K}", scope.m, scope.k),
+            x.commit(cfg.lhs_loader, d, slot),      # x's register path (rows not 4-byte aligned): stored now
+            x.advance(cfg.lhs_loader, scope.lhs, BLOCK_K),
+            *self._weight_copies(cfg, d, scope, slot),
+            "}"])
+
+    def _scales(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf: int) -> list[str]:
+        """Statements: the scales of the lane's columns for block ``block`` into buffer ``buf``."""
+        lines = []
+        for q in range(cfg.scale_rows):
+            k = f"({block}) * {BLOCK_K} + {q * cfg.weights.group_size}" if cfg.scales_per == "step" else \
+                f"({block}) * {BLOCK_K}"
+            k = f"(({k}) < {scope.k} ? ({k}) : {scope.k} - 1)"
+            for r in range(cfg.a_tiles):
+                for h in range(2):
+                    i = self._scale_index(cfg, q, r, h)
+                    col = f"qw_scol{r}{h}"
+                    lines.append(scale_statements(cfg.weights, d, cfg.kind, cfg.fast_pairs, k, col,
+                                                  f"qw_s{buf}[{i}]", f"qw_z{buf}[{i}]"))
+        return lines
+
+    @staticmethod
+    def _scale_index(cfg: QuantizedWgmmaConfig, q: int, r: int, h: int) -> int:
+        return (q * cfg.a_tiles + r) * 2 + h
+
+    def _dequantize(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
+        """Statements: A buffer ``buf`` from block ``block``'s words (scale buffer ``buf``)."""
+        w, p = cfg.weights, cfg.per_word
+        words = f"((const unsigned*)(qw_ring_ptr + (({block}) % {cfg.stages}) * {cfg.slot_bytes} + {cfg.x_bytes}))"
+        sbuf = 0 if cfg.scales_per == "once" else buf
+        lines = []
+        for s in range(BLOCK_K // 16):
+            q = (16 * s) // w.group_size if cfg.scales_per == "step" else 0
+            for r in range(cfg.a_tiles):
+                regs = []
+                for reg in range(4):        # a0: row g, k 2t..; a1: row g + 8; a2, a3: k 2t + 8..
+                    h, second = reg % 2, reg // 2
+                    krow = (16 * s + 8 * second) // p          # the word row of k 16s + 8 second (+ 2t)
+                    at = f"qw_woff + {krow * cfg.row_words + A_ROWS * r + 8 * h}"
+                    word = f"({words}[{at}] >> qw_shift)"
+                    i = self._scale_index(cfg, q, r, h)
+                    regs.append(fragment_word(w, d, cfg.kind, cfg.fast_pairs, word, 0, f"qw_s{sbuf}[{i}]",
+                                              f"qw_z{sbuf}[{i}]", f"qw_s{sbuf}[{i}]", f"qw_z{sbuf}[{i}]"))
+                base = self._a_index(cfg, s, r)
+                lines.append(" ".join(f"qw_a{buf}[{base + j}] = {v};" for j, v in enumerate(regs)))
+        return lines
+
+    @staticmethod
+    def _a_index(cfg: QuantizedWgmmaConfig, s: int, r: int) -> int:
+        return (s * cfg.a_tiles + r) * 4
+
+    def _batch(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
+        """Statements: the block's wgmma batch on A buffer ``buf``, committed."""
+        # Every A value computed before the fence: ptxas serializes the batch (waits after each
+        # instruction) if anything defines an A register between the fence and the commit.
+        lines = [d.pin_registers(f"(int*)qw_a{buf}", 4 * cfg.a_tiles * (BLOCK_K // 16), "i32"), d.wgmma_fence()]
+        trans = 1 if cfg.x_layout.mn_major else 0
+        for s in range(BLOCK_K // 16):
+            desc = (f"qw_xdesc0 + (unsigned long long)(((({block}) % {cfg.stages}) * {cfg.slot_bytes} + "
+                    f"{cfg.x_layout.tile_offset_bytes(0, 16 * s)}) >> 4)")
+            for r in range(cfg.a_tiles):
+                lines.append(d.wgmma_rs(cfg.tokens, cfg.kind, f"qw_acc + {r * cfg.tokens // 2}",
+                                        f"qw_a{buf} + {self._a_index(cfg, s, r)}", desc, trans))
+        return lines + [d.wgmma_commit()]
+
+    def _block(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf: int) -> str:
+        ahead = cfg.stages - 2
+        scales = [] if cfg.scales_per == "once" else self._scales(cfg, d, scope, f"{block} + 1", 1 - buf)
+        return "\n".join([
+            "{",
+            d.cp_async_wait(ahead - 1),
+            d.fence_proxy_async(),
+            "SYNC_CUBE();",
+            f"if ({block} + {ahead} < qw_blocks) {self._issue(cfg, d, scope, f'{block} + {ahead}')}",
+            d.cp_async_commit(),
+            *self._dequantize(cfg, d, block, buf),
+            *scales,
+            *self._batch(cfg, d, block, buf),
+            d.wgmma_wait(1),
+            "}"])
+
+    def body(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> str:
+        w, p = cfg.weights, cfg.per_word
+        accs = cfg.a_tiles * cfg.tokens // 2
+        a_regs = 4 * cfg.a_tiles * (BLOCK_K // 16)
+        scale_count = cfg.scale_rows * cfg.a_tiles * 2
+        listener = self.chain()
+        chunks_per_row = cfg.stage.stage_n // 4
+        # The lane's pair (rows 2u, 2u + 1 of its words, u = t for int4, t % 2 for 8-bit codes) moved
+        # to where rows 0 and 1 lie: linear in u in either layout (`WeightFormat.position`).
+        u = "qw_t" if p == 8 else "(qw_t & 1)"
+        shift = f"{w.bits * w.position(2)} * {u}"
+        lines = [
+            *self.kernel_start(listener),
+            f"const int qw_wg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP}')};",
+            "const int qw_lane = UNIT_ID % 32, qw_warp = (UNIT_ID / 32) % 4;",
+            "const int qw_g = qw_lane >> 2, qw_t = qw_lane & 3;",
+            f"const unsigned qw_shift = {shift};",
+            # The lane's first word of a slot: its word row (8-bit codes: t / 2 rows on) and column.
+            f"const int qw_woff = {'(qw_t >> 1) * ' + str(cfg.row_words) + ' + ' if p == 4 else ''}"
+            f"{self._a_columns(cfg)};",
+            f"const int qw_wchunk = UNIT_ID % {chunks_per_row}, qw_wrow = UNIT_ID / {chunks_per_row};",
+            f"const i64 qw_wcol = {scope.n0} + 4 * qw_wchunk;",
+            f"const i64 qw_kwords = ({scope.k} + {p - 1}) / {p};",
+            f"const i64 qw_blocks = ({scope.k} + {BLOCK_K - 1}) / {BLOCK_K};",
+            f"const unsigned long long qw_xdesc0 = {cfg.x_layout.descriptor('qw_ring_base')};",
+            self.x_loader.declare(cfg.lhs_loader, d, scope.lhs, scope.m0, "0"),
+        ]
+        for r in range(cfg.a_tiles):
+            for h in range(2):
+                col = f"{scope.n0} + {self._a_columns(cfg)} + {A_ROWS * r + 8 * h}"
+                col = f"({col} < {scope.n} ? {col} : {scope.n} - 1)" if cfg.check_n else col
+                lines.append(f"const i64 qw_scol{r}{h} = {col};")
+        lines += [f"float qw_acc[{accs}];",
+                  f"for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] = 0.0f;",
+                  f"{d.c_type('u32')} qw_a0[{a_regs}], qw_a1[{a_regs}];"]
+        for buf in ((0,) if cfg.scales_per == "once" else (0, 1)):
+            lines += scale_registers(w, d, cfg.fast_pairs, f"qw_s{buf}", f"qw_z{buf}", scale_count)
+        lines += self._scales(cfg, d, scope, "0", 0)
+        lines += [f"if ({i} < qw_blocks) {self._issue(cfg, d, scope, str(i))}\n{d.cp_async_commit()}"
+                  for i in range(cfg.stages - 2)]
+        lines += [
+            # Blocks in pairs, the A buffers taking turns; a last odd block after. No block is
+            # conditional inside the loop: ptxas must see each buffer's batch retired (by the other
+            # block's wait) on every path before the buffer is written again, or it serializes.
+            "i64 qw_b = 0;",
+            "for (; qw_b + 1 < qw_blocks; qw_b += 2) {",
+            self._block(cfg, d, scope, "qw_b", 0),
+            self._block(cfg, d, scope, "qw_b + 1", 1),
+            "}",
+            f"if (qw_b < qw_blocks) {self._block(cfg, d, scope, 'qw_b', 0)}",
+            d.wgmma_wait(0),
+            d.pin_registers("qw_acc", accs),
+            d.cp_async_wait_all(),
+            *self.before_store(listener),
+        ]
+        return "\n".join(lines + self._stores(cfg, d, scope))
+
+    def _stores(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
+        """Each accumulator through the epilogue: register 4j + e of tile r holds output row (token)
+        ``8j + 2t + e % 2`` and column ``16 w + g + 8 (e / 2)`` of the tile."""
+        lines = []
+        for r in range(cfg.a_tiles):
+            for j in range(cfg.tokens // 8):
+                for e in range(4):
+                    row = f"{8 * j} + 2 * qw_t + {e & 1}"
+                    col = f"{self._a_columns(cfg)} + {A_ROWS * r + 8 * (e >> 1)}"
+                    lines.append(self.store(cfg, d, scope, row, col, f"qw_acc[{r * cfg.tokens // 2 + 4 * j + e}]"))
+        return lines
+
+
+def default_tokens(m: int, multiple: int = 32) -> int:
+    """Rows of x per cube for M rows: all of them up to 256 (each weight value dequantized once a
+    cube serves them all), in ``multiple``s (32; a column-major x's atoms: 64); past 256, 128 (more
+    cubes, half the accumulators)."""
+    if m <= 256:
+        return max(multiple, -(-m // multiple) * multiple)
+    return 128
+
+
+__all__ = ["QuantizedWgmmaGlobalMatmul", "default_tokens"]

@@ -1,0 +1,212 @@
+"""The quantized wgmma kernel (quantized weights past decode sizes on Hopper): numerics on an sm_90
+GPU (skipped elsewhere: wgmma has no emulation), its refusals, and its CUDA sources (sm_90a: no
+spills, and no wgmma batch that ptxas serializes).
+
+References are float64 products with the weights rounded once to x's 16-bit type (what the A
+fragments hold); the errors left are the output's rounding. Cases cover every axis at least once:
+int4 / int8 / fp8, zeros or not, groups of 32 (two a slot), 64, 128 and per column, both 16-bit
+types, scales of another type (the float path), M, N and K ragged against every tile, x
+column-major and 2-byte aligned, two A tiles a warpgroup, one warpgroup, split K, a batch and a
+fused epilogue."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_compile import compile_jobs, jobs_by_suffix, nvcc_or_skip, prefetched, spill_problems_of
+from gemm_engine.algorithms import REGISTRY
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32
+from gemm_engine.errors import SetupError
+from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.quant import WeightFormat, quantize
+from helpers import BF16, TOLERANCE, np_dtype, rel_error
+
+
+def _hopper_or_skip(engine):
+    cc = engine.device.compute_capability
+    if engine.backend != "cuda" or cc is None or cc[0] != 9:
+        pytest.skip("wgmma runs on CUDA sm_90 only (the sources are compile-checked below)")
+
+
+def weight(rng, k, n):
+    return rng.standard_normal((k, n)) * rng.uniform(0.05, 20.0, size=(k, 1))
+
+
+#: (format, symmetric, group, M, K, N, dtype, knobs)
+CASES = [
+    ("int4", False, 128, 256, 1024, 256, "bfloat16", {}),                        # whole tiles
+    ("int4", True, 128, 100, 300, 200, "float16", {}),                           # every axis ragged
+    ("int4", False, 32, 37, 200, 130, "bfloat16", {}),                           # two groups a slot
+    ("int4", True, None, 300, 257, 129, "bfloat16", dict(a_tiles=2)),            # per column, tokens 128 x 3
+    ("int4", False, 64, 64, 512, 320, "bfloat16", dict(warpgroups=1, stages=3)),
+    ("int8", False, 64, 130, 448, 196, "bfloat16", {}),
+    ("int8", True, None, 64, 130, 72, "float16", dict(tokens=96)),
+    ("fp8_e4m3", True, 128, 200, 640, 136, "bfloat16", {}),
+    ("fp8_e4m3", True, None, 33, 100, 64, "float16", {}),
+    ("int4", False, 128, 80, 384, 192, "bfloat16", dict(scales="float16")),      # the float path
+    ("int8", True, 32, 70, 200, 100, "float16", dict(scales="bfloat16")),
+    ("int4", False, 128, 256, 600, 300, "bfloat16", dict(layout="prepacked")),
+    ("int8", False, 64, 48, 256, 100, "float16", dict(layout="prepacked")),
+    ("fp8_e4m3", True, 32, 160, 320, 64, "bfloat16", dict(layout="prepacked", scales="float16")),
+]
+
+
+def run(engine, rng, kind, symmetric, group, m, k, n, dtype, algorithm="quantized_wgmma", scales=None,
+        x_layout="row", batch=(), epilogue=None, layout="k_packed", **knobs):
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    q = quantize(weight(rng, k, n), kind, group, symmetric, scale_dtype=scales or dtype)
+    q = q.prepack() if layout == "prepacked" else q
+    x = rng.standard_normal((*batch, m, k)).astype(np_dtype(dtype))
+    if x_layout == "col":
+        x = np.asfortranarray(x)
+    alg = REGISTRY[algorithm](**knobs)
+    out = np.full((*batch, m, n), np.nan, np_dtype(dtype))          # poisoned: unwritten elements fail
+    y = engine.quantized_matmul(x, q, algorithm=alg, out=out, **(epilogue or {}))
+    assert engine.last_choice[0].name == algorithm
+    ref = np.asarray(x, np.float64) @ q.dequantize(rounded_to=dtype).astype(np.float64)
+    if epilogue:
+        ref = ref + np.asarray(epilogue["bias"], np.float64)
+    got = np.asarray(y)
+    assert not np.isnan(got.astype(np.float64)).any()
+    err = rel_error(got, ref)
+    assert err <= TOLERANCE[dtype], f"relative error {err:.3e}"
+    return engine.last_choice[1].batch.global_
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(str(v) for v in c[:7]) + "".join(
+    f"-{k}{v}" for k, v in c[7].items()))
+def test_quantized_wgmma(engine, rng, case):
+    _hopper_or_skip(engine)
+    *args, knobs = case
+    run(engine, rng, *args, **knobs)
+
+
+def test_split_k_column_major_x_batch_and_bias(engine, rng):
+    _hopper_or_skip(engine)
+    run(engine, rng, "int4", False, 128, 64, 4096, 256, "bfloat16", "quantized_wgmma_split_k", split_k=4)
+    assert engine.last_choice[1].batch.splits == 4
+    g = run(engine, rng, "int4", True, 64, 128, 320, 136, "float16", x_layout="col")
+    assert g.x_layout.mn_major
+    run(engine, rng, "int8", False, 64, 40, 192, 72, "bfloat16", batch=(3,))
+    bias = rng.standard_normal(200).astype(np.float32)
+    run(engine, rng, "int4", False, 128, 96, 256, 200, "bfloat16", epilogue={"bias": bias})
+
+
+def test_unaligned_x_takes_the_register_path(engine, rng):
+    """x rows starting at odd elements: the copies go through registers (2-byte pieces)."""
+    _hopper_or_skip(engine)
+    q = quantize(weight(rng, 128, 64), "int4", 64, False, scale_dtype="float16")
+    x = rng.standard_normal((70, 129)).astype(np.float16)[:, 1:]
+    y = engine.quantized_matmul(x, q, algorithm=REGISTRY["quantized_wgmma"]())
+    ref = x.astype(np.float64) @ q.dequantize(rounded_to="float16").astype(np.float64)
+    assert rel_error(np.asarray(y), ref) <= TOLERANCE["float16"]
+
+
+@pytest.mark.parametrize("kind, group, layout", [("int4", 128, "k_packed"), ("int4", 32, "prepacked"),
+                                                 ("int8", None, "k_packed"), ("int8", 64, "prepacked"),
+                                                 ("fp8_e4m3", 64, "k_packed"), ("fp8_e4m3", None, "prepacked")])
+def test_each_weight_rounded_once_exactly(engine, rng, kind, group, layout):
+    """One-hot rows of x pick rows of the weight: each output must be the weight as
+    ``dequantize(rounded_to=...)`` gives it, bit for bit (fp8 subnormal codes included)."""
+    _hopper_or_skip(engine)
+    if BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    k, n, m = 256, 136, 64
+    w = rng.standard_normal((k, n)) * np.logspace(-4, 0, k)[rng.permutation(k)][:, None]
+    q = quantize(w, kind, group, kind != "int4", scale_dtype="bfloat16")
+    q = q.prepack() if layout == "prepacked" else q
+    rows = rng.permutation(k)[:m]
+    x = np.zeros((m, k), BF16)
+    x[np.arange(m), rows] = 1
+    y = engine.quantized_matmul(x, q, algorithm=REGISTRY["quantized_wgmma"]())
+    assert engine.last_choice[1].batch.global_.fast_pairs
+    want = q.dequantize(rounded_to="bfloat16")[rows].astype(np.float64)
+    got = np.asarray(y).astype(np.float64)
+    assert np.array_equal(got, want), np.argwhere(got != want)[:5]
+
+
+def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, scale="bf16_bits"), align=8,
+             layout=Layout.ROW):
+    return MatmulProblem(1, m, n, k, et, et, et, lhs_align=align, weights=fmt, lhs_layout=layout)
+
+
+@pytest.mark.parametrize("problem, knobs, words", [
+    (_problem(et=FLOAT32), {}, "16-bit"),
+    (_problem(fmt=None), {}, "quantized weights"),
+    (_problem(fmt=WeightFormat("int4", 48, scale="bf16_bits")), {}, "group_size=48"),
+    (_problem(), dict(tokens=48), "multiple of 32"),
+    (_problem(), dict(tokens=256, a_tiles=2), "accumulators"),
+    (_problem(), dict(a_tiles=3), "a_tiles=3"),
+    (_problem(), dict(warpgroups=3), "at most 2"),
+    (_problem(), dict(stages=2), "stages=2"),
+    (_problem(layout=Layout.COL), dict(tokens=96), "atoms of 64"),
+    (_problem(), dict(stages=12), "shared memory"),
+])
+def test_refusals(problem, knobs, words):
+    with pytest.raises(SetupError, match=words):
+        REGISTRY["quantized_wgmma"](**knobs).setup(problem, dialect_for(nominal_cuda_device(9, 0)))
+
+
+def test_refused_off_hopper():
+    for cc in ((8, 0), (10, 0)):
+        with pytest.raises(SetupError, match="wgmma"):
+            REGISTRY["quantized_wgmma"]().setup(_problem(), dialect_for(nominal_cuda_device(*cc)))
+
+
+# -- CUDA sources ----------------------------------------------------------------------------------
+SOURCE_CASES = [
+    ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, {}),
+    ("quantized_wgmma", "int4", 32, False, 64, "float16", Layout.ROW, {}),
+    ("quantized_wgmma", "int4", 0, True, 1000, "bfloat16", Layout.ROW, dict(a_tiles=2)),
+    ("quantized_wgmma", "int8", 64, False, 128, "bfloat16", Layout.ROW, {}),
+    ("quantized_wgmma", "fp8_e4m3", 128, False, 200, "float16", Layout.COL, {}),
+    ("quantized_wgmma_split_k", "int4", 128, False, 64, "bfloat16", Layout.ROW, {}),
+    ("quantized_wgmma", "int4", 128, False, 96, "bfloat16", Layout.ROW, dict(scales="f16_bits")),
+    ("quantized_wgmma", "int4", 128, False, 256, "bfloat16", Layout.ROW, dict(layout="prepacked")),
+    ("quantized_wgmma", "int8", 0, True, 128, "float16", Layout.ROW, dict(layout="prepacked", a_tiles=2)),
+]
+
+
+def cuda_sources() -> dict:
+    out = {}
+    d = dialect_for(nominal_cuda_device(9, 0))
+    for name, kind, group, zeros, m, dtype, layout, knobs in SOURCE_CASES:
+        knobs = dict(knobs)
+        et = {"bfloat16": BFLOAT16, "float16": FLOAT16}[dtype]
+        scale = knobs.pop("scales", "bf16_bits" if dtype == "bfloat16" else "f16_bits")
+        words = knobs.pop("layout", "k_packed")
+        fmt = WeightFormat(kind, group, zeros and kind != "fp8_e4m3", scale, words)
+        alg = REGISTRY[name](**knobs)
+        cfg = alg.setup(_problem(m=m, n=4096 + 40, k=4096 + 72, et=et, fmt=fmt, layout=layout), d)
+        out[f"{name}-{kind}-{group}-{m}-{dtype}-{layout.value}-{scale}-{words}-sm90"] = alg.render(cfg, d)
+    return out
+
+
+def _jobs():
+    return jobs_by_suffix(cuda_sources())
+
+
+@prefetched(_jobs)
+def test_cuda_sources_compile_without_spills_or_serialized_batches():
+    results = compile_jobs(_jobs(), nvcc_or_skip())
+    problems = spill_problems_of(results)
+    assert not problems, "\n\n".join(f"{k}: {v[-1500:]}" for k, v in list(problems.items())[:3])
+    # ptxas's C7513: "wgmma.mma_async instructions are serialized" (a wait after every instruction).
+    serialized = [name for (name, _), c in results.items() if "C7513" in c.log]
+    assert not serialized, serialized
+
+
+def test_cuda_source_structure():
+    src = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-k_packed-sm90"]
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in src
+    assert src.count("ptx_wgmma_rs_m64n256k16_f32_bf16_t0(") == 1 + 3 * 4     # definition + 3 blocks x 4 steps
+    assert "cp.async.cg.shared.global" in src and "ptx_dequant_pair_bf16(" in src
+    assert "wgmma.wait_group.sync.aligned 1;" in src
+    col = cuda_sources()["quantized_wgmma-fp8_e4m3-128-200-float16-col-f16_bits-k_packed-sm90"]
+    assert "ptx_wgmma_rs_m64n256k16_f32_f16_t1(" in col                        # x N-major: imm-trans-b
+    # prepacked int4: the lane's pair one shift and one lop3 (mask and magic) away
+    pre = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-prepacked-sm90"]
+    assert "ptx_dequant_pair_bf16_m000f000f_43004300(" in pre and "4 * qw_t" in pre
