@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..batch.split_k_fixup import SplitKFixupBatchMatmul
 from ..global_.quantized_wgmma import QuantizedWgmmaGlobalMatmul
-from ..selector.quantized_wgmma import wgmma_preset
+from ..selector.quantized_wgmma import split_preset, wgmma_preset
 from .base import Algorithm, register
 
 
@@ -34,3 +34,6 @@ class QuantizedWgmmaSplitKAlgorithm(QuantizedWgmmaAlgorithm):
     name = "quantized_wgmma_split_k"
     selection_name = "QuantizedWgmmaSplitKSelection"
     batch = SplitKFixupBatchMatmul
+
+    def select(self, problem, dialect):
+        return split_preset(problem, dialect)

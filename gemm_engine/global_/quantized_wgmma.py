@@ -90,7 +90,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                                         f"of the {BLOCK_K} rows of a slot")
         warpgroups, a_tiles, stages = selection.warpgroups, selection.a_tiles, selection.stages
         x_layout = Layout(problem.lhs_layout)
-        tokens = selection.tokens or default_tokens(problem.m, 64 if x_layout is Layout.COL else 32)
+        tokens = selection.tokens or min(default_tokens(problem.m, 64 if x_layout is Layout.COL else 32),
+                                         2 * MAX_ACCUMULATORS // max(1, a_tiles))
         for label, value in (("warpgroups", warpgroups), ("a_tiles", a_tiles), ("stages", stages),
                              ("tokens", tokens)):
             if not isinstance(value, int) or value < 1:
@@ -320,11 +321,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
 
 def default_tokens(m: int, multiple: int = 32) -> int:
     """Rows of x per cube for M rows: all of them up to 256 (each weight value dequantized once a
-    cube serves them all), in ``multiple``s (32; a column-major x's atoms: 64); past 256, 128 (more
-    cubes, half the accumulators)."""
-    if m <= 256:
-        return max(multiple, -(-m // multiple) * multiple)
-    return 128
+    cube serves them all), in ``multiple``s (32; a column-major x's atoms: 64); past 256, 256."""
+    return min(256, max(multiple, -(-m // multiple) * multiple))
 
 
 __all__ = ["QuantizedWgmmaGlobalMatmul", "default_tokens"]

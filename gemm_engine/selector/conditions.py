@@ -13,6 +13,7 @@ from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import WgmmaTile
 from .base import tile_count
 from .quantized_decode import one_launch_fills
+from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, split_worth_it as wgmma_split_fills
 from .skinny import MAX_ROWS, skinny_axis
 from .specialized_wgmma import CALL_US, decode_choice, select_specialized_tiling, selected_tiles
 from .waves import STREAM_MIN_BYTES, big_operand_bytes, l2_resident, short_side, stream_us, streams_weights
@@ -79,6 +80,25 @@ def quantized_decode_worth_it(problem: MatmulProblem, dialect: Dialect) -> str |
     if not dialect.plane_mma_native:
         return "the plane product is emulated on this device: the register-FMA path is faster"
     return None
+
+
+def quantized_wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_wgmma for quantized weights between the decode sizes and the prefill sizes where
+    the dequantizing pass pays (selector/quantized_wgmma.py), on Hopper."""
+    if problem.weights is None:
+        return "the rhs is not a quantized weight"
+    cc = dialect.device.compute_capability
+    if dialect.backend != "cuda" or cc is None or cc[0] != 9:
+        return "wgmma: CUDA sm_90 only"
+    if not WGMMA_MIN_M <= problem.m <= WGMMA_MAX_M:
+        return (f"M = {problem.m} outside {WGMMA_MIN_M}..{WGMMA_MAX_M}: the decode kernel (below) or the "
+                f"dequantizing pass and the dense kernel (above) were measured faster")
+    return None
+
+
+def quantized_wgmma_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """quantized_wgmma_split_k where quantized_wgmma's cubes cover under half the compute units."""
+    return quantized_wgmma_worth_it(problem, dialect) or wgmma_split_fills(problem, dialect)
 
 
 def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:

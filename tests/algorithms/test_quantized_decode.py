@@ -203,18 +203,23 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
         picks[(n, m)] = cfg.algorithm.rsplit(".", 1)[1]
     # M <= 16: one launch wherever 32- or 64-column cubes nearly cover the 132 units (no K ranges to add)
     assert picks[(4096, 1)] == picks[(14336, 16)] == picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
-    assert picks[(4096, 32)] == picks[(4096, 64)] == "QuantizedDecodeSplitKAlgorithm"
+    # M = 32-64 on Hopper: the wgmma kernel (test_quantized_wgmma.py); before it, decode's split form
+    assert picks[(4096, 32)] == picks[(4096, 64)] == "QuantizedWgmmaSplitKAlgorithm"
+    sm80 = dialect_for(nominal_cuda_device(8, 0))
+    for m in (32, 64):
+        assert auto.setup(_problem(m=m), sm80).algorithm.endswith("QuantizedDecodeSplitKAlgorithm")
     # One register buffer (measured faster than two), 4 steps a block where the 32-column cubes are
     # at most one a unit; int4 at 9-16 rows 2 steps a block.
     g = configs[(4096, 1)].batch.global_
     assert (g.planes, g.loads, g.unroll, g.prefetch, g.stage.stage_n) == (16, 1, 4, False, 32)
     g = configs[(14336, 16)].batch.global_
     assert (g.planes, g.loads, g.unroll, g.prefetch, g.stage.stage_n) == (8, 2, 2, False, 64)
-    assert not configs[(4096, 64)].batch.global_.prefetch
     wide = auto.setup(_problem(m=8, n=6144), d).batch.global_        # 192 cubes of 32 columns: 64 rows a block
     assert (wide.planes, wide.unroll, wide.prefetch) == (16, 2, False)
-    assert picks[(4096, 65)] == "DequantizedSpecializedWgmmaAlgorithm"    # the pass, then the dense kernel
-    assert [r.algorithm for r in RULES[-7:]] == ["quantized_decode_split_k", "quantized_decode",
+    assert picks[(4096, 65)] == "QuantizedWgmmaSplitKAlgorithm"
+    assert auto.setup(_problem(m=1024), d).algorithm.endswith("DequantizedSpecializedWgmmaAlgorithm")  # the pass first
+    assert [r.algorithm for r in RULES[-9:]] == ["quantized_wgmma_split_k", "quantized_wgmma",
+                                                 "quantized_decode_split_k", "quantized_decode",
                                                  "dequantized_specialized_wgmma", "dequantized_pipelined_wgmma",
                                                  "dequantized_pipelined_mma", "quantized_double_buffering_mma",
                                                  "quantized_simple_unit"]
