@@ -14,23 +14,23 @@ A cube has ``warpgroups`` warpgroups of 128 units, each owning ``a_tiles`` A til
 columns, so ``64 * a_tiles * warpgroups`` output columns and ``tokens`` output rows. Every unit
 takes part in the copies: a ring of ``stages`` slots, each 64 rows of K of x (swizzled) and the
 same rows of the weight's packed words (the cube's columns, row by row), filled by ``cp.async``
-``stages - 2`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
+``stages - a_buffers`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
 of warp w: columns ``16 w + g`` and ``+ 8`` of each tile, rows of K ``2t, 2t + 1`` and ``2t + 8,
 2t + 9`` of each 16: one pair of codes of one word each, the word shifted once so that the pair is
-its lowest), dequantizes them into one of two A register buffers, fences, issues the slot's wgmma
-batch (4 steps x ``a_tiles``) and waits until only that batch is pending. So a slot's conversion
-runs while the tensor cores multiply the one before, and an A buffer or slot is rewritten only
-after the batch that read it is done:
+its lowest), dequantizes them into one of ``a_buffers`` (B) A register buffers, fences, issues the
+slot's wgmma batch (4 steps x ``a_tiles``) and waits until at most B - 1 batches are pending. So a
+slot's conversion runs while the tensor cores multiply the ones before, and an A buffer or slot is
+rewritten only after the batch that read it is done:
 
-    prologue: slots 0 .. P-1 (P = stages - 2), one cp.async group each
+    prologue: slots 0 .. P-1 (P = stages - B), one cp.async group each
     block i:  cp.async.wait_group P-1; fence.proxy.async; barrier (slot i is there for all; every
-              warpgroup is past block i-1's wait, so batch i-2 is done and slot i+P's last
-              reader with it)
+              warpgroup is past block i-1's wait, so batch i-B is done and slot i+P's last
+              reader, batch i+P-stages = i-B, with it)
               copies of block i+P into its slot, commit
-              A buffer i % 2 <- block i's words (the scales loaded during block i-1)
-              scales of block i+1 into scale buffer (i+1) % 2 (their latency hidden by the batch)
-              wgmma.fence; the batch; commit; wgmma.wait_group 1
-    (blocks in pairs, one per A buffer, unconditionally: see `body`)
+              A buffer i % B <- block i's words (the scales loaded during block i-1)
+              scales of block i+1 into scale buffer (i+1) % B (their latency hidden by the batches)
+              wgmma.fence; the batch; commit; wgmma.wait_group B-1
+    (blocks in runs of B, one per A buffer, unconditionally: see `body`)
 
 The scales: one per (group, column), loaded per lane from global memory (L2) for its columns.
 Stores: each accumulator straight from its register through the epilogue (`GlobalMatmul.store`).
@@ -73,7 +73,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
              Knob("a_tiles", 1, "64-column A tiles per warpgroup"),
              Knob("tokens", 0, "rows of x per cube, the instruction's n: a multiple of 32 up to 256 (0: "
                                "chosen by M)"),
-             Knob("stages", 4, "slots of the shared-memory ring (stages - 2 in flight)"))
+             Knob("stages", 5, "slots of the shared-memory ring (stages - a_buffers in flight)"),
+             Knob("a_buffers", 0, "A register buffers: wgmma batches left pending (a_buffers - 1) while the "
+                                  "next block converts (2 or 3; 0: 3 up to 64 accumulators a unit, else 2)"))
     x_loader = SwizzledChunkLoader()
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> QuantizedWgmmaConfig:
@@ -88,7 +90,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if g and (g % 16 or (g < BLOCK_K and BLOCK_K % g) or (g > BLOCK_K and g % BLOCK_K)):
             raise SetupError(self.name, f"group_size={g}: a multiple of 16 rows of K that divides or is a multiple "
                                         f"of the {BLOCK_K} rows of a slot")
-        warpgroups, a_tiles, stages = selection.warpgroups, selection.a_tiles, selection.stages
+        warpgroups, a_tiles, stages, buffers = (selection.warpgroups, selection.a_tiles, selection.stages,
+                                                selection.a_buffers)
         x_layout = Layout(problem.lhs_layout)
         tokens = selection.tokens or min(default_tokens(problem.m, 64 if x_layout is Layout.COL else 32),
                                          2 * MAX_ACCUMULATORS // max(1, a_tiles))
@@ -107,8 +110,12 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if a_tiles * tokens // 2 > MAX_ACCUMULATORS:
             raise SetupError(self.name, f"a_tiles={a_tiles} x tokens={tokens}: {a_tiles * tokens // 2} accumulators "
                                         f"a unit; at most {MAX_ACCUMULATORS}")
-        if stages < 3:
-            raise SetupError(self.name, f"stages={stages}: at least 3 (one slot in flight)")
+        # A third buffer's registers (and a third scale buffer) spill beside 128 accumulators.
+        buffers = buffers or (3 if a_tiles * tokens // 2 <= 64 else 2)
+        if buffers not in (2, 3):
+            raise SetupError(self.name, f"a_buffers={buffers!r}: 2 or 3")
+        if stages <= buffers:
+            raise SetupError(self.name, f"stages={stages}: more than a_buffers={buffers} (a slot in flight)")
         stage_n = A_ROWS * a_tiles * warpgroups
         units = WARPGROUP * warpgroups
         stage_k = BLOCK_K * g // math.gcd(BLOCK_K, g) if g else BLOCK_K
@@ -123,6 +130,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         cfg = QuantizedWgmmaConfig(stage=stage, lhs_loader=self.x_loader.setup(x_tile, units), rhs_loader=rhs,
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k, weights=w,
                                    warpgroups=warpgroups, a_tiles=a_tiles, tokens=tokens, stages=stages,
+                                   a_buffers=buffers,
                                    kind=KINDS[problem.lhs.name],
                                    fast_pairs=dialect.supports("dequant_pair") and w.scale_type == problem.lhs,
                                    x_layout=swizzle)
@@ -234,8 +242,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         return lines + [d.wgmma_commit()]
 
     def _block(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf: int) -> str:
-        ahead = cfg.stages - 2
-        scales = [] if cfg.scales_per == "once" else self._scales(cfg, d, scope, f"{block} + 1", 1 - buf)
+        ahead = cfg.stages - cfg.a_buffers
+        scales = ([] if cfg.scales_per == "once" else
+                  self._scales(cfg, d, scope, f"{block} + 1", (buf + 1) % cfg.a_buffers))
         return "\n".join([
             "{",
             d.cp_async_wait(ahead - 1),
@@ -246,12 +255,13 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             *self._dequantize(cfg, d, block, buf),
             *scales,
             *self._batch(cfg, d, block, buf),
-            d.wgmma_wait(1),
+            d.wgmma_wait(cfg.a_buffers - 1),
             "}"])
 
     def body(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> str:
         w, p = cfg.weights, cfg.per_word
         accs = cfg.a_tiles * cfg.tokens // 2
+        nb = cfg.a_buffers
         a_regs = 4 * cfg.a_tiles * (BLOCK_K // 16)
         scale_count = cfg.scale_rows * cfg.a_tiles * 2
         listener = self.chain()
@@ -283,22 +293,21 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                 lines.append(f"const i64 qw_scol{r}{h} = {col};")
         lines += [f"float qw_acc[{accs}];",
                   f"for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] = 0.0f;",
-                  f"{d.c_type('u32')} qw_a0[{a_regs}], qw_a1[{a_regs}];"]
-        for buf in ((0,) if cfg.scales_per == "once" else (0, 1)):
+                  f"{d.c_type('u32')} " + ", ".join(f"qw_a{b}[{a_regs}]" for b in range(cfg.a_buffers)) + ";"]
+        for buf in ((0,) if cfg.scales_per == "once" else range(cfg.a_buffers)):
             lines += scale_registers(w, d, cfg.fast_pairs, f"qw_s{buf}", f"qw_z{buf}", scale_count)
         lines += self._scales(cfg, d, scope, "0", 0)
         lines += [f"if ({i} < qw_blocks) {self._issue(cfg, d, scope, str(i))}\n{d.cp_async_commit()}"
-                  for i in range(cfg.stages - 2)]
+                  for i in range(cfg.stages - cfg.a_buffers)]
         lines += [
-            # Blocks in pairs, the A buffers taking turns; a last odd block after. No block is
-            # conditional inside the loop: ptxas must see each buffer's batch retired (by the other
-            # block's wait) on every path before the buffer is written again, or it serializes.
+            # Blocks in runs of a_buffers, the A buffers taking turns; the last blocks after. No
+            # block is conditional inside the loop: ptxas must see each buffer's batch retired (by a
+            # later block's wait) on every path before the buffer is written again, or it serializes.
             "i64 qw_b = 0;",
-            "for (; qw_b + 1 < qw_blocks; qw_b += 2) {",
-            self._block(cfg, d, scope, "qw_b", 0),
-            self._block(cfg, d, scope, "qw_b + 1", 1),
+            f"for (; qw_b + {nb - 1} < qw_blocks; qw_b += {nb}) {{",
+            *(self._block(cfg, d, scope, f"qw_b + {j}", j) for j in range(nb)),
             "}",
-            f"if (qw_b < qw_blocks) {self._block(cfg, d, scope, 'qw_b', 0)}",
+            *(f"if (qw_b + {j} < qw_blocks) {self._block(cfg, d, scope, f'qw_b + {j}', j)}" for j in range(nb - 1)),
             d.wgmma_wait(0),
             d.pin_registers("qw_acc", accs),
             d.cp_async_wait_all(),

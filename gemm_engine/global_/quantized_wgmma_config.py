@@ -22,6 +22,7 @@ class QuantizedWgmmaConfig(GlobalConfig):
     a_tiles: int             # 64-column A tiles per warpgroup
     tokens: int              # rows of x per cube: the instruction's n
     stages: int              # ring slots
+    a_buffers: int           # A register buffers (wgmma batches pending: a_buffers - 1)
     kind: str                # the activations' 16-bit PTX type: "f16" / "bf16"
     fast_pairs: bool         # codes dequantized by pairs (scales of x's type: dequant_words.py)
     x_layout: SwizzledOperandLayout

@@ -40,7 +40,7 @@ CASES = [
     ("int4", True, 128, 100, 300, 200, "float16", {}),                           # every axis ragged
     ("int4", False, 32, 37, 200, 130, "bfloat16", {}),                           # two groups a slot
     ("int4", True, None, 300, 257, 129, "bfloat16", dict(a_tiles=2)),            # per column, tokens 128 x 3
-    ("int4", False, 64, 64, 512, 320, "bfloat16", dict(warpgroups=1, stages=3)),
+    ("int4", False, 64, 64, 512, 320, "bfloat16", dict(warpgroups=1, stages=3, a_buffers=2)),
     ("int8", False, 64, 130, 448, 196, "bfloat16", {}),
     ("int8", True, None, 64, 130, 72, "float16", dict(tokens=96)),
     ("fp8_e4m3", True, 128, 200, 640, 136, "bfloat16", {}),
@@ -142,6 +142,8 @@ def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, s
     (_problem(), dict(a_tiles=3), "a_tiles=3"),
     (_problem(), dict(warpgroups=3), "at most 2"),
     (_problem(), dict(stages=2), "stages=2"),
+    (_problem(m=64), dict(stages=3), "stages=3"),
+    (_problem(), dict(a_buffers=4), "a_buffers=4"),
     (_problem(layout=Layout.COL), dict(tokens=96), "atoms of 64"),
     (_problem(), dict(stages=12), "shared memory"),
 ])
@@ -164,7 +166,7 @@ SOURCE_CASES = [
     ("quantized_wgmma", "int8", 64, False, 128, "bfloat16", Layout.ROW, {}),
     ("quantized_wgmma", "fp8_e4m3", 128, False, 200, "float16", Layout.COL, {}),
     ("quantized_wgmma_split_k", "int4", 128, False, 64, "bfloat16", Layout.ROW, {}),
-    ("quantized_wgmma", "int4", 128, False, 96, "bfloat16", Layout.ROW, dict(scales="f16_bits")),
+    ("quantized_wgmma", "int4", 128, False, 96, "bfloat16", Layout.ROW, dict(scales="f16_bits", a_buffers=2)),
     ("quantized_wgmma", "int4", 128, False, 256, "bfloat16", Layout.ROW, dict(layout="prepacked")),
     ("quantized_wgmma", "int8", 0, True, 128, "float16", Layout.ROW, dict(layout="prepacked", a_tiles=2)),
 ]
@@ -202,7 +204,9 @@ def test_cuda_sources_compile_without_spills_or_serialized_batches():
 def test_cuda_source_structure():
     src = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-k_packed-sm90"]
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in src
-    assert src.count("ptx_wgmma_rs_m64n256k16_f32_bf16_t0(") == 1 + 3 * 4     # definition + 3 blocks x 4 steps
+    assert src.count("ptx_wgmma_rs_m64n256k16_f32_bf16_t0(") == 1 + 3 * 4     # definition + 3 blocks (2 in the loop) x 4 steps
+    small = cuda_sources()["quantized_wgmma-int4-32-64-float16-row-f16_bits-k_packed-sm90"]   # 3 buffers, 2 pending
+    assert "wgmma.wait_group.sync.aligned 2;" in small and small.count("ptx_wgmma_rs_m64n64k16_f32_f16_t0(") == 1 + 5 * 4
     assert "cp.async.cg.shared.global" in src and "ptx_dequant_pair_bf16(" in src
     assert "wgmma.wait_group.sync.aligned 1;" in src
     col = cuda_sources()["quantized_wgmma-fp8_e4m3-128-200-float16-col-f16_bits-k_packed-sm90"]
