@@ -29,17 +29,29 @@ def fragment_word(w: WeightFormat, d: Dialect, kind: str, fast: bool, word: str,
 
 
 def scale_statements(w: WeightFormat, d: Dialect, kind: str, fast: bool, k: str, col: str,
-                     scale: str, zero: str) -> str:
+                     scale: str, zero: str, values: tuple[str, str | None] | None = None) -> str:
     """Statement: the scale (and zero) of row ``k``'s group of column ``col`` into the registers
     ``scale`` and ``zero`` in the form `fragment_word` takes (``s2`` / ``z2`` with ``fast``, else
-    ``s`` / ``z``); fp8 codes have no zero."""
-    z = w.zero_value(d, k, col) if w.zeros else d.literal(w.implicit_zero, "f32")
+    ``s`` / ``z``); fp8 codes have no zero. ``values``: float32 expressions of the scale and the
+    zero (None: the implicit one) to convert instead of loading them (`raw_scale_loads`' registers)."""
+    s_value, z_value = values or (w.scale_value(d, k, col), w.zero_value(d, k, col) if w.zeros else None)
+    z = z_value if w.zeros else d.literal(w.implicit_zero, "f32")
     keep_zero = w.kind != "fp8_e4m3"
     if fast:
         nz = f" {zero} = {d.dequant_pair_zero(kind, z, w.kind)};" if keep_zero else ""
-        return f"{{ const float s = {w.scale_value(d, k, col)}; {scale} = {d.pack16x2(kind, 's', 's')};{nz} }}"
+        return f"{{ const float s = {s_value}; {scale} = {d.pack16x2(kind, 's', 's')};{nz} }}"
     nz = f" {zero} = {w.biased_zero(z)};" if keep_zero else ""
-    return f"{scale} = {w.scale_value(d, k, col)};{nz}"
+    return f"{scale} = {s_value};{nz}"
+
+
+def raw_scale_loads(w: WeightFormat, k: str, col: str, scale: str, zero: str) -> str:
+    """Statement: the scale (and zero) of row ``k``'s group of column ``col`` as their stored bits
+    into the 16-bit registers ``scale`` (and ``zero``): nothing uses them yet, so a warp does not
+    wait for the load where it is issued (the conversion, `scale_statements` with ``values``,
+    comes later)."""
+    row = w.group_row(k)
+    out = f"{scale} = qscale[{row} * qscale_ld + ({col})];"
+    return out + (f" {zero} = qzero[{row} * qzero_ld + ({col})];" if w.zeros else "")
 
 
 def scale_registers(w: WeightFormat, d: Dialect, fast: bool, scale: str, zero: str, count: int) -> list[str]:
@@ -48,4 +60,4 @@ def scale_registers(w: WeightFormat, d: Dialect, fast: bool, scale: str, zero: s
     return [f"{word} {scale}[{count}];"] + ([f"{word} {zero}[{count}];"] if w.kind != "fp8_e4m3" else [])
 
 
-__all__ = ["fragment_word", "scale_registers", "scale_statements"]
+__all__ = ["fragment_word", "raw_scale_loads", "scale_registers", "scale_statements"]

@@ -27,8 +27,10 @@ rewritten only after the batch that read it is done:
               warpgroup is past block i-1's wait, so batch i-B is done and slot i+P's last
               reader, batch i+P-stages = i-B, with it)
               copies of block i+P into its slot, commit
-              A buffer i % B <- block i's words (the scales loaded during block i-1)
-              scales of block i+1 into scale buffer (i+1) % B (their latency hidden by the batches)
+              block i's scales converted, A buffer i % B <- block i's words
+              the stored bits of block i+1's scales into raw buffer (i+1) % B, converted only when
+              block i+1 starts (a warp waits for a load where its value is first used: converted
+              here, each block waited for an L2 read before its batch)
               wgmma.fence; the batch; commit; wgmma.wait_group B-1
     (blocks in runs of B, one per A buffer, unconditionally: see `body`)
 
@@ -51,7 +53,7 @@ from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import ATOM_BYTES, SwizzledOperandLayout, check_wgmma_device
 from .base import GlobalMatmul
-from .dequant_words import fragment_word, scale_registers, scale_statements
+from .dequant_words import fragment_word, raw_scale_loads, scale_registers, scale_statements
 from .quantized_decode_config import DecodeRead, DecodeTiling, KINDS
 from .quantized_wgmma_config import A_ROWS, BLOCK_K, WARPGROUP, QuantizedWgmmaConfig
 from .read.loaders import OperandTile
@@ -182,8 +184,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             *self._weight_copies(cfg, d, scope, slot),
             "}"])
 
-    def _scales(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf: int) -> list[str]:
-        """Statements: the scales of the lane's columns for block ``block`` into buffer ``buf``."""
+    def _scale_loads(self, cfg: QuantizedWgmmaConfig, scope, block: str, buf: int) -> list[str]:
+        """Statements: the stored bits of the scales (and zeros) of the lane's columns for block
+        ``block`` into raw buffer ``buf`` (converted when the block starts: `_scale_values`)."""
         lines = []
         for q in range(cfg.scale_rows):
             k = f"({block}) * {BLOCK_K} + {q * cfg.weights.group_size}" if cfg.scales_per == "step" else \
@@ -192,9 +195,18 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             for r in range(cfg.a_tiles):
                 for h in range(2):
                     i = self._scale_index(cfg, q, r, h)
-                    col = f"qw_scol{r}{h}"
-                    lines.append(scale_statements(cfg.weights, d, cfg.kind, cfg.fast_pairs, k, col,
-                                                  f"qw_s{buf}[{i}]", f"qw_z{buf}[{i}]"))
+                    lines.append(raw_scale_loads(cfg.weights, k, f"qw_scol{r}{h}", f"qw_rs{buf}[{i}]",
+                                                 f"qw_rz{buf}[{i}]"))
+        return lines
+
+    def _scale_values(self, cfg: QuantizedWgmmaConfig, d: Dialect, buf: int) -> list[str]:
+        """Statements: raw buffer ``buf`` converted into the registers `fragment_word` reads."""
+        w, lines = cfg.weights, []
+        for i in range(cfg.scale_rows * cfg.a_tiles * 2):
+            values = (d.load_global(w.scale_type, f"qw_rs{buf}", str(i)),
+                      d.load_global(w.scale_type, f"qw_rz{buf}", str(i)) if w.zeros else None)
+            lines.append(scale_statements(w, d, cfg.kind, cfg.fast_pairs, "", "", f"qw_s[{i}]", f"qw_z[{i}]",
+                                          values))
         return lines
 
     @staticmethod
@@ -202,10 +214,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         return (q * cfg.a_tiles + r) * 2 + h
 
     def _dequantize(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
-        """Statements: A buffer ``buf`` from block ``block``'s words (scale buffer ``buf``)."""
+        """Statements: A buffer ``buf`` from block ``block``'s words (the scales of `_scale_values`)."""
         w, p = cfg.weights, cfg.per_word
         words = f"((const unsigned*)(qw_ring_ptr + (({block}) % {cfg.stages}) * {cfg.slot_bytes} + {cfg.x_bytes}))"
-        sbuf = 0 if cfg.scales_per == "once" else buf
         lines = []
         for s in range(BLOCK_K // 16):
             q = (16 * s) // w.group_size if cfg.scales_per == "step" else 0
@@ -217,8 +228,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                     at = f"qw_woff + {krow * cfg.row_words + A_ROWS * r + 8 * h}"
                     word = f"({words}[{at}] >> qw_shift)"
                     i = self._scale_index(cfg, q, r, h)
-                    regs.append(fragment_word(w, d, cfg.kind, cfg.fast_pairs, word, 0, f"qw_s{sbuf}[{i}]",
-                                              f"qw_z{sbuf}[{i}]", f"qw_s{sbuf}[{i}]", f"qw_z{sbuf}[{i}]"))
+                    regs.append(fragment_word(w, d, cfg.kind, cfg.fast_pairs, word, 0, f"qw_s[{i}]", f"qw_z[{i}]",
+                                              f"qw_s[{i}]", f"qw_z[{i}]"))
                 base = self._a_index(cfg, s, r)
                 lines.append(" ".join(f"qw_a{buf}[{base + j}] = {v};" for j, v in enumerate(regs)))
         return lines
@@ -243,8 +254,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
 
     def _block(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf: int) -> str:
         ahead = cfg.stages - cfg.a_buffers
-        scales = ([] if cfg.scales_per == "once" else
-                  self._scales(cfg, d, scope, f"{block} + 1", (buf + 1) % cfg.a_buffers))
+        once = cfg.scales_per == "once"
+        scales = [] if once else self._scale_loads(cfg, scope, f"{block} + 1", (buf + 1) % cfg.a_buffers)
         return "\n".join([
             "{",
             d.cp_async_wait(ahead - 1),
@@ -252,6 +263,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             "SYNC_CUBE();",
             f"if ({block} + {ahead} < qw_blocks) {self._issue(cfg, d, scope, f'{block} + {ahead}')}",
             d.cp_async_commit(),
+            *([] if once else self._scale_values(cfg, d, buf)),
             *self._dequantize(cfg, d, block, buf),
             *scales,
             *self._batch(cfg, d, block, buf),
@@ -294,9 +306,13 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         lines += [f"float qw_acc[{accs}];",
                   f"for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] = 0.0f;",
                   f"{d.c_type('u32')} " + ", ".join(f"qw_a{b}[{a_regs}]" for b in range(cfg.a_buffers)) + ";"]
+        raw = d.c_type(w.scale)
         for buf in ((0,) if cfg.scales_per == "once" else range(cfg.a_buffers)):
-            lines += scale_registers(w, d, cfg.fast_pairs, f"qw_s{buf}", f"qw_z{buf}", scale_count)
-        lines += self._scales(cfg, d, scope, "0", 0)
+            lines.append(f"{raw} qw_rs{buf}[{scale_count}];" + (f" {raw} qw_rz{buf}[{scale_count}];" if w.zeros else ""))
+        lines += scale_registers(w, d, cfg.fast_pairs, "qw_s", "qw_z", scale_count)
+        lines += self._scale_loads(cfg, scope, "0", 0)
+        if cfg.scales_per == "once":
+            lines += self._scale_values(cfg, d, 0)
         lines += [f"if ({i} < qw_blocks) {self._issue(cfg, d, scope, str(i))}\n{d.cp_async_commit()}"
                   for i in range(cfg.stages - cfg.a_buffers)]
         lines += [
