@@ -204,7 +204,7 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
     # M <= 16: one launch wherever 32- or 64-column cubes nearly cover the 132 units (no K ranges to add)
     assert picks[(4096, 1)] == picks[(14336, 16)] == picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
     # M = 32-64 on Hopper: the wgmma kernel (test_quantized_wgmma.py); before it, decode's split form
-    assert picks[(4096, 32)] == picks[(4096, 64)] == "QuantizedWgmmaSplitKAlgorithm"
+    assert picks[(4096, 32)] == picks[(4096, 64)] == "QuantizedWgmmaAlgorithm"
     sm80 = dialect_for(nominal_cuda_device(8, 0))
     for m in (32, 64):
         assert auto.setup(_problem(m=m), sm80).algorithm.endswith("QuantizedDecodeSplitKAlgorithm")
@@ -216,7 +216,7 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
     assert (g.planes, g.loads, g.unroll, g.prefetch, g.stage.stage_n) == (8, 2, 2, False, 64)
     wide = auto.setup(_problem(m=8, n=6144), d).batch.global_        # 192 cubes of 32 columns: 64 rows a block
     assert (wide.planes, wide.unroll, wide.prefetch) == (16, 2, False)
-    assert picks[(4096, 65)] == "QuantizedWgmmaSplitKAlgorithm"
+    assert picks[(4096, 65)] == "QuantizedWgmmaAlgorithm"
     assert auto.setup(_problem(m=1024), d).algorithm.endswith("DequantizedSpecializedWgmmaAlgorithm")  # the pass first
     assert [r.algorithm for r in RULES[-9:]] == ["quantized_wgmma_split_k", "quantized_wgmma",
                                                  "quantized_decode_split_k", "quantized_decode",
