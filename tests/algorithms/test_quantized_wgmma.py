@@ -142,7 +142,7 @@ def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, s
     (_problem(), dict(a_tiles=3), "a_tiles=3"),
     (_problem(), dict(warpgroups=3), "at most 2"),
     (_problem(), dict(stages=2), "stages=2"),
-    (_problem(m=64), dict(stages=3), "stages=3"),
+    (_problem(m=64), dict(stages=3, a_buffers=3), "stages=3"),
     (_problem(), dict(a_buffers=4), "a_buffers=4"),
     (_problem(layout=Layout.COL), dict(tokens=96), "atoms of 64"),
     (_problem(), dict(stages=12), "shared memory"),
@@ -160,8 +160,8 @@ def test_refused_off_hopper():
 
 # -- CUDA sources ----------------------------------------------------------------------------------
 SOURCE_CASES = [
-    ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, {}),
-    ("quantized_wgmma", "int4", 32, False, 64, "float16", Layout.ROW, {}),
+    ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, dict(tokens=256, warpgroups=2)),
+    ("quantized_wgmma", "int4", 32, False, 64, "float16", Layout.ROW, dict(a_buffers=3, stages=5)),
     ("quantized_wgmma", "int4", 0, True, 1000, "bfloat16", Layout.ROW, dict(a_tiles=2)),
     ("quantized_wgmma", "int8", 64, False, 128, "bfloat16", Layout.ROW, {}),
     ("quantized_wgmma", "fp8_e4m3", 128, False, 200, "float16", Layout.COL, {}),
@@ -207,6 +207,7 @@ def test_cuda_source_structure():
     assert src.count("ptx_wgmma_rs_m64n256k16_f32_bf16_t0(") == 1 + 3 * 4     # definition + 3 blocks (2 in the loop) x 4 steps
     small = cuda_sources()["quantized_wgmma-int4-32-64-float16-row-f16_bits-k_packed-sm90"]   # 3 buffers, 2 pending
     assert "wgmma.wait_group.sync.aligned 2;" in small and small.count("ptx_wgmma_rs_m64n64k16_f32_f16_t0(") == 1 + 5 * 4
+    assert "wgmma.wait_group.sync.aligned 2;" not in src
     assert "cp.async.cg.shared.global" in src and "ptx_dequant_pair_bf16(" in src
     assert "wgmma.wait_group.sync.aligned 1;" in src
     col = cuda_sources()["quantized_wgmma-fp8_e4m3-128-200-float16-col-f16_bits-k_packed-sm90"]
