@@ -28,10 +28,11 @@ WIDE_FILL = 0.8
 SPLIT_BELOW = 0.5
 #: K from which cutting it into ranges pays, and how many ranges.
 LONG_K, SPLITS = 8192, 4
-#: Rows of M from which the tiled kernel takes over from the decode kernel (M = 32: 14336 x 4096
-#: 31.2 us against 39.2), and past which the dequantizing pass and the dense kernel win (M = 1024:
-#: 232.7 us against 227.6 at 14336 x 4096).
-MIN_M, MAX_M = 32, 512
+#: Rows of M from which the tiled kernel takes over from the decode kernel (held out: 28672 x 4096
+#: M = 48 57.5 us against 78.8; below, 4096 x 4096 M = 40 22.1 against 18.3 and 14336 x 4096
+#: M = 32 27.9 against 25.4), and past which the dequantizing pass and the dense kernel win (M =
+#: 1024: 232.7 us against 227.6 at 14336 x 4096).
+MIN_M, MAX_M = 48, 512
 
 
 def _cubes(problem: MatmulProblem, tokens: int, warpgroups: int) -> int:
@@ -71,3 +72,16 @@ def split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     if cubes >= SPLIT_BELOW * units:
         return f"{cubes} cubes cover at least {SPLIT_BELOW:.0%} of the {units} compute units: one launch"
     return None
+
+
+def past_256_loses(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """Why quantized_wgmma should not take a problem of more than 256 rows whose two-warpgroup
+    cubes leave units idle over a long K (its split form there: 4096 x 14336 M = 512 205 us against
+    the dequantizing pass and dense kernel's 159), or None."""
+    if problem.m <= 256 or problem.k < LONG_K:
+        return None
+    units = max(1, dialect.device.compute_units)
+    if _cubes(problem, 256, 2) >= WIDE_FILL * units:
+        return None
+    return (f"M = {problem.m} over a long K with {_cubes(problem, 256, 2)} cubes: the dequantizing pass and the "
+            f"dense kernel")

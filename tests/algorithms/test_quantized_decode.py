@@ -203,8 +203,8 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
         picks[(n, m)] = cfg.algorithm.rsplit(".", 1)[1]
     # M <= 16: one launch wherever 32- or 64-column cubes nearly cover the 132 units (no K ranges to add)
     assert picks[(4096, 1)] == picks[(14336, 16)] == picks[(32768, 16)] == "QuantizedDecodeAlgorithm"
-    # M = 32-64 on Hopper: the wgmma kernel (test_quantized_wgmma.py); before it, decode's split form
-    assert picks[(4096, 32)] == picks[(4096, 64)] == "QuantizedWgmmaAlgorithm"
+    # M = 48-64 on Hopper: the wgmma kernel (test_quantized_wgmma.py); below, and before Hopper, decode's split form
+    assert picks[(4096, 32)] == "QuantizedDecodeSplitKAlgorithm" and picks[(4096, 64)] == "QuantizedWgmmaAlgorithm"
     sm80 = dialect_for(nominal_cuda_device(8, 0))
     for m in (32, 64):
         assert auto.setup(_problem(m=m), sm80).algorithm.endswith("QuantizedDecodeSplitKAlgorithm")

@@ -215,3 +215,27 @@ def test_cuda_source_structure():
     # prepacked int4: the lane's pair one shift and one lop3 (mask and magic) away
     pre = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-prepacked-sm90"]
     assert "ptx_dequant_pair_bf16_m000f000f_43004300(" in pre and "4 * qw_t" in pre
+
+
+def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
+    """The measured rules (selector/quantized_wgmma.py): one warpgroup up to 128 rows; two for 256-row
+    cubes that cover the units; 128-row cubes over a short K where they do not; K in 4 ranges over a
+    long K with few cubes; the decode kernel below 48 rows; the dequantizing pass past 512 rows and
+    past 256 rows where only the split form would fill the device."""
+    d = dialect_for(nominal_cuda_device(9, 0))
+    fmt = WeightFormat("int4", 128, True, "bf16_bits", "prepacked")
+
+    def pick(m, n, k):
+        cfg = REGISTRY["auto"]().setup(_problem(m=m, n=n, k=k, fmt=fmt), d)
+        g = cfg.batch.global_
+        return (cfg.algorithm.rsplit(".", 1)[1], getattr(g, "tokens", None), getattr(g, "warpgroups", None),
+                getattr(cfg.batch, "splits", None))
+
+    assert pick(64, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None)
+    assert pick(256, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None)
+    assert pick(256, 4096, 4096) == ("QuantizedWgmmaAlgorithm", 128, 1, None)
+    assert pick(64, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 64, 1, 4)
+    assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4)
+    assert pick(40, 4096, 4096)[0].startswith("QuantizedDecode")
+    assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
+    assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None)
