@@ -12,13 +12,13 @@ level issues).
 
 A cube has ``warpgroups`` warpgroups of 128 units, each owning ``a_tiles`` A tiles of 64 weight
 columns, so ``64 * a_tiles * warpgroups`` output columns and ``tokens`` output rows. Every unit
-takes part in the copies: a ring of ``stages`` slots, each 64 rows of K of x (swizzled) and the
+takes part in the copies: a ring of ``stages`` slots, each ``block_k`` rows of K of x (swizzled) and the
 same rows of the weight's packed words (the cube's columns, row by row), filled by ``cp.async``
 ``stages - a_buffers`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
 of warp w: columns ``16 w + g`` and ``+ 8`` of each tile, rows of K ``2t, 2t + 1`` and ``2t + 8,
 2t + 9`` of each 16: one pair of codes of one word each, the word shifted once so that the pair is
 its lowest), dequantizes them into one of ``a_buffers`` (B) A register buffers, fences, issues the
-slot's wgmma batch (4 steps x ``a_tiles``) and waits until at most B - 1 batches are pending. So a
+slot's wgmma batch (``block_k / 16`` steps x ``a_tiles``) and waits until at most B - 1 batches are pending. So a
 slot's conversion runs while the tensor cores multiply the ones before, and an A buffer or slot is
 rewritten only after the batch that read it is done:
 
@@ -76,6 +76,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
              Knob("tokens", 0, "rows of x per cube, the instruction's n: a multiple of 32 up to 256 (0: "
                                "chosen by M)"),
              Knob("stages", 4, "slots of the shared-memory ring (stages - a_buffers in flight)"),
+             Knob("block_k", 64, "rows of K a slot holds: 64 or 128 (half the barriers and waits a row of K, "
+                                 "twice the A registers)"),
              Knob("a_buffers", 0, "A register buffers: wgmma batches left pending (a_buffers - 1) while the "
                                   "next block converts (2 or 3; 0: 2, measured faster than 3 at every size tried)"))
     x_loader = SwizzledChunkLoader()
@@ -88,10 +90,12 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if problem.lhs.name not in KINDS or problem.rhs != problem.lhs:
             raise SetupError(self.name, f"{problem.lhs.name} activations: wgmma's register operand takes 16-bit "
                                         f"values (float16, bfloat16)")
-        g = w.group_size
-        if g and (g % 16 or (g < BLOCK_K and BLOCK_K % g) or (g > BLOCK_K and g % BLOCK_K)):
+        g, bk = w.group_size, selection.block_k
+        if bk not in (BLOCK_K, 2 * BLOCK_K):
+            raise SetupError(self.name, f"block_k={bk!r}: {BLOCK_K} or {2 * BLOCK_K}")
+        if g and (g % 16 or (g < bk and bk % g) or (g > bk and g % bk)):
             raise SetupError(self.name, f"group_size={g}: a multiple of 16 rows of K that divides or is a multiple "
-                                        f"of the {BLOCK_K} rows of a slot")
+                                        f"of the {bk} rows of a slot")
         warpgroups, a_tiles, stages, buffers = (selection.warpgroups, selection.a_tiles, selection.stages,
                                                 selection.a_buffers)
         x_layout = Layout(problem.lhs_layout)
@@ -122,19 +126,19 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"stages={stages}: more than a_buffers={buffers} (a slot in flight)")
         stage_n = A_ROWS * a_tiles * warpgroups
         units = WARPGROUP * warpgroups
-        stage_k = BLOCK_K * g // math.gcd(BLOCK_K, g) if g else BLOCK_K
+        stage_k = bk * g // math.gcd(bk, g) if g else bk
         stage = DecodeTiling(stage_m=tokens, stage_n=stage_n, stage_k=stage_k, units=units)
-        check_m, check_n, check_k = problem.m % tokens != 0, problem.n % stage_n != 0, problem.k % BLOCK_K != 0
-        swizzle = SwizzledOperandLayout(mn_major=x_layout is Layout.COL, extent=tokens, stage_k=BLOCK_K)
-        x_tile = SwizzledOperandTile("lhs", problem.lhs, x_layout, tokens, BLOCK_K, check_m, check_k, 0,
+        check_m, check_n, check_k = problem.m % tokens != 0, problem.n % stage_n != 0, problem.k % bk != 0
+        swizzle = SwizzledOperandLayout(mn_major=x_layout is Layout.COL, extent=tokens, stage_k=bk)
+        x_tile = SwizzledOperandTile("lhs", problem.lhs, x_layout, tokens, bk, check_m, check_k, 0,
                                      k_along_rows=False, smem_word=problem.lhs.storage, align=problem.lhs_align,
                                      extent=problem.k if x_layout is Layout.ROW else problem.m, swizzle=swizzle)
-        rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, BLOCK_K, stage_n, check_k, check_n, 0,
+        rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, bk, stage_n, check_k, check_n, 0,
                                      k_along_rows=True, weights=w))
         cfg = QuantizedWgmmaConfig(stage=stage, lhs_loader=self.x_loader.setup(x_tile, units), rhs_loader=rhs,
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k, weights=w,
                                    warpgroups=warpgroups, a_tiles=a_tiles, tokens=tokens, stages=stages,
-                                   a_buffers=buffers,
+                                   a_buffers=buffers, block_k=bk,
                                    kind=KINDS[problem.lhs.name],
                                    fast_pairs=dialect.supports("dequant_pair") and w.scale_type == problem.lhs,
                                    x_layout=swizzle)
@@ -180,9 +184,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         return "\n".join([
             "{",
             f"const i64 qw_kw = ({block}) * {cfg.word_rows};",
-            x.issue(cfg.lhs_loader, d, scope.lhs, slot, scope.m0, f"({block}) * {BLOCK_K}", scope.m, scope.k),
+            x.issue(cfg.lhs_loader, d, scope.lhs, slot, scope.m0, f"({block}) * {cfg.block_k}", scope.m, scope.k),
             x.commit(cfg.lhs_loader, d, slot),      # x's register path (rows not 4-byte aligned): stored now
-            x.advance(cfg.lhs_loader, scope.lhs, BLOCK_K),
+            x.advance(cfg.lhs_loader, scope.lhs, cfg.block_k),
             *self._weight_copies(cfg, d, scope, slot),
             "}"])
 
@@ -191,8 +195,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         ``block`` into raw buffer ``buf`` (converted when the block starts: `_scale_values`)."""
         lines = []
         for q in range(cfg.scale_rows):
-            k = f"({block}) * {BLOCK_K} + {q * cfg.weights.group_size}" if cfg.scales_per == "step" else \
-                f"({block}) * {BLOCK_K}"
+            k = f"({block}) * {cfg.block_k} + {q * cfg.weights.group_size}" if cfg.scales_per == "step" else \
+                f"({block}) * {cfg.block_k}"
             k = f"(({k}) < {scope.k} ? ({k}) : {scope.k} - 1)"
             for r in range(cfg.a_tiles):
                 for h in range(2):
@@ -220,7 +224,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         w, p = cfg.weights, cfg.per_word
         words = f"((const unsigned*)(qw_ring_ptr + (({block}) % {cfg.stages}) * {cfg.slot_bytes} + {cfg.x_bytes}))"
         lines = []
-        for s in range(BLOCK_K // 16):
+        for s in range(cfg.block_k // 16):
             q = (16 * s) // w.group_size if cfg.scales_per == "step" else 0
             for r in range(cfg.a_tiles):
                 regs = []
@@ -244,9 +248,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         """Statements: the block's wgmma batch on A buffer ``buf``, committed."""
         # Every A value computed before the fence: ptxas serializes the batch (waits after each
         # instruction) if anything defines an A register between the fence and the commit.
-        lines = [d.pin_registers(f"(int*)qw_a{buf}", 4 * cfg.a_tiles * (BLOCK_K // 16), "i32"), d.wgmma_fence()]
+        lines = [d.pin_registers(f"(int*)qw_a{buf}", 4 * cfg.a_tiles * (cfg.block_k // 16), "i32"), d.wgmma_fence()]
         trans = 1 if cfg.x_layout.mn_major else 0
-        for s in range(BLOCK_K // 16):
+        for s in range(cfg.block_k // 16):
             desc = (f"qw_xdesc0 + (unsigned long long)(((({block}) % {cfg.stages}) * {cfg.slot_bytes} + "
                     f"{cfg.x_layout.tile_offset_bytes(0, 16 * s)}) >> 4)")
             for r in range(cfg.a_tiles):
@@ -276,7 +280,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         w, p = cfg.weights, cfg.per_word
         accs = cfg.a_tiles * cfg.tokens // 2
         nb = cfg.a_buffers
-        a_regs = 4 * cfg.a_tiles * (BLOCK_K // 16)
+        a_regs = 4 * cfg.a_tiles * (cfg.block_k // 16)
         scale_count = cfg.scale_rows * cfg.a_tiles * 2
         listener = self.chain()
         chunks_per_row = cfg.stage.stage_n // 4
@@ -296,7 +300,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             f"const int qw_wchunk = UNIT_ID % {chunks_per_row}, qw_wrow = UNIT_ID / {chunks_per_row};",
             f"const i64 qw_wcol = {scope.n0} + 4 * qw_wchunk;",
             f"const i64 qw_kwords = ({scope.k} + {p - 1}) / {p};",
-            f"const i64 qw_blocks = ({scope.k} + {BLOCK_K - 1}) / {BLOCK_K};",
+            f"const i64 qw_blocks = ({scope.k} + {cfg.block_k - 1}) / {cfg.block_k};",
             f"const unsigned long long qw_xdesc0 = {cfg.x_layout.descriptor('qw_ring_base')};",
             self.x_loader.declare(cfg.lhs_loader, d, scope.lhs, scope.m0, "0"),
         ]

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from ..tile.wgmma import ATOM_BYTES, SwizzledOperandLayout
 from .base import GlobalConfig
 
-#: Rows of K a ring slot holds: one 128-byte swizzle row of 16-bit activations.
+#: Rows of K a ring slot holds by default: one 128-byte swizzle row of 16-bit activations (the
+#: ``block_k`` knob takes multiples).
 BLOCK_K = 64
 #: Units of a warpgroup, and the weight columns (rows of the transposed product) of one A tile.
 WARPGROUP, A_ROWS = 128, 64
@@ -23,6 +24,7 @@ class QuantizedWgmmaConfig(GlobalConfig):
     tokens: int              # rows of x per cube: the instruction's n
     stages: int              # ring slots
     a_buffers: int           # A register buffers (wgmma batches pending: a_buffers - 1)
+    block_k: int             # rows of K a slot holds (a multiple of 64)
     kind: str                # the activations' 16-bit PTX type: "f16" / "bf16"
     fast_pairs: bool         # codes dequantized by pairs (scales of x's type: dequant_words.py)
     x_layout: SwizzledOperandLayout
@@ -34,7 +36,7 @@ class QuantizedWgmmaConfig(GlobalConfig):
     @property
     def word_rows(self) -> int:
         """Word rows of the weight in one slot."""
-        return BLOCK_K // self.per_word
+        return self.block_k // self.per_word
 
     @property
     def row_words(self) -> int:
@@ -57,12 +59,12 @@ class QuantizedWgmmaConfig(GlobalConfig):
         """How often a lane reloads its columns' scales: "once" (per column), "block" (a group
         spans whole slots) or "step" (several groups a slot: one per 16 rows at least)."""
         g = self.weights.group_size
-        return "once" if not g else "block" if g % BLOCK_K == 0 else "step"
+        return "once" if not g else "block" if g % self.block_k == 0 else "step"
 
     @property
     def scale_rows(self) -> int:
         """Scale rows a slot uses."""
-        return BLOCK_K // self.weights.group_size if self.scales_per == "step" else 1
+        return self.block_k // self.weights.group_size if self.scales_per == "step" else 1
 
     @property
     def shared_memory_bytes(self) -> int:

@@ -42,6 +42,8 @@ CASES = [
     ("int4", True, None, 300, 257, 129, "bfloat16", dict(a_tiles=2)),            # per column, tokens 128 x 3
     ("int4", False, 64, 64, 512, 320, "bfloat16", dict(warpgroups=1, stages=3, a_buffers=2)),
     ("int8", False, 64, 130, 448, 196, "bfloat16", {}),
+    ("int4", False, 32, 96, 600, 200, "bfloat16", dict(block_k=128)),             # four groups a slot
+    ("int8", True, 256, 64, 700, 136, "float16", dict(block_k=128, layout="prepacked")),
     ("int8", True, None, 64, 130, 72, "float16", dict(tokens=96)),
     ("fp8_e4m3", True, 128, 200, 640, 136, "bfloat16", {}),
     ("fp8_e4m3", True, None, 33, 100, 64, "float16", {}),
@@ -142,6 +144,8 @@ def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, s
     (_problem(), dict(a_tiles=3), "a_tiles=3"),
     (_problem(), dict(warpgroups=3), "at most 2"),
     (_problem(), dict(stages=2), "stages=2"),
+    (_problem(), dict(block_k=96), "block_k=96"),
+    (_problem(fmt=WeightFormat("int4", 192, scale="bf16_bits")), dict(block_k=128), "group_size=192"),
     (_problem(m=64), dict(stages=3, a_buffers=3), "stages=3"),
     (_problem(), dict(a_buffers=4), "a_buffers=4"),
     (_problem(layout=Layout.COL), dict(tokens=96), "atoms of 64"),
