@@ -13,7 +13,11 @@ at M = 32 to 2048; 8-bit codes at a few):
   warpgroup (4096 x 4096: 26.5 against 32.8);
 * K in 4 ranges (split-K) where the cubes cover under half the units and K is long (4096 x 14336
   M = 64: 41.5 us against 89.2; 2 ranges 57.9, 8 ranges slower); never over a short K, whose
-  ranges' fixup costs more than the idle units (4096 x 4096 M = 64: 22.1 against 20.6 unsplit).
+  ranges' fixup costs more than the idle units (4096 x 4096 M = 64: 22.1 against 20.6 unsplit);
+* 128 rows of K a slot (``block_k``: half the barriers and waits a row of K) for cubes of up to
+  128 rows: 4096 x 4096 M = 64 17.9 us against 21.1, 14336 x 4096 M = 64 29.1 against 32.5; at
+  128 rows with three slots (14336 x 4096 M = 128: 38.6 against 43.0; four slots 50.6, the
+  registers of 128 rows leaving fewer cubes resident).
 """
 from __future__ import annotations
 
@@ -43,23 +47,38 @@ def _tokens(problem: MatmulProblem, preset: dict) -> int:
     return preset.get("tokens") or default_tokens(problem.m, 64 if Layout(problem.lhs_layout) is Layout.COL else 32)
 
 
+def _long_blocks(problem: MatmulProblem, preset: dict, stages: int | None = None) -> dict:
+    """``preset`` with 128 rows of K a slot (and ``stages`` slots) where the groups allow it."""
+    g = problem.weights.group_size if problem.weights is not None else 0
+    if g and 128 % g and g % 128:
+        return preset
+    return {**preset, "block_k": 128, **({"stages": stages} if stages else {})}
+
+
 def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
-    """quantized_wgmma's knobs (the module docstring): ``warpgroups``, and ``tokens`` where the
-    level's own (all of M's rows, up to 256) is not taken."""
+    """quantized_wgmma's knobs (the module docstring): ``warpgroups``, ``tokens`` where the level's
+    own (all of M's rows, up to 256) is not taken, and 128 rows of K a slot for cubes of up to 128
+    rows (three slots at 128)."""
     units = max(1, dialect.device.compute_units)
     tokens = _tokens(problem, {})
+    if tokens <= 64:
+        return _long_blocks(problem, {"warpgroups": 1})
     if tokens <= 128:
-        return {"warpgroups": 1}
+        return _long_blocks(problem, {"warpgroups": 1}, stages=3)
     if _cubes(problem, tokens, 2) >= WIDE_FILL * units:
         return {"warpgroups": 2}
     if problem.k >= LONG_K:
         return {"warpgroups": 2}                  # the split form's
-    return {"tokens": 128, "warpgroups": 1}
+    return _long_blocks(problem, {"tokens": 128, "warpgroups": 1}, stages=3)
 
 
 def split_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
-    """quantized_wgmma_split_k's knobs: `wgmma_preset`'s and `SPLITS` K ranges."""
-    return {**wgmma_preset(problem, dialect), "split_k": SPLITS}
+    """quantized_wgmma_split_k's knobs: `wgmma_preset`'s and `SPLITS` K ranges; 64 rows of K a slot
+    past 64 rows of M (4096 x 14336 M = 128: 61.1 us against 88.5 at 128)."""
+    preset = wgmma_preset(problem, dialect)
+    if _tokens(problem, preset) > 64:
+        preset = {k: v for k, v in preset.items() if k not in ("block_k", "stages")}
+    return {**preset, "split_k": SPLITS}
 
 
 def split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:

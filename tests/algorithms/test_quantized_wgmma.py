@@ -233,13 +233,14 @@ def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
         cfg = REGISTRY["auto"]().setup(_problem(m=m, n=n, k=k, fmt=fmt), d)
         g = cfg.batch.global_
         return (cfg.algorithm.rsplit(".", 1)[1], getattr(g, "tokens", None), getattr(g, "warpgroups", None),
-                getattr(cfg.batch, "splits", None))
+                getattr(cfg.batch, "splits", None), getattr(g, "block_k", None))
 
-    assert pick(64, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None)
-    assert pick(256, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None)
-    assert pick(256, 4096, 4096) == ("QuantizedWgmmaAlgorithm", 128, 1, None)
-    assert pick(64, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 64, 1, 4)
-    assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4)
+    assert pick(64, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
+    assert pick(256, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
+    assert pick(256, 4096, 4096) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
+    assert pick(64, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 64, 1, 4, 128)
+    assert pick(128, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 128, 1, 4, 64)
+    assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4, 64)
     assert pick(40, 4096, 4096)[0].startswith("QuantizedDecode")
     assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
-    assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None)
+    assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
