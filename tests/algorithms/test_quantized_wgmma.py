@@ -164,7 +164,8 @@ def test_refused_off_hopper():
 
 # -- CUDA sources ----------------------------------------------------------------------------------
 SOURCE_CASES = [
-    ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, dict(tokens=256, warpgroups=2)),
+    ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, dict(tokens=256, warpgroups=2, block_k=64,
+                                                                           stages=4)),
     ("quantized_wgmma", "int4", 32, False, 64, "float16", Layout.ROW, dict(a_buffers=3, stages=5)),
     ("quantized_wgmma", "int4", 0, True, 1000, "bfloat16", Layout.ROW, dict(a_tiles=2)),
     ("quantized_wgmma", "int8", 64, False, 128, "bfloat16", Layout.ROW, {}),
