@@ -211,7 +211,7 @@ def test_cuda_source_structure():
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in src
     assert src.count("ptx_wgmma_rs_m64n256k16_f32_bf16_t0(") == 1 + 3 * 4     # definition + 3 blocks (2 in the loop) x 4 steps
     small = cuda_sources()["quantized_wgmma-int4-32-64-float16-row-f16_bits-k_packed-sm90"]   # 3 buffers, 2 pending
-    assert "wgmma.wait_group.sync.aligned 2;" in small and small.count("ptx_wgmma_rs_m64n64k16_f32_f16_t0(") == 1 + 5 * 4
+    assert "wgmma.wait_group.sync.aligned 2;" in small and small.count("ptx_wgmma_rs_m64n64k16_f32_f16_t0(") == 1 + 5 * 8   # 128 rows of K a slot
     assert "wgmma.wait_group.sync.aligned 2;" not in src
     assert "cp.async.cg.shared.global" in src and "ptx_dequant_pair_bf16(" in src
     assert "wgmma.wait_group.sync.aligned 1;" in src
