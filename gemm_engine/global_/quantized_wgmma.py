@@ -62,6 +62,8 @@ from .read.swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 #: Accumulator registers a unit may hold (a_tiles x tokens / 2): with two A buffers, the scales and
 #: the addresses, ptxas stays near 200 of the 255 a unit can have.
 MAX_ACCUMULATORS = 128
+#: 32-bit registers of a multiprocessor (what a cube of more units divides).
+REGISTER_FILE = 64 * 1024
 
 
 class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
@@ -78,6 +80,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
              Knob("stages", 4, "slots of the shared-memory ring (stages - a_buffers in flight)"),
              Knob("block_k", 64, "rows of K a slot holds: 64 or 128 (half the barriers and waits a row of K, "
                                  "twice the A registers)"),
+             Knob("k_split", 1, "warpgroups sharing each column tile, each multiplying its part of a slot's rows "
+                                "of K (1 or 2; their sums added through shared memory at the end)"),
              Knob("a_buffers", 0, "A register buffers: wgmma batches left pending (a_buffers - 1) while the "
                                   "next block converts (2 or 3; 0: 2, measured faster than 3 at every size tried)"))
     x_loader = SwizzledChunkLoader()
@@ -90,12 +94,15 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if problem.lhs.name not in KINDS or problem.rhs != problem.lhs:
             raise SetupError(self.name, f"{problem.lhs.name} activations: wgmma's register operand takes 16-bit "
                                         f"values (float16, bfloat16)")
-        g, bk = w.group_size, selection.block_k
+        g, bk, ks = w.group_size, selection.block_k, selection.k_split
         if bk not in (BLOCK_K, 2 * BLOCK_K):
             raise SetupError(self.name, f"block_k={bk!r}: {BLOCK_K} or {2 * BLOCK_K}")
-        if g and (g % 16 or (g < bk and bk % g) or (g > bk and g % bk)):
+        if ks not in (1, 2):
+            raise SetupError(self.name, f"k_split={ks!r}: 1 or 2")
+        sub = bk // ks
+        if g and (g % 16 or (g < sub and sub % g) or (g > sub and g % sub)):
             raise SetupError(self.name, f"group_size={g}: a multiple of 16 rows of K that divides or is a multiple "
-                                        f"of the {bk} rows of a slot")
+                                        f"of the {sub} rows of a warpgroup's part of a slot")
         warpgroups, a_tiles, stages, buffers = (selection.warpgroups, selection.a_tiles, selection.stages,
                                                 selection.a_buffers)
         x_layout = Layout(problem.lhs_layout)
@@ -125,7 +132,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if stages <= buffers:
             raise SetupError(self.name, f"stages={stages}: more than a_buffers={buffers} (a slot in flight)")
         stage_n = A_ROWS * a_tiles * warpgroups
-        units = WARPGROUP * warpgroups
+        units = WARPGROUP * warpgroups * ks
         stage_k = bk * g // math.gcd(bk, g) if g else bk
         stage = DecodeTiling(stage_m=tokens, stage_n=stage_n, stage_k=stage_k, units=units)
         check_m, check_n, check_k = problem.m % tokens != 0, problem.n % stage_n != 0, problem.k % bk != 0
@@ -138,10 +145,16 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         cfg = QuantizedWgmmaConfig(stage=stage, lhs_loader=self.x_loader.setup(x_tile, units), rhs_loader=rhs,
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k, weights=w,
                                    warpgroups=warpgroups, a_tiles=a_tiles, tokens=tokens, stages=stages,
-                                   a_buffers=buffers, block_k=bk,
+                                   a_buffers=buffers, block_k=bk, k_split=ks,
                                    kind=KINDS[problem.lhs.name],
                                    fast_pairs=dialect.supports("dequant_pair") and w.scale_type == problem.lhs,
                                    x_layout=swizzle)
+        if a_tiles * tokens // 2 + 64 > min(255, REGISTER_FILE // units):
+            raise SetupError(self.name, f"{units} units have at most {min(255, REGISTER_FILE // units)} registers each: "
+                                        f"too few for {a_tiles * tokens // 2} accumulators (fewer tokens or k_split=1)")
+        if ks > 1 and cfg.stages * cfg.slot_bytes < 4 * WARPGROUP * warpgroups * a_tiles * tokens // 2:
+            raise SetupError(self.name, f"k_split={ks}: the ring's {cfg.stages * cfg.slot_bytes} bytes cannot hold a "
+                                        f"warpgroup's sums for the other")
         if cfg.dynamic_shared_bytes > dialect.device.max_shared_memory:
             raise SetupError(self.name, f"{stages} slots of {cfg.slot_bytes} bytes exceed the device's "
                                         f"{dialect.device.max_shared_memory} bytes of shared memory")
@@ -195,8 +208,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         ``block`` into raw buffer ``buf`` (converted when the block starts: `_scale_values`)."""
         lines = []
         for q in range(cfg.scale_rows):
-            k = f"({block}) * {cfg.block_k} + {q * cfg.weights.group_size}" if cfg.scales_per == "step" else \
-                f"({block}) * {cfg.block_k}"
+            k = f"({block}) * {cfg.block_k} + qw_ksub + {q * cfg.weights.group_size if cfg.scales_per == 'step' else 0}"
             k = f"(({k}) < {scope.k} ? ({k}) : {scope.k} - 1)"
             for r in range(cfg.a_tiles):
                 for h in range(2):
@@ -224,7 +236,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         w, p = cfg.weights, cfg.per_word
         words = f"((const unsigned*)(qw_ring_ptr + (({block}) % {cfg.stages}) * {cfg.slot_bytes} + {cfg.x_bytes}))"
         lines = []
-        for s in range(cfg.block_k // 16):
+        for s in range(cfg.sub_k // 16):
             q = (16 * s) // w.group_size if cfg.scales_per == "step" else 0
             for r in range(cfg.a_tiles):
                 regs = []
@@ -248,10 +260,12 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         """Statements: the block's wgmma batch on A buffer ``buf``, committed."""
         # Every A value computed before the fence: ptxas serializes the batch (waits after each
         # instruction) if anything defines an A register between the fence and the commit.
-        lines = [d.pin_registers(f"(int*)qw_a{buf}", 4 * cfg.a_tiles * (cfg.block_k // 16), "i32"), d.wgmma_fence()]
+        lines = [d.pin_registers(f"(int*)qw_a{buf}", 4 * cfg.a_tiles * (cfg.sub_k // 16), "i32"), d.wgmma_fence()]
         trans = 1 if cfg.x_layout.mn_major else 0
-        for s in range(cfg.block_k // 16):
-            desc = (f"qw_xdesc0 + (unsigned long long)(((({block}) % {cfg.stages}) * {cfg.slot_bytes} + "
+        for s in range(cfg.sub_k // 16):
+            # qw_xsub: this warpgroup's part of the slot (its first row of K, in bytes; linear in the
+            # part, which stays within one 64-row swizzle run or starts one).
+            desc = (f"qw_xdesc0 + (unsigned long long)(((({block}) % {cfg.stages}) * {cfg.slot_bytes} + qw_xsub + "
                     f"{cfg.x_layout.tile_offset_bytes(0, 16 * s)}) >> 4)")
             for r in range(cfg.a_tiles):
                 lines.append(d.wgmma_rs(cfg.tokens, cfg.kind, f"qw_acc + {r * cfg.tokens // 2}",
@@ -280,7 +294,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         w, p = cfg.weights, cfg.per_word
         accs = cfg.a_tiles * cfg.tokens // 2
         nb = cfg.a_buffers
-        a_regs = 4 * cfg.a_tiles * (cfg.block_k // 16)
+        a_regs = 4 * cfg.a_tiles * (cfg.sub_k // 16)
         scale_count = cfg.scale_rows * cfg.a_tiles * 2
         listener = self.chain()
         chunks_per_row = cfg.stage.stage_n // 4
@@ -290,12 +304,16 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         shift = f"{w.bits * w.position(2)} * {u}"
         lines = [
             *self.kernel_start(listener),
-            f"const int qw_wg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP}')};",
+            f"const int qw_wg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP} % {cfg.warpgroups}')};",
+            # The warpgroup's part of each slot (k_split): its first row of K, bytes into x's slot.
+            f"const int qw_kg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP * cfg.warpgroups}')};",
+            f"const int qw_ksub = qw_kg * {cfg.sub_k};",
+            f"const unsigned qw_xsub = (unsigned)qw_kg * {cfg.x_layout.tile_offset_bytes(0, cfg.sub_k) if cfg.k_split > 1 else 0}u;",
             "const int qw_lane = UNIT_ID % 32, qw_warp = (UNIT_ID / 32) % 4;",
             "const int qw_g = qw_lane >> 2, qw_t = qw_lane & 3;",
             f"const unsigned qw_shift = {shift};",
             # The lane's first word of a slot: its word row (8-bit codes: t / 2 rows on) and column.
-            f"const int qw_woff = {'(qw_t >> 1) * ' + str(cfg.row_words) + ' + ' if p == 4 else ''}"
+            f"const int qw_woff = ({'(qw_t >> 1) + ' if p == 4 else ''}qw_ksub / {p}) * {cfg.row_words} + "
             f"{self._a_columns(cfg)};",
             f"const int qw_wchunk = UNIT_ID % {chunks_per_row}, qw_wrow = UNIT_ID / {chunks_per_row};",
             f"const i64 qw_wcol = {scope.n0} + 4 * qw_wchunk;",
@@ -333,9 +351,25 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             d.wgmma_wait(0),
             d.pin_registers("qw_acc", accs),
             d.cp_async_wait_all(),
+            *self._add_parts(cfg, accs),
             *self.before_store(listener),
         ]
-        return "\n".join(lines + self._stores(cfg, d, scope))
+        stores = self._stores(cfg, d, scope)
+        if cfg.k_split > 1:
+            stores = ["if (qw_kg == 0) {", *stores, "}"]
+        return "\n".join(lines + stores)
+
+    @staticmethod
+    def _add_parts(cfg: QuantizedWgmmaConfig, accs: int) -> list[str]:
+        """With ``k_split``: the second warpgroup of each column tile leaves its sums in the ring
+        (every copy and product done), the first adds them to its own (the same order every run)."""
+        if cfg.k_split == 1:
+            return []
+        at = f"((float*)qw_ring_ptr)[(qw_i * {cfg.warpgroups} + qw_wg) * {WARPGROUP} + UNIT_ID % {WARPGROUP}]"
+        return ["SYNC_CUBE();",
+                f"if (qw_kg == 1) for (int qw_i = 0; qw_i < {accs}; ++qw_i) {at} = qw_acc[qw_i];",
+                "SYNC_CUBE();",
+                f"if (qw_kg == 0) for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] += {at};"]
 
     def _stores(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
         """Each accumulator through the epilogue: register 4j + e of tile r holds output row (token)

@@ -25,6 +25,7 @@ class QuantizedWgmmaConfig(GlobalConfig):
     stages: int              # ring slots
     a_buffers: int           # A register buffers (wgmma batches pending: a_buffers - 1)
     block_k: int             # rows of K a slot holds (a multiple of 64)
+    k_split: int = 1         # warpgroups sharing each column tile, each taking block_k / k_split rows of a slot
     kind: str                # the activations' 16-bit PTX type: "f16" / "bf16"
     fast_pairs: bool         # codes dequantized by pairs (scales of x's type: dequant_words.py)
     x_layout: SwizzledOperandLayout
@@ -44,6 +45,11 @@ class QuantizedWgmmaConfig(GlobalConfig):
         return self.stage.stage_n + ROW_PAD
 
     @property
+    def sub_k(self) -> int:
+        """Rows of a slot one warpgroup multiplies (its part: ``k_split`` parts a slot)."""
+        return self.block_k // self.k_split
+
+    @property
     def x_bytes(self) -> int:
         return self.x_layout.smem_bytes
 
@@ -59,12 +65,12 @@ class QuantizedWgmmaConfig(GlobalConfig):
         """How often a lane reloads its columns' scales: "once" (per column), "block" (a group
         spans whole slots) or "step" (several groups a slot: one per 16 rows at least)."""
         g = self.weights.group_size
-        return "once" if not g else "block" if g % self.block_k == 0 else "step"
+        return "once" if not g else "block" if g % self.sub_k == 0 else "step"
 
     @property
     def scale_rows(self) -> int:
-        """Scale rows a slot uses."""
-        return self.block_k // self.weights.group_size if self.scales_per == "step" else 1
+        """Scale rows a warpgroup's part of a slot uses."""
+        return self.sub_k // self.weights.group_size if self.scales_per == "step" else 1
 
     @property
     def shared_memory_bytes(self) -> int:

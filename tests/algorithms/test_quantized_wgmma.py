@@ -43,6 +43,9 @@ CASES = [
     ("int4", False, 64, 64, 512, 320, "bfloat16", dict(warpgroups=1, stages=3, a_buffers=2)),
     ("int8", False, 64, 130, 448, 196, "bfloat16", {}),
     ("int4", False, 32, 96, 600, 200, "bfloat16", dict(block_k=128)),             # four groups a slot
+    ("int4", False, 32, 64, 700, 136, "bfloat16", dict(block_k=128, k_split=2)),  # two warpgroups a column tile
+    ("int4", True, 128, 200, 520, 130, "float16", dict(k_split=2, warpgroups=2, a_buffers=2)),
+    ("fp8_e4m3", True, None, 64, 300, 72, "bfloat16", dict(block_k=128, k_split=2, layout="prepacked")),
     ("int8", True, 256, 64, 700, 136, "float16", dict(block_k=128, layout="prepacked")),
     ("int8", True, None, 64, 130, 72, "float16", dict(tokens=96)),
     ("fp8_e4m3", True, 128, 200, 640, 136, "bfloat16", {}),
@@ -145,6 +148,9 @@ def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, s
     (_problem(), dict(warpgroups=3), "at most 2"),
     (_problem(), dict(stages=2), "stages=2"),
     (_problem(), dict(block_k=96), "block_k=96"),
+    (_problem(), dict(k_split=3), "k_split=3"),
+    (_problem(), dict(k_split=2, warpgroups=2, tokens=256, stages=3), "at most 128 registers"),
+    (_problem(fmt=WeightFormat("int4", 96, scale="bf16_bits")), dict(block_k=128, k_split=2), "group_size=96"),
     (_problem(fmt=WeightFormat("int4", 192, scale="bf16_bits")), dict(block_k=128), "group_size=192"),
     (_problem(m=64), dict(stages=3, a_buffers=3), "stages=3"),
     (_problem(), dict(a_buffers=4), "a_buffers=4"),
@@ -174,6 +180,8 @@ SOURCE_CASES = [
     ("quantized_wgmma", "int4", 128, False, 96, "bfloat16", Layout.ROW, dict(scales="f16_bits", a_buffers=2)),
     ("quantized_wgmma", "int4", 128, False, 256, "bfloat16", Layout.ROW, dict(layout="prepacked")),
     ("quantized_wgmma", "int8", 0, True, 128, "float16", Layout.ROW, dict(layout="prepacked", a_tiles=2)),
+    ("quantized_wgmma", "int4", 128, False, 64, "bfloat16", Layout.ROW, dict(block_k=128, k_split=2)),
+    ("quantized_wgmma", "int8", 64, False, 200, "float16", Layout.COL, dict(k_split=2, warpgroups=2, block_k=64)),
 ]
 
 
