@@ -81,7 +81,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
              Knob("block_k", 64, "rows of K a slot holds: 64 or 128 (half the barriers and waits a row of K, "
                                  "twice the A registers)"),
              Knob("k_split", 1, "warpgroups sharing each column tile, each multiplying its part of a slot's rows "
-                                "of K (1 or 2; their sums added through shared memory at the end)"),
+                                "of K (1 or 2; their sums added through shared memory at the end; 2 measured "
+                                "slower or level on the H100: bench/SELECTION_NOTES.md)"),
              Knob("a_buffers", 0, "A register buffers: wgmma batches left pending (a_buffers - 1) while the "
                                   "next block converts (2 or 3; 0: 2, measured faster than 3 at every size tried)"))
     x_loader = SwizzledChunkLoader()

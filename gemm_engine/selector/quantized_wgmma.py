@@ -8,9 +8,10 @@ at M = 32 to 2048; 8-bit codes at a few):
   cube's conversion overlaps another's products (M = 128: 25.9 us against 40.4 at 4096 x 4096);
   at 256 rows a cube holds 145 KiB of ring, one a unit, and two warpgroups keep its tensor cores
   busier (14336 x 4096 M = 256: 58.2 against 76.8);
-* over 128 rows whose two-warpgroup cubes leave units idle: over a long K (>= `LONG_K`) two warpgroups
-  and K in 4 ranges (4096 x 14336: 86.9 us against 118.3 unsplit), else 128-row cubes of one
-  warpgroup (4096 x 4096: 26.5 against 32.8);
+* over 128 rows whose two-warpgroup cubes leave units idle: 128-row cubes of one warpgroup
+  (4096 x 4096 M = 256: 26.5 us against 32.8; held out, 8192 x 8192 M = 200 about 82 against
+  129 split), unless even those leave units idle over a long K (>= `LONG_K`): then two
+  warpgroups and K in 4 ranges (4096 x 14336 M = 256: 86.9 against 109.8);
 * K in 4 ranges (split-K) where the cubes cover under half the units and K is long (4096 x 14336
   M = 64: 41.5 us against 89.2; 2 ranges 57.9, 8 ranges slower); never over a short K, whose
   ranges' fixup costs more than the idle units (4096 x 4096 M = 64: 22.1 against 20.6 unsplit);
@@ -30,6 +31,10 @@ from ..problem import Layout, MatmulProblem
 WIDE_FILL = 0.8
 #: Cubes below this share of the compute units take the split-K form (over a long K).
 SPLIT_BELOW = 0.5
+#: One-warpgroup cubes per compute unit from which cubes of up to 64 rows take two A tiles a
+#: warpgroup (held out: 28672 x 4096 M = 48, 448 cubes, 49.0 us against 58.3; 14336 x 4096 M = 64,
+#: 224 cubes, 29.7 against 29.1).
+MANY_CUBES = 3
 #: K from which cutting it into ranges pays, and how many ranges.
 LONG_K, SPLITS = 8192, 4
 #: Rows of M from which the tiled kernel takes over from the decode kernel (held out: 28672 x 4096
@@ -62,12 +67,14 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     units = max(1, dialect.device.compute_units)
     tokens = _tokens(problem, {})
     if tokens <= 64:
-        return _long_blocks(problem, {"warpgroups": 1})
+        # Many columns: two A tiles a warpgroup (half the cubes, each x row read half as often).
+        wide = _cubes(problem, tokens, 1) >= MANY_CUBES * units
+        return _long_blocks(problem, {"warpgroups": 1, **({"a_tiles": 2} if wide else {})})
     if tokens <= 128:
         return _long_blocks(problem, {"warpgroups": 1}, stages=3)
     if _cubes(problem, tokens, 2) >= WIDE_FILL * units:
         return {"warpgroups": 2}
-    if problem.k >= LONG_K:
+    if problem.k >= LONG_K and _cubes(problem, 128, 1) < units:
         return {"warpgroups": 2}                  # the split form's
     return _long_blocks(problem, {"tokens": 128, "warpgroups": 1}, stages=3)
 

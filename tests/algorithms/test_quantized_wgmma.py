@@ -251,5 +251,9 @@ def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
     assert pick(128, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 128, 1, 4, 64)
     assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4, 64)
     assert pick(40, 4096, 4096)[0].startswith("QuantizedDecode")
+    assert pick(48, 28672, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)     # and two A tiles:
+    assert REGISTRY["auto"]().setup(_problem(m=48, n=28672, fmt=fmt), dialect_for(nominal_cuda_device(9, 0))
+                                    ).batch.global_.a_tiles == 2
+    assert pick(200, 8192, 8192) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
     assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
     assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
