@@ -55,6 +55,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
     name = "quantized_decode_global"
     uses = ()
     reads_quantized = True
+    stores_pairs = False     # each accumulator stored alone (a gated epilogue is refused)
     knobs = (Knob("planes", 4, "planes per cube, splitting its K range"),
              Knob("column_loads", 0, "16-byte weight loads per lane and step: 32 columns each (0: chosen by M)"),
              Knob("unroll", 0, "steps of 4 word rows per block, all loads of a block in flight (0: chosen by M)"),

@@ -73,6 +73,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
     name = "quantized_wgmma_global"
     uses = ()
     reads_quantized = True
+    stores_pairs = False     # each accumulator stored alone (a gated epilogue is refused)
     knobs = (Knob("warpgroups", 2, "warpgroups per cube (128 units each)"),
              Knob("a_tiles", 1, "64-column A tiles per warpgroup"),
              Knob("tokens", 0, "rows of x per cube, the instruction's n: a multiple of 32 up to 256 (0: "

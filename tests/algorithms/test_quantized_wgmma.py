@@ -257,3 +257,15 @@ def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
     assert pick(200, 8192, 8192) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
     assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
     assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
+
+
+@pytest.mark.parametrize("name", ["quantized_wgmma", "quantized_decode"])
+def test_gated_epilogue_refused_by_the_quantized_levels(name):
+    """Both levels store each accumulator alone: a gated activation (two columns a result) is a
+    SetupError naming the level, not a wrong product."""
+    from dataclasses import replace
+    from gemm_engine.epilogue.activations import resolve_activation
+    from gemm_engine.epilogue.spec import Epilogue
+    problem = replace(_problem(m=64), epilogue=Epilogue(activation=resolve_activation("swiglu")))
+    with pytest.raises(SetupError, match="stores element by element"):
+        REGISTRY[name]().setup(problem, dialect_for(nominal_cuda_device(9, 0)))

@@ -264,10 +264,12 @@ def _auto(problem, dialect) -> str:
 
 def test_auto_takes_the_pass_past_decode_sizes():
     sm90, sm80 = dialect_for(nominal_cuda_device(9, 0)), dialect_for(nominal_cuda_device(8, 0))
-    assert _auto(_problem(m=256), sm90) == "dequantized_specialized_wgmma"
+    # Hopper: the register-operand wgmma kernel to 512 rows (test_quantized_wgmma.py), the pass past it
+    assert _auto(_problem(m=256), sm90) == "quantized_wgmma"
+    assert _auto(_problem(m=1024), sm90) == "dequantized_specialized_wgmma"
     assert _auto(_problem(m=4096, n=14336), sm90) == "dequantized_specialized_wgmma"
     assert _auto(_problem(m=256), sm80) == "dequantized_pipelined_mma"
-    assert _auto(_problem(m=64), sm90).startswith("quantized_decode")
+    assert _auto(_problem(m=40), sm90).startswith("quantized_decode")
     # a small weight: the pass's bytes cost more than the dense kernel saves
     assert dequantize_first_worth_it(_problem(m=8, n=4096, k=4096), sm90) is not None
     assert dequantize_first_worth_it(_problem(m=48, n=4096, k=4096), sm90) is None
