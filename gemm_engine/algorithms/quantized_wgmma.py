@@ -3,7 +3,7 @@ register operand (global_/quantized_wgmma.py: the product transposed, the weight
 registers from their packed words, x as B in swizzled shared memory), so that no 16-bit copy of
 the weight is ever written; ``quantized_wgmma_split_k`` under the one-launch split-K batch level
 (batch/split_k_fixup.py) where the output's tiles alone leave multiprocessors idle. CUDA sm_90a,
-16-bit activations, the k_packed layout.
+16-bit activations, either packed layout (k_packed or prepacked).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ class QuantizedWgmmaAlgorithm(Algorithm):
         return wgmma_preset(problem, dialect)
 
 
-#: The level's knobs (warpgroups, a_tiles, tokens, stages) and the batch level's.
+#: The level's knobs (tokens, warpgroups, a_tiles, stages, block_k, k_split, a_buffers) and the
+#: batch level's.
 QuantizedWgmmaSelection = QuantizedWgmmaAlgorithm.selection_class
 
 

@@ -10,15 +10,18 @@ and x becomes B, its rows (``tokens`` of them a cube: the instruction's n) in th
 K-major layout the dense wgmma kernels give their operands (`SwizzledChunkLoader`, whose copies this
 level issues).
 
-A cube has ``warpgroups`` warpgroups of 128 units, each owning ``a_tiles`` A tiles of 64 weight
-columns, so ``64 * a_tiles * warpgroups`` output columns and ``tokens`` output rows. Every unit
+A cube has ``warpgroups`` x ``k_split`` warpgroups of 128 units: ``warpgroups`` column groups,
+each owning ``a_tiles`` A tiles of 64 weight columns (``64 * a_tiles * warpgroups`` output columns
+and ``tokens`` output rows a cube), and with ``k_split = 2`` two warpgroups a column group, each
+multiplying its half (``sub_k`` rows) of every slot's rows of K; at the end the second leaves its
+sums in the ring (every copy and batch done) and the first adds them and stores. Every unit
 takes part in the copies: a ring of ``stages`` slots, each ``block_k`` rows of K of x (swizzled) and the
 same rows of the weight's packed words (the cube's columns, row by row), filled by ``cp.async``
 ``stages - a_buffers`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
 of warp w: columns ``16 w + g`` and ``+ 8`` of each tile, rows of K ``2t, 2t + 1`` and ``2t + 8,
 2t + 9`` of each 16: one pair of codes of one word each, the word shifted once so that the pair is
 its lowest), dequantizes them into one of ``a_buffers`` (B) A register buffers, fences, issues the
-slot's wgmma batch (``block_k / 16`` steps x ``a_tiles``) and waits until at most B - 1 batches are pending. So a
+slot's wgmma batch (``sub_k / 16`` steps x ``a_tiles``) and waits until at most B - 1 batches are pending. So a
 slot's conversion runs while the tensor cores multiply the ones before, and an A buffer or slot is
 rewritten only after the batch that read it is done:
 
@@ -59,8 +62,8 @@ from .quantized_wgmma_config import A_ROWS, BLOCK_K, WARPGROUP, QuantizedWgmmaCo
 from .read.loaders import OperandTile
 from .read.swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 
-#: Accumulator registers a unit may hold (a_tiles x tokens / 2): with two A buffers, the scales and
-#: the addresses, ptxas stays near 200 of the 255 a unit can have.
+#: Accumulator registers a unit may hold (a_tiles x tokens / 2); setup also counts the A buffers
+#: against the 255 a unit can have (auto's tilings reach 205-255).
 MAX_ACCUMULATORS = 128
 #: 32-bit registers of a multiprocessor (what a cube of more units divides).
 REGISTER_FILE = 64 * 1024
@@ -74,7 +77,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
     uses = ()
     reads_quantized = True
     stores_pairs = False     # each accumulator stored alone (a gated epilogue is refused)
-    knobs = (Knob("warpgroups", 2, "warpgroups per cube (128 units each)"),
+    knobs = (Knob("warpgroups", 2, "column groups of a cube, a warpgroup (128 units) each (k_split of them with "
+                                    "k_split)"),
              Knob("a_tiles", 1, "64-column A tiles per warpgroup"),
              Knob("tokens", 0, "rows of x per cube, the instruction's n: a multiple of 32 up to 256 (0: "
                                "chosen by M)"),
@@ -151,9 +155,13 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                                    kind=KINDS[problem.lhs.name],
                                    fast_pairs=dialect.supports("dequant_pair") and w.scale_type == problem.lhs,
                                    x_layout=swizzle)
-        if a_tiles * tokens // 2 + 64 > min(255, REGISTER_FILE // units):
+        # Accumulators, the A buffers and about 32 more (addresses, scales): ptxas serializes the
+        # batches (C7511) or spills past the unit's share of the register file.
+        need = a_tiles * tokens // 2 + buffers * 4 * a_tiles * (bk // ks // 16) + 32
+        if need > min(255, REGISTER_FILE // units):
             raise SetupError(self.name, f"{units} units have at most {min(255, REGISTER_FILE // units)} registers each: "
-                                        f"too few for {a_tiles * tokens // 2} accumulators (fewer tokens or k_split=1)")
+                                        f"too few for {a_tiles * tokens // 2} accumulators and {buffers} A buffers "
+                                        f"(fewer tokens, a_tiles or rows of K a slot, or k_split=1)")
         if ks > 1 and cfg.stages * cfg.slot_bytes < 4 * WARPGROUP * warpgroups * a_tiles * tokens // 2:
             raise SetupError(self.name, f"k_split={ks}: the ring's {cfg.stages * cfg.slot_bytes} bytes cannot hold a "
                                         f"warpgroup's sums for the other")

@@ -8,7 +8,7 @@ from ..tile.wgmma import ATOM_BYTES, SwizzledOperandLayout
 from .base import GlobalConfig
 
 #: Rows of K a ring slot holds by default: one 128-byte swizzle row of 16-bit activations (the
-#: ``block_k`` knob takes multiples).
+#: ``block_k`` knob: this or twice this).
 BLOCK_K = 64
 #: Units of a warpgroup, and the weight columns (rows of the transposed product) of one A tile.
 WARPGROUP, A_ROWS = 128, 64
@@ -24,7 +24,7 @@ class QuantizedWgmmaConfig(GlobalConfig):
     tokens: int              # rows of x per cube: the instruction's n
     stages: int              # ring slots
     a_buffers: int           # A register buffers (wgmma batches pending: a_buffers - 1)
-    block_k: int             # rows of K a slot holds (a multiple of 64)
+    block_k: int             # rows of K a slot holds (64 or 128)
     k_split: int = 1         # warpgroups sharing each column tile, each taking block_k / k_split rows of a slot
     kind: str                # the activations' 16-bit PTX type: "f16" / "bf16"
     fast_pairs: bool         # codes dequantized by pairs (scales of x's type: dequant_words.py)
@@ -63,7 +63,8 @@ class QuantizedWgmmaConfig(GlobalConfig):
     @property
     def scales_per(self) -> str:
         """How often a lane reloads its columns' scales: "once" (per column), "block" (a group
-        spans whole slots) or "step" (several groups a slot: one per 16 rows at least)."""
+        spans whole parts of a slot, `sub_k` rows) or "step" (several groups a part: one per 16
+        rows at least)."""
         g = self.weights.group_size
         return "once" if not g else "block" if g % self.sub_k == 0 else "step"
 

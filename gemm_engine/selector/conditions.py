@@ -14,7 +14,7 @@ from ..tile.wgmma import WgmmaTile
 from .base import tile_count
 from .quantized_decode import one_launch_fills
 from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, past_256_loses
-from .quantized_wgmma import split_worth_it as wgmma_split_fills
+from .quantized_wgmma import split_worth_it as wgmma_one_launch_reason
 from .skinny import MAX_ROWS, skinny_axis
 from .specialized_wgmma import CALL_US, decode_choice, select_specialized_tiling, selected_tiles
 from .waves import STREAM_MIN_BYTES, big_operand_bytes, l2_resident, short_side, stream_us, streams_weights
@@ -99,7 +99,7 @@ def quantized_wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | 
 
 def quantized_wgmma_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     """quantized_wgmma_split_k where quantized_wgmma's cubes cover under half the compute units."""
-    return quantized_wgmma_worth_it(problem, dialect) or wgmma_split_fills(problem, dialect)
+    return quantized_wgmma_worth_it(problem, dialect) or wgmma_one_launch_reason(problem, dialect)
 
 
 def quantized_decode_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:

@@ -31,10 +31,6 @@ from ..problem import Layout, MatmulProblem
 WIDE_FILL = 0.8
 #: Cubes below this share of the compute units take the split-K form (over a long K).
 SPLIT_BELOW = 0.5
-#: One-warpgroup cubes per compute unit from which cubes of up to 64 rows take two A tiles a
-#: warpgroup (held out: 28672 x 4096 M = 48, 448 cubes, 49.0 us against 58.3; 14336 x 4096 M = 64,
-#: 224 cubes, 29.7 against 29.1).
-MANY_CUBES = 3
 #: K from which cutting it into ranges pays, and how many ranges.
 LONG_K, SPLITS = 8192, 4
 #: Rows of M from which the tiled kernel takes over from the decode kernel (held out: 28672 x 4096
@@ -67,9 +63,7 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     units = max(1, dialect.device.compute_units)
     tokens = _tokens(problem, {})
     if tokens <= 64:
-        # Many columns: two A tiles a warpgroup (half the cubes, each x row read half as often).
-        wide = _cubes(problem, tokens, 1) >= MANY_CUBES * units
-        return _long_blocks(problem, {"warpgroups": 1, **({"a_tiles": 2} if wide else {})})
+        return _long_blocks(problem, {"warpgroups": 1})
     if tokens <= 128:
         return _long_blocks(problem, {"warpgroups": 1}, stages=3)
     if _cubes(problem, tokens, 2) >= WIDE_FILL * units:

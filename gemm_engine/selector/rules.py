@@ -86,11 +86,11 @@ RULES: tuple[Rule, ...] = (
     # Quantized weights (gemm_engine/quant): every rule above refuses them (check_weights), each below
     # refuses a dense rhs; last, so that a dense problem's choice never looks at them.
     Rule("quantized_wgmma_split_k", "quantized weights from 48 to 512 rows on Hopper where the tiles leave "
-                                    "half the multiprocessors idle: the weights dequantized into wgmma's "
-                                    "register operand, K cut into ranges", quantized_wgmma_split_worth_it),
+                                    "half the multiprocessors idle over a long K (>= 8192): the weights "
+                                    "dequantized into wgmma's register operand, K cut into 4 ranges", quantized_wgmma_split_worth_it),
     Rule("quantized_wgmma", "quantized weights from 48 to 512 rows on Hopper: the weights dequantized into "
                             "wgmma's register operand, each value converted once a cube of up to 256 rows "
-                            "(int4 14336 x 4096 M = 256: 57.1 us against the pass's 113)", quantized_wgmma_worth_it),
+                            "(int4 14336 x 4096 M = 256: 58.0 us against the pass's 114)", quantized_wgmma_worth_it),
     Rule("quantized_decode_split_k", "quantized weights at decode sizes (M <= 64) where one launch of "
                                      "quantized_decode's cubes leaves multiprocessors idle: the weights "
                                      "streamed once, K cut over more cubes so that every multiprocessor "

@@ -6,9 +6,13 @@ References are float64 products with the weights rounded once to x's 16-bit type
 fragments hold); the errors left are the output's rounding. Cases cover every axis at least once:
 int4 / int8 / fp8, zeros or not, groups of 32 (two a slot), 64, 128 and per column, both 16-bit
 types, scales of another type (the float path), M, N and K ragged against every tile, x
-column-major and 2-byte aligned, two A tiles a warpgroup, one warpgroup, split K, a batch and a
-fused epilogue."""
+column-major and 2-byte aligned, two A tiles a warpgroup, one and two warpgroups, 64 and 128 rows
+of K a slot, up to 256 rows a cube, two and three A buffers, k_split, split K (prepacked, ragged),
+a batch and a fused epilogue. Cases pin the knobs they are about (the selector's preset fills in the
+others) and check that the config holds them."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +22,8 @@ from gemm_engine.algorithms import REGISTRY
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BFLOAT16, FLOAT16, FLOAT32
+from gemm_engine.epilogue.activations import resolve_activation
+from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.quant import WeightFormat, quantize
@@ -39,7 +45,7 @@ CASES = [
     ("int4", False, 128, 256, 1024, 256, "bfloat16", {}),                        # whole tiles
     ("int4", True, 128, 100, 300, 200, "float16", {}),                           # every axis ragged
     ("int4", False, 32, 37, 200, 130, "bfloat16", {}),                           # two groups a slot
-    ("int4", True, None, 300, 257, 129, "bfloat16", dict(a_tiles=2)),            # per column, tokens 128 x 3
+    ("int4", True, None, 300, 257, 129, "bfloat16", dict(a_tiles=2, block_k=64)),  # per column, tokens 128 x 3
     ("int4", False, 64, 64, 512, 320, "bfloat16", dict(warpgroups=1, stages=3, a_buffers=2)),
     ("int8", False, 64, 130, 448, 196, "bfloat16", {}),
     ("int4", False, 32, 96, 600, 200, "bfloat16", dict(block_k=128)),             # four groups a slot
@@ -55,7 +61,16 @@ CASES = [
     ("int4", False, 128, 256, 600, 300, "bfloat16", dict(layout="prepacked")),
     ("int8", False, 64, 48, 256, 100, "float16", dict(layout="prepacked")),
     ("fp8_e4m3", True, 32, 160, 320, 64, "bfloat16", dict(layout="prepacked", scales="float16")),
+    # Knobs pinned where the selector's preset would fill in others: the tilings auto takes past
+    # 128 rows (64 rows of K a slot, two warpgroups, up to 256 rows a cube) and the third A buffer.
+    ("int4", False, 128, 256, 1000, 300, "bfloat16", dict(tokens=256, warpgroups=2, block_k=64, stages=4)),
+    ("int4", True, 32, 150, 333, 140, "float16", dict(tokens=160, warpgroups=2, block_k=64, layout="prepacked")),
+    ("int8", False, 64, 64, 640, 136, "bfloat16", dict(a_buffers=3, stages=5, block_k=64)),
+    ("int4", False, 64, 100, 900, 129, "bfloat16", dict(a_buffers=3, stages=5, block_k=128, tokens=128)),
 ]
+
+#: The knobs of a case that must come back in the level's config as given (not the preset's).
+PINNED = ("tokens", "warpgroups", "block_k", "stages", "a_buffers", "a_tiles", "k_split")
 
 
 def run(engine, rng, kind, symmetric, group, m, k, n, dtype, algorithm="quantized_wgmma", scales=None,
@@ -71,6 +86,8 @@ def run(engine, rng, kind, symmetric, group, m, k, n, dtype, algorithm="quantize
     out = np.full((*batch, m, n), np.nan, np_dtype(dtype))          # poisoned: unwritten elements fail
     y = engine.quantized_matmul(x, q, algorithm=alg, out=out, **(epilogue or {}))
     assert engine.last_choice[0].name == algorithm
+    g = engine.last_choice[1].batch.global_
+    assert all(getattr(g, key) == knobs[key] for key in PINNED if key in knobs), g
     ref = np.asarray(x, np.float64) @ q.dequantize(rounded_to=dtype).astype(np.float64)
     if epilogue:
         ref = ref + np.asarray(epilogue["bias"], np.float64)
@@ -93,6 +110,12 @@ def test_split_k_column_major_x_batch_and_bias(engine, rng):
     _hopper_or_skip(engine)
     run(engine, rng, "int4", False, 128, 64, 4096, 256, "bfloat16", "quantized_wgmma_split_k", split_k=4)
     assert engine.last_choice[1].batch.splits == 4
+    # split K: prepacked (auto's path for QuantizedLinear), groups per step, a ragged last range;
+    # and with two warpgroups a column tile
+    run(engine, rng, "int4", False, 32, 64, 4296, 136, "bfloat16", "quantized_wgmma_split_k", layout="prepacked",
+        split_k=4)
+    run(engine, rng, "int8", True, 64, 96, 3000, 72, "float16", "quantized_wgmma_split_k", split_k=3, k_split=2,
+        block_k=128)
     g = run(engine, rng, "int4", True, 64, 128, 320, 136, "float16", x_layout="col")
     assert g.x_layout.mn_major
     run(engine, rng, "int8", False, 64, 40, 192, 72, "bfloat16", batch=(3,))
@@ -105,7 +128,9 @@ def test_unaligned_x_takes_the_register_path(engine, rng):
     _hopper_or_skip(engine)
     q = quantize(weight(rng, 128, 64), "int4", 64, False, scale_dtype="float16")
     x = rng.standard_normal((70, 129)).astype(np.float16)[:, 1:]
-    y = engine.quantized_matmul(x, q, algorithm=REGISTRY["quantized_wgmma"]())
+    out = np.full((70, 64), np.nan, np.float16)
+    y = engine.quantized_matmul(x, q, algorithm=REGISTRY["quantized_wgmma"](), out=out)
+    assert engine.last_choice[1].batch.global_.lhs_loader.registers
     ref = x.astype(np.float64) @ q.dequantize(rounded_to="float16").astype(np.float64)
     assert rel_error(np.asarray(y), ref) <= TOLERANCE["float16"]
 
@@ -119,7 +144,7 @@ def test_each_weight_rounded_once_exactly(engine, rng, kind, group, layout):
     _hopper_or_skip(engine)
     if BF16 is None:
         pytest.skip("bfloat16 needs ml_dtypes")
-    k, n, m = 256, 136, 64
+    k, n, m = 256, 136, 256          # every row of K picked once
     w = rng.standard_normal((k, n)) * np.logspace(-4, 0, k)[rng.permutation(k)][:, None]
     q = quantize(w, kind, group, kind != "int4", scale_dtype="bfloat16")
     q = q.prepack() if layout == "prepacked" else q
@@ -150,6 +175,8 @@ def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, s
     (_problem(), dict(block_k=96), "block_k=96"),
     (_problem(), dict(k_split=3), "k_split=3"),
     (_problem(), dict(k_split=2, warpgroups=2, tokens=256, stages=3), "at most 128 registers"),
+    (_problem(), dict(a_tiles=4, tokens=64, block_k=128), "registers"),
+    (_problem(), dict(k_split=2, warpgroups=2, a_tiles=2, tokens=64, block_k=64, stages=3), "cannot hold"),
     (_problem(fmt=WeightFormat("int4", 96, scale="bf16_bits")), dict(block_k=128, k_split=2), "group_size=96"),
     (_problem(fmt=WeightFormat("int4", 192, scale="bf16_bits")), dict(block_k=128), "group_size=192"),
     (_problem(m=64), dict(stages=3, a_buffers=3), "stages=3"),
@@ -173,13 +200,14 @@ SOURCE_CASES = [
     ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, dict(tokens=256, warpgroups=2, block_k=64,
                                                                            stages=4)),
     ("quantized_wgmma", "int4", 32, False, 64, "float16", Layout.ROW, dict(a_buffers=3, stages=5)),
-    ("quantized_wgmma", "int4", 0, True, 1000, "bfloat16", Layout.ROW, dict(a_tiles=2)),
+    ("quantized_wgmma", "int4", 0, True, 1000, "bfloat16", Layout.ROW, dict(a_tiles=2, block_k=64)),
     ("quantized_wgmma", "int8", 64, False, 128, "bfloat16", Layout.ROW, {}),
     ("quantized_wgmma", "fp8_e4m3", 128, False, 200, "float16", Layout.COL, {}),
     ("quantized_wgmma_split_k", "int4", 128, False, 64, "bfloat16", Layout.ROW, {}),
     ("quantized_wgmma", "int4", 128, False, 96, "bfloat16", Layout.ROW, dict(scales="f16_bits", a_buffers=2)),
     ("quantized_wgmma", "int4", 128, False, 256, "bfloat16", Layout.ROW, dict(layout="prepacked")),
-    ("quantized_wgmma", "int8", 0, True, 128, "float16", Layout.ROW, dict(layout="prepacked", a_tiles=2)),
+    ("quantized_wgmma", "int8", 0, True, 128, "float16", Layout.ROW, dict(layout="prepacked", a_tiles=2, block_k=64,
+                                                                          stages=4)),
     ("quantized_wgmma", "int4", 128, False, 64, "bfloat16", Layout.ROW, dict(block_k=128, k_split=2)),
     ("quantized_wgmma", "int8", 64, False, 200, "float16", Layout.COL, dict(k_split=2, warpgroups=2, block_k=64)),
 ]
@@ -209,8 +237,9 @@ def test_cuda_sources_compile_without_spills_or_serialized_batches():
     results = compile_jobs(_jobs(), nvcc_or_skip())
     problems = spill_problems_of(results)
     assert not problems, "\n\n".join(f"{k}: {v[-1500:]}" for k, v in list(problems.items())[:3])
-    # ptxas's C7513: "wgmma.mma_async instructions are serialized" (a wait after every instruction).
-    serialized = [name for (name, _), c in results.items() if "C7513" in c.log]
+    # ptxas's C7513 / C7511: "wgmma.mma_async instructions are serialized" (a wait after every
+    # instruction), for registers defined inside a batch's pipeline stage / too few registers.
+    serialized = [name for (name, _), c in results.items() if "C7513" in c.log or "C7511" in c.log]
     assert not serialized, serialized
 
 
@@ -251,9 +280,7 @@ def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
     assert pick(128, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 128, 1, 4, 64)
     assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4, 64)
     assert pick(40, 4096, 4096)[0].startswith("QuantizedDecode")
-    assert pick(48, 28672, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)     # and two A tiles:
-    assert REGISTRY["auto"]().setup(_problem(m=48, n=28672, fmt=fmt), dialect_for(nominal_cuda_device(9, 0))
-                                    ).batch.global_.a_tiles == 2
+    assert pick(48, 28672, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
     assert pick(200, 8192, 8192) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
     assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
     assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
@@ -263,9 +290,6 @@ def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
 def test_gated_epilogue_refused_by_the_quantized_levels(name):
     """Both levels store each accumulator alone: a gated activation (two columns a result) is a
     SetupError naming the level, not a wrong product."""
-    from dataclasses import replace
-    from gemm_engine.epilogue.activations import resolve_activation
-    from gemm_engine.epilogue.spec import Epilogue
     problem = replace(_problem(m=64), epilogue=Epilogue(activation=resolve_activation("swiglu")))
     with pytest.raises(SetupError, match="stores element by element"):
         REGISTRY[name]().setup(problem, dialect_for(nominal_cuda_device(9, 0)))
