@@ -12,7 +12,26 @@ from ``s`` and ``z`` (`WeightFormat.biased_zero`'s), packed with one rounding. B
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
+from ..errors import SetupError
+from ..problem import MatmulProblem
 from ..quant.format import WeightFormat
+from .quantized_decode_config import KINDS
+
+
+def fragment_weights(name: str, problem: MatmulProblem, why: str) -> WeightFormat:
+    """The problem's weight format, or SetupError (naming level ``name``) unless the rhs is a
+    quantized weight and x is of a 16-bit type the A fragments hold (``why``: the level's reason)."""
+    if problem.weights is None:
+        raise SetupError(name, "reads quantized weights; this problem's rhs is dense")
+    if problem.lhs.name not in KINDS or problem.rhs != problem.lhs:
+        raise SetupError(name, f"{problem.lhs.name} activations: {why} (float16, bfloat16)")
+    return problem.weights
+
+
+def fast_pairs(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """Whether the codes are dequantized by pairs: the pair FMAs round once from exact values only
+    where the scales are of x's own type."""
+    return dialect.supports("dequant_pair") and problem.weights.scale_type == problem.lhs
 
 
 def fragment_word(w: WeightFormat, d: Dialect, kind: str, fast: bool, word: str, j: int,
@@ -60,4 +79,4 @@ def scale_registers(w: WeightFormat, d: Dialect, fast: bool, scale: str, zero: s
     return [f"{word} {scale}[{count}];"] + ([f"{word} {zero}[{count}];"] if w.kind != "fp8_e4m3" else [])
 
 
-__all__ = ["fragment_word", "raw_scale_loads", "scale_registers", "scale_statements"]
+__all__ = ["fast_pairs", "fragment_weights", "fragment_word", "raw_scale_loads", "scale_registers", "scale_statements"]

@@ -44,7 +44,7 @@ from ..dtypes import PACKED_WORDS
 from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from .base import GlobalMatmul
-from .dequant_words import fragment_word, scale_registers, scale_statements
+from .dequant_words import fast_pairs, fragment_weights, fragment_word, scale_registers, scale_statements
 from .quantized_decode_config import (KINDS, MAX_M_TILES, PLANE, STEP_WORDS, DecodeConfig, DecodeRead,
                                       DecodeTiling, default_prefetch, default_tiling)
 from .read.loaders import OperandTile
@@ -67,12 +67,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
     buffers = 1
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> DecodeConfig:
-        w = problem.weights
-        if w is None:
-            raise SetupError(self.name, "reads quantized weights; this problem's rhs is dense")
-        if problem.lhs.name not in KINDS or problem.rhs != problem.lhs:
-            raise SetupError(self.name, f"{problem.lhs.name} activations: the decode kernel multiplies on 16-bit "
-                                        f"tensor-core fragments (float16, bfloat16); quantized_simple_unit runs others")
+        w = fragment_weights(self.name, problem, "the decode kernel multiplies on 16-bit tensor-core fragments; "
+                                                 "quantized_simple_unit runs others")
         if not dialect.supports("plane_mma"):
             raise SetupError(self.name, "the device has no m16n8k16 plane product (CUDA sm_80+, or its OpenCL "
                                         "emulation)")
@@ -81,8 +77,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
             raise SetupError(self.name, f"M = {problem.m}: the decode kernel holds at most {8 * MAX_M_TILES} rows "
                                         f"of x (the tiled kernels run larger M)")
         prefetch = default_prefetch() if selection.prefetch < 0 else bool(selection.prefetch)
-        # The pair FMAs round once from exact values only where the scales are of x's own type.
-        fast = dialect.supports("dequant_pair") and w.scale_type == problem.lhs
+        fast = fast_pairs(problem, dialect)
         loads, unroll = default_tiling(m_tiles, w.per_word, prefetch, fast)
         loads, unroll = selection.column_loads or loads, selection.unroll or unroll
         planes = selection.planes

@@ -56,7 +56,8 @@ from ..errors import SetupError
 from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import ATOM_BYTES, SwizzledOperandLayout, check_wgmma_device
 from .base import GlobalMatmul
-from .dequant_words import fragment_word, raw_scale_loads, scale_registers, scale_statements
+from .dequant_words import (fast_pairs, fragment_weights, fragment_word, raw_scale_loads, scale_registers,
+                            scale_statements)
 from .quantized_decode_config import DecodeRead, DecodeTiling, KINDS
 from .quantized_wgmma_config import A_ROWS, BLOCK_K, WARPGROUP, QuantizedWgmmaConfig
 from .read.loaders import OperandTile
@@ -94,12 +95,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> QuantizedWgmmaConfig:
         check_wgmma_device(self.name, dialect)
-        w = problem.weights
-        if w is None:
-            raise SetupError(self.name, "reads quantized weights; this problem's rhs is dense")
-        if problem.lhs.name not in KINDS or problem.rhs != problem.lhs:
-            raise SetupError(self.name, f"{problem.lhs.name} activations: wgmma's register operand takes 16-bit "
-                                        f"values (float16, bfloat16)")
+        w = fragment_weights(self.name, problem, "wgmma's register operand takes 16-bit values")
         g, bk, ks = w.group_size, selection.block_k, selection.k_split
         if bk not in (BLOCK_K, 2 * BLOCK_K):
             raise SetupError(self.name, f"block_k={bk!r}: {BLOCK_K} or {2 * BLOCK_K}")
@@ -153,7 +149,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                                    warpgroups=warpgroups, a_tiles=a_tiles, tokens=tokens, stages=stages,
                                    a_buffers=buffers, block_k=bk, k_split=ks,
                                    kind=KINDS[problem.lhs.name],
-                                   fast_pairs=dialect.supports("dequant_pair") and w.scale_type == problem.lhs,
+                                   fast_pairs=fast_pairs(problem, dialect),
                                    x_layout=swizzle)
         # Accumulators, the A buffers and about 32 more (addresses, scales): ptxas serializes the
         # batches (C7511) or spills past the unit's share of the register file.
