@@ -13,7 +13,9 @@ Rows, each against its target, in one run (torch's numbers from the same run):
   (``matmul_impl``) entered once per call, so the row times the op and not a cached result;
 * first_call: the first call of a new shape class (bf16 x @ W.T + bias, gelu, 1536 x 4096 x 4096) in
   a fresh process, the engine already made: with empty caches (CuPy's, the driver's, the source
-  cache: target 0.5 s), then again in another fresh process with those caches warm (target 20 ms);
+  cache: target 0.5 s; a stand-in runs it while the chosen kernel builds in the background, and the
+  second call's time, which waits for that build, is reported beside it), then again in another
+  fresh process with those caches warm (target 20 ms);
 * warmup: ``gemm_engine.warmup`` of one Llama-3-8B layer's linear layers at M = 1, 16, 128, 2048,
   bf16, forward, in a fresh process with empty caches (target 30 s), and with the backward products;
 * swiglu: the fused SwiGLU up-projection, 8192 tokens, 4096 -> 2 x 14336 bf16, against torch's
@@ -159,7 +161,8 @@ sys.path.insert(0, {root!r})
 import gemm_engine as ge
 engine = ge.default_engine()
 x0 = torch.randn(32, 32, device="cuda")
-ge.matmul(x0, x0); torch.cuda.synchronize()           # the context and the runtime made, not timed
+ge.matmul(x0, x0); ge.matmul(x0, x0); torch.cuda.synchronize()    # the context and the runtime made, not timed
+engine.wait_for_compiles()
 x = torch.randn({m}, {k}, device="cuda", dtype=torch.bfloat16)
 w = torch.randn({n}, {k}, device="cuda", dtype=torch.bfloat16) / {k} ** 0.5
 bias = torch.randn({n}, device="cuda", dtype=torch.bfloat16)
@@ -172,14 +175,20 @@ y = ge.matmul(x, w.mT, bias=bias, activation="gelu")
 torch.cuda.synchronize()
 profile.disable()
 seconds = time.perf_counter() - start
+first = engine.last_choice[0].name
+start = time.perf_counter()
+y2 = ge.matmul(x, w.mT, bias=bias, activation="gelu")   # the chosen kernel: waits for its build
+torch.cuda.synchronize()
+second = time.perf_counter() - start
 if os.environ.get("BENCH_RESULTS"):   # where the first call's time goes, cold then warm
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("cumtime").print_stats(45)
     with open(os.path.join(os.environ["BENCH_RESULTS"], "first_call_profile.txt"), "a") as f:
         f.write(f"=== first call: {{seconds * 1e3:.1f}} ms ===\\n" + text.getvalue())
 want = torch.nn.functional.gelu(x.double() @ w.double().T + bias.double())
-err = float((y.double() - want).norm() / want.norm())
-print(json.dumps(dict(seconds=seconds, error=err, algorithm=engine.last_choice[0].name)))
+err = max(float((r.double() - want).norm() / want.norm()) for r in (y, y2))
+print(json.dumps(dict(seconds=seconds, error=err, algorithm=first, second_s=second,
+                      second_algorithm=engine.last_choice[0].name)))
 """
 
 WARMUP_CHILD = """
@@ -212,8 +221,11 @@ def row_first_call(torch, ge, args):
         if not run["error"] <= 2e-2:
             raise AssertionError(f"first call: relative error {run['error']:.2e} against float64")
     return dict(cold_s=cold["seconds"], warm_s=warm["seconds"], algorithm=cold["algorithm"],
-                value=f"{cold['seconds'] * 1e3:.0f} ms empty caches, {warm['seconds'] * 1e3:.1f} ms warm "
-                      f"({cold['algorithm']}, {m}x{n}x{k})",
+                second_s=cold["second_s"], second_algorithm=cold["second_algorithm"],
+                warm_algorithm=warm["algorithm"],
+                value=f"{cold['seconds'] * 1e3:.0f} ms empty caches ({cold['algorithm']} standing in; the second "
+                      f"call {cold['second_s']:.2f} s, {cold['second_algorithm']}), {warm['seconds'] * 1e3:.1f} ms "
+                      f"warm ({warm['algorithm']}), {m}x{n}x{k}",
                 met=cold["seconds"] <= 0.5 and warm["seconds"] <= 0.02, target="<= 0.5 s cold, <= 20 ms warm")
 
 

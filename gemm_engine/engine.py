@@ -7,7 +7,8 @@ A call is one pass down the steps of call/, each in its own module:
 3. *request* (call/request.py): every option checked once, the epilogue the kernels apply;
 4. *prepare* (call/prepare.py): the arrays on the device, viewed in place, and the `MatmulProblem`;
 5. *choose* (call/choose.py): the caller's algorithm, else the tuning cache's, else ``auto``'s rules;
-6. *plan* (call/plan.py): set up, render and compile, cached per (algorithm, problem);
+6. *plan* (call/plan.py): set up, render and compile, cached per (algorithm, problem), or a
+   stand-in while the engine's choice builds in the background;
 7. *arguments* and *launch* (call/arguments.py, call/launch.py): one typed `CallArguments`, the
    kernels launched with it;
 8. *deliver* (call/deliver.py): the result in the caller's library, or in ``out``.
@@ -41,7 +42,7 @@ from .explain import explain_problem
 from .problem import MatmulProblem
 from .quant.weight import QuantizedWeight
 from .handles import register as register_handle
-from .tensors import torch_op_wanted
+from .tensors import deterministic, torch_op_wanted
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
@@ -56,7 +57,8 @@ class Engine:
     default_algorithm = "auto"
 
     def __init__(self, backend: str = "auto", device=None, precision: str = "default",
-                 use_tuning_cache: bool = True, *, context=None, queue=None, max_compute_units: int | None = None):
+                 use_tuning_cache: bool = True, *, context=None, queue=None, max_compute_units: int | None = None,
+                 background_compile: bool | None = None):
         """``backend``: "auto" (CUDA when CuPy sees a GPU, else OpenCL; $GEMM_ENGINE_BACKEND),
         "cuda" or "opencl". ``device``: a CUDA device index; on OpenCL an index, a name substring
         (optionally ":index") or a pyopencl.Device. ``context`` / ``queue`` (OpenCL): run in the
@@ -66,13 +68,16 @@ class Engine:
         at most this many SMs (compute units) per kernel, so that kernels running beside the
         engine's (communication) keep the rest: persistent grids take that many cubes, and one-cube-
         per-tile grids of a reentrant global level turn persistent with that many; split-K and a
-        global level that runs once per cube keep one cube per tile (`explain` shows the grid)."""
+        global level that runs once per cube keep one cube per tile (`explain` shows the grid).
+        ``background_compile``: the engine's own choice builds on a worker thread while calls run a
+        quick stand-in (call/plan.py `Planner.stand_in`; not under torch's deterministic mode).
+        Default: on for CUDA ($GEMM_ENGINE_BACKGROUND_COMPILE=0/1); `wait_for_compiles`."""
         if precision not in MatmulProblem.PRECISIONS:
             raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {precision!r}")
         self.precision = precision
         self.runtime = make_runtime(backend, device, context, queue)
         self.runtime.limit_compute_units(max_compute_units)
-        self.planner = Planner(self.runtime)
+        self.planner = Planner(self.runtime, background=background_compile)
         self.launcher = Launcher(self.runtime)
         self.policy = ChoicePolicy(self.runtime.dialect, self.tuned_algorithm, self.resolve)
         #: Repeated calls on device arrays: call metadata -> `CallPlan` (call/fast.py).
@@ -319,6 +324,10 @@ class Engine:
             found, key = None, None
         if found is None:
             choice = self.choose(problem, algorithm)
+            if self.planner.background and choice.source != "caller" and not deterministic():
+                standing = self.planner.stand_in(choice.algorithm, problem, choice.config)
+                if standing is not None:
+                    return standing            # not kept: the call after the build plans again
             found = self.planner.plan(choice.algorithm, problem, choice.config)
             if key is not None:
                 with self._lock:
@@ -326,6 +335,10 @@ class Engine:
                     if len(self._chosen) > CHOSEN_MAX:
                         self._chosen.pop(next(iter(self._chosen)))
         return found
+
+    def wait_for_compiles(self, timeout: float | None = None) -> bool:
+        """Wait for the background builds (``background_compile``): whether all ended in ``timeout`` s."""
+        return self.planner.builds.wait(timeout)
 
     def plan(self, problem: MatmulProblem, algorithm=None) -> tuple[Algorithm, KernelConfig, str]:
         """(algorithm, config, source) the engine would use for ``problem``; nothing is launched

@@ -2,6 +2,8 @@
 tensor is at hand: it stays an optional dependency)."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .dtypes import FP8_NAMES, bfloat16_dtype, ml_dtype
@@ -107,3 +109,10 @@ def torch_op_wanted(a, b, extras=()) -> bool:
             return True
     return False
 
+
+
+def deterministic() -> bool:
+    """Whether torch's deterministic algorithms are on (torch imported by the caller only): the
+    engine then never runs a stand-in, whose sums may round otherwise than the chosen kernel's."""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.are_deterministic_algorithms_enabled())

@@ -24,6 +24,9 @@ if _torch is not None and _torch.origin in (None, "namespace"):
 # Hermetic choices: default calls must not pick up a tuning cache the user's machine holds (the
 # tests of the cache point GEMM_ENGINE_CACHE_DIR at their own folders).
 os.environ["GEMM_ENGINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="gemm_engine_test_cache_")
+# Tests that check what a call ran look at its first call: no stand-in runs it (CUDA engines stand
+# in for their first calls by default). tests/call/test_background_compile.py turns it on.
+os.environ["GEMM_ENGINE_BACKGROUND_COMPILE"] = "0"
 
 import gemm_engine  # noqa: E402
 

@@ -36,9 +36,11 @@ TORCH_KEY = object()
 def remember(fast, call_key, plan: Plan, args, values: dict, arrays, prepared, target) -> None:
     """Keep a general call's `CallPlan` in the fast path's plans (call/fast.py `FastPath`) under the
     key it gave the call (None: none), where its repeats find it; and let it know torch's tensor
-    type from a call on torch tensors. The launch step's last act: the call goes on to deliver."""
+    type from a call on torch tensors. A stand-in's plan is not kept: the call after its build
+    plans again. The launch step's last act: the call goes on to deliver."""
     request = prepared.request
-    keep = (call_key is not None and not prepared.copied and (request.out is None or target.direct)
+    keep = (call_key is not None and plan.stands_in_for is None and not prepared.copied
+            and (request.out is None or target.direct)
             and (arrays.like is not None) == (call_key[0] is TORCH_KEY))
     if keep:
         groups = request.groups.layout if request.groups is not None else None

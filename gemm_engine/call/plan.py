@@ -7,21 +7,34 @@ least-recently-used map (a process that sees ever new shapes must not grow witho
 compiled kernels themselves stay in the runtime's own bounded cache and in the compilers' binary
 caches on disk). Sources are read from the on-disk source cache where a process rendered them
 before (runtime/source_cache.py: rendering is most of a warm first call's time).
+
+`Planner.stand_in`: where the first call of a plan would wait for the compiler (its kernels not
+compiled, built or on disk), they are rendered and built on a background worker
+(runtime/background.py) and that call runs a stand-in's plan (selector/stand_in.py, marked
+`Plan.stands_in_for`). The next call plans the chosen algorithm, waiting for the build where it has
+not finished: one call stands in, so a loop, a benchmark's timed calls or a captured CUDA graph get
+the chosen kernel from their second call on, and the first calls of a model's layers overlap their
+builds. A stream that captures a graph never gets a stand-in.
 """
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..algorithms.base import Algorithm, KernelConfig
+from ..algorithms.base import REGISTRY, Algorithm, KernelConfig
 from ..batch.base import CallValues, Workspace
 from ..codegen.signature import KernelSignature
 from ..errors import CaptureError, SetupError
 from ..problem import MatmulProblem
+from ..runtime.background import BackgroundBuilds
 from ..runtime.source_cache import SourceCache, source_key
+from ..selector.stand_in import STAND_INS
 
 #: Plans kept per engine (each holds references to compiled kernels).
 PLANS_MAX = 512
+#: "0" turns background builds off, "1" on (default: on for CUDA).
+BACKGROUND_ENV = "GEMM_ENGINE_BACKGROUND_COMPILE"
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,24 @@ class Plan:
     #: Scratch the runtime keeps zeroed between calls (``kept_scratch``: the split tail's flags
     #: and partial sums), or None.
     kept: Workspace | None = None
+    #: The name of the algorithm this plan stands in for while that one builds (`Planner.stand_in`),
+    #: or None: a stand-in's plan is run, never kept for the call's problem.
+    stands_in_for: str | None = None
+
+
+def stand_in(problem: MatmulProblem, dialect, chosen: Algorithm) -> tuple[Algorithm, KernelConfig] | None:
+    """The stand-in for ``chosen`` (a concrete algorithm) on ``problem`` (selector/stand_in.py), set
+    up; None where none sets up or ``chosen`` is of a stand-in's kind."""
+    if any(type(chosen) is REGISTRY.get(name) for name, _ in STAND_INS):
+        return None
+    for name, knobs in STAND_INS:
+        if name in REGISTRY:
+            alg = REGISTRY[name](**knobs)
+            try:
+                return alg, alg.setup(problem, dialect)
+            except SetupError:
+                continue
+    return None
 
 
 def render(alg: Algorithm, cfg: KernelConfig, dialect) -> str:
@@ -60,11 +91,18 @@ def render(alg: Algorithm, cfg: KernelConfig, dialect) -> str:
 
 
 class Planner:
-    def __init__(self, runtime, capacity: int = PLANS_MAX, sources: SourceCache | None = None):
+    def __init__(self, runtime, capacity: int = PLANS_MAX, sources: SourceCache | None = None,
+                 background: bool | None = None):
         self.runtime = runtime
+        if background is None:        # `Engine`'s ``background_compile``: on for CUDA by default
+            env = os.environ.get(BACKGROUND_ENV)
+            background = runtime.backend == "cuda" if env is None else env != "0"
+        #: Whether `stand_in` may be asked (the engine asks it for its own choices only).
+        self.background = bool(background)
         self.capacity = capacity
         self._plans: OrderedDict = OrderedDict()
         self.sources = SourceCache() if sources is None else sources
+        self.builds = BackgroundBuilds()
 
     def source(self, concrete: Algorithm, cfg: KernelConfig) -> str:
         """The source of ``concrete`` set up as ``cfg``: from the source cache, else rendered (and kept)."""
@@ -76,11 +114,44 @@ class Planner:
             self.sources.put(key, found)
         return found
 
+    def stand_in(self, alg: Algorithm, problem: MatmulProblem, cfg: KernelConfig) -> Plan | None:
+        """For the first call of ``alg`` (set up as ``cfg``) whose kernels need the compiler (not
+        compiled, built or on disk): a stand-in's plan, ``alg``'s build handed to a background
+        worker. None otherwise: ``alg``'s plan is ready, or its build was handed over before (`plan`
+        waits for it), or the current stream captures a graph (`plan` compiles or refuses), or no
+        stand-in sets up."""
+        key = self.key(alg, problem)
+        if key in self._plans or self.builds.get(key) is not None:
+            return None
+        concrete = alg.chosen(cfg)
+        names = [launch.name for launch in concrete.launches(cfg, problem)]
+        source = self.sources.get(source_key(concrete, cfg, self.runtime.dialect))
+        if source is None and not self.sources.enabled:
+            source = self.source(concrete, cfg)
+        if source is not None and all(self.runtime.ready(source, name) for name in names):
+            return None
+        if self.runtime.capturing():
+            return None
+        found = stand_in(problem, self.runtime.dialect, concrete)
+        if found is None:
+            return None
+        standing = self.plan(found[0], problem, found[1])
+        # Handed over after the stand-in's compile: its render (Python) would slow that down.
+        self.builds.submit(key, lambda: self._build(concrete, cfg, source))
+        return replace(standing, stands_in_for=concrete.name)
+
+    def _build(self, concrete: Algorithm, cfg: KernelConfig, source: str | None) -> str:
+        """A background build: ``concrete``'s source (rendered where not given) built; the source."""
+        source = source or self.source(concrete, cfg)
+        self.runtime.build(source)
+        return source
+
     def __len__(self) -> int:
         return len(self._plans)
 
     def clear(self) -> None:
         self._plans.clear()
+        self.builds.forget()
 
     @staticmethod
     def key(alg: Algorithm, problem: MatmulProblem):
@@ -97,7 +168,11 @@ class Planner:
         if cfg is None:
             cfg = alg.setup(problem, dialect)
         concrete = alg.chosen(cfg)
-        source = self.source(concrete, cfg)
+        build = self.builds.get(key)
+        if build is not None and build.exception() is None:      # waits for a background build
+            source = build.result()
+        else:
+            source = self.source(concrete, cfg)
         shared = cfg.batch.global_.dynamic_shared_bytes
         launches = []
         for launch in concrete.launches(cfg, problem):

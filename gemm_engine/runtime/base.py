@@ -5,8 +5,11 @@ source text in memory; on disk the compilers' own binary caches keep them keyed 
 and device (CuPy's kernel cache, with the sm_90a cubins beside it, cuda.py; PoCL's and NVIDIA's
 OpenCL caches), written atomically and checked when read, so processes may share them.
 `compile_many` compiles kernels in parallel (warmup.py), and no kernel is compiled while the
-current CUDA stream captures a graph (`check_compile`): loading a module there would break the
-capture, and the error says to warm up first.
+current CUDA stream captures a graph (`check_compile`): the error says to warm up first.
+
+A compile is two steps: `build` (the compiler's work: a binary, kept per source; thread-safe and
+touching no stream, so a background worker may do it: runtime/background.py) and `_load` (the
+binary's kernel, by the thread that launches it). `ready` says whether a kernel needs no build.
 """
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Runtime(ABC):
     def __init__(self):
         self._kernels: OrderedDict[str, object] = OrderedDict()
         self._kernels_lock = threading.Lock()
+        self._binaries: OrderedDict[str, object] = OrderedDict()   # source -> its built binary
         self._kept: OrderedDict = OrderedDict()     # (queue, dtype) -> `kept_scratch`'s buffer
         self._kept_lock = threading.Lock()
 
@@ -68,7 +72,8 @@ class Runtime(ABC):
             if fn is not None:
                 self._kernels.move_to_end(key)
                 return fn
-        self.check_compile(name)
+        if not self.built(source):
+            self.check_compile(name)
         fn = self._compile(source, name)
         with self._kernels_lock:
             self._kernels[key] = fn
@@ -79,6 +84,35 @@ class Runtime(ABC):
     def compiled(self, source: str, name: str) -> bool:
         """Whether ``kernel(source, name)`` is in this runtime's memory already."""
         return (source + "\0" + name) in self._kernels
+
+    def built(self, source: str) -> bool:
+        """Whether ``source``'s binary is in this runtime's memory (only a load is left)."""
+        return source in self._binaries
+
+    def ready(self, source: str, name: str) -> bool:
+        """Whether ``kernel(source, name)`` needs no compiler: compiled, built, or (`_on_disk`) in
+        a binary cache on disk, which loads in milliseconds."""
+        return self.compiled(source, name) or self.built(source) or self._on_disk(source)
+
+    def _on_disk(self, source: str) -> bool:
+        """Whether a binary cache on disk holds ``source``'s binary (unknown: False)."""
+        return False
+
+    def build(self, source: str):
+        """``source``'s binary (`_build`), kept for `_compile`: any thread may call it."""
+        with self._kernels_lock:
+            found = self._binaries.get(source)
+        if found is None:
+            found = self._build(source)
+            with self._kernels_lock:
+                self._binaries[source] = found
+                if len(self._binaries) > KERNELS_MAX:
+                    self._binaries.popitem(last=False)
+        return found
+
+    def _compile(self, source: str, name: str):
+        """Kernel ``name`` of ``source``: its binary built (or kept) and loaded."""
+        return self._load(self.build(source), name)
 
     def compile_many(self, jobs, workers: int | None = None) -> int:
         """Compile every (source, name) of ``jobs`` not compiled yet, ``workers`` at a time (default:
@@ -122,7 +156,12 @@ class Runtime(ABC):
         """Drop what the runtime keeps beside a kernel the cache evicted (nothing by default)."""
 
     @abstractmethod
-    def _compile(self, source: str, name: str): ...
+    def _build(self, source: str):
+        """The compiler's output for ``source`` (no stream, no launch: safe on any thread)."""
+
+    @abstractmethod
+    def _load(self, binary, name: str):
+        """Kernel ``name`` of a built ``binary``, ready to launch from the calling thread."""
 
     @abstractmethod
     def launch(self, kernel, cubes: int, units: int, args: list, shared_bytes: int = 0,

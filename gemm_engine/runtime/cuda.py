@@ -1,13 +1,11 @@
-"""CUDA runtime through CuPy: `RawModule` compiles (NVRTC, with CuPy's on-disk cache), kernels run
-on CuPy's current stream, and arrays are `cupy.ndarray`."""
+"""CUDA runtime through CuPy: NVRTC builds (runtime/nvrtc.py, with its on-disk cache), CuPy loads
+the modules, kernels run on CuPy's current stream, and arrays are `cupy.ndarray`."""
 from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
 import hashlib
-import os
 import sys
-import tempfile
 import threading
 
 import numpy as np
@@ -19,6 +17,7 @@ from ..codegen.device import DeviceInfo
 from ..codegen.dialect import cuda_target_arch
 from .base import STREAMS_MAX, Runtime, span_of
 from .tensor_map import ENCODER
+from . import nvrtc
 
 #: ``cudaStreamPerThread``'s handle.
 _PER_THREAD_STREAM = 2
@@ -34,70 +33,12 @@ def _cupy():
     return cupy
 
 
-def _cuda_include_dir(cp) -> str:
-    """The toolkit's include folder. /usr/local/cuda first: CuPy's own CUDA path may point at the
-    pip wheels' headers, whose <mma.h> lacks the crt/ headers it includes (seen on the H100 box)."""
-    for root in ("/usr/local/cuda", os.environ.get("CUDA_PATH"), cp.cuda.get_cuda_path()):
-        if root and os.path.exists(os.path.join(root, "include", "crt", "mma.h")):
-            return os.path.join(root, "include")
-    return os.path.join(cp.cuda.get_cuda_path() or "/usr/local/cuda", "include")
-
-
 def cuda_available() -> bool:
     try:
         cupy = _cupy()
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
-
-
-def cupy_cache_dir(cp) -> str:
-    """CuPy's kernel cache folder: its own answer where this CuPy version exposes one, else the
-    documented rule ($CUPY_CACHE_DIR, default ~/.cupy/kernel_cache)."""
-    for module in (getattr(cp.cuda, "compiler", None), getattr(cp, "_environment", None)):
-        getter = getattr(module, "get_cache_dir", None)
-        if getter is not None:
-            return getter()
-    return os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
-
-
-def arch_specific_cubin(cp, source: str, arch: str) -> bytes:
-    """NVRTC's cubin of ``source`` for ``arch``, through a file in CuPy's kernel cache folder
-    (``CUPY_CACHE_DIR``) keyed by the source, options and NVRTC version. Files are written to a
-    temporary name and renamed (atomic), and carry a hash of their cubin: a torn or foreign file
-    is recompiled, never loaded."""
-    from cupy_backends.cuda.libs import nvrtc
-    options = ("--std=c++17", f"--gpu-architecture={arch}")
-    key = hashlib.sha256(repr((nvrtc.getVersion(), options, source)).encode()).hexdigest()
-    folder = cupy_cache_dir(cp)
-    path = os.path.join(folder, f"gemm_engine_{key}.cubin")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-        digest, cubin = data[:64], data[64:]
-        if digest == hashlib.sha256(cubin).hexdigest().encode():
-            return cubin
-    except OSError:
-        pass
-    prog = nvrtc.createProgram(source, "gemm_engine_kernel.cu", (), ())
-    try:
-        try:
-            nvrtc.compileProgram(prog, options)
-        except nvrtc.NVRTCError as exc:
-            raise RuntimeError(f"NVRTC could not compile the kernel for {arch}:\n"
-                               f"{nvrtc.getProgramLog(prog)}") from exc
-        cubin = nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".gemm_engine_")
-        with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(cubin).hexdigest().encode() + cubin)
-        os.replace(tmp, path)
-    except OSError:
-        pass      # a read-only cache folder costs a compile per process, not a failure
-    return cubin
 
 
 class CudaRuntime(Runtime):
@@ -108,10 +49,11 @@ class CudaRuntime(Runtime):
         # id(kernel) -> (kernel, dynamic shared bytes it may take): the kernel is kept with its id,
         # so the id cannot be reused by another kernel while the entry exists.
         self._dyn_smem: dict[int, tuple] = {}
-        # Modules compiled outside RawModule (arch-specific): kept for the runtime's life, since a
-        # plan (the planner keeps more than the kernel cache) may still launch their functions and
-        # a Function does not keep its module alive everywhere. One per distinct sm_90a source.
-        self._modules: list = []
+        # Loaded modules by their binary's hash: kept for the runtime's life, since a plan (the
+        # planner keeps more than the kernel cache) may still launch their functions and a Function
+        # does not keep its module alive everywhere.
+        self._modules: dict = {}
+        self._modules_lock = threading.Lock()
         self._streams: OrderedDict = OrderedDict()   # a library's stream handle -> cupy ExternalStream
         cp = self.cp = _cupy()
         try:
@@ -151,28 +93,20 @@ class CudaRuntime(Runtime):
             except RuntimeError:
                 pass
 
-    def _compile(self, source, name):
-        ensure_context(self.cp, self.cuda_device.id)
-        arch = cuda_target_arch(self.device, source)
-        if arch != self.device.arch:
-            return self._compile_arch_specific(source, name, arch)
-        options = ["--std=c++17", f"--gpu-architecture={arch}"]
-        if "#include <" in source:
-            # NVRTC has no CUDA include path of its own: headers such as <mma.h> need it given.
-            options.append(f"-I{_cuda_include_dir(self.cp)}")
-        with self.cuda_device:
-            module = self.cp.RawModule(code=source, options=tuple(options))
-            return module.get_function(name)
+    def _build(self, source):
+        return nvrtc.binary(self.cp, source, cuda_target_arch(self.device, source))
 
-    def _compile_arch_specific(self, source, name, arch):
-        """Kernels that need an arch-specific target ("sm_90a": wgmma) are compiled to a cubin by
-        NVRTC directly: CuPy's RawModule appends its own ``-arch=sm_XY`` after our options, which
-        would drop the suffix, and its cache takes only plain numeric archs. The cubin is kept in
-        CuPy's kernel cache folder (`arch_specific_cubin`) so a new process skips NVRTC (~1 s)."""
-        with self.cuda_device:
-            module = self.cp.cuda.function.Module()
-            module.load(arch_specific_cubin(self.cp, source, arch))
-            self._modules.append(module)
+    def _on_disk(self, source):
+        return nvrtc.on_disk(self.cp, source, cuda_target_arch(self.device, source))
+
+    def _load(self, binary, name):
+        ensure_context(self.cp, self.cuda_device.id)
+        key = hashlib.sha256(binary).digest()
+        with self.cuda_device, self._modules_lock:
+            module = self._modules.get(key)
+            if module is None:
+                module = self._modules[key] = self.cp.cuda.function.Module()
+                module.load(binary)
             return module.get_function(name)
 
     def capturing(self, stream=None) -> bool:

@@ -171,8 +171,10 @@ class OpenCLRuntime(Runtime):
         features, refusals = probe_device(cl, dev, info)
         return replace(info, features=features, refusals=refusals)
 
-    def _compile(self, source, name):
-        program = self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
+    def _build(self, source):
+        return self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
+
+    def _load(self, program, name):
         return getattr(program, name)
 
     def launch(self, kernel, cubes, units, args, shared_bytes: int = 0, co_resident: bool = False):

@@ -9,7 +9,7 @@ import numpy as np
 from ..algorithms.base import REGISTRY
 from ..engine import Engine
 from ..explain import device_tiles
-from ..runtime.cuda import cupy_cache_dir
+from ..runtime.nvrtc import cupy_cache_dir
 from ..tuning import CACHE_ENV, TuningCache
 from ..version import __version__
 
@@ -44,7 +44,7 @@ def _binary_cache(engine) -> str:
     """Where compiled kernels of ``engine``'s backend are cached, and what overrides it."""
     if engine.backend == "cuda":
         folder = cupy_cache_dir(engine.runtime.cp)
-        return f"{folder} (CuPy's; $CUPY_CACHE_DIR; sm_90a cubins stored there too)"
+        return f"{folder} (CuPy's; $CUPY_CACHE_DIR: the NVRTC cubins, gemm_engine_*.cubin)"
     name = engine.device.name
     if "Portable Computing Language" in name or "pthread" in name:
         base = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))

@@ -10,8 +10,9 @@ import types
 import pytest
 
 from gemm_engine.errors import BackendUnavailableError
-from gemm_engine.runtime import cuda as cuda_runtime
-from gemm_engine.runtime.cuda import CudaRuntime, _cuda_include_dir, cuda_available, cupy_cache_dir
+from gemm_engine.runtime import nvrtc as nvrtc_runtime
+from gemm_engine.runtime.cuda import CudaRuntime, cuda_available
+from gemm_engine.runtime.nvrtc import cuda_include_dir, cupy_cache_dir
 
 H100 = {"name": b"NVIDIA H100 80GB HBM3", "multiProcessorCount": 132, "sharedMemPerBlock": 49152,
         "sharedMemPerBlockOptin": 232448, "maxThreadsPerBlock": 1024, "warpSize": 32, "major": 9, "minor": 0}
@@ -105,9 +106,9 @@ def test_include_dir_is_the_toolkit_with_crt_headers(monkeypatch, tmp_path):
     (toolkit / "include" / "crt" / "mma.h").write_text("")
     monkeypatch.setenv("CUDA_PATH", str(toolkit))
     real_exists = os.path.exists
-    monkeypatch.setattr(cuda_runtime.os.path, "exists",
+    monkeypatch.setattr(nvrtc_runtime.os.path, "exists",
                         lambda p: False if str(p).startswith("/usr/local/cuda") else real_exists(p))
     cp = types.SimpleNamespace(cuda=types.SimpleNamespace(get_cuda_path=lambda: "/wheel/cuda"))
-    assert _cuda_include_dir(cp) == str(toolkit / "include")
+    assert cuda_include_dir(cp) == str(toolkit / "include")
     monkeypatch.delenv("CUDA_PATH")
-    assert _cuda_include_dir(cp) == "/wheel/cuda/include"     # nothing better: CuPy's own
+    assert cuda_include_dir(cp) == "/wheel/cuda/include"     # nothing better: CuPy's own

@@ -9,11 +9,8 @@
 
 Where compiled kernels are cached (what "warm" means):
 
-* CUDA: ``cupy.RawModule(code=...)`` compiles through ``cupy._core.core.compile_with_cache``, which
-  keeps the binary under ``CUPY_CACHE_DIR`` (default ``~/.cupy/kernel_cache``) unless
-  ``CUPY_CACHE_IN_MEMORY=1``. Kernels that need an arch-specific target (``sm_90a``: wgmma) go
-  through ``CudaRuntime._compile_arch_specific`` (plain NVRTC), which caches nothing on disk, so
-  they recompile in every process.
+* CUDA: every kernel is built by NVRTC (runtime/nvrtc.py) into a cubin kept under
+  ``CUPY_CACHE_DIR`` (default ``~/.cupy/kernel_cache``) as ``gemm_engine_<key>.cubin``.
 * OpenCL: PyOpenCL's own binary cache (under ``$XDG_CACHE_HOME/pyopencl``; there is no
   PYOPENCL_CACHE_DIR variable) is skipped for PoCL and NVIDIA, whose drivers cache builds
   themselves (``pyopencl.characterize.has_src_build_cache``); PoCL's is ``POCL_CACHE_DIR``
