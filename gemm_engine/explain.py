@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .algorithms.base import KernelConfig
 from .problem import MatmulProblem
+from .tensors import deterministic
 from .tuning.key import problem_key
 
 
@@ -36,6 +37,9 @@ class Explanation:
     config: KernelConfig     # the full config the kernel is rendered from
     considered: tuple[Considered, ...]
     family: str | None = None    # the family name the caller gave, when it resolved to ``algorithm``
+    #: What the first call runs instead while the chosen kernel builds in the background
+    #: (call/plan.py `Planner.stand_in`), or "" where the chosen kernel runs from the first call.
+    first_call: str = ""
 
     @property
     def chosen(self) -> str:
@@ -56,6 +60,7 @@ class Explanation:
             f"selection  {self.selection!r}",
             f"kernel     {summary(self.config)}",
             f"cache key  {self.key}",
+            *([f"first call {self.first_call}"] if self.first_call else []),
             "considered",
         ]
         width = max(len(c.name) for c in self.considered) if self.considered else 10
@@ -128,7 +133,20 @@ def explain_problem(engine, problem: MatmulProblem, algorithm=None) -> Explanati
     considered = tuple(Considered(v.name, v.verdict, v.reason, v.config.selection if v.config else None)
                        for v in choice.trace)
     return Explanation(problem, engine.device, problem_key(problem, engine.device), choice.source,
-                       choice.algorithm.name, choice.config.selection, choice.config, considered, choice.family)
+                       choice.algorithm.name, choice.config.selection, choice.config, considered, choice.family,
+                       _first_call(engine, problem, choice))
+
+
+def _first_call(engine, problem: MatmulProblem, choice) -> str:
+    """What `Explanation.first_call` says: the stand-in a call would run now, if any."""
+    planner = getattr(engine, "planner", None)       # none: a report for a nominal device
+    if planner is None or not planner.background or choice.source == "caller" or deterministic():
+        return ""
+    found = planner.stand_in_for(choice.algorithm, problem, choice.config)
+    if found is None:
+        return ""
+    return (f"{found[0].name} (tile {tile_line(found[1])}) stands in while {choice.algorithm.name} builds in the "
+            f"background: no binary of it in memory or on disk (Engine background_compile; warmup compiles ahead)")
 
 
 def _epilogue_text(e) -> str:

@@ -114,30 +114,37 @@ class Planner:
             self.sources.put(key, found)
         return found
 
-    def stand_in(self, alg: Algorithm, problem: MatmulProblem, cfg: KernelConfig) -> Plan | None:
-        """For the first call of ``alg`` (set up as ``cfg``) whose kernels need the compiler (not
-        compiled, built or on disk): a stand-in's plan, ``alg``'s build handed to a background
-        worker. None otherwise: ``alg``'s plan is ready, or its build was handed over before (`plan`
-        waits for it), or the current stream captures a graph (`plan` compiles or refuses), or no
-        stand-in sets up."""
+    def stand_in_for(self, alg: Algorithm, problem: MatmulProblem,
+                     cfg: KernelConfig) -> tuple[Algorithm, KernelConfig] | None:
+        """The stand-in (set up) that the first call of ``alg`` (set up as ``cfg``) would run, its
+        kernels needing the compiler (not compiled, built or on disk); None where ``alg``'s plan is
+        ready, its build was handed over before (`plan` waits for it), the current stream captures
+        a graph (`plan` compiles or refuses) or no stand-in sets up. Nothing is compiled or handed
+        over (`Engine.explain` asks too)."""
         key = self.key(alg, problem)
         if key in self._plans or self.builds.get(key) is not None:
             return None
         concrete = alg.chosen(cfg)
-        names = [launch.name for launch in concrete.launches(cfg, problem)]
         source = self.sources.get(source_key(concrete, cfg, self.runtime.dialect))
         if source is None and not self.sources.enabled:
             source = self.source(concrete, cfg)
-        if source is not None and all(self.runtime.ready(source, name) for name in names):
+        if source is not None and all(self.runtime.ready(source, launch.name)
+                                      for launch in concrete.launches(cfg, problem)):
             return None
         if self.runtime.capturing():
             return None
-        found = stand_in(problem, self.runtime.dialect, concrete)
+        return stand_in(problem, self.runtime.dialect, concrete)
+
+    def stand_in(self, alg: Algorithm, problem: MatmulProblem, cfg: KernelConfig) -> Plan | None:
+        """`stand_in_for`'s stand-in, planned, with ``alg``'s build handed to a background worker."""
+        found = self.stand_in_for(alg, problem, cfg)
         if found is None:
             return None
         standing = self.plan(found[0], problem, found[1])
+        concrete = alg.chosen(cfg)
+        source = self.sources.get(source_key(concrete, cfg, self.runtime.dialect))
         # Handed over after the stand-in's compile: its render (Python) would slow that down.
-        self.builds.submit(key, lambda: self._build(concrete, cfg, source))
+        self.builds.submit(self.key(alg, problem), lambda: self._build(concrete, cfg, source))
         return replace(standing, stands_in_for=concrete.name)
 
     def _build(self, concrete: Algorithm, cfg: KernelConfig, source: str | None) -> str:

@@ -52,7 +52,6 @@ from ..epilogue.spec import IDENTITY, Epilogue
 from ..errors import SetupError
 from ..quant.format import WeightFormat
 from .read.loaders import Loader, LoaderConfig
-from .write.pairs import write_pairs
 from .write.writers import DirectWriter, WriterConfig
 
 
@@ -263,7 +262,7 @@ class GlobalMatmul(ABC):
     def write_output(self, cfg: GlobalConfig, d: Dialect, scope) -> str:
         """The writer's stores of the stage's accumulators (a paired epilogue's: write/pairs.py)."""
         if cfg.epilogue.paired:
-            return write_pairs(self, cfg, d, scope)
+            return self.writer.write_paired(self, cfg, d, scope)
         return self.writer.write(self, cfg, d, scope)
 
     def shared_ring(self, cfg: GlobalConfig, d: Dialect):

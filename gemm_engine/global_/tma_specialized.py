@@ -190,7 +190,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k,
                                    stages=stages, writer=self.writer.setup(problem, selection, dialect),
                                    promotion=promotion, cluster_m=cluster_m, schedule=schedule,
-                                   split_tail=split, split_fixup=selection.split_fixup)
+                                   split_tail=split, split_fixup=selection.split_fixup,
+                                   epilogue=problem.epilogue)      # the staging tile's size follows it
         cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg

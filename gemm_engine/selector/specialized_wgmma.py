@@ -132,12 +132,17 @@ def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: in
     ring slots; failing that, whole, with as many slots as fit beside it, at least `MIN_STAGES`;
     else direct stores and all the slots. A slot holds 128 bytes of K for each of the tile's
     tile_m + tile_n lines, whatever the type; ``groups`` staging tiles (ping-pong: one per copy)."""
-    if problem.epilogue.paired:
-        # A gated epilogue's pairs are stored directly (global_/write/pairs.py): every slot stays.
-        return dict(stages=stages, tma_store=False, store_parts=1)
     slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize * groups
     band = 128 // problem.out.itemsize
     room = dialect.device.max_shared_memory - SLACK
+    if problem.epilogue.paired:
+        # A gated epilogue's one result a pair is staged at half the width, in one part
+        # (TmaStoreWriter.write_paired; bench/SELECTION_NOTES.md "Paired stores"); two results a pair (the
+        # gated derivative) are stored directly, and every slot stays.
+        fit = (room - whole // 2) // slot
+        if problem.epilogue.pair_outputs == 1 and (tile_n // 2) % band == 0 and fit >= MIN_STAGES:
+            return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
+        return dict(stages=stages, tma_store=False, store_parts=1)
     for parts in (1, 2, 4):
         if (tile_n // parts) % band:
             break

@@ -64,6 +64,18 @@ def test_the_first_call_stands_in_and_the_next_runs_the_choice(rng):
     assert engine.last_choice[0].name == chosen
 
 
+def test_explain_says_what_the_first_call_runs(rng):
+    engine = _engine()
+    a, b, bias = _operands(rng, 25, 26, 27)
+    report = engine.explain(a, b, bias=bias, activation="gelu")
+    assert "first call simple_unit" in str(report) and "builds in the background" in report.first_call
+    assert engine.planner.builds.pending() == 0 and not engine.planner.builds._jobs   # explain hands nothing over
+    assert engine.explain(a, b, bias=bias, activation="gelu", algorithm="direct_vector").first_call == ""
+    engine.matmul(a, b, bias=bias, activation="gelu")
+    engine.matmul(a, b, bias=bias, activation="gelu")
+    assert engine.explain(a, b, bias=bias, activation="gelu").first_call == ""
+
+
 def test_a_named_algorithm_and_deterministic_torch_never_stand_in(rng, monkeypatch):
     engine = _engine()
     a, b, bias = _operands(rng, 19, 23, 29)

@@ -4,7 +4,8 @@ Against float64 numpy: every OpenCL algorithm, forward (half the columns) and de
 columns, times mul), float32 and float64, shapes off every tile boundary, broadcast batches, bias
 on either axis, alpha and K = 0. Every CUDA algorithm's paired sources compile with nvcc for sm_80
 and sm_90a, or the algorithm refuses the problem naming why; the compositions that cannot pair
-(split-K's reduction, the skinny level, TMA stores, odd tile widths) are refused by name.
+(split-K's reduction, the skinny level, TMA stores of two results a pair or in parts, odd tile
+widths) are refused by name; one result a pair is staged for TMA stores at half the width.
 """
 from __future__ import annotations
 
@@ -112,6 +113,7 @@ def _cuda_problems():
     yield _problem("float32", "float32", activation="geglu", bias=FLOAT32)
     yield _problem("float64", "float64", activation=Derivative("reglu"), mul=FLOAT32, bias=None)
     yield _problem(m=1, n=4096, k=512)
+    yield _problem("bfloat16", "bfloat16", m=300, n=1000, k=256)     # staged through TMA on sm_90a
 
 
 #: The algorithms that set up at least one of the problems (paired_jobs fills it).
@@ -160,12 +162,58 @@ def test_compositions_that_cannot_pair_are_refused(name, words):
         REGISTRY[name]().setup(problem, d)
 
 
-def test_tma_stores_and_odd_tile_widths_are_refused():
+def test_tma_stores_stage_one_result_a_pair_and_refuse_the_rest():
     d = dialect_for(nominal_cuda_device(9, 0))
     big = _problem("bfloat16", "bfloat16", m=4096, n=4096, k=4096, bias=None)
-    with pytest.raises(SetupError, match="tma_store=False"):
-        REGISTRY["specialized_wgmma"](tma_store=True, stages=3).setup(big, d)
+    cfg = REGISTRY["specialized_wgmma"](tma_store=True, stages=3).setup(big, d)
+    g = cfg.batch.global_
+    level = REGISTRY["specialized_wgmma"]().components.global_
+    assert g.writer.tma_store and level.writer.stages_pairs(g)
+    assert g.staging == g.stage.stage_m * g.stage.stage_n // 2 * 2          # half the tile's columns
+    spec = level.writer.tensor_map_spec(g, 4096, 4096, 2048, 0, 1)
+    assert spec.dims[0] == 2048                                              # the half-width output
+    source = REGISTRY["specialized_wgmma"](tma_store=True, stages=3).render(cfg, d)
+    assert "(cube_n0 >> 1)" in source and "ptx_tma_store_3d(&out_map" in source
+    assert REGISTRY["specialized_wgmma"]().setup(big, d).batch.global_.writer.tma_store     # the default
+    with pytest.raises(SetupError, match="store_parts=1"):
+        REGISTRY["specialized_wgmma"](tma_store=True, store_parts=2, stages=3).setup(big, d)
+    derivative = _problem("bfloat16", "float32", m=4096, n=4096, k=4096, activation=Derivative("swiglu"),
+                          mul=BFLOAT16, bias=None)
+    with pytest.raises(SetupError, match="one result a pair"):
+        REGISTRY["specialized_wgmma"](tma_store=True, stages=3).setup(derivative, d)
     odd = replace(_problem("float32", "float32", m=64, n=64, k=64, bias=None))
     with pytest.raises(SetupError, match="even tile width"):
         gemm_engine.algorithms.REGISTRY["simple_unit"](tile_n=1, stage_n=16).setup(odd, dialect_for(
             nominal_cuda_device(8, 0)))
+
+
+STAGED_CASES = [  # (batch, m, n, k, out dtype, bias axis): tile edges, ragged halves, bands, batch
+    (1, 300, 1000, 256, "bfloat16", -1),
+    (1, 129, 512, 64, "float16", -1),
+    (2, 65, 258, 72, "bfloat16", 0),
+    (1, 1024, 2 * 700, 512, "bfloat16", None),
+]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: "x".join(map(str, c[:4])) + f"-{c[4]}-bias{c[5]}")
+def test_staged_pairs_against_float64_on_hopper(rng, case):
+    from helpers import cuda_engine_or_skip
+    engine, cp = cuda_engine_or_skip((9, 0), "sm_90")
+    batch, m, n, k, dtype, axis = case
+    a = random(rng, (batch, m, k) if batch > 1 else (m, k), dtype)
+    b = random(rng, (k, n), dtype)
+    bias = None if axis is None else random(rng, (m if axis == 0 else n,), dtype)
+    z = pre_activation(a, b, 0.5, bias, -1 if axis is None else axis)
+    want = ACTIVATIONS["swiglu"]().reference(z)
+    alg = REGISTRY["specialized_wgmma"](tma_store=True)
+    kw = dict(alpha=0.5, activation="swiglu", algorithm=alg, **({} if axis is None else dict(bias=cp.asarray(bias),
+                                                                                               bias_axis=axis)))
+    out = cp.full(want.shape, np.nan, dtype=np_dtype(dtype))
+    engine.matmul(cp.asarray(a), cp.asarray(b), out=out, **kw)
+    assert engine.last_choice[1].batch.global_.writer.tma_store
+    assert rel_error(cp.asnumpy(out), want) < 1e-2
+    # An output the tensor map cannot address (odd element offset): the direct paired stores.
+    wide = cp.full(want.shape[:-1] + (want.shape[-1] + 1,), np.nan, dtype=np_dtype(dtype))
+    engine.matmul(cp.asarray(a), cp.asarray(b), out=wide[..., 1:], **kw)
+    assert rel_error(cp.asnumpy(wide[..., 1:]), want) < 1e-2 and np.isnan(cp.asnumpy(wide[..., 0])).all()

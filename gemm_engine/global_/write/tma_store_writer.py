@@ -39,6 +39,7 @@ from ...compose.contracts import Requirement
 from ...errors import SetupError
 from ...compose.selection import Knob
 from ...compose.capabilities import OUTPUT_TENSOR_MAP, STORE_STAGING
+from .pairs import write_pairs
 from .writers import PairedWriter, WriterConfig
 
 SWIZZLE = 128
@@ -69,11 +70,20 @@ class TmaStoreWriter(PairedWriter):
         """Output elements in one 128-byte row of a staging band."""
         return SWIZZLE // cfg.out.itemsize
 
+    def stages_pairs(self, cfg) -> bool:
+        """A paired epilogue's one result a pair goes through a staging tile of half the stage's
+        width (`write_paired`): whole bands, in one part."""
+        ep = cfg.epilogue
+        return (cfg.writer.tma_store and ep.paired and ep.pair_outputs == 1 and cfg.writer.store_parts == 1
+                and cfg.stage.stage_n % (2 * self.band(cfg)) == 0 and cfg.stage.stage_m <= _MAX_ROWS)
+
     def staging_bytes(self, cfg) -> int:
         """Shared memory the global level keeps for the staging tile; SetupError if the stage tile is
         not whole boxes."""
         if not cfg.writer.tma_store:
             return 0
+        if cfg.epilogue.paired:
+            return cfg.stage.stage_m * cfg.stage.stage_n // 2 * cfg.out.itemsize if self.stages_pairs(cfg) else 0
         st, parts = cfg.stage, cfg.writer.store_parts
         if st.stage_n % (self.band(cfg) * parts) or st.stage_m > _MAX_ROWS:
             raise SetupError(self.name, f"a {st.stage_m} x {st.stage_n} tile in {parts} column part(s) is not "
@@ -85,6 +95,8 @@ class TmaStoreWriter(PairedWriter):
         """The output's map: ``rows x cols`` row-major with leading dimension ``ld`` and
         ``batch_stride`` (elements) over ``batch`` entries; one box is a staging band."""
         size = cfg.out.itemsize
+        if self.stages_pairs(cfg):
+            cols //= 2             # a paired epilogue's output: one result a pair of columns
         step = batch_stride * size if batch > 1 else ld * size * rows
         return TensorMapSpec(cfg.out.storage, (cols, rows, batch), (ld * size, step),
                              (self.band(cfg), cfg.stage.stage_m, 1), SWIZZLE)
@@ -144,6 +156,40 @@ class TmaStoreWriter(PairedWriter):
                 "}",
             ]
         return "\n".join([*code, "} else {", direct, "}"])
+
+    def write_paired(self, g, cfg, d, scope) -> str:
+        """A paired epilogue's results (`stages_pairs`): each into the staging tile at its half-width
+        column, then stored as `write` stores a tile, through the half-width output's map (the
+        band's column is half the GEMM column); the direct paired stores where the call's output
+        has no map."""
+        direct = super().write_paired(g, cfg, d, scope)
+        if not self.stages_pairs(cfg):
+            return direct
+        stg, out = g.store_staging(cfg, d), scope.out
+        if stg is None or not out.tensor_map or not out.map_flag:
+            raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
+                                        "output tensor map")
+        ctype = d.storage_type(cfg.out)
+        band, rows = self.band(cfg), cfg.stage.stage_m
+
+        def staged(row, half_col, value):
+            return d.store_global(cfg.out, f"(({ctype}*)({stg.pointer} + {self._offset(cfg, row, half_col)}))", "0",
+                                  value)
+
+        stores = []
+        for j in range(cfg.stage.stage_n // 2 // band):
+            col = f"({scope.n0} >> 1) + {j * band}"
+            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch])
+            stores.append(f"if ({col} < ({scope.n} >> 1)) {store}" if cfg.check_n and j else store)
+        return "\n".join([
+            f"if ({out.map_flag}) {{",
+            f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",
+            stg.sync,
+            write_pairs(g, cfg, d, scope, staged),
+            d.fence_proxy_async(),
+            stg.sync,
+            f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}",
+            "} else {", direct, "}"])
 
     def after_tiles(self, g, cfg, d) -> str:
         if not cfg.writer.tma_store:

@@ -31,6 +31,7 @@ from ...compose.selection import Knob
 from ...compose.capabilities import SHARED_RING
 from ...epilogue.spec import hoisted_scales
 from ...stage.base import StoreWriter
+from .pairs import write_pairs
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,14 @@ class DirectWriter:
     def write(self, g, cfg, d, scope) -> str:
         return g.stage.write(cfg.stage, d, StoreWriter(lambda row, col, value: g.store(cfg, d, scope, row, col, value),
                                                        loops=cfg.epilogue.identity))
+
+    def write_paired(self, g, cfg, d, scope) -> str:
+        """The stores of a paired epilogue's results (global_/write/pairs.py), direct by default."""
+        return write_pairs(g, cfg, d, scope)
+
+    def stages_pairs(self, cfg) -> bool:
+        """Whether `write_paired` stages a paired epilogue's results (then its tiles fit them)."""
+        return False
 
     def staging_bytes(self, cfg) -> int:
         """Shared memory this writer needs the global level to keep for it (`STORE_STAGING`)."""

@@ -10,6 +10,8 @@ import pytest
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32
+from gemm_engine.epilogue.activations import Derivative, resolve_activation
+from gemm_engine.epilogue.spec import IDENTITY, Epilogue
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.write.tma_store_writer import TmaStoreWriter
 from gemm_engine.global_.write.writers import WriterConfig
@@ -22,9 +24,9 @@ def _sel(tma=True, parts=1):
     return types.SimpleNamespace(tma_store=tma, store_parts=parts)
 
 
-def _cfg(out=FLOAT16, m=128, n=128, parts=1, tma=True):
+def _cfg(out=FLOAT16, m=128, n=128, parts=1, tma=True, epilogue=IDENTITY):
     return types.SimpleNamespace(out=out, stage=types.SimpleNamespace(stage_m=m, stage_n=n),
-                                 writer=WriterConfig(tma_store=tma, store_parts=parts))
+                                 writer=WriterConfig(tma_store=tma, store_parts=parts), epilogue=epilogue)
 
 
 def test_setup_follows_the_knob_and_output_type():
@@ -42,6 +44,17 @@ def test_band_and_staging_bytes(out, band):
     assert w.staging_bytes(_cfg(out)) == 128 * 128 * out.itemsize
     assert w.staging_bytes(_cfg(out, parts=2)) == 128 * 64 * out.itemsize
     assert w.staging_bytes(_cfg(out, tma=False)) == 0
+
+
+def test_a_gated_epilogue_stages_half_the_tile_in_one_part():
+    gated = Epilogue(activation=resolve_activation("swiglu"))
+    w = TmaStoreWriter()
+    assert w.stages_pairs(_cfg(n=256, epilogue=gated)) and w.staging_bytes(_cfg(n=256, epilogue=gated)) == 128 * 128 * 2
+    assert w.tensor_map_spec(_cfg(n=256, epilogue=gated), 100, 1000, 500, 0, 1).dims[:2] == (500, 100)
+    assert w.tensor_map_spec(_cfg(n=256), 100, 1000, 1000, 0, 1).dims[:2] == (1000, 100)
+    for no in (_cfg(n=64, epilogue=gated), _cfg(n=256, parts=2, epilogue=gated), _cfg(n=256, tma=False, epilogue=gated),
+               _cfg(n=256, epilogue=Epilogue(activation=Derivative("swiglu"), mul=FLOAT16))):
+        assert not w.stages_pairs(no) and w.staging_bytes(no) == 0
 
 
 def test_tiles_that_are_not_whole_boxes_are_refused():
