@@ -19,6 +19,7 @@ builds. A stream that captures a graph never gets a stand-in.
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -103,16 +104,34 @@ class Planner:
         self._plans: OrderedDict = OrderedDict()
         self.sources = SourceCache() if sources is None else sources
         self.builds = BackgroundBuilds()
+        # Sources this planner rendered or read, by source key: `stand_in_for` asks whether their
+        # kernels are ready without the disk (a source cache that cannot be written, or evicted jobs).
+        self._known: OrderedDict = OrderedDict()
+        self._known_lock = threading.Lock()
 
     def source(self, concrete: Algorithm, cfg: KernelConfig) -> str:
         """The source of ``concrete`` set up as ``cfg``: from the source cache, else rendered (and kept)."""
         dialect = self.runtime.dialect
         key = source_key(concrete, cfg, dialect)
-        found = self.sources.get(key)
+        found = self._known.get(key) if key is not None else None
+        if found is None:
+            found = self.sources.get(key)
         if found is None:
             found = render(concrete, cfg, dialect)
             self.sources.put(key, found)
+        if key is not None:
+            with self._known_lock:
+                self._known[key] = found
+                self._known.move_to_end(key)
+                if len(self._known) > self.capacity:
+                    self._known.popitem(last=False)
         return found
+
+    def known_source(self, concrete: Algorithm, cfg: KernelConfig) -> str | None:
+        """``concrete``'s source set up as ``cfg`` where this planner or the source cache has it
+        (nothing rendered)."""
+        key = source_key(concrete, cfg, self.runtime.dialect)
+        return self._known.get(key) or self.sources.get(key) if key is not None else None
 
     def stand_in_for(self, alg: Algorithm, problem: MatmulProblem,
                      cfg: KernelConfig) -> tuple[Algorithm, KernelConfig] | None:
@@ -125,7 +144,7 @@ class Planner:
         if key in self._plans or self.builds.get(key) is not None:
             return None
         concrete = alg.chosen(cfg)
-        source = self.sources.get(source_key(concrete, cfg, self.runtime.dialect))
+        source = self.known_source(concrete, cfg)
         if source is None and not self.sources.enabled:
             source = self.source(concrete, cfg)
         if source is not None and all(self.runtime.ready(source, launch.name)
@@ -140,9 +159,12 @@ class Planner:
         found = self.stand_in_for(alg, problem, cfg)
         if found is None:
             return None
-        standing = self.plan(found[0], problem, found[1])
+        try:
+            standing = self.plan(found[0], problem, found[1])
+        except (SetupError, CaptureError):
+            return None          # a stand-in that cannot run: the call compiles the chosen kernel
         concrete = alg.chosen(cfg)
-        source = self.sources.get(source_key(concrete, cfg, self.runtime.dialect))
+        source = self.known_source(concrete, cfg)
         # Handed over after the stand-in's compile: its render (Python) would slow that down.
         self.builds.submit(self.key(alg, problem), lambda: self._build(concrete, cfg, source))
         return replace(standing, stands_in_for=concrete.name)
@@ -158,6 +180,7 @@ class Planner:
 
     def clear(self) -> None:
         self._plans.clear()
+        self._known.clear()
         self.builds.forget()
 
     @staticmethod

@@ -72,10 +72,10 @@ class BackgroundBuilds:
         return not not_done
 
     def forget(self) -> None:
-        """Drop the finished jobs (running ones finish; their results stay where they put them)."""
+        """Drop every job from the keys (the registries changed meaning: a key may now name another
+        kernel); running ones finish, their results staying where they put them."""
         with self._lock:
-            for key in [k for k, f in self._jobs.items() if f.done()]:
-                del self._jobs[key]
+            self._jobs.clear()
 
     def _work(self) -> None:
         while True:

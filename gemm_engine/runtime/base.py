@@ -43,6 +43,9 @@ class Runtime(ABC):
     #: Whether `launch` can promise that all cubes of a grid run at once (``co_resident``): the
     #: planner refuses a kernel that needs it on a runtime that cannot.
     co_resident_launch = False
+    #: Whether a built binary may be loaded while the current stream captures a graph (CUDA: drivers
+    #: from 12.3 allow module loading during capture); else only compiled kernels run there.
+    loads_during_capture = True
 
     def __init__(self):
         self._kernels: OrderedDict[str, object] = OrderedDict()
@@ -72,7 +75,7 @@ class Runtime(ABC):
             if fn is not None:
                 self._kernels.move_to_end(key)
                 return fn
-        if not self.built(source):
+        if not (self.built(source) and self.loads_during_capture):
             self.check_compile(name)
         fn = self._compile(source, name)
         with self._kernels_lock:

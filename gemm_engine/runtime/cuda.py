@@ -73,6 +73,10 @@ class CudaRuntime(Runtime):
         # CuPy's Function call otherwise.
         self.driver_launch = DriverLauncher(cp) if DriverLauncher.available(cp) else None
         self.co_resident_launch = self.driver_launch is not None and self.driver_launch.launch_cooperative is not None
+        try:      # module loading during stream capture: allowed from driver 12.3 (12030)
+            self.loads_during_capture = int(cp.cuda.runtime.driverGetVersion()) >= 12030
+        except Exception:  # noqa: BLE001 -- unknown: the capture gets the clear CaptureError instead
+            self.loads_during_capture = False
         props = cp.cuda.runtime.getDeviceProperties(index)
         name = props["name"]
         self.device = DeviceInfo(

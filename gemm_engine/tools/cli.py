@@ -86,7 +86,8 @@ def _operands(args, rng):
 def run(args) -> int:
     from ..engine import Engine
 
-    engine = Engine(args.backend)
+    # No stand-in: the checked and reported kernel must be the one timed (call/plan.py `stand_in`).
+    engine = Engine(args.backend, background_compile=False)
     a, b = _operands(args, np.random.default_rng(args.seed))
     algorithm = args.algorithm
     kw = {"algorithm": algorithm, "precision": args.precision, "tune": args.tune}

@@ -122,6 +122,47 @@ def test_a_failed_build_is_the_next_calls_refusal(rng, monkeypatch):
         engine.matmul(a, b, bias=bias, activation="gelu")
 
 
+def test_a_stand_in_that_cannot_compile_leaves_the_call_to_the_chosen_kernel(rng, monkeypatch):
+    engine = _engine()
+    rt, real = engine.runtime, engine.runtime._build
+
+    def build(source):
+        if "gemm_engine: simple_unit" in source:
+            raise RuntimeError("no stand-in today")
+        return real(source)
+    monkeypatch.setattr(rt, "_build", build)
+    a, b, bias = _operands(rng, 23, 24, 25)
+    _check(engine, engine.matmul(a, b, bias=bias, activation="gelu"), _gelu_ref(a, b, bias))
+    assert engine.last_choice[0].name != "simple_unit" and not engine.planner.builds._jobs
+
+
+def test_kernels_known_to_the_planner_need_no_stand_in_without_a_source_cache(rng, monkeypatch):
+    # A source cache that keeps nothing (an unwritable folder): warmed-up kernels still run at once.
+    engine = _engine()
+    monkeypatch.setattr(engine.planner.sources, "get", lambda key: None)
+    monkeypatch.setattr(engine.planner.sources, "put", lambda key, source: None)
+    a, b, bias = _operands(rng, 33, 34, 35)
+    problem = engine.problem_for(a, b, bias=bias, activation="gelu")
+    gemm_engine.warmup([problem], engine=engine)
+    assert not engine.planner.builds._jobs
+    _check(engine, engine.matmul(a, b, bias=bias, activation="gelu"), _gelu_ref(a, b, bias))
+    assert engine.last_choice[0].name == engine.choose(problem).algorithm.name
+
+
+def test_a_capture_where_modules_cannot_load_says_to_warm_up(rng, monkeypatch):
+    engine = _engine()
+    rt = engine.runtime
+    release, real = threading.Event(), rt._build
+    monkeypatch.setattr(rt, "_build", lambda source: (not _in_build_thread() or release.wait(30)) and real(source))
+    a, b, bias = _operands(rng, 41, 17, 40)
+    engine.matmul(a, b, bias=bias, activation="gelu")
+    monkeypatch.setattr(rt, "loads_during_capture", False)       # a CUDA driver before 12.3
+    monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
+    release.set()
+    with pytest.raises(RuntimeError, match="capturing a CUDA graph.*[Ww]arm up first"):
+        engine.matmul(a, b, bias=bias, activation="gelu")
+
+
 def test_on_by_default_for_cuda_only_and_by_the_environment(monkeypatch):
     monkeypatch.delenv("GEMM_ENGINE_BACKGROUND_COMPILE")
     try:
@@ -155,6 +196,12 @@ def test_background_builds_run_once_per_key_on_daemon_threads():
     assert sorted(runs) == [("a", True), ("bad", True)]
     builds.forget()
     assert builds.get("a") is None
+    gate.clear()
+    pending = builds.submit("c", job("c"))
+    builds.forget()                               # pending jobs leave the keys too (a registry change)
+    assert builds.get("c") is None and not pending.done()
+    gate.set()
+    assert pending.result(10) == "c"
 
 
 @pytest.mark.cuda
