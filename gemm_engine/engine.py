@@ -42,7 +42,7 @@ from .explain import explain_problem
 from .problem import MatmulProblem
 from .quant.weight import QuantizedWeight
 from .handles import register as register_handle
-from .tensors import deterministic, torch_op_wanted
+from .tensors import torch_op_wanted
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
@@ -324,7 +324,7 @@ class Engine:
             found, key = None, None
         if found is None:
             choice = self.choose(problem, algorithm)
-            if self.planner.background and choice.source != "caller" and not deterministic():
+            if self.planner.may_stand_in(choice.source):
                 standing = self.planner.stand_in(choice.algorithm, problem, choice.config)
                 if standing is not None:
                     return standing            # not kept: the call after the build plans again

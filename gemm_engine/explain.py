@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from .algorithms.base import KernelConfig
 from .problem import MatmulProblem
-from .tensors import deterministic
 from .tuning.key import problem_key
 
 
@@ -140,7 +139,7 @@ def explain_problem(engine, problem: MatmulProblem, algorithm=None) -> Explanati
 def _first_call(engine, problem: MatmulProblem, choice) -> str:
     """What `Explanation.first_call` says: the stand-in a call would run now, if any."""
     planner = getattr(engine, "planner", None)       # none: a report for a nominal device
-    if planner is None or not planner.background or choice.source == "caller" or deterministic():
+    if planner is None or not planner.may_stand_in(choice.source):
         return ""
     found = planner.stand_in_for(choice.algorithm, problem, choice.config)
     if found is None:

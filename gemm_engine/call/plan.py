@@ -31,6 +31,7 @@ from ..problem import MatmulProblem
 from ..runtime.background import BackgroundBuilds
 from ..runtime.source_cache import SourceCache, source_key
 from ..selector.stand_in import STAND_INS
+from ..tensors import deterministic
 
 #: Plans kept per engine (each holds references to compiled kernels).
 PLANS_MAX = 512
@@ -132,6 +133,12 @@ class Planner:
         (nothing rendered)."""
         key = source_key(concrete, cfg, self.runtime.dialect)
         return self._known.get(key) or self.sources.get(key) if key is not None else None
+
+    def may_stand_in(self, source: str) -> bool:
+        """Whether a choice from ``source`` (call/choose.py `Choice.source`) may get a stand-in: the
+        engine's own choices (never the caller's), with background builds on, torch's
+        deterministic mode off (a stand-in's sums round otherwise than the chosen kernel's)."""
+        return self.background and source != "caller" and not deterministic()
 
     def stand_in_for(self, alg: Algorithm, problem: MatmulProblem,
                      cfg: KernelConfig) -> tuple[Algorithm, KernelConfig] | None:

@@ -105,15 +105,20 @@ def test_a_capture_waits_for_the_build_and_gets_the_chosen_kernel(rng, monkeypat
         engine.matmul(a, b, bias=bias, activation="sigmoid")    # a first call while capturing: no stand-in
 
 
-def test_a_failed_build_is_the_next_calls_refusal(rng, monkeypatch):
-    engine = _engine()
-    rt, real = engine.runtime, engine.runtime._build
+def _refuse_builds(engine, monkeypatch, marker, message):
+    """The engine's compiler raises ``message`` for sources that contain ``marker``."""
+    real = engine.runtime._build
 
     def build(source):
-        if "gemm_engine: direct_vector" in source:
-            raise RuntimeError("the compiler says no")
+        if marker in source:
+            raise RuntimeError(message)
         return real(source)
-    monkeypatch.setattr(rt, "_build", build)
+    monkeypatch.setattr(engine.runtime, "_build", build)
+
+
+def test_a_failed_build_is_the_next_calls_refusal(rng, monkeypatch):
+    engine = _engine()
+    _refuse_builds(engine, monkeypatch, "gemm_engine: direct_vector", "the compiler says no")
     a, b, bias = _operands(rng, 21, 22, 23)
     _check(engine, engine.matmul(a, b, bias=bias, activation="gelu"), _gelu_ref(a, b, bias))
     assert engine.last_choice[0].name == "simple_unit"
@@ -124,13 +129,7 @@ def test_a_failed_build_is_the_next_calls_refusal(rng, monkeypatch):
 
 def test_a_stand_in_that_cannot_compile_leaves_the_call_to_the_chosen_kernel(rng, monkeypatch):
     engine = _engine()
-    rt, real = engine.runtime, engine.runtime._build
-
-    def build(source):
-        if "gemm_engine: simple_unit" in source:
-            raise RuntimeError("no stand-in today")
-        return real(source)
-    monkeypatch.setattr(rt, "_build", build)
+    _refuse_builds(engine, monkeypatch, "gemm_engine: simple_unit", "no stand-in today")
     a, b, bias = _operands(rng, 23, 24, 25)
     _check(engine, engine.matmul(a, b, bias=bias, activation="gelu"), _gelu_ref(a, b, bias))
     assert engine.last_choice[0].name != "simple_unit" and not engine.planner.builds._jobs

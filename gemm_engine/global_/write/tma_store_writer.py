@@ -113,12 +113,9 @@ class TmaStoreWriter(PairedWriter):
         direct = super().write(g, cfg, d, scope)
         if not cfg.writer.tma_store:
             return direct
-        stg, out = g.store_staging(cfg, d), scope.out
-        if stg is None or not out.tensor_map or not out.map_flag:
-            raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
-                                        "output tensor map")
+        stg, out = self._staging(g, cfg, d, scope)
         storage, ctype = cfg.out.storage, d.storage_type(cfg.out)
-        band, rows, parts = self.band(cfg), cfg.stage.stage_m, cfg.writer.store_parts
+        band, parts = self.band(cfg), cfg.writer.store_parts
         width = cfg.stage.stage_n // parts
         code = [f"if ({out.map_flag}) {{"]
         for part in range(parts):
@@ -136,26 +133,32 @@ class TmaStoreWriter(PairedWriter):
                                        g.output_value(cfg, d, scope, row, col, value, hoist))
                 return g.guarded(cfg, scope, row, col, store)
 
-            stores = []
-            for j in range(width // band):
-                col = first + j * band
-                store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u",
-                                    [f"{scope.n0} + {col}", scope.m0, out.batch])
-                stores.append(f"if ({scope.n0} + {col} < {scope.n}) {store}" if cfg.check_n and col else store)
-            code += [
-                # the last stores (this tile's previous part, or the last tile's) have read it
-                f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",
-                stg.sync,
-                self.paired(g, cfg, d, scope, pair, single, None,
-                            range(first, first + width) if parts > 1 else None),
-                d.fence_proxy_async(),
-                stg.sync,
-                f"if ({stg.elected}) {{",
-                *stores,
-                d.bulk_commit(),
-                "}",
-            ]
+            bands = [(f"{scope.n0} + {first + j * band}", bool(first + j * band)) for j in range(width // band)]
+            code += self._staged_part(cfg, d, scope, stg, out, bands, scope.n,
+                                      self.paired(g, cfg, d, scope, pair, single, None,
+                                                  range(first, first + width) if parts > 1 else None))
         return "\n".join([*code, "} else {", direct, "}"])
+
+    def _staging(self, g, cfg, d, scope):
+        """(the global level's `StoreStaging`, the scope's output): SetupError where either lacks
+        what TMA stores need."""
+        stg, out = g.store_staging(cfg, d), scope.out
+        if stg is None or not out.tensor_map or not out.map_flag:
+            raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
+                                        "output tensor map")
+        return stg, out
+
+    def _staged_part(self, cfg, d, scope, stg, out, bands, bound: str, fill: str) -> list[str]:
+        """One staged part: wait until the last bulk stores (this tile's previous part, or the last
+        tile's) have read the staging tile, ``fill`` it, make it visible to TMA, and store one box
+        per band: ``bands`` holds each band's output column and whether it is checked against
+        ``bound``."""
+        rows, stores = cfg.stage.stage_m, []
+        for j, (col, checked) in enumerate(bands):
+            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch])
+            stores.append(f"if ({col} < {bound}) {store}" if cfg.check_n and checked else store)
+        return [f"if ({stg.elected}) {d.bulk_wait(0, read=True)}", stg.sync, fill, d.fence_proxy_async(), stg.sync,
+                f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}"]
 
     def write_paired(self, g, cfg, d, scope) -> str:
         """A paired epilogue's results (`stages_pairs`): each into the staging tile at its half-width
@@ -165,31 +168,19 @@ class TmaStoreWriter(PairedWriter):
         direct = super().write_paired(g, cfg, d, scope)
         if not self.stages_pairs(cfg):
             return direct
-        stg, out = g.store_staging(cfg, d), scope.out
-        if stg is None or not out.tensor_map or not out.map_flag:
-            raise SetupError(self.name, "the global level keeps no staging tile or the batch level passes no "
-                                        "output tensor map")
+        stg, out = self._staging(g, cfg, d, scope)
         ctype = d.storage_type(cfg.out)
-        band, rows = self.band(cfg), cfg.stage.stage_m
 
         def staged(row, half_col, value):
             return d.store_global(cfg.out, f"(({ctype}*)({stg.pointer} + {self._offset(cfg, row, half_col)}))", "0",
                                   value)
 
-        stores = []
-        for j in range(cfg.stage.stage_n // 2 // band):
-            col = f"({scope.n0} >> 1) + {j * band}"
-            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch])
-            stores.append(f"if ({col} < ({scope.n} >> 1)) {store}" if cfg.check_n and j else store)
-        return "\n".join([
-            f"if ({out.map_flag}) {{",
-            f"if ({stg.elected}) {d.bulk_wait(0, read=True)}",
-            stg.sync,
-            write_pairs(g, cfg, d, scope, staged),
-            d.fence_proxy_async(),
-            stg.sync,
-            f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}",
-            "} else {", direct, "}"])
+        band = self.band(cfg)
+        bands = [(f"({scope.n0} >> 1) + {j * band}", bool(j)) for j in range(cfg.stage.stage_n // 2 // band)]
+        return "\n".join([f"if ({out.map_flag}) {{",
+                          *self._staged_part(cfg, d, scope, stg, out, bands, f"({scope.n} >> 1)",
+                                             write_pairs(g, cfg, d, scope, staged)),
+                          "} else {", direct, "}"])
 
     def after_tiles(self, g, cfg, d) -> str:
         if not cfg.writer.tma_store:
