@@ -2,7 +2,8 @@
 
 Every CUDA kernel is compiled here, by NVRTC directly, for its target (`cuda_target_arch`: "sm_90a"
 where a source uses wgmma or setmaxnreg), and its binary is kept in a file in CuPy's kernel cache
-folder (``CUPY_CACHE_DIR``) keyed by the source, the options and NVRTC's version. Why not CuPy's
+folder (``CUPY_CACHE_DIR``) keyed by the source, the options, NVRTC's version and, for a source that
+includes headers, what the include folder's headers are (`headers_stamp`). Why not CuPy's
 RawModule: it appends its own plain ``-arch`` (dropping the "a"), a build here touches no CUDA
 context (a worker thread builds while another may capture a graph: runtime/background.py), and
 whether a binary is on disk can be asked without compiling (`on_disk`: the planner runs a stand-in
@@ -15,6 +16,7 @@ knows, which the driver compiles when it loads it (what CuPy does too).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -77,11 +79,30 @@ _KEYS_MAX = 256
 _KEYS_LOCK = threading.Lock()
 
 
+@functools.lru_cache(maxsize=8)
+def headers_stamp(folder: str) -> str:
+    """What the headers of the include folder ``folder`` are (each file's name, size and modification
+    time, there and in its crt/): a key part, so that a binary built against other headers (a
+    toolkit updated in place, CUDA_PATH pointing elsewhere) is not loaded. Once per folder and process."""
+    digest = hashlib.sha256()
+    for sub in ("", "crt"):
+        try:
+            entries = sorted(os.scandir(os.path.join(folder, sub)), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_file():
+                st = entry.stat()
+                digest.update(f"{sub}/{entry.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def _keyed(cp, nvrtc, source: str, arch: str) -> tuple[tuple[str, ...], bool, str]:
     found = _KEYS.get((arch, source))
     if found is None:
         options, ptx = _options(cp, nvrtc, source, arch)
-        digest = hashlib.sha256(repr((nvrtc.getVersion(), options)).encode() + b"\0" + source.encode())
+        headers = tuple(headers_stamp(o[2:]) for o in options if o.startswith("-I"))
+        digest = hashlib.sha256(repr((nvrtc.getVersion(), options, headers)).encode() + b"\0" + source.encode())
         found = (options, ptx, digest.hexdigest())
         with _KEYS_LOCK:
             _KEYS[(arch, source)] = found

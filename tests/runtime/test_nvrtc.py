@@ -1,7 +1,7 @@
 """runtime/nvrtc.py without a GPU, against a stand-in NVRTC: binaries are compiled once and then
 read from the cache folder, a torn file is compiled again (never loaded), `on_disk` answers without
-compiling, the include folder is given only to sources that include headers, and a device newer
-than NVRTC knows gets PTX for the newest architecture it has."""
+compiling, the include folder is given only to sources that include headers (and other headers
+there make another key), and a device newer than NVRTC knows gets PTX for the newest architecture it has."""
 from __future__ import annotations
 
 import os
@@ -68,3 +68,28 @@ def test_a_compile_error_carries_nvrtcs_log(fake):
     with pytest.raises(RuntimeError, match="(?s)could not compile the kernel for sm_90.*this source says no"):
         nvrtc_runtime.binary(cp, "#error\n", "sm_90")
     assert not list(folder.iterdir())
+
+
+def test_other_headers_in_the_include_folder_make_another_binary(fake, monkeypatch, tmp_path):
+    cp, calls, _ = fake
+    include = tmp_path / "include"
+    (include / "crt").mkdir(parents=True)
+    (include / "crt" / "mma.h").write_text("// one toolkit")
+    monkeypatch.setattr(nvrtc_runtime, "cuda_include_dir", lambda cp: str(include))
+    nvrtc_runtime.headers_stamp.cache_clear()
+    source = "#include <mma.h>\nkernel"
+    nvrtc_runtime.binary(cp, source, "sm_90")
+    assert nvrtc_runtime.on_disk(cp, source, "sm_90") and len(calls) == 1
+    # The toolkit updated in place: a new process (fresh memos) must not load the old binary.
+    (include / "crt" / "mma.h").write_text("// another toolkit's header")
+    nvrtc_runtime.headers_stamp.cache_clear()
+    monkeypatch.setattr(nvrtc_runtime, "_KEYS", type(nvrtc_runtime._KEYS)())
+    assert not nvrtc_runtime.on_disk(cp, source, "sm_90")
+    nvrtc_runtime.binary(cp, source, "sm_90")
+    assert len(calls) == 2
+    # A source without headers does not depend on them.
+    nvrtc_runtime.binary(cp, "kernel C", "sm_90")
+    (include / "crt" / "mma.h").write_text("// a third")
+    nvrtc_runtime.headers_stamp.cache_clear()
+    monkeypatch.setattr(nvrtc_runtime, "_KEYS", type(nvrtc_runtime._KEYS)())
+    assert nvrtc_runtime.on_disk(cp, "kernel C", "sm_90")
