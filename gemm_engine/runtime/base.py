@@ -18,7 +18,7 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -51,6 +51,7 @@ class Runtime(ABC):
         self._kernels: OrderedDict[str, object] = OrderedDict()
         self._kernels_lock = threading.Lock()
         self._binaries: OrderedDict[str, object] = OrderedDict()   # source -> its built binary
+        self._building: dict[str, Future] = {}      # source -> the build under way (`build`)
         self._kept: OrderedDict = OrderedDict()     # (queue, dtype) -> `kept_scratch`'s buffer
         self._kept_lock = threading.Lock()
 
@@ -102,15 +103,34 @@ class Runtime(ABC):
         return False
 
     def build(self, source: str):
-        """``source``'s binary (`_build`), kept for `_compile`: any thread may call it."""
+        """``source``'s binary (`_build`), kept for `_compile`: any thread may call it. A source
+        being built on another thread (a background worker, a parallel warmup) is built once: this
+        call waits for that build's binary, or its error."""
         with self._kernels_lock:
             found = self._binaries.get(source)
-        if found is None:
+            if found is not None:
+                return found
+            pending = self._building.get(source)
+            if pending is None:
+                pending = self._building[source] = Future()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            return pending.result()
+        try:
             found = self._build(source)
+        except BaseException as exc:
             with self._kernels_lock:
-                self._binaries[source] = found
-                if len(self._binaries) > KERNELS_MAX:
-                    self._binaries.popitem(last=False)
+                del self._building[source]
+            pending.set_exception(exc)
+            raise
+        with self._kernels_lock:
+            self._binaries[source] = found
+            if len(self._binaries) > KERNELS_MAX:
+                self._binaries.popitem(last=False)
+            del self._building[source]
+        pending.set_result(found)
         return found
 
     def _compile(self, source: str, name: str):

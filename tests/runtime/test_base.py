@@ -1,11 +1,14 @@
-"""What every runtime does: kernels compiled once, many in parallel (`compile_many`), and none while
-the current stream captures a CUDA graph (a clear error saying to warm up first)."""
+"""What every runtime does: kernels compiled once, many in parallel (`compile_many`), a source that
+threads ask for at once built once, and none while the current stream captures a CUDA graph (a clear
+error saying to warm up first)."""
 from __future__ import annotations
 
 import threading
 
 import numpy as np
 import pytest
+
+from gemm_engine.runtime import base
 
 
 def _sources(n):
@@ -21,6 +24,58 @@ def test_compile_many_compiles_each_distinct_kernel_once_in_threads(opencl_engin
     assert sorted(n for n, _ in seen) == ["k0", "k1", "k2", "k3"]
     assert all(t.startswith("gemm_engine_compile") for _, t in seen)
     assert rt.compile_many(jobs) == 0 and all(rt.compiled(s, n) for s, n in jobs)
+
+
+def test_a_source_asked_for_by_threads_at_once_is_built_once(opencl_engine, monkeypatch):
+    # A background worker and a caller (or two warmup workers) asking for one source: the second waits
+    # for the first's build instead of compiling again, and meets its error if it fails.
+    rt = opencl_engine.runtime
+    started, release, built = threading.Event(), threading.Event(), []
+    real = rt._build
+
+    def slow(source):
+        built.append(source)
+        started.set()
+        release.wait(10)
+        if "#error" in source:
+            raise RuntimeError("the compiler says no")
+        return real(source)
+
+    monkeypatch.setattr(rt, "_build", slow)
+    waiting = threading.Semaphore(0)
+
+    class Counted(base.Future):     # the build a second caller waits on: counts who waits
+        def result(self, timeout=None):
+            waiting.release()
+            return super().result(timeout)
+
+    monkeypatch.setattr(base, "Future", Counted)
+    for source in (_sources(7)[-1][0], "#error\n" + _sources(8)[-1][0]):
+        started.clear(), release.clear()
+        results = []
+
+        def ask():
+            try:
+                results.append(rt.build(source))
+            except RuntimeError as exc:
+                results.append(exc)
+
+        threads = [threading.Thread(target=ask) for _ in range(3)]
+        threads[0].start()
+        assert started.wait(10)
+        for t in threads[1:]:
+            t.start()
+        assert waiting.acquire(timeout=10) and waiting.acquire(timeout=10)   # both wait on the first's build
+        release.set()
+        for t in threads:
+            t.join(10)
+        assert built.count(source) == 1 and len(results) == 3
+        if "#error" in source:
+            assert all(isinstance(r, RuntimeError) and "says no" in str(r) for r in results)
+            assert not rt.built(source)
+        else:
+            assert all(r is results[0] for r in results) and rt.built(source)
+    assert not rt._building
 
 
 def test_nothing_compiles_while_a_graph_is_captured(opencl_engine, monkeypatch):
