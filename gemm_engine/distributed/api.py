@@ -73,11 +73,15 @@ def _check_strategy(strategy) -> None:
 
 def _rows(x, dim: int):
     """x with ``dim`` first, flattened to rows (rows of one index of ``dim`` consecutive)."""
+    if x.dim() == 2:        # rows already (dim 0): no view to make
+        return x, ()
     moved = x.movedim(dim, 0)
     return moved.reshape(-1, x.shape[-1]), moved.shape[1:-1]
 
 
 def _unrows(y, dim: int, rest, n: int):
+    if not rest and dim == 0:
+        return y
     return y.reshape(-1, *rest, n).movedim(0, dim)
 
 
@@ -109,6 +113,8 @@ class _Options:
         return Product(eng, w, bias, self.scale_a, self.scale_b, self.out_dtype)
 
     def row_blocks(self) -> Blocks:
+        if self.per_row == 1:
+            return self.blocks
         return Blocks(tuple(s * self.per_row for s in self.blocks.sizes))
 
     def pick(self, x, product: Product, kind: str) -> str:
@@ -121,14 +127,31 @@ class _Options:
         return choose(self.strategy, x.device, rows * width * item, len(b.sizes), self.group, kind)
 
 
+def _gather_forward(x2, w, bias, opts, keep: bool):
+    """(all-gathered x2 @ w (+ bias), the gathered x2 where ``keep`` or the strategy makes it)."""
+    product = opts.product(x2, w.detach(), None if bias is None else bias.detach(), scaled=True)
+    return all_gather_matmul_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
+                                opts.pick(x2, product, "gather"), timeout=opts.timeout, gathered=keep)
+
+
+def _scatter_forward(x2, w, opts):
+    """This rank's block of the reduce-scattered x2 @ w."""
+    product = opts.product(x2, w.detach(), scaled=True)
+    return matmul_reduce_scatter_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
+                                    opts.pick(x2, product, "scatter"), timeout=opts.timeout)
+
+
+def _needs_grad(*tensors) -> bool:
+    """Whether autograd must record the call (outside it a call skips autograd.Function's cost, tens
+    of microseconds of host time that a decode step's small products feel)."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 class _AllGatherMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, bias, opts):
         # The gathered x: for w's gradient, or asked for (the peer strategy makes it only then).
-        keep = opts.return_gathered or ctx.needs_input_grad[1]
-        product = opts.product(x2, w.detach(), None if bias is None else bias.detach(), scaled=True)
-        y, full = all_gather_matmul_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
-                                       opts.pick(x2, product, "gather"), timeout=opts.timeout, gathered=keep)
+        y, full = _gather_forward(x2, w, bias, opts, opts.return_gathered or ctx.needs_input_grad[1])
         ctx.save_for_backward(full, w)
         if full is not None:
             ctx.mark_non_differentiable(full)
@@ -155,9 +178,7 @@ class _AllGatherMatmul(torch.autograd.Function):
 class _MatmulReduceScatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, opts):
-        product = opts.product(x2, w.detach(), scaled=True)
-        y = matmul_reduce_scatter_2d(x2.detach(), product, opts.row_blocks(), opts.group, opts.rank,
-                                     opts.pick(x2, product, "scatter"), timeout=opts.timeout)
+        y = _scatter_forward(x2, w, opts)
         ctx.save_for_backward(x2, w)
         ctx.opts = opts
         return y
@@ -230,7 +251,10 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
         if isinstance(sa, torch.Tensor) and sa.dim() == 2:
             sa = gather_rows(sa.contiguous(), opts.row_blocks(), group, rank)
         opts.scale_a, opts.scale_b, opts.out_dtype = sa, scale_b, _torch_dtype(out_dtype)
-    y2, full = _AllGatherMatmul.apply(x2, w, bias, opts)
+    if _needs_grad(x2, w, bias):
+        y2, full = _AllGatherMatmul.apply(x2, w, bias, opts)
+    else:
+        y2, full = _gather_forward(x2, w, bias, opts, return_gathered)
     y = _unrows(y2, dim, rest, w.shape[1])
     return (y, _unrows(full, dim, rest, w.shape[0])) if return_gathered else y
 
@@ -266,5 +290,5 @@ def matmul_reduce_scatter(x, w, group=None, scatter_dim: int = 0, *, shard_sizes
         _no_gradient("matmul_reduce_scatter", x, w, None)
         opts.scale_a = _scale_rows(scale_a, x, dim, "matmul_reduce_scatter")
         opts.scale_b, opts.out_dtype = scale_b, _torch_dtype(out_dtype)
-    y2 = _MatmulReduceScatter.apply(x2, w, opts)
+    y2 = _MatmulReduceScatter.apply(x2, w, opts) if _needs_grad(x2, w) else _scatter_forward(x2, w, opts)
     return _unrows(y2, dim, rest, w.shape[1])

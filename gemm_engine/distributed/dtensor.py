@@ -24,6 +24,8 @@ def _api():
 
 
 def is_dtensor(x) -> bool:
+    if type(x) is torch.Tensor or x is None:       # every call asks; plain tensors answer at once
+        return False
     try:
         DTensor, _, _ = _api()
     except ImportError:     # a torch without DTensor has none to pass

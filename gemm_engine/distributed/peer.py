@@ -54,14 +54,25 @@ _lock = threading.Lock()
 _areas: dict = {}
 #: group name -> None (one host) or why the peer strategy cannot span it (`_one_host`).
 _hosts: dict = {}
+#: (device, id(group)) -> (the group, `available`'s answer).
+_available: dict = {}
 #: (id(runtime), name) -> (the runtime, its kernel): found without hashing the source each call.
 _wait_kernels: dict = {}
 
 
 def available(device: torch.device, group) -> str | None:
-    """None where the peer strategy can run on ``device`` for ``group``, else why not."""
+    """None where the peer strategy can run on ``device`` for ``group``, else why not (asked once
+    per device and group: nothing it depends on changes while the group lives)."""
     if device.type != "cuda":
         return "not a CUDA device"
+    key = (device, id(group))
+    found = _available.get(key)
+    if found is None or found[0] is not group:     # the group kept beside: its id is not reused
+        found = _available[key] = (group, _available_now(device, group))
+    return found[1]
+
+
+def _available_now(device: torch.device, group) -> str | None:
     if dist.get_backend(group) != "nccl":
         return f"the group's backend is {dist.get_backend(group)}, not nccl"
     if dist.get_world_size(group) > FLAG_BYTES // 8:

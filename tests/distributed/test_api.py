@@ -63,3 +63,20 @@ def test_gradients_match_plain_matmul(gloo_world_of_one, fn):
     gx, gw = torch.autograd.grad(x @ w, (x, w), g)
     torch.testing.assert_close(x.grad, gx)
     torch.testing.assert_close(w.grad, gw)
+
+
+@pytest.mark.parametrize("fn", [all_gather_matmul, matmul_reduce_scatter])
+@pytest.mark.parametrize("grad", ["x", "w", "none", "no_grad"])
+def test_autograd_records_only_calls_it_must(gloo_world_of_one, fn, grad):
+    # Calls no gradient flows through skip autograd.Function (its host cost); the same values, and a
+    # grad_fn exactly where an input requires one, whichever input it is.
+    x = torch.randn(6, 5, **F64, requires_grad=grad == "x")
+    w = torch.randn(5, 2, **F64, requires_grad=grad == "w")
+    with torch.set_grad_enabled(grad != "no_grad"):
+        y = fn(x, w, engine=TorchEngine())
+    torch.testing.assert_close(y, (x @ w).detach())
+    assert (y.grad_fn is not None) == (grad in ("x", "w"))
+    if grad in ("x", "w"):
+        y.sum().backward()
+        src = x if grad == "x" else w
+        torch.testing.assert_close(src.grad, torch.autograd.grad((x @ w).sum(), src)[0])
