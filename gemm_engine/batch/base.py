@@ -155,6 +155,8 @@ class Workspace:
 
     element: ElementType
     count: int
+    #: Kept scratch: the leading elements the kernels expect zero and leave zero (None: all).
+    zeroed: int | None = None
 
 
 class BatchMatmul(ABC):

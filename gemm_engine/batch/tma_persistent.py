@@ -124,7 +124,8 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
     def kept_workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
         if not self.split_tail(cfg):
             return None
-        return Workspace(FLOAT32, split_tail.workspace_words(cfg.persistent_cubes, self._tile_words(cfg)))
+        return Workspace(FLOAT32, split_tail.workspace_words(cfg.persistent_cubes, self._tile_words(cfg)),
+                         zeroed=split_tail.flag_words(cfg.persistent_cubes))
 
     @staticmethod
     def _tile_words(cfg: BatchConfig) -> int:

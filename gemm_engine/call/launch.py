@@ -57,9 +57,9 @@ def remember(fast, call_key, plan: Plan, args, values: dict, arrays, prepared, t
 
 
 def kept_shape(plan: Plan):
-    """(count, dtype) of the plan's kept scratch (`Runtime.kept_scratch`), or None."""
+    """(count, dtype, zeroed) of the plan's kept scratch (`Runtime.kept_scratch`), or None."""
     kept = plan.kept
-    return None if kept is None else (kept.count, device_dtype(kept.element))
+    return None if kept is None else (kept.count, device_dtype(kept.element), kept.zeroed)
 
 
 def _address_int(x: int) -> tuple[int, int]:

@@ -100,6 +100,16 @@ def test_schedule_covers_every_slice_once_and_owners_add_exactly_the_later_parts
         assert len(owners) == (tail if parts > 1 else 0), case
 
 
+def test_the_split_tail_keeps_its_flags_zero_not_its_partial_slots():
+    # A captured call zeroes what `kept_workspace` says (Runtime.kept_scratch): the flags.
+    alg = SpecializedWgmmaAlgorithm(warpgroups_m=2, tile_n=128, stages=6, split_tail=2)
+    p = problem(m=1024, n=1024, k=8192, dtype="bfloat16")
+    cfg = alg.setup(p, SM90)
+    kept = alg.kept_workspace(cfg, p)
+    cubes = SM90.device.compute_units
+    assert kept.zeroed == split_tail.flag_words(cubes) < kept.count == split_tail.workspace_words(cubes, 128 * 128)
+
+
 def test_block_scaled_tail_fills_the_device_in_three_parts(tmp_path):
     cubes = run_schedule(tmp_path, [(1232, 132, 128, 4)])[(1232, 132, 128, 4)]
     last = [units[-1] for units in cubes.values()]
@@ -329,6 +339,28 @@ def test_fused_epilogue(rng):
                             algorithm=alg)
         return engine.runtime.to_host(out).astype(np.float64)
     _twice(engine, call, lambda got: np.testing.assert_array_less(np.linalg.norm(got - ref) / np.linalg.norm(ref), 2e-3))
+
+
+def test_a_captured_split_call_replays_with_new_inputs(rng):
+    # A captured call's scratch has only its flags zeroed (the fill each replay runs): the partial
+    # slots hold whatever the allocator left, and every replay must still add only this call's sums.
+    engine = sm90_engine()
+    torch = pytest.importorskip("torch")
+    m, n, k = 700, 1100, 900       # 54 tiles: in two parts
+    alg = SpecializedWgmmaAlgorithm(**CO128, split_tail=2)
+    da, db = (torch.empty(shape, dtype=torch.float16, device="cuda") for shape in ((m, k), (k, n)))
+    out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+    engine.matmul(da, db, out=out, algorithm=alg)            # compiled before the capture
+    assert engine.last_choice[1].batch.global_.split_tail == 2
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        engine.matmul(da, db, out=out, algorithm=alg)
+    for _ in range(3):
+        a, bb = random(rng, (m, k), "float16"), random(rng, (k, n), "float16")
+        da.copy_(torch.from_numpy(a)), db.copy_(torch.from_numpy(bb)), out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_close(out.cpu().numpy(), a, bb, "float16")
 
 
 FP8_CASES = [  # (batch, m, n, k, scale kind, knobs): tails split in 2 to 4 on 132 multiprocessors

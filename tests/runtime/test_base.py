@@ -103,3 +103,22 @@ def test_a_graph_being_captured_gets_fresh_kept_scratch_of_its_own(opencl_engine
     assert not rt.to_host(first).any() and not rt.to_host(second).any()
     monkeypatch.setattr(rt, "capturing", lambda stream=None: False)
     assert rt.kept_scratch(64, np.int32) is kept
+
+
+def test_a_captured_kept_scratch_zeroes_only_what_kernels_expect_zero(opencl_engine, monkeypatch):
+    # The split tail's partial slots are written before they are read: a captured call (each replay
+    # runs its fill) zeroes the flag words only, not megabytes of partial tiles.
+    rt = opencl_engine.runtime
+    monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
+    filled = []
+    real = rt.fill_zero
+    monkeypatch.setattr(rt, "fill_zero", lambda x: filled.append(x.size) or real(x))
+    poisoned = rt.to_device(np.full(1000, 7, np.int32))
+    monkeypatch.setattr(rt, "scratch", lambda count, dtype: poisoned)
+    got = rt.kept_scratch(1000, np.int32, zeroed=64)
+    host = rt.to_host(got)
+    assert filled == [64] and not host[:64].any() and (host[64:] == 7).all()
+    filled.clear()
+    rt.kept_scratch(1000, np.int32)
+    assert filled == [1000]
+
