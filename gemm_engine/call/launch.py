@@ -79,7 +79,8 @@ class Launcher:
             scratch = self.runtime.scratch(plan.workspace.count, device_dtype(plan.workspace.element))
             values = {**values, "workspace": self.runtime.ptr_arg(scratch)[0]}
         if plan.kept is not None:
-            kept = self.runtime.kept_scratch(*kept_shape(plan))
+            count, dtype, zeroed = kept_shape(plan)
+            kept = self.runtime.kept_scratch(count, dtype, zeroed=zeroed)
             values = {**values, KEPT_SCRATCH: self.runtime.ptr_arg(kept)[0]}
         if plan.call_values is not None:
             values = {**values, **plan.call_values.derive({**fixed, **values} if fixed else values)}
@@ -172,7 +173,10 @@ class DirectLaunches:
                 structs = self._structs[key] = self._derived(key, scratch)
                 if len(self._structs) > self.PAIRS:
                     self._structs.popitem(last=False)
-        kept = () if self.kept is None else (self.runtime.kept_scratch(*self.kept, stream=stream),)
+        kept = ()
+        if self.kept is not None:
+            count, dtype, zeroed = self.kept
+            kept = (self.runtime.kept_scratch(count, dtype, zeroed=zeroed, stream=stream),)
         # Only the first can refuse (another device current), before anything is launched.
         for launch in self.launches:
             if not launch(a, b, out, *more, *scratch, *kept, stream=stream, structs=structs):

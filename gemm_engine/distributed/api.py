@@ -254,7 +254,8 @@ def all_gather_matmul(x_shard, w, group=None, gather_dim: int = 0, *, bias=None,
     if _needs_grad(x2, w, bias):
         y2, full = _AllGatherMatmul.apply(x2, w, bias, opts)
     else:
-        y2, full = _gather_forward(x2, w, bias, opts, return_gathered)
+        with torch.no_grad():      # as autograd.Function's forward runs
+            y2, full = _gather_forward(x2, w, bias, opts, return_gathered)
     y = _unrows(y2, dim, rest, w.shape[1])
     return (y, _unrows(full, dim, rest, w.shape[0])) if return_gathered else y
 
@@ -290,5 +291,9 @@ def matmul_reduce_scatter(x, w, group=None, scatter_dim: int = 0, *, shard_sizes
         _no_gradient("matmul_reduce_scatter", x, w, None)
         opts.scale_a = _scale_rows(scale_a, x, dim, "matmul_reduce_scatter")
         opts.scale_b, opts.out_dtype = scale_b, _torch_dtype(out_dtype)
-    y2 = _MatmulReduceScatter.apply(x2, w, opts) if _needs_grad(x2, w) else _scatter_forward(x2, w, opts)
+    if _needs_grad(x2, w):
+        y2 = _MatmulReduceScatter.apply(x2, w, opts)
+    else:
+        with torch.no_grad():
+            y2 = _scatter_forward(x2, w, opts)
     return _unrows(y2, dim, rest, w.shape[1])

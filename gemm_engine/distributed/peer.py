@@ -38,6 +38,7 @@ import os
 import socket
 import threading
 import warnings
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -54,7 +55,7 @@ _lock = threading.Lock()
 _areas: dict = {}
 #: group name -> None (one host) or why the peer strategy cannot span it (`_one_host`).
 _hosts: dict = {}
-#: (device, id(group)) -> (the group, `available`'s answer).
+#: (device, id(group)) -> (a weak reference to the group, `available`'s answer).
 _available: dict = {}
 #: (id(runtime), name) -> (the runtime, its kernel): found without hashing the source each call.
 _wait_kernels: dict = {}
@@ -67,8 +68,8 @@ def available(device: torch.device, group) -> str | None:
         return "not a CUDA device"
     key = (device, id(group))
     found = _available.get(key)
-    if found is None or found[0] is not group:     # the group kept beside: its id is not reused
-        found = _available[key] = (group, _available_now(device, group))
+    if found is None or found[0]() is not group:    # a group gone: its id may come back for another
+        found = _available[key] = (weakref.ref(group), _available_now(device, group))
     return found[1]
 
 

@@ -120,18 +120,20 @@ class Runtime(ABC):
             return pending.result()
         try:
             found = self._build(source)
-        except BaseException as exc:
             with self._kernels_lock:
-                del self._building[source]
+                self._binaries[source] = found
+                if len(self._binaries) > KERNELS_MAX:
+                    self._binaries.popitem(last=False)
+            pending.set_result(found)
+            return found
+        except Exception as exc:
             pending.set_exception(exc)
             raise
-        with self._kernels_lock:
-            self._binaries[source] = found
-            if len(self._binaries) > KERNELS_MAX:
-                self._binaries.popitem(last=False)
-            del self._building[source]
-        pending.set_result(found)
-        return found
+        finally:
+            with self._kernels_lock:
+                self._building.pop(source, None)
+            if not pending.done():      # interrupted (KeyboardInterrupt...): the waiters are not
+                pending.set_exception(RuntimeError(f"the build of this kernel was interrupted on another thread"))
 
     def _compile(self, source: str, name: str):
         """Kernel ``name`` of ``source``: its binary built (or kept) and loaded."""
@@ -276,7 +278,7 @@ class Runtime(ABC):
         plan's workspace), freed behind them."""
         return self.empty((count,), dtype)
 
-    def kept_scratch(self, count: int, dtype, zeroed: int | None = None, stream=None):
+    def kept_scratch(self, count: int, dtype, *, zeroed: int | None = None, stream=None):
         """A device buffer of at least ``count`` ``dtype`` elements, zero-filled when made and then
         kept for the work queued from here on (the current stream or queue): kernels that use it
         leave its first ``zeroed`` elements zero (None: all; the split tail's flags, batch/split_tail.py;

@@ -341,11 +341,20 @@ def test_fused_epilogue(rng):
     _twice(engine, call, lambda got: np.testing.assert_array_less(np.linalg.norm(got - ref) / np.linalg.norm(ref), 2e-3))
 
 
-def test_a_captured_split_call_replays_with_new_inputs(rng):
-    # A captured call's scratch has only its flags zeroed (the fill each replay runs): the partial
-    # slots hold whatever the allocator left, and every replay must still add only this call's sums.
+def test_a_captured_split_call_replays_with_new_inputs(rng, monkeypatch):
+    # A captured call's scratch has only its flags zeroed (the fill each replay runs): its partial
+    # slots are poisoned with NaN (a fill the graph holds, so every replay runs it first), and every
+    # replay must still add only the sums this call wrote.
     engine = sm90_engine()
     torch = pytest.importorskip("torch")
+    real = engine.runtime.scratch
+
+    def poisoned(count, dtype):
+        x = real(count, dtype)
+        if engine.runtime.capturing():
+            x.fill(np.nan)
+        return x
+    monkeypatch.setattr(engine.runtime, "scratch", poisoned)
     m, n, k = 700, 1100, 900       # 54 tiles: in two parts
     alg = SpecializedWgmmaAlgorithm(**CO128, split_tail=2)
     da, db = (torch.empty(shape, dtype=torch.float16, device="cuda") for shape in ((m, k), (k, n)))

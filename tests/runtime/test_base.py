@@ -78,6 +78,46 @@ def test_a_source_asked_for_by_threads_at_once_is_built_once(opencl_engine, monk
     assert not rt._building
 
 
+def test_a_build_interrupted_on_its_thread_fails_its_waiters_without_the_interrupt(opencl_engine, monkeypatch):
+    # A KeyboardInterrupt on the building thread stays there: a waiter gets a RuntimeError saying the
+    # build was interrupted, and the next caller builds afresh.
+    rt = opencl_engine.runtime
+    source = _sources(9)[-1][0]
+    started, release, waiting = threading.Event(), threading.Event(), threading.Semaphore(0)
+
+    class Counted(base.Future):
+        def result(self, timeout=None):
+            waiting.release()
+            return super().result(timeout)
+    monkeypatch.setattr(base, "Future", Counted)
+
+    def interrupted(src):
+        started.set()
+        release.wait(10)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(rt, "_build", interrupted)
+    seen = {}
+
+    def build():
+        try:
+            rt.build(source)
+        except BaseException as exc:  # noqa: BLE001 -- what each thread met
+            seen[threading.current_thread().name] = exc
+    first = threading.Thread(target=build, name="builder")
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=build, name="waiter")
+    second.start()
+    assert waiting.acquire(timeout=10)
+    release.set()
+    first.join(10), second.join(10)
+    assert isinstance(seen["builder"], KeyboardInterrupt)
+    assert isinstance(seen["waiter"], RuntimeError) and "interrupted" in str(seen["waiter"])
+    assert not rt._building
+    monkeypatch.undo()
+    assert rt.build(source) is not None and rt.built(source)
+
+
 def test_nothing_compiles_while_a_graph_is_captured(opencl_engine, monkeypatch):
     rt = opencl_engine.runtime
     monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
