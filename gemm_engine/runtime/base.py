@@ -133,7 +133,7 @@ class Runtime(ABC):
             with self._kernels_lock:
                 self._building.pop(source, None)
             if not pending.done():      # interrupted (KeyboardInterrupt...): the waiters are not
-                pending.set_exception(RuntimeError(f"the build of this kernel was interrupted on another thread"))
+                pending.set_exception(RuntimeError("the build of this kernel was interrupted on another thread"))
 
     def _compile(self, source: str, name: str):
         """Kernel ``name`` of ``source``: its binary built (or kept) and loaded."""

@@ -87,13 +87,21 @@ def test_a_named_algorithm_and_deterministic_torch_never_stand_in(rng, monkeypat
     assert engine.last_choice[0].name != "simple_unit"
 
 
-def test_a_capture_waits_for_the_build_and_gets_the_chosen_kernel(rng, monkeypatch):
-    engine = _engine()
+def _held_stand_in(engine, rng, monkeypatch, m):
+    """A gelu call of ``m`` rows that stood in while its chosen kernel's build waits on the returned
+    event (set it to let the build finish); the operands."""
     rt = engine.runtime
     release, real = threading.Event(), rt._build
     monkeypatch.setattr(rt, "_build", lambda source: (not _in_build_thread() or release.wait(30)) and real(source))
-    a, b, bias = _operands(rng, 31, 17, 40)
+    a, b, bias = _operands(rng, m, 17, 40)
     engine.matmul(a, b, bias=bias, activation="gelu")
+    return release, a, b, bias
+
+
+def test_a_capture_waits_for_the_build_and_gets_the_chosen_kernel(rng, monkeypatch):
+    engine = _engine()
+    rt = engine.runtime
+    release, a, b, bias = _held_stand_in(engine, rng, monkeypatch, 31)
     assert engine.last_choice[0].name == "simple_unit" and engine.planner.builds.pending() == 1
     monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
     threading.Timer(0.3, release.set).start()
@@ -151,10 +159,7 @@ def test_kernels_known_to_the_planner_need_no_stand_in_without_a_source_cache(rn
 def test_a_capture_where_modules_cannot_load_says_to_warm_up(rng, monkeypatch):
     engine = _engine()
     rt = engine.runtime
-    release, real = threading.Event(), rt._build
-    monkeypatch.setattr(rt, "_build", lambda source: (not _in_build_thread() or release.wait(30)) and real(source))
-    a, b, bias = _operands(rng, 41, 17, 40)
-    engine.matmul(a, b, bias=bias, activation="gelu")
+    release, a, b, bias = _held_stand_in(engine, rng, monkeypatch, 41)
     monkeypatch.setattr(rt, "loads_during_capture", False)       # a CUDA driver before 12.3
     monkeypatch.setattr(rt, "capturing", lambda stream=None: True)
     release.set()
