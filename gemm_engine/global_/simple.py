@@ -22,16 +22,18 @@ def operand_tiles(problem: MatmulProblem, stage, tile_class=OperandTile, **extra
     check_m, check_n, check_k = problem.checks(stage.stage_m, stage.stage_n, stage.stage_k)
     smem = stage.tile.smem_word
     lhs_layout, rhs_layout = Layout(problem.lhs_layout), Layout(problem.rhs_layout)
+    dense = problem.groups is None
     lhs = tile_class("lhs", problem.lhs, lhs_layout, stage.stage_m, stage.stage_k, check_m, check_k,
                      stage.lhs_ld, k_along_rows=False, smem_word=smem, align=problem.lhs_align,
                      extent=problem.k if lhs_layout is Layout.ROW else problem.m, ragged=problem.ragged_contiguous("lhs"),
-                     **extra.get("lhs", {}))
+                     line_extent=problem.m if dense and lhs_layout is Layout.ROW else 0, **extra.get("lhs", {}))
     # A quantized rhs is read as its packed words, dequantized into the stage's element words.
     quantized = {} if problem.weights is None else {"weights": problem.weights}
     rhs = tile_class("rhs", PACKED_WORDS if quantized else problem.rhs, rhs_layout, stage.stage_k, stage.stage_n,
                      check_k, check_n, stage.rhs_ld, k_along_rows=True, smem_word=stage.tile.rhs_smem_word,
                      align=problem.rhs_align, extent=problem.n if rhs_layout is Layout.ROW else problem.k,
                      ragged=problem.ragged_contiguous("rhs"),
+                     line_extent=problem.n if dense and rhs_layout is Layout.COL else 0,
                      **quantized, **extra.get("rhs", {}))
     return lhs, rhs
 

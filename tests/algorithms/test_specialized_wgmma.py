@@ -194,6 +194,21 @@ def test_boxes_follow_layouts(layouts, lhs_box, rhs_box, lhs_copies, rhs_copies)
     assert g.slot_bytes == (128 + 256) * 64 * 2
 
 
+@pytest.mark.parametrize("m, n, layouts", [(32, 4096, ("row", "col")), (20, 4096, ("row", "col")),
+                                            (4096, 100, ("row", "col")), (32, 4096, ("col", "col")),
+                                            (4096, 100, ("row", "row")), (200, 300, ("row", "col"))])
+def test_slots_receive_only_the_lines_inside_the_problem(m, n, layouts):
+    """K-major operands of a problem shorter than the tile (a decode batch, a few columns): the
+    copies read the lines inside it, rounded to whole 8-line atoms; K and MN-major boxes stay."""
+    _, cfg = setup(problem(m=m, n=n, k=512, layouts=layouts))
+    g, st = cfg.batch.global_, cfg.batch.global_.stage
+    lhs_lines = min(st.stage_m, -(-m // 8) * 8) if layouts[0] == "row" else 64
+    rhs_lines = min(st.stage_n, -(-n // 8) * 8) if layouts[1] == "col" else 64
+    assert (g.lhs_loader.box[1], g.rhs_loader.box[1]) == (lhs_lines, rhs_lines)
+    assert g.slot_bytes == g.lhs_loader.slot_bytes + g.rhs_loader.slot_bytes
+    assert g.lhs_loader.slot_bytes == g.lhs_loader.copies * 64 * lhs_lines * 2
+
+
 def test_tensor_maps_derived_per_call(monkeypatch):
     """The maps are encoded from each call's addresses, extents, strides and batch; a broadcast
     operand's batch extent is 1 (its kernel coordinate is then 0)."""
@@ -211,7 +226,8 @@ def test_tensor_maps_derived_per_call(monkeypatch):
     assert set(out) == set(cv.names) == {"lhs_map", "rhs_map", "out_map"}
     (la, ls), (ra, rs), (oa, os_) = seen
     assert la == 4096 + 8 * 2 and ra == 65536 and oa == (1 << 20) + 16 * 2
-    assert ls.dims == (72, 100, 3) and ls.strides == (160, 16000) and ls.box == (64, 128, 1)
+    # 100 rows of a 128-row tile: the copies read 104 (whole 8-line atoms; rows past M are never stored).
+    assert ls.dims == (72, 100, 3) and ls.strides == (160, 16000) and ls.box == (64, 104, 1)
     assert rs.dims == (72, 200, 1) and rs.strides == (144, 144 * 200) and rs.box == (64, cfg.batch.global_.stage.stage_n, 1)
     # The output: row-major, one box a 128-byte band of the tile's rows.
     assert os_.dims == (200, 100, 3) and os_.strides == (416, 416 * 100) and os_.box == (64, 128, 1)

@@ -52,6 +52,10 @@ class OperandTile:
     #: The rhs of a quantized problem: packed words of this format (``element`` is then
     #: `dtypes.PACKED_WORDS`); only loaders providing QUANTIZED_WEIGHTS read such a tile.
     weights: WeightFormat | None = None
+    #: The problem's extent across the tile's lines where its lines are the M (lhs) or N (rhs) axis
+    #: of a dense product (0: K, or grouped): a loader may leave the lines at or past it unread
+    #: (their products are output rows or columns no writer stores).
+    line_extent: int = 0
 
     @property
     def vector_align(self) -> int:

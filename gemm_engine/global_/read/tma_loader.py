@@ -61,6 +61,10 @@ def l2_promotion(line_bytes: int) -> int:
 class TmaLoaderConfig(LoaderConfig):
     size: int = 2                   # bytes per element
     shared_by: int = 1              # cubes of a cluster issuing a share of each slot, multicast
+    #: Lines each copy reads (0: all the tile's): a problem with fewer (`OperandTile.line_extent`)
+    #: leaves the rest of the slot as it was, where zero-filled lines past the map cost as much as
+    #: read ones (bf16 32 x 4096 x 4096 in 64-row tiles: 2.5 us of 13.5; SELECTION_NOTES "Short problems").
+    read_lines: int = 0
 
     @property
     def read_width(self) -> None:
@@ -83,9 +87,14 @@ class TmaLoaderConfig(LoaderConfig):
         return 1 if self.copies % self.shared_by == 0 else self.shared_by
 
     @property
+    def lines_read(self) -> int:
+        """Lines of the tile each slot receives."""
+        return self.read_lines or self.operand.lines
+
+    @property
     def box(self) -> tuple[int, int]:
         """(contiguous elements, lines) of one copy."""
-        return self.row_elems, self.operand.lines // self.line_split
+        return self.row_elems, self.lines_read // self.line_split
 
     @property
     def issued(self) -> int:
@@ -99,7 +108,7 @@ class TmaLoaderConfig(LoaderConfig):
     @property
     def slot_bytes(self) -> int:
         """Bytes one slot receives, whoever issued them (what each cube's full barrier expects)."""
-        return self.copies * self.row_elems * self.operand.lines * self.size
+        return self.copies * self.row_elems * self.lines_read * self.size
 
 
 class TmaLoader(Loader):
@@ -125,8 +134,11 @@ class TmaLoader(Loader):
         if operand.contiguous_extent % row or operand.lines > MAX_BOX:
             raise SetupError(self.name, f"{operand.ident}: a {operand.lines} x {operand.contiguous_extent} tile "
                                         f"is not whole boxes of at most {MAX_BOX} lines x {row}")
+        # Lines past the problem's: whole 8-line swizzle atoms of them unread (one copy's lines per slot).
+        extent = -(-operand.line_extent // 8) * 8
+        read = extent if 0 < extent < operand.lines and shared_by == 1 else 0
         cfg = TmaLoaderConfig(operand=operand, units=1, tasks=operand.contiguous_extent // row, size=size,
-                              shared_by=shared_by)
+                              shared_by=shared_by, read_lines=read)
         if shared_by > 1 and cfg.line_split > 1 and operand.lines % (8 * shared_by):
             raise SetupError(self.name, f"{operand.ident}: {shared_by} cubes cannot share a {operand.lines}-line tile "
                                         f"of {cfg.copies} copies (the lines do not split into whole 8-line swizzle atoms)")

@@ -13,12 +13,12 @@ from gemm_engine.problem import Layout
 from gemm_engine.tile.wgmma import SwizzledOperandLayout
 
 
-def _tile(et=FLOAT16, layout=Layout.ROW, rows=128, cols=64, align=8, ident="lhs"):
+def _tile(et=FLOAT16, layout=Layout.ROW, rows=128, cols=64, align=8, ident="lhs", line_extent=0):
     mn_major = (layout is Layout.COL) == (ident == "lhs")
     swz = SwizzledOperandLayout(mn_major, rows if ident == "lhs" else cols, cols if ident == "lhs" else rows,
                                 et.itemsize)
     return SwizzledOperandTile(ident, et, layout, rows, cols, False, False, 0, k_along_rows=ident == "rhs",
-                               smem_word=et.storage, align=align, swizzle=swz)
+                               smem_word=et.storage, align=align, swizzle=swz, line_extent=line_extent)
 
 
 @pytest.mark.parametrize("tile, copies, box", [
@@ -34,6 +34,18 @@ def test_boxes_and_copies(tile, copies, box):
     assert cfg.issued == copies
     assert cfg.slot_bytes == tile.contiguous_extent * tile.lines * tile.element.itemsize
     assert cfg.smem_bytes == tile.swizzle.smem_bytes
+
+
+@pytest.mark.parametrize("extent, read", [(32, 32), (1, 8), (17, 24), (64, 64), (127, 128), (128, 128), (5000, 128),
+                                          (0, 128)])
+def test_lines_past_the_problem_are_left_unread(extent, read):
+    """A problem with fewer rows (K-major lhs) than the tile's lines: each copy reads whole 8-line
+    swizzle atoms up to them and the slot expects only those bytes; the smem layout is the tile's."""
+    cfg = TmaLoader().setup(_tile(cols=128, line_extent=extent), 128)
+    assert cfg.box == (64, read) and cfg.lines_read == read
+    assert cfg.slot_bytes == 2 * 64 * read * 2 and cfg.smem_bytes == 128 * 128 * 2
+    # Shared (multicast) slots split the lines among the cubes: they read all of them.
+    assert TmaLoader().setup(_tile(cols=128, line_extent=extent), 128, shared_by=2).box == (64, 128)
 
 
 def test_shared_slots_split_copies_or_lines_among_cubes():
