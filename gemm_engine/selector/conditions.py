@@ -17,7 +17,7 @@ from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, past_25
 from .quantized_wgmma import split_worth_it as wgmma_one_launch_reason
 from .skinny import MAX_ROWS, skinny_axis
 from .specialized_wgmma import CALL_US, decode_choice, select_specialized_tiling, selected_tiles
-from .waves import STREAM_MIN_BYTES, big_operand_bytes, l2_resident, short_side, stream_us, streams_weights
+from .waves import STREAM_MIN_BYTES, big_operand_bytes, short_side, streams_weights
 
 
 def always(problem: MatmulProblem, dialect: Dialect) -> str | None:
@@ -42,9 +42,10 @@ SKINNY_AUTO_ROWS = 4
 def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     """skinny for M = 1 or N = 1 on every device; for 2 to `SKINNY_AUTO_ROWS` rows on CUDA where
     it streams a big operand (`STREAM_MIN_BYTES`) contiguous along K (dot products: each staged
-    vector serves four weight rows); a few rows against a weight contiguous along the outputs run
-    on tensor cores (4 rows of a row-major 4096 x 14336: skinny 65.7 us, skinny_split_k 48.0, the
-    specialized kernel 43.9)."""
+    vector serves four weight rows), except where the Hopper specialized kernel's decode tiling takes
+    it (bf16 2 / 4 x 4096 x 4096: 9.8 us kernels against 11.6 / 16.0); a few rows against a weight
+    contiguous along the outputs run on tensor cores (4 rows of a row-major 4096 x 14336: skinny
+    65.7 us, skinny_split_k 48.0, the specialized kernel 43.9)."""
     rows = short_side(problem)
     if rows <= 1 or rows > MAX_ROWS:
         return None   # one row: the bandwidth kernel; past MAX_ROWS its setup refuses
@@ -52,6 +53,9 @@ def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
         return f"{rows} rows: more multiply-adds a weight element than register FMA runs at the read bandwidth"
     if dialect.backend != "cuda":
         return "several rows: taken on CUDA GPUs only (tiled kernels elsewhere)"
+    if problem.m <= problem.n and _decode(problem, dialect) is not None:
+        return (f"{rows} rows of a streamed weight: the Hopper specialized kernel's decode tiles, which read only "
+                f"the rows inside the problem, stream it faster")
     if big_operand_bytes(problem) < STREAM_MIN_BYTES:
         return (f"the big operand's {big_operand_bytes(problem)} bytes are not a stream worth a kernel of its own "
                 f"(from {STREAM_MIN_BYTES})")
@@ -183,35 +187,11 @@ def _decode(problem: MatmulProblem, dialect: Dialect):
     return decode_choice(problem, dialect)
 
 
-#: Rows up to which pipelined_wgmma's 64 x 64 tiles stream an L2-resident weight at the stream rate
-#: of their cubes (bf16 8 and 16 x 4096 x 4096: 14.5 us, 64 cubes; 64 rows 23.3: its one warpgroup
-#: then computes more than it streams).
-PIPELINED_STREAM_ROWS = 16
-
-
-def pipelined_streams(problem: MatmulProblem, dialect: Dialect) -> bool:
-    """A weight-streaming product pipelined_wgmma streams faster than the specialized decode tiling:
-    up to `PIPELINED_STREAM_ROWS` rows of a 16-bit weight contiguous along K that the L2 keeps
-    between calls, whose 64 x 64 tiles (one cube each) fit one wave and outnumber the specialized
-    kernel's streaming cubes (bf16 8 x 4096 x 4096: 15.9 us a call against 19.6 unsplit and 20.9
-    split; 16 rows 16.2 against 19.2 and 20.5). From HBM its cubes keep fewer bytes in flight (8 x
-    4096 x 14336: 87.1 us against 44.5), hence L2-resident weights only."""
-    decode = _decode(problem, dialect)
-    if decode is None or problem.lhs.itemsize != 2 or problem.m > problem.n or problem.m > PIPELINED_STREAM_ROWS:
-        return False
-    if Layout(problem.rhs_layout) is not Layout.COL or not l2_resident(problem):
-        return False
-    tiles = tile_count(problem, 64, 64)
-    if tiles > dialect.device.compute_units:
-        return False
-    return stream_us(problem.batch * big_operand_bytes(problem), tiles) + CALL_US < decode[0]
-
-
 def streams_on_specialized(problem: MatmulProblem, dialect: Dialect) -> bool:
     """A weight-streaming product (selector/waves.py) that the Hopper specialized kernel takes with
     its decode tiling: 16-bit or fp8 operands it reads as they are, tiles whose split parts could
-    keep at least half the device streaming, unless pipelined_wgmma streams it faster."""
-    return _decode(problem, dialect) is not None and not pipelined_streams(problem, dialect)
+    keep at least half the device streaming."""
+    return _decode(problem, dialect) is not None
 
 
 def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
@@ -223,9 +203,6 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     if streams_on_specialized(problem, dialect):
         return ("a weight-streaming product: the Hopper specialized kernel streams it with its decode tiling "
                 "(its tiles split along K in one kernel where that pays)")
-    if pipelined_streams(problem, dialect):
-        return ("a weight-streaming product whose weight the L2 keeps: pipelined_wgmma's 64 x 64 tiles stream "
-                "it in one wave")
     long_k = problem.k >= max(1024, 4 * max(problem.m, problem.n))
     thin = min(problem.m, problem.n) <= 64 and problem.k >= 2048
     few_fma_tiles = (problem.lhs.name == "float32" and problem.precision == "default"
@@ -310,9 +287,6 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
                     f"{WGMMA_TRANSPOSE_MIN_EXTENT} and a wave of tiles)")
     if streams_on_specialized(problem, dialect):
         return None       # weight streaming: its decode tiling (selector/specialized_wgmma.py)
-    if pipelined_streams(problem, dialect):
-        return (f"{short_side(problem)} rows of an L2-resident weight: pipelined_wgmma's 64 x 64 tiles stream "
-                f"it faster than this kernel's decode tiles (unsplit, or split in a cooperative launch)")
     try:
         staged = select_specialized_tiling(problem, dialect)["tma_store"]
     except (KeyError, TypeError):

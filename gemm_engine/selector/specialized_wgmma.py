@@ -87,16 +87,14 @@ DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {64: 0.3, 128: 3.0}, 2
 #: unsplit; 32 x 4096 x 14336 in 4 parts 48.6 against 47.9: bench/SELECTION_NOTES.md,
 #: "split_fixup"). 128-row tiles keep the owner: the last part re-reads its own 64 KiB of sums.
 LAST_OVER_US = 3.0
-#: 65-128 rows where the 128-row tiles are at most a quarter of the multiprocessors (so that split in
-#: the 2 parts a 128-row tile takes they leave half the device idle): 64-row tiles over two row
-#: blocks, whole (the weight's second read mostly from L2). CUDA-graph kernel times, bf16 x 4096 x
-#: 4096, M = 80 / 96 / 112 / 128: 23.1 / 22.1 / 20.1 / 19.6 us against 26.0 / 26.0 / 24.9 / 25.0;
-#: 96 x 4096 x 14336: 56.9 against 62.7 (bench/SELECTION_NOTES.md, "64-row tiles at 65-128 rows").
-FEW_TILES_SHARE = 4
-#: ... and K of at most this many bytes a row: longer K kept the 128-row tiles (their whole calls
-#: ran slower in 64-row tiles on all four rows timed, e.g. 88 x 4096 x 11008 51.7 us against 46.3,
-#: though their graph replays ran faster).
-FEW_TILES_MAX_K_BYTES = 8192
+#: Weight-streaming 16-bit products whose 64-column tiles fit one wave: 64 columns a tile (twice
+#: the streaming cubes of 128), the rows the problem's (64, or 128 for 65-128; the copies read only
+#: the rows inside it, global_/read/tma_loader.py), a ring of this many slots (16 or 24 KiB each).
+#: bf16 x 4096 x 4096 kernels, M = 1 / 8 / 16 / 32 / 64: 9.7 / 9.2 / 9.3 / 10.0 / 11.1 us against
+#: 10.0 (skinny) / 17.1 / 18.0 (pipelined_wgmma) / 11.7 / 12.6 (64 x 128 in 4 parts); M = 80 / 96 /
+#: 112 / 128 in 128 x 64 tiles: 12.0 / 12.3 / 12.8 / 13.6 against 17.1-18.6 (64 x 128 over two row
+#: blocks); cuBLAS 8.4-10.2 and 14.2 (bench/SELECTION_NOTES.md, "Short problems").
+NARROW_STAGES = {1: 12, 2: 8}
 #: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
 #: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
@@ -162,18 +160,23 @@ def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, 
                   **store_plan(problem, dialect, 64 * partition_m, tile_n, stages, groups=2))
 
 
-def decode_shapes(problem: MatmulProblem) -> list[tuple]:
+def decode_shapes(problem: MatmulProblem, dialect: Dialect) -> list[tuple]:
     """The tiles of a weight-streaming product, (warpgroups_m, warpgroups_n, partition_m, tile_n,
-    stages), the rule's first: the short side 64 or 128 rows (M short) or columns (N short), the
-    long side 128; then 256 (two warpgroups of 128 side by side, or 256 rows), for the tuner only:
-    slower on every row measured (bf16 2 x 4096 x 4096 in 8 parts 15.3 us against 13.5, 64 x 4096 x
-    4096 whole 25.4 against 16.5, 8 x 14336 x 4096 43.6 against 42.4). Promoting problems: 128,
-    whose two accumulator sets fit."""
+    stages), the rule's first: the short side 64 or 128 rows (M short) or columns (N short); the long
+    side 64 where a 16-bit product's 64-column tiles fit a wave (`NARROW_STAGES`), else 128; then
+    256 (two warpgroups of 128 side by side, or 256 rows), for the tuner only: slower on every row
+    measured (bf16 2 x 4096 x 4096 in 8 parts 15.3 us against 13.5, 64 x 4096 x 4096 whole 25.4
+    against 16.5, 8 x 14336 x 4096 43.6 against 42.4). Promoting problems: 128, whose two
+    accumulator sets fit."""
     promoted = wants_promotion(problem)
     if problem.m <= problem.n:
         wm = 1 if problem.m <= 64 else 2
+        wide = [(wm, 1, 1, 128, 6)]
+        narrow_fits = tile_count(problem, 64 * wm, 64) <= dialect.device.compute_units
+        if not promoted and problem.lhs.itemsize == 2 and narrow_fits:
+            wide = [(wm, 1, 1, 64, NARROW_STAGES[wm])] + wide
         # 256 columns as two warpgroups of 128 side by side: one warpgroup of 64 x 256 spills at 240 registers.
-        return [(wm, 1, 1, 128, 6)] + ([] if promoted else [(wm, 2, 1, 128, 4)])
+        return wide + ([] if promoted else [(wm, 2, 1, 128, 4)])
     tn = 64 if problem.n <= 64 else 128
     return [(2, 1, 1, tn, 6)] + ([] if promoted else [(2, 1, 2, tn, 4)])
 
@@ -227,14 +230,10 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
     if problem.lhs.storage in ("i8", "f32"):
         return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
     sms = max(1, dialect.device.compute_units)
-    shape = decode_shapes(problem)[0]
+    shape = decode_shapes(problem, dialect)[0]
     wm, wn, pm, tn, _ = shape
     if tile_count(problem, wm * pm * 64, wn * tn) * decode_parts_max(problem, dialect, shape, False) < DECODE_MIN_BUSY * sms:
         return None
-    if (wm == 2 and problem.m <= problem.n and problem.k * problem.lhs.itemsize <= FEW_TILES_MAX_K_BYTES
-            and tile_count(problem, 128, wn * tn) * FEW_TILES_SHARE <= sms):
-        shape = (1, 1, 1, 128, 6)
-        return decode_call_us(problem, dialect, shape, 1), shape, 1, "owner"
     most = decode_parts_max(problem, dialect, shape)
     options = [(decode_call_us(problem, dialect, shape, p, f), p, i, f)
                for p in range(1, most + 1) for i, f in enumerate(decode_fixups(problem, shape) if p > 1 else ("owner",))]
@@ -244,9 +243,9 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
 
 def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
     """A weight-streaming product's tiling (`decode_choice`): the tile's short side fit to the
-    problem's (64 rows for a short side up to 64, else 128; along N, 64 or 128 columns), 128 long,
-    split along K into parts (``split_tail``: all tiles are the last wave) where the stream it saves
-    outweighs a split call's cost."""
+    problem's (64 rows for a short side up to 64, else 128; along N, 64 or 128 columns), 64 or 128
+    long (`decode_shapes`), split along K into parts (``split_tail``: all tiles are the last wave)
+    where the stream it saves outweighs a split call's cost."""
     choice = decode_choice(problem, dialect)
     if choice is None:
         return None
@@ -394,7 +393,7 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
 def decode_space(problem: MatmulProblem, dialect: Dialect) -> list:
     """Every decode shape (`decode_tiling`'s) split in 1, 2, 4 and `DECODE_SPLIT_MAX` parts."""
     out = []
-    for wm, wn, pm, tn, stages in decode_shapes(problem):
+    for wm, wn, pm, tn, stages in decode_shapes(problem, dialect):
         stored = store_plan(problem, dialect, wm * pm * 64, wn * tn, stages)
         out += [preset(wm, wn, pm, tn, **stored, dispatch="row_major", **(dict(split_tail=p) if p > 1 else {}))
                 for p in (1, 2, 4, DECODE_SPLIT_MAX)]

@@ -10,9 +10,7 @@ operand once (a bf16 4096 x 4096 weight at M = 64: 64 multiply-adds a weight ele
 multiprocessor streaming (bench/SELECTION_NOTES.md, "Weight streaming").
 
 How long a stream takes (`stream_us`, `compute_us`: the H100's measured rates as functions of the
-cubes streaming) is what the weight-streaming rules compare their kernels by; a weight the L2 holds
-(`l2_resident`) is read from it by a loop of calls on that weight (a benchmark's, or one layer called
-again), not from HBM.
+cubes streaming) is what the weight-streaming rules compare their kernels by.
 """
 from __future__ import annotations
 
@@ -69,8 +67,6 @@ STREAM_BW, STREAM_HALF_CUBES = 3.0e12, 16
 #: A cube's tensor-core rate on a streaming tile, by operand bytes (bf16 128 x 128 tiles at M = 128,
 #: 4096^2: 32 cubes in 22.4 us, 6.0 TFLOP/s a cube; fp8 runs twice the 16-bit rate).
 CUBE_FLOPS = {1: 12.0e12, 2: 6.0e12, 4: 3.0e12}
-#: A weight of at most this many bytes stays in the H100's 50 MB L2 between calls on it.
-L2_RESIDENT_BYTES = 40 << 20
 
 
 def stream_us(nbytes: float, cubes: int) -> float:
@@ -82,8 +78,3 @@ def stream_us(nbytes: float, cubes: int) -> float:
 def compute_us(flops: float, cubes: int, itemsize: int) -> float:
     """Microseconds ``cubes`` take for ``flops`` of ``itemsize``-byte operands (`CUBE_FLOPS`)."""
     return flops / (max(1, cubes) * CUBE_FLOPS.get(itemsize, CUBE_FLOPS[4])) * 1e6
-
-
-def l2_resident(problem: MatmulProblem) -> bool:
-    """Whether the big operand of every batch entry together fits `L2_RESIDENT_BYTES`."""
-    return problem.batch * big_operand_bytes(problem) <= L2_RESIDENT_BYTES

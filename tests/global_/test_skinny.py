@@ -157,14 +157,19 @@ def test_refusals(p, match):
 
 
 def test_auto_takes_several_rows_only_streaming_a_big_operand_on_cuda():
-    """2 to 4 rows of a weight contiguous along K (dot products) streaming 8 MiB up, on CUDA; 8 rows
-    and a weight contiguous along the outputs go to tensor cores (bench/results/h100/shape_probe_decode.md)."""
+    """2 to 4 rows of a weight contiguous along K (dot products) streaming 8 MiB up, on CUDA; on
+    Hopper the specialized kernel's decode tiles take them (bench/SELECTION_NOTES.md, "Short
+    problems"); 8 rows and a weight contiguous along the outputs go to tensor cores
+    (bench/results/h100/shape_probe_decode.md)."""
     auto = resolve("auto")
-    assert auto.chosen(auto.setup(problem(4, 4096, 4096, rhs="col"), H100)).name == "skinny"
-    assert auto.chosen(auto.setup(problem(2, 14336, 4096, rhs="col"), H100)).name == "skinny"
+    a100 = dialect_for(nominal_cuda_device(8, 0))
+    assert auto.chosen(auto.setup(problem(4, 4096, 4096, rhs="col"), a100)).name == "skinny"
+    assert auto.chosen(auto.setup(problem(2, 14336, 4096, rhs="col"), a100)).name == "skinny"
+    for rows in (2, 4, 8):
+        assert auto.chosen(auto.setup(problem(rows, 4096, 4096, rhs="col"), H100)).name == "specialized_wgmma"
+    assert auto.chosen(auto.setup(problem(1, 4096, 4096, rhs="col"), H100)).name == "skinny"
     assert auto.chosen(auto.setup(problem(4096, 4, 4096), H100)).name == "skinny"               # W @ x
     assert auto.chosen(auto.setup(problem(4, 512, 512, rhs="col"), H100)).name != "skinny"    # 0.5 MiB
-    assert auto.chosen(auto.setup(problem(8, 4096, 4096, rhs="col"), H100)).name == "pipelined_wgmma"
     assert auto.chosen(auto.setup(problem(8, 4096, 14336, rhs="col"), H100)).name == "specialized_wgmma"
     assert auto.chosen(auto.setup(problem(4096, 8, 4096), H100)).name == "specialized_wgmma"
     opencl = dialect_for(OPENCL_DEVICE)

@@ -99,33 +99,30 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     """A split kernel whose owners wait is launched cooperatively, and its calls took 17-20 us
     whatever its kernel; the last-arriver fixup's (64-row tiles) about 3 us over it
     (bench/SELECTION_NOTES.md, "decode_tiling", "split_fixup"): the tiles split only where the call
-    gains."""
-    # 64 rows of a 4096 x 4096 weight: 32 tiles of 64 x 128 in 4 parts, the last part adding them
-    # (32 rows: 15.8 us against 16.6 waiting for the owner and 19.2 whole).
-    sel = select_specialized_tiling(any_problem((1, 64, 4096, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and sel["split_fixup"] == "last"
-    assert sel["dispatch"] == "row_major"
-    # 100 rows of 4096 columns: 32 tiles of 128 x 128 would leave half the device idle even in 2
-    # parts: 64-row tiles over the two row blocks, whole (graph replays 19.2 us against 25.6 at 96
-    # rows: "64-row tiles at 65-128 rows"). From 34 such tiles (N = 4352) the 128-row tiles in 2 parts.
-    sel = select_specialized_tiling(any_problem((1, 100, 4096, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and "split_tail" not in sel
-    sel = select_specialized_tiling(any_problem((1, 100, 4352, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
-    # A long K (4096 x 14336: 112 MiB) streams 60 us on 32 cubes, 45 on 4 parts of each tile.
-    # The owner adds fewer partials (47.9 us against the last-arriver's 48.6).
+    gains. 16-bit tiles are 64 columns wide where those fit a wave ("Short problems")."""
+    # 1-64 rows of a 4096 x 4096 weight: 64 tiles of 64 x 64, whole (M = 64: 11.1 us against 12.6
+    # in 4 parts of 64 x 128; the copies read only the rows inside M).
+    for rows in (2, 16, 64):
+        sel = select_specialized_tiling(any_problem((1, rows, 4096, 4096), "bfloat16", LINEAR), SM90)
+        assert selected_tiles(sel) == (64, 64) and "split_tail" not in sel and sel["stages"] == 12
+        assert sel["dispatch"] == "row_major"
+    # 65-128 rows: 128 x 64 tiles (80 rows: 12.0 us against 17.1 in 64 x 128 tiles over two row blocks).
+    for rows in (80, 100, 128):
+        sel = select_specialized_tiling(any_problem((1, rows, 4096, 4096), "bfloat16", LINEAR), SM90)
+        assert selected_tiles(sel) == (128, 64) and "split_tail" not in sel and sel["stages"] == 8
+    # A long K (4096 x 14336: 112 MiB) streams on twice the cubes in 2 parts (the owner adds fewer partials).
     sel = select_specialized_tiling(any_problem((1, 16, 4096, 14336), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] == 4 and "split_fixup" not in sel
-    # 14336 columns: 112 tiles of 64 x 128 already stream on 112 multiprocessors, no split (as 128 x
-    # 14336 x 4096 ran at cuBLAS's speed in 112 tiles of 128 x 128).
+    assert selected_tiles(sel) == (64, 64) and sel["split_tail"] == 2 and "split_fixup" not in sel
+    # 14336 columns: 224 tiles of 64 columns would not fit a wave; 112 tiles of 64 x 128 already stream
+    # on 112 multiprocessors, no split (as 128 x 14336 x 4096 ran at cuBLAS's speed in 112 tiles of 128 x 128).
     sel = select_specialized_tiling(any_problem((1, 64, 14336, 4096), "bfloat16", LINEAR), SM90)
     assert selected_tiles(sel) == (64, 128) and "split_tail" not in sel
     assert select_specialized_tiling(any_problem((1, 128, 14336, 4096), "bfloat16", LINEAR), SM90) == \
         dict(warpgroups_m=2, warpgroups_n=1, partition_m=1, tile_n=128, stages=6, tma_store=True, store_parts=1,
              dispatch="row_major")
     # 256 columns (two warpgroups side by side) only in the tuning space: slower on every row measured.
-    sel = select_specialized_tiling(any_problem((1, 16, 6144, 4096), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 128) and sel["split_tail"] > 1
+    sel = select_specialized_tiling(any_problem((1, 16, 16384, 4096), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 128)
     # N short (a weight times a few vectors): 128 x 64 tiles along M, split as M short ones are.
     sel = select_specialized_tiling(any_problem((1, 4096, 16, 4096), "bfloat16"), SM90)
     assert selected_tiles(sel) == (128, 64) and sel["split_tail"] == 4 and sel["split_fixup"] == "last"
