@@ -200,7 +200,7 @@ def row_tool_session(script: str, argv: list[str]):
     import cupy as cp
     import torch
     import gemm_engine
-    engine = gemm_engine.Engine(backend="cuda")
+    engine = gemm_engine.Engine(backend="cuda", background_compile=False)   # the chosen kernel, not a stand-in
     result = {"device": torch.cuda.get_device_name(), "command": current_tables.command_line(script, argv)}
     return engine, torch, cp, result
 

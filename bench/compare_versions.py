@@ -36,8 +36,9 @@ ROWS = [
 ]
 
 CHILD = r"""
-import json, sys, time, statistics
+import json, os, sys, time, statistics
 sys.path.insert(0, ROOT)
+os.environ.setdefault("GEMM_ENGINE_BACKGROUND_COMPILE", "0")   # the chosen kernels, not stand-ins (checkouts that have them)
 import torch, gemm_engine
 engine = gemm_engine.Engine("cuda")
 out = {"version": getattr(gemm_engine, "__version__", "?"), "file": gemm_engine.__file__, "rows": {}, "host": {}}

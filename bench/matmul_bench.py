@@ -166,7 +166,7 @@ def main(argv=None):
     if args.table is None:
         args.table = f"{'sizes' if args.sizes else args.suite}_{args.dtypes.replace(',', '_')}"
     command = current_tables.command_line("matmul_bench.py", sys.argv[1:] if argv is None else argv)
-    engine = gemm_engine.Engine(args.backend)
+    engine = gemm_engine.Engine(args.backend, background_compile=False)   # the chosen kernel, not a stand-in
     timer = Timer(engine, args.repeat)
     shapes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else SUITES[args.suite]
     rows = []

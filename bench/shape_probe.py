@@ -291,7 +291,7 @@ def main(argv=None):
         rows = [shape_rows.shrunk(r) for r in rows]
     else:
         import cupy as cp
-        engine = gemm_engine.Engine(backend="cuda")
+        engine = gemm_engine.Engine(backend="cuda", background_compile=False)   # the chosen kernel, not a stand-in
     device = engine.device.name if args.smoke else torch.cuda.get_device_name()
     result = {"device": device, "command": current_tables.command_line("shape_probe.py", argv),
               "rows": [], "not_started": []}
