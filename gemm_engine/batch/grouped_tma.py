@@ -48,6 +48,11 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
                                         "the epilogue of zeros)")
         base = super().setup(problem, selection, dialect)
         check_read_widths(self.name, problem, self.global_, base.global_)
+        loaders = (base.global_.lhs_loader, base.global_.rhs_loader)
+        if any(getattr(ld, "read_lines", 0) for ld in loaders):
+            # A group's rows start anywhere in the map: every line of a box is read (tma_loader.py).
+            raise SetupError(self.name, "a loader reads only some lines of its tiles, which holds for dense products "
+                                        "only (its global level was set up without the problem's groups)")
         request = base.global_.tile_loop
         if request.cluster_m != 1 or request.split_tail > 1:
             raise SetupError(self.name, f"cluster_m={request.cluster_m}, split_tail={request.split_tail}: clusters "

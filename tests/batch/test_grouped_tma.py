@@ -52,3 +52,19 @@ def test_dense_problems_are_refused():
     dense = dataclasses.replace(_p(), groups=None)
     with pytest.raises(SetupError, match="grouped"):
         ALG().setup(dense, SM90)
+
+
+def test_every_line_of_a_group_tile_is_read(monkeypatch):
+    """A group's rows start anywhere in the lhs map, so its copies read all of a tile's lines even
+    where the groups' rows (the problem's M bound) are fewer (global_/read/tma_loader.py
+    ``read_lines``); a loader that would read fewer is refused by the grouped level."""
+    problem = _p(m=40, k=512)
+    problem = dataclasses.replace(problem, rhs_layout=Layout.COL)      # a K-major rhs too
+    g = ALG().setup(problem, SM90).batch.global_
+    assert g.lhs_loader.read_lines == g.rhs_loader.read_lines == 0
+    from gemm_engine.global_.read import tma_loader
+    setup = tma_loader.TmaLoader.setup
+    monkeypatch.setattr(tma_loader.TmaLoader, "setup",
+                        lambda self, *a, **kw: dataclasses.replace(setup(self, *a, **kw), read_lines=8))
+    with pytest.raises(SetupError, match="reads only some lines"):
+        ALG().setup(problem, SM90)

@@ -13,8 +13,13 @@ of a column-major one) of contiguous elements:
   the tile's extent takes ``extent / 64`` copies, each one 64-wide atom ``atom_stride`` bytes on.
 
 Edges need no code: coordinates past the operand's extents (M, N or K not a multiple of the tile)
-read zeros, so the stage never sees garbage and the main loop has no bounds branches. Every copy of
-a slot completes on the slot's *full* mbarrier, whose expected bytes the global level raises by
+read zeros, so the main loop has no bounds branches. One exception: where the problem's M (a
+K-major lhs) or N (a K-major rhs) is under the tile's lines (`OperandTile.line_extent`), the copies
+read only whole 8-line atoms up to it (`read_lines`) and the slot's other lines keep what they held:
+their products reach only output rows or columns past M or N, which no writer stores. That holds
+while a box's line coordinate starts at 0 in each batch entry (a dense product); grouped problems,
+whose lines are every group's, and multicast slots read all their lines. Every copy of a slot
+completes on the slot's *full* mbarrier, whose expected bytes the global level raises by
 `slot_bytes` first.
 
 Shared slots (``shared_by`` cubes of a cluster read the same tile of this operand): each cube issues
