@@ -16,7 +16,7 @@ from .quantized_decode import one_launch_fills
 from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, past_256_loses
 from .quantized_wgmma import split_worth_it as wgmma_one_launch_reason
 from .skinny import MAX_ROWS, skinny_axis
-from .specialized_wgmma import CALL_US, decode_choice, select_specialized_tiling, selected_tiles
+from .specialized_wgmma import decode_choice, select_specialized_tiling, selected_tiles
 from .waves import STREAM_MIN_BYTES, big_operand_bytes, short_side, streams_weights
 
 
