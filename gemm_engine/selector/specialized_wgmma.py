@@ -77,15 +77,18 @@ DECODE_SPLIT_MAX, DECODE_MIN_SLICES, DECODE_MIN_BUSY = 8, 8, 0.5
 #: CALL_US over its kernel (bf16 decode rows: 12-13 us kernels in 17-20 us calls, 17.6 in 20.1,
 #: 19.2 in 22.1; unsplit 16.5 in 17.7, 22.4 in 23.8: bench/SELECTION_NOTES.md, "decode_tiling").
 SPLIT_CALL_US, SPLIT_OVER_US, CALL_US = 20.0, 2.5, 1.3
-#: What adding each later part's partial tile costs the owner, by the tile's rows: 128 x 128 tiles
-#: 2-4 us (M = 128, 4096^2: 2 parts 17.6 us, 4 parts 19.2 against 22.4 whole), 64 x 128 tiles a few
-#: tenths (M = 64: 4 parts 12.2-12.9 us, 2 parts 14.2, whole 16.5); a 128-row tile in 2 parts at most.
-DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {64: 0.3, 128: 3.0}, 2
+#: What adding each later part's partial tile costs, by the float32 partial's KiB (`partial_kib`):
+#: 128 x 128 tiles (64 KiB) 2-4 us (M = 128, 4096^2: 2 parts 17.6 us, 4 parts 19.2 against 22.4
+#: whole), 64 x 128 tiles (32 KiB) a few tenths (M = 64: 4 parts 12.2-12.9 us, 2 parts 14.2, whole
+#: 16.5); a 64 KiB partial in 2 parts at most. 128 x 64 tiles are 32 KiB too: 72 x 2048 x 8192 in 4
+#: parts (last arriver) 13.7 us against 19.7 in 2, 80 / 112 / 128 rows 13.7 / 13.6 / 17.5 against
+#: 16.8 / 17.1 / 19.0 (bench/SELECTION_NOTES.md, "Short problems").
+DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {32: 0.3, 64: 3.0}, 2
 #: The last-arriver fixup (``split_fixup="last"``: nothing waits, a plain launch) has no
 #: co-resident launch's floor: its calls took LAST_OVER_US over the kernel (64 x 128 tiles, bf16:
 #: 32 x 4096 x 4096 in 3-8 parts 15.5-15.8 us against 16.5-16.8 waiting for the owner and 19.2
 #: unsplit; 32 x 4096 x 14336 in 4 parts 48.6 against 47.9: bench/SELECTION_NOTES.md,
-#: "split_fixup"). 128-row tiles keep the owner: the last part re-reads its own 64 KiB of sums.
+#: "split_fixup"). 64 KiB partials (128 x 128) keep the owner: the last part re-reads its own sums.
 LAST_OVER_US = 3.0
 #: Weight-streaming 16-bit products whose 64-column tiles fit one wave: 64 columns a tile (twice
 #: the streaming cubes of 128), the rows the problem's (64, or 128 for 65-128; the copies read only
@@ -181,16 +184,21 @@ def decode_shapes(problem: MatmulProblem, dialect: Dialect) -> list[tuple]:
     return [(2, 1, 1, tn, 6)] + ([] if promoted else [(2, 1, 2, tn, 4)])
 
 
+def partial_kib(shape) -> int:
+    """KiB of one float32 partial tile of ``shape`` (what a split part stores and the fixup adds)."""
+    wm, wn, pm, tn, _ = shape
+    return wm * pm * 64 * wn * tn * 4 // 1024
+
+
 def decode_parts_max(problem: MatmulProblem, dialect: Dialect, shape, wide_cap: bool = True) -> int:
     """The most parts `decode_tiling` splits a tile of ``shape`` into: its tiles' parts at most one a
-    multiprocessor, each at least `DECODE_MIN_SLICES` ring slots, a 128-row (or 128-column) tile
-    in `DECODE_WIDE_SPLIT_MAX` (``wide_cap``)."""
+    multiprocessor, each at least `DECODE_MIN_SLICES` ring slots, a tile whose partial is over 32
+    KiB in `DECODE_WIDE_SPLIT_MAX` (``wide_cap``)."""
     wm, wn, pm, tn, _ = shape
     sms = max(1, dialect.device.compute_units)
     tiles = tile_count(problem, wm * pm * 64, wn * tn)
     slices = -(-problem.k * problem.lhs.itemsize // 128)
-    short = wm * pm * 64 if problem.m <= problem.n else wn * tn
-    most = DECODE_WIDE_SPLIT_MAX if short > 64 and wide_cap else DECODE_SPLIT_MAX
+    most = DECODE_WIDE_SPLIT_MAX if partial_kib(shape) > 32 and wide_cap else DECODE_SPLIT_MAX
     return max(1, min(most, sms // max(1, tiles), slices // DECODE_MIN_SLICES))
 
 
@@ -207,19 +215,16 @@ def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int, 
     kernel = max(stream_us(nbytes, cubes), compute_us(2.0 * tiles * tm * tn * problem.k, cubes, problem.lhs.itemsize))
     if parts == 1:
         return kernel + CALL_US
-    short = tm if problem.m <= problem.n else tn
-    kernel += (parts - 1) * DECODE_FIXUP_US[64 if short <= 64 else 128]
+    kernel += (parts - 1) * DECODE_FIXUP_US[32 if partial_kib(shape) <= 32 else 64]
     if fixup == "last":
         return kernel + LAST_OVER_US
     return max(SPLIT_CALL_US, kernel + SPLIT_OVER_US)
 
 
 def decode_fixups(problem: MatmulProblem, shape) -> tuple[str, ...]:
-    """The split fixups `decode_choice` weighs for ``shape``: the last-arriver one for 64-row (or
-    64-column) tiles only (`LAST_OVER_US`)."""
-    wm, wn, pm, tn, _ = shape
-    short = wm * pm * 64 if problem.m <= problem.n else wn * tn
-    return ("owner", "last") if short <= 64 else ("owner",)
+    """The split fixups `decode_choice` weighs for ``shape``: the last-arriver one for partials of
+    up to 32 KiB only (`LAST_OVER_US`)."""
+    return ("owner", "last") if partial_kib(shape) <= 32 else ("owner",)
 
 
 def decode_choice(problem: MatmulProblem, dialect: Dialect):
