@@ -64,8 +64,19 @@ typedef long long i64;
         return (f"/* build: nvcc -cubin -gencode=arch={compute},code={arch} kernel.cu{why}; "
                 f"NVRTC: --gpu-architecture={arch} --std=c++17 */\n")
 
-    def math(self, fn: str, word: str) -> str:
+    def math(self, fn: str, word: str, fast: bool = False) -> str:
+        if fast and (fn, word) == ("exp", "f32"):
+            return "__expf"       # MUFU.EX2: a few ulp, far inside a 16-bit result's rounding
         return fn + "f" if word == "f32" else fn
+
+    def divide(self, a: str, b: str, word: str, fast: bool = False) -> str:
+        # The approximate reciprocal and a multiply instead of IEEE division's refinement and slow
+        # path (a divisor past 2^126, infinity included, gives 0: x / (1 + exp(-x)) -> 0 as
+        # x -> -inf). SwiGLU's fused GEMM (bf16, 8192 x 4096 -> 2 x 14336): 2452 us against 2536
+        # with expf and division, the plain GEMM 2467 (bench/SELECTION_NOTES.md, "Paired stores").
+        if fast and word == "f32":
+            return f"__fdividef({a}, {b})"
+        return f"({a} / {b})"
 
     def stream_vector(self, word: str, width: int, pointer: str) -> str:
         if (word, width) == ("u32", 4):

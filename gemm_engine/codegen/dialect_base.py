@@ -95,10 +95,16 @@ class Dialect:
     def compute_type(self, et: ElementType) -> str:
         return self.c_type(et.compute)
 
-    def math(self, fn: str, word: str) -> str:
+    def math(self, fn: str, word: str, fast: bool = False) -> str:
         """Name of the C math function ``fn`` ("exp", "erf", "tanh", ...) for compute word
-        ``word``: OpenCL overloads one name, CUDA spells the float versions with an ``f``."""
+        ``word``: OpenCL overloads one name, CUDA spells the float versions with an ``f``.
+        ``fast``: a faster, less exact form may stand in (the result is rounded to 16 bits or
+        fewer after it); here the exact one."""
         return fn
+
+    def divide(self, a: str, b: str, word: str, fast: bool = False) -> str:
+        """``a / b`` in compute word ``word`` (``fast``: as `math`'s)."""
+        return f"({a} / {b})"
 
     @staticmethod
     def literal(value: float, word: str) -> str:

@@ -31,13 +31,19 @@ from ..compose.registry import Registry
 
 @dataclass(frozen=True)
 class Math:
-    """Function names and literals of one dialect and compute word ("f32" / "f64")."""
+    """Function names, division and literals of one dialect and compute word ("f32" / "f64");
+    ``fast``: the result is rounded to 16 bits or fewer, so the dialect may use faster, less exact
+    forms (`Dialect.math`, `Dialect.divide`)."""
 
     dialect: Dialect
     word: str
+    fast: bool = False
 
     def call(self, fn: str, *args: str) -> str:
-        return f"{self.dialect.math(fn, self.word)}({', '.join(args)})"
+        return f"{self.dialect.math(fn, self.word, self.fast)}({', '.join(args)})"
+
+    def div(self, a: str, b: str) -> str:
+        return self.dialect.divide(a, b, self.word, self.fast)
 
     def lit(self, value: float) -> str:
         return self.dialect.literal(value, self.word)
@@ -190,7 +196,7 @@ class GeluTanh(Activation):
 
     def render(self, x, m):
         inner = f"{m.lit(2 * math.sqrt(2 / math.pi))} * ({x} + {m.lit(0.044715)} * {x} * {x} * {x})"
-        return f"({x} / ({m.lit(1)} + {m.call('exp', f'-({inner})')}))"
+        return m.div(x, f"({m.lit(1)} + {m.call('exp', f'-({inner})')})")
 
     def reference(self, x):
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -203,9 +209,9 @@ class GeluTanh(Activation):
         c = 2 * math.sqrt(2 / math.pi)
         u2 = f"{m.lit(c)} * ({x} + {m.lit(0.044715)} * {x} * {x} * {x})"
         e = m.call("exp", f"-{m.call('fabs', u2)}")
-        s = f"({m.lit(1)} / ({m.lit(1)} + {m.call('exp', f'-({u2})')}))"
+        s = m.div(m.lit(1), f"({m.lit(1)} + {m.call('exp', f'-({u2})')})")
         slope = f"{m.lit(c)} * ({m.lit(1)} + {m.lit(3 * 0.044715)} * {x} * {x})"
-        formula = f"({s} + {x} * ({e} / (({m.lit(1)} + {e}) * ({m.lit(1)} + {e}))) * {slope})"
+        formula = f"({s} + {x} * {m.div(e, f'(({m.lit(1)} + {e}) * ({m.lit(1)} + {e}))')} * {slope})"
         lit = m.lit(self.SATURATED)
         return f"({x} < {lit} && {x} > -{lit} ? {formula} : ({x} > {m.lit(0)} ? {m.lit(1)} : {m.lit(0)}))"
 
@@ -224,7 +230,7 @@ class Sigmoid(Activation):
     name = "sigmoid"
 
     def render(self, x, m):
-        return f"({m.lit(1)} / ({m.lit(1)} + {m.call('exp', f'-{x}')}))"
+        return m.div(m.lit(1), f"({m.lit(1)} + {m.call('exp', f'-{x}')})")
 
     def reference(self, x):
         with np.errstate(over="ignore"):
@@ -246,7 +252,7 @@ class Silu(Activation):
     name = "silu"
 
     def render(self, x, m):
-        return f"({x} / ({m.lit(1)} + {m.call('exp', f'-{x}')}))"
+        return m.div(x, f"({m.lit(1)} + {m.call('exp', f'-{x}')})")
 
     def reference(self, x):
         with np.errstate(over="ignore"):
@@ -254,7 +260,7 @@ class Silu(Activation):
 
     def derivative(self, x, m):
         # s (1 + x (1 - s)): where s is 0 (x very negative) the product is 0 for finite x.
-        s = f"({m.lit(1)} / ({m.lit(1)} + {m.call('exp', f'-{x}')}))"
+        s = m.div(m.lit(1), f"({m.lit(1)} + {m.call('exp', f'-{x}')})")
         return f"({s} * ({m.lit(1)} + {x} * ({m.lit(1)} - {s})))"
 
     def reference_derivative(self, x):

@@ -163,13 +163,15 @@ class Epilogue:
             out.append(f"const GLOBAL {d.storage_type(self.mul)}* mul = mul_base + mul_offset + {batch} * mul_batch_stride;")
         return out
 
-    def helpers(self, d: Dialect) -> str:
-        """The inline functions `apply` (or, paired, `pair_values`) calls (none for the identity)."""
+    def helpers(self, d: Dialect, out=None) -> str:
+        """The inline functions `apply` (or, paired, `pair_values`) calls (none for the identity).
+        ``out``: the stored result's `ElementType`; one of 16 bits or fewer lets the dialect use
+        its fast math (`Math.fast`): its rounding is far coarser than theirs."""
         if self.identity:
             return ""
         t = d.c_type(self.compute)
         params, lines = self._pre_lines(t)
-        m = Math(d, self.compute)
+        m = Math(d, self.compute, fast=out is not None and out.itemsize <= 2 and out.compute == "f32")
         if self.paired:
             mul = [f"{t} mul_value"] if self.mul is not None else []
             pre = f"INLINE {t} {_PRE}({', '.join(params)}) {{\n    " + "\n    ".join(lines + ["return x;"]) + "\n}\n"

@@ -72,3 +72,43 @@ def test_an_activation_without_a_derivative_is_refused_by_name():
     with pytest.raises(ValueError, match="'test_affine' defines no `derivative`"):
         Derivative(Affine())
     assert Derivative("silu") == Derivative("silu") and hash(Derivative("gelu")) == hash(Derivative("gelu"))
+
+
+# -- fast math where the result is 16 bits -----------------------------------------------------------
+def test_cuda_uses_fast_exp_and_division_only_for_16_bit_results():
+    """A result rounded to bf16 / f16 takes CUDA's __expf and __fdividef (a few ulp, far under its
+    rounding; bench/SELECTION_NOTES.md, "Paired stores"); a float32 result keeps expf and IEEE
+    division; OpenCL keeps its exact functions."""
+    from dataclasses import replace
+    from gemm_engine.epilogue.spec import Epilogue
+    from renders import NOMINAL_DEVICES, any_problem, render
+    for dtype, fast in (("bfloat16", True), ("float16", True), ("float32", False)):
+        for name in ("silu", "sigmoid", "gelu_tanh", "swiglu"):
+            p = any_problem((1, 256, 256, 256), dtype, ("row", "col"))
+            p = replace(p, epilogue=Epilogue(activation=gemm_engine.ACTIVATIONS[name]()))
+            *_, source = render(p, NOMINAL_DEVICES["sm_90"], "auto")
+            assert ("__expf(" in source and "__fdividef(" in source) is fast, (dtype, name)
+            assert (" expf(" in source or "(expf(" in source) is not fast, (dtype, name)
+            *_, source = render(p, NOMINAL_DEVICES["opencl"], "auto")
+            assert "__expf" not in source and "__fdividef" not in source
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_16_bit_results_saturate_as_float32_ones(engine, name):
+    """f(x) and f'(x) into bfloat16 results (the fast forms on CUDA) equal the float64 reference within
+    bf16 rounding for arguments of every size, finite wherever the reference is."""
+    from gemm_engine.epilogue.activations import Derivative
+    from helpers import BF16
+    if BF16 is None:
+        pytest.skip("no bfloat16 numpy type here (ml_dtypes)")
+    x = np.array([[-1e30, -1e4, -100.0, -88.0, -30.0, -3.0, -1e-3, 0.5, 1e-3, 3.0, 30.0, 88.0, 1e4, 1e30]], np.float32)
+    act = gemm_engine.ACTIVATIONS[name]()
+    cases = [(act, act.reference)] + ([(Derivative(name), act.reference_derivative)] if act.has_derivative else [])
+    for activation, reference in cases:
+        xb = x.astype(BF16)
+        got = np.asarray(engine.matmul(xb.T, np.ones((1, 1), BF16), activation=activation), np.float64).ravel()
+        with np.errstate(all="ignore"):
+            want = reference(xb.astype(np.float64).ravel())
+        finite = np.isfinite(want)
+        assert np.array_equal(np.isfinite(got), finite), (name, activation, got, want)
+        assert np.allclose(got[finite], want[finite], rtol=1e-2, atol=1e-6), (name, activation, got, want)
