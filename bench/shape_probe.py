@@ -181,6 +181,22 @@ def candidates(engine, problem, limit: int) -> list[tuple[str, object]]:
     return out[:limit]
 
 
+def precompile(engine, problem, algorithms) -> None:
+    """Build the candidates' kernels at once, a compiler thread a CPU (gemm_engine.compile_ahead
+    `kernel_jobs`), before each is checked in turn: one at a time, the builds took most of a row."""
+    from gemm_engine.compile_ahead import kernel_jobs
+    jobs = []
+    for alg in algorithms:
+        try:
+            jobs += kernel_jobs(engine, problem, alg)
+        except Exception:  # noqa: BLE001 -- a refusal: its check reports it
+            continue
+    try:
+        engine.runtime.compile_many(jobs)
+    except Exception:  # noqa: BLE001 -- a kernel that fails to build: its check reports which
+        pass
+
+
 def probe_row(torch, cp, engine, row: Row, ops, args, gen) -> dict:
     from gemm_engine.runtime.timing import device_times
     rec = {"label": row.label, "flops": row.flops, "bytes": row.bytes, "memory_bound": row.memory_bound}
@@ -192,7 +208,9 @@ def probe_row(torch, cp, engine, row: Row, ops, args, gen) -> dict:
     rec["default"] = f"{default_alg.name} {default_cfg.selection.describe()}"
     problem = engine.problem_for(a, b, **{k: v for k, v in options.items() if k not in ("scale_a", "scale_b")})
     fns, entries = {"default": lambda: engine.matmul(a, b, **options)}, {}
-    for label, alg in candidates(engine, problem, args.max_candidates):
+    found = candidates(engine, problem, args.max_candidates)
+    precompile(engine, problem, [alg for _, alg in found])
+    for label, alg in found:
         opts = {**options, "algorithm": alg}
         try:
             status, err = shape_sweep.check(torch, engine, row, a, b, scales, opts, gen)

@@ -139,6 +139,15 @@ def problems_of(what, *, dtype="float32", tokens=TOKENS, training: bool = False,
     return problems + shape_problems(shapes, dtype)
 
 
+def kernel_jobs(engine, problem: MatmulProblem, algorithm=None) -> list[tuple[str, str]]:
+    """(source, kernel name) of each kernel a call of ``problem`` on ``engine`` runs (``algorithm``
+    as a call's; the engine's choice by default): what `Runtime.compile_many` builds. SetupError
+    where the algorithm refuses the problem."""
+    choice = engine.choose(problem, algorithm)
+    source = engine.planner.source(choice.algorithm, choice.config)
+    return [(source, launch.name) for launch in choice.algorithm.launches(choice.config, problem)]
+
+
 def warmup(what, *, dtype="float32", tokens=TOKENS, training: bool = False, engine=None, workers=None,
            host: bool | None = None):
     """Compile ahead the kernels of ``what``: a `MatmulProblem`, a list of problems or shapes
@@ -157,12 +166,10 @@ def warmup(what, *, dtype="float32", tokens=TOKENS, training: bool = False, engi
     jobs, ready = [], []
     for problem in problems:
         try:
-            choice = engine.choose(problem)
+            jobs += kernel_jobs(engine, problem)
         except SetupError as exc:
             report.refused.append((problem, str(exc)))
             continue
-        source = engine.planner.source(choice.algorithm, choice.config)
-        jobs += [(source, launch.name) for launch in choice.algorithm.launches(choice.config, problem)]
         ready.append(problem)
     report.kernels = len(set(jobs))
     report.compiled = engine.runtime.compile_many(jobs, workers)

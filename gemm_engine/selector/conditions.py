@@ -216,10 +216,33 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
             split = f" (each split in {parts} along K)" if parts > 1 else ""
             return (f"{spec_tiles} tiles of {tm} x {tn}{split} fill half the device and more: the Hopper "
                     f"specialized kernel runs K = {problem.k} in one kernel faster")
+    cc = dialect.device.compute_capability
+    aligned = not copies_needed(problem, False)       # the model's rate: 16-byte loads (measured so)
+    if (long_k or thin) and not few_fma_tiles and aligned and dialect.backend == "cuda" and cc is not None \
+            and cc[0] == 9:
+        unsplit = unsplit_kernel_us(problem, dialect)
+        if unsplit < SPLIT_K_CALL_US:
+            return (f"the unsplit kernel takes about {unsplit:.0f} us, under a split-K call's "
+                    f"{SPLIT_K_CALL_US:.0f} us (two launches and a workspace)")
     if long_k or thin or few_fma_tiles:
         return None
     return (f"K = {problem.k} is not long against M = {problem.m}, N = {problem.n}: the output tiles "
             f"carry the parallelism")
+
+
+#: A split-K call on the H100 (its two kernels and fresh workspace) took 49-75 us whole, kernels 6-13
+#: us of it; a cube of 64 x 64 streamed its K at about 60 GB/s in the one-launch pipelined kernel
+#: (48 x 512 x 6536 col/row: 26.4 us against 68.6 split; 24 x 520 x 2648 19.4 against 49.2; 2 x
+#: 392 x 336 x 2080 24.3 against 75.0: bench/SELECTION_NOTES.md, "Held-out rows").
+SPLIT_K_CALL_US, CUBE_STREAM_BPS = 50.0, 60e9
+
+
+def unsplit_kernel_us(problem: MatmulProblem, dialect: Dialect) -> float:
+    """Predicted microseconds of a one-launch kernel of 64 x 64 tiles: each cube streams its tile's
+    lines of K (`CUBE_STREAM_BPS`), in as many waves as the tiles fill."""
+    tiles = tile_count(problem, 64, 64)
+    waves = -(-tiles // max(1, dialect.device.compute_units))
+    return waves * problem.k * 128 * problem.lhs.itemsize / CUBE_STREAM_BPS * 1e6
 
 
 #: int8 takes the specialized kernel on few tiles only where K is this many times the longer output
@@ -277,10 +300,21 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     if problem.epilogue.block_scales:
         return None     # the one kernel that applies scales per K block (others run dequantized)
     tiles = tile_count(problem, 128, 256)
-    copies = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    k_major = WgmmaTile().requires_k_major(problem)
     sms = max(1, dialect.device.compute_units)
-    for op in copies:
+    ragged = copies_needed(problem, False)
+    flop = 2 * problem.batch * problem.m * problem.n * problem.k
+    for op in copies_needed(problem, k_major):
         other, extent = ("N", problem.n) if op == "lhs" else ("M", problem.m)
+        if op in ragged and not k_major:
+            # Copied only for TMA's 16-byte rule: the pipelined kernel reads such an operand in
+            # narrow pieces, so the copy pays from 2^32 operations whatever the tiles (982 x 1338 x
+            # 6595 col/col: 98 us with the copies against 238; 3941 x 142 x 5010 82 against 179),
+            # not below (1084 x 4317 x 48: 74 against 30; bench/SELECTION_NOTES.md, "Held-out rows").
+            if flop < SPECIALIZED_MIN_FLOP:
+                return (f"the {op} is copied first (TMA's 16-byte rule): on {flop:.3g} operations (< 2^32) "
+                        f"the pass costs more than pipelined_wgmma's narrow loads")
+            continue
         if extent < WGMMA_TRANSPOSE_MIN_EXTENT or tiles < sms:
             return (f"the {op} is copied first (TMA's 16-byte rule or a K-major tile); with {other} = {extent} "
                     f"and {tiles} tiles of 128 x 256 the pass costs more than it gains (auto wants {other} >= "
@@ -292,7 +326,6 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     except (KeyError, TypeError):
         staged = False
     if staged:
-        flop = 2 * problem.batch * problem.m * problem.n * problem.k
         if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or not _specialized_home(problem, dialect)):
             return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES} and the problem is "
                     f"small (16-bit and fp8 from 2^32 operations, int8 also with K >= "

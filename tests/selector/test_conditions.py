@@ -104,3 +104,30 @@ def test_few_rows_stream_on_the_specialized_kernel_not_pipelined_or_skinny():
     # Not where its tiles would be too few to split over the device, nor where an operand is copied.
     assert split_k_worth_it(any_problem((1, 128, 128, 262144), "bfloat16"), SM90) is None
     assert split_k_worth_it(any_problem((1, 16, 4096, 4095), "bfloat16", ("row", "col"), align=(1, 1)), SM90) is None
+
+
+def test_ragged_operands_copied_for_the_specialized_kernel_from_2_32_operations():
+    """An operand copied only for TMA's 16-byte rule: the copy pays from 2^32 operations whatever the
+    tiles (held-out random rows, bench/SELECTION_NOTES.md "Held-out rows": 982 x 1338 x 6595 col/col
+    77 us against pipelined_wgmma's 238; 3941 x 142 x 5010 81 against 179), not below it (1084 x
+    4317 x 48: 29 us in pipelined_wgmma against 74 with the copy)."""
+    col = ("col", "col")
+    assert specialized_worth_it(any_problem((1, 982, 1338, 6595), "bfloat16", col, align=(2, 1)), SM90) is None
+    assert specialized_worth_it(any_problem((1, 3941, 142, 5010), "bfloat16", ("col", "row"), align=(1, 2)), SM90) is None
+    why = specialized_worth_it(any_problem((1, 1084, 4317, 48), "bfloat16", col, align=(4, 8)), SM90)
+    assert "16-byte rule" in why and "2^32" in why
+    # A transposing copy (tf32 wgmma reads K-major only) keeps its bound on the other extent.
+    assert "768" in specialized_worth_it(any_problem((1, 4096, 512, 4096), "tf32", ("col", "row")), SM90)
+
+
+def test_split_k_only_where_the_unsplit_kernel_outlasts_a_split_call():
+    """On the H100 a split-K call (two launches, a workspace) took 49-75 us with 6-13 us of kernels;
+    the one-launch kernel streams a 64 x 64 tile's K at about 60 GB/s (48 x 512 x 6536 col/row: 26
+    us against 69 split). Aligned operands only (the rate was measured so); other GPUs as before."""
+    from gemm_engine.selector.conditions import unsplit_kernel_us
+    thin = any_problem((1, 48, 512, 6536), "bfloat16", ("col", "row"))
+    assert 25 < unsplit_kernel_us(thin, SM90) < 30
+    assert "unsplit kernel" in split_k_worth_it(thin, SM90)
+    assert "unsplit kernel" in split_k_worth_it(any_problem((2, 392, 336, 2080), "bfloat16", ("col", "col")), SM90)
+    assert split_k_worth_it(any_problem((1, 128, 128, 65536), "bfloat16"), SM90) is None     # 280 us unsplit
+    assert split_k_worth_it(thin, SM80) is None
