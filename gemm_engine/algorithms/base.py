@@ -235,7 +235,7 @@ class Algorithm(metaclass=Composition):
         header = f"/* gemm_engine: {self.name} ({cfg.algorithm}) */\n"
         body = self.components.kernel(cfg.batch, dialect)
         headers = getattr(self.tile, "headers", ()) if self.tile is not None else ()
-        text = (dialect.preamble(ets, headers) + dialect.helpers_for(body) + epilogue.helpers(dialect, g.out)
+        text = (dialect.preamble(ets, headers) + dialect.helpers_for(body) + epilogue.helpers(dialect, cfg.batch.result)
                 + body + "\n")
         return emit(header + dialect.compile_note(text) + text)
 

@@ -165,8 +165,9 @@ class Epilogue:
 
     def helpers(self, d: Dialect, out=None) -> str:
         """The inline functions `apply` (or, paired, `pair_values`) calls (none for the identity).
-        ``out``: the stored result's `ElementType`; one of 16 bits or fewer lets the dialect use
-        its fast math (`Math.fast`): its rounding is far coarser than theirs."""
+        ``out``: the call's stored result's `ElementType` (the batch level's ``result``: a split-K
+        partial is float32, the sums' store applies the epilogue); one of 16 bits or fewer lets the
+        dialect use its fast math (`Math.fast`): its rounding is far coarser than theirs."""
         if self.identity:
             return ""
         t = d.c_type(self.compute)

@@ -69,7 +69,7 @@ def source_key(algorithm, cfg, dialect) -> str | None:
     text = repr(cfg)
     if " object at 0x" in text:          # a part without a value repr: no stable key
         return None
-    parts = (code_fingerprint(), repr(dialect.key), dialect.device.name, text, epilogue.helpers(dialect, cfg.batch.global_.out))
+    parts = (code_fingerprint(), repr(dialect.key), dialect.device.name, text, epilogue.helpers(dialect, cfg.batch.result))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

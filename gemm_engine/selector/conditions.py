@@ -217,8 +217,9 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
             return (f"{spec_tiles} tiles of {tm} x {tn}{split} fill half the device and more: the Hopper "
                     f"specialized kernel runs K = {problem.k} in one kernel faster")
     cc = dialect.device.compute_capability
-    aligned = not copies_needed(problem, False)       # the model's rate: 16-byte loads (measured so)
-    if (long_k or thin) and not few_fma_tiles and aligned and dialect.backend == "cuda" and cc is not None \
+    # The model's rate was measured on 16-bit operands of whole 16-byte rows, in pipelined_wgmma.
+    measured = problem.lhs.itemsize == 2 and problem.rhs.itemsize == 2 and not copies_needed(problem, False)
+    if (long_k or thin) and not few_fma_tiles and measured and dialect.backend == "cuda" and cc is not None \
             and cc[0] == 9:
         unsplit = unsplit_kernel_us(problem, dialect)
         if unsplit < SPLIT_K_CALL_US:

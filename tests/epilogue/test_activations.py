@@ -84,11 +84,15 @@ def test_cuda_uses_fast_exp_and_division_only_for_16_bit_results():
     from renders import NOMINAL_DEVICES, any_problem, render
     for dtype, fast in (("bfloat16", True), ("float16", True), ("float32", False)):
         for name in ("silu", "sigmoid", "gelu_tanh", "swiglu"):
-            p = any_problem((1, 256, 256, 256), dtype, ("row", "col"))
-            p = replace(p, epilogue=Epilogue(activation=gemm_engine.ACTIVATIONS[name]()))
-            *_, source = render(p, NOMINAL_DEVICES["sm_90"], "auto")
-            assert ("__expf(" in source and "__fdividef(" in source) is fast, (dtype, name)
-            assert (" expf(" in source or "(expf(" in source) is not fast, (dtype, name)
+            ep = Epilogue(activation=gemm_engine.ACTIVATIONS[name]())
+            p = replace(any_problem((1, 256, 256, 256), dtype, ("row", "col")), epilogue=ep)
+            # split-K: its partials are float32, the sums' store applies the epilogue.
+            long_k = replace(any_problem((1, 64, 64, 8192), dtype, ("row", "col")), epilogue=ep)
+            cases = [("auto", p)] + ([("split_k", long_k)] if name != "swiglu" else [])   # gated: not split-K's
+            for algorithm, problem in cases:
+                *_, source = render(problem, NOMINAL_DEVICES["sm_90"], algorithm)
+                assert ("__expf(" in source) is fast and ("__fdividef(" in source) is fast, (dtype, name, algorithm)
+                assert (" expf(" in source or "(expf(" in source) is not fast, (dtype, name, algorithm)
             *_, source = render(p, NOMINAL_DEVICES["opencl"], "auto")
             assert "__expf" not in source and "__fdividef" not in source
 

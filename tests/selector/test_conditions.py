@@ -131,3 +131,5 @@ def test_split_k_only_where_the_unsplit_kernel_outlasts_a_split_call():
     assert "unsplit kernel" in split_k_worth_it(any_problem((2, 392, 336, 2080), "bfloat16", ("col", "col")), SM90)
     assert split_k_worth_it(any_problem((1, 128, 128, 65536), "bfloat16"), SM90) is None     # 280 us unsplit
     assert split_k_worth_it(thin, SM80) is None
+    # Other dtypes as before (the rate is bf16 / f16's): exact float32's fallback streams far slower.
+    assert split_k_worth_it(any_problem((1, 600, 600, 5000), "float32"), SM90) is None
