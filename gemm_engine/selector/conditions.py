@@ -216,11 +216,10 @@ def split_k_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
             split = f" (each split in {parts} along K)" if parts > 1 else ""
             return (f"{spec_tiles} tiles of {tm} x {tn}{split} fill half the device and more: the Hopper "
                     f"specialized kernel runs K = {problem.k} in one kernel faster")
-    cc = dialect.device.compute_capability
-    # The model's rate was measured on 16-bit operands of whole 16-byte rows, in pipelined_wgmma.
-    measured = problem.lhs.itemsize == 2 and problem.rhs.itemsize == 2 and not copies_needed(problem, False)
-    if (long_k or thin) and not few_fma_tiles and measured and dialect.backend == "cuda" and cc is not None \
-            and cc[0] == 9:
+    # The model's rate was measured on the H100, 16-bit operands of whole 16-byte rows, pipelined_wgmma.
+    measured = (_specialized_home(problem, dialect) and problem.lhs.itemsize == 2 and problem.rhs.itemsize == 2
+                and not copies_needed(problem, False))
+    if (long_k or thin) and not few_fma_tiles and measured:
         unsplit = unsplit_kernel_us(problem, dialect)
         if unsplit < SPLIT_K_CALL_US:
             return (f"the unsplit kernel takes about {unsplit:.0f} us, under a split-K call's "

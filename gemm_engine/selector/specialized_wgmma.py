@@ -83,7 +83,9 @@ SPLIT_CALL_US, SPLIT_OVER_US, CALL_US = 20.0, 2.5, 1.3
 #: 16.5); a 64 KiB partial in 2 parts at most. 128 x 64 tiles are 32 KiB too: 72 x 2048 x 8192 in 4
 #: parts (last arriver) 13.7 us against 19.7 in 2, 80 / 112 / 128 rows 13.7 / 13.6 / 17.5 against
 #: 16.8 / 17.1 / 19.0 (bench/SELECTION_NOTES.md, "Short problems").
-DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {32: 0.3, 64: 3.0}, 2
+DECODE_FIXUP_US, DECODE_WIDE_SPLIT_MAX = {True: 0.3, False: 3.0}, 2
+#: The partials `small_partial` calls small: up to a 64 x 128 (or 128 x 64) float32 tile's.
+SMALL_PARTIAL_KIB = 32
 #: The last-arriver fixup (``split_fixup="last"``: nothing waits, a plain launch) has no
 #: co-resident launch's floor: its calls took LAST_OVER_US over the kernel (64 x 128 tiles, bf16:
 #: 32 x 4096 x 4096 in 3-8 parts 15.5-15.8 us against 16.5-16.8 waiting for the owner and 19.2
@@ -190,15 +192,21 @@ def partial_kib(shape) -> int:
     return wm * pm * 64 * wn * tn * 4 // 1024
 
 
+def small_partial(shape) -> bool:
+    """Whether ``shape``'s partial is at most `SMALL_PARTIAL_KIB`: cheap to add (`DECODE_FIXUP_US`),
+    split up to `DECODE_SPLIT_MAX` parts, the last-arriver fixup weighed."""
+    return partial_kib(shape) <= SMALL_PARTIAL_KIB
+
+
 def decode_parts_max(problem: MatmulProblem, dialect: Dialect, shape, wide_cap: bool = True) -> int:
     """The most parts `decode_tiling` splits a tile of ``shape`` into: its tiles' parts at most one a
-    multiprocessor, each at least `DECODE_MIN_SLICES` ring slots, a tile whose partial is over 32
-    KiB in `DECODE_WIDE_SPLIT_MAX` (``wide_cap``)."""
+    multiprocessor, each at least `DECODE_MIN_SLICES` ring slots, a tile whose partial is not
+    `small_partial` in `DECODE_WIDE_SPLIT_MAX` (``wide_cap``)."""
     wm, wn, pm, tn, _ = shape
     sms = max(1, dialect.device.compute_units)
     tiles = tile_count(problem, wm * pm * 64, wn * tn)
     slices = -(-problem.k * problem.lhs.itemsize // 128)
-    most = DECODE_WIDE_SPLIT_MAX if partial_kib(shape) > 32 and wide_cap else DECODE_SPLIT_MAX
+    most = DECODE_WIDE_SPLIT_MAX if not small_partial(shape) and wide_cap else DECODE_SPLIT_MAX
     return max(1, min(most, sms // max(1, tiles), slices // DECODE_MIN_SLICES))
 
 
@@ -215,7 +223,7 @@ def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int, 
     kernel = max(stream_us(nbytes, cubes), compute_us(2.0 * tiles * tm * tn * problem.k, cubes, problem.lhs.itemsize))
     if parts == 1:
         return kernel + CALL_US
-    kernel += (parts - 1) * DECODE_FIXUP_US[32 if partial_kib(shape) <= 32 else 64]
+    kernel += (parts - 1) * DECODE_FIXUP_US[small_partial(shape)]
     if fixup == "last":
         return kernel + LAST_OVER_US
     return max(SPLIT_CALL_US, kernel + SPLIT_OVER_US)
@@ -224,7 +232,7 @@ def decode_call_us(problem: MatmulProblem, dialect: Dialect, shape, parts: int, 
 def decode_fixups(problem: MatmulProblem, shape) -> tuple[str, ...]:
     """The split fixups `decode_choice` weighs for ``shape``: the last-arriver one for partials of
     up to 32 KiB only (`LAST_OVER_US`)."""
-    return ("owner", "last") if partial_kib(shape) <= 32 else ("owner",)
+    return ("owner", "last") if small_partial(shape) else ("owner",)
 
 
 def decode_choice(problem: MatmulProblem, dialect: Dialect):
