@@ -13,7 +13,7 @@ from typing import Mapping
 
 from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
-from .base import distinct, fit_ring, tile_count
+from .base import distinct, fit_ring, ring_bytes, tile_count
 from ..tile.dmma import SMEM_PAD_F64
 from .mma import pipelined_preset
 
@@ -76,10 +76,21 @@ def pipelined_dmma_presets(dialect: Dialect, problem: MatmulProblem | None = Non
         preset = pipelined_preset(plm, pln, part.pop("partition_m"), part.pop("partition_n"), sk, stages,
                                   **part, **more)
         if problem is not None:   # the ring fitted to the device (48 KiB on NVIDIA's OpenCL driver)
-            preset = fit_ring(problem, preset, plm * wm, pln * wn, 8, SMEM_PAD_F64, dialect.device.max_shared_memory,
-                              shape["tile_k"] or 4) or preset
+            preset = _fitted(problem, preset, plm * wm, pln * wn, dialect.device.max_shared_memory, shape["tile_k"] or 4)
         presets.append(preset)
     return presets
+
+
+def _fitted(problem: MatmulProblem, preset: dict, stage_m: int, stage_n: int, limit: int, tile_k: int) -> dict:
+    """``preset`` as it is where its padded ring fits ``limit``; else its rows unpadded and swizzled
+    (``smem_swizzle``: tile/swizzle.py's DMMA phases, as conflict-free as the padding), which keeps
+    a third more of the ring in the same bytes, fitted as `fit_ring` fits (NVIDIA's OpenCL 48 KiB:
+    128 x 64 x 16 in 2 slots instead of 128 x 64 x 8 in 2; bench/SELECTION_NOTES.md, "OpenCL rings
+    in 48 KiB")."""
+    if ring_bytes(problem, stage_m, stage_n, preset["stage_k"], preset["stages"], 8, SMEM_PAD_F64) <= limit:
+        return preset
+    swizzled = fit_ring(problem, {**preset, "smem_swizzle": True}, stage_m, stage_n, 8, 0, limit, tile_k)
+    return swizzled or fit_ring(problem, preset, stage_m, stage_n, 8, SMEM_PAD_F64, limit, tile_k) or preset
 
 
 def select_pipelined_dmma_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:

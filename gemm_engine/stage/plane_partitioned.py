@@ -93,7 +93,7 @@ class PlaneStageConfig(StageConfig):
         if not self.smem_swizzle:
             return None
         size = WORD_BYTES[self.tile.smem_word]
-        return ChunkSwizzle(ld * size, size)
+        return ChunkSwizzle(ld * size, size, self.tile.swizzle_reads or "ldmatrix")
 
     def lhs_tile(self, smem: str, k: str, origin: str) -> SmemTile:
         """The lhs tile at k row ``k`` and first m ``origin`` of the stage at ``smem``."""

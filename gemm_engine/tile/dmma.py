@@ -27,7 +27,9 @@ modulo 16. Lanes of a half-warp cover g in 4 consecutive values and t in 0..3; t
 ``ld`` a multiple of 8 and every load a 2-way conflict, so the tile asks for rows padded by 4
 doubles (``smem_pad``): ``ld = 16j + 4`` for every stage extent the plane stage builds (multiples of
 16 along m / n, and stage_k a multiple of 4; 8 gives 12, also fine). Rows stay a multiple of 16
-bytes, as the ``cp.async`` chunk loader needs.
+bytes, as the ``cp.async`` chunk loader needs. Unpadded rows whose 16-byte chunks are XOR-permuted
+(the plane stage's ``smem_swizzle``, with the phases tile/swizzle.py gives ``reads="dmma"``) are
+conflict-free too and hold a ring a third larger in the same bytes: NVIDIA's OpenCL driver's 48 KiB.
 
 The instruction is the dialect's ``dmma`` intrinsic (codegen/ptx_intrinsics.py): CUDA sm_80+, and
 NVIDIA's OpenCL driver where the capability probe found it (features ``f64_mma``, ``f64_mma_m16``
@@ -62,6 +64,7 @@ SMEM_PAD_F64 = 4
 @dataclass(frozen=True)
 class DmmaTileConfig(TileConfig):
     smem_pad: int = SMEM_PAD_F64   # see the module docstring (the plane stage's default is 8)
+    swizzle_reads: str = "dmma"    # unpadded rows (smem_swizzle): tile/swizzle.py's DMMA phases
 
     @property
     def a_doubles(self) -> int:
@@ -88,6 +91,7 @@ class DmmaTile(TileMatmul):
              Knob("tile_k", 0, "k of a tile: 4, or 8 / 16 with tile_m=16 (0: 4)"))
     provides = frozenset({PLANE_SCOPE})
     reads_k_contiguous = True
+    reads_swizzled = True          # every read is `SmemTile.at`
     lanes = (("lane", "UNIT_ID & 31"), ("lane_g", "lane >> 2"), ("lane_t", "lane & 3"))
 
     # -- host ---------------------------------------------------------------------------------

@@ -20,6 +20,16 @@ In each case the group of (line l, chunk c) is a bijection of ``l mod 8`` for a 
 consecutive lines are conflict-free, whatever the first. The wgmma layout (tile/wgmma.py) permutes
 each 128-byte line the same way (``SwizzledChunkLoader`` uses `byte_offset` of 128-byte lines).
 
+Those phases serve ldmatrix (``reads="ldmatrix"``). The f64 DMMA tile (tile/dmma.py) reads another
+pattern (``reads="dmma"``): each lane one 8-byte element, a half-warp's 16 lanes 4 consecutive lines
+(g) x 4 consecutive elements (t) of a k-contiguous operand, or 4 lines (t) x 4 elements (g) of an
+m- or n-contiguous one, conflict-free when the 16 elements fall on 16 distinct 8-byte words modulo
+16. Unpadded, lines of 64 bytes put lines l and l + 2 on the same words (2-way conflicts) and lines
+of 128 bytes or more all 4 lines on the same words (4-way). Its phases: ``phase(l) = l & 2`` for
+64-byte lines, ``(2 l) & 7`` for lines of 128 bytes or more (each of the 4 lines' chunk pairs, or
+single chunks, on its own quarter of the 128 bytes), none for 32 and 16 (8 or 4 doubles a line are
+conflict-free unpadded); they repeat every 4 lines, so `period` holds for both.
+
 `ChunkSwizzle` renders the expressions: the chunk loaders write with `byte_offset` / `element`,
 the tiles read with `element` (through `SmemTile`), so both sides are the same code.
 """
@@ -29,6 +39,8 @@ from dataclasses import dataclass
 
 #: Bytes of one chunk (one cp.async, one ldmatrix row).
 CHUNK_BYTES = 16
+#: The read patterns a swizzle serves (see the module docstring).
+READS = ("ldmatrix", "dmma")
 #: Chunks per 128 bytes: the 16-byte bank groups of shared memory.
 BANK_GROUPS = 8
 
@@ -46,11 +58,14 @@ class ChunkSwizzle:
 
     line_bytes: int
     itemsize: int = 2
+    reads: str = "ldmatrix"
 
     def __post_init__(self):
         why = swizzle_refusal(self.line_bytes)
         if why or CHUNK_BYTES % self.itemsize:
             raise ValueError(f"no chunk swizzle of {why or f'{self.itemsize}-byte elements'}")
+        if self.reads not in READS:
+            raise ValueError(f"reads: expected one of {READS}, got {self.reads!r}")
 
     @property
     def chunks(self) -> int:
@@ -67,10 +82,12 @@ class ChunkSwizzle:
         return CHUNK_BYTES // self.itemsize
 
     @property
-    def _shift_mask(self) -> tuple[int, int]:
-        """phase(l) = (l >> shift) & mask."""
+    def _shifts_mask(self) -> tuple[int, int, int]:
+        """phase(l) = ((l >> right) << left) & mask."""
+        if self.reads == "dmma":
+            return (0, 0, 2) if self.chunks == 4 else (0, 1, BANK_GROUPS - 1) if self.chunks >= BANK_GROUPS else (0, 0, 0)
         per_group = max(1, BANK_GROUPS // self.chunks)     # lines sharing one 128 bytes
-        return per_group.bit_length() - 1, min(self.chunks, BANK_GROUPS) - 1
+        return per_group.bit_length() - 1, 0, min(self.chunks, BANK_GROUPS) - 1
 
     #: Lines after which the phases repeat: a loader's task that is a multiple of this many lines
     #: from its first keeps the first's swizzled offset plus a constant.
@@ -78,8 +95,8 @@ class ChunkSwizzle:
 
     # -- numbers (tests, host-side checks) -------------------------------------------------------
     def phase_of(self, line: int) -> int:
-        shift, mask = self._shift_mask
-        return (line >> shift) & mask
+        right, left, mask = self._shifts_mask
+        return ((line >> right) << left) & mask
 
     def chunk_of(self, line: int, chunk: int) -> int:
         """Where chunk ``chunk`` of line ``line`` is stored (a chunk index in that line)."""
@@ -92,14 +109,15 @@ class ChunkSwizzle:
 
     # -- expressions ----------------------------------------------------------------------------
     def phase(self, line: str) -> str:
-        shift, mask = self._shift_mask
+        right, left, mask = self._shifts_mask
         if mask == 0:
             return "0"
-        return f"((({line}) >> {shift}) & {mask})" if shift else f"(({line}) & {mask})"
+        moved = f"(({line}) >> {right})" if right else f"({line})"
+        return f"(({moved} << {left}) & {mask})" if left else f"({moved} & {mask})"
 
     def chunk(self, line: str, chunk: str) -> str:
         """Expression: the stored chunk index of chunk ``chunk`` of line ``line``."""
-        if self._shift_mask[1] == 0:
+        if self._shifts_mask[2] == 0:
             return f"({chunk})"
         return f"(({chunk}) ^ {self.phase(line)})"
 

@@ -176,6 +176,9 @@ COMPILE_CASES = [  # (algorithm, shape, lhs, rhs, align, selection): every loade
     (PipelinedDmmaAlgorithm, (1, 300, 257, 40), ROW, ROW, (2, 1),
      PipelinedDmmaSelection(planes_n=2, partition_m=4, stage_k=32, stages=4, fragment_buffering=True)),
     (PipelinedDmmaAlgorithm, (1, 512, 512, 512), ROW, COL, (2, 2), PipelinedDmmaSelection(fragment_buffering=False)),
+    # Unpadded swizzled rows (OpenCL's 48 KiB rings): 16- and 8-byte copies into swizzled chunks.
+    (PipelinedDmmaAlgorithm, (1, 4096, 4096, 4096), ROW, ROW, (2, 2), PipelinedDmmaSelection(smem_swizzle=True)),
+    (PipelinedDmmaAlgorithm, (2, 4093, 4093, 4093), COL, COL, (1, 1), PipelinedDmmaSelection(smem_swizzle=True)),
 ]
 #: sm_90 shapes other than auto's m16n8k8, compiled for sm_90a only.
 SM90_COMPILE_CASES = [
@@ -238,6 +241,41 @@ NUMERIC_CASES = [  # (shape (batch, m, n, k), lhs view, rhs view)
     ((1, 300, 257, 40), "odd", "odd"), ((1, 129, 131, 95), "odd", "col"),
     ((1, 1000, 1000, 1000), "plain", "plain"), ((1, 2048, 2048, 512), "plain", "col"),
 ]
+
+
+def test_opencl_rings_keep_their_stage_k_unpadded():
+    """On NVIDIA's OpenCL driver (48 KiB) the padded 128 x 64 x 16 ring fits only at stage_k 8 in 2
+    slots; its rows unpadded and swizzled (tile/swizzle.py's DMMA phases) keep stage_k 16. On CUDA
+    every preset fits padded and stays as it was."""
+    from gemm_engine.codegen.device import nominal_opencl_device
+    from gemm_engine.selector.base import ring_bytes
+    ocl = dialect_for(nominal_opencl_device("sm_90"))
+    p = problem((1, 2048, 2048, 2048))
+    sel = PipelinedDmmaAlgorithm().select(p, ocl)
+    assert (sel["stage_k"], sel["stages"], sel.get("smem_swizzle")) == (16, 2, True)
+    assert ring_bytes(p, 128, 64, 16, 2, 8, 0) <= ocl.device.max_shared_memory
+    cfg = PipelinedDmmaAlgorithm(**sel).setup(p, ocl)
+    assert cfg.batch.global_.stage.lhs_swizzle.reads == "dmma"
+    assert not any(s.get("smem_swizzle") for s in PipelinedDmmaAlgorithm().tuning_space(p, SM90))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("sel", [dict(smem_swizzle=True), dict(smem_swizzle=True, stage_k=16, stages=2)],
+                         ids=["carried", "two slots"])
+@pytest.mark.parametrize("shape, lview, rview", [c for c in NUMERIC_CASES if c[0][1] > 64],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_swizzled_rows_against_float64(cuda, sel, shape, lview, rview):
+    """Unpadded swizzled rows (what NVIDIA's OpenCL driver runs) compute what padded ones do."""
+    engine, cp = cuda
+    *batch, m, n, k = shape
+    batch = tuple(b for b in batch if b > 1)
+    rng = np.random.default_rng(sum(shape) * 5 + len(lview))
+    a, b = rng.standard_normal(batch + (m, k)), rng.standard_normal(batch + (k, n))
+    alg = PipelinedDmmaAlgorithm(**sel)
+    c = cp.asnumpy(engine.matmul(_device_operand(cp, a, lview), _device_operand(cp, b, rview), algorithm=alg))
+    assert engine.last_choice[1].batch.global_.stage.smem_swizzle
+    ref = np.matmul(a, b)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-13
 
 
 @pytest.mark.cuda
