@@ -85,8 +85,9 @@ class TileConfig:
     # Elements a plane stage pads each shared-memory row with for this tile (0: the stage's own
     # default, which suits 16-bit elements; the f64 DMMA tile needs another).
     smem_pad: int = 0
-    # The read pattern swizzled rows must serve (tile/swizzle.py `READS`; "": ldmatrix's).
-    swizzle_reads: str = ""
+    # The read pattern swizzled rows must serve (tile/swizzle.py `READS`; "": ldmatrix's). A class
+    # constant, not a field: it follows from the tile, and fields show in every kernel's comment.
+    swizzle_reads: ClassVar[str] = ""
     # Units of the plane that runs a plane-scoped tile: a warp's 32; AMD's CDNA waves are 64 wide,
     # Intel's sub-groups 8 or 16 (unit tiles: unused).
     plane: int = 32

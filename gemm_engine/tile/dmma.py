@@ -38,6 +38,7 @@ for the m16n8 shapes); `setup` refuses every other device, and the m16n8 shapes 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..codegen.dialect import Dialect
 from ..errors import SetupError
@@ -64,7 +65,7 @@ SMEM_PAD_F64 = 4
 @dataclass(frozen=True)
 class DmmaTileConfig(TileConfig):
     smem_pad: int = SMEM_PAD_F64   # see the module docstring (the plane stage's default is 8)
-    swizzle_reads: str = "dmma"    # unpadded rows (smem_swizzle): tile/swizzle.py's DMMA phases
+    swizzle_reads: ClassVar[str] = "dmma"    # unpadded rows (smem_swizzle): tile/swizzle.py's DMMA phases
 
     @property
     def a_doubles(self) -> int:
