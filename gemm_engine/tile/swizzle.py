@@ -85,7 +85,9 @@ class ChunkSwizzle:
     def _shifts_mask(self) -> tuple[int, int, int]:
         """phase(l) = ((l >> right) << left) & mask."""
         if self.reads == "dmma":
-            return (0, 0, 2) if self.chunks == 4 else (0, 1, BANK_GROUPS - 1) if self.chunks >= BANK_GROUPS else (0, 0, 0)
+            if self.chunks >= BANK_GROUPS:
+                return 0, 1, BANK_GROUPS - 1       # (2 l) & 7: 128 bytes or more
+            return (0, 0, 2) if self.chunks == 4 else (0, 0, 0)    # l & 2 for 64 bytes; none under
         per_group = max(1, BANK_GROUPS // self.chunks)     # lines sharing one 128 bytes
         return per_group.bit_length() - 1, 0, min(self.chunks, BANK_GROUPS) - 1
 
