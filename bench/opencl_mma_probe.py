@@ -38,7 +38,7 @@ from gemm_engine.algorithms import REGISTRY  # noqa: E402
 from gemm_engine.call.prepare import dense_problem  # noqa: E402
 from gemm_engine.dtypes import bfloat16_dtype  # noqa: E402
 from gemm_engine.runtime.timing import device_time  # noqa: E402
-from opencl_tensor_cores import TOL, Context, cuda_torch  # noqa: E402
+from opencl_tensor_cores import TOL, Context, cuda_torch, opencl_engine  # noqa: E402
 
 # Every knob the selector may set is named: a variant overrides the selector's choice, never merges with it.
 _BASE = dict(planes_m=2, planes_n=2, partition_m=4, partition_n=8, stage_k=32, stages=2, fragment_buffering=True,
@@ -176,6 +176,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=200.0, help="seconds after which variants are skipped")
     ap.add_argument("--size", type=int, default=SIZE, help="the timed square's size (a dry run elsewhere: small)")
     ap.add_argument("--device", default="NVIDIA", help="the OpenCL device ($GEMM_ENGINE_OPENCL_DEVICE's form)")
+    ap.add_argument("--host-clock", action="store_true",
+                    help="time OpenCL by the host clock up to a finish (default: its profiling times)")
     ap.add_argument("--json")
     current_tables.add_arguments(ap, "opencl_mma_probe")
     args = ap.parse_args(argv)
@@ -189,7 +191,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     for backend in [b for b in args.backends.split(",") if b]:
         try:
-            engine = (gemm_engine.Engine(backend="opencl", device=args.device) if backend == "opencl"
+            engine = (opencl_engine(args.device, profiled=not args.host_clock) if backend == "opencl"
                       else gemm_engine.Engine(backend="cuda"))
         except Exception as exc:   # noqa: BLE001 -- a backend that does not start is reported
             result["backends"][backend] = f"unavailable: {type(exc).__name__}: {exc}"[:300]

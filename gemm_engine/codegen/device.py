@@ -84,6 +84,9 @@ PTX_FEATURES = frozenset({"inline_ptx", "mma_sync", "bf16_mma", "tf32_mma", "s8_
                           "ldmatrix", "cp_async", "pack_half2"})
 #: The f64 mma.sync shapes m16n8k{4,8,16} (sm_90 only).
 PTX_SM90_FEATURES = frozenset({"f64_mma_m16"})
+#: Not a probe of the dialect but of the build: the OpenCL runtime compiles each kernel's PTX to
+#: machine code by nvJitLink (runtime/sass.py), which the selector weighs (selector/mma.py).
+SASS_BUILD = "sass_build"
 
 #: Nominal OpenCL targets: name -> (vendor, isa, compute units, local memory, plane, cc, features).
 _OPENCL_TARGETS = {

@@ -9,9 +9,8 @@ context (a worker thread builds while another may capture a graph: runtime/backg
 whether a binary is on disk can be asked without compiling (`on_disk`: the planner runs a stand-in
 only where a compile is really ahead).
 
-Files are written to a temporary name and renamed (atomic) and carry a hash of their binary: a
-torn or foreign file is compiled again, never loaded; a read-only folder costs a compile per
-process, not a failure. A device newer than this NVRTC gets PTX for the newest architecture NVRTC
+Files are kept as runtime/checked_files.py keeps them (a hash before the binary, atomic renames):
+a torn or foreign file is compiled again, never loaded. A device newer than this NVRTC gets PTX for the newest architecture NVRTC
 knows, which the driver compiles when it loads it (what CuPy does too).
 """
 from __future__ import annotations
@@ -19,9 +18,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import threading
 from collections import OrderedDict
+
+from .checked_files import read_checked, write_checked
 
 #: The binaries' file names: ``gemm_engine_<key>.cubin`` (PTX included: the driver tells them apart).
 PREFIX = "gemm_engine_"
@@ -126,14 +126,9 @@ def binary(cp, source: str, arch: str) -> bytes:
     nvrtc = _nvrtc()
     options, ptx, key = _keyed(cp, nvrtc, source, arch)
     path = _path(cp, key)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-        digest, found = data[:64], data[64:]
-        if digest == hashlib.sha256(found).hexdigest().encode():
-            return found
-    except OSError:
-        pass
+    found = read_checked(path)
+    if found is not None:
+        return found
     prog = nvrtc.createProgram(source, "gemm_engine_kernel.cu", (), ())
     try:
         try:
@@ -146,13 +141,5 @@ def binary(cp, source: str, arch: str) -> bytes:
         nvrtc.destroyProgram(prog)
     if isinstance(made, str):
         made = made.encode()
-    try:
-        folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + PREFIX)
-        with os.fdopen(fd, "wb") as f:
-            f.write(hashlib.sha256(made).hexdigest().encode() + made)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_checked(path, made, PREFIX)
     return made

@@ -1,5 +1,6 @@
 """OpenCL runtime through PyOpenCL: one context and in-order queue per engine, programs built by
-PyOpenCL (which keeps its own on-disk binary cache), arrays are `pyopencl.array.Array`."""
+PyOpenCL (which keeps its own on-disk binary cache), arrays are `pyopencl.array.Array`. On NVIDIA's
+driver the program's PTX is compiled again by nvJitLink where that runs right (runtime/sass.py)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ from ..errors import BackendUnavailableError
 from ..version import extra_hint
 from ..codegen.device import DeviceInfo
 from .base import Runtime, span_of
+from . import sass
 from .opencl_probe import compute_capability, isa_and_plane, probe_device, vendor_of
 from ..codegen.strided_copy import strided_copy_source
 
@@ -147,6 +149,7 @@ class OpenCLRuntime(Runtime):
         self.cl_device = dev
         self.is_cpu = bool(dev.type & cl.device_type.CPU)
         self._last_event = None
+        self._events = None          # the launches' events while `span_seconds` records them
         self.device = self._probed(cl, dev)
 
     @staticmethod
@@ -169,10 +172,18 @@ class OpenCLRuntime(Runtime):
             vector_width=int(dev.native_vector_width_float) if vendor == "cpu" else 0,
         )
         features, refusals = probe_device(cl, dev, info)
+        if vendor == "nvidia":   # machine code by nvJitLink rather than the driver (runtime/sass.py)
+            why = sass.check(cl, dev, info.compute_capability)
+            features, refusals = (features | {sass.FEATURE}, refusals) if why is None else \
+                (features, tuple(sorted(refusals + ((sass.FEATURE, why),))))
         return replace(info, features=features, refusals=refusals)
 
     def _build(self, source):
-        return self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
+        built = self.cl.Program(self.context, source).build(options=["-cl-std=CL1.2"])
+        if sass.FEATURE in self.device.features:
+            return sass.program(self.cl, self.context, self.cl_device, built,
+                                sass.target(self.device.compute_capability))
+        return built
 
     def _load(self, program, name):
         return getattr(program, name)
@@ -188,6 +199,29 @@ class OpenCLRuntime(Runtime):
             raise RuntimeError("a kernel whose cubes wait for one another needs a co-resident (cooperative) "
                                "launch, which OpenCL does not offer")
         self._last_event = kernel(self.queue, (cubes * units,), (units,), *args)
+        if self._events is not None:
+            self._events.append(self._last_event)
+
+    @property
+    def profiling(self) -> bool:
+        """Whether the queue keeps profiling times (a queue made with PROFILING_ENABLE, passed as
+        ``Engine(queue=...)``): the timing then reads the kernels' own times (`span_seconds`)."""
+        return bool(self.queue.properties & self.cl.command_queue_properties.PROFILING_ENABLE)
+
+    def span_seconds(self, fn, count: int) -> float:
+        """Seconds from the start of the first kernel that ``count`` calls of ``fn`` launch to the end
+        of the last, by the queue's profiling times (the device's clock, as CUDA events are)."""
+        self._events = []
+        try:
+            for _ in range(count):
+                fn()
+            self.queue.finish()
+            events = self._events
+        finally:
+            self._events = None
+        if not events:
+            raise RuntimeError("span_seconds: the calls launched no kernel")
+        return (max(e.profile.end for e in events) - min(e.profile.start for e in events)) * 1e-9
 
     def order_after(self, **arrays) -> None:
         for label, x in arrays.items():

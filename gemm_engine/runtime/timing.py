@@ -33,8 +33,9 @@ MAX_BATCH = 64
 
 def time_batch(runtime, fn, count: int, cp, lead: bool = True) -> float:
     """Seconds per call of ``count`` back-to-back ``fn()``: CUDA events when ``cp`` (CuPy) is
-    given (behind one untimed call unless ``lead`` is False: see `MIN_WINDOW`), else the host
-    clock up to ``runtime.synchronize()``."""
+    given (behind one untimed call unless ``lead`` is False: see `MIN_WINDOW`), the kernels'
+    profiling times on an OpenCL queue that keeps them, else the host clock up to
+    ``runtime.synchronize()``."""
     if cp is not None:
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         if lead:
@@ -45,6 +46,10 @@ def time_batch(runtime, fn, count: int, cp, lead: bool = True) -> float:
         stop.record()
         stop.synchronize()
         return cp.cuda.get_elapsed_time(start, stop) / 1e3 / count
+    if getattr(runtime, "profiling", False):     # an OpenCL queue with profiling times
+        if lead:
+            fn()
+        return runtime.span_seconds(fn, count) / count
     t0 = time.perf_counter()
     for _ in range(count):
         fn()

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..codegen.device import SASS_BUILD
 from ..codegen.dialect import Dialect
-from ..problem import MatmulProblem
+from ..problem import Layout, MatmulProblem
+from ..tile.swizzle import swizzle_refusal
 from .base import distinct, fit_ring, tile_count
 
 
@@ -89,12 +91,38 @@ _INSTRUCTION_K = {"f16_bits": 16, "bf16_bits": 16, "f32": 8, "i8": 32}
 
 
 def _fitted(problem: MatmulProblem, dialect: Dialect, candidate: tuple, **more) -> dict | None:
-    """The candidate's preset with its ring fitted to the device's shared memory (None: no fit)."""
-    plm, pln, pm, pn, _, _ = candidate
+    """The candidate's preset with its ring fitted to the device's shared memory (None: no fit).
+    Where the padded ring must give up slots or k to fit and the device's kernels are compiled by
+    nvJitLink (`SASS_BUILD`), its rows unpadded and swizzled instead where that keeps more slots
+    (NVIDIA's OpenCL, 48 KiB, f16 4096^3: 128 x 128 x 32 in 3 swizzled slots 393 TFLOP/s against
+    269 in 2 padded ones; under the driver's own compile 238 against 276: bench/SELECTION_NOTES.md,
+    "OpenCL rings in 48 KiB")."""
+    plm, pln, pm, pn, sk, stages = candidate
     size = problem.lhs.itemsize
-    return fit_ring(problem, _preset(problem, candidate, **more), plm * pm * 16, pln * pn * 8, size,
-                    16 if size == 1 else 8, dialect.device.max_shared_memory,
-                    _INSTRUCTION_K.get(problem.lhs.storage, 16))
+    stage_m, stage_n = plm * pm * 16, pln * pn * 8
+    limit, tile_k = dialect.device.max_shared_memory, _INSTRUCTION_K.get(problem.lhs.storage, 16)
+    padded = fit_ring(problem, _preset(problem, candidate, **more), stage_m, stage_n, size, 16 if size == 1 else 8,
+                      limit, tile_k)
+    whole = _preset(problem, candidate)
+    if SASS_BUILD not in dialect.device.features or (padded is not None and padded["stages"] == stages
+                                                      and padded["stage_k"] == whole["stage_k"]):
+        return padded
+    swizzled = fit_ring(problem, _preset(problem, candidate, smem_swizzle=True, **more), stage_m, stage_n, size, 0,
+                        limit, tile_k)
+    if swizzled is None or any(swizzle_refusal(line * size) for line in _lines(problem, swizzled, stage_m, stage_n)):
+        return padded
+    # More slots at no shorter k (a longer k in as few slots measured slower: 128 x 256 x 32 in 2
+    # swizzled slots 342 TFLOP/s against 128 x 128 x 32 in 3, 393).
+    if padded is None or (swizzled["stages"] > padded["stages"] and swizzled["stage_k"] >= padded["stage_k"]):
+        return swizzled
+    return padded
+
+
+def _lines(problem: MatmulProblem, sel: dict, stage_m: int, stage_n: int) -> tuple[int, int]:
+    """Elements a shared-memory row of each operand holds, unpadded (as the loaders store them)."""
+    k = sel["stage_k"]
+    return (k if Layout(problem.lhs_layout) is Layout.ROW else stage_m,
+            k if Layout(problem.rhs_layout) is Layout.COL else stage_n)
 
 
 def pipelined_tuning_space(problem: MatmulProblem, first: Mapping, dialect: Dialect | None = None) -> list:

@@ -74,3 +74,28 @@ def test_device_time_is_the_median_of_one_function(monkeypatch):
     times = iter([0.004, 0.001, 0.009, 0.002, 0.003])
     monkeypatch.setattr(timing, "time_batch", lambda runtime, fn, count, cp, lead=True: next(times))
     assert timing.device_time(_Host(), lambda: None, repeat=5, warmup=0, min_window=0) == 0.003
+
+
+class _Profiled(_Host):
+    """An OpenCL runtime whose queue keeps profiling times: each call's kernel runs 3 ms, 1 ms apart."""
+
+    profiling = True
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def span_seconds(self, fn, count):
+        start = self.calls
+        for _ in range(count):
+            fn()
+        return (self.calls - start) * 4e-3 - 1e-3
+
+
+def test_time_batch_reads_opencl_profiling_times_where_the_queue_keeps_them():
+    rt = _Profiled()
+
+    def call():
+        rt.calls += 1
+    per_call = timing.time_batch(rt, call, 4, None)
+    assert per_call == pytest.approx(15e-3 / 4) and rt.calls == 5 and rt.syncs == 0

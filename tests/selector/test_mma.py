@@ -66,3 +66,20 @@ def test_a_small_local_memory_keeps_stage_k_rather_than_the_largest_stage():
     assert ring(sel)[:5] == PIPELINED_CANDIDATES[1][:5] and sel["stages"] >= 2
     # With room for every ring, the largest stage as before.
     assert ring(select_pipelined_tiling(any_problem((1, 4096, 4096, 4096)), SM80)) == PIPELINED_CANDIDATES[0]
+
+
+def test_kernels_built_by_nvjitlink_take_swizzled_rows_where_padded_ones_lose_slots():
+    """NVIDIA's OpenCL with its PTX compiled by nvJitLink (the SASS_BUILD feature): the 128 x 128 x 32
+    ring keeps 3 slots in 48 KiB as swizzled rows, where padded rows fit only 2 (measured 393 against
+    269 TFLOP/s, bench/SELECTION_NOTES.md); under the driver's own compile the padded ring stays."""
+    from gemm_engine.codegen.device import SASS_BUILD, nominal_opencl_device
+    plain = nominal_opencl_device("sm_90")
+    built = dataclasses.replace(plain, features=plain.features | {SASS_BUILD})
+    square = any_problem((1, 4096, 4096, 4096))
+    sel = select_pipelined_tiling(square, dialect_for(built))
+    assert sel.get("smem_swizzle") and ring(sel) == PIPELINED_CANDIDATES[1][:5] + (3,)
+    assert not select_pipelined_tiling(square, dialect_for(plain)).get("smem_swizzle")
+    # int8: swizzled rows would give the 128 x 256 stage a longer k in no more slots: padded rows.
+    assert not select_pipelined_tiling(any_problem((1, 4096, 4096, 4096), "int8"), dialect_for(built)).get("smem_swizzle")
+    # Rings that fit as they are stay padded.
+    assert not select_pipelined_tiling(any_problem((1, 1000, 1000, 1000)), dialect_for(built)).get("smem_swizzle")
