@@ -71,7 +71,8 @@ class Explanation:
 #: Probe features (OpenCL) and what each one is, in the order a report lists them.
 _FEATURES = (("mma_sync", "mma.sync f16"), ("bf16_mma", "bf16"), ("tf32_mma", "tf32"), ("s8_mma", "int8"),
              ("f64_mma", "DMMA f64 m8n8k4"), ("f64_mma_m16", "m16n8k8"), ("ldmatrix", "ldmatrix"),
-             ("cp_async", "cp.async"), ("sass_build", "machine code by nvJitLink"))
+             ("cp_async", "cp.async"), ("sass_build", "machine code by nvJitLink"),
+             ("wgmma", "wgmma (sm_90a by nvJitLink)"))
 
 
 def device_tiles(d) -> str:

@@ -24,9 +24,13 @@ import tempfile
 
 import pytest
 
+from gemm_engine.codegen.ptx import SM90A_MARK
+
 _CLANGS = ("clang-15", "clang-16", "clang-17", "clang-18", "clang-19", "clang")
 #: ptxas PTX ISA versions of the sm_90 retarget (clang 15 writes 7.5 for sm_80; sm_90 needs 7.8).
 _SM90_PTX = ".version 7.8"
+#: sm_90a's (wgmma needs PTX ISA 8.0).
+_SM90A_PTX = ".version 8.0"
 
 
 def find_clang(target: str) -> str | None:
@@ -76,8 +80,11 @@ def compile_nvidia_opencl(source: str, arch: str = "sm_80") -> tuple[bool, str]:
             text = f.read()
         # OpenCL built-ins (get_local_id, barrier, vload_half) are declared but not defined here.
         text = re.sub(r"^\.func(\s[^{;]*?)\n;", r".extern .func\1\n;", text, flags=re.M | re.S)
+        if arch.endswith("a"):   # what runtime/sass.py does before nvJitLink builds for sm_90a
+            text = text.replace(SM90A_MARK, "")
         if arch != "sm_80":
-            text = re.sub(r"^\.version \d+\.\d+", _SM90_PTX, text, flags=re.M).replace(".target sm_80", f".target {arch}")
+            version = _SM90A_PTX if arch.endswith("a") else _SM90_PTX
+            text = re.sub(r"^\.version \d+\.\d+", version, text, flags=re.M).replace(".target sm_80", f".target {arch}")
         with open(ptx, "w") as f:
             f.write(text)
         ok, more = _run([ptxas, "-c", f"-arch={arch}", "-v", ptx, "-o", os.path.join(tmp, "kernel.o")])

@@ -36,6 +36,7 @@ class CudaDialect(PtxIntrinsics, Dialect):
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
+typedef unsigned long long u64;
 """
     _c_types = {"f32": "float", "f64": "double", "f16_bits": "unsigned short", "bf16_bits": "unsigned short",
                 "i8": "signed char", "i32": "int", "i64": "i64",
@@ -92,7 +93,9 @@ typedef long long i64;
         bytes, sized at launch (a config's ``dynamic_shared_bytes``): the only way past 48 KiB."""
         return f"extern __shared__ __align__(16) unsigned char {name}[];"
 
-    def ring_declaration(self, name: str, nbytes: int) -> str:
+    aligns_rings = False
+
+    def ring_declaration(self, name: str, nbytes: int, align: int = 16) -> str:
         return self.dynamic_shared(name)
 
     def plane_uniform(self, value: str) -> str:
@@ -170,37 +173,6 @@ INLINE unsigned short f32_to_f16(float value) {
         sel_lo, sel_hi = (b | 5 << 4 | 6 << 8 | 7 << 12 for b in (lo, hi))
         return (f"{self._use(ptx_dequant.dequant_int8_pair_bf16())}({word}, {sel_lo:#06x}u, {sel_hi:#06x}u, {s2}, "
                 f"{nz2})")
-
-    # -- PTX intrinsics only CUDA renders (the shared ones: codegen/ptx_intrinsics.py) ------------
-    def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
-              desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None,
-              overwrite: bool = False) -> str:
-        """Statement: issue one asynchronous warpgroup MMA 64 x n x k into ``acc[0..n/2)``
-        (``acc_type`` f32 or s32; ``rhs_kind`` where b's type differs from a's: e4m3 x e5m2;
-        ``overwrite``: D = A B, the accumulators' old values unread)."""
-        return f"{self._use(ptx.wgmma(n, k, kind, trans, acc_type, rhs_kind, overwrite))}({acc}, {desc_a}, {desc_b});"
-
-    def wgmma_rs(self, n: int, kind: str, acc: str, a: str, desc_b: str, trans_b: int = 0) -> str:
-        """Statement: one asynchronous 64 x n x 16 warpgroup MMA with A from the four 32-bit
-        registers ``a[0..4)`` (16-bit kinds) and B from shared memory (`ptx.wgmma_rs`)."""
-        return f"{self._use(ptx.wgmma_rs(n, kind, trans_b))}({acc}, {a}, {desc_b});"
-
-    def wgmma_fence(self) -> str:
-        return f"{self._use(ptx.wgmma_fence())}();"
-
-    def wgmma_commit(self) -> str:
-        return f"{self._use(ptx.wgmma_commit())}();"
-
-    def wgmma_wait(self, pending: int) -> str:
-        return f"{self._use(ptx.wgmma_wait(pending))}();"
-
-    def pin_registers(self, array: str, count: int, word: str = "f32") -> str:
-        """Statement: keep the compiler from moving accesses of ``array[0..count)`` (of neutral
-        word ``word``: f32 or i32) across here."""
-        return f"{self._use(ptx.pin_registers(count, word))}({array});"
-
-    def fence_proxy_async(self) -> str:
-        return f"{self._use(ptx.fence_proxy_async())}();"
 
     # -- mbarriers, TMA and register reallocation (sm_90) ------------------------------------------
     def mbarrier_init(self, bar: str, count) -> str:

@@ -4,7 +4,7 @@ Templates are written once against a neutral vocabulary (in the manner of PyOpen
 tinygrad's C-style renderer). A dialect supplies:
 
 * a preamble of macros that define the neutral words for its backend (`KERNEL`, `LAUNCH_BOUNDS(n)`,
-  `GLOBAL`, `LOCAL`, `UNIT_ID`, `CUBE_ID`, `SYNC_CUBE()`, ... and the integer type `i64`);
+  `GLOBAL`, `LOCAL`, `UNIT_ID`, `CUBE_ID`, `SYNC_CUBE()`, ... and the integer types `i64` / `u64`);
 * C type names for the neutral element words and the zero literal of each compute word;
 * expressions that read and write one element of global memory with conversion to the compute
   type (half precision without headers or `cl_khr_fp16`);

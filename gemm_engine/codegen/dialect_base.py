@@ -7,7 +7,7 @@ tinygrad's C-style renderer). A dialect supplies:
   `KERNEL`, `LAUNCH_BOUNDS(n)`, `LAUNCH_BOUNDS_MIN(n, c)` (n units, and c cubes per compute unit
   are enough: the compiler may spend registers on loads in flight; OpenCL ignores c), `GLOBAL`, `LOCAL`, `RESTRICT`, `INLINE`, `UNIT_ID`, `CUBE_ID`,
   `CUBE_COUNT` (cubes in the launch),
-  `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer type `i64`;
+  `SYNC_CUBE()`, `ALIGN16` (after a declarator) and the bit casts `FLOAT_AS_UINT` / `UINT_AS_FLOAT`, plus the integer types `i64` and `u64`;
 * C type names for the neutral element words (`f32`, `f64`, `f16_bits`, `bf16_bits`, `i8`, `i32`,
   `f8e4m3`, `f8e5m2`: fp8 held as unsigned bytes)
   and the zero literal of each compute word;
@@ -194,11 +194,18 @@ class Dialect:
     def _struct(self, type_name: str, size: int, align: int) -> str:
         return f"typedef struct {{ unsigned char bytes[{size}]; }} __attribute__((aligned({align}))) {type_name};\n"
 
-    def ring_declaration(self, name: str, nbytes: int) -> str:
-        """Declaration (at kernel scope) of ``nbytes`` of 16-byte aligned shared memory called
-        ``name`` for a ring of stages: CUDA's dynamic shared memory (sized at launch, past 48 KiB),
-        an OpenCL ``__local`` array (the device's limit)."""
-        return f"LOCAL unsigned char {name}[{nbytes}] ALIGN16;"
+    #: Whether `ring_declaration` places the ring at the alignment it is asked for (a static array;
+    #: CUDA's dynamic shared memory is 16-byte aligned only, so a ring that needs more is aligned
+    #: at run time and asks for the slack).
+    aligns_rings = True
+
+    def ring_declaration(self, name: str, nbytes: int, align: int = 16) -> str:
+        """Declaration (at kernel scope) of ``nbytes`` of shared memory called ``name`` for a ring
+        of stages, ``align``-byte aligned where `aligns_rings`: CUDA's dynamic shared memory (sized
+        at launch, past 48 KiB), an OpenCL ``__local`` array (the device's limit)."""
+        if align == 16:
+            return f"LOCAL unsigned char {name}[{nbytes}] ALIGN16;"
+        return f"LOCAL unsigned char {name}[{nbytes}] __attribute__((aligned({align})));"
 
     #: Vector type names whose base differs from the element's C type (CUDA spells 32-bit unsigned
     #: words ``unsigned int`` but their vectors ``uint4``, as OpenCL does).

@@ -12,7 +12,7 @@ import re
 
 from .dialect_base import Dialect
 from .ptx_intrinsics import PtxIntrinsics
-from . import ptx
+from . import ptx, ptx_opencl
 
 # A plane's m16n8k16 product emulated through shared memory (mma.sync's register layout, float32
 # sums): each lane writes its fragments' elements, a barrier, each lane sums its four outputs, a
@@ -83,6 +83,7 @@ class OpenCLDialect(Dialect):
 #define FLOAT_AS_UINT(x) as_uint(x)
 #define UINT_AS_FLOAT(x) as_float(x)
 typedef long i64;
+typedef ulong u64;
 """
     _local_pointer_space = "__local"
     # Half precision as 16 raw bits (as on CUDA): converted through a private `half` pointer, which
@@ -174,12 +175,14 @@ ASM_PLAIN = "asm_plain"
 
 
 class PtxOpenCLDialect(PtxIntrinsics, OpenCLDialect):
-    """NVIDIA's OpenCL driver: OpenCL C plus inline PTX (its JIT targets the GPU's sm_XX, not the
-    arch-specific sm_90a: no wgmma, no setmaxnreg). Which instructions are offered is the probe's
-    answer (`DeviceInfo.features`)."""
+    """NVIDIA's OpenCL driver: OpenCL C plus inline PTX. The driver's own JIT targets the GPU's
+    sm_XX, not the arch-specific sm_90a (no wgmma); where the runtime compiles the driver's PTX by
+    nvJitLink for sm_90a (runtime/sass.py) the probe grants ``wgmma`` too. Which instructions are
+    offered is the probe's answer (`DeviceInfo.features`)."""
 
     _ldmatrix_pointers = True
     _global_space = "__global"
+    _sm90a_mark = ptx.SM90A_MARK
 
     def compile_note(self, source: str) -> str:
         arch = self.device.arch or "the device's sm_XX"
@@ -190,17 +193,23 @@ class PtxOpenCLDialect(PtxIntrinsics, OpenCLDialect):
         name, code = built
         if ASM_PLAIN not in self.device.features:
             code = re.sub(r"\basm\b", "__asm__", code)
-        return self._use((name, code))
+        # OpenCL C reserves "long long": its 64-bit word is ulong (the wgmma descriptors').
+        return self._use((name, code.replace("unsigned long long", "ulong")))
 
     def shared_address(self, pointer: str) -> str:
         """Expression: the 32-bit shared-window address of a ``__local`` pointer (the operand
         ldmatrix and cp.async take): the pointer's own value, or its conversion where the probe found
         the compiler passes generic addresses (`LOCAL_GENERIC`)."""
         if LOCAL_GENERIC in self.device.features:
-            return f"{self._asm_helper(ptx.cvta_to_shared())}((ulong)({pointer}))"
+            return f"{self._asm_helper(ptx_opencl.cvta_to_shared())}((ulong)({pointer}))"
         return f"((uint)(size_t)({pointer}))"
+
+    def plane_uniform(self, value: str) -> str:
+        """Lane 0's ``value`` by a warp shuffle, as CUDA's (codegen/cuda_dialect.py): the wgmma
+        descriptors of a warpgroup index derived from it stay in uniform registers."""
+        return f"{self._asm_helper(ptx_opencl.lane0_value())}({value})"
 
     def is_shared_window(self, value: str) -> str:
         """Expression: 1 when the 64-bit ``value`` is a generic address inside the shared window,
         else 0 (what the probe asks of a ``__local`` pointer's value: `LOCAL_GENERIC`)."""
-        return f"{self._asm_helper(ptx.is_shared_window())}({value})"
+        return f"{self._asm_helper(ptx_opencl.is_shared_window())}({value})"

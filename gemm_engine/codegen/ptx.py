@@ -104,8 +104,19 @@ def dmma(m: int, n: int, k: int) -> tuple[str, str]:
                     outs, ia + ib, volatile=False))
 
 
+#: The prefix that carries an sm_90a-only PTX line past an assembler targeting plain sm_90 (NVIDIA's
+#: OpenCL driver): a comment there, unmarked again before nvJitLink builds for sm_90a
+#: (runtime/sass.py).
+SM90A_MARK = "//@sm_90a "
+
+
+def _marked(text: str, mark: str) -> str:
+    """``text`` with ``mark`` before each of its PTX lines."""
+    return "".join(mark + line for line in text.splitlines(keepends=True)) if mark else text
+
+
 def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "f32",
-          rhs_kind: str | None = None, overwrite: bool = False) -> tuple[str, str]:
+          rhs_kind: str | None = None, overwrite: bool = False, mark: str = "") -> tuple[str, str]:
     """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind}``: ``n / 2`` accumulators
     per unit (``acc``: f32, or s32 for s8), both operands from shared memory through 64-bit
     descriptors, scale-d 1 (accumulate), for the float kinds scales 1, and the transpose immediates
@@ -121,14 +132,14 @@ def wgmma(n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str = "
     suffix = "" if trans is None else f"_t{trans[0]}{trans[1]}"
     types = kind if rhs_kind == kind else f"{kind}_{rhs_kind}"
     name = f"ptx_wgmma_m64n{n}k{k}_{acc}_{types}{suffix}{'_d0' if overwrite else ''}"
-    body = _asm(f"{{\n.reg .pred p;\nsetp.ne.b32 p, %{regs + 2}, 0;\n"
-                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind} "
-                f"{{{regs_list}}}, %{regs}, %{regs + 1}, p{scales}{imm};\n}}\n",
+    body = _asm(_marked(f"{{\n.reg .pred p;\nsetp.ne.b32 p, %{regs + 2}, 0;\n"
+                        f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{rhs_kind} "
+                        f"{{{regs_list}}}, %{regs}, %{regs + 1}, p{scales}{imm};\n}}\n", mark),
                 outs, ['"l"(desc_a)', '"l"(desc_b)', f'"r"({0 if overwrite else 1})'])
     return _fn(name, f"{ctype}* acc, unsigned long long desc_a, unsigned long long desc_b", body)
 
 
-def wgmma_rs(n: int, kind: str, trans_b: int) -> tuple[str, str]:
+def wgmma_rs(n: int, kind: str, trans_b: int, mark: str = "") -> tuple[str, str]:
     """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind}`` with the A operand in four
     32-bit registers per unit (the m64 x k16 fragment: lane (g, t) of warp w holds rows 16w + g and
     16w + g + 8, k pairs 2t and 2t + 8, as mma.sync's A) and B from shared memory through its
@@ -140,8 +151,8 @@ def wgmma_rs(n: int, kind: str, trans_b: int) -> tuple[str, str]:
     outs = [f'"+f"(acc[{i}])' for i in range(regs)]
     ins = [f'"r"(a[{i}])' for i in range(4)] + ['"l"(desc_b)']
     a = ", ".join(f"%{regs + i}" for i in range(4))
-    body = _asm(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
-                f"{{{regs_list}}}, {{{a}}}, %{regs + 4}, 1, 1, 1, {trans_b};", outs, ins)
+    body = _asm(_marked(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
+                        f"{{{regs_list}}}, {{{a}}}, %{regs + 4}, 1, 1, 1, {trans_b};", mark), outs, ins)
     return _fn(f"ptx_wgmma_rs_m64n{n}k16_f32_{kind}_t{trans_b}",
                "float* acc, const unsigned* a, unsigned long long desc_b", body)
 
@@ -154,16 +165,16 @@ def _statement(name: str, text: str) -> tuple[str, str]:
     return _fn(name, "", _asm(text, memory=True))
 
 
-def wgmma_fence() -> tuple[str, str]:
-    return _statement("ptx_wgmma_fence", "wgmma.fence.sync.aligned;")
+def wgmma_fence(mark: str = "") -> tuple[str, str]:
+    return _statement("ptx_wgmma_fence", _marked("wgmma.fence.sync.aligned;", mark))
 
 
-def wgmma_commit() -> tuple[str, str]:
-    return _statement("ptx_wgmma_commit", "wgmma.commit_group.sync.aligned;")
+def wgmma_commit(mark: str = "") -> tuple[str, str]:
+    return _statement("ptx_wgmma_commit", _marked("wgmma.commit_group.sync.aligned;", mark))
 
 
-def wgmma_wait(pending: int) -> tuple[str, str]:
-    return _statement(f"ptx_wgmma_wait_{pending}", f"wgmma.wait_group.sync.aligned {pending};")
+def wgmma_wait(pending: int, mark: str = "") -> tuple[str, str]:
+    return _statement(f"ptx_wgmma_wait_{pending}", _marked(f"wgmma.wait_group.sync.aligned {pending};", mark))
 
 
 def pin_registers(count: int, word: str = "f32") -> tuple[str, str]:
@@ -214,23 +225,6 @@ def st_shared_v4() -> tuple[str, str]:
     return _fn("ptx_st_shared_v4", "unsigned addr, unsigned a, unsigned b, unsigned c, unsigned d",
                _asm("st.shared.v4.b32 [%0], {%1, %2, %3, %4};",
                     ins=['"r"(addr)', '"r"(a)', '"r"(b)', '"r"(c)', '"r"(d)'], memory=True))
-
-
-# -- OpenCL C only (``ulong``: OpenCL's 64-bit word) --------------------------------------------------
-def cvta_to_shared() -> tuple[str, str]:
-    """The 32-bit shared-window address of the generic address ``p`` (``cvta.to.shared``): what a
-    compiler that hands inline assembly generic pointers to local memory needs before ldmatrix."""
-    return _fn("ptx_cvta_to_shared", "ulong p",
-               "    ulong s;\n" + _asm("cvta.to.shared.u64 %0, %1;", ['"=l"(s)'], ['"l"(p)'], volatile=False)
-               + "\n    return (unsigned)s;", ret="unsigned")
-
-
-def is_shared_window() -> tuple[str, str]:
-    """1 when the 64-bit value ``p`` is a generic address inside the shared window (``isspacep``),
-    else 0: tells the probe whether a compiler hands inline assembly generic or shared-window values."""
-    return _fn("ptx_is_shared_window", "ulong p",
-               "    unsigned r;\n" + _asm("{\n.reg .pred q;\nisspacep.shared q, %1;\nselp.u32 %0, 1, 0, q;\n}\n",
-                                      ['"=r"(r)'], ['"l"(p)']) + "\n    return r;", ret="unsigned")
 
 
 def ld_stream_f4() -> tuple[str, str]:

@@ -20,6 +20,9 @@ class PtxIntrinsics:
     _ldmatrix_pointers = False
     #: Address-space qualifier of a global pointer handed to a copy helper.
     _global_space = ""
+    #: Before each sm_90a-only PTX line (wgmma): "" where the compiler assembles for sm_90a;
+    #: `ptx.SM90A_MARK` where it does not (NVIDIA's OpenCL driver), whose PTX nvJitLink unmarks.
+    _sm90a_mark = ""
 
     def _asm_helper(self, built: tuple[str, str]) -> str:
         """Record a PTX helper ``(name, definition)`` (as the dialect spells inline assembly);
@@ -76,3 +79,34 @@ class PtxIntrinsics:
 
     def st_shared_v4(self, addr: str, regs: list[str]) -> str:
         return f"{self._asm_helper(ptx.st_shared_v4())}({addr}, {', '.join(regs)});"
+
+    # -- warpgroup MMA (sm_90a: CUDA, and NVIDIA's OpenCL where its PTX is built for sm_90a) --------
+    def wgmma(self, n: int, k: int, kind: str, trans: tuple[int, int] | None, acc: str,
+              desc_a: str, desc_b: str, acc_type: str = "f32", rhs_kind: str | None = None,
+              overwrite: bool = False) -> str:
+        """Statement: issue one asynchronous warpgroup MMA 64 x n x k into ``acc[0..n/2)``
+        (``acc_type`` f32 or s32; ``rhs_kind`` where b's type differs from a's: e4m3 x e5m2;
+        ``overwrite``: D = A B, the accumulators' old values unread)."""
+        return f"{self._asm_helper(ptx.wgmma(n, k, kind, trans, acc_type, rhs_kind, overwrite, self._sm90a_mark))}({acc}, {desc_a}, {desc_b});"
+
+    def wgmma_rs(self, n: int, kind: str, acc: str, a: str, desc_b: str, trans_b: int = 0) -> str:
+        """Statement: one asynchronous 64 x n x 16 warpgroup MMA with A from the four 32-bit
+        registers ``a[0..4)`` (16-bit kinds) and B from shared memory (`ptx.wgmma_rs`)."""
+        return f"{self._asm_helper(ptx.wgmma_rs(n, kind, trans_b, self._sm90a_mark))}({acc}, {a}, {desc_b});"
+
+    def wgmma_fence(self) -> str:
+        return f"{self._asm_helper(ptx.wgmma_fence(self._sm90a_mark))}();"
+
+    def wgmma_commit(self) -> str:
+        return f"{self._asm_helper(ptx.wgmma_commit(self._sm90a_mark))}();"
+
+    def wgmma_wait(self, pending: int) -> str:
+        return f"{self._asm_helper(ptx.wgmma_wait(pending, self._sm90a_mark))}();"
+
+    def pin_registers(self, array: str, count: int, word: str = "f32") -> str:
+        """Statement: keep the compiler from moving accesses of ``array[0..count)`` (of neutral
+        word ``word``: f32 or i32) across here."""
+        return f"{self._asm_helper(ptx.pin_registers(count, word))}({array});"
+
+    def fence_proxy_async(self) -> str:
+        return f"{self._asm_helper(ptx.fence_proxy_async())}();"

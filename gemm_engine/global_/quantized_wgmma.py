@@ -94,7 +94,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
     x_loader = SwizzledChunkLoader()
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> QuantizedWgmmaConfig:
-        check_wgmma_device(self.name, dialect)
+        check_wgmma_device(self.name, dialect, cuda_only=True)   # its dequantizing pairs are CUDA's
         w = fragment_weights(self.name, problem, "wgmma's register operand takes 16-bit values")
         g, bk, ks = w.group_size, selection.block_k, selection.k_split
         if bk not in (BLOCK_K, 2 * BLOCK_K):

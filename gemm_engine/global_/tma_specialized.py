@@ -158,7 +158,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     applies_block_scales = True
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> TmaSpecializedConfig:
-        check_wgmma_device(self.name, dialect)
+        check_wgmma_device(self.name, dialect, cuda_only=True)
         stages, cluster_m = selection.stages, selection.cluster_m
         if cluster_m not in (1, 2):
             raise SetupError(self.name, f"cluster_m={cluster_m!r}: clusters of 1 or 2 cubes along M")

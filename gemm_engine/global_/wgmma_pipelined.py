@@ -1,6 +1,6 @@
 """Pipelined global matmul for warpgroup (wgmma) stages: a ring of swizzled ``cp.async`` stages.
 
-CUDA sm_90a only. `SwizzledChunkLoader`s fill a ring of S slots per operand in the 128-byte-swizzled
+CUDA sm_90a, and NVIDIA's OpenCL where its PTX is built for sm_90a (runtime/sass.py). `SwizzledChunkLoader`s fill a ring of S slots per operand in the 128-byte-swizzled
 layout wgmma's descriptors describe; the warpgroup stage issues each slot's wgmma batch
 asynchronously. With ``pending`` (0 or 1) wgmma batches left running at the end of a step, slices
 are prefetched P = S - 1 - pending steps ahead:
@@ -21,8 +21,9 @@ are prefetched P = S - 1 - pending steps ahead:
 The writer slot decides how the accumulators leave (`global_.writers`: the staged writer reuses the
 ring for the output tile once the loop is done).
 
-The ring is dynamic shared memory, aligned up to 1024 bytes at run time (the swizzle atoms must be:
-the hardware swizzles on absolute address bits), so the launch asks for 1 KiB more than the ring.
+The ring must start on 1024 bytes (the swizzle atoms: the hardware swizzles on absolute address
+bits). CUDA's dynamic shared memory is aligned up at run time, so the launch asks for 1 KiB more
+than the ring; an OpenCL local-memory array is declared so aligned (48 KiB is all it may take).
 Descriptors are built once from the ring's address; a slot or tile is an add to the address field.
 """
 from __future__ import annotations
@@ -48,6 +49,9 @@ from .read.swizzled_loader import SwizzledOperandTile
 class WgmmaPipelinedConfig(PipelinedGlobalConfig):
     pending: int = 1
     promotion: Promotion | None = None     # global_/promotion.py
+    #: Bytes the launch adds for aligning the ring at run time (none where the dialect declares it
+    #: aligned: `Dialect.aligns_rings`, OpenCL's static array).
+    align_slack: int = ATOM_BYTES
 
     @property
     def prefetch(self) -> int:
@@ -55,7 +59,7 @@ class WgmmaPipelinedConfig(PipelinedGlobalConfig):
 
     @property
     def dynamic_shared_bytes(self) -> int:
-        return self.stages * self.shared_memory_bytes + ATOM_BYTES   # + alignment slack
+        return self.stages * self.shared_memory_bytes + self.align_slack
 
 
 class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
@@ -83,7 +87,8 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
                                    rhs_loader=self.rhs_loader.setup(rhs, stage.units, selection), out=problem.out,
                                    check_m=check_m, check_n=check_n, check_k=check_k, stages=stages,
                                    pending=pending, writer=self.writer.setup(problem, selection, dialect),
-                                   promotion=check_promotion(self.name, problem, stage))
+                                   promotion=check_promotion(self.name, problem, stage),
+                                   align_slack=0 if dialect.aligns_rings else ATOM_BYTES)
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
@@ -91,12 +96,12 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
         st = cfg.stage
         lhs_ring = cfg.stages * cfg.lhs_loader.smem_bytes
         return "\n".join([
-            d.dynamic_shared("gemm_ring"),
+            d.ring_declaration("gemm_ring", cfg.dynamic_shared_bytes, ATOM_BYTES),
             f"const unsigned ring_base = ({d.shared_address('gemm_ring')} + {ATOM_BYTES - 1}u) & ~{ATOM_BYTES - 1}u;",
             "const unsigned lhs_ring = ring_base;",
             f"const unsigned rhs_ring = ring_base + {lhs_ring}u;",
-            f"const unsigned long long lhs_desc0 = {st.lhs_layout.descriptor('lhs_ring')};",
-            f"const unsigned long long rhs_desc0 = {st.rhs_layout.descriptor('rhs_ring')};",
+            f"const u64 lhs_desc0 = {st.lhs_layout.descriptor('lhs_ring')};",
+            f"const u64 rhs_desc0 = {st.rhs_layout.descriptor('rhs_ring')};",
         ])
 
     def _issue(self, cfg: WgmmaPipelinedConfig, d: Dialect, scope, slot: str, k0: str) -> str:
@@ -127,6 +132,6 @@ class WgmmaPipelinedGlobalMatmul(PipelinedGlobalMatmul):
             cfg, d, scope, prefetch=cfg.prefetch,
             loader_declarations=[self.lhs_loader.declare(cfg.lhs_loader, d, scope.lhs, scope.m0, "0"),
                                  self.rhs_loader.declare(cfg.rhs_loader, d, scope.rhs, "0", scope.n0)],
-            lhs_cur=f"(lhs_desc0 + (unsigned long long)(cur_slot * {lb}))",
-            rhs_cur=f"(rhs_desc0 + (unsigned long long)(cur_slot * {rb}))",
+            lhs_cur=f"(lhs_desc0 + (u64)(cur_slot * {lb}))",
+            rhs_cur=f"(rhs_desc0 + (u64)(cur_slot * {rb}))",
             before_barrier=(d.fence_proxy_async(),), **hooks)

@@ -173,9 +173,18 @@ class OpenCLRuntime(Runtime):
         )
         features, refusals = probe_device(cl, dev, info)
         if vendor == "nvidia":   # machine code by nvJitLink rather than the driver (runtime/sass.py)
+            refused = dict(refusals)
             why = sass.check(cl, dev, info.compute_capability)
-            features, refusals = (features | {sass.FEATURE}, refusals) if why is None else \
-                (features, tuple(sorted(refusals + ((sass.FEATURE, why),))))
+            if why is None:
+                features |= {sass.FEATURE}
+                why = sass.check_wgmma(cl, dev, info.compute_capability)
+                if why is None:
+                    features |= {sass.WGMMA}
+                else:
+                    refused[sass.WGMMA] = why
+            else:
+                refused[sass.FEATURE], refused[sass.WGMMA] = why, f"needs {sass.FEATURE} ({why})"
+            refusals = tuple(sorted(refused.items()))
         return replace(info, features=features, refusals=refusals)
 
     def _build(self, source):

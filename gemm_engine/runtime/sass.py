@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 
 import numpy as np
 
 from ..codegen.device import SASS_BUILD
+from ..codegen.ptx import SM90A_MARK
 from .checked_files import read_checked, write_checked
 
 #: Set to "off" to keep the OpenCL driver's own PTX compiler.
@@ -44,9 +46,15 @@ def _nvjitlink():
     return nvjitlink
 
 
+#: The feature the wgmma check grants (the warpgroup instructions of sm_90a: tile/wgmma.py).
+WGMMA = "wgmma"
+
+
 def target(compute_capability) -> str:
+    """The machine nvJitLink builds for: the arch-specific sm_90a on compute capability 9.x (its
+    PTX may then hold wgmma, which the driver's sm_90 target refuses), else sm_XX."""
     major, minor = compute_capability
-    return f"sm_{major}{minor}"
+    return f"sm_{major}{minor}" + ("a" if major == 9 else "")
 
 
 def compile_ptx(ptx: bytes, arch: str) -> bytes:
@@ -54,6 +62,9 @@ def compile_ptx(ptx: bytes, arch: str) -> bytes:
     where a process compiled it before. RuntimeError with nvJitLink's log when it fails."""
     nvjitlink = _nvjitlink()
     ptx = ptx.rstrip(b"\0") + b"\0"
+    if arch.endswith("a"):   # the driver wrote ".target sm_90": the arch-specific target takes wgmma
+        ptx = ptx.replace(SM90A_MARK.encode(), b"")
+        ptx = re.sub(rb"^(\.target\s+)sm_\d+\b", b"\\g<1>" + arch.encode(), ptx, count=1, flags=re.M)
     key = hashlib.sha256(repr((nvjitlink.version(), arch)).encode() + b"\0" + ptx).hexdigest()
     path = os.path.join(_folder(), f"{PREFIX}{key}.cubin")
     found = read_checked(path)
@@ -115,20 +126,46 @@ void check(__global uint* out) {
 """
 
 
+#: The wgmma check's kernel: one warpgroup runs the fence, commit and wait of sm_90a (an empty
+#: batch), then writes its words.
+_CHECK_WGMMA = """
+__kernel __attribute__((reqd_work_group_size(128, 1, 1)))
+void check(__global uint* out) {
+    const uint u = get_local_id(0), g = get_group_id(0);
+    __asm__ volatile("%(m)swgmma.fence.sync.aligned;\\n\\t%(m)swgmma.commit_group.sync.aligned;\\n\\t"
+                     "%(m)swgmma.wait_group.sync.aligned 0;" ::: "memory");
+    out[g * 128 + u] = g * 1000u + u * 3u + 7u;
+}
+""" % {"m": SM90A_MARK}
+
+
 def check(cl, dev, compute_capability) -> str | None:
     """None where this device runs nvJitLink's cubins right (once per device and process), else why not."""
     if os.environ.get(ENV, "").lower() in ("off", "0", "no"):
         return f"${ENV}=off"
     if compute_capability is None:
         return "the device reports no compute capability"
-    key = (dev.platform.name, dev.name, dev.driver_version)
+    return _once(cl, dev, target(compute_capability), _CHECK, 64, lambda g, u: g * 1000 + (63 - u) * 3 + 7)
+
+
+def check_wgmma(cl, dev, compute_capability) -> str | None:
+    """None where the warpgroup instructions build (sm_90a) and run through the route (after
+    `check` passed), else why not."""
+    arch = target(compute_capability)
+    if not arch.endswith("a") or compute_capability[0] != 9:
+        return f"wgmma is sm_90a's; the device is {arch}"
+    return _once(cl, dev, arch, _CHECK_WGMMA, 128, lambda g, u: g * 1000 + u * 3 + 7)
+
+
+def _once(cl, dev, arch: str, source: str, units: int, want) -> str | None:
+    key = (dev.platform.name, dev.name, dev.driver_version, source)
     with _lock:
         if key not in _checked:
-            _checked[key] = _run_check(cl, dev, target(compute_capability))
+            _checked[key] = _run_check(cl, dev, arch, source, units, want)
         return _checked[key]
 
 
-def _run_check(cl, dev, arch: str) -> str | None:
+def _run_check(cl, dev, arch: str, source: str = _CHECK, units: int = 64, want=None) -> str | None:
     try:
         _nvjitlink().version()
     except Exception as exc:   # noqa: BLE001 -- no cuda-bindings, or no libnvJitLink beside it
@@ -137,15 +174,15 @@ def _run_check(cl, dev, arch: str) -> str | None:
     try:
         context = cl.Context([dev])
         queue = cl.CommandQueue(context)
-        built = program(cl, context, dev, cl.Program(context, _CHECK).build(options=["-cl-std=CL1.2"]), arch)
+        built = program(cl, context, dev, cl.Program(context, source).build(options=["-cl-std=CL1.2"]), arch)
         groups = 3
-        out = np.zeros(groups * 64, np.uint32)
+        out = np.zeros(groups * units, np.uint32)
         buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=out)
-        built.check(queue, (groups * 64,), (64,), buf)
+        built.check(queue, (groups * units,), (units,), buf)
         cl.enqueue_copy(queue, out, buf)
         queue.finish()
     except Exception as exc:   # noqa: BLE001 -- any build or run failure keeps the driver's compile
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
-    g, u = np.divmod(np.arange(groups * 64, dtype=np.uint32), 64)
-    want = g * 1000 + (63 - u) * 3 + 7
-    return None if np.array_equal(out, want) else "a cubin of nvJitLink ran, but wrote wrong words"
+    g, u = np.divmod(np.arange(groups * units, dtype=np.uint32), units)
+    expected = (want or (lambda g, u: g * 1000 + (63 - u) * 3 + 7))(g, u)
+    return None if np.array_equal(out, expected) else "a cubin of nvJitLink ran, but wrote wrong words"

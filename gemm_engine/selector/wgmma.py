@@ -10,7 +10,7 @@ from typing import Mapping
 from ..codegen.dialect import Dialect
 from ..global_.promotion import MAX_PROMOTED_REGS, wants_promotion
 from ..problem import MatmulProblem
-from ..tile.wgmma import SWIZZLE_BYTES
+from ..tile.wgmma import ATOM_BYTES, SWIZZLE_BYTES
 from .base import distinct, tile_count
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest stage first: 256 x 128 matched
@@ -20,6 +20,16 @@ CANDIDATES = [
     (2, 1, 1, 128, 4),     # 128 x 128
     (1, 1, 1, 128, 4),     # 64 x 128
     (1, 1, 1, 64, 4),      # 64 x 64
+]
+#: Where no candidate's ring fits the device's shared memory (NVIDIA's OpenCL: 48 KiB a work-group),
+#: two-slot rings with no batch left pending, in row-major tile order, fastest first (f16 4096^3
+#: through NVIDIA's OpenCL, nvJitLink's code, one run: one warpgroup of two 64 x 64 tiles 449
+#: TFLOP/s, in the swizzled order 403; 64 x 128 394; two warpgroups of 64 x 64 391; 64 x 64 in 3
+#: slots 316; bench/SELECTION_NOTES.md).
+SMALL_RINGS = [
+    (1, 1, 2, 64, 2),      # 128 x 64: 48 KiB
+    (1, 1, 1, 128, 2),     # 64 x 128: 48 KiB
+    (1, 1, 1, 64, 3),      # 64 x 64: 48 KiB
 ]
 #: At most this K the output is staged through shared memory (tf32 stages it at every K).
 STAGED_MAX_K = 512
@@ -60,7 +70,12 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     if problem.k <= SHORT_K and tile_count(problem, 64, 128) >= 2 * sms:
         # Several cubes share a multiprocessor, one storing while another loads.
         return wgmma_preset(1, 1, 1, 128, 2, wgmma_pending=0, staged_output=True)
-    for wm, wn, pm, tn, stages in candidates(problem):
+    fitting = [c for c in candidates(problem) if _fits(c, dialect)]
+    more = {}
+    if not fitting:
+        fitting = [c for c in SMALL_RINGS if _fits(c, dialect)] or SMALL_RINGS[-1:]
+        more = {"wgmma_pending": 0, "dispatch": "row_major"}
+    for wm, wn, pm, tn, stages in fitting:
         sm, sn = wm * pm * 64, wn * tn
         if sm >= 2 * max(problem.m, 64) and (wm, wn, pm, tn) != CANDIDATES[-1][:4]:
             continue   # half the tile or more past M would idle
@@ -68,7 +83,15 @@ def _select_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
             break      # one full wave, not two waves of smaller tiles
     tiles = tile_count(problem, wm * pm * 64, wn * tn)
     return wgmma_preset(wm, wn, pm, tn, stages, staged_output=staged,
-                        dispatch="swizzled" if tiles >= SWIZZLED_MIN_TILES else "row_major")
+                        **{"dispatch": "swizzled" if tiles >= SWIZZLED_MIN_TILES else "row_major", **more})
+
+
+def _fits(candidate: tuple, dialect: Dialect) -> bool:
+    """Whether the candidate's ring (rows of 128 bytes, plus the run-time alignment's slack where
+    the dialect does not align it) fits the device's shared memory."""
+    wm, wn, pm, tn, stages = candidate
+    slack = 0 if dialect.aligns_rings else ATOM_BYTES
+    return stages * (wm * pm * 64 + wn * tn) * SWIZZLE_BYTES + slack <= dialect.device.max_shared_memory
 
 
 def wgmma_tuning_space(problem: MatmulProblem, first: Mapping) -> list:

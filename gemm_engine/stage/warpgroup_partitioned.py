@@ -131,8 +131,8 @@ class WarpgroupPartitionedStage(StageMatmul):
             f"const int wg_m0 = (wg_index / {cfg.warpgroups_n}) * {cfg.partition_m * 64};",
             f"const int wg_n0 = (wg_index % {cfg.warpgroups_n}) * {tc.tile_n};",
             # This warpgroup's first tile, as a descriptor start-address increment (bytes >> 4).
-            f"const unsigned long long wg_lhs_desc = (unsigned long long)(({cfg.lhs_layout.tile_offset('wg_m0', 0)}) >> 4);",
-            f"const unsigned long long wg_rhs_desc = (unsigned long long)(({cfg.rhs_layout.tile_offset('wg_n0', 0)}) >> 4);",
+            f"const u64 wg_lhs_desc = (u64)(({cfg.lhs_layout.tile_offset('wg_m0', 0)}) >> 4);",
+            f"const u64 wg_rhs_desc = (u64)(({cfg.rhs_layout.tile_offset('wg_n0', 0)}) >> 4);",
         ]
         acc = cfg.fragments.acc
         lines += [self.tile.declare_acc(tc, d, f"{acc}_{i}") for i in range(cfg.partition_m)]

@@ -138,7 +138,8 @@ class SwizzledOperandLayout:
         leading-byte offset after it. In a cube of rank 1 of a 2-cube cluster the H100's shared
         addresses have such bits, and with them the MN-major operands (whose atoms the offset
         steps over) read wrong atoms; K-major ones ignore the offset."""
-        return f"{self.descriptor_bits()}ull | (unsigned long long)((({address}) >> 4) & 0x3FFFu)"
+        bits = self.descriptor_bits()
+        return f"((u64){bits >> 32}u << 32 | {bits & 0xFFFFFFFF}u) | (u64)((({address}) >> 4) & 0x3FFFu)"
 
 
 @dataclass(frozen=True)
@@ -162,13 +163,18 @@ class WgmmaTileConfig(TileConfig):
         return _ACCUMULATORS.get(self.kind, ("f32", "f32"))[1]
 
 
-def check_wgmma_device(name: str, dialect: Dialect) -> None:
-    """wgmma exists on sm_90a only (not on sm_80, nor on later majors): refuse anything else."""
+def check_wgmma_device(name: str, dialect: Dialect, cuda_only: bool = False) -> None:
+    """wgmma exists on sm_90a only (not on sm_80, nor on later majors): refuse anything else. CUDA
+    by the compute capability; NVIDIA's OpenCL where the probe granted it (kernels built for
+    sm_90a by nvJitLink: runtime/sass.py), unless ``cuda_only`` (a component whose other
+    instructions only the CUDA dialect renders)."""
     dev = dialect.device
     cc = dev.compute_capability
-    if dialect.backend != "cuda" or cc is None or cc[0] != 9:
+    reachable = dialect.backend == "cuda" or (not cuda_only and dialect.supports("wgmma"))
+    if not reachable or cc is None or cc[0] != 9:
         where = f"{dialect.backend}" + ("" if cc is None else " sm_%d%d" % cc)
-        raise SetupError(name, f"needs wgmma (CUDA sm_90a); device {dev.name!r} ({where}) has none")
+        how = "CUDA sm_90a" if cuda_only else "CUDA sm_90a, or NVIDIA's OpenCL with its PTX built by nvJitLink"
+        raise SetupError(name, f"needs wgmma ({how}); device {dev.name!r} ({where}) has none")
     if dev.plane_size != 32:
         raise SetupError(name, f"a warpgroup is 4 warps of 32 units; device planes are {dev.plane_size}")
 
@@ -219,10 +225,10 @@ class WgmmaTile(TileMatmul):
 
     # -- registers ------------------------------------------------------------------------------
     def declare_lhs(self, cfg, d, frag):
-        return f"unsigned long long {frag};"
+        return f"u64 {frag};"
 
     def declare_rhs(self, cfg, d, frag):
-        return f"unsigned long long {frag};"
+        return f"u64 {frag};"
 
     def declare_acc(self, cfg, d, acc):
         return f"{d.c_type(cfg.compute)} {acc}[{cfg.acc_regs}];"

@@ -17,12 +17,14 @@ import pytest
 
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.algorithms.auto import decide
-from gemm_engine.codegen.device import nominal_cuda_device, nominal_opencl_device
+from gemm_engine.codegen.device import SASS_BUILD, nominal_cuda_device, nominal_opencl_device
 from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.codegen.ptx import SM90A_MARK
 from gemm_engine.dtypes import BY_NAME, INT32
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.selector.rules import RULES
+from gemm_engine.tile.wgmma import check_wgmma_device
 from opencl_offline import compile_nvidia_opencl
 
 PLANE_ALGORITHMS = ("simple_mma", "double_buffering_mma", "pipelined_mma", "simple_dmma", "pipelined_dmma")
@@ -87,6 +89,34 @@ def test_sources_build_offline_for_nvidia_opencl(target):
         if not ok:
             failures.append(f"{label}:\n{log[-1500:]}")
     assert not failures, f"{len(failures)} of {len(found)} sources failed:\n" + "\n".join(failures[:3])
+
+
+@pytest.mark.parametrize("dtype, precision, shape", [("float16", "default", (1, 4096, 4096, 4096)),
+                                                     ("bfloat16", "default", (1, 1000, 777, 1203)),
+                                                     ("float32", "tf32", (1, 1000, 1003, 997)),
+                                                     ("float16", "default", (1, 256, 256, 256))])
+def test_wgmma_builds_offline_where_nvjitlink_builds_for_sm_90a(dtype, precision, shape):
+    """Where the runtime compiles the driver's PTX by nvJitLink (`sass_build`) and the wgmma check
+    passed, pipelined_wgmma renders for OpenCL: its sm_90a lines marked as comments for the driver's
+    own sm_90 assembler (which rejects them), 48 KiB rings, and (unmarked, as runtime/sass.py does)
+    it assembles for sm_90a; without the features it is refused, and the components that render
+    CUDA-only instructions refuse it even with them."""
+    plain = nominal_opencl_device("sm_90")
+    built = replace(plain, features=plain.features | {SASS_BUILD, "wgmma"})
+    dialect = dialect_for(built)
+    p = problem(shape, dtype, precision)
+    alg = REGISTRY["pipelined_wgmma"]()
+    cfg = alg.setup(p, dialect)
+    assert cfg.batch.global_.dynamic_shared_bytes <= 48 * 1024
+    text = alg.render(cfg, dialect)
+    assert SM90A_MARK in text and "wgmma.mma_async" in text and "unsigned long long" not in text
+    assert "__attribute__((aligned(1024)))" in text
+    ok, log = compile_nvidia_opencl(text, "sm_90a")
+    assert ok, log[-1500:]
+    with pytest.raises(SetupError, match="needs wgmma"):
+        alg.setup(p, dialect_for(plain))
+    with pytest.raises(SetupError, match=r"needs wgmma \(CUDA sm_90a\)"):
+        check_wgmma_device("quantized_wgmma_global", dialect, cuda_only=True)
 
 
 @pytest.mark.parametrize("name, dtype, precision, needle", [

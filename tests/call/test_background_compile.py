@@ -19,9 +19,14 @@ from gemm_engine.runtime.background import BackgroundBuilds
 
 def _engine(backend="opencl"):
     try:
-        return gemm_engine.Engine(backend, background_compile=True)
+        engine = gemm_engine.Engine(backend, background_compile=True)
     except (gemm_engine.BackendUnavailableError, ImportError) as exc:
         pytest.skip(f"{backend} backend unavailable here: {exc}")
+    if backend == "opencl" and engine.device.vendor != "cpu":
+        # Written for PoCL's choices (a float32 product whose choice is not the stand-in): on a GPU's
+        # OpenCL the small float32 products choose simple_unit, the stand-in itself.
+        pytest.skip(f"the OpenCL cases are written for PoCL; this device is {engine.device.name}")
+    return engine
 
 
 def _gelu_ref(a, b, bias):

@@ -32,7 +32,7 @@ CASES = [
     ("pipelined_wgmma", BFLOAT16, BFLOAT16, Layout.ROW, "unsigned", 4),
 ]
 IDS = [f"{c[0]}-{c[2].name}" for c in CASES]
-CHECK = re.compile(r"const bool out_pairs = \(\(\(\(unsigned long long\)(\w+)\) \| \(unsigned long long\)\((\w+) \* (\d+)\)\) "
+CHECK = re.compile(r"const bool out_pairs = \(\(\(\(u64\)(\w+)\) \| \(u64\)\((\w+) \* (\d+)\)\) "
                    r"& (\d+)\) == 0;")
 #: A vector pair and its fallback (in whitespace-free text): the pair's two values and index, then
 #: the two single stores.

@@ -69,6 +69,25 @@ def test_ptx_compiled_once_then_read_from_the_cache_folder(fake, tmp_path):
     assert len(fake) == 2
 
 
+def test_sm_90a_lines_are_unmarked_and_the_target_made_arch_specific(fake, monkeypatch):
+    """The driver's assembler rejects wgmma on its sm_90 target: its lines arrive as marked
+    comments (codegen/ptx.py `SM90A_MARK`); nvJitLink gets them unmarked, for sm_90a."""
+    from gemm_engine.codegen.ptx import SM90A_MARK
+    got = []
+    real = sass._nvjitlink()
+    add = real.add_data
+
+    def spy(h, kind, data, size, name):
+        got.append(data)
+        return add(h, kind, data, size, name)
+    monkeypatch.setattr(real, "add_data", spy)
+    ptx = f".version 9.0\n.target sm_90, texmode_independent\n\t{SM90A_MARK}wgmma.fence.sync.aligned;\n".encode()
+    sass.compile_ptx(ptx, "sm_90a")
+    assert got[0] == b".version 9.0\n.target sm_90a, texmode_independent\n\twgmma.fence.sync.aligned;\n\0"
+    sass.compile_ptx(ptx, "sm_80")     # a plain target: the PTX as the driver wrote it
+    assert got[1] == ptx + b"\0"
+
+
 def test_a_failed_compile_carries_nvjitlinks_log(fake):
     with pytest.raises(RuntimeError, match="bad PTX"):
         sass.compile_ptx(b"bad", "sm_90")
@@ -86,7 +105,7 @@ def test_the_route_is_refused_with_its_reason(monkeypatch):
     monkeypatch.setattr(sass, "_nvjitlink", missing)
     monkeypatch.setattr(sass, "_checked", {})
     assert "nvJitLink unavailable" in sass.check(None, dev, (9, 0))
-    assert sass.target((9, 0)) == "sm_90" and sass.target((12, 1)) == "sm_121"
+    assert sass.target((9, 0)) == "sm_90a" and sass.target((12, 1)) == "sm_121"
 
 
 def test_a_device_that_runs_the_cubin_wrong_keeps_the_drivers_compile(fake, monkeypatch):

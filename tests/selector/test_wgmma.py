@@ -51,3 +51,22 @@ def test_tuning_space_has_both_writers_for_every_candidate():
     space = wgmma_tuning_space(p, first)
     assert space[0] == first and {**first, "dispatch": "swizzled"} in space
     assert len([s for s in space if s.get("staged_output") is not None]) >= 2 * len(CANDIDATES)
+
+
+def test_a_48_kib_device_with_wgmma_takes_the_small_rings():
+    """NVIDIA's OpenCL with wgmma (kernels built by nvJitLink): no 4-slot candidate fits 48 KiB,
+    so two-slot rings of 48 KiB (aligned in the declaration: no run-time slack), row-major order,
+    no batch pending; CUDA keeps its candidates."""
+    import dataclasses
+    import numpy as np
+    from gemm_engine.call.prepare import dense_problem
+    from gemm_engine.codegen.device import SASS_BUILD, nominal_cuda_device, nominal_opencl_device
+    from gemm_engine.codegen.dialect import dialect_for
+    from gemm_engine.selector.wgmma import CANDIDATES, SMALL_RINGS, select_wgmma_tiling
+    plain = nominal_opencl_device("sm_90")
+    dialect = dialect_for(dataclasses.replace(plain, features=plain.features | {SASS_BUILD, "wgmma"}))
+    sel = select_wgmma_tiling(dense_problem(1, 4096, 4096, 4096, np.dtype(np.float16)), dialect)
+    got = tuple(sel[k] for k in ("warpgroups_m", "warpgroups_n", "partition_m", "tile_n", "stages"))
+    assert got == SMALL_RINGS[0] and sel["dispatch"] == "row_major" and sel["wgmma_pending"] == 0
+    cuda = select_wgmma_tiling(dense_problem(1, 4096, 4096, 4096, np.dtype(np.float16)), dialect_for(nominal_cuda_device(9, 0)))
+    assert tuple(cuda[k] for k in ("warpgroups_m", "warpgroups_n", "partition_m", "tile_n", "stages")) in CANDIDATES

@@ -3,6 +3,8 @@ instruction n, the device check), its accumulator layout (128 units hold the 64 
 ``columns`` selects whole 8-column groups), and SwizzledOperandLayout's offsets and descriptors."""
 from __future__ import annotations
 
+import re
+
 import dataclasses
 import types
 
@@ -109,6 +111,6 @@ def test_descriptor_fields():
     assert ((mn.descriptor_bits() >> 16) & 0x3FFF) == (64 * 128) >> 4
     expr = k_major.descriptor("addr")
     for addr in (0x400, 0x3_FFF0, 0x1_0400):                 # high address bits are dropped
-        value = eval(expr.replace("(unsigned long long)", "").replace("ull", "").replace("u)", ")"), {}, {"addr": addr})
+        value = eval(re.sub(r"(\b(?:0x[0-9A-Fa-f]+|\d+))u\b", r"\1", expr.replace("(u64)", "")), {}, {"addr": addr})
         assert value == bits | ((addr >> 4) & 0x3FFF)
         assert value & 0x3FFF == (addr >> 4) & 0x3FFF and value >> 14 << 14 == bits

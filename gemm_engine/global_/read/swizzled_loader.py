@@ -161,9 +161,9 @@ class SwizzledChunkLoader(Loader):
         return "\n".join(out)
 
     def _copies(self, cfg, d, src, at, dst, checked) -> list[str]:
-        lines = [f"const char* gsrc = (const char*)({at});"]
+        lines = [f"const GLOBAL char* gsrc = (const GLOBAL char*)({at});"]
         if checked:
-            lines.append(f"if (n <= 0) gsrc = (const char*){src.ptr};")
+            lines.append(f"if (n <= 0) gsrc = (const GLOBAL char*){src.ptr};")
         return lines + cp_async_pieces(d, "gsrc", dst, cfg.vec, cfg.piece, cfg.size, checked)
 
     def commit(self, cfg: SwizzledLoaderConfig, d: Dialect, stage_base: str) -> str:

@@ -163,7 +163,7 @@ class PairedWriter(DirectWriter):
         code = self.paired(g, cfg, d, scope, pair,
                            lambda row, col, value, hoist: g.store(cfg, d, scope, row, col, value, hoist), "out_pairs")
         size = cfg.out.itemsize
-        return (f"const bool out_pairs = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {size})) "
+        return (f"const bool out_pairs = ((((u64){out.ptr}) | (u64)({out.ld} * {size})) "
                 f"& {2 * size - 1}) == 0;\n" + code)
 
 
@@ -193,7 +193,7 @@ class StagedWriter(PairedWriter):
         ring = g.shared_ring(cfg, d)
         st, et, out = cfg.stage, cfg.out, scope.out
         ld, vec = self.pitch(cfg), 16 // et.itemsize
-        out_t = d.storage_type(et)
+        out_t = f"{d.pointer_space('local')} {d.storage_type(et)}".strip()
         per_row = st.stage_n // vec
 
         def to_tile(row, col, value):
@@ -210,7 +210,7 @@ class StagedWriter(PairedWriter):
             f"{out_t}* out_tile = ({out_t}*){ring.pointer};",
             g.stage.write(cfg.stage, d, StoreWriter(to_tile, loops=cfg.epilogue.identity)),
             "SYNC_CUBE();",
-            f"const bool out_vectors = ((((unsigned long long){out.ptr}) | (unsigned long long)({out.ld} * {et.itemsize})) & 15) == 0;",
+            f"const bool out_vectors = ((((u64){out.ptr}) | (u64)({out.ld} * {et.itemsize})) & 15) == 0;",
             f"for (int i = UNIT_ID; i < {st.stage_m * per_row}; i += {st.units}) {{",
             f"const int r = i / {per_row}, c = (i % {per_row}) * {vec};",
             f"if ({scope.m0} + r < {scope.m}) {{",

@@ -16,6 +16,7 @@
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
+typedef unsigned long long u64;
 KERNEL LAUNCH_BOUNDS(64) void gemm_engine_kernel(
     const GLOBAL float* RESTRICT lhs_base,
     i64 lhs_offset,

@@ -16,6 +16,7 @@
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
+typedef unsigned long long u64;
 INLINE float f16_to_f32(unsigned short bits) {
     float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f;
 }
@@ -532,7 +533,7 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
         cur_slot = cur_slot + 1 == 3 ? 0 : cur_slot + 1;
         load_slot = load_slot + 1 == 3 ? 0 : load_slot + 1;
     }
-    const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;
+    const bool out_pairs = ((((u64)out) | (u64)(out_ld * 2)) & 3) == 0;
     if (out_pairs) *(GLOBAL unsigned*)(out + (cube_m0 + plane_m0 + 0 + (lane >> 2)) * out_ld + cube_n0 + plane_n0 + 0
             + ((lane & 3) << 1)) = ptx_cvt_rn_f16x2(acc_0_0[1], acc_0_0[0]);
     else {

@@ -17,6 +17,7 @@
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
+typedef unsigned long long u64;
 INLINE float bf16_to_f32(unsigned short bits) { return UINT_AS_FLOAT(((unsigned int)bits) << 16); }
 INLINE unsigned short f32_to_bf16(float value) {
     unsigned int u = FLOAT_AS_UINT(value);
@@ -105,8 +106,8 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     const unsigned ring_base = (((unsigned)__cvta_generic_to_shared(gemm_ring)) + 1023u) & ~1023u;
     const unsigned lhs_ring = ring_base;
     const unsigned rhs_ring = ring_base + 131072u;
-    const unsigned long long lhs_desc0 = 4611686293305360384ull | (unsigned long long)(((lhs_ring) >> 4) & 0x3FFFu);
-    const unsigned long long rhs_desc0 = 4611686293338849280ull | (unsigned long long)(((rhs_ring) >> 4) & 0x3FFFu);
+    const u64 lhs_desc0 = ((u64)1073741888u << 32 | 65536u) | (u64)(((lhs_ring) >> 4) & 0x3FFFu);
+    const u64 rhs_desc0 = ((u64)1073741888u << 32 | 33554432u) | (u64)(((rhs_ring) >> 4) & 0x3FFFu);
     const i64 cube = CUBE_ID;
     const i64 cubes_m = (M + 255) / 256;
     const i64 cubes_n = (N + 127) / 128;
@@ -120,7 +121,8 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     const i64 cube_m0 = cube_row * 256;
     const i64 cube_n0 = cube_col * 128;
     /* == global: WgmmaPipelinedGlobalMatmul 'wgmma_pipelined_global': check_m=0 check_n=0 check_k=0 stages=4
-       carry_fragments=0 pending=1 | lhs SwizzledChunkLoader rhs SwizzledChunkLoader writer StagedWriter == */
+       carry_fragments=0 pending=1 align_slack=1024 | lhs SwizzledChunkLoader rhs SwizzledChunkLoader writer
+       StagedWriter == */
     /* == stage: WarpgroupPartitionedStage 'warpgroup_partitioned_stage': stage_m=256 stage_n=128 stage_k=64 units=256
        lhs_ld=64 rhs_ld=64 lhs_k_contiguous=1 rhs_k_contiguous=0 warpgroups_m=2 warpgroups_n=1 partition_m=2 | tile
        WgmmaTile: tile_m=64 tile_n=128 tile_k=16 compute=f32 smem=bf16_bits rhs_smem= smem_pad=0 plane=32 kind=bf16
@@ -130,8 +132,8 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     const int wg_index = __shfl_sync(0xffffffffu, ((UNIT_ID % 256) / 128), 0);
     const int wg_m0 = (wg_index / 1) * 128;
     const int wg_n0 = (wg_index % 1) * 128;
-    const unsigned long long wg_lhs_desc = (unsigned long long)(((wg_m0) * 128 + 0) >> 4);
-    const unsigned long long wg_rhs_desc = (unsigned long long)((((wg_n0) / 64) * 8192 + 0) >> 4);
+    const u64 wg_lhs_desc = (u64)(((wg_m0) * 128 + 0) >> 4);
+    const u64 wg_rhs_desc = (u64)((((wg_n0) / 64) * 8192 + 0) >> 4);
     float acc_0[64];
     float acc_1[64];
     #pragma unroll
@@ -154,51 +156,51 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
         if (pre < k_steps) {
             const i64 k0 = (i64)pre * 64;
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 0 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 0 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 0 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 32 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 32 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 4096 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 64 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 64 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 8192 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 96 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 96 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 12288 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 128 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 128 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 16384 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 160 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 160 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 20480 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 192 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 192 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 24576 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 224 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 224 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (pre) * 32768u) + lhs_sw_dst + 28672 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 0 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 0 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 0 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 16 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 16 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 2048 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 32 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 32 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 4096 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 48 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 48 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (pre) * 16384u) + rhs_sw_dst + 6144 + 0, gsrc + 0);
             }
             lhs_sw_src += 64;
@@ -215,51 +217,51 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
         if (more) {
             const i64 k0 = (i64)(step + 2) * 64;
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 0 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 0 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 0 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 32 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 32 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 4096 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 64 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 64 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 8192 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 96 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 96 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 12288 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 128 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 128 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 16384 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 160 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 160 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 20480 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 192 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 192 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 24576 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(lhs_sw_src + 224 * lhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(lhs_sw_src + 224 * lhs_ld);
                 ptx_cp_async_cg_16((lhs_ring + (load_slot) * 32768u) + lhs_sw_dst + 28672 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 0 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 0 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 0 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 16 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 16 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 2048 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 32 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 32 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 4096 + 0, gsrc + 0);
             }
             {
-                const char* gsrc = (const char*)(rhs_sw_src + 48 * rhs_ld);
+                const GLOBAL char* gsrc = (const GLOBAL char*)(rhs_sw_src + 48 * rhs_ld);
                 ptx_cp_async_cg_16((rhs_ring + (load_slot) * 16384u) + rhs_sw_dst + 6144 + 0, gsrc + 0);
             }
             lhs_sw_src += 64;
@@ -267,22 +269,22 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
         }
         ptx_cp_async_commit();
         ptx_wgmma_fence();
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 0), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 0));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 512), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 0));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 2), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 128));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 514), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 128));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 4), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 256));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 516), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 256));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 6), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 384));
-        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (unsigned long long)(cur_slot * 2048)) + wg_lhs_desc
-                + 518), ((rhs_desc0 + (unsigned long long)(cur_slot * 1024)) + wg_rhs_desc + 384));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 0),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 0));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 512),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 0));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 2),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 128));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 514),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 128));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 4),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 256));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 516),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 256));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_0, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 6),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 384));
+        ptx_wgmma_m64n128k16_f32_bf16_t01(acc_1, ((lhs_desc0 + (u64)(cur_slot * 2048)) + wg_lhs_desc + 518),
+                ((rhs_desc0 + (u64)(cur_slot * 1024)) + wg_rhs_desc + 384));
         ptx_wgmma_commit();
         ptx_wgmma_wait_1();
         cur_slot = cur_slot + 1 == 4 ? 0 : cur_slot + 1;
@@ -291,7 +293,7 @@ KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     ptx_wgmma_wait_0();
     ptx_pin_f32_64(acc_0);
     ptx_pin_f32_64(acc_1);
-    const bool out_pairs = ((((unsigned long long)out) | (unsigned long long)(out_ld * 2)) & 3) == 0;
+    const bool out_pairs = ((((u64)out) | (u64)(out_ld * 2)) & 3) == 0;
     if (out_pairs) {
         #pragma unroll
         for (int i = 0; i < 16; ++i) {

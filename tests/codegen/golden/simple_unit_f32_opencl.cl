@@ -15,6 +15,7 @@
 #define FLOAT_AS_UINT(x) as_uint(x)
 #define UINT_AS_FLOAT(x) as_float(x)
 typedef long i64;
+typedef ulong u64;
 KERNEL LAUNCH_BOUNDS(256) void gemm_engine_kernel(
     const GLOBAL float* RESTRICT lhs_base,
     i64 lhs_offset,

@@ -16,6 +16,7 @@
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
+typedef unsigned long long u64;
 INLINE float bf16_to_f32(unsigned short bits) { return UINT_AS_FLOAT(((unsigned int)bits) << 16); }
 INLINE unsigned short f32_to_bf16(float value) {
     unsigned int u = FLOAT_AS_UINT(value);

@@ -16,6 +16,7 @@
 #define FLOAT_AS_UINT(x) __float_as_uint(x)
 #define UINT_AS_FLOAT(x) __uint_as_float(x)
 typedef long long i64;
+typedef unsigned long long u64;
 INLINE float ge_epilogue(float x, float bias_value) {
     x += bias_value;
     return (x < 0.0f ? 0.0f : x);
