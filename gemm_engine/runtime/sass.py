@@ -145,7 +145,7 @@ def check(cl, dev, compute_capability) -> str | None:
         return f"${ENV}=off"
     if compute_capability is None:
         return "the device reports no compute capability"
-    return _once(cl, dev, target(compute_capability), _CHECK, 64, lambda g, u: g * 1000 + (63 - u) * 3 + 7)
+    return _once(cl, dev, target(compute_capability), _CHECK, 64, _check_words)
 
 
 def check_wgmma(cl, dev, compute_capability) -> str | None:
@@ -165,7 +165,12 @@ def _once(cl, dev, arch: str, source: str, units: int, want) -> str | None:
         return _checked[key]
 
 
-def _run_check(cl, dev, arch: str, source: str = _CHECK, units: int = 64, want=None) -> str | None:
+def _check_words(g, u):
+    """The words `_CHECK` writes: group g's unit u holds what unit 63 - u stored, plus 7."""
+    return g * 1000 + (63 - u) * 3 + 7
+
+
+def _run_check(cl, dev, arch: str, source: str = _CHECK, units: int = 64, want=_check_words) -> str | None:
     try:
         _nvjitlink().version()
     except Exception as exc:   # noqa: BLE001 -- no cuda-bindings, or no libnvJitLink beside it
@@ -184,5 +189,4 @@ def _run_check(cl, dev, arch: str, source: str = _CHECK, units: int = 64, want=N
     except Exception as exc:   # noqa: BLE001 -- any build or run failure keeps the driver's compile
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
     g, u = np.divmod(np.arange(groups * units, dtype=np.uint32), units)
-    expected = (want or (lambda g, u: g * 1000 + (63 - u) * 3 + 7))(g, u)
-    return None if np.array_equal(out, expected) else "a cubin of nvJitLink ran, but wrote wrong words"
+    return None if np.array_equal(out, want(g, u)) else "a cubin of nvJitLink ran, but wrote wrong words"
