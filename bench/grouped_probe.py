@@ -1,7 +1,7 @@
 """Candidate tilings of the grouped pipeline on bench/grouped.py's rows (issue 30): which tile, ring,
 schedule and persistent grid each row's default should have, all timed in one run.
 
-    python3 bench/grouped_probe.py [--rows small_64,...] [--repeat 10]
+    python3 bench/grouped_probe.py [--rows small_64,...] [--candidates row_major,...] [--repeat 10]
                                    (refreshes bench/results/<device>/grouped_probe.md)
 
 Every candidate is ``grouped_specialized_wgmma`` with the knobs named in its label (the rest the
@@ -43,7 +43,7 @@ WIDE = {
 }
 #: knobs tried on top of the default's tiling.
 AROUND = {"persistent=1": dict(persistent=1), "persistent=3": dict(persistent=3),
-          "row_major": dict(dispatch="row_major")}
+          "row_major": dict(dispatch="row_major"), "grouped8": dict(dispatch="grouped", dispatch_width=8)}
 #: fp8 block-scaled rows.
 PROMOTED = {
     "128x128 behind": dict(warpgroups_m=2, tile_n=128, stages=6, promote_behind=True),
@@ -55,7 +55,7 @@ PROMOTED = {
 }
 
 
-def probe_row(run: grouped.Run, row: grouped.Row, repeat: int) -> dict:
+def probe_row(run: grouped.Run, row: grouped.Row, repeat: int, only: set | None = None) -> dict:
     torch, eng = run.torch, run.engine
     counts = grouped.counts_for(run.rng, row)
     x, w, scales = run.operands(row)
@@ -75,6 +75,7 @@ def probe_row(run: grouped.Run, row: grouped.Row, repeat: int) -> dict:
     rec["default"] = run.choice()
     fns = {"default": run.capture(call()).replay}
     knobs = {**(PROMOTED if row.fp8 else WIDE), **AROUND}
+    knobs = {label: k for label, k in knobs.items() if only is None or label in only}
     for label, k in knobs.items():
         try:
             alg = REGISTRY["grouped_specialized_wgmma"](**k)
@@ -127,6 +128,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--rows", default="small_64,small_64_balanced,small_64_skewed,experts_256,mixtral_up")
+    p.add_argument("--candidates", help="comma-separated labels to try (default: every one)")
     p.add_argument("--json")
     current_tables.add_arguments(p, "grouped_probe")
     args = p.parse_args(argv)
@@ -140,7 +142,8 @@ def main(argv=None):
     recs = []
     for name in args.rows.split(","):
         try:
-            recs.append(probe_row(run, by_name[name], args.repeat))
+            only = set(args.candidates.split(",")) if args.candidates else None
+            recs.append(probe_row(run, by_name[name], args.repeat, only))
         except Exception as exc:  # noqa: BLE001 -- recorded, the run goes on
             recs.append({"row": name, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
             print(recs[-1], flush=True)
