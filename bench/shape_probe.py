@@ -99,7 +99,8 @@ def focus(problem, dialect) -> list[tuple[str, dict]]:
     are not whole 128-byte lines, the specialized kernel's own tiling with ``copy_ragged`` the other
     way (the ragged-copy rule's question); from `SMALL_MAX_K`, the 64 x 128 tiles."""
     from gemm_engine.batch.k_major import ragged_operands
-    from gemm_engine.selector.specialized_wgmma import SMALL_MAX_K, select_specialized_tiling, store_plan
+    from gemm_engine.selector.specialized_wgmma import (SMALL_MAX_K, pingpong_preset, select_specialized_tiling,
+                                                        store_plan)
     from gemm_engine.selector.waves import short_side, streams_weights
 
     def spec(wm, tn, stages, wn=1, **more):
@@ -128,6 +129,8 @@ def focus(problem, dialect) -> list[tuple[str, dict]]:
         out += [spec(wm, 128, 6, cluster_m=2) for wm in (1, 2)] + [spec(1, 128, 6)]
         if problem.k <= 256:
             out += [("pipelined_wgmma", dict(warpgroups_m=1, tile_n=128, stages=2, wgmma_pending=0, staged_output=True))]
+            # ping-pong: one copy's tile stores while the other's slices run
+            out += [("specialized_wgmma", pingpong_preset(problem, dialect, pm, tn)) for pm, tn in ((2, 128), (1, 256))]
     return out
 
 
