@@ -155,3 +155,18 @@ def output_view(shape, strides, itemsize: int, first_byte: int, batch: int, m: i
     if batch > 1 and (batch_stride < (m - 1) * ld + n or not wide or batch_stride % wide):
         return None
     return OutputView(ld, batch_stride)
+
+
+def out_view(array, problem, first_byte: int):
+    """How the kernels would write ``array`` in place (`output_view`), or None: a grouped call
+    writes only C-contiguous outputs in place."""
+    if problem.groups is not None:
+        return None
+    return output_view(array.shape, array.strides, array.dtype.itemsize, first_byte, problem.batch, problem.m,
+                       problem.epilogue.out_columns(problem.n))
+
+
+def same_view(runtime, x, y) -> bool:
+    """Whether device arrays ``x`` and ``y`` are one view of the same memory."""
+    return (x.shape == y.shape and x.strides == y.strides and x.dtype == y.dtype
+            and runtime.byte_span(x) == runtime.byte_span(y))

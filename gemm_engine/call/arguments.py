@@ -1,11 +1,10 @@
 """The arguments step: every kernel argument of one call, typed and named once, for every launch path.
 
-The kernels write a (batch, M, N) array (`result_target`): ``out`` itself when it is a device
-array of the result dtype, C-contiguous or with rows the kernels address by its strides (a row or
-batch slice of a larger array: `out_view`), that no input overlaps (numpy computes as if the
-inputs were copied first, so an ``out`` that overlaps an input gets the result through a
-temporary), else a fresh contiguous array: a torch tensor for a torch caller on the device, a
-runtime array otherwise.
+The kernels write a (batch, M, N) array (`result_target`): ``out`` itself where the prepare step
+found they may (call/prepare.py `writes_in_place`: a device array of the result dtype, C-contiguous
+or with rows the kernels address by its strides, views.py `out_view`, that no input overlaps, as
+numpy computes as if the inputs were copied first), else a fresh contiguous array: a torch tensor
+for a torch caller on the device, a runtime array otherwise.
 
 `CallArguments` is built once per call from the prepared arrays (`build_arguments`) and names its
 values by one rule, the rule the kernel signature's parameters follow (codegen/signature.py):
@@ -30,7 +29,7 @@ import numpy as np
 
 from ..dtypes import bits_dtype
 from ..tensors import numpy_torch_dtype, torch_bits
-from ..views import output_view
+from ..views import out_view
 from .arrays import CallArrays, Imported
 from .prepare import Prepared
 
@@ -196,15 +195,6 @@ def output_argument(target, problem) -> ArrayArgument:
     return ArrayArgument(target, (("ld", n), ("batch_stride", 0 if contiguous else problem.m * n)))
 
 
-def out_view(array, problem, first_byte: int):
-    """How the kernels would write ``array`` in place (views.py `output_view`), or None: a
-    grouped call writes only C-contiguous outputs in place."""
-    if problem.groups is not None:
-        return None
-    return output_view(array.shape, array.strides, array.dtype.itemsize, first_byte, problem.batch, problem.m,
-                       problem.epilogue.out_columns(problem.n))
-
-
 def plain_arguments(lhs, rhs, target, problem) -> CallArguments:
     """The arguments of a plain product (no epilogue) of device operands into ``target``."""
     return CallArguments(operand_argument(lhs), operand_argument(rhs), output_argument(target, problem),
@@ -248,45 +238,11 @@ class Target:
     direct: bool = False
 
 
-def reads_of(prepared: Prepared) -> list:
-    """The device arrays a call's kernels read (what ``out`` must not overlap to be written directly)."""
-    weights = [t.array for t in (prepared.qscale, prepared.qzero) if t is not None]
-    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()] + weights
-
-
-def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
-    """Whether the kernels may write ``out`` directly: a device array of the result dtype,
-    C-contiguous or with rows the kernels can address (`out_view`: elements contiguous along N,
-    rows and batch entries 16-byte aligned and apart), whose bytes no input touches, or that is
-    ``c`` itself exactly (each element reads its own c before it writes it)."""
-    request = prepared.request
-    if out.host or out.dtype != request.dtype:
-        return False
-    if not out.array.flags.c_contiguous and out_view(out.array, prepared.problem,
-                                                     runtime.byte_span(out.array)[1]) is None:
-        return False
-    c = prepared.c.array if prepared.c is not None else None
-    operands = (prepared.lhs.array, prepared.rhs.array)
-    for x in reads_of(prepared):
-        # c read element by element where it is written; an operand that is c too is read by
-        # other cubes (other output tiles) while this one writes: it must not overlap.
-        if c is not None and x is c and _same_view(runtime, x, out.array) and not any(x is y for y in operands):
-            continue
-        if runtime.may_overlap(out.array, x):
-            return False
-    return True
-
-
-def _same_view(runtime, x, y) -> bool:
-    return (x.shape == y.shape and x.strides == y.strides and x.dtype == y.dtype
-            and runtime.byte_span(x) == runtime.byte_span(y))
-
-
 def result_target(runtime, arrays: CallArrays, prepared: Prepared) -> Target:
     """The array the kernels write (see the module docstring)."""
     request = prepared.request
     out = request.out
-    if out is not None and writes_in_place(runtime, prepared, out):
+    if out is not None and prepared.in_place:
         return Target(out.array, out.array, True)
     shape, dtype = request.shape.out_shape, request.dtype
     # A masked grouped call writes only each group's counted rows, a contiguous one only the rows

@@ -16,6 +16,9 @@ MATMUL_DOC = """``act(alpha * (a @ b) + beta * c + bias) * mul``, with ``a @ b``
     alpha:       scales ``a @ b`` (a kernel argument: changing it does not recompile).
     beta, c:     add ``beta * c``, ``c`` broadcasting to the output (read in place through its
                  strides); ``beta`` defaults to 1 when ``c`` is given, ``beta=0`` does not read ``c``.
+                 ``c=out, beta=1`` with no activation or ``mul`` is ``out += alpha * (a @ b) + bias``:
+                 on Hopper the kernel adds each tile into ``out`` (a reducing TMA store) instead of
+                 reading it, the sum rounded to out's dtype twice, as ``out += a @ b`` would be.
     bias:        a vector added over the output's columns (``bias_axis=-1``, length N) or rows
                  (``bias_axis=0``, length M).
     activation:  applied last: "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", or an

@@ -53,10 +53,12 @@ def _torch_overlap(out, a, b, inputs: EpilogueInputs | None) -> bool:
     return False
 
 
-def _fused_key(key, array_meta, inputs: EpilogueInputs):
+def _fused_key(key, array_meta, inputs: EpilogueInputs, c_at_out: bool = False):
     """The call key extended by the epilogue's metadata (``array_meta(x)``: an array argument's,
     None where the fast path cannot take it), or None (general path) when an option is not a plain
-    number or such an array. Number scales fold into alpha (call/arguments.py `epilogue_values`)."""
+    number or such an array. Number scales fold into alpha (call/arguments.py `epilogue_values`).
+    ``c_at_out``: c starts where ``out`` does; with beta 1 the plan may add into ``out`` without
+    reading c (call/prepare.py `_accumulating`), which a c elsewhere must not reuse."""
     alpha, beta, *arrays = inputs
     if type(alpha) not in (float, int) or type(beta) not in (float, int, type(None)):
         return None
@@ -71,7 +73,7 @@ def _fused_key(key, array_meta, inputs: EpilogueInputs):
             meta.append(array_meta(x))
             if meta[-1] is None:
                 return None
-    return key + (alpha * factor == 1, None if beta is None else beta == 0, *meta)
+    return key + (alpha * factor == 1, None if beta is None else beta == 0, c_at_out and beta == 1, *meta)
 
 
 class FastPath:
@@ -110,7 +112,8 @@ class FastPath:
                     return None, None      # the general path computes through a temporary
                 key += ("out", out.shape, out.stride(), out.dtype, out.get_device(), out.data_ptr() % 16)
             if inputs is not None:
-                key = _fused_key(key, self._torch_meta, inputs)
+                key = _fused_key(key, self._torch_meta, inputs, out is not None and type(inputs.c) is tensor
+                                 and inputs.c.data_ptr() == out.data_ptr())
             try:
                 call = self.plans.get(key)
             except TypeError:  # an unhashable argument: the general path reports it
@@ -122,7 +125,8 @@ class FastPath:
                          rt.element_address(b) % 8,
                          None if out is None else (type(out), out.shape, out.strides, out.dtype, rt.element_address(out) % 16))
         if inputs is not None:
-            key = _fused_key(key, self._native_meta, inputs)
+            key = _fused_key(key, self._native_meta, inputs, out is not None and rt.is_native(inputs.c)
+                             and rt.byte_span(inputs.c)[:2] == rt.byte_span(out)[:2])
         call = self._cached(key)
         return key, (None if call is None else self._native_call(call, a, b, out, inputs))
 

@@ -21,7 +21,7 @@ from ..epilogue.scales import dequantize
 from ..problem import Groups, Layout, MatmulProblem
 from .arrays import CallArrays, Imported, ListArrays, import_array
 from .request import Request
-from ..views import CView, OperandView, c_view, operand_view, vector_alignment
+from ..views import CView, OperandView, c_view, operand_view, out_view, same_view, vector_alignment
 
 
 @dataclass
@@ -71,6 +71,8 @@ class Prepared:
     qscale: DeviceTerm | None = None
     qzero: DeviceTerm | None = None
     mul: DeviceTerm | None = None
+    #: Whether the kernels write the caller's ``out`` itself (`writes_in_place`), not a temporary.
+    in_place: bool = False
 
     @property
     def terms(self) -> dict:
@@ -95,6 +97,7 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
     if request.weights is not None:
         prepared = _quantized(lhs, request)
         _epilogue_terms(runtime, prepared, request)
+        prepared.in_place = request.out is not None and writes_in_place(runtime, prepared, request.out)
         return prepared
     rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, False, grouped is not None)
     problem = MatmulProblem(shape.batch if grouped is None else grouped.groups, shape.m, shape.n, shape.k,
@@ -103,6 +106,48 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
                             groups=None if grouped is None else Groups(grouped.layout))
     prepared = Prepared(request, problem, lhs, rhs)
     _epilogue_terms(runtime, prepared, request)
+    prepared.in_place = request.out is not None and writes_in_place(runtime, prepared, request.out)
+    return _accumulating(runtime, prepared)
+
+
+
+def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
+    """Whether the kernels may write ``out`` directly: a device array of the result dtype,
+    C-contiguous or with rows the kernels can address (`out_view`: elements contiguous along N,
+    rows and batch entries 16-byte aligned and apart), whose bytes no input touches, or that is
+    ``c`` itself exactly (each element reads its own c before it writes it)."""
+    request = prepared.request
+    if out.host or out.dtype != request.dtype:
+        return False
+    if not out.array.flags.c_contiguous and out_view(out.array, prepared.problem,
+                                                     runtime.byte_span(out.array)[1]) is None:
+        return False
+    c = prepared.c.array if prepared.c is not None else None
+    operands = (prepared.lhs.array, prepared.rhs.array)
+    for x in reads_of(prepared):
+        # c read element by element where it is written; an operand that is c too is read by
+        # other cubes (other output tiles) while this one writes: it must not overlap.
+        if c is not None and x is c and same_view(runtime, x, out.array) and not any(x is y for y in operands):
+            continue
+        if runtime.may_overlap(out.array, x):
+            return False
+    return True
+
+def reads_of(prepared: Prepared) -> list:
+    """The device arrays a call's kernels read (what ``out`` must not overlap to be written directly)."""
+    weights = [t.array for t in (prepared.qscale, prepared.qzero) if t is not None]
+    return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()] + weights
+
+def _accumulating(runtime, prepared: Prepared) -> Prepared:
+    """``prepared`` with the accumulating epilogue (`Epilogue.accumulate`: a writer may add the
+    product into the output instead of reading c) where c is ``out`` itself, written in place, with
+    beta 1 and nothing applied after the sum."""
+    request, epilogue, out = prepared.request, prepared.problem.epilogue, prepared.request.out
+    if (out is None or prepared.c is None or prepared.c.copied or request.beta != 1 or epilogue.activation
+            or epilogue.mul or epilogue.row_scale):
+        return prepared
+    if same_view(runtime, prepared.c.array, out.array) and prepared.in_place:
+        prepared.problem = replace(prepared.problem, epilogue=replace(epilogue, accumulate=True))
     return prepared
 
 
@@ -303,7 +348,9 @@ def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
                             element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
                             request.precision, request.epilogue, groups=Groups("list"))
     groups = DeviceTerm(runtime.upload(np.asarray(table, np.int64)), 1, True)
-    return Prepared(request, problem, lhs, rhs, groups=groups)
+    prepared = Prepared(request, problem, lhs, rhs, groups=groups)
+    prepared.in_place = request.out is not None and writes_in_place(runtime, prepared, request.out)
+    return prepared
 
 
 def _list_side(runtime, imps: list, dtype, shapes: list) -> tuple[DeviceOperand, list]:

@@ -222,10 +222,11 @@ INLINE unsigned short f32_to_f16(float value) {
         initializations included, are visible to all after)."""
         return f"{self._use(ptx.cluster_sync())}();"
 
-    def tma_store(self, tensor_map: str, src: str, coords: list[str]) -> str:
+    def tma_store(self, tensor_map: str, src: str, coords: list[str], add: bool = False) -> str:
         """Statement: copy the box at shared address ``src`` to the tensor-map parameter
-        ``tensor_map`` at ``coords`` (innermost first), in this unit's bulk group."""
-        name = self._use(ptx.tma_store(len(coords)))
+        ``tensor_map`` at ``coords`` (innermost first), in this unit's bulk group; ``add``: add it
+        into what is there."""
+        name = self._use(ptx.tma_store(len(coords), add))
         return f"{name}(&{tensor_map}, {src}, {', '.join(f'(int)({c})' for c in coords)});"
 
     def bulk_commit(self) -> str:

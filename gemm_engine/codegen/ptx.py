@@ -329,14 +329,16 @@ def tma_load_multicast(rank: int) -> tuple[str, str]:
                     ins=['"r"(dst)', '"l"(map)', '"r"(bar)', '"h"(mask)', *cins], memory=True))
 
 
-def tma_store(rank: int) -> tuple[str, str]:
+def tma_store(rank: int, add: bool = False) -> tuple[str, str]:
     """``cp.async.bulk.tensor.{rank}d`` of one box from shared memory at ``src`` to the tensor map
     at generic address ``map`` (a ``__grid_constant__`` parameter) at coordinates ``c0..``, in this
-    unit's bulk group. Elements of the box outside the tensor are not written."""
+    unit's bulk group; ``add``: ``cp.reduce.async.bulk.tensor`` adding the box into the tensor (in
+    the map's element type). Elements of the box outside the tensor are not written."""
     coords, cparams, cins = _tma_coords(rank, 2)
-    return _fn(f"ptx_tma_store_{rank}d", f"const void* map, unsigned src, {cparams}",
-               _asm(f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [%0, {{{coords}}}], [%1];",
-                    ins=['"l"(map)', '"r"(src)', *cins], memory=True))
+    op, reduce = ("add", ".add") if add else ("store", "")
+    return _fn(f"ptx_tma_{op}_{rank}d", f"const void* map, unsigned src, {cparams}",
+               _asm(f"cp{'.reduce' if add else ''}.async.bulk.tensor.{rank}d.global.shared::cta{reduce}.tile.bulk_group "
+                    f"[%0, {{{coords}}}], [%1];", ins=['"l"(map)', '"r"(src)', *cins], memory=True))
 
 
 def bulk_commit() -> tuple[str, str]:

@@ -61,6 +61,9 @@ class Epilogue:
     mul: ElementType | None = None        # multiply the result by ``mul[b, row, col]`` (any strides)
     row_scale: bool = False               # multiply the result by ``row_scale[row]`` (float32), last
     grouped: bool = False                 # array terms move per group (``<term>_group_stride``)
+    # c is the output itself and beta 1, nothing applied after the sum: a writer may add the rest
+    # into the output (a reducing store) instead of reading c (`apply`'s ``c_value``).
+    accumulate: bool = False
 
     def __post_init__(self):
         if self.bias_axis not in (0, 1):
@@ -68,6 +71,9 @@ class Epilogue:
         if self.paired and self.c is not None:
             raise ValueError(f"Epilogue: the gated activation {self.activation!r} pairs output columns; c (which "
                              f"the output's shape would index) is not supported with it")
+        if self.accumulate and (self.c is None or self.activation or self.mul or self.row_scale):
+            raise ValueError("Epilogue.accumulate: the output is c, added last (no activation, mul or row scale "
+                             "after the sum)")
         if self.paired and (self.row_scale or self.grouped):
             raise ValueError(f"Epilogue: the gated activation {self.activation!r} pairs output columns, which the "
                              f"grouped epilogue (row scales, terms per group) does not")
@@ -216,16 +222,18 @@ class Epilogue:
             lines.append("x += bias_value;")
         return params, lines
 
-    def apply(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None = None) -> str:
+    def apply(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None = None,
+              c_value: str | None = None) -> str:
         """Expression: the epilogue of accumulator ``value`` at global output (``row``, ``col``).
         ``hoist``: the scale values are read into variables first (`hoisted_scales` declares
-        them): ``hoist`` maps (scale name, index expression) to the variable's name."""
+        them): ``hoist`` maps (scale name, index expression) to the variable's name. ``c_value``:
+        an expression standing for c there (an accumulating writer's 0: it adds into c itself)."""
         if self.identity:
             return value
         if self.paired:
             raise ValueError("Epilogue.apply: a paired epilogue is stored a column pair at a time "
                              "(global_/write/pairs.py)")
-        args = self._pre_args(d, value, row, col, hoist)
+        args = self._pre_args(d, value, row, col, hoist, c_value)
         if self.mul is not None:
             args.append(self.mul_value(d, row, col))
         if self.row_scale:
@@ -233,7 +241,8 @@ class Epilogue:
                         else hoist.setdefault(("row_scale", row), f"ge_row_scale_{len(hoist)}"))
         return f"{_FUNCTION}({', '.join(args)})"
 
-    def _pre_args(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None) -> list[str]:
+    def _pre_args(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None,
+                  c_value: str | None = None) -> list[str]:
         args = [value]
         for name, index in (("lhs_scale", row), ("rhs_scale", col)):
             if name in self.vector_scales:
@@ -244,7 +253,7 @@ class Epilogue:
         if self.scaled:
             args.append("alpha")
         if self.c is not None:
-            args += [d.load_global(self.c, "c", f"({row}) * c_row_stride + ({col}) * c_col_stride"), "beta"]
+            args += [c_value or d.load_global(self.c, "c", f"({row}) * c_row_stride + ({col}) * c_col_stride"), "beta"]
         if self.bias is not None:
             index = col if self.bias_axis == 1 else row
             args.append(d.load_global(self.bias, "bias", f"({index}) * bias_stride"))

@@ -244,10 +244,10 @@ class GlobalMatmul(ABC):
 
     @staticmethod
     def output_value(cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str,
-                     hoist: dict | None = None) -> str:
+                     hoist: dict | None = None, c_value: str | None = None) -> str:
         """Expression: what is stored for accumulator ``value`` of tile element (row, col): the
-        accumulator through the problem's fused epilogue (``hoist``: `Epilogue.apply`'s)."""
-        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}", hoist)
+        accumulator through the problem's fused epilogue (``hoist``, ``c_value``: `Epilogue.apply`'s)."""
+        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}", hoist, c_value)
 
     @staticmethod
     def bounds(cfg: GlobalConfig, scope, row: str, col: str) -> list[str]:

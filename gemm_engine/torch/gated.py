@@ -20,7 +20,7 @@ Here instead, with ``W`` the interleaved weight (2H x K) and ``x`` (M x K):
   derivative kernels; ``gate(zg)`` kept from the forward, as torch keeps it); ``dx = dzg @ Wg +
   dzu @ Wu`` as two GEMMs, the second adding the first through its ``c`` term; ``dWg = dzg^T @ x``
   and ``dWu = dzu^T @ x`` written in place into the interleaved gradient's rows (``out`` with rows
-  2K apart: call/arguments.py `out_view`). Writing dz interleaved instead (one GEMM each for dx
+  2K apart: views.py `out_view`). Writing dz interleaved instead (one GEMM each for dx
   and dW) cost its two elementwise kernels 2.2x their time (stride-2 writes of 2-byte halves:
   0.26 ms each a step at 4096 tokens) and a stack afterwards 0.7 ms.
 """

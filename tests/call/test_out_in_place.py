@@ -1,13 +1,13 @@
 """An ``out`` whose rows lie apart (a column slice, one half of interleaved rows, a batch with gaps)
 is written in place by the kernels, through its own leading dimension and batch stride
-(call/arguments.py `out_view`); one they cannot address (unaligned rows, rows not whole 16-byte
+(views.py `out_view`); one they cannot address (unaligned rows, rows not whole 16-byte
 pieces, strided columns) still gets the result through a temporary. Either way only out's elements change."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gemm_engine.call import arguments
+from gemm_engine.call import prepare
 from helpers import assert_close, random
 
 cla = pytest.importorskip("pyopencl.array")
@@ -37,8 +37,8 @@ def test_out_with_rows_apart(opencl_engine, rng, monkeypatch, case, epilogue):
     base = cla.to_device(q, poison)
     out = base[index]
     decisions = []
-    real = arguments.writes_in_place
-    monkeypatch.setattr(arguments, "writes_in_place", lambda *args: decisions.append(real(*args)) or decisions[-1])
+    real = prepare.writes_in_place
+    monkeypatch.setattr(prepare, "writes_in_place", lambda *args: decisions.append(real(*args)) or decisions[-1])
     for _ in range(2):                    # the second call takes the fast path with the same out
         result = opencl_engine.matmul(cla.to_device(q, a), cla.to_device(q, b), out=out, **kw)
         assert result is out

@@ -116,6 +116,9 @@ class TmaStoreWriter(PairedWriter):
         stg, out = self._staging(g, cfg, d, scope)
         storage, ctype = cfg.out.storage, d.storage_type(cfg.out)
         band, parts = self.band(cfg), cfg.writer.store_parts
+        # The output is c (beta 1): the tile is added into it by reducing stores, c never read.
+        add = cfg.epilogue.accumulate
+        c_value = d.zero(cfg.epilogue.compute) if add else None
         width = cfg.stage.stage_n // parts
         code = [f"if ({out.map_flag}) {{"]
         for part in range(parts):
@@ -130,13 +133,14 @@ class TmaStoreWriter(PairedWriter):
 
             def single(row, col, value, hoist, at=at):
                 store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
-                                       g.output_value(cfg, d, scope, row, col, value, hoist))
+                                       g.output_value(cfg, d, scope, row, col, value, hoist, c_value))
                 return g.guarded(cfg, scope, row, col, store)
 
             bands = [(f"{scope.n0} + {first + j * band}", bool(first + j * band)) for j in range(width // band)]
             code += self._staged_part(cfg, d, scope, stg, out, bands, scope.n,
                                       self.paired(g, cfg, d, scope, pair, single, None,
-                                                  range(first, first + width) if parts > 1 else None))
+                                                  range(first, first + width) if parts > 1 else None, c_value),
+                                      add)
         return "\n".join([*code, "} else {", direct, "}"])
 
     def _staging(self, g, cfg, d, scope):
@@ -148,14 +152,15 @@ class TmaStoreWriter(PairedWriter):
                                         "output tensor map")
         return stg, out
 
-    def _staged_part(self, cfg, d, scope, stg, out, bands, bound: str, fill: str) -> list[str]:
+    def _staged_part(self, cfg, d, scope, stg, out, bands, bound: str, fill: str, add: bool = False) -> list[str]:
         """One staged part: wait until the last bulk stores (this tile's previous part, or the last
         tile's) have read the staging tile, ``fill`` it, make it visible to TMA, and store one box
-        per band: ``bands`` holds each band's output column and whether it is checked against
-        ``bound``."""
+        per band (``add``: add it into the output): ``bands`` holds each band's output column and
+        whether it is checked against ``bound``."""
         rows, stores = cfg.stage.stage_m, []
         for j, (col, checked) in enumerate(bands):
-            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch])
+            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch],
+                                add)
             stores.append(f"if ({col} < {bound}) {store}" if cfg.check_n and checked else store)
         return [f"if ({stg.elected}) {d.bulk_wait(0, read=True)}", stg.sync, fill, d.fence_proxy_async(), stg.sync,
                 f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}"]

@@ -97,14 +97,15 @@ class PairedWriter(DirectWriter):
         return f"{{ {vec} pv; pv.x = {lo}; pv.y = {hi}; {d.vector_ref(space, storage, 2, pointer)} = pv; }}"
 
     @staticmethod
-    def paired(g, cfg, d, scope, pair, single, flag: str | None, columns: range | None = None) -> str:
+    def paired(g, cfg, d, scope, pair, single, flag: str | None, columns: range | None = None,
+               c_value: str | None = None) -> str:
         """The stage's accumulators (those of the stage tile's ``columns`` where given) written two
         at a time where two in a row are (row, col) and (row, col + 1), ``flag`` (if any) holds and
         both are in range: ``pair(row, col, lo, hi)`` with the converted outputs, else
         ``single(row, col, value, hoist)`` each (bounds checked there). Where only ``flag`` decides
         and the stage renders its stores as loops, it is tested once, around a version of each.
         The epilogue's scale values are read once each, ahead of the stores
-        (`epilogue.hoisted_scales`), in a block of their own."""
+        (`epilogue.hoisted_scales`), in a block of their own. ``c_value``: `Epilogue.apply`'s."""
         hoist: dict = {}
 
         def stores(writer):
@@ -124,8 +125,8 @@ class PairedWriter(DirectWriter):
                 if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
                     return single(r0, c0, v0, hoist) + "\n" + single(row, col, value, hoist)
                 conds = conds_of(r0, c0)
-                hi = g.output_value(cfg, d, scope, row, col, value, hoist)
-                lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist)
+                hi = g.output_value(cfg, d, scope, row, col, value, hoist, c_value)
+                lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist, c_value)
                 both = pair(r0, c0, lo, hi)
                 if not conds:
                     return both
