@@ -17,8 +17,8 @@ MATMUL_DOC = """``act(alpha * (a @ b) + beta * c + bias) * mul``, with ``a @ b``
     beta, c:     add ``beta * c``, ``c`` broadcasting to the output (read in place through its
                  strides); ``beta`` defaults to 1 when ``c`` is given, ``beta=0`` does not read ``c``.
                  ``c=out, beta=1`` with no activation or ``mul`` is ``out += alpha * (a @ b) + bias``:
-                 on Hopper the kernel adds each tile into ``out`` (a reducing TMA store) instead of
-                 reading it, the sum rounded to out's dtype twice, as ``out += a @ b`` would be.
+                 on Hopper a 16-bit ``out`` gets each tile added (a reducing TMA store) instead of
+                 read, the sum rounded to out's dtype twice, as ``out += a @ b`` would be.
     bias:        a vector added over the output's columns (``bias_axis=-1``, length N) or rows
                  (``bias_axis=0``, length M).
     activation:  applied last: "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", or an

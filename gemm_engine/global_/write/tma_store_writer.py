@@ -47,6 +47,8 @@ SWIZZLE = 128
 _MAX_ROWS = 256
 #: Output words a tensor map describes (the wgmma pipelines' results).
 _WORDS = ("f16_bits", "bf16_bits", "f32", "i32")
+#: Output words an accumulating epilogue adds into the output by reducing TMA stores.
+_ADDED = ("f16_bits", "bf16_bits")
 
 
 class TmaStoreWriter(PairedWriter):
@@ -117,7 +119,8 @@ class TmaStoreWriter(PairedWriter):
         storage, ctype = cfg.out.storage, d.storage_type(cfg.out)
         band, parts = self.band(cfg), cfg.writer.store_parts
         # The output is c (beta 1): the tile is added into it by reducing stores, c never read.
-        add = cfg.epilogue.accumulate
+        # 16-bit outputs only: the float32 reduction has not been run on a GPU here, so it reads c.
+        add = cfg.epilogue.accumulate and cfg.out.storage in _ADDED
         c_value = d.zero(cfg.epilogue.compute) if add else None
         width = cfg.stage.stage_n // parts
         code = [f"if ({out.map_flag}) {{"]
