@@ -97,8 +97,7 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
     if request.weights is not None:
         prepared = _quantized(lhs, request)
         _epilogue_terms(runtime, prepared, request)
-        prepared.in_place = request.out is not None and writes_in_place(runtime, prepared, request.out)
-        return prepared
+        return _placed(runtime, prepared)
     rhs = _operand(runtime, arrays.b, request.types.rhs, shape, shape.rhs_vector, False, grouped is not None)
     problem = MatmulProblem(shape.batch if grouped is None else grouped.groups, shape.m, shape.n, shape.k,
                             element_type(types.lhs), element_type(types.rhs), element_type(types.result),
@@ -106,9 +105,14 @@ def prepare(runtime, arrays: CallArrays, request: Request) -> Prepared:
                             groups=None if grouped is None else Groups(grouped.layout))
     prepared = Prepared(request, problem, lhs, rhs)
     _epilogue_terms(runtime, prepared, request)
-    prepared.in_place = request.out is not None and writes_in_place(runtime, prepared, request.out)
-    return _accumulating(runtime, prepared)
+    return _accumulating(runtime, _placed(runtime, prepared))
 
+
+def _placed(runtime, prepared: Prepared) -> Prepared:
+    """``prepared`` knowing whether the kernels write the caller's ``out`` itself."""
+    out = prepared.request.out
+    prepared.in_place = out is not None and writes_in_place(runtime, prepared, out)
+    return prepared
 
 
 def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
@@ -133,10 +137,12 @@ def writes_in_place(runtime, prepared: Prepared, out: Imported) -> bool:
             return False
     return True
 
+
 def reads_of(prepared: Prepared) -> list:
     """The device arrays a call's kernels read (what ``out`` must not overlap to be written directly)."""
     weights = [t.array for t in (prepared.qscale, prepared.qzero) if t is not None]
     return [prepared.lhs.array, prepared.rhs.array] + [t.array for t in prepared.terms.values()] + weights
+
 
 def _accumulating(runtime, prepared: Prepared) -> Prepared:
     """``prepared`` with the accumulating epilogue (`Epilogue.accumulate`: a writer may add the
@@ -348,9 +354,7 @@ def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
                             element_type(types.result), lhs.view.layout, rhs.view.layout, lhs.align, rhs.align,
                             request.precision, request.epilogue, groups=Groups("list"))
     groups = DeviceTerm(runtime.upload(np.asarray(table, np.int64)), 1, True)
-    prepared = Prepared(request, problem, lhs, rhs, groups=groups)
-    prepared.in_place = request.out is not None and writes_in_place(runtime, prepared, request.out)
-    return prepared
+    return _placed(runtime, Prepared(request, problem, lhs, rhs, groups=groups))
 
 
 def _list_side(runtime, imps: list, dtype, shapes: list) -> tuple[DeviceOperand, list]:
