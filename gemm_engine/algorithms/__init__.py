@@ -23,6 +23,7 @@ from .quantized import (QuantizedDoubleBufferingMmaAlgorithm, QuantizedSimpleMma
                         QuantizedSimpleUnitAlgorithm)
 from .dequantized import (DequantizedPipelinedMmaAlgorithm, DequantizedPipelinedWgmmaAlgorithm,  # noqa: F401
                           DequantizedSimpleUnitAlgorithm, DequantizedSpecializedWgmmaAlgorithm)
+from .quantized_specialized import QuantizedSpecializedWgmmaAlgorithm  # noqa: F401
 from .families import (DoubleBufferingAlgorithm, OrderedFamily, SimpleAlgorithm,  # noqa: F401
                        SpecializedFamily)  # registers "simple", "double_buffering", "specialized", "ordered"
 from .auto import AutoAlgorithm  # noqa: F401  (registers "auto")

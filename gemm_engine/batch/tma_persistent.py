@@ -228,6 +228,8 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         def derive(values: dict) -> dict:
             out = {}
             for op, loader, lcfg, itemsize, (rows, cols) in loaders:
+                if f"{op}_map" not in self._maps(cfg):
+                    continue            # an operand read without a map (a converting loader's packed words)
                 address, ld, stride = self.map_source(cfg, values, op, itemsize)
                 spec = loader.tensor_map_spec(lcfg, int(values[rows]), int(values[cols]), ld, stride, int(values["batch"]))
                 out[f"{op}_map"] = ENCODER.encode(address, spec)

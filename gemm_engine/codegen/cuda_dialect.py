@@ -206,6 +206,11 @@ INLINE unsigned short f32_to_f16(float value) {
             return f"{name}({dst}, &{tensor_map}, {bar}, (unsigned short)({multicast}), {args});"
         return f"{self._use(ptx.tma_load(len(coords)))}({dst}, &{tensor_map}, {bar}, {args});"
 
+    def bulk_load(self, dst: str, src: str, nbytes: str, bar: str) -> str:
+        """Statement: ``nbytes`` (a multiple of 16) from global ``src`` to shared address ``dst``,
+        completing on the mbarrier at ``bar`` (no tensor map: a contiguous run)."""
+        return f"{self._use(ptx.bulk_load())}({dst}, (const void*)({src}), {nbytes}, {bar});"
+
     # -- clusters (sm_90) ----------------------------------------------------------------------------
     @staticmethod
     def cluster_dims(cubes: int) -> str:

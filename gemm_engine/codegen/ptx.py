@@ -318,6 +318,14 @@ def tma_load(rank: int) -> tuple[str, str]:
                     f"[%0], [%1, {{{coords}}}], [%2];", ins=['"r"(dst)', '"l"(map)', '"r"(bar)', *cins], memory=True))
 
 
+def bulk_load() -> tuple[str, str]:
+    """``cp.async.bulk`` of ``bytes`` (a multiple of 16) from global ``src`` to shared ``dst`` (both
+    16-byte aligned), completing (bytes counted) on the mbarrier ``bar``: a run with no tensor map."""
+    return _fn("ptx_bulk_load", "unsigned dst, const void* src, unsigned bytes, unsigned bar",
+               _asm("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];",
+                    ins=['"r"(dst)', '"l"(src)', '"r"(bytes)', '"r"(bar)'], memory=True))
+
+
 def tma_load_multicast(rank: int) -> tuple[str, str]:
     """`tma_load` delivered to every cube of the cluster whose bit is set in ``mask``: the box lands
     at shared address ``dst`` in each of them and completes on the mbarrier at ``bar`` in each."""

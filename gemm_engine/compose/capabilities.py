@@ -91,6 +91,9 @@ SWIZZLED_CHUNK_LOADER = Capability("swizzled chunk loader", "a loader of asynchr
                                                             "into a 128-byte-swizzled ring slot")
 TMA_LOADER = Capability("TMA loader", "a loader whose one unit fills a ring slot with bulk tensor copies "
                                       "(TMA) completing on the slot's mbarrier")
+CONVERTING_LOADER = Capability("converting loader", "a loader whose packed rhs slot arrives by bulk copies and "
+                                                    "is converted by the producer's other warps into the "
+                                                    "swizzled 16-bit slot the stage reads")
 UNIT_ROWS_LOADER = Capability("unit-rows loader", "a loader of each unit's own lhs rows into its registers")
 K_MAJOR_SMEM = Capability("k-major shared memory", "operands written to shared memory k-major")
 GLOBAL_LAYOUT_SMEM = Capability("global-layout shared memory", "operands written to shared memory in "

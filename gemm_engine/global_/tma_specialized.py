@@ -60,7 +60,7 @@ from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, OWN_TILE_LOOP, PERSI
                                     TMA_LOADER)
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
-from .split_fixup import last_arriver_store
+from .split_fixup import split_store
 from .promotion import Promotion, check_promotion
 from .read.swizzled_loader import SwizzledOperandTile
 
@@ -85,6 +85,7 @@ class TmaSpecializedConfig(GlobalConfig):
     schedule: str = "cooperative"          # or "pingpong": copies of the stage take tiles in turns
     split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
     split_fixup: str = "owner"             # who adds a split tile's parts: "owner" (part 0) or "last"
+    converters: int = 0                    # producer warps converting each rhs slot (global_/tma_converting.py)
 
     @property
     def tile_loop(self) -> TileLoopRequest:
@@ -106,6 +107,7 @@ class TmaSpecializedConfig(GlobalConfig):
         return self.slot_readers * self.groups
 
     consumer_units = property(lambda self: self.stage.units * self.groups)
+    consumer_registers = property(lambda self: CONSUMER_REGISTERS[self.consumers])
 
     @property
     def units(self) -> int:
@@ -119,8 +121,8 @@ class TmaSpecializedConfig(GlobalConfig):
     def dynamic_shared_bytes(self) -> int:
         # The ring, the writer's staging tile (one per copy of the stage), a full and an empty
         # barrier per slot, and slack to align the ring to 1 KiB.
-        return (self.ring_bytes + self.staging * self.groups + (2 * self.stages + self.turn_barriers) * _BARRIER_BYTES
-                + ATOM_BYTES)
+        bars = (3 if self.converters else 2) * self.stages + self.turn_barriers   # converters: a packed-full each
+        return self.ring_bytes + self.staging * self.groups + bars * _BARRIER_BYTES + ATOM_BYTES
 
     @property
     def turn_barriers(self) -> int:
@@ -223,6 +225,10 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _turn(self, cfg: TmaSpecializedConfig, group: str) -> str:
         return f"(ring_bars + {_BARRIER_BYTES}u * ({2 * cfg.stages}u + ({group})))"
 
+    def _packed_full(self, cfg: TmaSpecializedConfig, slot: str) -> str:
+        """Converters: the mbarrier on which slot ``slot``'s packed words arrive (bulk copies)."""
+        return f"(ring_bars + {_BARRIER_BYTES}u * ({2 * cfg.stages + cfg.turn_barriers}u + ({slot})))"
+
     def _turn_wait(self, cfg: TmaSpecializedConfig, d: Dialect) -> list[str]:
         """Ping-pong, before a copy's main loop: its n-th tile waits until the other copy is past the
         slices of the tile before (turn phase n - 1 + pp_group; the first tile of copy 0 waits for
@@ -244,10 +250,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         return scope.split_tail.k_range if scope.split_tail is not None else ("0", "k_steps")
 
     def _producer(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
-        s, sk = cfg.stages, cfg.stage.stage_k
-        lb, rb = cfg.lhs_loader.smem_bytes, cfg.rhs_loader.smem_bytes
+        s, sk, lb = cfg.stages, cfg.stage.stage_k, cfg.lhs_loader.smem_bytes
         lo, hi = self._k_bounds(scope)
-        tile = "\n".join([
+        return self._producer_roles(cfg, d, scope, "\n".join([
             f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
             f"const unsigned slot = it % {s}u;",
             d.mbarrier_wait(self._empty(cfg, "slot"), f"((it / {s}u) & 1u) ^ 1u"),
@@ -255,18 +260,17 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             f"const int k0 = step * {sk};",
             self.lhs_loader.issue(cfg.lhs_loader, d, scope.lhs.tensor_map, scope.lhs.batch,
                                   f"lhs_ring + slot * {lb}u", self._full("slot"), f"(int){scope.m0}", "k0"),
-            self.rhs_loader.issue(cfg.rhs_loader, d, scope.rhs.tensor_map, scope.rhs.batch,
-                                  f"rhs_ring + slot * {rb}u", self._full("slot"), "k0", f"(int){scope.n0}",
-                                  rank=scope.cluster_rank),
-            "}",
-        ])
-        return "\n".join([
-            d.setmaxnreg(False, PRODUCER_REGISTERS),
-            f"if (UNIT_ID == {cfg.consumer_units}) {{",
-            "unsigned it = 0;",
-            scope.tiles(tile, slices="k_steps"),
-            "}",
-        ])
+            self._rhs_issue(cfg, d, scope), "}"]))
+
+    def _rhs_issue(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
+        return self.rhs_loader.issue(cfg.rhs_loader, d, scope.rhs.tensor_map, scope.rhs.batch,
+                                     f"rhs_ring + slot * {cfg.rhs_loader.smem_bytes}u", self._full("slot"), "k0",
+                                     f"(int){scope.n0}", rank=scope.cluster_rank)
+
+    def _producer_roles(self, cfg: TmaSpecializedConfig, d: Dialect, scope, issue: str) -> str:
+        """The producer warpgroup: its first unit runs ``issue`` over every tile's slices."""
+        return "\n".join([d.setmaxnreg(False, PRODUCER_REGISTERS), f"if (UNIT_ID == {cfg.consumer_units}) {{",
+                          "unsigned it = 0;", scope.tiles(issue, slices="k_steps"), "}"])
 
     def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False,
                     acc: str = "") -> list[str]:
@@ -309,7 +313,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             *self._store(cfg, d, scope, listener),
         ])
         return "\n".join([
-            d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
+            d.setmaxnreg(True, cfg.consumer_registers),
             self.stage.declare(st, d),
             *self._own_tiles(cfg, scope, tile),
             self.writer.after_tiles(self, cfg, d),
@@ -345,7 +349,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             *self._store(cfg, d, scope, listener),
         ])
         return "\n".join([
-            d.setmaxnreg(True, CONSUMER_REGISTERS[cfg.consumers]),
+            d.setmaxnreg(True, cfg.consumer_registers),
             self.stage.declare(st, d),
             self.stage.declare_promoted(st, d, cfg.promotion.behind),
             *self._own_tiles(cfg, scope, tile),
@@ -353,23 +357,14 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         ])
 
     def _store(self, cfg: TmaSpecializedConfig, d: Dialect, scope, listener) -> list[str]:
-        """After a unit's last slice: the output tile through the writer; split tail: a later part
-        stores its sums for the tile's owner, who adds them first (batch/split_tail.py), or, with
-        ``split_fixup="last"``, the last part to finish adds them all (global_/split_fixup.py)."""
+        """After a unit's last slice: the output tile through the writer; split tail: the parts'
+        sums added first (global_/split_fixup.py `split_store`)."""
         write = [*self.before_store(listener), self.write_output(cfg, d, scope)]
         if not cfg.split_tail:
             return write
-        # Owner: every consumer unit's stores, the meeting, then one release: what the owner acquires.
-        sk, st, meet = scope.split_tail, cfg.stage, d.sync_units(_SPLIT_BARRIER, cfg.stage.units)
         rows = f"(int)({scope.m} - {scope.m0})" if cfg.check_m else ""   # only rows inside M move
-        if cfg.split_fixup == "last":
-            return last_arriver_store(self.stage, cfg.stage, d, sk, meet, rows, write)
-        contribute = [self.stage.store_partial(st, d, sk.partial("CUBE_ID"), rows), meet,
-                      f"if (UNIT_ID == 0) {d.flag_release(sk.flag('CUBE_ID'))}"]
-        add = [f"if (UNIT_ID == 0) {d.flag_acquire_clear(sk.flag('split_cube'))}", meet,
-               self.stage.add_partial(st, d, sk.partial("split_cube"), rows)]
-        return [f"if ({sk.contributes}) {{", *contribute, "} else {",
-                f"if ({sk.owns_split('k_steps')}) {{", sk.contributors("\n".join(add)), "}", *write, "}"]
+        return split_store(self.stage, cfg.stage, d, scope.split_tail, d.sync_units(_SPLIT_BARRIER, cfg.stage.units),
+                           rows, write, cfg.split_fixup)
 
     def store_staging(self, cfg: TmaSpecializedConfig, d: Dialect) -> StoreStaging | None:
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""
@@ -399,9 +394,10 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                         f"the stage's partial sums are {self.stage.partial_words(cfg.stage)}")
         s, sk = cfg.stages, cfg.stage.stage_k
         listener = self.chain()
-        inits = "\n".join([d.mbarrier_init(self._full(str(i)), 1) + "\n"
+        inits = "\n".join([d.mbarrier_init(self._full(str(i)), 1 + cfg.converters) + "\n"
                            + d.mbarrier_init(self._empty(cfg, str(i)), cfg.slot_readers * cfg.cluster_m) for i in range(s)]
-                          + [d.mbarrier_init(self._turn(cfg, str(g)), 1) for g in range(cfg.turn_barriers)])
+                          + [d.mbarrier_init(self._turn(cfg, str(g)), 1) for g in range(cfg.turn_barriers)]
+                          + [d.mbarrier_init(self._packed_full(cfg, str(i)), 1) for i in range(s) if cfg.converters])
         clustered = cfg.cluster_m > 1
         return "\n".join([
             *self.kernel_start(listener),
