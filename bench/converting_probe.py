@@ -1,7 +1,7 @@
 """Probe of ``quantized_specialized_wgmma`` (issue 31, session 16): its checks against float64
-(``python3 bench/converting_probe.py edges,int8,...``: the CASES labels) and its times beside the
-engine's default choice and cuBLAS bf16 in CUDA-graph replay (``python3 bench/converting_probe.py
-time``; int4 group 128 asymmetric, prepacked, bf16 x). Rows print as JSON and go to $OUT/qs.json.
+(``python3 bench/converting_probe.py edges,int8,...``: the CASES labels) and its times, in its
+default tiling and two others, beside the engine's default choice and cuBLAS bf16 in CUDA-graph
+replay (``python3 bench/converting_probe.py time``; int4 group 128 asymmetric, prepacked, bf16 x). Rows print as JSON and go to $OUT/qs.json.
 Run a case a process (a hang is then one timeout, not the rest): bench/SELECTION_NOTES.md,
 "Converted in shared memory"."""
 import json, os, sys, time, traceback
@@ -57,29 +57,43 @@ CASES = {
  "smallk": ("int4", 512, 1024, 64, 64, False, "bfloat16", bf),
  "nosplit": ("int4", 1024, 4096, 4096, 128, False, "bfloat16", bf, dict(split_tail=0)),
  "edges": ("int4", 200, 4100, 4104, 128, False, "bfloat16", bf),
+ "c_edges": ("int4", 200, 4100, 4104, 128, False, "bfloat16", bf, dict(cluster_m=2, split_tail=0)),
+ "c_m300": ("int4", 300, 4160, 1024, 64, True, "bfloat16", bf, dict(cluster_m=2, split_tail=0)),
+ "c_int8": ("int8", 256, 4096, 4096, None, True, "bfloat16", bf, dict(cluster_m=2, split_tail=0)),
+ "c_g32f16": ("int4", 300, 1024, 2048, 32, True, "float16", hf, dict(cluster_m=2, split_tail=0)),
+ "c_fp8": ("fp8_e4m3", 333, 3000, 1500, 128, True, "float16", hf, dict(cluster_m=2, split_tail=0)),
+ "w_edges": ("int4", 300, 4100, 4104, 128, False, "bfloat16", bf, dict(warpgroups_m=2, partition_m=2, tile_n=128,
+                                                                       stages=4, tma_store=False, split_tail=0)),
+ "w_int8": ("int8", 333, 3000, 1500, 64, True, "float16", hf, dict(warpgroups_m=2, partition_m=2, tile_n=128,
+                                                                   stages=3, store_parts=2, split_tail=0)),
 }
 mode = sys.argv[1]
 if mode != "time":
     for label in mode.split(","):
         check(label, *CASES[label])
     sys.exit(0)
-# timing
-for fmt in ("int4",):
-    for shape in ("4096x4096", "14336x4096", "4096x14336"):
-        n, k = map(int, shape.split("x"))
-        qp, deq, q = make(fmt, k, n, 128 if fmt == "int4" else None, fmt != "int4", "bfloat16")
-        w_nk = deq.t().contiguous().to(bf)
-        for m in ((256, 1024, 4096) if fmt == "int4" else (256, 1024)):
-            x = (torch.randn(m, k, device="cuda") * 0.5).to(bf)
-            ref = x.double() @ deq
-            row = dict(fmt=fmt, shape=shape, m=m)
+# timing: the default tiling, the dense kernel's 128 x 256 refitted, and the cluster form
+VARIANTS = (("default", {}), ("128x256", dict(warpgroups_m=2, partition_m=1, tile_n=256, stages=3, store_parts=2)),
+            ("cluster", dict(cluster_m=2, split_tail=0)))
+for fmt, shape, ms in (("int4", "14336x4096", (256, 1024, 4096)), ("int4", "4096x4096", (1024, 4096)),
+                       ("int4", "4096x14336", (1024, 4096)), ("int8", "14336x4096", (1024,))):
+    n, k = map(int, shape.split("x"))
+    qp, deq, q = make(fmt, k, n, 128 if fmt == "int4" else None, fmt != "int4", "bfloat16")
+    w_nk = deq.t().contiguous().to(bf)
+    for m in ms:
+        x = (torch.randn(m, k, device="cuda") * 0.5).to(bf)
+        ref = x.double() @ deq
+        row = dict(fmt=fmt, shape=shape, m=m)
+        row["auto_us"] = replayed(torch, lambda: eng.quantized_matmul(x, qp)) * 1e6
+        row["cublas_us"] = replayed(torch, lambda: torch.nn.functional.linear(x, w_nk)) * 1e6
+        for label, knobs in VARIANTS:
             try:
-                y = eng.quantized_matmul(x, qp); row["auto_err"] = rel(y, ref)
-                row["auto_us"] = replayed(torch, lambda: eng.quantized_matmul(x, qp)) * 1e6
-                y = eng.quantized_matmul(x, qp, algorithm=ALG); row["qs_err"] = rel(y, ref)
-                row["qs_us"] = replayed(torch, lambda: eng.quantized_matmul(x, qp, algorithm=ALG)) * 1e6
-                row["cublas_us"] = replayed(torch, lambda: torch.nn.functional.linear(x, w_nk)) * 1e6
-            except Exception as e:
-                row["failed"] = f"{type(e).__name__}: {e}"[:300]; traceback.print_exc()
-            res["times"].append(row); print(json.dumps(row), flush=True)
-            json.dump(res, open(f"{OUT}/qs.json", "w"), indent=1)
+                alg = REGISTRY[ALG](**knobs)
+                y = eng.quantized_matmul(x, qp, algorithm=alg)
+                row[label + "_err"] = rel(y, ref)
+                row[label + "_us"] = replayed(torch, lambda: eng.quantized_matmul(x, qp, algorithm=alg)) * 1e6
+            except Exception as e:  # noqa: BLE001 -- a refused variant is reported
+                row[label] = f"{type(e).__name__}: {e}"[:200]
+        res["times"].append(row)
+        print(json.dumps(row), flush=True)
+        json.dump(res, open(f"{OUT}/qs.json", "w"), indent=1)

@@ -127,7 +127,7 @@ UNRANKED: tuple[Unranked, ...] = (
                      "auto takes them once a run there checks them") for name in
       ("simple_mfma", "double_buffering_mfma", "simple_wmma_gfx11", "simple_dpas", "double_buffering_dpas")),
     Unranked("quantized_specialized_wgmma", "quantized weights converted in shared memory by the Hopper kernel's "
-                                            "producer warpgroup: 0.65-0.99x of the current choices on the H100 "
+                                            "producer warpgroup: 0.84-1.11x the current choices' speed on the H100 "
                                             "(bench/SELECTION_NOTES.md, \"Converted in shared memory\")", tune=True),
     Unranked("ordered_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
     Unranked("specialized_unit", "a composition of the algorithm family, slower than simple_unit in the H100 sweeps"),
