@@ -1,6 +1,6 @@
 """Probe of ``quantized_specialized_wgmma`` (issue 31, session 16): its checks against float64
 (``python3 bench/converting_probe.py edges,int8,...``: the CASES labels) and its times, in its
-default tiling and two others, beside the engine's default choice and cuBLAS bf16 in CUDA-graph
+default tiling and the dense kernel's 128 x 256, beside the engine's default choice and cuBLAS bf16 in CUDA-graph
 replay (``python3 bench/converting_probe.py time``; int4 group 128 asymmetric, prepacked, bf16 x). Rows print as JSON and go to $OUT/qs.json.
 Run a case a process (a hang is then one timeout, not the rest): bench/SELECTION_NOTES.md,
 "Converted in shared memory"."""
@@ -57,11 +57,6 @@ CASES = {
  "smallk": ("int4", 512, 1024, 64, 64, False, "bfloat16", bf),
  "nosplit": ("int4", 1024, 4096, 4096, 128, False, "bfloat16", bf, dict(split_tail=0)),
  "edges": ("int4", 200, 4100, 4104, 128, False, "bfloat16", bf),
- "c_edges": ("int4", 200, 4100, 4104, 128, False, "bfloat16", bf, dict(cluster_m=2, split_tail=0)),
- "c_m300": ("int4", 300, 4160, 1024, 64, True, "bfloat16", bf, dict(cluster_m=2, split_tail=0)),
- "c_int8": ("int8", 256, 4096, 4096, None, True, "bfloat16", bf, dict(cluster_m=2, split_tail=0)),
- "c_g32f16": ("int4", 300, 1024, 2048, 32, True, "float16", hf, dict(cluster_m=2, split_tail=0)),
- "c_fp8": ("fp8_e4m3", 333, 3000, 1500, 128, True, "float16", hf, dict(cluster_m=2, split_tail=0)),
  "w_edges": ("int4", 300, 4100, 4104, 128, False, "bfloat16", bf, dict(warpgroups_m=2, partition_m=2, tile_n=128,
                                                                        stages=4, tma_store=False, split_tail=0)),
  "w_int8": ("int8", 333, 3000, 1500, 64, True, "float16", hf, dict(warpgroups_m=2, partition_m=2, tile_n=128,
@@ -72,9 +67,8 @@ if mode != "time":
     for label in mode.split(","):
         check(label, *CASES[label])
     sys.exit(0)
-# timing: the default tiling, the dense kernel's 128 x 256 refitted, and the cluster form
-VARIANTS = (("default", {}), ("128x256", dict(warpgroups_m=2, partition_m=1, tile_n=256, stages=3, store_parts=2)),
-            ("cluster", dict(cluster_m=2, split_tail=0)))
+# timing: the default tiling and the dense kernel's 128 x 256 refitted
+VARIANTS = (("default", {}), ("128x256", dict(warpgroups_m=2, partition_m=1, tile_n=256, stages=3, store_parts=2)))
 for fmt, shape, ms in (("int4", "14336x4096", (256, 1024, 4096)), ("int4", "4096x4096", (1024, 4096)),
                        ("int4", "4096x14336", (1024, 4096)), ("int8", "14336x4096", (1024,))):
     n, k = map(int, shape.split("x"))

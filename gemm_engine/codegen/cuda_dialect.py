@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from . import ptx, ptx_cluster, ptx_dequant
+from . import ptx, ptx_dequant
 from .device import DeviceInfo
 from .dialect_base import Dialect
 from .ptx_intrinsics import PtxIntrinsics
@@ -210,15 +210,6 @@ INLINE unsigned short f32_to_f16(float value) {
         """Statement: ``nbytes`` (a multiple of 16) from global ``src`` to shared address ``dst``,
         completing on the mbarrier at ``bar`` (no tensor map: a contiguous run)."""
         return f"{self._use(ptx.bulk_load())}({dst}, (const void*)({src}), {nbytes}, {bar});"
-
-    def map_shared(self, addr: str, rank: str) -> str:
-        """Expression: the shared::cluster address of shared address ``addr`` in cube ``rank``."""
-        return f"{self._use(ptx_cluster.map_shared())}({addr}, {rank})"
-
-    def store_async_v4(self, addr: str, bar: str, regs: list[str]) -> str:
-        """Statement: four 32-bit registers to a partner's shared::cluster address ``addr``, counted
-        (16 bytes) on its mbarrier at shared::cluster address ``bar`` (`map_shared` for both)."""
-        return f"{self._use(ptx_cluster.st_async_v4())}({addr}, {bar}, {', '.join(regs)});"
 
     # -- clusters (sm_90) ----------------------------------------------------------------------------
     @staticmethod

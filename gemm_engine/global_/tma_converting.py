@@ -5,16 +5,12 @@ memory by the producer warpgroup, the consumers' wgmma loop the dense kernel's.
 Roles of the producer warpgroup (the consumers are the base level's, unchanged):
 
 * its first unit issues, per slot, after the slot is *empty*: the lhs TMA copies on the slot's
-  *full* barrier (its expected bytes are the lhs's) and the packed words' bulk copies on the
+  *full* barrier (its expected bytes are the lhs's only) and the packed words' bulk copies on the
   slot's *packed* barrier;
 * its last three warps (the converting units) wait for the slot's *packed* barrier, convert the
   words into the slot's 16-bit part, make their writes visible to the async proxy (wgmma reads
   shared memory through it: ``fence.proxy.async``), and each warp arrives once on the *full*
   barrier, which so completes when the lhs bytes are in and all three warps have arrived.
-
-In a cluster (``cluster_m=2``) the *full* barrier also counts the bytes the partner's converters
-store into this cube's slot (`ConvertingLoaderConfig.slot_bytes`); the *empty* barrier already
-gathers both cubes' consumers (the base level's multicast rule), so neither slot is written early.
 
 A slot's packed words are overwritten only after its *empty* phase, which follows the consumers'
 reads, which follow the conversion: so the converters never read words of the next phase.
@@ -38,7 +34,8 @@ from .tma_specialized import TmaSpecializedConfig, TmaSpecializedGlobalMatmul
 #: Registers per unit: the producer warpgroup's (the converters': at 64-80 they spilled), then the
 #: consumers', all within what the launch gave the cube (2 consumer warpgroups: 128 x 88 + 256 x 208 =
 #: 384 x 168; 3: 512 x 128): `setmaxnreg.inc` waits for registers no warpgroup gave back, so a split
-#: above it (88 + 2 x 208 beside 96) hung on the H100 when another cube held the rest of the file.
+#: above it (a producer at 96 beside two consumers at 208) hung on the H100 when another cube held
+#: the rest of the file.
 PRODUCER_REGISTERS = 88
 CONSUMER_REGISTERS = {1: 232, 2: 208, 3: 136}
 _PLANE = 32
@@ -86,7 +83,7 @@ class TmaConvertingGlobalMatmul(TmaSpecializedGlobalMatmul):
             f"const unsigned slot = it % {s}u;",
             d.mbarrier_wait(self._packed_full(cfg, "slot"), f"(it / {s}u) & 1u"),
             *rl.convert(rc, d, scope, f"rhs_ring + slot * {rb}u", f"(cv_ring + slot * {rb}u + {rc.values_bytes}u)",
-                        f"step * {sk}", self._full("slot")),
+                        f"step * {sk}"),
             d.fence_proxy_async(),
             "SYNC_PLANE();",
             f"if (UNIT_ID % {_PLANE} == 0) {d.mbarrier_arrive(self._full('slot'))}",

@@ -1,8 +1,7 @@
 """Tiling of ``quantized_specialized_wgmma`` (algorithms/quantized_specialized.py): the dense
 Hopper kernel's choice for the same product (`dense_view`), its 128 x 256 tile turned into 256 x 128
-(`WIDE`), its ring refitted to slots that also hold the packed words, no clusters (the cluster form,
-each cube converting half a slot for both, measured slower: bench/SELECTION_NOTES.md, "Converted in
-shared memory")."""
+(`WIDE`), its ring refitted to slots that also hold the packed words, no clusters (a converted slot is not
+shared: bench/SELECTION_NOTES.md, "Converted in shared memory")."""
 from __future__ import annotations
 
 from ..batch.dequantize_first import dense_view
@@ -39,7 +38,7 @@ def fit_ring(problem: MatmulProblem, dialect: Dialect, chosen: dict) -> dict:
     tile_n = chosen["warpgroups_n"] * chosen["tile_n"]
     slot = tile_m * SLOT_K * problem.lhs.itemsize + slot_bytes(SLOT_K, tile_n, problem.weights)
     room = dialect.device.max_shared_memory - SLACK
-    whole = tile_m * tile_n * problem.out.itemsize
+    whole = tile_m * tile_n * problem.out.itemsize * (2 if chosen.get("schedule") == "pingpong" else 1)
     staged = chosen.get("tma_store", True) and not problem.epilogue.paired
     for stages in range(chosen["stages"], MIN_STAGES - 1, -1):
         for parts in ((1, 2, 4) if staged else ()):

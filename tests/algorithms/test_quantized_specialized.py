@@ -5,8 +5,8 @@ elsewhere), its refusals, its register budget and what its CUDA source holds.
 References are float64 products with the weights rounded once to x's 16-bit type. Cases: int4 /
 int8 / fp8, zeros or not, groups of 32 (two a slot), 64, 128 and per column, both 16-bit types,
 scales of another type (the float path), M, N (not whole strips) and K (not whole slots, word rows
-past the strip's) ragged, 128 x 128, 128 x 256 and 256 x 128 tiles, the split tail off and on,
-clusters of two cubes (each converting half of every slot for both), a bias."""
+past the strip's) ragged, 128 x 128, 128 x 256 and 256 x 128 tiles, the split tail off and on, a
+bias."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +24,6 @@ from helpers import BF16, TOLERANCE, np_dtype, rel_error
 
 NAME = "quantized_specialized_wgmma"
 WIDE = dict(warpgroups_m=2, partition_m=2, tile_n=128, stages=4, tma_store=False, split_tail=0)
-CLUSTER = dict(cluster_m=2, split_tail=0)
 SM90 = dialect_for(nominal_cuda_device(9, 0))
 
 
@@ -51,10 +50,6 @@ CASES = [
     ("int4", False, 128, 1000, 2000, 3000, "bfloat16", None, dict(tile_n=128, stages=4)),
     ("int4", False, 128, 300, 4104, 4100, "bfloat16", None, WIDE),
     ("int8", True, 64, 333, 1500, 3000, "float16", None, dict(WIDE, stages=3, tma_store=True, store_parts=2)),
-    ("int4", False, 128, 200, 4104, 4100, "bfloat16", None, CLUSTER),
-    ("int4", True, 64, 300, 1024, 4160, "bfloat16", None, CLUSTER),       # odd tile rows: a cube past M
-    ("fp8_e4m3", True, 128, 333, 1500, 3000, "float16", None, CLUSTER),
-    ("int8", True, None, 256, 4096, 4096, "bfloat16", None, CLUSTER),
 ]
 
 
@@ -96,7 +91,7 @@ def _problem(m=1024, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, 
     (_problem(fmt=WeightFormat("int4", 128, True, "bf16_bits")), {}, "prepacked"),
     (_problem(fmt=WeightFormat("int4", 96, True, "bf16_bits", "prepacked")), {}, "group_size=96"),
     (_problem(fmt=None), {}, "quantized"),
-    (_problem(), dict(cluster_m=2, tile_n=64, warpgroups_m=1, split_tail=0), "whole strips"),
+    (_problem(), dict(cluster_m=2, split_tail=0), "cluster_m=2"),
     (_problem(), dict(stages=8), "shared memory"),
 ])
 def test_refusals(problem, knobs, words):
@@ -110,7 +105,9 @@ def test_registers_never_more_than_the_launch_holds():
     # multiprocessor's rest (2 consumers at 208 beside a producer at 96).
     for consumers, registers in tma_converting.CONSUMER_REGISTERS.items():
         units = 128 * (1 + consumers)
-        launch = min(168, 65536 // units // 8 * 8) * units           # ptxas's cap under 1 cube a multiprocessor
+        # At most what ptxas gives a unit at entry under 1 cube a multiprocessor (168 at 384 units, 128
+        # at 512; at 256 it gave 232, above this model's 168).
+        launch = min(168, 65536 // units // 8 * 8) * units
         assert (tma_converting.PRODUCER_REGISTERS + consumers * registers) * 128 <= launch
     dense = tma_specialized.PRODUCER_REGISTERS + 2 * tma_specialized.CONSUMER_REGISTERS[2]
     assert tma_converting.PRODUCER_REGISTERS + 2 * tma_converting.CONSUMER_REGISTERS[2] <= dense
@@ -135,20 +132,6 @@ def test_the_source_copies_words_and_scales_and_fences_before_arriving(kind, gro
     assert convert.index("ptx_fence_proxy_async();") < convert.index("SYNC_PLANE();")   # visible to wgmma first
     assert f"setmaxnreg_dec_{tma_converting.PRODUCER_REGISTERS}" in source
     assert "qscale +" in source and "cv_valid" in source      # scale rows copied; word rows past K zeroed
-
-
-def test_the_cluster_form_stores_the_partners_half_by_st_async():
-    # Each cube converts half of every slot and st.async-stores it into the partner's slot, counted
-    # on the partner's full barrier: its expected bytes are the lhs's and the partner's half.
-    p = _problem(m=1024, n=4096, k=4096)
-    alg = REGISTRY[NAME](cluster_m=2, split_tail=0)
-    cfg = alg.setup(p, SM90)
-    g = cfg.batch.global_
-    assert g.cluster_m == 2 and g.rhs_loader.cluster == 2
-    source = alg.chosen(cfg).render(cfg, SM90)
-    assert "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32" in source
-    expected = g.lhs_loader.slot_bytes + g.rhs_loader.values_bytes // 2
-    assert f"ring_bars + 8u * (slot)), {expected}u)" in source
 
 
 def test_the_default_tile_is_256_x_128_where_four_slots_fit():

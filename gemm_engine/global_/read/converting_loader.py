@@ -61,7 +61,6 @@ def slot_bytes(rows: int, cols: int, w) -> int:
 class ConvertingLoaderConfig(LoaderConfig):
     kind: str = "bf16"          # the 16-bit values written ("f16" / "bf16")
     fast: bool = True           # codes dequantized by pairs (dequant_words.fast_pairs)
-    cluster: int = 1            # cubes of a cluster sharing each slot, each converting its part for all
 
     @property
     def read_width(self) -> None:
@@ -102,19 +101,13 @@ class ConvertingLoaderConfig(LoaderConfig):
 
     @property
     def slot_bytes(self) -> int:
-        """Bytes the slot's *full* barrier counts: the cluster partners' converted parts (this
-        cube's converting units arrive instead)."""
-        return self.values_bytes * (self.cluster - 1) // self.cluster
-
-    @property
-    def own_columns(self) -> int:
-        """Columns of a slot this cube converts (its part of the cluster's)."""
-        return self.operand.cols // self.cluster
+        """Bytes the slot's *full* barrier counts: none (its units arrive instead)."""
+        return 0
 
     @property
     def columns(self) -> int:
-        """Columns each converting unit takes (the last of them may be past the cube's part)."""
-        return -(-self.own_columns // self.units)
+        """Columns each converting unit takes (the last of them may be past the tile)."""
+        return -(-self.operand.cols // self.units)
 
     @property
     def scale_rows(self) -> int:
@@ -150,40 +143,39 @@ class ConvertingLoader(Loader):
         if g and (g % _CHUNK or (g < SLOT_K and SLOT_K % g) or (g > SLOT_K and g % SLOT_K)):
             raise SetupError(self.name, f"group_size={g}: a multiple of {_CHUNK} that divides or is a multiple of "
                                         f"the slot's {SLOT_K} rows of K")
-        if shared_by not in (1, 2) or operand.cols % (STRIP_COLUMNS * shared_by):
-            raise SetupError(self.name, f"cluster_m={shared_by}: 1, or 2 where each cube's part of a slot is whole "
-                                        f"strips (a {operand.cols}-column slot)")
+        if shared_by != 1:
+            # Measured slower where each cube converted half of every slot and st.async-stored it into
+            # its partner's (bench/SELECTION_NOTES.md, "Converted in shared memory"), and not kept.
+            raise SetupError(self.name, f"cluster_m={shared_by}: a converted slot is not shared between cubes "
+                                        "(cluster_m=1)")
         if units != 1:
             raise SetupError(self.name, f"{units} issuing units: one unit issues a slot's copies")
         # Pairs round once from exact values only where the scales are of the values' own type.
-        return ConvertingLoaderConfig(operand=operand, units=CONVERTING_UNITS, tasks=1, cluster=shared_by,
+        return ConvertingLoaderConfig(operand=operand, units=CONVERTING_UNITS, tasks=1,
                                       kind=operand.smem_type_word[:-5], fast=w.scale == operand.smem_type_word)
 
     # -- the issuing unit ---------------------------------------------------------------------------
     def issue(self, cfg: ConvertingLoaderConfig, d: Dialect, scope, slot: str, bar: str, k0: str) -> str:
-        """Statements (one unit): the bulk copies of the slot's packed words and scale rows (rows
-        ``k0`` on; of this cube's part of the tile's columns) into the packed part of slot address
-        ``slot``, their bytes raised on ``bar`` first (none where the part is past the weight)."""
+        """Statements (one unit): the bulk copies of the slot's packed words (rows ``k0`` on of
+        tile column ``scope.n0``) into the packed part of slot address ``slot``, their bytes raised
+        on ``bar`` first."""
         w, op = cfg.operand.weights, cfg.operand
-        strip, own = w.strip(scope.k), cfg.strips // cfg.cluster
-        part = f"({scope.cluster_rank}) * {cfg.own_columns}" if cfg.cluster > 1 else "0"
+        strip = w.strip(scope.k)
         lines = [f"const i64 cv_kw = ({k0}) / {w.per_word};",
                  # The strip's word rows (padded to 4) left from cv_kw: the copy's rows.
                  f"const i64 cv_left = {strip} / {STRIP_COLUMNS} - cv_kw;",
                  f"const unsigned cv_rows = cv_left < {cfg.word_rows} ? (unsigned)cv_left : {cfg.word_rows}u;",
-                 f"const i64 cv_part = {part};",
-                 f"const i64 cv_strip0 = ({scope.n0} + cv_part) / {STRIP_COLUMNS};"]
+                 f"const i64 cv_strip0 = ({scope.n0}) / {STRIP_COLUMNS};"]
         if op.check_cols:
             lines.append(f"const i64 cv_in = ({scope.n} + {STRIP_COLUMNS - 1}) / {STRIP_COLUMNS} - cv_strip0;")
-            lines.append(f"const unsigned cv_strips = cv_in < 0 ? 0u : cv_in < {own} ? (unsigned)cv_in : {own}u;")
+            lines.append(f"const unsigned cv_strips = cv_in < {cfg.strips} ? (unsigned)cv_in : {cfg.strips}u;")
         else:
-            lines.append(f"const unsigned cv_strips = {own}u;")
+            lines.append(f"const unsigned cv_strips = {cfg.strips}u;")
         # Scale rows: the tile's columns up to the row's end (its pitch is whole 16 bytes).
         arrays = [("qscale", "qscale_ld")] + ([("qzero", "qzero_ld")] if w.zeros else [])
         for name, ld in arrays:
-            left = f"{ld} - ({scope.n0} + cv_part)"
-            lines.append(f"const unsigned cv_{name}_bytes = 2u * (unsigned)({left} < 0 ? 0 : {left} < {cfg.own_columns} ? "
-                         f"{left} : {cfg.own_columns});")
+            lines.append(f"const unsigned cv_{name}_bytes = 2u * (unsigned)({ld} - ({scope.n0}) < {op.cols} ? "
+                         f"{ld} - ({scope.n0}) : {op.cols});")
         total = " + ".join([f"cv_strips * cv_rows * {_STRIP_ROW_BYTES}u"]
                            + [f"{cfg.scale_rows}u * cv_{name}_bytes" for name, _ in arrays])
         lines.append(d.mbarrier_arrive_expect_tx(bar, total))
@@ -192,13 +184,12 @@ class ConvertingLoader(Loader):
                 k = f"({k0}) + {q * w.group_size}" if cfg.scale_rows > 1 else f"({k0})"
                 row = w.group_row(f"({k} < {scope.k} ? {k} : {scope.k} - 1)")
                 dst = cfg.values_bytes + cfg.scale_offset + (a * cfg.scale_rows + q) * cfg.scale_row_bytes
-                copy = d.bulk_load(f"{slot} + {dst}u + 2u * (unsigned)cv_part",
-                                   f"{name} + ({row}) * {ld} + ({scope.n0} + cv_part)", f"cv_{name}_bytes", bar)
-                lines.append(f"if (cv_{name}_bytes) {copy}" if op.check_cols or cfg.cluster > 1 else copy)
-        for j in range(own):
+                lines.append(d.bulk_load(f"{slot} + {dst}u", f"{name} + ({row}) * {ld} + ({scope.n0})",
+                                         f"cv_{name}_bytes", bar))
+        for j in range(cfg.strips):
             src = f"{scope.rhs.ptr} + (cv_strip0 + {j}) * {strip} + cv_kw * {STRIP_COLUMNS}"
-            dst = f"{slot} + {cfg.values_bytes + j * cfg.strip_bytes}u + (unsigned)(cv_part / {STRIP_COLUMNS}) * {cfg.strip_bytes}u"
-            copy = d.bulk_load(dst, src, f"cv_rows * {_STRIP_ROW_BYTES}u", bar)
+            copy = d.bulk_load(f"{slot} + {cfg.values_bytes + j * cfg.strip_bytes}u", src,
+                               f"cv_rows * {_STRIP_ROW_BYTES}u", bar)
             lines.append(f"if ({j}u < cv_strips) {copy}" if op.check_cols else copy)
         return "{\n" + "\n".join(lines) + "\n}"
 
@@ -208,26 +199,18 @@ class ConvertingLoader(Loader):
         w, n = cfg.operand.weights, cfg.columns * cfg.scale_rows
         return [f"const int cv_unit = {unit};", *scale_registers(w, d, cfg.fast, "cv_s", "cv_z", n)]
 
-    def convert(self, cfg: ConvertingLoaderConfig, d: Dialect, scope, slot: str, packed: str, k0: str,
-                full: str = "") -> list[str]:
+    def convert(self, cfg: ConvertingLoaderConfig, d: Dialect, scope, slot: str, packed: str, k0: str) -> list[str]:
         """Statements: the unit's columns of the slot at shared address ``slot`` converted from its
-        packed words and scale rows (``packed``: a generic byte pointer to them), stored into this
-        cube's slot and, in a cluster, by ``st.async`` into the partner's, counted on the partner's
-        barrier at the shared address ``full`` (its slot's *full* barrier)."""
+        packed words and scale rows (``packed``: a generic byte pointer to them)."""
         w, op = cfg.operand.weights, cfg.operand
         raw = d.c_type(w.scale)
-        lines = [f"const {raw}* cv_sc = (const {raw}*)({packed} + {cfg.scale_offset});",
-                 f"const int cv_first = {f'(int)({scope.cluster_rank}) * {cfg.own_columns} + ' if cfg.cluster > 1 else ''}cv_unit;"]
-        if cfg.cluster > 1:
-            peer = f"(unsigned)({scope.cluster_rank}) ^ 1u"
-            lines += [f"const unsigned cv_peer = {d.map_shared(slot, peer)};",
-                      f"const unsigned cv_peer_full = {d.map_shared(full, peer)};"]
+        lines = [f"const {raw}* cv_sc = (const {raw}*)({packed} + {cfg.scale_offset});"]
         for t in range(cfg.columns):
             for q in range(cfg.scale_rows):
-                i, at = t * cfg.scale_rows + q, f"{q * op.cols} + cv_first + {t * cfg.units}"
-                zero_at = f"{(cfg.scale_rows + q) * op.cols} + cv_first + {t * cfg.units}"
-                if (t + 1) * cfg.units > cfg.own_columns:      # a column past the part reads column 0's
-                    at, zero_at = (f"(cv_unit + {t * cfg.units} < {cfg.own_columns} ? {x} : 0)" for x in (at, zero_at))
+                i, at = t * cfg.scale_rows + q, f"{q * op.cols} + cv_unit + {t * cfg.units}"
+                zero_at = f"{(cfg.scale_rows + q) * op.cols} + cv_unit + {t * cfg.units}"
+                if (t + 1) * cfg.units > op.cols:         # a column past the tile reads column 0's
+                    at, zero_at = (f"(cv_unit + {t * cfg.units} < {op.cols} ? {x} : 0)" for x in (at, zero_at))
                 values = (d.load_global(w.scale_type, "cv_sc", at),
                           d.load_global(w.scale_type, "cv_sc", zero_at) if w.zeros else None)
                 lines.append(scale_statements(w, d, cfg.kind, cfg.fast, "", "", f"cv_s[{i}]", f"cv_z[{i}]", values))
@@ -236,7 +219,7 @@ class ConvertingLoader(Loader):
             lines.append(f"const i64 cv_valid = {strip} / {STRIP_COLUMNS} - ({k0}) / {w.per_word};")
         per_chunk = _CHUNK // w.per_word          # words a chunk (1 for int4, 2 for 8-bit codes)
         for t in range(cfg.columns):
-            body = [f"const int c = cv_first + {t * cfg.units};",
+            body = [f"const int c = cv_unit + {t * cfg.units};",
                     f"const unsigned* cv_w = (const unsigned*)({packed}) + (c >> 6) * {cfg.strip_bytes // 4} + (c & 63);",
                     f"const unsigned cv_line = {slot} + (unsigned)c * {SWIZZLE_BYTES}u, cv_x = (unsigned)(c & 7);"]
             # Every word of the column read before any store: a store's "memory" clobber keeps later
@@ -252,10 +235,7 @@ class ConvertingLoader(Loader):
                                        f"cv_s[{i}]", f"cv_z[{i}]", f"cv_s[{i}]", f"cv_z[{i}]")
                          for p in range(_CHUNK // 2)]
                 body.append(d.st_shared_v4(f"cv_line + (({kc}u ^ cv_x) << 4)", pairs))
-                if cfg.cluster > 1:
-                    body.append(d.store_async_v4(f"cv_line - ({slot}) + cv_peer + (({kc}u ^ cv_x) << 4)", "cv_peer_full",
-                                                 pairs))
-            partial = (t + 1) * cfg.units > cfg.own_columns
+            partial = (t + 1) * cfg.units > op.cols
             block = "{\n" + "\n".join(body) + "\n}"
-            lines.append(f"if (cv_unit + {t * cfg.units} < {cfg.own_columns}) {block}" if partial else block)
+            lines.append(f"if (cv_unit + {t * cfg.units} < {op.cols}) {block}" if partial else block)
         return lines
