@@ -140,3 +140,19 @@ def test_the_default_tile_is_256_x_128_where_four_slots_fit():
     byte = _problem(m=1024, n=14336, k=4096, fmt=WeightFormat("int8", 0, False, "bf16_bits", "prepacked"))
     kept = REGISTRY[NAME]().setup(byte, SM90).batch.global_         # 3 slots of 256 x 128 only: kept
     assert (kept.stage.stage_m, kept.stage.stage_n) == (128, 256)
+
+
+def test_misaligned_words_or_scales_are_refused_before_launch():
+    # The per-call values are derived before any launch: an address the bulk copies cannot read
+    # (not on 16 bytes) is a ValueError naming qweight, not a fault.
+    alg = REGISTRY[NAME]()
+    cfg = alg.setup(_problem(), SM90)
+    derive = alg.chosen(cfg).call_values(cfg, _problem()).derive
+    values = dict(rhs_base=4096 + 4, rhs_offset=0, qscale_base=8192, qscale_offset=0, qscale_ld=4096,
+                  qzero_base=16384, qzero_offset=0, qzero_ld=4096)
+    with pytest.raises(ValueError, match="qweight: its packed words"):
+        derive(values)
+    with pytest.raises(ValueError, match="qweight: its scales"):
+        derive(dict(values, rhs_base=4096, qscale_offset=1))
+    with pytest.raises(ValueError, match="qweight: its zeros"):
+        derive(dict(values, rhs_base=4096, qzero_ld=4100))
