@@ -266,6 +266,8 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
             for _ in range(3):
                 one()
             env.sync()
+            if label.endswith("engine Linear"):     # beside the tensor-parallel step's profile
+                _profile(env, one, "distributed_profile_mlp_1gpu.txt")
             t0 = time.perf_counter()
             for _ in range(repeat):
                 one()

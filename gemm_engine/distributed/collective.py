@@ -18,7 +18,7 @@ and as a choice. api.py puts the public functions' dims and autograd around thes
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.distributed as dist
@@ -82,6 +82,10 @@ class Product:
     def dtype(self, x):
         return self.out_dtype if self.out_dtype is not None else torch.promote_types(x.dtype, self.w.dtype)
 
+    def partial(self) -> "Product":
+        """The product without the bias: a partial sum's, the bias being added once to the sum."""
+        return self if self.bias is None else replace(self, bias=None)
+
     def __call__(self, a, rows: slice, out=None, c=None):
         """The product of ``a``, rows ``rows`` of x (for a per-row scale_a), into ``out`` (+ ``c``)."""
         if a.shape[0] == 0:
@@ -144,12 +148,15 @@ def all_gather_matmul_2d(x, product: Product, blocks: Blocks, group, rank: int, 
 def matmul_reduce_scatter_2d(x, product: Product, blocks: Blocks, group, rank: int, strategy: str, *,
                              timeout: float, out=None):
     """This rank's row block of the sum over the group of ``x @ w`` by ``product``; ``out`` (its
-    rows, N) optional."""
+    rows, N) optional. ``product.bias`` is added once to the sum: by the GEMM of this rank's own
+    block where one makes it, else after the sum."""
     world = len(blocks.sizes)
     if strategy == "peer":
         return matmul_reduce_scatter_peer(x, product, blocks, group, rank, out=out, timeout=timeout)
+    partial = product.partial()
     if strategy == "sequential":
-        return reduce_scatter_rows(product(x, slice(0, x.shape[0])), blocks, group, rank, out)
+        result = reduce_scatter_rows(partial(x, slice(0, x.shape[0])), blocks, group, rank, out)
+        return result if product.bias is None else result.add_(product.bias)
     n = product.w.shape[1]
     dtype = product.dtype(x)
     side = Side(x.device, group, timeout, "matmul_reduce_scatter")
@@ -160,7 +167,7 @@ def matmul_reduce_scatter_2d(x, product: Product, blocks: Blocks, group, rank: i
         last = step.send is None
         target = (out if out is not None else x.new_empty((blocks.sizes[rank], n), dtype=dtype)) if last \
             else x.new_empty((blocks.sizes[step.block], n), dtype=dtype)
-        product(x[rows], rows, out=target)   # runs while the partial sum of this block arrives
+        (product if last else partial)(x[rows], rows, out=target)   # runs while this block's partial sum arrives
         token = side.ready(token)
         if arrived is not None:
             target.add_(arrived)

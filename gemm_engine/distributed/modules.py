@@ -136,17 +136,15 @@ class RowParallelLinear(_Parallel):
 
     def forward(self, x, shard_sizes=None):
         if self.sequence_parallel:
-            y = matmul_reduce_scatter(x, self.weight.mT, shard_sizes=shard_sizes, **self._options())
-        else:
-            lead = x.shape[:-1]
-            eng = engine_for(x.device, self.engine)
-            y = eng.matmul(x.reshape(-1, x.shape[-1]), self.weight.mT)
-            y = _AllReduce.apply(y.reshape(*lead, y.shape[-1]), self.group)
-        if self.bias is None:
-            return y
-        # Every rank holds the whole bias but adds it to its rows only: its gradient is summed.
-        return y + (GradientMap.apply(self.bias, functools.partial(_all_reduced, group=self.group))
-                    if self.sequence_parallel else self.bias)
+            # The bias added once, in the epilogue of the GEMM making this rank's rows (its gradient
+            # summed over the group: every rank adds it to its rows only).
+            return matmul_reduce_scatter(x, self.weight.mT, bias=self.bias, shard_sizes=shard_sizes,
+                                         **self._options())
+        lead = x.shape[:-1]
+        eng = engine_for(x.device, self.engine)
+        y = eng.matmul(x.reshape(-1, x.shape[-1]), self.weight.mT)
+        y = _AllReduce.apply(y.reshape(*lead, y.shape[-1]), self.group)
+        return y if self.bias is None else y + self.bias
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, group=None, **kw) -> "RowParallelLinear":

@@ -13,8 +13,10 @@ measured on 2 H100s, bench/results/h100/distributed_2gpu.md.)
 * all-gather + GEMM: the communication stream pushes this rank's shard into its slot on every peer
   with the copy engines (``copy_`` into the peer's buffer), then raises the peer's flag for it. The
   compute stream multiplies the local shard at once, then each peer's slot as its flag arrives (the
-  peer that pushes to this rank first, first), each into its rows of the output. No host
-  synchronization, no barrier, nothing between the caller's stream and the first GEMM.
+  peer that pushes to this rank first, first), each into its rows of the output. Where the gathered
+  x is kept (w's gradient), the communication stream copies the shard and each arrived slot into it,
+  beside the GEMMs. No host synchronization, no barrier, nothing between the caller's stream and
+  the first GEMM.
 * GEMM + reduce-scatter: the compute stream multiplies each peer's row block first, its writer
   storing the partial straight into this rank's slot on that peer (NVLink stores from the GEMM's
   epilogue), raises the peer's flag, then multiplies its own block; on 2 ranks that GEMM adds the
@@ -22,8 +24,9 @@ measured on 2 H100s, bench/results/h100/distributed_2gpu.md.)
 
 Why no "slot free" flags: a write into a peer's set ``p`` at call ``e`` must follow the peer's last
 read of it, at call ``e - 2``. Every rank hears from every other at every call, and a rank raises
-its flags for call ``e - 1`` only after its stream has passed call ``e - 2`` (the pushes wait for the
-compute stream; the partial sums follow it). This rank's stream waited for that flag in call
+its flags for call ``e - 1`` only after its streams have passed call ``e - 2`` (the pushes wait for
+the compute stream and follow the communication stream's copies out of the slots; the partial sums
+follow the compute stream). This rank's stream waited for that flag in call
 ``e - 1``, and its writes of call ``e`` follow its stream. Two sets make the stream order enough.
 
 A call that runs on another stream than the last one first waits for the last one's end
@@ -230,7 +233,11 @@ def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=
     compute = torch.cuda.current_stream(x.device)
     epoch, parity = area.next_epoch(compute)
     comm = side_stream
-    comm.wait_stream(compute)                       # the shard is written
+    out = x.new_empty((blocks.total, product.w.shape[1]), dtype=product.dtype(x)) if out is None else out
+    # The gathered x is put together by the copy engines on the side stream, beside the GEMMs (on
+    # the compute stream its copies held the next GEMM back: 89 us of a 5.3 ms MLP step on 2 H100s).
+    full = x.new_empty((blocks.total, k)) if gathered else None
+    comm.wait_stream(compute)                       # the shard is written (and full's memory free)
     peers = [(rank + hop) % world for hop in range(1, world)]
     with torch.cuda.stream(comm):
         # Every copy before any flag: a flag's kernel may wait for an SM the GEMM holds, and the
@@ -240,29 +247,34 @@ def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=
                 area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
         for peer in peers:
             raise_flag(engine, comm, area.flag(peer, parity, rank), epoch)
+        if full is not None:
+            full[blocks.rows(rank)].copy_(mine)
     mine.record_stream(comm)
-    out = x.new_empty((blocks.total, product.w.shape[1]), dtype=product.dtype(x)) if out is None else out
-    full = x.new_empty((blocks.total, k)) if gathered else None
     product(mine, blocks.rows(rank), out[blocks.rows(rank)])
     for hop in range(1, world):
         source = (rank - hop) % world
         wait_arrival(engine, compute, area.flag(rank, parity, source), epoch, source, timeout)
         shape = (blocks.sizes[source], k)
         slot = area.slot(rank, parity, source, shape, x.dtype)
+        if shape[0] and full is not None:
+            # Its slot is rewritten two calls on, after this rank's next flags, which the side
+            # stream raises after this copy.
+            arrived = torch.cuda.Event()
+            arrived.record(compute)
+            comm.wait_event(arrived)
+            with torch.cuda.stream(comm):
+                full[blocks.rows(source)].copy_(slot)
         if shape[0]:
             product(slot, blocks.rows(source), out[blocks.rows(source)])
-            if full is not None:
-                full[blocks.rows(source)].copy_(slot)
-    if full is not None:
-        full[blocks.rows(rank)].copy_(mine)
-    compute.wait_stream(comm)                       # the pushes of x are done before the caller reuses it
+    compute.wait_stream(comm)                       # the pushes and copies are done before x or full is used
     area.finish(compute)
     return out, full
 
 
 def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, out=None, timeout: float = 300.0):
     """This rank's row block of the sum over the group of ``x @ w``; ``product(a, rows, out, c)`` is
-    the local GEMM (``+ c`` when c is given: collective.Product). The module docstring says how."""
+    the local GEMM (``+ c`` when c is given: collective.Product; its bias added by the own block's
+    GEMM only). The module docstring says how."""
     group = _group(group)
     world = len(blocks.sizes)
     engine = product.engine
@@ -275,7 +287,8 @@ def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, 
     for hop in range(1, world):
         peer = (rank + hop) % world
         if blocks.sizes[peer]:
-            product(x[blocks.rows(peer)], blocks.rows(peer), area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype))
+            product.partial()(x[blocks.rows(peer)], blocks.rows(peer),
+                              area.slot(peer, parity, rank, (blocks.sizes[peer], n), dtype))
         raise_flag(engine, compute, area.flag(peer, parity, rank), epoch)
     mine = blocks.sizes[rank]
     result = x.new_empty((mine, n), dtype=dtype) if out is None else out

@@ -63,14 +63,15 @@ def _gather_once(rank, strategy, sizes, k, n, x_layout, w_layout, gather_dim, le
 
 
 def scatter(rank, world, strategy, m, k_sizes, n, x_layout="row", w_layout="row", sizes=None, scatter_dim=0,
-            lead=(), calls=1):
-    """matmul_reduce_scatter: rank r holds x[..., k-block r], w[k-block r]; gets its row block;
-    ``calls`` calls in a row with fresh inputs, the worst error."""
-    return max(_scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, sizes, scatter_dim, lead, 10 * i)
-               for i in range(calls))
+            lead=(), calls=1, bias=False):
+    """matmul_reduce_scatter: rank r holds x[..., k-block r], w[k-block r]; gets its row block (+ the
+    same bias on every rank, added once); ``calls`` calls in a row with fresh inputs, the worst error."""
+    return max(_scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, sizes, scatter_dim, lead,
+                             10 * i, bias) for i in range(calls))
 
 
-def _scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, sizes, scatter_dim, lead, seed):
+def _scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, sizes, scatter_dim, lead, seed,
+                  bias=False):
     k = sum(k_sizes)
     shape = list(lead) + [k]
     shape.insert(scatter_dim, m)
@@ -80,10 +81,12 @@ def _scatter_once(rank, world, strategy, m, k_sizes, n, x_layout, w_layout, size
     mine = x[..., ks]
     if mine.dim() == 2:
         mine = _layout(mine, x_layout)
+    b = _randn((n,), 6 + seed) if bias else None
     y = matmul_reduce_scatter(mine, _layout(w[ks], w_layout), scatter_dim=scatter_dim, strategy=strategy,
-                              shard_sizes=sizes)
+                              shard_sizes=sizes, bias=b)
     rows = sizes or [m // world] * world
-    want = (x.double() @ w.double()).narrow(scatter_dim, sum(rows[:rank]), rows[rank])
+    want = (x.double() @ w.double() + (0 if b is None else b.double())).narrow(scatter_dim, sum(rows[:rank]),
+                                                                               rows[rank])
     return _err(y, want)
 
 

@@ -30,6 +30,13 @@ def test_argument_checks_name_the_argument(fn, x, w, kw, match):
         fn(x, w, **kw)
 
 
+@pytest.mark.parametrize("bias, match", [(torch.ones(3), r"bias must be a tensor of shape \(2,\)"),
+                                         (torch.ones(1), r"shape \(2,\)"), (2.0, "got float")])
+def test_matmul_reduce_scatter_checks_the_bias(bias, match):
+    with pytest.raises(ValueError, match=match):
+        matmul_reduce_scatter(torch.ones(4, 3), torch.ones(3, 2), bias=bias)
+
+
 def test_non_tensors_refused():
     with pytest.raises(TypeError, match="torch tensors"):
         all_gather_matmul([[1.0]], torch.ones(1, 1))

@@ -37,6 +37,12 @@ def test_matmul_reduce_scatter_equals_the_whole_products_rows(gloo_pair, strateg
     assert max(errs) < TOL, errs
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_matmul_reduce_scatter_adds_the_bias_once(gloo_pair, strategy):
+    errs = gloo_pair.run("scatter", strategy, 21, (17, 30), 20, "row", "row", (15, 6), 0, (), 2, True)
+    assert max(errs) < TOL, errs
+
+
 def test_matmul_reduce_scatter_over_another_dim(gloo_pair):
     errs = gloo_pair.run("scatter", "overlap", 6, (8, 8), 10, "row", "row", None, 1, (3,))
     assert max(errs) < TOL, errs

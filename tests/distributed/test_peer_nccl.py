@@ -59,6 +59,12 @@ def test_matmul_reduce_scatter_peer(nccl_pair, strategy, m, k_sizes, n, sizes, l
     assert max(errs) < TOL, errs
 
 
+@pytest.mark.parametrize("strategy", ["peer", "sequential"])
+def test_matmul_reduce_scatter_adds_the_bias_once_peer(nccl_pair, strategy):
+    errs = nccl_pair.run("scatter", strategy, 2048, (1024, 1024), 1024, "row", "row", None, 0, (), 3, True)
+    assert max(errs) < TOL, errs
+
+
 def test_fp8_blocks_with_scales_peer(nccl_pair):
     assert max(nccl_pair.run("scaled_gather", "peer", (96, 33), 128, 48)) < 1e-2
     assert max(nccl_pair.run("scaled_scatter", "peer", 64, (64, 96), 40)) < 1e-2
