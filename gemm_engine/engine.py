@@ -46,7 +46,6 @@ from .tensors import torch_op_wanted
 from .runtime.backends import BACKEND_ENV, make_runtime  # noqa: F401  (BACKEND_ENV: public here too)
 from .tuning import TuneResult, Tuner, TuningCache, problem_key
 
-#: Call plans (the fast path's) kept per engine, least recently used first out.
 #: Plans chosen per (algorithm, problem) kept per engine, least recently used first out.
 CHOSEN_MAX = 1024
 
@@ -209,6 +208,10 @@ class Engine:
     def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
                        bias_axis=-1, activation=None, row_scale=None, out_dtype=None, casting="same_kind",
                        algorithm=None, precision=None, scale_a=None, scale_b=None):
+        if torch_op_wanted(a, b, (offsets, counts, c, bias, row_scale)):   # autograd, torch.compile
+            from .torch.grouped import routed_grouped
+            return routed_grouped(self, a, b, offsets, counts, algorithm, precision, out, alpha, beta, c, bias,
+                                  activation, row_scale, out_dtype, casting, scale_a, scale_b)
         if self._generation != generation():
             self._forget_plans()
         precision = self.precision if precision is None else precision
@@ -286,8 +289,7 @@ class Engine:
             return finish(rt, arrays, request, target)
 
     def _forget_plans(self) -> None:
-        """Drop everything cached under the registries' old meaning (a name re-registered, a slot
-        swapped: compose/registry.py)."""
+        """Drop what was cached under the registries' old meaning (a name re-registered: compose/registry.py)."""
         with self._lock:
             self._generation = generation()
             self._calls.clear()
@@ -348,9 +350,8 @@ class Engine:
 
     def problem_for(self, a, b, *, precision=None, alpha=1.0, beta=None, c=None, bias=None, bias_axis=-1,
                     activation=None, out_dtype=None) -> MatmulProblem:
-        """The `MatmulProblem` ``matmul(a, b, ...)`` configures its kernels for (every check of
-        the call runs; host operands are moved to the device as a call would). ValueError when
-        the call has nothing to multiply (an empty output or K = 0)."""
+        """The `MatmulProblem` ``matmul(a, b, ...)`` configures its kernels for (every check of the call
+        runs; host operands move to the device as a call's do); ValueError: nothing to multiply (K = 0...)."""
         precision = self.precision if precision is None else precision
         arrays = import_call(self.runtime, a, b, c=c, bias=bias)
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, "same_kind", precision)
@@ -376,7 +377,6 @@ class Engine:
         `MatmulProblem` ``a``) on this device and store the fastest in the tuning cache, which
         later default calls in any process use. Returns the cached result without timing anything
         when the cache already has this class (``force=True`` tunes again).
-
         ``progress``: True prints a progress bar to stderr, False nothing, None a bar only when
         stderr is a terminal; a callable gets ``(done, total, label)``. ``exhaustive``: time every
         registered algorithm, not only those the rules name (see tuning/space.py).

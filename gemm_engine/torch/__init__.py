@@ -8,6 +8,9 @@
 * ``torch.ops.gemm_engine.matmul`` / ``matmul_fused`` / ``scaled_matmul`` (ops.py): fake
   implementations from the engine's own shape and dtype rules, so torch.compile(fullgraph=True)
   and dynamic shapes trace through; autocast casts the float operands.
+* ``torch.ops.gemm_engine.grouped_mm`` (grouped.py): the grouped product (contiguous, masked and
+  k layouts) with its gradient, also what `gemm_engine.grouped_matmul` runs on tensors that require
+  grad or under torch.compile.
 * Autograd (autograd.py): an autograd.Function around each op (the ops themselves have no autograd
   kernel, so a compiled graph calls the engine with no Python autograd frame); backward by the
   engine (transposed views, the activation's derivative as a fused epilogue); fp8 / int8 scaled
@@ -23,7 +26,7 @@ torch.
 """
 from __future__ import annotations
 
-from . import autograd, ops  # noqa: F401  (registers the ops and their backward formulas)
+from . import autograd, grouped, ops  # noqa: F401  (registers the ops and their backward formulas)
 from .modules import Linear, SwiGLU, linear, replace_linear
 from .ops import activation_key, engine_handle
 from .quantized_linear import QuantizedLinear

@@ -166,7 +166,7 @@ class Fused(torch.autograd.Function):
 FUNCTIONS = {"matmul": Matmul, "matmul_fused": Fused}
 
 
-def _differentiable(function):
+def differentiable(function):
     def kernel(*args):
         return function.apply(*args)
     return kernel
@@ -182,5 +182,5 @@ def _scaled_autograd(*args):
 # The public ops called directly (``torch.ops.gemm_engine.matmul``) differentiate as the library's
 # calls do, through the same Functions; the library itself calls the twins without autograd (ops.py).
 for _name, _function in FUNCTIONS.items():
-    LIB.impl(_name, _differentiable(_function), "Autograd")
+    LIB.impl(_name, differentiable(_function), "Autograd")
 LIB.impl("scaled_matmul", _scaled_autograd, "Autograd")

@@ -91,7 +91,7 @@ def activation_of(key: str) -> Activation | None:
 
 
 # -- implementations ------------------------------------------------------------------------------------
-def _plain(x):
+def plain(x):
     """A tensor as the engine reads it: Parameters and tensors that require grad detached (no
     autograd below the op; the fast path takes plain tensors)."""
     return x if x is None or (type(x) is torch.Tensor and not x.requires_grad) else x.detach()
@@ -105,14 +105,14 @@ def matmul_impl(a, b, engine, algorithm, precision):
     # What a compiled graph's call runs: kept to one frame before the engine's call (`Engine.compute`'s,
     # its arguments in order: out, alpha, beta, c, bias, bias_axis, activation, out_dtype, casting,
     # algorithm, precision, tune, scale_a, scale_b, mul).
-    return engine_of(engine).run_call(_plain(a), _plain(b), None, 1.0, None, None, None, -1, None, None, "same_kind",
+    return engine_of(engine).run_call(plain(a), plain(b), None, 1.0, None, None, None, -1, None, None, "same_kind",
                                       algorithm or None, precision or None, False, None, None, None)
 
 
 def fused_impl(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype, casting, engine, algorithm,
                precision):
     return engine_of(engine).compute(
-        _plain(a), _plain(b), c=_plain(c), bias=_plain(bias), mul=_plain(mul), alpha=alpha,
+        plain(a), plain(b), c=plain(c), bias=plain(bias), mul=plain(mul), alpha=alpha,
         beta=beta if c is not None else None, bias_axis=bias_axis, activation=activation_of(activation),
         out_dtype=_numpy_dtype(out_dtype), casting=casting, **_options(algorithm, precision))
 
@@ -120,7 +120,7 @@ def fused_impl(a, b, c, bias, mul, alpha, beta, bias_axis, activation, out_dtype
 def scaled_impl(a, b, scale_a, scale_b, alpha, bias, bias_axis, activation, out_dtype, casting, engine, algorithm,
                 precision):
     return engine_of(engine).compute(
-        _plain(a), _plain(b), scale_a=_plain(scale_a), scale_b=_plain(scale_b), alpha=alpha, bias=_plain(bias),
+        plain(a), plain(b), scale_a=plain(scale_a), scale_b=plain(scale_b), alpha=alpha, bias=plain(bias),
         bias_axis=bias_axis, activation=activation_of(activation), out_dtype=_numpy_dtype(out_dtype),
         casting=casting, **_options(algorithm, precision))
 

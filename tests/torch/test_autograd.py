@@ -10,23 +10,11 @@ torch = pytest.importorskip("torch", reason="torch is not installed here")
 
 import gemm_engine  # noqa: E402
 import gemm_engine.torch  # noqa: E402,F401
+from float64_grads import float64_default_engine, leaf  # noqa: E402,F401  (an autouse fixture)
 from gemm_engine.epilogue.activations import ACTIVATIONS  # noqa: E402
 
 ELEMENTWISE = sorted(name for name, cls in ACTIVATIONS.items() if cls.arity == 1)
 GATED = sorted(name for name, cls in ACTIVATIONS.items() if cls.arity == 2)
-
-
-@pytest.fixture(autouse=True)
-def _opencl_default(opencl_engine, monkeypatch):
-    from gemm_engine import api
-    if not opencl_engine.device.fp64:
-        pytest.skip("gradcheck runs in float64, which this OpenCL device lacks")
-    monkeypatch.setattr(api, "_default_engine", opencl_engine)
-
-
-def _leaf(*shape, seed=0):
-    gen = torch.Generator().manual_seed(seed + sum(shape))
-    return (torch.randn(*shape, generator=gen, dtype=torch.float64)).requires_grad_()
 
 
 def _check(fn, *inputs):
@@ -37,33 +25,33 @@ def _check(fn, *inputs):
                                     ((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,))],
                          ids=["2d", "batched_b_broadcast", "both_broadcast", "vector_a", "vector_b", "dot"])
 def test_plain_products(shapes):
-    a, b = _leaf(*shapes[0]), _leaf(*shapes[1], seed=1)
+    a, b = leaf(*shapes[0]), leaf(*shapes[1], seed=1)
     _check(gemm_engine.matmul, a, b)
 
 
 def test_every_epilogue_term():
-    a, b, c, bias = _leaf(2, 4, 5), _leaf(5, 3, seed=1), _leaf(4, 1, seed=2), _leaf(3, seed=3)
+    a, b, c, bias = leaf(2, 4, 5), leaf(5, 3, seed=1), leaf(4, 1, seed=2), leaf(3, seed=3)
     _check(lambda a, b, c, bias: gemm_engine.matmul(a, b, alpha=-1.5, beta=0.5, c=c, bias=bias), a, b, c, bias)
-    rows = _leaf(4, seed=4)
+    rows = leaf(4, seed=4)
     _check(lambda a, b, rows: gemm_engine.matmul(a, b, bias=rows, bias_axis=0, alpha=2.0), a, b, rows)
 
 
 @pytest.mark.parametrize("name", ELEMENTWISE + GATED)
 def test_every_activation(name):
-    a, b, bias = _leaf(3, 5), _leaf(5, 4, seed=1), _leaf(4, seed=2)
+    a, b, bias = leaf(3, 5), leaf(5, 4, seed=1), leaf(4, seed=2)
     _check(lambda a, b, bias: gemm_engine.matmul(a, b, bias=bias, activation=name), a, b, bias)
 
 
 def test_mul_and_an_activation_batched():
-    a, b, mul = _leaf(2, 3, 5), _leaf(5, 4, seed=1), _leaf(3, 2, seed=2)
+    a, b, mul = leaf(2, 3, 5), leaf(5, 4, seed=1), leaf(3, 2, seed=2)
     _check(lambda a, b, mul: gemm_engine.matmul(a, b, activation="swiglu", mul=mul), a, b, mul)
-    mul = _leaf(3, 4, seed=3)
+    mul = leaf(3, 4, seed=3)
     _check(lambda a, b, mul: gemm_engine.matmul(a, b, activation="tanh", mul=mul, alpha=0.5), a, b, mul)
 
 
 def test_gradients_match_torch_and_keep_the_weights_layout():
     """A linear layer's product x @ W.T: the weight's gradient comes back row-major as W."""
-    x, w, bias = _leaf(6, 5), _leaf(4, 5, seed=1), _leaf(4, seed=2)
+    x, w, bias = leaf(6, 5), leaf(4, 5, seed=1), leaf(4, seed=2)
     y = gemm_engine.matmul(x, w.mT, bias=bias, activation="gelu")
     y.backward(torch.ones_like(y))
     grads = [t.grad.clone() for t in (x, w, bias)]
@@ -82,7 +70,7 @@ def test_what_has_no_gradient_says_so():
         def render(self, x, m):
             return f"({x} * {x})"
 
-    a, b = _leaf(3, 5), _leaf(5, 4, seed=1)
+    a, b = leaf(3, 5), leaf(5, 4, seed=1)
     y = gemm_engine.matmul(a, b, activation=NoSlope())
     with pytest.raises(ValueError, match="'test_no_slope' defines no `derivative`"):
         y.sum().backward()
@@ -95,7 +83,7 @@ def test_what_has_no_gradient_says_so():
 
 
 def test_compiled_backward_equals_eager():
-    x, w = _leaf(5, 6), _leaf(6, 4, seed=1)
+    x, w = leaf(5, 6), leaf(6, 4, seed=1)
 
     def loss(x, w):
         return gemm_engine.matmul(x, w, activation="swiglu").square().sum()
@@ -125,16 +113,16 @@ def test_compiled_training_puts_the_op_forward_and_its_gradients_backward():
         return compiler
 
     backend = aot_autograd(fw_compiler=keep("forward"), bw_compiler=keep("backward"))
-    w, bias = _leaf(6, 4, seed=1), _leaf(4, seed=2)
+    w, bias = leaf(6, 4, seed=1), leaf(4, seed=2)
 
     def loss(x, w, bias):
         return gemm_engine.matmul(x, w, bias=bias, activation="gelu").square().sum()
 
     compiled = torch.compile(loss, fullgraph=True, backend=backend)
-    first = _leaf(5, 6)
+    first = leaf(5, 6)
     torch._dynamo.mark_dynamic(first, 0)
     with torch._dynamo.config.patch(error_on_recompile=True):
-        for x in (first, _leaf(9, 6, seed=3), _leaf(2, 6, seed=4)):
+        for x in (first, leaf(9, 6, seed=3), leaf(2, 6, seed=4)):
             got = torch.autograd.grad(compiled(x, w, bias), (x, w, bias))
             want = torch.autograd.grad(loss(x, w, bias), (x, w, bias))
             for g, e in zip(got, want):
@@ -149,7 +137,7 @@ def test_compiled_training_puts_the_op_forward_and_its_gradients_backward():
 def test_the_public_ops_called_directly_have_gradients():
     # torch.ops.gemm_engine.* by hand: the same Functions through the ops' autograd kernels.
     from gemm_engine.torch.ops import activation_key
-    a, b, bias = _leaf(3, 4), _leaf(4, 2, seed=1), _leaf(2, seed=2)
+    a, b, bias = leaf(3, 4), leaf(4, 2, seed=1), leaf(2, seed=2)
     plain = lambda x, y: torch.ops.gemm_engine.matmul(x, y, 0, None, "default")          # noqa: E731
     assert torch.autograd.gradcheck(plain, (a, b), eps=1e-6, atol=1e-7, rtol=1e-5)
     fused = lambda x, y, z: torch.ops.gemm_engine.matmul_fused(                          # noqa: E731
@@ -161,7 +149,7 @@ def test_the_public_ops_called_directly_have_gradients():
 
 
 def test_the_plain_product_has_a_second_derivative():
-    a, b = _leaf(3, 4), _leaf(4, 2, seed=1)
+    a, b = leaf(3, 4), leaf(4, 2, seed=1)
     assert torch.autograd.gradgradcheck(gemm_engine.matmul, (a, b), eps=1e-6, atol=1e-7, rtol=1e-5)
 
 
