@@ -211,7 +211,7 @@ class Engine:
         if torch_op_wanted(a, b, (offsets, counts, c, bias, row_scale)):   # autograd, torch.compile
             from .torch.grouped import routed_grouped
             return routed_grouped(self, a, b, offsets, counts, algorithm, precision, out, alpha, beta, c, bias,
-                                  activation, row_scale, out_dtype, casting, scale_a, scale_b)
+                                  bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b)
         if self._generation != generation():
             self._forget_plans()
         precision = self.precision if precision is None else precision

@@ -3,7 +3,12 @@ registered torch operator with its gradient, for training mixture-of-experts lay
 whose extents live on the device, each gradient again a grouped product of the engine (no host
 synchronization: a step with new routing replays in a captured CUDA graph).
 
-``grouped_mm(a, b, offsets, counts, engine, algorithm, precision)``:
+``grouped_mm(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision)``: ``y = (a_g @
+b_g + bias) * row_scale``, a column bias shared or per group ((N,) or (G, N)) and a scale per row
+(contiguous (M,), masked (G, C): a routing weight), both optional (contiguous and masked layouts).
+With ``gz = gy * row_scale``, the operands' gradients are those below of gz; ``gbias`` is gz summed
+over the rows each bias reached (per group: an index_add over each row's group, found on the
+device); ``grow_scale`` the unscaled result (one more grouped product) times gy, summed per row.
 
 * contiguous (``offsets``, b 3-D; torch._grouped_mm's 2-D x 3-D form): a (M, K), b (G, K, N) ->
   (M, N); the gradients ``ga = grouped(gy, b^T)`` (contiguous) and ``gb_g = a_g^T gy_g`` (the k
@@ -17,8 +22,9 @@ synchronization: a step with new routing replays in a captured CUDA graph).
   N); ``ga^T = grouped(b, gy^T)`` and ``gb = grouped(a^T, gy)``, both contiguous over K.
 
 The contract is `grouped_matmul`'s (``offsets[-1]`` equal to the grouped extent: rows or columns
-past it are not written, forward or backward). Epilogue terms (bias, activation, row scales,
-scales) have no gradient here: `Engine.grouped_matmul` refuses them on tensors that require grad.
+past it are not written, forward or backward; their gradients are zero). Other epilogue terms
+(c, activation, scales, alpha) have no gradient here: `Engine.grouped_matmul` refuses them on
+tensors that require grad.
 The fake implementation gives the layout's shape and the engine's result dtype, so torch.compile
 traces a call.
 """
@@ -32,12 +38,14 @@ from ..tensors import numpy_torch_dtype, torch_numpy_dtype
 from .autograd import FUNCTIONS, differentiable, call
 from .ops import LIB, engine_handle, kernel_name, op, plain
 
-SCHEMA = "(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, int engine, str? algorithm, str precision) -> Tensor"
+SCHEMA = ("(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, Tensor? bias, Tensor? row_scale, int engine, "
+          "str? algorithm, str precision) -> Tensor")
 
 
-def grouped_impl(a, b, offsets, counts, engine, algorithm, precision):
-    return engine_of(engine).grouped_matmul(plain(a), plain(b), offsets=offsets, counts=counts,
-                                            algorithm=algorithm or None, precision=precision or None)
+def grouped_impl(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
+    return engine_of(engine).grouped_matmul(plain(a), plain(b), offsets=offsets, counts=counts, bias=plain(bias),
+                                            row_scale=plain(row_scale), algorithm=algorithm or None,
+                                            precision=precision or None)
 
 
 def _layout(a, b, offsets, counts) -> str:
@@ -46,8 +54,9 @@ def _layout(a, b, offsets, counts) -> str:
     return "contiguous" if b.dim() == 3 else "k"
 
 
-def grouped_fake(a, b, offsets, counts, engine, algorithm, precision):
-    dtype = numpy_torch_dtype(numpy_rules.product_dtype(torch_numpy_dtype(a.dtype), torch_numpy_dtype(b.dtype)))
+def grouped_fake(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
+    types = numpy_rules.result_types(torch_numpy_dtype(a.dtype), torch_numpy_dtype(b.dtype),
+                                     bias=None if bias is None else torch_numpy_dtype(bias.dtype))
     layout = _layout(a, b, offsets, counts)
     if layout == "contiguous":
         shape = (a.shape[0], b.shape[-1])
@@ -55,15 +64,15 @@ def grouped_fake(a, b, offsets, counts, engine, algorithm, precision):
         shape = (a.shape[0], a.shape[1], b.shape[-1])
     else:
         shape = (offsets.shape[0], a.shape[0], b.shape[-1])
-    return a.new_empty(shape, dtype=dtype)
+    return a.new_empty(shape, dtype=numpy_torch_dtype(types.result))
 
 
 def _column_major(t) -> bool:
     return t.stride(-2) == 1 and t.stride(-1) != 1
 
 
-def _mm(a, b, offsets, counts, options):
-    return call("grouped_mm", a, b, offsets, counts, *options)
+def _mm(a, b, offsets, counts, options, bias=None, row_scale=None):
+    return call("grouped_mm", a, b, offsets, counts, bias, row_scale, *options)
 
 
 def _contiguous_grads(a, b, offsets, gy, need, options):
@@ -99,22 +108,53 @@ def _k_grads(a, b, offsets, gy, need, options):
 GRADS = {"contiguous": _contiguous_grads, "masked": _masked_grads, "k": _k_grads}
 
 
+def _live_rows(gz, offsets, counts, layout: str):
+    """gz with the rows no group holds zeroed (masked: at or past a count; contiguous: past the last
+    offset), and each row's group (contiguous; masked rows are their slab's)."""
+    if layout == "masked":
+        rows = torch.arange(gz.shape[1], device=gz.device)
+        return torch.where((rows[None, :] < counts[:, None].to(rows.dtype))[..., None], gz, 0), None
+    rows = torch.arange(gz.shape[0], device=gz.device)
+    group = torch.searchsorted(offsets.to(rows.dtype), rows, right=True)     # G for rows past the end
+    return torch.where((group < offsets.shape[0])[:, None], gz, 0), group
+
+
+def _bias_grad(bias, gz, offsets, counts, layout: str):
+    """``bias``'s gradient: gz summed over the rows it was added to (a group's, or every group's)."""
+    live, group = _live_rows(gz, offsets, counts, layout)
+    if bias.dim() == 1:
+        return live.reshape(-1, live.shape[-1]).sum(0).to(bias.dtype)
+    if layout == "masked":
+        return live.sum(1).to(bias.dtype)
+    sums = live.new_zeros((bias.shape[0] + 1, live.shape[-1]))
+    return sums.index_add_(0, group, live)[:-1].to(bias.dtype)
+
+
 class GroupedMm(torch.autograd.Function):
     """``torch.ops.gemm_engine.grouped_mm`` with its gradient (the module docstring's formulas)."""
 
     @staticmethod
-    def forward(ctx, a, b, offsets, counts, engine, algorithm, precision):
-        ctx.save_for_backward(a, b, offsets, counts)
+    def forward(ctx, a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
+        ctx.save_for_backward(a, b, offsets, counts, bias, row_scale)
         ctx.options = (engine, algorithm, precision)
-        return op("grouped_mm")(a, b, offsets, counts, engine, algorithm, precision)
+        return op("grouped_mm")(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision)
 
     @staticmethod
     def backward(ctx, gy):
-        a, b, offsets, counts = ctx.saved_tensors
+        a, b, offsets, counts, bias, row_scale = ctx.saved_tensors
+        need = ctx.needs_input_grad
         layout = _layout(a, b, offsets, counts)
         extents = counts if layout == "masked" else offsets
-        ga, gb = GRADS[layout](a, b, extents, gy.contiguous(), ctx.needs_input_grad[:2], ctx.options)
-        return ga, gb, None, None, None, None, None
+        gy = gy.contiguous()
+        gz, gscale = gy, None
+        if row_scale is not None:
+            if need[5]:     # the routing weight's: the unscaled result's rows against gy's
+                unscaled = _live_rows(_mm(a, b, offsets, counts, ctx.options, bias), offsets, counts, layout)[0]
+                gscale = (unscaled * gy).sum(-1).to(row_scale.dtype)
+            gz = gy * row_scale[..., None].to(gy.dtype)
+        ga, gb = GRADS[layout](a, b, extents, gz, need[:2], ctx.options)
+        gbias = _bias_grad(bias, gz, offsets, counts, layout) if bias is not None and need[4] else None
+        return ga, gb, None, None, gbias, gscale, None, None, None
 
 
 for _defined in ("grouped_mm", kernel_name("grouped_mm")):
@@ -128,16 +168,20 @@ LIB.impl("grouped_mm", differentiable(GroupedMm), "Autograd")
 def routed_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogue):
     """`Engine.grouped_matmul` on torch tensors that need torch's machinery (an input requiring grad,
     torch.compile's tracing): through ``grouped_mm``. ``epilogue``: the call's out, alpha, beta, c,
-    bias, activation, row_scale, out_dtype, casting, scale_a and scale_b, a plain product's (None,
-    alpha 1, casting "same_kind") or refused."""
-    out, alpha, beta, c, bias, activation, row_scale, out_dtype, casting, scale_a, scale_b = epilogue
-    is_plain = (type(alpha) in (int, float) and alpha == 1 and casting == "same_kind"
-             and all(v is None for v in (out, beta, c, bias, activation, row_scale, out_dtype, scale_a, scale_b)))
-    if not is_plain:
-        raise ValueError("grouped_matmul: on tensors that require grad or under torch.compile only the plain "
-                         "grouped product runs (no out, c, beta, bias, activation, row_scale, scales, out_dtype, "
-                         "casting or alpha): the op's gradient has no epilogue terms; apply them after, or detach")
+    bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a and scale_b: a column bias and
+    a row scale (contiguous and masked layouts) or none, the rest a plain product's, else refused."""
+    out, alpha, beta, c, bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b = epilogue
+    terms = bias is not None or row_scale is not None
+    if not (type(alpha) in (int, float) and alpha == 1 and casting == "same_kind" and bias_axis in (-1, 1)
+            and all(v is None for v in (out, beta, c, activation, out_dtype, scale_a, scale_b))
+            and not (terms and counts is None and getattr(b, "dim", lambda: 0)() == 2)):
+        raise ValueError("grouped_matmul: on tensors that require grad or under torch.compile a grouped product "
+                         "takes a column bias and row_scale (contiguous and masked layouts) and no other epilogue "
+                         "term (out, c, beta, bias_axis, activation, scales, out_dtype, casting, alpha): their "
+                         "gradients are not built; apply them after, or detach")
     if algorithm is not None and not isinstance(algorithm, str):
         raise TypeError(f"grouped_matmul: on tensors that require grad or under torch.compile the algorithm must "
                         f"be a registered name (got {type(algorithm).__name__})")
-    return call("grouped_mm", a, b, offsets, counts, engine_handle(engine), algorithm, precision or "")
+    bias, row_scale = (x if x is None or isinstance(x, torch.Tensor) else torch.as_tensor(x, device=a.device)
+                       for x in (bias, row_scale))
+    return call("grouped_mm", a, b, offsets, counts, bias, row_scale, engine_handle(engine), algorithm, precision or "")

@@ -70,18 +70,61 @@ def test_k_layout():
     _check(lambda a, b: gemm_engine.grouped_matmul(a, b, offsets=offsets), a, b)
 
 
+def _exact_scale(*shape, seed):
+    """Row scales exact in float32: the kernels apply row_scale as float32 (gradcheck's finite
+    differences of the scale itself would see that rounding, so its gradient is checked apart)."""
+    return leaf(*shape, seed=seed).detach().float().double()
+
+
+@pytest.mark.parametrize("per_group", [True, False])
+def test_contiguous_bias_and_row_scale(per_group):
+    counts = [2, 0, 3, 1]
+    offsets = _ends(counts)
+    a, b = leaf(6, 5), leaf(4, 5, 3, seed=1)
+    bias, scale = leaf(*((4, 3) if per_group else (3,)), seed=2), _exact_scale(6, seed=3)
+    _check(lambda a, b, bias: gemm_engine.grouped_matmul(a, b, offsets=offsets, bias=bias, row_scale=scale),
+           a, b, bias)
+    # the routing weight's gradient: each row's unscaled result against gy
+    scale.requires_grad_()
+    gy = torch.randn(6, 3, dtype=torch.float64)
+    gemm_engine.grouped_matmul(a.detach(), b.detach(), offsets=offsets, bias=bias.detach(), row_scale=scale).backward(gy)
+    group = np.repeat(np.arange(4), counts)
+    unscaled = torch.stack([a[r].detach() @ b[g].detach() + (bias[g] if per_group else bias).detach()
+                            for r, g in enumerate(group)])
+    assert torch.allclose(scale.grad, (unscaled * gy).sum(-1))
+
+
+def test_masked_bias_and_row_scale():
+    counts = torch.tensor([2, 0, 4], dtype=torch.int32)
+    a, b = leaf(3, 4, 5), leaf(3, 5, 2, seed=1)
+    bias, scale = leaf(3, 2, seed=2), _exact_scale(3, 4, seed=3)
+    _check(lambda a, b, bias: gemm_engine.grouped_matmul(a, b, counts=counts, bias=bias, row_scale=scale),
+           a, b, bias)
+    # a shared bias reaches only the rows below the counts
+    shared = leaf(2, seed=4)
+    _check(lambda shared: gemm_engine.grouped_matmul(a.detach(), b.detach(), counts=counts, bias=shared), shared)
+    scale.requires_grad_()
+    gy = torch.randn(3, 4, 2, dtype=torch.float64)
+    gemm_engine.grouped_matmul(a.detach(), b.detach(), counts=counts, bias=bias.detach(), row_scale=scale).backward(gy)
+    unscaled = a.detach() @ b.detach() + bias.detach()[:, None, :]
+    live = (torch.arange(4)[None, :] < counts[:, None])
+    assert torch.allclose(scale.grad, torch.where(live, (unscaled * gy).sum(-1), 0))
+
+
 def test_the_public_op_differentiates_too():
     offsets = _ends([1, 2])
     a, b = leaf(3, 4), leaf(2, 4, 2, seed=1)
     engine = gemm_engine.torch.engine_handle(None)
-    _check(lambda a, b: torch.ops.gemm_engine.grouped_mm(a, b, offsets, None, engine, None, ""), a, b)
+    _check(lambda a, b: torch.ops.gemm_engine.grouped_mm(a, b, offsets, None, None, None, engine, None, ""), a, b)
 
 
-@pytest.mark.parametrize("extra", [dict(bias=torch.zeros(2, dtype=torch.float64)), dict(activation="relu"),
-                                   dict(alpha=2.0), dict(out=torch.empty(3, 2, dtype=torch.float64))])
+@pytest.mark.parametrize("extra", [dict(bias=torch.zeros(3, dtype=torch.float64), bias_axis=0),
+                                   dict(activation="relu"), dict(alpha=2.0),
+                                   dict(out=torch.empty(3, 2, dtype=torch.float64)),
+                                   dict(c=torch.zeros(3, 2, dtype=torch.float64))])
 def test_epilogue_terms_on_tensors_that_require_grad_are_refused(extra):
     a, b = leaf(3, 4), leaf(2, 4, 2, seed=1)
-    with pytest.raises(ValueError, match="only the plain grouped product"):
+    with pytest.raises(ValueError, match="no other epilogue term"):
         gemm_engine.grouped_matmul(a, b, offsets=_ends([1, 2]), **extra)
     # without grad they run as before
     with torch.no_grad():
@@ -98,3 +141,9 @@ def test_torch_compile_traces_the_call_and_its_backward():
     y0 = gemm_engine.grouped_matmul(a, b, offsets=offsets)
     ga0, gb0 = torch.autograd.grad(y0, (a, b), gy)
     assert torch.allclose(y, y0) and torch.allclose(ga, ga0) and torch.allclose(gb, gb0)
+
+
+def test_the_k_layout_takes_no_epilogue_terms_with_grad():
+    a, b = leaf(3, 7), leaf(7, 2, seed=1)
+    with pytest.raises(ValueError, match="contiguous and masked layouts"):
+        gemm_engine.grouped_matmul(a, b, offsets=_ends([3, 4]), bias=torch.zeros(2, dtype=torch.float64))
