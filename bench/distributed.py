@@ -31,6 +31,7 @@ import datetime
 import json
 import os
 import socket
+import statistics
 import sys
 import time
 from queue import Empty
@@ -107,14 +108,40 @@ class Env:
         return t.item()
 
 
+#: Turns of `_time_in_turns`: each row's time is the median of its turns.
+ROUNDS = 3
+
+
 def _measure(env, rows, name, fn, want, repeat):
-    """Check ``fn()`` against ``want`` (None: no check), then time it; a failure is the row's value."""
+    """Check ``fn()`` against ``want`` (None: no check) and queue it for `_time_in_turns`; a failure
+    is the row's value."""
     try:
         err = env.check(fn(), want, name) if want is not None else None
-        rows.append(dict(method=name, ms=env.ms(fn, repeat), err=err))
+        rows.append(dict(method=name, ms=None, err=err, fn=fn))
     except Exception as exc:  # noqa: BLE001 -- one method's failure is reported, the rest run
         env.torch.distributed.barrier()
         rows.append(dict(method=name, ms=None, err=None, error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+
+
+def _time_in_turns(env, rows, repeat):
+    """Each queued row's ms: the median of ``ROUNDS`` turns, a turn timing every row once (its share
+    of ``repeat`` calls), so that no row's time depends on what ran just before it (timed one after
+    another, the first engine row of the small sections ran 10-30% above the same path timed next)."""
+    queued = [r for r in rows if "fn" in r]
+    samples = {id(r): [] for r in queued}
+    for _ in range(ROUNDS):
+        for r in queued:
+            if r.get("error") is None:
+                try:
+                    samples[id(r)].append(env.ms(r["fn"], max(3, repeat // ROUNDS)))
+                except Exception as exc:  # noqa: BLE001 -- as in _measure
+                    env.torch.distributed.barrier()
+                    r["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    for r in queued:
+        r.pop("fn")
+        if r.get("error") is None:
+            r["ms"] = statistics.median(samples[id(r)])
+    return rows
 
 
 def _symm_mem(torch, group):
@@ -165,7 +192,7 @@ def bench_gather(env, ge, dist_ops, engines, shape, repeat, symm):
             shard, w, shard_sizes=sizes, strategy=s, engine=e), want, repeat)
     _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), want, repeat)
     _measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, want, repeat)
-    return rows
+    return _time_in_turns(env, rows, repeat)
 
 
 def bench_scatter(env, ge, dist_ops, engines, shape, repeat, symm):
@@ -202,7 +229,7 @@ def bench_scatter(env, ge, dist_ops, engines, shape, repeat, symm):
             x, w, strategy=s, engine=e), want, repeat)
     _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), None, repeat)
     _measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, None, repeat)
-    return rows
+    return _time_in_turns(env, rows, repeat)
 
 
 def _profile(env, fn, name, steps=3):
@@ -253,6 +280,7 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
         tp()
     for strategy, tp in steps.items():
         _measure(env, rows, f"{P} GPUs tensor-parallel (engine, {strategy})", tp, None, repeat)
+    _time_in_turns(env, rows, repeat)
     _profile(env, steps["auto"], f"distributed_profile_mlp_{P}gpu.txt")
     single = {}
     for label, a, b in (("1 GPU, engine Linear", Linear.from_linear(up), Linear.from_linear(down)),
