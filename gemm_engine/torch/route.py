@@ -16,8 +16,10 @@ import torch
 from ..call import numpy_rules
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
 from ..handles import engine_of
+from ..quant.weight import QuantizedWeight
 from .autograd import call
 from .ops import activation_key, engine_handle, op
+from .quantized_route import routed_quantized
 
 
 def _weak_dtypes() -> dict:
@@ -57,6 +59,9 @@ def routed(engine, a, b, *, out, alpha, beta, c, bias, bias_axis, activation, ou
            precision, tune, scale_a, scale_b, mul):
     """``engine.matmul(a, b, ...)`` through ``torch.ops.gemm_engine.*`` (see the module docstring;
     ``engine`` None: the default engine, made only where the call runs)."""
+    if type(b) is QuantizedWeight:     # no tensor, so no op carries it: quantized_route.py
+        return routed_quantized(engine or engine_of(0), a, b, out, alpha, beta, c, bias, bias_axis, activation,
+                                out_dtype, casting, algorithm)
     if not isinstance(a, torch.Tensor):
         a = torch.as_tensor(a, device=b.device)
     if not isinstance(b, torch.Tensor):

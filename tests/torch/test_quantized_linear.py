@@ -132,6 +132,41 @@ def test_gradients_reach_the_input_and_bias_not_the_weight():
         layer.weight
 
 
+def test_torch_compile_runs_it_as_a_graph_break():
+    """A quantized weight is no tensor: under torch.compile the product runs eagerly between the
+    compiled regions (it used to fail: the call was routed to the dense op, which cannot take it)."""
+    layer = QuantizedLinear.from_linear(nn.Linear(40, 24), format="int8", group_size=None)
+    x = torch.randn(3, 40)
+    compiled = torch.compile(lambda x: torch.relu(layer(x)) * 2, backend="eager")
+    assert torch.equal(compiled(x), torch.relu(layer(x)) * 2)
+    assert _rel(layer(x), _reference(layer, x)) < 1e-5
+
+
+def test_autocast_casts_the_input_as_linear_does():
+    layer = QuantizedLinear.from_linear(nn.Linear(40, 24), format="int4", group_size=32)
+    x = torch.randn(3, 40)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = layer(x)
+        z = gemm_engine.quantized_matmul(x, layer.quantized_weight())
+    assert y.dtype == torch.bfloat16 and z.dtype == torch.bfloat16
+    assert _rel(y, _reference(layer, x)) < 2e-2
+
+
+def test_quantized_matmul_differentiates_in_x_and_bias():
+    q = gemm_engine.quantize(np.random.default_rng(0).standard_normal((40, 24)).astype(np.float32), "int8", None)
+    x = torch.randn(2, 3, 40, requires_grad=True)
+    bias = torch.randn(24, requires_grad=True)
+    gy = torch.randn(2, 3, 24)
+    y = gemm_engine.quantized_matmul(x, q, bias=bias)
+    y.backward(gy)
+    w = torch.from_numpy(q.dequantize())
+    assert torch.allclose(y, x.detach() @ w + bias.detach(), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(x.grad, gy @ w.T, rtol=1e-5, atol=1e-5)
+    assert torch.allclose(bias.grad, gy.reshape(-1, 24).sum(0), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="no other epilogue term"):
+        gemm_engine.quantized_matmul(x, q, activation="relu")
+
+
 def test_x_of_the_wrong_width_is_refused():
     layer = QuantizedLinear(32, 8, format="int8", group_size=None)
     with pytest.raises(ValueError, match="in_features=32"):
