@@ -21,8 +21,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import numpy as np
-
 from .algorithms.base import REGISTRY, Algorithm, KernelConfig, resolve
 from .call.arguments import EpilogueInputs, build_arguments
 from .call.arrays import import_call, import_list
@@ -38,7 +36,7 @@ from .call.request import CallOptions, make_list_request, make_request
 from .compose.registry import generation
 from .errors import SetupError
 from .epilogue.activations import resolve_activation
-from .explain import explain_problem
+from .explain import explain_problem, problem_of_call
 from .problem import MatmulProblem
 from .quant.weight import QuantizedWeight
 from .handles import register as register_handle
@@ -208,10 +206,15 @@ class Engine:
     def grouped_matmul(self, a, b, *, offsets=None, counts=None, out=None, alpha=1.0, beta=None, c=None, bias=None,
                        bias_axis=-1, activation=None, row_scale=None, out_dtype=None, casting="same_kind",
                        algorithm=None, precision=None, scale_a=None, scale_b=None):
-        if torch_op_wanted(a, b, (offsets, counts, c, bias, row_scale)):   # autograd, torch.compile
+        args = (out, alpha, beta, c, bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b)
+        if torch_op_wanted(a, b, (offsets, counts, c, bias, row_scale)):   # autograd, torch.compile, autocast
             from .torch.grouped import routed_grouped
-            return routed_grouped(self, a, b, offsets, counts, algorithm, precision, out, alpha, beta, c, bias,
-                                  bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b)
+            return routed_grouped(self, a, b, offsets, counts, algorithm, precision, *args)
+        return self.run_grouped(a, b, offsets, counts, algorithm, precision, *args)
+
+    def run_grouped(self, a, b, offsets, counts, algorithm, precision, out, alpha, beta, c, bias, bias_axis,
+                    activation, row_scale, out_dtype, casting, scale_a, scale_b):
+        """`grouped_matmul` with its arguments in order, without the torch routing (what its op runs)."""
         if self._generation != generation():
             self._forget_plans()
         precision = self.precision if precision is None else precision
@@ -353,14 +356,7 @@ class Engine:
         """The `MatmulProblem` ``matmul(a, b, ...)`` configures its kernels for (every check of the call
         runs; host operands move to the device as a call's do); ValueError: nothing to multiply (K = 0...)."""
         precision = self.precision if precision is None else precision
-        arrays = import_call(self.runtime, a, b, c=c, bias=bias)
-        options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, "same_kind", precision)
-        request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta,
-                                                         activation=resolve_activation(activation)), options)
-        if request.shape.empty:
-            raise ValueError(f"matmul of shapes {np.shape(a)} and {np.shape(b)} runs no kernel "
-                             f"(empty output or K = 0): there is no problem to explain or tune")
-        return prepare(self.runtime, arrays, request).problem
+        return problem_of_call(self.runtime, a, b, precision, alpha, beta, c, bias, bias_axis, activation, out_dtype)
 
     def explain(self, a, b=None, *, algorithm=None, precision=None, **options):
         """Why ``matmul(a, b, algorithm=algorithm, ...)`` runs what it runs, without running it:

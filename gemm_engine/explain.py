@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .algorithms.base import KernelConfig
+from .call import numpy_rules
+from .call.arrays import import_call
+from .call.prepare import prepare
+from .call.request import CallOptions, make_request
+from .epilogue.activations import resolve_activation
 from .problem import MatmulProblem
 from .tuning.key import problem_key
 
@@ -165,3 +172,15 @@ def _epilogue_text(e) -> str:
     text = " + ".join(terms)
     act = getattr(e.activation, "name", None)
     return f"{act}({text})" if act else text
+
+
+def problem_of_call(runtime, a, b, precision, alpha, beta, c, bias, bias_axis, activation, out_dtype) -> MatmulProblem:
+    """`Engine.problem_for`: the call's steps up to its problem, on ``runtime`` (nothing launched)."""
+    arrays = import_call(runtime, a, b, c=c, bias=bias)
+    options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, "same_kind", precision)
+    request = make_request(arrays, numpy_rules.apply(arrays, out_dtype, "same_kind", beta,
+                                                     activation=resolve_activation(activation)), options)
+    if request.shape.empty:
+        raise ValueError(f"matmul of shapes {np.shape(a)} and {np.shape(b)} runs no kernel "
+                         f"(empty output or K = 0): there is no problem to explain or tune")
+    return prepare(runtime, arrays, request).problem

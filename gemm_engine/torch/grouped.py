@@ -36,16 +36,17 @@ from ..call import numpy_rules
 from ..handles import engine_of
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
 from .autograd import FUNCTIONS, differentiable, call
-from .ops import LIB, engine_handle, kernel_name, op, plain
+from .ops import LIB, autocast_cast, engine_handle, kernel_name, op, plain
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, Tensor? bias, Tensor? row_scale, int engine, "
           "str? algorithm, str precision) -> Tensor")
 
 
 def grouped_impl(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
-    return engine_of(engine).grouped_matmul(plain(a), plain(b), offsets=offsets, counts=counts, bias=plain(bias),
-                                            row_scale=plain(row_scale), algorithm=algorithm or None,
-                                            precision=precision or None)
+    # run_grouped: the engine's call without the torch routing (this is what the routing reaches).
+    return engine_of(engine).run_grouped(plain(a), plain(b), offsets, counts, algorithm or None, precision or None,
+                                         None, 1.0, None, None, plain(bias), -1, None, plain(row_scale), None,
+                                         "same_kind", None, None)
 
 
 def _layout(a, b, offsets, counts) -> str:
@@ -166,11 +167,22 @@ LIB.impl("grouped_mm", differentiable(GroupedMm), "Autograd")
 
 
 def routed_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogue):
-    """`Engine.grouped_matmul` on torch tensors that need torch's machinery (an input requiring grad,
-    torch.compile's tracing): through ``grouped_mm``. ``epilogue``: the call's out, alpha, beta, c,
-    bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a and scale_b: a column bias and
-    a row scale (contiguous and masked layouts) or none, the rest a plain product's, else refused."""
+    """`Engine.grouped_matmul` on torch tensors that need torch's machinery: under autocast a, b, c
+    and bias are cast to autocast's dtype first (as torch's matmul casts them; the row scales keep
+    theirs); then a call that needs no gradient outside torch.compile runs on the engine as it is,
+    and one that does goes through ``grouped_mm`` (``epilogue``: the call's out, alpha, beta, c,
+    bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a and scale_b: there a column
+    bias and a row scale in the contiguous and masked layouts, the rest a plain product's, else
+    refused)."""
     out, alpha, beta, c, bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b = epilogue
+    device = a.device.type
+    if torch.is_autocast_enabled(device):
+        a, b, c, bias = (autocast_cast(t, device) for t in (a, b, c, bias))
+    grad = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in (a, b, c, bias, row_scale))
+    if not grad and not torch.compiler.is_compiling():
+        return engine.run_grouped(a, b, offsets, counts, algorithm, precision, out, alpha, beta, c, bias, bias_axis,
+                                  activation, row_scale, out_dtype, casting, scale_a, scale_b)
     terms = bias is not None or row_scale is not None
     if not (type(alpha) in (int, float) and alpha == 1 and casting == "same_kind" and bias_axis in (-1, 1)
             and all(v is None for v in (out, beta, c, activation, out_dtype, scale_a, scale_b))
@@ -184,4 +196,6 @@ def routed_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogu
                         f"be a registered name (got {type(algorithm).__name__})")
     bias, row_scale = (x if x is None or isinstance(x, torch.Tensor) else torch.as_tensor(x, device=a.device)
                        for x in (bias, row_scale))
-    return call("grouped_mm", a, b, offsets, counts, bias, row_scale, engine_handle(engine), algorithm, precision or "")
+    with torch.autocast(device, enabled=False):      # cast above: the routing weights keep their dtype
+        return call("grouped_mm", a, b, offsets, counts, bias, row_scale, engine_handle(engine), algorithm,
+                    precision or "")

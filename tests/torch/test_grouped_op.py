@@ -147,3 +147,20 @@ def test_the_k_layout_takes_no_epilogue_terms_with_grad():
     a, b = leaf(3, 7), leaf(7, 2, seed=1)
     with pytest.raises(ValueError, match="contiguous and masked layouts"):
         gemm_engine.grouped_matmul(a, b, offsets=_ends([3, 4]), bias=torch.zeros(2, dtype=torch.float64))
+
+
+def test_autocast_casts_the_operands_and_keeps_epilogue_calls_running():
+    """Under autocast (its dtype for a, b and bias; the routing weights keep theirs) a call without
+    grad runs every epilogue term as before, and one with grad goes through the op. (Before the
+    engine's un-routed entry the op's own call routed again under autocast: a RecursionError.)"""
+    x, w = torch.randn(6, 4), torch.randn(2, 4, 3)
+    offsets, scale = _ends([2, 4]), torch.rand(6)
+    want = gemm_engine.grouped_matmul(x, w, offsets=offsets, activation="relu", row_scale=scale)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = gemm_engine.grouped_matmul(x, w, offsets=offsets, activation="relu", row_scale=scale)
+        xr = x.clone().requires_grad_()
+        y = gemm_engine.grouped_matmul(xr, w, offsets=offsets, row_scale=scale)
+    assert got.dtype == torch.bfloat16 and torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2)
+    assert y.dtype == torch.bfloat16
+    y.float().backward(torch.ones(6, 3))
+    assert xr.grad.dtype == torch.float32 and torch.isfinite(xr.grad).all()
