@@ -210,6 +210,9 @@ class Engine:
         if torch_op_wanted(a, b, (offsets, counts, c, bias, row_scale)):   # autograd, torch.compile, autocast
             from .torch.grouped import routed_grouped
             return routed_grouped(self, a, b, offsets, counts, algorithm, precision, *args)
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and any(map(torch_op_wanted, a, b)):
+            from .torch.grouped import routed_list      # one product per pair, each with its gradient
+            return routed_list(self, a, b, offsets, counts, precision, *args)
         return self.run_grouped(a, b, offsets, counts, algorithm, precision, *args)
 
     def run_grouped(self, a, b, offsets, counts, algorithm, precision, out, alpha, beta, c, bias, bias_axis,

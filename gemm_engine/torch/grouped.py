@@ -199,3 +199,21 @@ def routed_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogu
     with torch.autocast(device, enabled=False):      # cast above: the routing weights keep their dtype
         return call("grouped_mm", a, b, offsets, counts, bias, row_scale, engine_handle(engine), algorithm,
                     precision or "")
+
+
+def routed_list(engine, a, b, offsets, counts, precision, *epilogue):
+    """The list layout on torch tensors that need torch's machinery (one requiring grad, torch.compile,
+    autocast): one `Engine.matmul` per pair, each differentiable and traced as the dense ops are (one
+    launch a pair, not the list layout's one). Its arguments are the list layout's: no offsets,
+    counts, c, beta, bias, row_scale or scales (refused as the list layout refuses them)."""
+    out, alpha, beta, c, bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b = epilogue
+    given = [name for name, value in (("offsets", offsets), ("counts", counts), ("c", c), ("beta", beta),
+                                      ("bias", bias), ("row_scale", row_scale), ("scale_a", scale_a),
+                                      ("scale_b", scale_b), ("out", out)) if value is not None]
+    if given:
+        raise ValueError(f"grouped_matmul: the list layout takes alpha and activation as its epilogue (and, on "
+                         f"tensors that require grad, no out), not {', '.join(given)}")
+    if len(a) != len(b) or any(getattr(x, "ndim", 0) != 2 or getattr(w, "ndim", 0) != 2 for x, w in zip(a, b)):
+        raise TypeError("grouped_matmul: the list layout takes a and b both as lists of 2-D arrays, of one length")
+    return [engine.matmul(x, w, alpha=alpha, bias_axis=bias_axis, activation=activation, out_dtype=out_dtype,
+                          casting=casting, precision=precision) for x, w in zip(a, b)]

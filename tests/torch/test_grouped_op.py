@@ -164,3 +164,15 @@ def test_autocast_casts_the_operands_and_keeps_epilogue_calls_running():
     assert y.dtype == torch.bfloat16
     y.float().backward(torch.ones(6, 3))
     assert xr.grad.dtype == torch.float32 and torch.isfinite(xr.grad).all()
+
+
+def test_the_list_layout_differentiates_pair_by_pair():
+    """Lists of tensors that require grad: one product per pair, each with its gradient (the list
+    layout's one launch returned results without any)."""
+    xs, ws = [leaf(3, 4), leaf(2, 5, seed=1)], [leaf(4, 2, seed=2), leaf(5, 3, seed=3)]
+    _check(lambda x0, x1, w0, w1: tuple(gemm_engine.grouped_matmul([x0, x1], [w0, w1], activation="relu", alpha=2.0)),
+           *xs, *ws)
+    with pytest.raises(ValueError, match="not bias"):
+        gemm_engine.grouped_matmul(xs, ws, bias=torch.zeros(2, dtype=torch.float64))
+    with pytest.raises(TypeError, match="lists of 2-D arrays"):
+        gemm_engine.grouped_matmul(xs, ws[:1])
