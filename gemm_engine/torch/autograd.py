@@ -74,7 +74,7 @@ def operand_grads(a, b, gz, alpha, need_a: bool, need_b: bool, engine: int, prec
             k, n = b2.shape
             flat_a = a2.expand(*g2.shape[:-2], *a2.shape[-2:]).reshape(-1, k)
             flat_g = g2.reshape(-1, n)
-            if b2.stride(-2) == 1 and b2.stride(-1) != 1:     # column-major b: its gradient too
+            if column_major(b2):     # column-major b: its gradient too
                 gb = _mm(flat_g.mT, flat_a, alpha, engine, precision).mT
             else:
                 gb = _mm(flat_a.mT, flat_g, alpha, engine, precision)
@@ -82,6 +82,12 @@ def operand_grads(a, b, gz, alpha, need_a: bool, need_b: bool, engine: int, prec
             gb = _mm(a2.mT, g2, alpha, engine, precision).sum_to_size(b2.shape)
         gb = gb.reshape(b.shape).to(b.dtype)
     return ga, gb
+
+
+def column_major(t) -> bool:
+    """Whether ``t``'s last two axes are column-major (a linear layer's ``weight.mT``): a weight's
+    gradient is computed in its layout."""
+    return t.stride(-2) == 1 and t.stride(-1) != 1
 
 
 def _bias_grad(bias, g2, bias_axis: int):

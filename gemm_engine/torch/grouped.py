@@ -35,7 +35,7 @@ import torch
 from ..call import numpy_rules
 from ..handles import engine_of
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
-from .autograd import FUNCTIONS, differentiable, call
+from .autograd import FUNCTIONS, call, column_major, differentiable
 from .ops import LIB, autocast_cast, engine_handle, kernel_name, op, plain
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, Tensor? bias, Tensor? row_scale, int engine, "
@@ -68,10 +68,6 @@ def grouped_fake(a, b, offsets, counts, bias, row_scale, engine, algorithm, prec
     return a.new_empty(shape, dtype=numpy_torch_dtype(types.result))
 
 
-def _column_major(t) -> bool:
-    return t.stride(-2) == 1 and t.stride(-1) != 1
-
-
 def _mm(a, b, offsets, counts, options, bias=None, row_scale=None):
     return call("grouped_mm", a, b, offsets, counts, bias, row_scale, *options)
 
@@ -81,7 +77,7 @@ def _contiguous_grads(a, b, offsets, gy, need, options):
     gb = None
     if need[1]:
         # gb_g = a_g^T gy_g: a's rows of each group reduced (the k layout), in b's layout.
-        gb = (_mm(gy.mT, a, offsets, None, options).mT if _column_major(b)
+        gb = (_mm(gy.mT, a, offsets, None, options).mT if column_major(b)
               else _mm(a.mT, gy, offsets, None, options)).to(b.dtype)
     return ga, gb
 

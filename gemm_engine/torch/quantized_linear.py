@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..api import matmul, quantized_matmul
+from ..api import quantized_matmul
 from ..quant import QuantizedWeight, quantize
 
 #: Torch dtypes holding the bits of the weight's numpy arrays (torch lacks unsigned 32/16-bit math).
@@ -125,9 +125,11 @@ class QuantizedLinear(nn.Module):
         if x.shape[-1:] != (self.in_features,):
             raise ValueError(f"QuantizedLinear: x's last dimension must be in_features={self.in_features}, got "
                              f"shape {tuple(x.shape)}")
-        if torch.is_grad_enabled() and (x.requires_grad or (self.bias is not None and self.bias.requires_grad)):
-            return _QuantizedLinearFunction.apply(x, self.bias, self)
-        return _product(x, self.quantized_weight(), self.bias)
+        # quantized_matmul differentiates in x and bias (torch/quantized_route.py), autocast and
+        # torch.compile included; F.linear's leading axes are flattened into M.
+        lead = x.shape[:-1]
+        y = quantized_matmul(x.reshape(-1, x.shape[-1]), self.quantized_weight(), bias=self.bias)
+        return y.reshape(*lead, y.shape[-1])
 
     def extra_repr(self) -> str:
         f = self.format
@@ -139,35 +141,6 @@ class QuantizedLinear(nn.Module):
 def _loaded(module: QuantizedLinear, incompatible_keys) -> None:
     """load_state_dict's hook: the buffers were written in place."""
     module.refresh_weight()
-
-
-def _product(x: torch.Tensor, q: QuantizedWeight, bias) -> torch.Tensor:
-    """``x @ q + bias`` over x's leading axes (flattened into M, as F.linear does)."""
-    x = x.detach()
-    lead = x.shape[:-1]
-    y = quantized_matmul(x.reshape(-1, x.shape[-1]), q, bias=None if bias is None else bias.detach())
-    return y.reshape(*lead, y.shape[-1])
-
-
-class _QuantizedLinearFunction(torch.autograd.Function):
-    """The forward by the quantized kernels; the backward's input gradient by the engine on the
-    dequantized weight (rounded to the gradient's dtype), the bias's the summed gradient."""
-
-    @staticmethod
-    def forward(ctx, x, bias, module):
-        ctx.module = module
-        return _product(x, module.quantized_weight(), bias)
-
-    @staticmethod
-    def backward(ctx, grad):
-        grad_x = grad_bias = None
-        flat = grad.reshape(-1, grad.shape[-1])
-        if ctx.needs_input_grad[0]:
-            w = ctx.module.dequantized_weight().to(device=grad.device, dtype=grad.dtype)   # (out, in)
-            grad_x = matmul(flat, w).reshape(*grad.shape[:-1], w.shape[1])
-        if ctx.needs_input_grad[1]:
-            grad_bias = flat.sum(dim=0)
-        return grad_x, grad_bias, None
 
 
 __all__ = ["QuantizedLinear"]

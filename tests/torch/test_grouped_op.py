@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch", reason="torch is not installed here")
 import gemm_engine  # noqa: E402
 import gemm_engine.torch  # noqa: E402,F401
 from float64_grads import float64_default_engine, leaf  # noqa: E402,F401  (an autouse fixture)
-from gemm_engine.torch.grouped import _column_major, _contiguous_grads  # noqa: E402
+from gemm_engine.torch.autograd import column_major  # noqa: E402
+from gemm_engine.torch.grouped import _contiguous_grads  # noqa: E402
 
 
 def _ends(counts, dtype=torch.int32):
@@ -38,7 +39,7 @@ def test_contiguous_weight_gradient_keeps_the_weights_layout():
     a, w = torch.randn(5, 4, dtype=torch.float64), torch.randn(2, 3, 4, dtype=torch.float64)
     gy = torch.randn(5, 3, dtype=torch.float64)
     _, gb = _contiguous_grads(a, w.mT, offsets, gy, (False, True), (0, None, ""))
-    assert _column_major(gb) and gb.shape == (2, 4, 3)
+    assert column_major(gb) and gb.shape == (2, 4, 3)
     want = torch.stack([a[:2].T @ gy[:2], a[2:].T @ gy[2:]])
     assert torch.allclose(gb, want)
 
