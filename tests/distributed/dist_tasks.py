@@ -186,6 +186,10 @@ def late_peer(rank, world, wait_s):
     group = dist.new_group(list(range(world)))
     x, w = torch.ones(64, 32, device=DEVICE), torch.ones(32, 16, device=DEVICE)
     if rank != 0:
+        # The collectives rank 0's call makes before its wait, in its order: the one-host question
+        # (peer.available), then the buffer's rendezvous. Without the first, the two ranks' first
+        # collectives differ and both hang until NCCL's own timeout (seen on a 2-H100 host).
+        assert peer.available(DEVICE, group) is None
         peer.area_for("gather", group, DEVICE, 64 * 32 * 4)
         return None
     start = time.monotonic()
