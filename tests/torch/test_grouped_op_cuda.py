@@ -1,0 +1,151 @@
+"""torch.ops.gemm_engine.grouped_mm on the GPU (skipped without one): bf16 mixture-of-experts
+layers with gradients against float64 references, forward and backward captured in one CUDA graph
+and replayed with new routing, and torch.compile's default backend (inductor).
+
+Run on the GPU machine: ``python -m pytest -q tests/torch/test_grouped_op_cuda.py``."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import get_engine
+
+torch = pytest.importorskip("torch", reason="torch is not installed here")
+
+import gemm_engine  # noqa: E402
+import gemm_engine.torch  # noqa: E402,F401
+
+pytestmark = pytest.mark.cuda
+
+#: Relative error (Frobenius) of bf16 operands with float32 sums against float64.
+TOL = 2e-2
+
+
+@pytest.fixture
+def cuda_engine(monkeypatch):
+    engine = get_engine("cuda")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    from gemm_engine import api
+    monkeypatch.setattr(api, "_default_engine", engine)
+    torch._dynamo.reset()
+    return engine
+
+
+def _randn(*shape, seed, scale=1.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(*shape, generator=gen, device="cuda") * scale).to(torch.bfloat16)
+
+
+def _rel(got, want):
+    return float((got.double() - want).norm() / want.norm().clamp_min(1e-30))
+
+
+def _leaves(*tensors):
+    return [t.detach().clone().requires_grad_() for t in tensors]
+
+
+def _contiguous_reference(x, w, ends, bias, scale, gy):
+    """float64 output and gradients of the contiguous layout, group by group (w: (G, K, N))."""
+    x, w, bias, scale = (t.detach().double().requires_grad_() for t in (x, w, bias, scale))
+    outs, start = [], 0
+    for g, end in enumerate(ends.tolist()):
+        outs.append((x[start:end] @ w[g] + bias[g]) * scale[start:end, None])
+        start = end
+    y = torch.cat(outs)
+    y.backward(gy.double())
+    return y.detach(), x.grad, w.grad, bias.grad, scale.grad
+
+
+@pytest.mark.parametrize("weights", ["kn", "nk"], ids=["w_rows", "w_as_linear"])
+def test_contiguous_layer_gradients(cuda_engine, weights):
+    counts = [130, 0, 1, 257, 64, 3]                     # ragged, an empty group, not tile multiples
+    ends = torch.tensor(counts, device="cuda").cumsum(0).to(torch.int32)
+    t, k, n, g = sum(counts), 192, 136, len(counts)
+    x = _randn(t, k, seed=1)
+    w = _randn(g, k, n, seed=2, scale=k ** -0.5) if weights == "kn" else _randn(g, n, k, seed=2, scale=k ** -0.5).mT
+    bias, scale = _randn(g, n, seed=3), torch.rand(t, device="cuda", dtype=torch.float32) + 0.5
+    gy = _randn(t, n, seed=4)
+    x_, w_, bias_, scale_ = _leaves(x, w, bias, scale)
+    if weights == "nk":
+        w_ = w.detach().mT.contiguous().requires_grad_()
+        y = gemm_engine.grouped_matmul(x_, w_.mT, offsets=ends, bias=bias_, row_scale=scale_)
+    else:
+        y = gemm_engine.grouped_matmul(x_, w_, offsets=ends, bias=bias_, row_scale=scale_)
+    y.backward(gy)
+    want = _contiguous_reference(x, w, ends, bias, scale, gy)
+    gw = w_.grad.mT if weights == "nk" else w_.grad
+    for name, got, ref in zip(("y", "x", "w", "bias", "row_scale"), (y, x_.grad, gw, bias_.grad, scale_.grad), want):
+        assert _rel(got, ref) < TOL, (name, _rel(got, ref))
+    assert x_.grad.dtype == torch.bfloat16 and w_.grad.dtype == torch.bfloat16 and scale_.grad.dtype == torch.float32
+    # the empty group's weights get a zero gradient, not garbage
+    assert (gw[1] == 0).all()
+
+
+def test_masked_layer_gradients_ignore_rows_past_the_counts(cuda_engine):
+    g, c, k, n = 4, 96, 128, 200
+    counts = torch.tensor([96, 0, 37, 1], device="cuda", dtype=torch.int32)
+    x = _randn(g, c, k, seed=5)
+    live = torch.arange(c, device="cuda")[None, :] < counts[:, None]
+    x = torch.where(live[..., None], x, torch.full_like(x, float("nan")))     # never read into a result
+    w, gy = _randn(g, k, n, seed=6, scale=k ** -0.5), _randn(g, c, n, seed=7)
+    x_, w_ = _leaves(x, w)
+    y = gemm_engine.grouped_matmul(x_, w_, counts=counts)
+    y.backward(gy)
+    xd = torch.where(live[..., None], x.double(), 0)
+    gyd = torch.where(live[..., None], gy.double(), 0)
+    assert _rel(torch.where(live[..., None], y.double(), 0), xd @ w.double()) < TOL
+    assert (y[~live] == 0).all()
+    assert _rel(w_.grad, xd.mT @ gyd) < TOL
+    assert torch.isfinite(x_.grad).all() and (x_.grad[~live] == 0).all()
+    assert _rel(x_.grad, gyd @ w.double().mT) < TOL
+
+
+def test_forward_and_backward_in_one_graph_replayed_with_new_routing(cuda_engine):
+    t, k, n, g = 512, 128, 256, 4
+    x, w = _randn(t, k, seed=8), _randn(g, k, n, seed=9, scale=k ** -0.5)
+    x_, w_ = _leaves(x, w)
+    ends = torch.tensor([128, 256, 384, 512], device="cuda", dtype=torch.int32)
+    gy = _randn(t, n, seed=10)
+
+    def step():
+        x_.grad = w_.grad = None
+        gemm_engine.grouped_matmul(x_, w_, offsets=ends).backward(gy)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):            # warm-up (compiles every kernel) off the capture
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    x_.grad = w_.grad = None
+    with torch.cuda.graph(graph):
+        gemm_engine.grouped_matmul(x_, w_, offsets=ends).backward(gy)
+    gx, gw = x_.grad, w_.grad
+    for counts in ([500, 0, 0, 12], [1, 1, 1, 509], [0, 0, 0, 512]):
+        ends.copy_(torch.tensor(counts, device="cuda").cumsum(0))
+        graph.replay()
+        torch.cuda.synchronize()
+        _, want_x, want_w, _, _ = _contiguous_reference(x, w, ends, torch.zeros(g, n, device="cuda"),
+                                                        torch.ones(t, device="cuda"), gy)
+        assert _rel(gx, want_x) < TOL and _rel(gw, want_w) < TOL, counts
+        empty = [i for i, c in enumerate(counts) if c == 0]
+        assert all((gw[i] == 0).all() for i in empty), counts
+
+
+def test_inductor_compiles_a_moe_layer_with_its_backward(cuda_engine):
+    t, k, n, g = 300, 128, 96, 3
+    x, w = _randn(t, k, seed=11), _randn(g, k, n, seed=12, scale=k ** -0.5)
+    ends = torch.tensor([100, 100, 300], device="cuda", dtype=torch.int32)
+    scale = torch.rand(t, device="cuda") + 0.5
+
+    def layer(x, w, ends, scale):
+        return torch.nn.functional.silu(gemm_engine.grouped_matmul(x, w, offsets=ends, row_scale=scale)).sum()
+
+    fn = torch.compile(layer, fullgraph=True)
+    x_, w_ = _leaves(x, w)
+    fn(x_, w_, ends, scale).backward()
+    x0, w0 = _leaves(x, w)
+    layer(x0, w0, ends, scale).backward()
+    assert _rel(x_.grad, x0.grad.double()) < 1e-2 and _rel(w_.grad, w0.grad.double()) < 1e-2
+    assert (w_.grad[1] == 0).all()
