@@ -110,6 +110,8 @@ class Env:
 
 #: Turns of `_time_in_turns`: each row's time is the median of its turns.
 ROUNDS = 3
+#: The MLP block's turns (its tensor-parallel and one-GPU rows alike).
+MLP_ROUNDS = 5
 
 
 def _measure(env, rows, name, fn, want, repeat):
@@ -123,17 +125,17 @@ def _measure(env, rows, name, fn, want, repeat):
         rows.append(dict(method=name, ms=None, err=None, error=f"{type(exc).__name__}: {str(exc)[:200]}"))
 
 
-def _time_in_turns(env, rows, repeat):
-    """Each queued row's ms: the median of ``ROUNDS`` turns, a turn timing every row once (its share
+def _time_in_turns(env, rows, repeat, rounds=ROUNDS):
+    """Each queued row's ms: the median of ``rounds`` turns, a turn timing every row once (its share
     of ``repeat`` calls), so that no row's time depends on what ran just before it (timed one after
     another, the first engine row of the small sections ran 10-30% above the same path timed next)."""
     queued = [r for r in rows if "fn" in r]
     samples = {id(r): [] for r in queued}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for r in queued:
             if r.get("error") is None:
                 try:
-                    samples[id(r)].append(env.ms(r["fn"], max(3, repeat // ROUNDS)))
+                    samples[id(r)].append(env.ms(r["fn"], max(3, repeat // rounds)))
                 except Exception as exc:  # noqa: BLE001 -- as in _measure
                     env.torch.distributed.barrier()
                     r["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -280,9 +282,11 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
         tp()
     for strategy, tp in steps.items():
         _measure(env, rows, f"{P} GPUs tensor-parallel (engine, {strategy})", tp, None, repeat)
-    _time_in_turns(env, rows, repeat)
+    # Five turns of at least 6 steps: the block's rows moved by 5% between runs timed in 3 turns of 3.
+    _time_in_turns(env, rows, max(30, repeat), rounds=MLP_ROUNDS)
     _profile(env, steps["auto"], f"distributed_profile_mlp_{P}gpu.txt")
     single = {}
+    ones = {}
     for label, a, b in (("1 GPU, engine Linear", Linear.from_linear(up), Linear.from_linear(down)),
                         ("1 GPU, torch nn.Linear", up, down)):
         xf = x.clone().requires_grad_()
@@ -290,18 +294,24 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
         def one(a=a, b=b, xf=xf):
             y = b(act(a(xf), approximate="tanh"))
             y.backward(gy)
-        if r == 0:
+        ones[label] = one
+    if r == 0:
+        for label, one in ones.items():
             for _ in range(3):
                 one()
             env.sync()
             if label.endswith("engine Linear"):     # beside the tensor-parallel step's profile
                 _profile(env, one, "distributed_profile_mlp_1gpu.txt")
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                one()
-            env.sync()
-            single[label] = (time.perf_counter() - t0) * 1e3 / repeat
-        dist.barrier()
+        turns = {label: [] for label in ones}
+        for _ in range(MLP_ROUNDS):                  # in turns too, as the tensor-parallel rows
+            for label, one in ones.items():
+                t0 = time.perf_counter()
+                for _ in range(max(6, repeat // MLP_ROUNDS)):
+                    one()
+                env.sync()
+                turns[label].append((time.perf_counter() - t0) * 1e3 / max(6, repeat // MLP_ROUNDS))
+        single = {label: statistics.median(v) for label, v in turns.items()}
+    dist.barrier()
     t = torch.tensor([single.get(k, 0.0) for k in ("1 GPU, engine Linear", "1 GPU, torch nn.Linear")],
                      dtype=torch.float64, device=env.device)
     dist.broadcast(t, 0)
