@@ -289,7 +289,10 @@ class OpenCLRuntime(Runtime):
         return self.cla.empty(self.queue, shape, dtype)
 
     def fill_zero(self, x):
-        x.fill(0)
+        # Zero bits are zero in every dtype, and pyopencl's fill kernels map no float16 (a masked
+        # grouped call's fresh float16 result raised there).
+        words = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(x.dtype.itemsize)
+        (x.view(words) if words is not None and x.flags.c_contiguous else x).fill(0)
 
     def contiguous(self, x, dtype=None):
         dtype = np.dtype(dtype or x.dtype)
