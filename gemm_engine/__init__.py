@@ -14,10 +14,10 @@ from .tools.source import source
 from .errors import BackendUnavailableError, CaptureError, GemmEngineError, SetupError
 from .epilogue.activations import ACTIVATIONS, Activation, register_activation
 from .problem import Layout, MatmulProblem
-from .quant import QuantizedWeight, WeightFormat, from_awq, from_gptq, quantize
+from .quant import QuantizedExperts, QuantizedWeight, WeightFormat, from_awq, from_gptq, quantize
 
 __all__ = ["ACTIVATIONS", "Activation", "Algorithm", "BackendUnavailableError", "CaptureError", "Engine",
-           "GemmEngineError", "Layout", "LinearShape", "MatmulProblem", "QuantizedWeight", "SetupError", "WeightFormat",
+           "GemmEngineError", "Layout", "LinearShape", "MatmulProblem", "QuantizedExperts", "QuantizedWeight", "SetupError", "WeightFormat",
            "algorithms", "components", "default_engine", "from_awq", "from_gptq", "grouped_matmul", "matmul",
            "quantize", "quantized_matmul", "register", "register_activation", "register_dispatch", "source", "warmup"]
 from .version import __version__  # noqa: E402

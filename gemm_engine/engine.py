@@ -30,7 +30,8 @@ from .call.doc import grouped_doc, matmul_doc
 from .call.fast import FastPath
 from .call.launch import Launcher, remember
 from .call.plan import Plan, Planner, render
-from .call.prepare import dequantized, prepare, prepare_list
+from .call.prepare import prepare, prepare_list
+from .call.scaled import dequantized
 from .call import numpy_rules
 from .call.request import CallOptions, make_list_request, make_request
 from .compose.registry import generation
@@ -208,8 +209,8 @@ class Engine:
                        algorithm=None, precision=None, scale_a=None, scale_b=None):
         args = (out, alpha, beta, c, bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b)
         if torch_op_wanted(a, b, (offsets, counts, c, bias, row_scale)):   # autograd, torch.compile, autocast
-            from .torch.grouped import routed_grouped
-            return routed_grouped(self, a, b, offsets, counts, algorithm, precision, *args)
+            from .torch.quantized_route import routed_any_grouped
+            return routed_any_grouped(self, a, b, offsets, counts, algorithm, precision, *args)
         if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and any(map(torch_op_wanted, a, b)):
             from .torch.grouped import routed_list      # one product per pair, each with its gradient
             return routed_list(self, a, b, offsets, counts, precision, *args)

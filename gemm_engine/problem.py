@@ -102,6 +102,14 @@ class MatmulProblem:
         bounds-check it whatever its tile."""
         return self.groups is not None and axis in self.groups.ragged
 
+    @property
+    def rows_per_group(self) -> int:
+        """The rows one output block holds, as a tile sees them: M, or (contiguous groups, whose
+        M counts every group's rows) M spread evenly over the groups."""
+        if self.groups is not None and self.groups.layout == "contiguous":
+            return max(1, -(-self.m // max(1, self.batch)))
+        return self.m
+
     def ragged_contiguous(self, side: str) -> bool:
         """Whether operand ``side``'s ("lhs", "rhs") contiguous axis is the ragged axis of a layout
         whose extents only device memory holds: a group's slice of it starts anywhere (an expert's

@@ -300,9 +300,10 @@ def test_repeated_calls_on_torch_cuda_tensors_take_the_fast_path(engine, rng, mo
 
 
 # -- quantized weights ----------------------------------------------------------------------------------
-def test_quantized_weights_are_refused_by_every_grouped_layout(opencl_engine, rng):
-    """No grouped layout of packed experts exists yet: each layout says so (not a dense-problem
-    SetupError or a 'numbers or an array' TypeError), and names the per-expert way."""
+def test_a_lone_quantized_weight_is_refused_by_every_grouped_layout(opencl_engine, rng):
+    """One QuantizedWeight is no layer of experts: each layout says so (not a dense-problem
+    SetupError or a 'numbers or an array' TypeError) and names QuantizedExperts
+    (tests/test_grouped_quantized.py runs those)."""
     import gemm_engine
     q = gemm_engine.quantize(data(rng, (K, N)), "int8", None)
     x = data(rng, (T, K))
@@ -311,5 +312,5 @@ def test_quantized_weights_are_refused_by_every_grouped_layout(opencl_engine, rn
              lambda: opencl_engine.grouped_matmul([x[:30], x[30:]], [q, q]),
              lambda: gemm_engine.grouped_matmul([x[:30], x[30:]], [data(rng, (K, N)), q])]
     for call in calls:
-        with pytest.raises(ValueError, match="QuantizedWeight.*quantized_matmul once per expert"):
+        with pytest.raises(ValueError, match="QuantizedWeight.*QuantizedExperts"):
             call()

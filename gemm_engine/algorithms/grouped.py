@@ -10,7 +10,8 @@ per compute unit where the global level is reentrant (the walk then reads each g
 per cube, not once per tile).
 
 ``grouped`` is the family: the best member that sets up (the TMA pipeline on sm_90a, the wgmma and
-cp.async rings, register FMA everywhere else, OpenCL included). `grouped_variant` makes the grouped
+cp.async rings, register FMA everywhere else, OpenCL included; for quantized experts the quantized
+compositions, chosen by the dense rules' conditions on one group's rows). `grouped_variant` makes the grouped
 variant of any algorithm, a user's too.
 """
 from __future__ import annotations
@@ -23,10 +24,13 @@ from ..batch.grouped import GroupedBatchMatmul
 from ..batch.grouped_tma import GroupedTmaBatchMatmul
 from ..batch.tma_persistent import TmaPersistentBatchMatmul
 from ..problem import MatmulProblem
-from ..selector.grouped import grouped_specialized_tiling
+from ..selector.grouped import grouped_member_rules, grouped_specialized_tiling
 from .base import Algorithm, register
 from .family import AlgorithmFamily
 from .pipelined import PipelinedMmaAlgorithm
+from .quantized import QuantizedDoubleBufferingMmaAlgorithm, QuantizedSimpleUnitAlgorithm
+from .quantized_decode import QuantizedDecodeAlgorithm
+from .quantized_wgmma import QuantizedWgmmaAlgorithm
 from .simple import SimpleUnitAlgorithm
 from .specialized_wgmma import SpecializedWgmmaAlgorithm
 from .wgmma import PipelinedWgmmaAlgorithm
@@ -45,7 +49,7 @@ def typical(problem: MatmulProblem) -> MatmulProblem:
     # The loaders' widths, not the memory's: the tiling rules pick register-path tiles by them.
     dense = replace(problem, groups=None, lhs_align=problem.vector_align("lhs"), rhs_align=problem.vector_align("rhs"))
     if layout == "contiguous":
-        return replace(dense, m=max(1, -(-problem.m // groups)))
+        return replace(dense, m=problem.rows_per_group)
     if layout == "k":
         return replace(dense, k=max(1, -(-problem.k // groups)))
     return dense
@@ -89,10 +93,21 @@ GroupedPipelinedMmaAlgorithm = register(grouped_variant(PipelinedMmaAlgorithm))
 GroupedSimpleUnitAlgorithm = register(grouped_variant(SimpleUnitAlgorithm))
 
 
+# Quantized experts (quant/experts.py): the quantized compositions under the portable grouped level,
+# which moves the packed words, scales and zeros to each group's expert.
+GroupedQuantizedDecodeAlgorithm = register(grouped_variant(QuantizedDecodeAlgorithm))
+GroupedQuantizedWgmmaAlgorithm = register(grouped_variant(QuantizedWgmmaAlgorithm))
+GroupedQuantizedDoubleBufferingMmaAlgorithm = register(grouped_variant(QuantizedDoubleBufferingMmaAlgorithm))
+GroupedQuantizedSimpleUnitAlgorithm = register(grouped_variant(QuantizedSimpleUnitAlgorithm))
+
+
 @register
 class GroupedFamily(AlgorithmFamily):
-    """``grouped``: the best grouped member that sets up (the default of `grouped_matmul`)."""
+    """``grouped``: the best grouped member that sets up (the default of `grouped_matmul`): dense
+    members refuse quantized experts and the quantized ones dense weights (`check_weights`)."""
 
     name = "grouped"
     variants = (GroupedSpecializedWgmmaAlgorithm, GroupedPipelinedWgmmaAlgorithm, GroupedPipelinedMmaAlgorithm,
-                GroupedSimpleUnitAlgorithm)
+                GroupedSimpleUnitAlgorithm, GroupedQuantizedDecodeAlgorithm, GroupedQuantizedWgmmaAlgorithm,
+                GroupedQuantizedDoubleBufferingMmaAlgorithm, GroupedQuantizedSimpleUnitAlgorithm)
+    member_rules = grouped_member_rules(typical)

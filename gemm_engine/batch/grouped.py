@@ -15,6 +15,10 @@ whose operand references point at the group's rows and weights and whose extents
   slice of the reduction, lhs and rhs moved to its first index;
 * "list": every group's sizes, operand offsets and leading dimensions from a table.
 
+Quantized experts (quant/experts.py) are a rhs like any other here: the packed words move to the
+group's expert as a dense rhs does, and its scales and zeros by strides of their own
+(`WeightFormat.group_params`); the quantized global levels read them unchanged.
+
 The global, stage and tile levels are the dense ones, unchanged: they bound-check the ragged axis
 (`MatmulProblem.checks`) and read nothing else of the kernel. The grid is a bound on the tiles
 (`group_walk.tile_bound`) or, persistent (``persistent`` > 0, a reentrant global level), that many
@@ -51,6 +55,9 @@ class GroupedBatchConfig(BatchConfig):
 def check_grouped(component: str, problem: MatmulProblem, global_) -> None:
     """SetupError for what no grouped level runs: block scales along a ragged reduction, operands a
     tile reads K-major only in the other layout (a grouped level copies no operand)."""
+    if problem.groups.layout in ("k", "list") and problem.weights is not None:
+        raise SetupError(component, f"quantized experts with the {problem.groups.layout!r} layout: a group's weights "
+                                    "are one expert's, in the contiguous and masked layouts")
     if problem.groups.layout in ("k", "list") and problem.epilogue.block_scales:
         raise SetupError(component, f"scales per block of 128 along K with the {problem.groups.layout!r} layout: "
                                     "a group's reduction starts anywhere in a block")
@@ -108,7 +115,7 @@ def group_pointers(cfg: GroupedBatchConfig, d: Dialect, lhs_type: str, rhs_type:
             f"const GLOBAL {lhs_type}* lhs = {at['lhs']};",
             f"const GLOBAL {rhs_type}* rhs = {at['rhs']};",
             f"GLOBAL {out_t}* out = {at['out']};",
-            *g.epilogue.pointers(d)]
+            *g.epilogue.pointers(d), *(g.weights.pointers(d, "b") if g.weights is not None else ())]
 
 
 def group_scope(cfg: GroupedBatchConfig) -> CubeScope:
@@ -147,8 +154,10 @@ class GroupedBatchMatmul(PartitionedBatchMatmul):
         return min(bound, cfg.persistent_cubes) if cfg.persistent_cubes else bound
 
     def signature(self, cfg: GroupedBatchConfig) -> KernelSignature:
+        weights = cfg.global_.weights
         return super().signature(cfg).extended(array(f"{GROUPS}_base", groups_word(cfg.layout)),
-                                               *index(f"{GROUPS}_offset"))
+                                               *index(f"{GROUPS}_offset"),
+                                               *(weights.group_params() if weights is not None else ()))
 
     def scope(self, cfg: GroupedBatchConfig, d: Dialect | None = None) -> CubeScope:
         return group_scope(cfg)

@@ -225,7 +225,7 @@ def build_arguments(runtime, arrays: CallArrays, prepared: Prepared) -> tuple[Ca
         fused=not problem.epilogue.identity,
         groups=None if prepared.groups is None else ArrayArgument(prepared.groups.array),
         row_scale=term(prepared.row_scale, *vector),
-        qscale=term(prepared.qscale, "ld"), qzero=term(prepared.qzero, "ld")), target
+        qscale=term(prepared.qscale, "ld", "batch_stride"), qzero=term(prepared.qzero, "ld", "batch_stride")), target
 
 
 @dataclass

@@ -13,7 +13,8 @@ device, or a numpy array. Accepted:
   with no synchronization;
 * any object with ``__dlpack__`` (CPU or the engine's CUDA device) or ``__cuda_array_interface__``;
 * for ``b``, a `QuantizedWeight` (gemm_engine/quant): its arrays on the engine's device, uploaded
-  once per runtime (`QuantizedWeight.device`), imported as a (K, N) operand of library "quantized".
+  once per runtime (`QuantizedWeight.device`), imported as a (K, N) operand of library "quantized";
+  in a grouped call, a `QuantizedExperts` likewise, as an (E, K, N) operand.
 
 The result comes back in the caller's library: torch in, torch out (on the inputs' device); numpy
 in, numpy out; device arrays of the runtime stay there.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..quant.experts import QuantizedExperts
 from ..quant.weight import QuantizedWeight
 from ..tensors import is_torch, torch_bits, torch_numpy_dtype, torch_stream
 
@@ -148,10 +150,12 @@ def _number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_, np.ndarray))
 
 
-#: Why a grouped call refuses quantized weights (issue 30 x 31: no grouped layout of packed experts yet).
-_GROUPED_QUANTIZED = ("grouped_matmul: b holds a QuantizedWeight; quantized weights are not supported by the grouped "
-                      "(mixture-of-experts) layouts yet: call gemm_engine.quantized_matmul once per expert, or pass "
-                      "the experts' dequantized float weights")
+#: Why a grouped call refuses a lone quantized weight, and a dense one quantized experts.
+_GROUPED_QUANTIZED = ("grouped_matmul: b holds a QuantizedWeight; quantized experts go in as one QuantizedExperts "
+                      "(gemm_engine.quantize of an (E, K, N) array, or QuantizedExperts([...])) with the contiguous "
+                      "or masked layout")
+_DENSE_EXPERTS = ("matmul: b is a QuantizedExperts (a mixture-of-experts layer's weights): pass it to "
+                  "grouped_matmul with offsets or counts, or one expert (experts[e]) to quantized_matmul")
 
 
 def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, scale_b=None, groups=None,
@@ -162,7 +166,9 @@ def import_call(runtime, a, b, *, out=None, c=None, bias=None, scale_a=None, sca
     a_imported = import_array(a, "a", runtime)
     if isinstance(b, QuantizedWeight) and groups is not None:
         raise ValueError(_GROUPED_QUANTIZED)
-    if isinstance(b, QuantizedWeight):
+    if isinstance(b, QuantizedExperts) and groups is None:
+        raise TypeError(_DENSE_EXPERTS)
+    if isinstance(b, (QuantizedWeight, QuantizedExperts)):
         # The engine's own device copy, which follows the activations' place as a host operand would;
         # its dtype is the activations' (numpy_rules.quantized_rhs_dtype).
         b_imported = Imported(b.device(runtime), a_imported.dtype, True, "quantized", b)
@@ -228,7 +234,7 @@ def import_list(runtime, a, b, out=None) -> ListArrays:
                         f"{type(a).__name__} and {type(b).__name__}")
     if len(a) != len(b):
         raise ValueError(f"grouped_matmul: a lists {len(a)} groups, b {len(b)}")
-    if any(isinstance(x, QuantizedWeight) for x in b):
+    if any(isinstance(x, (QuantizedWeight, QuantizedExperts)) for x in b):
         raise ValueError(_GROUPED_QUANTIZED)
     arrays = ListArrays([import_array(x, f"a[{i}]", runtime) for i, x in enumerate(a)],
                         [import_array(x, f"b[{i}]", runtime) for i, x in enumerate(b)])

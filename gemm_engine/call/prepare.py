@@ -17,7 +17,6 @@ import numpy as np
 from ..batch.group_walk import LIST_FIELDS
 from ..dtypes import WIDENED, bits_dtype, device_dtype, element_type
 from ..epilogue.grouped_terms import term_strides
-from ..epilogue.scales import dequantize
 from ..problem import Groups, Layout, MatmulProblem
 from .arrays import CallArrays, Imported, ListArrays, import_array
 from .request import Request
@@ -43,6 +42,13 @@ class DeviceTerm:
     array: object
     strides: object
     copied: bool = False
+
+
+class WeightStrides(NamedTuple):
+    """A quantized rhs's scales or zeros: (group, n) at ``expert * batch_stride + group * ld + n``."""
+
+    ld: int
+    batch_stride: int
 
 
 class GroupStrides(NamedTuple):
@@ -182,43 +188,26 @@ def _epilogue_terms(runtime, prepared: Prepared, request: Request) -> None:
 
 def _quantized(lhs: DeviceOperand, request: Request) -> Prepared:
     """A call of a quantized rhs: its packed words are the rhs operand (one weight for every batch
-    entry), its scales and zeros terms of their own; the problem's rhs type is the activations'.
-    A batch of contiguous activations with nothing per row but the product is folded into M, so
-    that the weights are streamed once (x of (B, M, K) is a (B * M, K) matrix; the output too)."""
-    shape, types, weights = request.shape, request.types, request.weights
-    batch, m = shape.batch, shape.m
-    folds = (batch > 1 and lhs.view.layout is Layout.ROW and lhs.view.batch_stride == m * lhs.view.ld
-             and request.c is None and (request.bias is None or request.bias_axis == 1))
+    entry; a grouped call's experts: one per group), its scales and zeros terms of their own; the
+    problem's rhs type is the activations'. A batch of contiguous activations with nothing per row
+    but the product is folded into M, so that the weights are streamed once (x of (B, M, K) is a
+    (B * M, K) matrix; the output too)."""
+    shape, types, weights, grouped = request.shape, request.types, request.weights, request.groups
+    batch, m = (shape.batch, shape.m) if grouped is None else (grouped.groups, shape.m)
+    folds = (grouped is None and batch > 1 and lhs.view.layout is Layout.ROW
+             and lhs.view.batch_stride == m * lhs.view.ld and request.c is None
+             and (request.bias is None or request.bias_axis == 1))
     if folds:
         batch, m = 1, batch * m
-    rhs = DeviceOperand(weights.packed, OperandView(Layout.ROW, weights.ld, 0), 1)
+    step = weights.strides
+    rhs = DeviceOperand(weights.packed, OperandView(Layout.ROW, weights.ld, step[0]), 1)
     problem = MatmulProblem(batch, m, shape.n, shape.k, element_type(types.lhs), element_type(types.rhs),
                             element_type(types.result), lhs.view.layout, Layout.ROW, lhs.align, 1,
-                            request.precision, request.epilogue, weights=weights.format)
-    return Prepared(request, problem, lhs, rhs, qscale=DeviceTerm(weights.scales, weights.scale_ld),
-                    qzero=None if weights.zeros is None else DeviceTerm(weights.zeros, weights.zero_ld))
-
-
-def dequantized(runtime, arrays: CallArrays, request: Request) -> tuple[CallArrays, Request]:
-    """The call with its operands multiplied by their scales in float32, in their own library
-    (torch tensors by torch on their device, everything else through the host): the fallback where
-    no kernel applies block scales."""
-    shape = request.shape
-    out = []
-    for imp, scale, lhs in ((arrays.a, request.lhs_scale, True), (arrays.b, request.rhs_scale, False)):
-        label = "a" if lhs else "b"
-        host_scale = None if scale is None else runtime.download(scale.array.array, scale.array.dtype)
-        if imp.library == "torch":
-            import torch
-            device = imp.original.device
-            values = None if scale is None else torch.as_tensor(np.asarray(host_scale, np.float32), device=device)
-            scaled = dequantize(imp.original, scale, values, lhs, shape.k, shape.n, torch)
-        else:
-            scaled = dequantize(runtime.download(imp.array, imp.dtype), scale, host_scale, lhs, shape.k, shape.n, np)
-            # Device operands stay device arrays (their result too), host ones host arrays.
-            scaled = scaled if imp.host else runtime.upload(np.ascontiguousarray(scaled))
-        out.append(import_array(scaled, label, runtime))
-    return replace(arrays, a=out[0], b=out[1]), request.dequantized()
+                            request.precision, request.epilogue, weights=weights.format,
+                            groups=None if grouped is None else Groups(grouped.layout))
+    scales = DeviceTerm(weights.scales, WeightStrides(weights.scale_ld, step[1]))
+    zeros = None if weights.zeros is None else DeviceTerm(weights.zeros, WeightStrides(weights.zero_ld, step[2]))
+    return Prepared(request, problem, lhs, rhs, qscale=scales, qzero=zeros)
 
 
 def _operand(runtime, imp: Imported, dtype, shape, vector: bool, lhs: bool, grouped: bool = False) -> DeviceOperand:
@@ -415,4 +404,4 @@ def dense_problem(batch: int, m: int, n: int, k: int, dtype, *, precision: str =
                          precision)
 
 
-__all__ = ["CView", "DeviceOperand", "DeviceTerm", "Prepared", "dense_problem", "dequantized", "prepare"]
+__all__ = ["CView", "DeviceOperand", "DeviceTerm", "Prepared", "WeightStrides", "dense_problem", "prepare"]

@@ -72,10 +72,12 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         if not dialect.supports("plane_mma"):
             raise SetupError(self.name, "the device has no m16n8k16 plane product (CUDA sm_80+, or its OpenCL "
                                         "emulation)")
-        m_tiles = -(-problem.m // 8)
+        # A grouped problem's tile is sized for a typical group; a larger group takes more tiles.
+        m_tiles = -(-problem.rows_per_group // 8)
         if m_tiles > MAX_M_TILES:
-            raise SetupError(self.name, f"M = {problem.m}: the decode kernel holds at most {8 * MAX_M_TILES} rows "
-                                        f"of x (the tiled kernels run larger M)")
+            raise SetupError(self.name, f"M = {problem.rows_per_group}{' rows a group' if problem.groups else ''}: "
+                                        f"the decode kernel holds at most {8 * MAX_M_TILES} rows of x (the tiled "
+                                        f"kernels run larger M)")
         prefetch = default_prefetch() if selection.prefetch < 0 else bool(selection.prefetch)
         fast = fast_pairs(problem, dialect)
         loads, unroll = default_tiling(m_tiles, w.per_word, prefetch, fast)
@@ -104,11 +106,12 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                              units=units)
         x_vector = Layout(problem.lhs_layout) is Layout.ROW and problem.lhs_align >= w.per_word
         lhs = DecodeRead(OperandTile("lhs", problem.lhs, Layout(problem.lhs_layout), stage.stage_m, block_k,
-                                     False, False, 0, k_along_rows=False, align=problem.lhs_align))
+                                     False, False, 0, k_along_rows=False, align=problem.lhs_align),
+                         read_width=w.per_word if x_vector else None)
         rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, block_k, stage.stage_n, False, False, 0,
                                      k_along_rows=True, weights=w))
         cfg = DecodeConfig(stage=stage, lhs_loader=lhs, rhs_loader=rhs, out=problem.out,
-                           check_m=problem.m % stage.stage_m != 0, check_n=problem.n % stage.stage_n != 0,
+                           check_m=problem.checks(stage.stage_m, 1, 1)[0], check_n=problem.n % stage.stage_n != 0,
                            check_k=False, weights=w, planes=planes, along_n=along_n, loads=loads, unroll=unroll,
                            m_tiles=m_tiles, prefetch=prefetch,
                            kind=KINDS[problem.lhs.name], x_vector=x_vector, fast_pairs=fast,
@@ -224,7 +227,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                                               *names))
         return lines
 
-    def _products(self, cfg: DecodeConfig, d: Dialect, buf: str = "") -> list[str]:
+    def _products(self, cfg: DecodeConfig, d: Dialect, scope, buf: str = "") -> list[str]:
         """Statements: every tile product of the block, the A words dequantized from ``qd_w`` (of
         register buffer ``buf``; scales loaded once for the whole range have no buffer)."""
         w = cfg.weights
@@ -250,8 +253,13 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
                         xb = (u * cfg.m_tiles + j) * (cfg.per_word // 2) + 2 * s
                         lines.append(f"qd_b[0] = qd_x{buf}[{xb}]; qd_b[1] = qd_x{buf}[{xb + 1}];")
                         acc = f"qd_acc + {(i * cfg.m_tiles + j) * 4}"
-                        lines.append(d.plane_mma(cfg.kind, acc, "qd_a", "qd_b", "qd_scratch + qd_plane * "
-                                                 f"{cfg.scratch}" if cfg.scratch else ""))
+                        mma = d.plane_mma(cfg.kind, acc, "qd_a", "qd_b", "qd_scratch + qd_plane * "
+                                          f"{cfg.scratch}" if cfg.scratch else "")
+                        # A tile of rows past M (a masked group's count, a short group) is all zeros:
+                        # skipped (one test for the whole cube: every lane takes the same branch). Not
+                        # around the emulated product, whose barrier PoCL hung on inside the branch.
+                        skip = j and cfg.check_m and d.plane_mma_native
+                        lines.append(f"if ({scope.m0} + {8 * j} < {scope.m}) {{ {mma} }}" if skip else mma)
         return lines
 
     def body(self, cfg: DecodeConfig, d: Dialect, scope) -> str:
@@ -290,7 +298,7 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         lines += self._rounds(cfg, d, scope, share) if cfg.prefetch else [
             "for (i64 qd_r = 0; qd_r < qd_rounds; ++qd_r) {",
             self._block_loads(cfg, d, scope, share, "qd_r", ""),
-            *self._products(cfg, d),
+            *self._products(cfg, d, scope),
             "}",
         ]
         lines += self._reduce(cfg, d, scope, listener)
@@ -316,10 +324,10 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
             f"if (qd_rounds > 0) {self._block_loads(cfg, d, scope, share, '0', '')}",
             "for (i64 qd_r = 0; qd_r < qd_rounds; qd_r += 2) {",
             f"if (qd_r + 1 < qd_rounds) {self._block_loads(cfg, d, scope, share, 'qd_r + 1', 'n')}",
-            *self._products(cfg, d, ""),
+            *self._products(cfg, d, scope, ""),
             "if (qd_r + 1 < qd_rounds) {",
             f"if (qd_r + 2 < qd_rounds) {self._block_loads(cfg, d, scope, share, 'qd_r + 2', '')}",
-            *self._products(cfg, d, "n"),
+            *self._products(cfg, d, scope, "n"),
             "}",
             "}"]
 

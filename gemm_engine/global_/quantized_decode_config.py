@@ -32,6 +32,9 @@ class DecodeRead:
     """An operand as the batch level declares it (no shared-memory tile)."""
 
     operand: OperandTile
+    #: Elements read at a time along the operand's contiguous axis (x: a word's worth of rows of K
+    #: where rows are aligned to it), None where not the operand's own elements (packed words).
+    read_width: int | None = None
     smem_bytes = 0
 
 

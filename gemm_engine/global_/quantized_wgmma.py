@@ -137,7 +137,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         units = WARPGROUP * warpgroups * ks
         stage_k = bk * g // math.gcd(bk, g) if g else bk
         stage = DecodeTiling(stage_m=tokens, stage_n=stage_n, stage_k=stage_k, units=units)
-        check_m, check_n, check_k = problem.m % tokens != 0, problem.n % stage_n != 0, problem.k % bk != 0
+        check_m, check_n, check_k = problem.checks(tokens, stage_n, bk)
         swizzle = SwizzledOperandLayout(mn_major=x_layout is Layout.COL, extent=tokens, stage_k=bk)
         x_tile = SwizzledOperandTile("lhs", problem.lhs, x_layout, tokens, bk, check_m, check_k, 0,
                                      k_along_rows=False, smem_word=problem.lhs.storage, align=problem.lhs_align,

@@ -111,12 +111,19 @@ class WeightFormat:
             out += [array("qzero_base", self.scale), *index("qzero_offset", "qzero_ld")]
         return tuple(out)
 
-    def pointers(self, d) -> list[str]:
-        """Statements defining ``qscale`` (and ``qzero``): the arrays at their first element."""
+    def group_params(self) -> tuple:
+        """The parameters a grouped level appends besides `params`: how far one expert's scales
+        (and zeros) are from the next's (`QuantizedExperts`)."""
+        return tuple(index(*(f"{name}_batch_stride" for name in ("qscale", "qzero")[:1 + self.zeros])))
+
+    def pointers(self, d, group: str | None = None) -> list[str]:
+        """Statements defining ``qscale`` (and ``qzero``): the arrays at their first element, or
+        at the first of expert ``group`` (an expression; `group_params`' strides)."""
         t = d.c_type(self.scale)
-        out = [f"const GLOBAL {t}* RESTRICT qscale = qscale_base + qscale_offset;"]
-        if self.zeros:
-            out.append(f"const GLOBAL {t}* RESTRICT qzero = qzero_base + qzero_offset;")
+        out = []
+        for name in ("qscale", "qzero")[:1 + self.zeros]:
+            moved = f" + {group} * {name}_batch_stride" if group is not None else ""
+            out.append(f"const GLOBAL {t}* RESTRICT {name} = {name}_base + {name}_offset{moved};")
         return out
 
     def strip(self, k: str) -> str:

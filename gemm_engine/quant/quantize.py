@@ -50,11 +50,13 @@ def _group_size(group_size, fmt_kind: str, k: int) -> int:
     return 0 if group_size >= k else group_size
 
 
-def quantize(w, format: str = "int4", group_size=128, symmetric: bool = True, scale_dtype=None) -> QuantizedWeight:
+def quantize(w, format: str = "int4", group_size=128, symmetric: bool = True, scale_dtype=None):
     """``w`` (K, N), in matmul's ``b`` orientation (an ``nn.Linear`` weight is ``W.T``), quantized
     to ``format`` ("int4", "int8", "fp8_e4m3") with one scale (and, ``symmetric=False``, one zero
     point) per ``group_size`` rows of K per column (``None``: per output column). ``scale_dtype``:
-    "float16" or "bfloat16" for the scales and zeros (default: w's own 16-bit type, else float16)."""
+    "float16" or "bfloat16" for the scales and zeros (default: w's own 16-bit type, else float16).
+    A `QuantizedWeight`; for an (E, K, N) ``w`` (the experts of a mixture-of-experts layer), a
+    `QuantizedExperts` of one weight per expert (grouped_matmul's ``b``)."""
     if format not in KINDS:
         raise ValueError(f"quantize: format must be one of {sorted(KINDS)}, got {format!r}")
     if format == "fp8_e4m3" and not symmetric:
@@ -65,8 +67,12 @@ def quantize(w, format: str = "int4", group_size=128, symmetric: bool = True, sc
         scale_dtype = name if name in ("float16", "bfloat16") else "float16"
     word = scale_word(scale_dtype)
     values = host_values(w)
+    if values.ndim == 3 and 0 not in values.shape:     # a mixture-of-experts layer's weights
+        from .experts import QuantizedExperts
+        return QuantizedExperts([quantize(v, format, group_size, symmetric, scale_dtype) for v in values])
     if values.ndim != 2 or 0 in values.shape:
-        raise ValueError(f"quantize: w must be a non-empty (K, N) matrix, got shape {values.shape}")
+        raise ValueError(f"quantize: w must be a non-empty (K, N) matrix (or (E, K, N): one per expert), got "
+                         f"shape {values.shape}")
     if not np.isfinite(values).all():
         raise ValueError("quantize: w holds values that are not finite")
     k, n = values.shape

@@ -34,6 +34,8 @@ class DeviceWeight:
     ld: int
     scale_ld: int
     zero_ld: int
+    #: Elements from one expert's packed words, scales and zeros to the next's (`QuantizedExperts`).
+    strides: tuple = (0, 0, 0)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -164,19 +166,7 @@ class QuantizedWeight:
     # -- on a device -------------------------------------------------------------------------------
     def device(self, runtime) -> DeviceWeight:
         """This weight's arrays on ``runtime``'s device (uploaded on first use, then kept)."""
-        found = self._device.get(runtime)
-        if found is None:
-            with self._lock:
-                found = self._device.get(runtime)
-                if found is None:
-                    zeros = None if self.zeros is None else runtime.upload(self.zeros)
-                    found = DeviceWeight(self, runtime.upload(self.packed), runtime.upload(self.scales), zeros,
-                                         self.ld, self.scales.shape[1],
-                                         self.zeros.shape[1] if self.zeros is not None else 0)
-                    # Uploaded once and read by kernels on any stream or queue: complete before first use.
-                    runtime.synchronize()
-                    self._device[runtime] = found
-        return found
+        return kept_on_device(self, runtime, self._device, self._lock)
 
     def __repr__(self) -> str:
         f = self.format
@@ -185,4 +175,25 @@ class QuantizedWeight:
                 f"{'asymmetric' if f.zeros else 'symmetric'}, scales={self.scale_dtype.name}, {f.layout})")
 
 
-__all__ = ["DeviceWeight", "QuantizedWeight"]
+def kept_on_device(weight, runtime, copies, lock, experts: bool = False) -> DeviceWeight:
+    """``weight``'s arrays (a `QuantizedWeight`, or ``experts``: stacked experts' with one more
+    leading axis) on ``runtime``'s device, uploaded on first use (under ``lock``) and kept in
+    ``copies`` (the weight's, by runtime, weakly) while both live."""
+    found = copies.get(runtime)
+    if found is None:
+        with lock:
+            found = copies.get(runtime)
+            if found is None:
+                packed, scales, zeros = weight.packed, weight.scales, weight.zeros
+                step = (lambda x: x[0].size if experts else 0)
+                found = DeviceWeight(weight, runtime.upload(packed), runtime.upload(scales),
+                                     None if zeros is None else runtime.upload(zeros), weight.ld, scales.shape[-1],
+                                     zeros.shape[-1] if zeros is not None else 0,
+                                     (step(packed), step(scales), 0 if zeros is None else step(zeros)))
+                # Uploaded once and read by kernels on any stream or queue: complete before first use.
+                runtime.synchronize()
+                copies[runtime] = found
+    return found
+
+
+__all__ = ["DeviceWeight", "QuantizedWeight", "kept_on_device"]

@@ -24,6 +24,8 @@ from typing import Mapping
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
+from .conditions import quantized_decode_worth_it, quantized_wgmma_worth_it
+from .rules import Rule
 from .specialized_wgmma import preset, store_plan
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) of few-row groups.
@@ -44,3 +46,18 @@ def grouped_specialized_tiling(typical: MatmulProblem, dialect: Dialect, dense: 
     wm, wn, pm, tn, stages = shape
     behind = dict(promote_behind=True) if promoted else {}
     return preset(wm, wn, pm, tn, **store_plan(typical, dialect, wm * pm * 64, wn * tn, stages), **behind)
+
+
+def grouped_member_rules(typical) -> tuple[Rule, ...]:
+    """The grouped family's conditions on its quantized members (the dense ones have none: they
+    refuse quantized experts): the dense rules' conditions on the problem one group looks like
+    (``typical``: algorithms/grouped.py), so that decode-sized groups stream their experts' weights
+    through the decode kernel and larger ones take wgmma's register path on Hopper."""
+    def on_a_group(condition):
+        return lambda problem, dialect: condition(typical(problem) if problem.groups is not None else problem,
+                                                  dialect)
+    return (Rule("grouped_quantized_decode", "quantized experts at decode sizes (a group's rows <= 64): each "
+                                             "expert's weights streamed once", on_a_group(quantized_decode_worth_it)),
+            Rule("grouped_quantized_wgmma", "quantized experts of 48 to 512 rows a group on Hopper: wgmma with "
+                                            "the weights dequantized into its register operand",
+                 on_a_group(quantized_wgmma_worth_it)))

@@ -134,7 +134,8 @@ UNRANKED: tuple[Unranked, ...] = (
     # Grouped problems only (grouped_matmul): every dense problem is refused by their batch level.
     *(Unranked(name, "grouped problems only: grouped_matmul runs the grouped family (algorithms/grouped.py)")
       for name in ("grouped", "grouped_specialized_wgmma", "grouped_pipelined_wgmma", "grouped_pipelined_mma",
-                   "grouped_simple_unit")),
+                   "grouped_simple_unit", "grouped_quantized_decode", "grouped_quantized_wgmma",
+                   "grouped_quantized_double_buffering_mma", "grouped_quantized_simple_unit")),
 )
 
 #: Registered families (families.py's and a user's): each runs its best member that sets up; the

@@ -140,18 +140,27 @@ class GroupedMm(torch.autograd.Function):
     def backward(ctx, gy):
         a, b, offsets, counts, bias, row_scale = ctx.saved_tensors
         need = ctx.needs_input_grad
-        layout = _layout(a, b, offsets, counts)
-        extents = counts if layout == "masked" else offsets
-        gy = gy.contiguous()
-        gz, gscale = gy, None
-        if row_scale is not None:
-            if need[5]:     # the routing weight's: the unscaled result's rows against gy's
-                unscaled = _live_rows(_mm(a, b, offsets, counts, ctx.options, bias), offsets, counts, layout)[0]
-                gscale = (unscaled * gy).sum(-1).to(row_scale.dtype)
-            gz = gy * row_scale[..., None].to(gy.dtype)
-        ga, gb = GRADS[layout](a, b, extents, gz, need[:2], ctx.options)
-        gbias = _bias_grad(bias, gz, offsets, counts, layout) if bias is not None and need[4] else None
+        ga, gb, gbias, gscale = grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need[:2] + need[4:6],
+                                              ctx.options)
         return ga, gb, None, None, gbias, gscale, None, None, None
+
+
+def grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need, options):
+    """(ga, gb, gbias, grow_scale) of ``grouped_mm(a, b, offsets, counts, bias, row_scale)`` for
+    ``gy`` (the module docstring's formulas), each where ``need`` (four flags, in that order) says;
+    ``options``: the op's (engine, algorithm, precision) for the grouped products they take."""
+    layout = _layout(a, b, offsets, counts)
+    extents = counts if layout == "masked" else offsets
+    gy = gy.contiguous()
+    gz, gscale = gy, None
+    if row_scale is not None:
+        if need[3]:     # the routing weight's: the unscaled result's rows against gy's
+            unscaled = _live_rows(_mm(a, b, offsets, counts, options, bias), offsets, counts, layout)[0]
+            gscale = (unscaled * gy).sum(-1).to(row_scale.dtype)
+        gz = gy * row_scale[..., None].to(gy.dtype)
+    ga, gb = GRADS[layout](a, b, extents, gz, need[:2], options)
+    gbias = _bias_grad(bias, gz, offsets, counts, layout) if bias is not None and need[2] else None
+    return ga, gb, gbias, gscale
 
 
 for _defined in ("grouped_mm", kernel_name("grouped_mm")):

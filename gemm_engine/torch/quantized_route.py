@@ -9,12 +9,17 @@ here). A `QuantizedWeight` is no tensor, so no registered op carries it; instead
   rows); only a column bias may join the product there;
 * torch.compile: the call is a graph break (`torch.compiler.disable`): it runs eagerly between
   the compiled regions (``fullgraph=True`` reports it rather than tracing into the engine).
+
+`grouped_matmul` with a `QuantizedExperts` ``b`` comes here the same way (`routed_any_grouped`):
+x, bias and row_scale differentiable, the backward's products grouped.py's.
 """
 from __future__ import annotations
 
 import torch
 
-from .ops import autocast_cast
+from ..quant.experts import QuantizedExperts
+from .grouped import grouped_grads, routed_grouped
+from .ops import autocast_cast, engine_handle
 
 
 class QuantizedProduct(torch.autograd.Function):
@@ -56,3 +61,58 @@ def _routed(engine, x, qweight, out, alpha, beta, c, bias, bias_axis, activation
 
 #: What route.py calls: a graph break under torch.compile (the module docstring).
 routed_quantized = torch.compiler.disable(_routed)
+
+
+class QuantizedGroupedProduct(torch.autograd.Function):
+    """``grouped_matmul(x, experts, ...)`` with a column bias and a routing weight per row, by the
+    engine's quantized grouped kernels, with the gradients of x, bias and row_scale: grouped.py's
+    formulas with the experts dequantized on the host for the backward's products (as
+    QuantizedProduct's); the experts take no gradient."""
+
+    @staticmethod
+    def forward(ctx, x, bias, row_scale, experts, offsets, counts, engine, algorithm, precision):
+        ctx.save_for_backward(x, bias, row_scale, offsets, counts)
+        ctx.experts, ctx.engine, ctx.precision = experts, engine, precision
+        detached = (None if t is None else t.detach() for t in (bias, row_scale))
+        return engine.run_grouped(x.detach(), experts, offsets, counts, algorithm, precision, None, 1.0, None, None,
+                                  next(detached), -1, None, next(detached), None, "same_kind", None, None)
+
+    @staticmethod
+    def backward(ctx, gy):
+        x, bias, row_scale, offsets, counts = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        w = torch.from_numpy(ctx.experts.dequantize()).to(device=gy.device, dtype=gy.dtype)      # (E, K, N)
+        ga, _, gbias, gscale = grouped_grads(x, w, offsets, counts, bias, row_scale, gy, (need[0], False) + need[1:3],
+                                             (engine_handle(ctx.engine), None, ctx.precision or ""))
+        return ga, gbias, gscale, None, None, None, None, None, None
+
+
+def _routed_grouped(engine, x, experts, offsets, counts, algorithm, precision, out, alpha, beta, c, bias, bias_axis,
+                    activation, row_scale, out_dtype, casting, scale_a, scale_b):
+    device = x.device.type
+    if torch.is_autocast_enabled(device):
+        x, c, bias = (autocast_cast(t, device) for t in (x, c, bias))
+    if not (torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                            for t in (x, c, bias, row_scale))):
+        return engine.run_grouped(x, experts, offsets, counts, algorithm, precision, out, alpha, beta, c, bias,
+                                  bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b)
+    if not (out is None and c is None and beta is None and activation is None and out_dtype is None
+            and scale_a is None and scale_b is None and type(alpha) in (int, float) and alpha == 1
+            and casting == "same_kind" and bias_axis in (-1, 1)):
+        raise ValueError("grouped_matmul: on tensors that require grad, quantized experts take a column bias and "
+                         "row_scale and no other epilogue term (out, c, beta, alpha, bias_axis, activation, scales, "
+                         "out_dtype, casting): their gradients are not built; apply them after, or detach")
+    bias, row_scale = (t if t is None or isinstance(t, torch.Tensor) else torch.as_tensor(t, device=x.device)
+                       for t in (bias, row_scale))
+    return QuantizedGroupedProduct.apply(x, bias, row_scale, experts, offsets, counts, engine, algorithm, precision)
+
+
+#: `QuantizedExperts` through torch's machinery: a graph break under torch.compile too.
+routed_quantized_grouped = torch.compiler.disable(_routed_grouped)
+
+
+def routed_any_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogue):
+    """What `Engine.grouped_matmul` calls for torch tensors that need torch's machinery: quantized
+    experts here (no tensor, so no op carries them), every other ``b`` by grouped.py's op."""
+    route = routed_quantized_grouped if isinstance(b, QuantizedExperts) else routed_grouped
+    return route(engine, a, b, offsets, counts, algorithm, precision, *epilogue)

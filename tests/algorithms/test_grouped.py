@@ -32,7 +32,10 @@ def test_variants():
     assert GroupedSpecializedWgmmaAlgorithm.slots()["batch"] is GroupedTmaBatchMatmul
     mine = grouped_variant(SimpleUnitAlgorithm, "my_grouped_test")
     assert mine.name == "my_grouped_test" and mine.slots()["tile"] is SimpleUnitAlgorithm.slots()["tile"]
-    assert GroupedFamily.variants[-1] is GroupedSimpleUnitAlgorithm
+    # the register-FMA members last: the dense one, then (after the quantized tensor-core ones) the quantized one
+    assert GroupedFamily.variants.index(GroupedSimpleUnitAlgorithm) == 3
+    assert GroupedFamily.variants[-1].name == "grouped_quantized_simple_unit"
+    assert GroupedFamily.variants[-1].slots()["batch"] is GroupedBatchMatmul
 
 
 def test_select_drops_the_dispatch_and_goes_persistent(opencl_engine):

@@ -1,0 +1,162 @@
+"""Quantized experts (gemm_engine.QuantizedExperts) in grouped_matmul's contiguous and masked layouts,
+on every backend (PoCL in CI, the CUDA members on the GPU): every format, zeros and none, group
+sizes and per-channel, odd K and N, both word layouts, routings with empty groups and every token
+in one expert, per-expert bias and routing weights, a given out, against float64 references of the
+dequantized weights; and the refusals that name the argument or component."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemm_engine
+from gemm_engine import QuantizedExperts, quantize
+from gemm_engine.errors import SetupError
+from grouped_support import contiguous_ref, masked_ref, routing
+from helpers import BF16, TOLERANCE, np_dtype, rel_error
+
+E, T = 4, 45
+
+
+def experts(rng, e, k, n):
+    """Rows scaled differently per expert (a wrong expert's or group's scale shows in the result)."""
+    return rng.standard_normal((e, k, n)) * rng.uniform(0.05, 20.0, size=(e, k, 1))
+
+
+def offsets(counts):
+    return np.cumsum(counts).astype(np.int32)
+
+
+def close(result, ref, dtype):
+    err = rel_error(result, ref)
+    assert err <= TOLERANCE[dtype], f"relative error {err:.3e} > {TOLERANCE[dtype]:.1e} for {dtype}"
+
+
+#: (format, symmetric, group, K, N, activation dtype): K off the group and the word, odd N,
+#: per-channel scales, every kind.
+CASES = [("int4", True, 32, 100, 37, "float32"), ("int4", False, 64, 128, 70, "bfloat16"),
+         ("int8", True, None, 66, 17, "float16"), ("fp8_e4m3", True, 32, 64, 30, "float32")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_contiguous_every_format(engine, rng, case):
+    kind, symmetric, group, k, n, dtype = case
+    if dtype == "bfloat16" and BF16 is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    q = quantize(experts(rng, E, k, n), kind, group, symmetric)
+    assert isinstance(q, QuantizedExperts) and q.shape == (E, k, n)
+    counts = routing(rng, E, T)
+    counts[0], counts[1] = counts[0] + counts[1], 0        # an empty expert among them
+    x = rng.standard_normal((T, k)).astype(np_dtype(dtype))
+    out = engine.grouped_matmul(x, q, offsets=offsets(counts))
+    assert out.dtype == x.dtype and out.shape == (T, n)
+    close(out, contiguous_ref(x, q.dequantize(), counts), dtype)
+
+
+@pytest.mark.parametrize("kind", ["one", "skewed"])
+def test_contiguous_routings_with_bias_and_routing_weights(engine, rng, kind):
+    q = quantize(experts(rng, E, 96, 40), "int4", 32, False)
+    counts = routing(rng, E, T, kind)
+    x = rng.standard_normal((T, 96)).astype(np.float32)
+    bias, scale = rng.standard_normal((E, 40)).astype(np.float32), rng.random(T).astype(np.float32)
+    out = engine.grouped_matmul(x, q, offsets=offsets(counts), bias=bias, row_scale=scale)
+    close(out, contiguous_ref(x, q.dequantize(), counts, bias=bias, row_scale=scale), "float32")
+
+
+def test_masked_rows_past_the_counts(engine, rng):
+    """Rows at or past a count are zeros in a fresh result and left as they were in a given out;
+    their inputs (NaN here) never reach a result."""
+    q = quantize(experts(rng, E, 64, 24), "int8", 32)
+    counts = np.array([3, 8, 0, 1], np.int32)
+    x = rng.standard_normal((E, 8, 64)).astype(np.float16)
+    x[np.arange(8)[None, :] >= counts[:, None]] = np.nan
+    bias = rng.standard_normal((E, 24)).astype(np.float16)
+    ref = masked_ref(x, q.dequantize(), counts, bias=bias)
+    live = np.arange(8)[None, :] < counts[:, None]
+    out = engine.grouped_matmul(x, q, counts=counts, bias=bias)
+    assert (np.asarray(out)[~live] == 0).all()
+    close(np.where(live[..., None], out, 0), np.where(live[..., None], ref, 0), "float16")
+    given = np.full((E, 8, 24), 7.0, np.float16)
+    engine.grouped_matmul(x, q, counts=counts, bias=bias, out=given)
+    assert (given[~live] == 7).all()
+    close(np.where(live[..., None], given, 0), np.where(live[..., None], ref, 0), "float16")
+
+
+@pytest.mark.parametrize("algorithm", ["grouped_quantized_decode", "grouped"])
+def test_prepacked_experts(engine, rng, algorithm):
+    """The prepacked word layout (a strip per 64 columns) moved per expert as the k_packed one; the
+    decode member (its plane product emulated on OpenCL) in both layouts."""
+    q = quantize(experts(rng, E, 256, 72), "int4", 128, False)
+    packed = QuantizedExperts([q[e].prepack() for e in range(E)])
+    assert packed.format.layout == "prepacked"
+    np.testing.assert_array_equal(packed.dequantize(), q.dequantize())
+    x = rng.standard_normal((E, 24, 256)).astype(np.float16)     # 3 tiles of 8 rows: those past a count skipped
+    counts = np.array([3, 24, 0, 9], np.int32)
+    live = (np.arange(24)[None, :] < counts[:, None])[..., None]
+    ref = np.where(live, masked_ref(x, q.dequantize(), counts), 0)
+    for weights in (q, packed):
+        out = engine.grouped_matmul(x, weights, counts=counts, algorithm=algorithm)
+        close(out, ref, "float16")
+    rows = np.array([2, 0, 1, 3])
+    xc = rng.standard_normal((6, 256)).astype(np.float16)
+    close(engine.grouped_matmul(xc, packed, offsets=offsets(rows), algorithm=algorithm),
+          contiguous_ref(xc, q.dequantize(), rows), "float16")
+
+
+def test_experts_are_one_format_and_shape(rng):
+    a = quantize(rng.standard_normal((64, 16)), "int4", 32)
+    with pytest.raises(ValueError, match="expert 1's format"):
+        QuantizedExperts([a, quantize(rng.standard_normal((64, 16)), "int8", 32)])
+    with pytest.raises(ValueError, match="expert 1's shape"):
+        QuantizedExperts([a, quantize(rng.standard_normal((64, 24)), "int4", 32)])
+    with pytest.raises(TypeError, match="sequence of QuantizedWeight"):
+        QuantizedExperts([])
+    q = QuantizedExperts([a, a])
+    np.testing.assert_array_equal(q[1].dequantize(), a.dequantize())
+    w = rng.standard_normal((2, 64, 16))                # quantize of (E, K, N): one weight per expert
+    stacked = quantize(w, "int4", 32, False)
+    for e in range(2):
+        np.testing.assert_array_equal(stacked[e].dequantize(), quantize(w[e], "int4", 32, False).dequantize())
+
+
+def test_refusals_name_what_to_pass(opencl_engine, rng):
+    q = quantize(experts(rng, 2, 64, 16), "int4", 32)
+    x = rng.standard_normal((10, 64)).astype(np.float32)
+    with pytest.raises(TypeError, match="QuantizedExperts.*grouped_matmul"):
+        opencl_engine.matmul(x, q)
+    with pytest.raises(ValueError, match="QuantizedWeight.*QuantizedExperts"):      # one weight, offsets over K
+        opencl_engine.grouped_matmul(x, q[0], offsets=offsets([4, 6]))
+    with pytest.raises(ValueError, match="QuantizedExperts"):
+        opencl_engine.grouped_matmul([x, x], [q[0], q[1]])
+    with pytest.raises(ValueError, match="b has 2 groups"):
+        opencl_engine.grouped_matmul(x, q, offsets=offsets([4, 3, 3]))
+    with pytest.raises(SetupError, match="quantized"):                   # a dense member named
+        opencl_engine.grouped_matmul(x, q, offsets=offsets([4, 6]), algorithm="grouped_simple_unit")
+    with pytest.raises(SetupError, match="dense"):                       # a quantized member, dense weights
+        opencl_engine.grouped_matmul(x, q.dequantize(), offsets=offsets([4, 6]),
+                                     algorithm="grouped_quantized_simple_unit")
+
+
+@pytest.mark.parametrize("algorithm", ["grouped_quantized_wgmma", "grouped_quantized_double_buffering_mma", "grouped"])
+def test_tensor_core_members(engine, rng, algorithm):
+    """The CUDA members at prefill sizes (a group's rows past the decode kernel's): wgmma with the
+    weights in its register operand (Hopper) and the mma.sync loader path, contiguous and masked,
+    with a per-expert bias and routing weights."""
+    if engine.runtime.backend != "cuda":
+        pytest.skip("the tensor-core members run on CUDA (OpenCL runs the register-FMA member above)")
+    e, k, n = 6, 512, 200
+    q = quantize(experts(rng, e, k, n) * 0.05, "int4", 128, False)
+    counts = routing(rng, e, 600)
+    counts[2], counts[3] = counts[2] + counts[3], 0
+    x = rng.standard_normal((600, k)).astype(np.float16)
+    bias, scale = rng.standard_normal((e, n)).astype(np.float16), rng.random(600).astype(np.float32)
+    try:
+        out = engine.grouped_matmul(x, q, offsets=offsets(counts), bias=bias, row_scale=scale, algorithm=algorithm)
+    except SetupError as exc:
+        pytest.skip(f"{algorithm} does not run on this device: {exc}")
+    close(out, contiguous_ref(x, q.dequantize(), counts, bias=bias, row_scale=scale), "float16")
+    slab = np.minimum(routing(rng, e, 6 * 100), 128).astype(np.int32)
+    xm = rng.standard_normal((e, 128, k)).astype(np.float16)
+    live = (np.arange(128)[None, :] < slab[:, None])[..., None]
+    got = engine.grouped_matmul(xm, q, counts=slab, algorithm=algorithm)
+    assert (np.asarray(got)[~live[..., 0]] == 0).all()
+    close(np.where(live, got, 0), np.where(live, masked_ref(xm, q.dequantize(), slab), 0), "float16")
