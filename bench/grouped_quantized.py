@@ -72,7 +72,7 @@ def run_row(engine, torch, rng, cache, name, e, t, k, n, masked, repeat) -> list
         if not masked:
             fns["grouped_mm"] = lambda: torch._grouped_mm(x, dense, offs=extents)
         times = device_times(engine.runtime, fns, repeat=repeat, warmup=2)
-        stored = len(live) * q[0].nbytes
+        stored = len(live) * q.nbytes // e
         rows.append(dict(row=name, format=f"{fmt} {'g' + str(group) if group else 'per-channel'}", experts=e,
                          tokens=int(counts.sum()), k=k, n=n, layout="masked" if masked else "contiguous",
                          choice=choice, rel_error=err, **{f"{m}_ms": v * 1e3 for m, v in times.items()},

@@ -112,6 +112,7 @@ def test_experts_are_one_format_and_shape(rng):
         QuantizedExperts([])
     q = QuantizedExperts([a, a])
     np.testing.assert_array_equal(q[1].dequantize(), a.dequantize())
+    assert q.nbytes == 2 * a.nbytes and q.shape == (2, 64, 16)
     w = rng.standard_normal((2, 64, 16))                # quantize of (E, K, N): one weight per expert
     stacked = quantize(w, "int4", 32, False)
     for e in range(2):

@@ -37,6 +37,7 @@ class QuantizedExperts:
                     raise ValueError(f"QuantizedExperts: expert {e}'s {what} have shape {x.shape}, expert 0's "
                                      f"{x0.shape} (pad them alike)")
         self.format, self.k, self.n, self.ld = first.format, first.k, first.n, first.ld
+        self._expert_bytes = first.nbytes
         self.packed = _stacked([w.packed for w in weights])
         self.scales = _stacked([w.scales for w in weights])
         self.zeros = None if first.zeros is None else _stacked([w.zeros for w in weights])
@@ -61,7 +62,7 @@ class QuantizedExperts:
 
     @property
     def nbytes(self) -> int:
-        return len(self) * self[0].nbytes
+        return len(self) * self._expert_bytes
 
     def device(self, runtime) -> DeviceWeight:
         """The experts' stacked arrays on ``runtime``'s device (uploaded on first use, then kept)."""

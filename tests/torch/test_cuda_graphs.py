@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import get_engine
+from torch_cuda import cuda_engine  # noqa: F401  (a fixture)
 
 torch = pytest.importorskip("torch", reason="torch is not installed here")
 
@@ -16,17 +16,6 @@ import gemm_engine  # noqa: E402
 from gemm_engine.torch.block import Block, engine_block, train  # noqa: E402
 
 pytestmark = pytest.mark.cuda
-
-
-@pytest.fixture
-def cuda_engine(monkeypatch):
-    engine = get_engine("cuda")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    from gemm_engine import api
-    monkeypatch.setattr(api, "_default_engine", engine)
-    torch._dynamo.reset()
-    return engine
 
 
 def _randn(*shape, dtype=torch.float32, seed=0):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import get_engine
+from torch_cuda import cuda_engine  # noqa: F401  (a fixture)
 
 torch = pytest.importorskip("torch", reason="torch is not installed here")
 
@@ -18,17 +18,6 @@ pytestmark = pytest.mark.cuda
 
 #: Relative error (Frobenius) of bf16 operands with float32 sums against float64.
 TOL = 2e-2
-
-
-@pytest.fixture
-def cuda_engine(monkeypatch):
-    engine = get_engine("cuda")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    from gemm_engine import api
-    monkeypatch.setattr(api, "_default_engine", engine)
-    torch._dynamo.reset()
-    return engine
 
 
 def _randn(*shape, seed, scale=1.0):
