@@ -102,6 +102,27 @@ def test_prepacked_experts(engine, rng, algorithm):
           contiguous_ref(xc, q.dequantize(), rows), "float16")
 
 
+@pytest.mark.parametrize("row_tiles", [1, 2, 4])
+def test_decode_row_tiles_against_group_sizes(engine, rng, row_tiles):
+    """The decode member's row tile (``row_tiles`` x 8 rows) against groups smaller than it, larger
+    (more tiles, each a pass over the expert's weights) and empty, contiguous and masked: the tiles
+    past a group's rows (their products skipped on CUDA) write nothing, the rows inside all."""
+    if engine.runtime.backend != "cuda" and row_tiles != 2:
+        pytest.skip("PoCL builds each emulated decode kernel in about 15 s: its default tile (2) only")
+    q = quantize(experts(rng, E, 128, 40), "int4", 32, False)
+    alg = gemm_engine.algorithms.REGISTRY["grouped_quantized_decode"](row_tiles=row_tiles)
+    counts = np.array([3, 0, 20, 9])
+    x = rng.standard_normal((counts.sum(), 128)).astype(np.float16)
+    close(engine.grouped_matmul(x, q, offsets=offsets(counts), algorithm=alg),
+          contiguous_ref(x, q.dequantize(), counts), "float16")
+    slab = np.array([1, 24, 0, 17], np.int32)
+    xm = rng.standard_normal((E, 24, 128)).astype(np.float16)
+    live = (np.arange(24)[None, :] < slab[:, None])[..., None]
+    got = np.asarray(engine.grouped_matmul(xm, q, counts=slab, algorithm=alg))
+    assert (got[~live[..., 0]] == 0).all()
+    close(np.where(live, got, 0), np.where(live, masked_ref(xm, q.dequantize(), slab), 0), "float16")
+
+
 def test_experts_are_one_format_and_shape(rng):
     a = quantize(rng.standard_normal((64, 16)), "int4", 32)
     with pytest.raises(ValueError, match="expert 1's format"):
@@ -161,3 +182,47 @@ def test_tensor_core_members(engine, rng, algorithm):
     got = engine.grouped_matmul(xm, q, counts=slab, algorithm=algorithm)
     assert (np.asarray(got)[~live[..., 0]] == 0).all()
     close(np.where(live, got, 0), np.where(live, masked_ref(xm, q.dequantize(), slab), 0), "float16")
+
+
+# -- repeated calls (call/fast.py `FastPath.grouped`) ----------------------------------------------------
+def _count_general_calls(monkeypatch) -> list:
+    import gemm_engine.engine as engine_module
+    seen, real = [], engine_module.import_call
+    monkeypatch.setattr(engine_module, "import_call", lambda *a, **kw: seen.append(1) or real(*a, **kw))
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["device", "torch"])
+def test_repeated_calls_take_the_fast_path_with_new_routing_and_experts(engine, rng, monkeypatch, kind):
+    """A quantized-experts call's repeats skip the general path (its host time was most of a decode
+    layer's), read each call's routing and activations, and name their experts: other experts of
+    the same format and shape take the general path once and give their own product."""
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        if engine.device.backend != "cuda":
+            pytest.skip("torch tensors reach the device in place on CUDA only (elsewhere through the host)")
+        put, get = (lambda x: torch.from_numpy(x).cuda()), (lambda y: y.cpu().numpy())
+    else:
+        put, get = engine.runtime.to_device, engine.runtime.to_host
+    general = _count_general_calls(monkeypatch)
+    e, k, n, cap = 4, 128, 40, 8
+    q = quantize(experts(rng, e, k, n), "int4", 32, False)
+    other = quantize(experts(rng, e, k, n), "int4", 32, False)
+    taken = []
+    for step, route in enumerate(["random", "one", "skewed", "balanced", "random"]):
+        weights = other if step == 4 else q
+        counts = routing(rng, e, 21, route)
+        x = rng.standard_normal((21, k)).astype(np.float16)
+        before = len(general)
+        got = get(engine.grouped_matmul(put(x), weights, offsets=put(offsets(counts))))
+        close(got, contiguous_ref(x, weights.dequantize(), counts), "float16")
+        slab = np.minimum(routing(rng, e, e * cap, route), cap).astype(np.int32)
+        xm = rng.standard_normal((e, cap, k)).astype(np.float16)
+        got = get(engine.grouped_matmul(put(xm), weights, counts=put(slab)))
+        live = (np.arange(cap)[None, :] < slab[:, None])[..., None]
+        assert (got[~live[..., 0]] == 0).all()        # a fresh masked result starts as zeros here too
+        close(np.where(live, got, 0), np.where(live, masked_ref(xm, weights.dequantize(), slab), 0), "float16")
+        taken.append(len(general) - before)
+    # The first call of each layout (or two, in an engine that has not met torch tensors yet) takes
+    # the general path and leaves its call plan; the repeats do not; other experts start again.
+    assert taken[2:] == [0, 0, 2], taken

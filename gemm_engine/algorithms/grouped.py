@@ -24,7 +24,7 @@ from ..batch.grouped import GroupedBatchMatmul
 from ..batch.grouped_tma import GroupedTmaBatchMatmul
 from ..batch.tma_persistent import TmaPersistentBatchMatmul
 from ..problem import MatmulProblem
-from ..selector.grouped import grouped_member_rules, grouped_specialized_tiling
+from ..selector.grouped import grouped_decode_tiling, grouped_member_rules, grouped_specialized_tiling
 from .base import Algorithm, register
 from .family import AlgorithmFamily
 from .pipelined import PipelinedMmaAlgorithm
@@ -66,6 +66,8 @@ class GroupedAlgorithm(Algorithm):
         chosen = dict(dense) if isinstance(dense, Mapping) else dense.changed()
         if isinstance(self, SpecializedWgmmaAlgorithm):
             chosen = grouped_specialized_tiling(like, dialect, chosen)
+        elif isinstance(self, QuantizedDecodeAlgorithm) and problem.groups is not None:
+            chosen = grouped_decode_tiling(problem, like)
         chosen = {k: v for k, v in chosen.items() if k not in _DROPPED}
         names = self.selection_class.field_names()
         reentrant = self.components is not None and self.components.global_.reentrant

@@ -17,6 +17,7 @@ import weakref
 from collections import OrderedDict
 
 from .arguments import EpilogueInputs
+from ..quant.experts import QuantizedExperts
 from ..quant.weight import QuantizedWeight
 from ..tensors import torch_stream
 from .launch import TORCH_KEY, CallPlan, Launcher
@@ -162,23 +163,37 @@ class FastPath:
 
     def grouped(self, a, b, groups, options: tuple):
         """`call` for a plain grouped call (no epilogue, no ``out``): ``groups`` (its offsets or
-        counts) is a per-call array whose metadata joins the key."""
+        counts) is a per-call array whose metadata joins the key. Quantized experts as ``b`` are
+        named by a weak reference, as `quantized` names a weight, their device arrays per-call values."""
         rt, tensor = self.runtime, self.torch_type
-        if tensor is not None and type(a) is tensor and type(b) is tensor and type(groups) is tensor:
+        experts = type(b) is QuantizedExperts
+        if tensor is not None and type(a) is tensor and type(groups) is tensor and (experts or type(b) is tensor):
             if groups.get_device() != a.get_device():
                 return None, None    # offsets on the host for device operands: the general path moves them
-            pa, pb, pg = a.data_ptr(), b.data_ptr(), groups.data_ptr()
-            key = (TORCH_KEY, GROUPED_KEY) + options + tuple(
-                m for x, p in ((a, pa), (b, pb), (groups, pg)) for m in (x.shape, x.stride(), x.dtype, x.get_device(),
-                                                                         p % 16))
+            pa, pg = a.data_ptr(), groups.data_ptr()
+            operands = ((a, pa), (groups, pg)) if experts else ((a, pa), (b, b.data_ptr()), (groups, pg))
+            key = (TORCH_KEY, GROUPED_KEY) + ((weakref.ref(b),) if experts else ()) + options + tuple(
+                m for x, p in operands for m in (x.shape, x.stride(), x.dtype, x.get_device(), p % 16))
             call = self._cached(key)
-            return key, (None if call is None else self._torch_call(call, a, pa, pb, None, pg))
-        if not (rt.is_native(a) and rt.is_native(b) and rt.is_native(groups)):
+            if call is None:
+                return key, None
+            if not experts:
+                return key, self._torch_call(call, a, pa, operands[1][1], None, pg)
+            arrays = b.device(rt)
+            addresses = [None if x is None else x.data.ptr for x in (arrays.packed, arrays.scales, arrays.zeros)]
+            return key, self._torch_call(call, a, pa, addresses[0], None, pg, weight=addresses[1:])
+        if not (rt.is_native(a) and rt.is_native(groups) and (experts or rt.is_native(b))):
             return None, None
-        key = (GROUPED_KEY,) + options + tuple(m for x in (a, b, groups)
-                                               for m in (x.shape, x.strides, x.dtype, rt.element_address(x) % 8))
+        native = (a, groups) if experts else (a, b, groups)
+        key = (GROUPED_KEY,) + ((weakref.ref(b),) if experts else ()) + options + tuple(
+            m for x in native for m in (x.shape, x.strides, x.dtype, rt.element_address(x) % 8))
         call = self._cached(key)
-        return key, (None if call is None else self._native_call(call, a, b, None, None, groups))
+        if call is None:
+            return key, None
+        if not experts:
+            return key, self._native_call(call, a, b, None, None, groups)
+        arrays = b.device(rt)
+        return key, self._native_call(call, a, arrays.packed, None, None, groups, weight=(arrays.scales, arrays.zeros))
 
     def _cached(self, key):
         try:

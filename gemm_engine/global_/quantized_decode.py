@@ -59,6 +59,8 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
     knobs = (Knob("planes", 4, "planes per cube, splitting its K range"),
              Knob("column_loads", 0, "16-byte weight loads per lane and step: 32 columns each (0: chosen by M)"),
              Knob("unroll", 0, "steps of 4 word rows per block, all loads of a block in flight (0: chosen by M)"),
+             Knob("row_tiles", 0, "8-row tiles of x a cube holds (0: enough for M, or a typical group's rows); "
+                                 "a grouped level gives a larger group more tiles"),
              Knob("planes_along", "k", "what the planes split: 'k' (the cube's K range, a reduction) or 'n' "
                                        "(the cube's columns: one x read for all of them)"),
              Knob("prefetch", -1, "1: each plane loads its next block while the current one multiplies (two "
@@ -72,12 +74,16 @@ class QuantizedDecodeGlobalMatmul(GlobalMatmul):
         if not dialect.supports("plane_mma"):
             raise SetupError(self.name, "the device has no m16n8k16 plane product (CUDA sm_80+, or its OpenCL "
                                         "emulation)")
-        # A grouped problem's tile is sized for a typical group; a larger group takes more tiles.
-        m_tiles = -(-problem.rows_per_group // 8)
+        # A grouped problem's tile is sized for a typical group (or as ``row_tiles`` says: the grouped
+        # rule's); a larger group takes more tiles, each streaming the group's weights again.
+        if not isinstance(selection.row_tiles, int) or selection.row_tiles < 0:
+            raise SetupError(self.name, f"row_tiles={selection.row_tiles!r} must be a non-negative int")
+        m_tiles = selection.row_tiles or -(-problem.rows_per_group // 8)
         if m_tiles > MAX_M_TILES:
-            raise SetupError(self.name, f"M = {problem.rows_per_group}{' rows a group' if problem.groups else ''}: "
-                                        f"the decode kernel holds at most {8 * MAX_M_TILES} rows of x (the tiled "
-                                        f"kernels run larger M)")
+            raise SetupError(self.name, f"M = {problem.rows_per_group}{' rows a group' if problem.groups else ''}"
+                                        f"{f' (row_tiles={m_tiles})' if selection.row_tiles else ''}: the decode "
+                                        f"kernel holds at most {8 * MAX_M_TILES} rows of x (the tiled kernels run "
+                                        f"larger M)")
         prefetch = default_prefetch() if selection.prefetch < 0 else bool(selection.prefetch)
         fast = fast_pairs(problem, dialect)
         loads, unroll = default_tiling(m_tiles, w.per_word, prefetch, fast)

@@ -28,6 +28,11 @@ from .conditions import quantized_decode_worth_it, quantized_wgmma_worth_it
 from .rules import Rule
 from .specialized_wgmma import preset, store_plan
 
+#: The quantized decode kernel's grouped tiling: 8-row tiles a cube (two where a group's rows are
+#: few or, masked, only bounded by the slab; four past 16 rows) and planes a cube.
+DECODE_ROW_TILES = (2, 4)
+DECODE_PLANES = 4
+
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) of few-row groups.
 SMALL_GROUP = (1, 1, 1, 128, 8)
 PROMOTED_GROUP = (2, 1, 1, 128, 6)
@@ -46,6 +51,22 @@ def grouped_specialized_tiling(typical: MatmulProblem, dialect: Dialect, dense: 
     wm, wn, pm, tn, stages = shape
     behind = dict(promote_behind=True) if promoted else {}
     return preset(wm, wn, pm, tn, **store_plan(typical, dialect, wm * pm * 64, wn * tn, stages), **behind)
+
+
+def grouped_decode_tiling(problem: MatmulProblem, typical: MatmulProblem) -> dict:
+    """The tiling of ``grouped_quantized_decode`` for ``problem`` (grouped; ``typical``: the dense
+    batched problem one group looks like). A group takes a tile per `DECODE_ROW_TILES` x 8 of its
+    rows, each streaming its expert's weights again, so the tile is sized for the groups a routing
+    makes, not for the typical one: 16 rows where a group's share is at most that or (masked) its
+    slab is only a bound on its count (a decode batch's capacity pads it), else 32; the row tiles
+    past a group's rows skip their products (global_/quantized_decode.py). The call has a cube per
+    tile of every group, so 4 planes a cube, not the dense rule's 8 for one weight's few cubes.
+    Measured (bench/SELECTION_NOTES.md, "Quantized experts"; H200, 8 experts 4096 -> 14336, 64
+    tokens, int4 g128 / int8, graph-free device times): against one 8-row tile of 8 planes,
+    contiguous skewed 207 -> 176 us, one expert holding every token 149 -> 83, balanced 157 -> 154
+    (int8 152 -> 163); masked (64-row slabs) 415 -> 186, 479 -> 168."""
+    few = typical.m <= 8 * DECODE_ROW_TILES[0] or problem.groups.layout == "masked"
+    return {"row_tiles": DECODE_ROW_TILES[0] if few else DECODE_ROW_TILES[1], "planes": DECODE_PLANES}
 
 
 def grouped_member_rules(typical) -> tuple[Rule, ...]:

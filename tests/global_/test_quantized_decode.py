@@ -26,7 +26,7 @@ def _p(m=4, et=FLOAT16, weights=INT4, k=1024, n=512):
 
 
 def _sel(**kw):
-    return types.SimpleNamespace(**{"planes": 4, "column_loads": 0, "unroll": 0, "planes_along": "k", "prefetch": -1, **kw})
+    return types.SimpleNamespace(**{"planes": 4, "column_loads": 0, "unroll": 0, "planes_along": "k", "prefetch": -1, "row_tiles": 0, **kw})
 
 
 def test_setup_picks_the_tiling():

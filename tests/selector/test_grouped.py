@@ -1,6 +1,7 @@
 """selector/grouped.py: the grouped Hopper pipeline's tile by the rows a group has -- the 64-row tile
 for groups of at most 64 rows, 128 x 128 for promoting problems of at most 128, the dense rule's
-otherwise -- each setting up under grouped_specialized_wgmma on the nominal sm_90 device."""
+otherwise -- each setting up under grouped_specialized_wgmma on the nominal sm_90 device; and the
+quantized decode kernel's row tiles for quantized experts."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +13,9 @@ from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, FLOAT32
 from gemm_engine.problem import Groups, Layout, MatmulProblem
-from gemm_engine.selector.grouped import PROMOTED_GROUP, SMALL_GROUP, grouped_specialized_tiling
+from gemm_engine.quant import WeightFormat
+from gemm_engine.selector.grouped import (DECODE_PLANES, DECODE_ROW_TILES, PROMOTED_GROUP, SMALL_GROUP,
+                                          grouped_specialized_tiling)
 
 SM90 = dialect_for(nominal_cuda_device())
 BF16, E4M3 = BY_NAME["bfloat16"], BY_NAME["float8_e4m3fn"]
@@ -45,3 +48,21 @@ def test_the_small_tiling_sets_up(m):
     alg = REGISTRY["grouped_specialized_wgmma"]()
     cfg = alg.setup(problem, SM90)
     assert cfg.selection.warpgroups_m == 1 and cfg.selection.tile_n == 128
+
+
+@pytest.mark.parametrize("layout, m, tiles", [("contiguous", 64, DECODE_ROW_TILES[0]),    # 8 rows a group
+                                              ("contiguous", 128, DECODE_ROW_TILES[0]),   # 16
+                                              ("contiguous", 136, DECODE_ROW_TILES[1]),   # 17
+                                              ("contiguous", 512, DECODE_ROW_TILES[1]),   # 64
+                                              ("masked", 64, DECODE_ROW_TILES[0]),        # a bound, not a count
+                                              ("masked", 4, DECODE_ROW_TILES[0])])
+def test_quantized_experts_take_the_grouped_decode_tiles(layout, m, tiles):
+    """The decode member's tile by the rows a routing gives a group (not the typical group's alone:
+    a group past the tile streams its expert's weights once more per tile), set up as chosen."""
+    weights = WeightFormat("int4", 128, True, "bf16_bits", "prepacked")
+    problem = MatmulProblem(8, m, 14336, 4096, BF16, BF16, BF16, Layout.ROW, Layout.ROW, 8, 1, weights=weights,
+                            groups=Groups(layout))
+    alg = REGISTRY["grouped_quantized_decode"]()
+    cfg = alg.setup(problem, SM90)
+    assert (cfg.selection.row_tiles, cfg.selection.planes) == (tiles, DECODE_PLANES)
+    assert cfg.batch.global_.m_tiles == tiles and cfg.batch.walk.stage_m == 8 * tiles
