@@ -1,8 +1,9 @@
 """Where the host time of a repeated small ``engine.matmul`` on CUDA device arrays goes:
 microseconds per call of the engine (on CuPy arrays and on torch tensors of the same memory),
 cupy.matmul and torch.matmul, then of each step of the
-per-call path on the same plan, outermost first, then (``--profile``) a cProfile of the engine's
-calls (tottime, top 25).
+per-call path on the same plan, outermost first, then of grouped calls (a small MoE layer's, plain
+and fused, dense and int4 experts, fast and general path), then (``--profile``) a cProfile of the
+engine's calls (tottime, top 25).
 
     python3 bench/per_call_overhead.py [--size 64] [--dtype float16] [--calls 20000] [--profile]
 
@@ -68,7 +69,7 @@ def steps(eng, a, b, calls):
         "torch.matmul": us(lambda: torch.matmul(ta, tb), calls),
         "CallPlan.pack (addresses only)": us(lambda: call.pack(launcher, a, b, out, None, rt.ptr_arg), calls),
         "KernelSignature.pack (every value)": us(lambda: plan.signature.pack(values), calls),
-        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, arguments), calls),
+        "Launcher.run (pack + launch)": us(lambda: launcher.run(plan, values), calls),
         "Launcher.run_packed": us(lambda: launcher.run_packed(plan, args), calls),
     }
     if len(plan.launches) != 1:
@@ -105,6 +106,34 @@ def steps(eng, a, b, calls):
     return plan, rows
 
 
+def grouped_rows(eng, calls: int) -> dict:
+    """{row: us per call} of repeated grouped calls on torch tensors (a small MoE layer: 8 experts,
+    64 tokens, 256 -> 512, bf16; the experts dense or int4 group 128): plain and fused (a
+    per-expert bias, the routing weights as ``row_scale``), on the fast path and, for comparison,
+    through the general path (the fast path's plans dropped before each call)."""
+    import torch
+    e, t, k, n = 8, 64, 256, 512
+    dev = torch.device("cuda", eng.runtime.device_index)
+    x = torch.randn(t, k, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(e, k, n, device=dev, dtype=torch.bfloat16)
+    q = gemm_engine.quantize(w.float().cpu().numpy(), "int4", 128, False)
+    offs = torch.tensor(np.cumsum(np.random.default_rng(0).multinomial(t, np.ones(e) / e)), dtype=torch.int32,
+                        device=dev)
+    bias, scale = torch.randn(e, n, device=dev, dtype=torch.bfloat16), torch.rand(t, device=dev)
+    calls = min(calls, 2000)
+    cases = {"dense experts": (w, {}), "dense experts, bias + row_scale": (w, dict(bias=bias, row_scale=scale)),
+             "int4 experts": (q, {}), "int4 experts, row_scale": (q, dict(row_scale=scale))}
+    rows = {}
+    for name, (weights, terms) in cases.items():
+        def call():
+            return eng.grouped_matmul(x, weights, offsets=offs, **terms)
+        rows[f"grouped_matmul (torch, {name})"] = us(call, calls)
+        rows[f"grouped_matmul (torch, {name}), general path"] = us(lambda: (eng.fast.plans.clear(), call()),
+                                                                    max(1, calls // 10))
+    torch.cuda.synchronize()
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=64, help="M = N = K")
@@ -120,6 +149,7 @@ def main(argv=None):
     a = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
     b = cp.asarray(rng.random((args.size, args.size)).astype(args.dtype))
     plan, rows = steps(eng, a, b, args.calls)
+    rows.update(grouped_rows(eng, args.calls))
     text = "\n".join([f"Host microseconds per call, {args.size}^3 {args.dtype} ({plan.algorithm.name}, "
                       f"{len(plan.launches)} kernel(s)), {args.calls} back-to-back calls a row.", "",
                       "| step | us |", "|---|---|"] + [f"| {k} | {v:.2f} |" for k, v in rows.items()]) + "\n"

@@ -224,11 +224,11 @@ class Engine:
         precision = self.precision if precision is None else precision
         algorithm = "grouped" if algorithm is None else algorithm
         if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-            given = tuple(name for name, value in (("offsets", offsets), ("counts", counts), ("c", c), ("bias", bias),
-                                                   ("row_scale", row_scale), ("scale_a", scale_a),
-                                                   ("scale_b", scale_b), ("beta", beta)) if value is not None)
-            return self._grouped_list(a, b, out, CallOptions(alpha, None, bias_axis, activation, out_dtype, casting,
-                                                             precision), algorithm, given)
+            named = dict(offsets=offsets, counts=counts, c=c, bias=bias, row_scale=row_scale, scale_a=scale_a,
+                         scale_b=scale_b, beta=beta)
+            given = tuple(name for name, value in named.items() if value is not None)
+            options = CallOptions(alpha, None, bias_axis, activation, out_dtype, casting, precision)
+            return self._grouped_list(a, b, out, options, algorithm, given)
         if (offsets is None) == (counts is None):
             raise ValueError("grouped_matmul: pass offsets (each group's end: contiguous rows, or the reduction "
                              "with a 2-D b) or counts (masked rows per group), not both or neither")
@@ -236,22 +236,22 @@ class Engine:
         plain = (c is None and bias is None and activation is None and out_dtype is None and scale_a is None
                  and scale_b is None and beta is None and row_scale is None and type(alpha) in (float, int)
                  and alpha == 1 and casting == "same_kind")
-        call_key = None
-        if plain and out is None:
-            call_key, found = self.fast.grouped(a, b, extents[1], (extents[2], algorithm, precision))
-            if found is not None:
-                result, plan = found
-                self.last_choice = (plan.algorithm, plan.config)
-                return result
+        call_key, found = None, None
+        if out is None:   # the fast path: a plain call's key, or a fused one's with every epilogue option
+            call_key, found = self.fast.grouped(a, b, extents[1], (extents[2], algorithm, precision) if plain else (
+                extents[2], algorithm, precision, bias_axis, activation, out_dtype, casting), None if plain else
+                EpilogueInputs(alpha, beta, c, bias, scale_a, scale_b, None, row_scale))
+        if found is not None:
+            self.last_choice = (found[1].algorithm, found[1].config)
+            return found[0]
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
-        rt = self.runtime
-        arrays = import_call(rt, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
+        arrays = import_call(self.runtime, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
                              groups=extents[:2], row_scale=row_scale)
         rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain, layout=extents[2])
         request = make_request(arrays, rules, options, plain)
         self.resolve(algorithm)
         if 0 in request.shape.out_shape:
-            return without_kernel(rt, arrays, request)
+            return without_kernel(self.runtime, arrays, request)
         return self._launch(arrays, request, algorithm, call_key)
 
     def _grouped_list(self, a, b, out, options: CallOptions, algorithm, given: tuple):

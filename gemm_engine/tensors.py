@@ -25,6 +25,22 @@ def torch_bits(t):
     return t
 
 
+#: torch dtypes whose elements numpy names alike (torch_bits gives the others' bits as these).
+_PLAIN = frozenset({"float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool"})
+
+
+def torch_memory(t):
+    """(address, shape, strides in bytes, numpy dtype) of a tensor's elements as `torch_bits` gives
+    them, for a view made from its address; None where DLPack must say (a conjugate or negative
+    view, a dtype numpy does not name)."""
+    bits = torch_bits(t)
+    name = str(bits.dtype).removeprefix("torch.")
+    if name not in _PLAIN or bits.is_conj() or bits.is_neg():
+        return None
+    size = bits.element_size()
+    return bits.data_ptr(), tuple(bits.shape), tuple(s * size for s in bits.stride()), np.dtype(name)
+
+
 def torch_numpy_dtype(torch_dtype) -> np.dtype:
     name = str(torch_dtype).removeprefix("torch.")
     if name in ("bfloat16",) + FP8_NAMES:

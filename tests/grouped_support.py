@@ -79,3 +79,23 @@ def k_ref(a, b, counts, **terms) -> np.ndarray:
         out[g] = epilogue(a[:, lo:lo + n] @ b[lo:lo + n], np.arange(a.shape[0]), g, **terms)
         lo += n
     return out
+
+
+def count_general_calls(monkeypatch) -> list:
+    """A list that grows by one for each call that takes the engine's general path (its import step)."""
+    import gemm_engine.engine as engine_module
+    seen, real = [], engine_module.import_call
+    monkeypatch.setattr(engine_module, "import_call", lambda *a, **kw: seen.append(1) or real(*a, **kw))
+    return seen
+
+
+def device_arrays(engine, kind: str):
+    """(put, get): numpy arrays to the call's array kind ("device": the runtime's own, "torch": CUDA
+    tensors, skipped elsewhere) and results back to numpy."""
+    import pytest
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        if engine.device.backend != "cuda":
+            pytest.skip("torch tensors reach the device in place on CUDA only (elsewhere through the host)")
+        return (lambda x: torch.from_numpy(x).cuda()), (lambda y: y.cpu().numpy())
+    return engine.runtime.to_device, engine.runtime.to_host

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grouped_support import contiguous_ref, k_ref, masked_ref, routing
+from grouped_support import contiguous_ref, count_general_calls, device_arrays, k_ref, masked_ref, routing
 from helpers import BF16, rel_error
 from gemm_engine.errors import SetupError
 
@@ -248,16 +248,9 @@ def test_errors_name_the_argument(engine, rng):
 
 
 # -- repeated calls (call/fast.py `FastPath.grouped`) ----------------------------------------------------
-def _count_general_calls(monkeypatch) -> list:
-    import gemm_engine.engine as engine_module
-    seen, real = [], engine_module.import_call
-    monkeypatch.setattr(engine_module, "import_call", lambda *a, **kw: seen.append(1) or real(*a, **kw))
-    return seen
-
-
 def test_repeated_calls_on_device_arrays_take_the_fast_path_with_new_routing(engine, rng, monkeypatch):
     rt, cap = engine.runtime, 16
-    general = _count_general_calls(monkeypatch)
+    general = count_general_calls(monkeypatch)
     x, xm, w = data(rng, (T, K)), data(rng, (E, cap, K)), data(rng, (E, K, N))
     dx, dxm, dw = rt.to_device(x), rt.to_device(xm), rt.to_device(w)
     for step, kind in enumerate(["random", "one", "skewed", "balanced"]):
@@ -272,11 +265,39 @@ def test_repeated_calls_on_device_arrays_take_the_fast_path_with_new_routing(eng
     assert len(general) == 2, "the repeats of each layout's call should skip the general path"
 
 
+@pytest.mark.parametrize("kind", ["device", "torch"])
+def test_repeated_fused_calls_take_the_fast_path_with_each_calls_terms(engine, rng, monkeypatch, kind):
+    """A fused grouped call (a per-expert bias, the routing weights as ``row_scale``, alpha, an
+    activation: an MoE layer's call) repeats on the fast path, reading every call's routing, terms
+    and alpha; a bias of another shape (shared, not per expert) is another call's key."""
+    put, get = device_arrays(engine, kind)
+    general = count_general_calls(monkeypatch)
+    w = data(rng, (E, K, N))
+    dw, taken = put(w), []
+    for step, alpha in enumerate((1.0, 0.5, -2.0, 1.5, 1.5)):
+        counts = routing(rng, E, T, ["random", "one", "skewed", "balanced", "random"][step])
+        x, scale = data(rng, (T, K)), rng.random(T).astype(np.float32)
+        bias = data(rng, (N,) if step == 4 else (E, N))
+        before = len(general)
+        got = engine.grouped_matmul(put(x), dw, offsets=put(offsets(counts)), bias=put(bias), row_scale=put(scale),
+                                    alpha=alpha, activation="relu")
+        close(get(got), contiguous_ref(x, w, counts, alpha=alpha, bias=bias, row_scale=scale, activation="relu"))
+        cap = 16
+        slab = np.minimum(routing(rng, E, E * cap), cap).astype(np.int32)
+        xm = data(rng, (E, cap, K))
+        got = get(engine.grouped_matmul(put(xm), dw, counts=put(slab), bias=put(bias), alpha=alpha))
+        close(got, masked_ref(xm, w, slab, alpha=alpha, bias=bias))
+        for g, n in enumerate(slab):       # rows past a count: zeros, the bias not added there
+            assert (got[g, n:] == 0).all()
+        taken.append(len(general) - before)
+    assert taken[2:] == [0, 0, 2], taken
+
+
 def test_repeated_calls_on_torch_cuda_tensors_take_the_fast_path(engine, rng, monkeypatch):
     torch = pytest.importorskip("torch")
     if engine.device.backend != "cuda":
         pytest.skip("torch tensors reach the device in place on CUDA only (elsewhere through the host)")
-    general = _count_general_calls(monkeypatch)
+    general = count_general_calls(monkeypatch)
     x, w = data(rng, (T, K)), data(rng, (E, K, N))
     tx, tw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
     taken = []

@@ -11,7 +11,7 @@ import pytest
 import gemm_engine
 from gemm_engine import QuantizedExperts, quantize
 from gemm_engine.errors import SetupError
-from grouped_support import contiguous_ref, masked_ref, routing
+from grouped_support import contiguous_ref, count_general_calls, device_arrays, masked_ref, routing
 from helpers import BF16, TOLERANCE, np_dtype, rel_error
 
 E, T = 4, 45
@@ -185,26 +185,13 @@ def test_tensor_core_members(engine, rng, algorithm):
 
 
 # -- repeated calls (call/fast.py `FastPath.grouped`) ----------------------------------------------------
-def _count_general_calls(monkeypatch) -> list:
-    import gemm_engine.engine as engine_module
-    seen, real = [], engine_module.import_call
-    monkeypatch.setattr(engine_module, "import_call", lambda *a, **kw: seen.append(1) or real(*a, **kw))
-    return seen
-
-
 @pytest.mark.parametrize("kind", ["device", "torch"])
 def test_repeated_calls_take_the_fast_path_with_new_routing_and_experts(engine, rng, monkeypatch, kind):
     """A quantized-experts call's repeats skip the general path (its host time was most of a decode
     layer's), read each call's routing and activations, and name their experts: other experts of
     the same format and shape take the general path once and give their own product."""
-    if kind == "torch":
-        torch = pytest.importorskip("torch")
-        if engine.device.backend != "cuda":
-            pytest.skip("torch tensors reach the device in place on CUDA only (elsewhere through the host)")
-        put, get = (lambda x: torch.from_numpy(x).cuda()), (lambda y: y.cpu().numpy())
-    else:
-        put, get = engine.runtime.to_device, engine.runtime.to_host
-    general = _count_general_calls(monkeypatch)
+    put, get = device_arrays(engine, kind)
+    general = count_general_calls(monkeypatch)
     e, k, n, cap = 4, 128, 40, 8
     q = quantize(experts(rng, e, k, n), "int4", 32, False)
     other = quantize(experts(rng, e, k, n), "int4", 32, False)

@@ -89,6 +89,37 @@ def test_repeated_fused_calls_on_cuda_tensors_see_each_calls_values(engine):
         assert rel_error(got.double().cpu().numpy(), want.cpu().numpy()) < 1e-5, (alpha, beta)
 
 
+def test_cuda_tensor_views_read_where_they_lie(engine):
+    """torch CUDA tensors reach the kernels as views made from their addresses (call/arrays.py):
+    slices that start inside their storage, transposes, a batch broadcast by a zero stride, bfloat16
+    and fp8 bits, a temporary whose only reference is the call's, and an empty tensor (DLPack)."""
+    if engine.backend != "cuda" or not torch.cuda.is_available():
+        pytest.skip("needs the CUDA backend and torch with a GPU")
+    dev = torch.device("cuda", engine.runtime.device_index)
+    big = torch.randn(3, 90, 80, device=dev)
+    a = big[1, 7:77, 3:53]                              # offset into its storage, rows of 80
+    b = torch.randn(60, 50, device=dev).t()[:, 5:45]    # column-major, offset
+    want = a.double() @ b.double()
+    assert rel_error(engine.matmul(a, b).double().cpu().numpy(), want.cpu().numpy()) < 1e-5
+    batch = a.expand(4, 70, 50)                         # stride 0 along the batch
+    got = engine.matmul(batch, b)
+    assert got.shape == (4, 70, 40) and rel_error(got[3].double().cpu().numpy(), want.cpu().numpy()) < 1e-5
+    x, y = (torch.randn(64, 48, device=dev) * 0.5).bfloat16()[8:], torch.randn(48, 40, device=dev).bfloat16()
+    got = engine.matmul(x, y, bias=torch.randn(40, device=dev).bfloat16()[:40])
+    assert got.dtype == torch.bfloat16 and got.shape == (56, 40)
+    got = engine.matmul(torch.randn(33, 70, device=dev) + 1, torch.randn(70, 20, device=dev))   # temporaries
+    assert got.shape == (33, 20) and torch.isfinite(got).all()
+    if hasattr(torch, "float8_e4m3fn"):
+        f8a = torch.randn(64, 128, device=dev).to(torch.float8_e4m3fn)
+        f8b = torch.randn(40, 128, device=dev).to(torch.float8_e4m3fn).t()
+        got = engine.matmul(f8a, f8b, out_dtype="float32")
+        ref = f8a.double() @ f8b.double()
+        # fp8 wgmma adds its products in fewer bits than float32's (measured 1.2e-4 here).
+        assert rel_error(got.double().cpu().numpy(), ref.cpu().numpy()) < 1e-3
+    empty = engine.matmul(torch.randn(5, 0, device=dev), torch.randn(0, 7, device=dev))
+    assert empty.shape == (5, 7) and (empty == 0).all()
+
+
 def gemm_matmul(engine, a, b):
     return engine.matmul(a, b)
 

@@ -44,10 +44,12 @@ class EpilogueInputs(NamedTuple):
     scale_a: object
     scale_b: object
     mul: object = None
+    row_scale: object = None      # a grouped call's per-row scale
 
 
 #: The call input that feeds each epilogue array field (the caller's keyword -> the kernel's name).
-EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"), ("mul", "mul"))
+EPILOGUE_ARRAYS = (("c", "c"), ("bias", "bias"), ("lhs_scale", "scale_a"), ("rhs_scale", "scale_b"), ("mul", "mul"),
+                   ("row_scale", "row_scale"))
 #: The epilogue inputs a Python number may stand for, folded into alpha (the operands' scales).
 NUMBER_SCALES = ("scale_a", "scale_b")
 #: The array fields the caller's operands and output feed.
@@ -121,7 +123,7 @@ class CallArguments:
         arrays = [(n, getattr(self, n)) for n in OPERAND_ARRAYS + WEIGHT_ARRAYS]
         if self.fused:
             out.update(alpha=self.alpha, beta=self.beta)
-            arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS] + [("row_scale", self.row_scale)]
+            arrays += [(n, getattr(self, n)) for n, _ in EPILOGUE_ARRAYS]
         arrays.append(("groups", self.groups))
         for name, arg in arrays:
             if arg is None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..quant.experts import QuantizedExperts
 from ..quant.weight import QuantizedWeight
-from ..tensors import is_torch, torch_bits, torch_numpy_dtype, torch_stream
+from ..tensors import is_torch, torch_bits, torch_memory, torch_numpy_dtype, torch_stream
 
 _DLPACK_CPU, _DLPACK_CUDA = 1, 2
 
@@ -273,11 +273,17 @@ def _import_torch(tensor, label: str, runtime) -> Imported:
                             f"({runtime.device.name})")
         import torch
         stream = torch_stream(torch, index)
-        # Imported on torch's current stream: DLPack then orders nothing (a consumer on another
+        # A view made from the tensor's address (the work is ordered on torch's current stream, the
+        # call's, so the DLPack exchange would order nothing either); DLPack where only it can say
+        # (an empty tensor, a conjugate view), on torch's current stream: a consumer on another
         # stream would make torch record an event and that stream wait for it, which a CUDA graph
-        # being captured on torch's stream refuses).
-        with runtime.on_stream(stream):
-            arr = runtime.from_dlpack(torch_bits(t), label)
+        # being captured on torch's stream refuses.
+        memory = torch_memory(t)
+        if memory is not None and memory[0]:
+            arr = runtime.from_address(*memory, t)
+        else:
+            with runtime.on_stream(stream):
+                arr = runtime.from_dlpack(torch_bits(t), label)
         return Imported(arr, dtype, False, "torch", tensor, stream)
     # Another device than the engine's: one copy through the host.
     host = torch_bits(t.cpu()).numpy().view(dtype)

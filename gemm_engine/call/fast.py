@@ -6,9 +6,10 @@ call left, whose per-call values (call/arguments.py: the addresses, and a fused 
 values) go straight into the prepared launch. Two kinds of call take it: torch CUDA tensors (their
 addresses, torch's allocator and stream; an ``out`` tensor too, whose metadata joins the key) and
 the runtime's own arrays. Anything else, an ``out`` that overlaps an input, or an unhashable option
-takes the general path. Plain grouped calls
-(`FastPath.grouped`) take it too, their offsets or counts a per-call array beside the operands,
-and calls of a quantized weight (`FastPath.quantized`), whose key names the weight weakly.
+takes the general path. Grouped calls without ``out``
+(`FastPath.grouped`) take it too, plain or fused, their offsets or counts a per-call array beside
+the operands (quantized experts named weakly), and calls of a quantized weight
+(`FastPath.quantized`), whose key names the weight weakly.
 """
 from __future__ import annotations
 
@@ -161,9 +162,10 @@ class FastPath:
         arrays = weight.device(rt)
         return key, self._native_call(call, a, arrays.packed, out, inputs, weight=(arrays.scales, arrays.zeros))
 
-    def grouped(self, a, b, groups, options: tuple):
-        """`call` for a plain grouped call (no epilogue, no ``out``): ``groups`` (its offsets or
-        counts) is a per-call array whose metadata joins the key. Quantized experts as ``b`` are
+    def grouped(self, a, b, groups, options: tuple, inputs: EpilogueInputs | None = None):
+        """`call` for a grouped call without ``out``: ``groups`` (its offsets or counts) is a per-call
+        array whose metadata joins the key, as a fused call's epilogue arrays do (``inputs``: a
+        per-group bias, the routing weights as ``row_scale``...). Quantized experts as ``b`` are
         named by a weak reference, as `quantized` names a weight, their device arrays per-call values."""
         rt, tensor = self.runtime, self.torch_type
         experts = type(b) is QuantizedExperts
@@ -174,26 +176,30 @@ class FastPath:
             operands = ((a, pa), (groups, pg)) if experts else ((a, pa), (b, b.data_ptr()), (groups, pg))
             key = (TORCH_KEY, GROUPED_KEY) + ((weakref.ref(b),) if experts else ()) + options + tuple(
                 m for x, p in operands for m in (x.shape, x.stride(), x.dtype, x.get_device(), p % 16))
+            if inputs is not None:
+                key = _fused_key(key, self._torch_meta, inputs)
             call = self._cached(key)
             if call is None:
                 return key, None
             if not experts:
-                return key, self._torch_call(call, a, pa, operands[1][1], None, pg)
+                return key, self._torch_call(call, a, pa, operands[1][1], inputs, pg)
             arrays = b.device(rt)
             addresses = [None if x is None else x.data.ptr for x in (arrays.packed, arrays.scales, arrays.zeros)]
-            return key, self._torch_call(call, a, pa, addresses[0], None, pg, weight=addresses[1:])
+            return key, self._torch_call(call, a, pa, addresses[0], inputs, pg, weight=addresses[1:])
         if not (rt.is_native(a) and rt.is_native(groups) and (experts or rt.is_native(b))):
             return None, None
         native = (a, groups) if experts else (a, b, groups)
         key = (GROUPED_KEY,) + ((weakref.ref(b),) if experts else ()) + options + tuple(
             m for x in native for m in (x.shape, x.strides, x.dtype, rt.element_address(x) % 8))
+        if inputs is not None:
+            key = _fused_key(key, self._native_meta, inputs)
         call = self._cached(key)
         if call is None:
             return key, None
         if not experts:
-            return key, self._native_call(call, a, b, None, None, groups)
+            return key, self._native_call(call, a, b, None, inputs, groups)
         arrays = b.device(rt)
-        return key, self._native_call(call, a, arrays.packed, None, None, groups, weight=(arrays.scales, arrays.zeros))
+        return key, self._native_call(call, a, arrays.packed, None, inputs, groups, weight=(arrays.scales, arrays.zeros))
 
     def _cached(self, key):
         try:
@@ -257,7 +263,8 @@ class FastPath:
                 return target, plan
         terms = {} if inputs is None else {
             name: x for name, x in (("c", inputs.c), ("bias", inputs.bias), ("scale_a", inputs.scale_a),
-                                    ("scale_b", inputs.scale_b)) if x is not None and type(x) not in (float, int)}
+                                    ("scale_b", inputs.scale_b), ("row_scale", inputs.row_scale))
+            if x is not None and type(x) not in (float, int)}
         if groups is not None:
             terms["groups"] = groups
         if out is not None and any(rt.may_overlap(out, x) for name, x in (("a", a), ("b", b), *terms.items())

@@ -22,7 +22,7 @@ SM90 = dialect_for(nominal_cuda_device())
 def _cfg(fmt="int4", group=128, m=4, **sel):
     w = WeightFormat(fmt, group_size=group)
     problem = MatmulProblem(1, m, 512, 1024, FLOAT16, FLOAT16, FLOAT16, weights=w)
-    selection = types.SimpleNamespace(**{"planes": 4, "column_loads": 0, "unroll": 0, "planes_along": "k", "prefetch": -1, **sel})
+    selection = types.SimpleNamespace(**{"planes": 4, "column_loads": 0, "unroll": 0, "planes_along": "k", "prefetch": -1, "row_tiles": 0, **sel})
     return QuantizedDecodeGlobalMatmul().setup(problem, selection, SM90)
 
 
