@@ -43,6 +43,7 @@ class QuantizedExperts:
         self.zeros = None if first.zeros is None else _stacked([w.zeros for w in weights])
         self._device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        self.device_source = None       # as `QuantizedWeight.device_source`
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -99,6 +99,9 @@ class QuantizedWeight:
         self.zeros = None if zeros is None else _readonly(zeros, np.uint16)
         self._device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        #: ``source(runtime)``: the packed words, scales and zeros already on ``runtime``'s device (a
+        #: module's buffers: torch/quantized_linear.py), or None there: then they are uploaded.
+        self.device_source = None
 
     # -- what it stands for ----------------------------------------------------------------------
     @property
@@ -177,17 +180,19 @@ class QuantizedWeight:
 
 def kept_on_device(weight, runtime, copies, lock, experts: bool = False) -> DeviceWeight:
     """``weight``'s arrays (a `QuantizedWeight`, or ``experts``: stacked experts' with one more
-    leading axis) on ``runtime``'s device, uploaded on first use (under ``lock``) and kept in
-    ``copies`` (the weight's, by runtime, weakly) while both live."""
+    leading axis) on ``runtime``'s device, uploaded on first use (under ``lock``; or the arrays its
+    ``device_source`` holds there already) and kept in ``copies`` (the weight's, by runtime,
+    weakly) while both live."""
     found = copies.get(runtime)
     if found is None:
         with lock:
             found = copies.get(runtime)
             if found is None:
                 packed, scales, zeros = weight.packed, weight.scales, weight.zeros
+                held = weight.device_source(runtime) if weight.device_source is not None else None
+                arrays = held or [None if x is None else runtime.upload(x) for x in (packed, scales, zeros)]
                 step = (lambda x: x[0].size if experts else 0)
-                found = DeviceWeight(weight, runtime.upload(packed), runtime.upload(scales),
-                                     None if zeros is None else runtime.upload(zeros), weight.ld, scales.shape[-1],
+                found = DeviceWeight(weight, *arrays, weight.ld, scales.shape[-1],
                                      zeros.shape[-1] if zeros is not None else 0,
                                      (step(packed), step(scales), 0 if zeros is None else step(zeros)))
                 # Uploaded once and read by kernels on any stream or queue: complete before first use.

@@ -4,7 +4,8 @@ Its forward is nn.Linear's, ``(..., in_features) -> (..., out_features)``; the k
 packed codes (gemm_engine/quant), the weight is never materialized in the forward.
 
 The module holds the `QuantizedWeight`'s arrays as buffers, so that ``state_dict``, ``.to(device)``
-and ``load_state_dict`` handle them as any module's tensors: ``qweight`` (the packed 32-bit words,
+and ``load_state_dict`` handle them as any module's tensors (on a CUDA device the engine's kernels
+read the buffers themselves: the weight is held once there, `QuantizedWeight.device_source`): ``qweight`` (the packed 32-bit words,
 as int32 bits), ``scales`` and, for an asymmetric weight, ``zeros`` (16-bit scale words, as int16
 bits), with an optional float ``bias`` parameter. Their layout and sizes follow from the
 constructor's arguments (format, group size, symmetric, scale dtype, prepacked), which a state_dict
@@ -24,6 +25,7 @@ from torch import nn
 
 from ..api import quantized_matmul
 from ..quant import QuantizedWeight, quantize
+from ..tensors import torch_memory
 
 #: Torch dtypes holding the bits of the weight's numpy arrays (torch lacks unsigned 32/16-bit math).
 _BITS = {np.dtype(np.uint32): np.int32, np.dtype(np.uint16): np.int16}
@@ -56,7 +58,8 @@ class QuantizedLinear(nn.Module):
         self.register_buffer("qweight", _bits_tensor(q.packed, device))
         self.register_buffer("scales", _bits_tensor(q.scales, device))
         self.register_buffer("zeros", None if q.zeros is None else _bits_tensor(q.zeros, device))
-        self._cached = (self._buffer_key(), q)
+        # Rebuilt from the buffers by the first forward: its device arrays are then theirs.
+        self._cached = ((), None)
         if not getattr(self, "_load_hooked", False):
             self.register_load_state_dict_post_hook(_loaded)
             self._load_hooked = True
@@ -93,8 +96,10 @@ class QuantizedLinear(nn.Module):
             host = [None if t is None else t.detach().cpu().numpy() for t in (self.qweight, self.scales, self.zeros)]
             packed, scales, zeros = (None if a is None else a.view(np.uint32 if a.dtype == np.int32 else np.uint16)
                                      for a in host)
-            self._cached = (key, QuantizedWeight(self.format, self.in_features, self.out_features, packed, scales,
-                                                 zeros))
+            q = QuantizedWeight(self.format, self.in_features, self.out_features, packed, scales, zeros)
+            buffers = (self.qweight, self.scales, self.zeros)
+            q.device_source = lambda runtime: _buffer_views(buffers, runtime)
+            self._cached = (key, q)
         return self._cached[1]
 
     def dequantized_weight(self) -> torch.Tensor:
@@ -136,6 +141,25 @@ class QuantizedLinear(nn.Module):
         group = f"group_size={f.group_size}" if f.group_size else "per-channel"
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
                 f"format={f.kind}, {group}, {'asymmetric' if f.zeros else 'symmetric'}, {f.layout}")
+
+
+def _buffer_views(buffers, runtime):
+    """The module's CUDA buffers as the engine's device arrays of its weight on ``runtime`` (views
+    of their memory: the weight is not held twice on the GPU), or None where the runtime is not
+    theirs (the engine then uploads its own copy)."""
+    packed = buffers[0]
+    if runtime.backend != "cuda" or packed.device.type != "cuda" or \
+            (packed.device.index or 0) != runtime.device_index:
+        return None
+    views = []
+    for t, dtype in zip(buffers, (np.uint32, np.uint16, np.uint16)):
+        memory = None if t is None else torch_memory(t)
+        if t is not None and (memory is None or not t.is_contiguous()):
+            return None
+        views.append(None if t is None else runtime.from_address(*memory[:3], np.dtype(dtype), t))
+    # Written on torch's streams (a .to, a load_state_dict): complete before any kernel reads them.
+    torch.cuda.synchronize(packed.device)
+    return views
 
 
 def _loaded(module: QuantizedLinear, incompatible_keys) -> None:

@@ -192,3 +192,14 @@ def test_cuda_tensors_run_on_the_gpu(monkeypatch):
             y = layer(x)
         assert y.is_cuda and y.shape == (m, 136)
         assert _rel(y.cpu(), _reference(layer, x.cpu())) <= 1e-2
+    # The kernels read the module's buffers (the weight held once on the GPU), so a state_dict
+    # loaded into them in place is what the next forward multiplies.
+    held = layer.quantized_weight().device(api._default_engine.runtime)
+    assert (held.packed.data.ptr, held.scales.data.ptr, held.zeros.data.ptr) == (
+        layer.qweight.data_ptr(), layer.scales.data_ptr(), layer.zeros.data_ptr())
+    other = QuantizedLinear.from_linear(nn.Linear(256, 136).to(torch.bfloat16), format="int4", group_size=64,
+                                        symmetric=False).cuda()
+    layer.load_state_dict(other.state_dict())
+    x = torch.randn(5, 256, device="cuda").to(torch.bfloat16)
+    with torch.no_grad():
+        assert _rel(layer(x).cpu(), _reference(other, x.cpu())) <= 1e-2
