@@ -15,6 +15,9 @@
   kernel, so a compiled graph calls the engine with no Python autograd frame); backward by the
   engine (transposed views, the activation's derivative as a fused epilogue); fp8 / int8 scaled
   products have none.
+* ``torch.ops.gemm_engine.quantized_mm`` (quantized_op.py): a quantized weight's product on its
+  packed tensors, with the input's and bias's gradients: what `QuantizedLinear` runs under
+  torch.compile (traced whole, fullgraph included).
 * `Linear`, `replace_linear`, `SwiGLU` (modules.py); `QuantizedLinear` (quantized_linear.py: int4 /
   int8 / fp8 weights through `gemm_engine.quantized_matmul`); a small transformer block for
   training checks (block.py).
@@ -26,7 +29,7 @@ torch.
 """
 from __future__ import annotations
 
-from . import autograd, grouped, ops  # noqa: F401  (registers the ops and their backward formulas)
+from . import autograd, grouped, ops, quantized_op  # noqa: F401  (registers the ops and their backward formulas)
 from .modules import Linear, SwiGLU, linear, replace_linear
 from .ops import activation_key, engine_handle
 from .quantized_linear import QuantizedLinear

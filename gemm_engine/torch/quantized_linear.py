@@ -25,7 +25,8 @@ from torch import nn
 
 from ..api import quantized_matmul
 from ..quant import QuantizedWeight, quantize
-from ..tensors import torch_memory
+from .ops import autocast_cast
+from .quantized_op import forget_weight, format_key, remember_weight
 
 #: Torch dtypes holding the bits of the weight's numpy arrays (torch lacks unsigned 32/16-bit math).
 _BITS = {np.dtype(np.uint32): np.int32, np.dtype(np.uint16): np.int16}
@@ -67,6 +68,7 @@ class QuantizedLinear(nn.Module):
     def refresh_weight(self) -> None:
         """Forget the cached `QuantizedWeight`: the next forward reads the buffers again."""
         self._cached = ((), None)
+        forget_weight(self.qweight)       # the compiled forward's too (torch/quantized_op.py)
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, format: str = "int4", group_size=128, symmetric: bool = True,
@@ -97,8 +99,7 @@ class QuantizedLinear(nn.Module):
             packed, scales, zeros = (None if a is None else a.view(np.uint32 if a.dtype == np.int32 else np.uint16)
                                      for a in host)
             q = QuantizedWeight(self.format, self.in_features, self.out_features, packed, scales, zeros)
-            buffers = (self.qweight, self.scales, self.zeros)
-            q.device_source = lambda runtime: _buffer_views(buffers, runtime)
+            remember_weight((self.qweight, self.scales, self.zeros), q)     # its device arrays: the buffers
             self._cached = (key, q)
         return self._cached[1]
 
@@ -133,7 +134,15 @@ class QuantizedLinear(nn.Module):
         # quantized_matmul differentiates in x and bias (torch/quantized_route.py), autocast and
         # torch.compile included; F.linear's leading axes are flattened into M.
         lead = x.shape[:-1]
-        y = quantized_matmul(x.reshape(-1, x.shape[-1]), self.quantized_weight(), bias=self.bias)
+        if torch.compiler.is_compiling():     # traced whole (torch/quantized_op.py), not a graph break
+            device, bias = x.device.type, self.bias
+            if torch.is_autocast_enabled(device):      # as the eager route casts them
+                x, bias = autocast_cast(x, device), autocast_cast(bias, device)
+            y = torch.ops.gemm_engine.quantized_mm(x.reshape(-1, x.shape[-1]), self.qweight, self.scales, self.zeros,
+                                                   bias, format_key(self.format), self.in_features,
+                                                   self.out_features, 0, None)
+        else:
+            y = quantized_matmul(x.reshape(-1, x.shape[-1]), self.quantized_weight(), bias=self.bias)
         return y.reshape(*lead, y.shape[-1])
 
     def extra_repr(self) -> str:
@@ -141,25 +150,6 @@ class QuantizedLinear(nn.Module):
         group = f"group_size={f.group_size}" if f.group_size else "per-channel"
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
                 f"format={f.kind}, {group}, {'asymmetric' if f.zeros else 'symmetric'}, {f.layout}")
-
-
-def _buffer_views(buffers, runtime):
-    """The module's CUDA buffers as the engine's device arrays of its weight on ``runtime`` (views
-    of their memory: the weight is not held twice on the GPU), or None where the runtime is not
-    theirs (the engine then uploads its own copy)."""
-    packed = buffers[0]
-    if runtime.backend != "cuda" or packed.device.type != "cuda" or \
-            (packed.device.index or 0) != runtime.device_index:
-        return None
-    views = []
-    for t, dtype in zip(buffers, (np.uint32, np.uint16, np.uint16)):
-        memory = None if t is None else torch_memory(t)
-        if t is not None and (memory is None or not t.is_contiguous()):
-            return None
-        views.append(None if t is None else runtime.from_address(*memory[:3], np.dtype(dtype), t))
-    # Written on torch's streams (a .to, a load_state_dict): complete before any kernel reads them.
-    torch.cuda.synchronize(packed.device)
-    return views
 
 
 def _loaded(module: QuantizedLinear, incompatible_keys) -> None:

@@ -132,9 +132,44 @@ def test_gradients_reach_the_input_and_bias_not_the_weight():
         layer.weight
 
 
-def test_torch_compile_runs_it_as_a_graph_break():
-    """A quantized weight is no tensor: under torch.compile the product runs eagerly between the
-    compiled regions (it used to fail: the call was routed to the dense op, which cannot take it)."""
+@pytest.mark.parametrize("fmt", [("int4", 32, False), ("int8", None, True)])
+def test_torch_compile_traces_it_whole_with_its_gradients(fmt):
+    """Under torch.compile(fullgraph=True) the layer is one registered op on its buffers
+    (torch.ops.gemm_engine.quantized_mm): the same result and the input's and bias's gradients as
+    eagerly, a second call reusing the weight the first built."""
+    from gemm_engine.torch.quantized_op import tensor_weight
+    torch.manual_seed(5)
+    kind, group, symmetric = fmt
+    layer = QuantizedLinear.from_linear(nn.Linear(64, 24), format=kind, group_size=group, symmetric=symmetric)
+    x = torch.randn(2, 3, 64, requires_grad=True)
+
+    def step(x):
+        return (torch.relu(layer(x)) * 2).square().sum()
+
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    got = compiled(x)
+    gx, gb = torch.autograd.grad(got, (x, layer.bias))
+    want = step(x)
+    wx, wb = torch.autograd.grad(want, (x, layer.bias))
+    assert _rel(got.detach(), want.detach()) < 1e-5
+    assert _rel(gx, wx) < 1e-5 and _rel(gb, wb) < 1e-5
+    q = tensor_weight(layer.qweight, layer.scales, layer.zeros, layer.format, 64, 24)
+    assert q is layer.quantized_weight()          # the module's weight: no second host copy
+    assert _rel(compiled(x).detach(), want.detach()) < 1e-5
+    # A state_dict loaded into the buffers in place: the compiled step's product and gradient are
+    # the new weight's (the remembered weight is forgotten with the module's).
+    other = QuantizedLinear.from_linear(nn.Linear(64, 24), format=kind, group_size=group, symmetric=symmetric)
+    layer.load_state_dict(other.state_dict())
+    got = compiled(x)
+    gx = torch.autograd.grad(got, x)[0]
+    want = step(x)
+    assert _rel(got.detach(), want.detach()) < 1e-5 and _rel(gx, torch.autograd.grad(want, x)[0]) < 1e-5
+    assert _rel(layer(x).detach(), _reference(other, x).detach()) < 1e-5
+
+
+def test_torch_compile_without_fullgraph_runs_it_too():
+    """The layer inside a compiled function with other ops (it used to fail: the call was routed to
+    the dense op, which cannot take a quantized weight)."""
     layer = QuantizedLinear.from_linear(nn.Linear(40, 24), format="int8", group_size=None)
     x = torch.randn(3, 40)
     compiled = torch.compile(lambda x: torch.relu(layer(x)) * 2, backend="eager")
@@ -203,3 +238,5 @@ def test_cuda_tensors_run_on_the_gpu(monkeypatch):
     x = torch.randn(5, 256, device="cuda").to(torch.bfloat16)
     with torch.no_grad():
         assert _rel(layer(x).cpu(), _reference(other, x.cpu())) <= 1e-2
+        compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")     # the registered op on CUDA
+        assert _rel(compiled(x).cpu(), _reference(other, x.cpu())) <= 1e-2
