@@ -33,6 +33,8 @@ def torch_memory(t):
     """(address, shape, strides in bytes, numpy dtype) of a tensor's elements as `torch_bits` gives
     them, for a view made from its address; None where DLPack must say (a conjugate or negative
     view, a dtype numpy does not name)."""
+    if str(t.layout) != "torch.strided":      # sparse, mkldnn...: DLPack says what it can
+        return None
     bits = torch_bits(t)
     name = str(bits.dtype).removeprefix("torch.")
     if name not in _PLAIN or bits.is_conj() or bits.is_neg():

@@ -11,7 +11,9 @@ bits), with an optional float ``bias`` parameter. Their layout and sizes follow 
 constructor's arguments (format, group size, symmetric, scale dtype, prepacked), which a state_dict
 does not hold: build the module the same way before loading one. The `QuantizedWeight` a forward
 hands the engine is rebuilt from the buffers only when they moved (``.to``), were loaded
-(``load_state_dict``) or `refresh_weight` was called (after changing them in place otherwise).
+(``load_state_dict``) or `refresh_weight` was called (after changing them in place otherwise: on
+CUDA the kernels read the buffers themselves, so until then a forward sees the new codes while the
+backward and `dequantized_weight` still use the old).
 
 Gradients: the input's (``grad @ W.T`` by the engine on the dequantized weight, materialized for
 the backward only) and the bias's flow; the quantized weight's codes are integers and take none

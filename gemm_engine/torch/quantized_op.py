@@ -50,7 +50,8 @@ def format_of(key: str) -> WeightFormat:
 def buffer_views(buffers, runtime):
     """CUDA tensors ``buffers`` (packed words, scales, zeros or None) as the engine's device arrays of
     their weight on ``runtime`` (views of their memory: the weight is not held twice on the GPU),
-    or None where the runtime is not theirs (the engine then uploads its own copy)."""
+    or None where the runtime is not theirs, or a buffer is not a contiguous run starting on 16
+    bytes (the kernels read 16-byte vectors): the engine then uploads its own copy."""
     packed = buffers[0]
     if runtime.backend != "cuda" or packed.device.type != "cuda" or \
             (packed.device.index or 0) != runtime.device_index:
@@ -58,9 +59,11 @@ def buffer_views(buffers, runtime):
     views = []
     for t, dtype in zip(buffers, (np.uint32, np.uint16, np.uint16)):
         memory = None if t is None else torch_memory(t)
-        if t is not None and (memory is None or not t.is_contiguous()):
+        if t is not None and (memory is None or not t.is_contiguous() or memory[0] % 16):
             return None
-        views.append(None if t is None else runtime.from_address(*memory[:3], np.dtype(dtype), t))
+        # Owned by the storage, not the tensor: a buffer replaced (``.data =``) leaves the view its
+        # old memory, alive, and the module's tensors free to die (`remember_weight`).
+        views.append(None if t is None else runtime.from_address(*memory[:3], np.dtype(dtype), t.untyped_storage()))
     # Written on torch's streams (a .to, a load_state_dict): complete before any kernel reads them.
     torch.cuda.synchronize(packed.device)
     return views
@@ -71,8 +74,16 @@ def _addresses(buffers) -> tuple:
 
 
 def remember_weight(buffers, q: QuantizedWeight) -> None:
-    """Let the ops find ``q`` (made from ``buffers``) when they are given these buffers."""
-    q.device_source = lambda runtime: buffer_views(buffers, runtime)
+    """Let the ops find ``q`` (made from ``buffers``) when they are given these buffers, until the
+    packed words' tensor dies: nothing ``q`` holds refers to the tensors themselves (its device
+    source reaches them weakly, its views hold their storage), so this table keeps no module's
+    buffers alive."""
+    refs = tuple(None if t is None else weakref.ref(t) for t in buffers)
+
+    def source(runtime):
+        alive = tuple(None if r is None else r() for r in refs)
+        return None if any(r is not None and t is None for r, t in zip(refs, alive)) else buffer_views(alive, runtime)
+    q.device_source = source
     key = id(buffers[0])
     _WEIGHTS[key] = (weakref.ref(buffers[0], lambda _, key=key: _WEIGHTS.pop(key, None)), _addresses(buffers), q)
 

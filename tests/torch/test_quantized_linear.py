@@ -240,3 +240,23 @@ def test_cuda_tensors_run_on_the_gpu(monkeypatch):
         assert _rel(layer(x).cpu(), _reference(other, x.cpu())) <= 1e-2
         compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")     # the registered op on CUDA
         assert _rel(compiled(x).cpu(), _reference(other, x.cpu())) <= 1e-2
+
+
+def test_a_deleted_module_frees_its_buffers():
+    """The ops' table of weights (torch/quantized_op.py) holds no module's buffers alive: once the
+    module is gone, its packed words, the weight built from them and the table's entry go too."""
+    import gc
+    import weakref
+    from gemm_engine.torch import quantized_op
+    layer = QuantizedLinear.from_linear(nn.Linear(64, 32), format="int4", group_size=32)
+    x = torch.randn(2, 64)
+    with torch.no_grad():
+        layer(x)
+        torch.ops.gemm_engine.quantized_mm(x, layer.qweight, layer.scales, layer.zeros, None,
+                                           quantized_op.format_key(layer.format), 64, 32, 0, None)
+    buffer, weight = weakref.ref(layer.qweight), weakref.ref(layer.quantized_weight())
+    key = id(layer.qweight)
+    assert quantized_op.tensor_weight(layer.qweight, layer.scales, layer.zeros, layer.format, 64, 32) is weight()
+    del layer
+    gc.collect()
+    assert buffer() is None and weight() is None and key not in quantized_op._WEIGHTS
