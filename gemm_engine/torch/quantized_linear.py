@@ -28,7 +28,7 @@ from torch import nn
 from ..api import quantized_matmul
 from ..quant import QuantizedWeight, quantize
 from .ops import autocast_cast
-from .quantized_op import forget_weight, format_key, remember_weight
+from .quantized_op import forget_weight, format_key, tensor_weight
 
 #: Torch dtypes holding the bits of the weight's numpy arrays (torch lacks unsigned 32/16-bit math).
 _BITS = {np.dtype(np.uint32): np.int32, np.dtype(np.uint16): np.int16}
@@ -97,12 +97,9 @@ class QuantizedLinear(nn.Module):
         """The `QuantizedWeight` (in_features, out_features) the buffers hold (rebuilt when they changed)."""
         key = self._buffer_key()
         if self._cached[1] is None or self._cached[0] != key:
-            host = [None if t is None else t.detach().cpu().numpy() for t in (self.qweight, self.scales, self.zeros)]
-            packed, scales, zeros = (None if a is None else a.view(np.uint32 if a.dtype == np.int32 else np.uint16)
-                                     for a in host)
-            q = QuantizedWeight(self.format, self.in_features, self.out_features, packed, scales, zeros)
-            remember_weight((self.qweight, self.scales, self.zeros), q)     # its device arrays: the buffers
-            self._cached = (key, q)
+            # The one the compiled forward's op finds too (its device arrays: the buffers).
+            self._cached = (key, tensor_weight(self.qweight, self.scales, self.zeros, self.format, self.in_features,
+                                               self.out_features))
         return self._cached[1]
 
     def dequantized_weight(self) -> torch.Tensor:
