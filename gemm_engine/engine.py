@@ -247,7 +247,7 @@ class Engine:
         options = CallOptions(alpha, beta, bias_axis, activation, out_dtype, casting, precision)
         arrays = import_call(self.runtime, a, b, out=out, c=c, bias=bias, scale_a=scale_a, scale_b=scale_b,
                              groups=extents[:2], row_scale=row_scale)
-        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain, layout=extents[2])
+        rules = numpy_rules.apply(arrays, options.out_dtype, options.casting, options.beta, plain, extents[2], activation)
         request = make_request(arrays, rules, options, plain)
         self.resolve(algorithm)
         if 0 in request.shape.out_shape:
@@ -258,7 +258,7 @@ class Engine:
         """A list-layout grouped call: the steps of `grouped_matmul`, each group its own sizes."""
         rt = self.runtime
         arrays = import_list(rt, a, b, out)
-        sizes, types = numpy_rules.list_rules(arrays, options.out_dtype, options.casting)
+        sizes, types = numpy_rules.list_rules(arrays, options.out_dtype, options.casting, options.activation)
         request = make_list_request(arrays, sizes, types, options, given)
         self.resolve(algorithm)
         with rt.on_stream(arrays.stream):

@@ -27,7 +27,8 @@ def _f64(x):
 
 def epilogue(acc, rows, g, alpha=1.0, bias=None, bias_axis=-1, activation=None, row_scale=None, c=None, beta=1.0):
     """``act(alpha * acc + beta * c + bias) * row_scale`` for the output rows ``rows`` (indices
-    into the per-row terms as the layout indexes them) of group ``g``."""
+    into the per-row terms as the layout indexes them) of group ``g`` (half the columns for
+    "swiglu")."""
     out = alpha * acc
     if c is not None:
         out = out + beta * c
@@ -41,15 +42,23 @@ def epilogue(acc, rows, g, alpha=1.0, bias=None, bias_axis=-1, activation=None, 
         out = np.maximum(out, 0)
     elif activation == "silu":
         out = out / (1 + np.exp(-out))
+    elif activation == "swiglu":         # gate and up interleaved: columns 2j and 2j + 1
+        gate, up = out[:, 0::2], out[:, 1::2]
+        out = gate / (1 + np.exp(-gate)) * up
     if row_scale is not None:
         r = _f64(row_scale)
         out = out * (r[g][rows] if r.ndim == 2 else r[rows])[:, None]
     return out
 
 
+def _width(n: int, terms: dict) -> int:
+    """The output's columns for a GEMM of ``n`` under the epilogue ``terms``."""
+    return n // 2 if terms.get("activation") == "swiglu" else n
+
+
 def contiguous_ref(x, w, counts, **terms) -> np.ndarray:
     x, w = _f64(x), _f64(w)
-    out = np.zeros((x.shape[0], w.shape[-1]))
+    out = np.zeros((x.shape[0], _width(w.shape[-1], terms)))
     lo = 0
     for g, n in enumerate(counts):
         rows = np.arange(lo, lo + n)
@@ -62,7 +71,7 @@ def contiguous_ref(x, w, counts, **terms) -> np.ndarray:
 def masked_ref(x, w, counts, out=None, **terms) -> np.ndarray:
     x, w = _f64(x), _f64(w)
     groups, cap = x.shape[:2]
-    result = np.zeros((groups, cap, w.shape[-1])) if out is None else _f64(out).copy()
+    result = np.zeros((groups, cap, _width(w.shape[-1], terms))) if out is None else _f64(out).copy()
     for g in range(groups):
         n = int(min(max(counts[g], 0), cap))
         rows = np.arange(n)
@@ -73,7 +82,7 @@ def masked_ref(x, w, counts, out=None, **terms) -> np.ndarray:
 
 def k_ref(a, b, counts, **terms) -> np.ndarray:
     a, b = _f64(a), _f64(b)
-    out = np.zeros((len(counts), a.shape[0], b.shape[1]))
+    out = np.zeros((len(counts), a.shape[0], _width(b.shape[1], terms)))
     lo = 0
     for g, n in enumerate(counts):
         out[g] = epilogue(a[:, lo:lo + n] @ b[lo:lo + n], np.arange(a.shape[0]), g, **terms)

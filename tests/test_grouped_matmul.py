@@ -335,3 +335,62 @@ def test_a_lone_quantized_weight_is_refused_by_every_grouped_layout(opencl_engin
     for call in calls:
         with pytest.raises(ValueError, match="QuantizedWeight.*QuantizedExperts"):
             call()
+
+
+# -- gated (SwiGLU) per group -------------------------------------------------------------------------
+def test_swiglu_per_group_contiguous_with_expert_bias_and_routing_weights(engine, rng):
+    counts = routing(rng, E, T)
+    x, w = data(rng, (T, K)), data(rng, (E, K, N))
+    terms = dict(bias=data(rng, (E, N)), row_scale=rng.random(T).astype(np.float32), activation="swiglu")
+    out = engine.grouped_matmul(x, w, offsets=offsets(counts), **terms)
+    assert out.shape == (T, N // 2)
+    close(out, contiguous_ref(x, w, counts, **terms))
+    # the weights column-major (nn.Linear's (E, N, K) rows) and a shared bias
+    wt = np.ascontiguousarray(w.transpose(0, 2, 1)).transpose(0, 2, 1)
+    bias = data(rng, (N,))
+    close(engine.grouped_matmul(x, wt, offsets=offsets(counts), bias=bias, activation="swiglu"),
+          contiguous_ref(x, w, counts, bias=bias, activation="swiglu"))
+
+
+def test_swiglu_per_group_masked_keeps_a_given_outs_rows_and_reads_no_padding(engine, rng):
+    cap = 12
+    x, w = data(rng, (E, cap, K)), data(rng, (E, K, N))
+    counts = np.array([3, 0, 12, 7, 1], np.int32)
+    for g, n in enumerate(counts):
+        x[g, n:] = np.nan
+    terms = dict(bias=data(rng, (E, N)), row_scale=rng.random((E, cap)).astype(np.float32), activation="swiglu")
+    fresh = engine.grouped_matmul(x, w, counts=counts, **terms)
+    assert fresh.shape == (E, cap, N // 2)
+    close(fresh, masked_ref(np.nan_to_num(x), w, counts, **terms))
+    out = data(rng, (E, cap, N // 2))
+    before = out.copy()
+    assert engine.grouped_matmul(x, w, counts=counts, out=out, **terms) is out
+    close(out, masked_ref(np.nan_to_num(x), w, counts, out=before, **terms))
+
+
+def test_swiglu_per_group_needs_an_even_n_and_no_c(engine, rng):
+    counts = routing(rng, E, T)
+    x, w = data(rng, (T, K)), data(rng, (E, K, N + 1))
+    with pytest.raises(ValueError, match="even number of columns"):
+        engine.grouped_matmul(x, w, offsets=offsets(counts), activation="swiglu")
+    w = data(rng, (E, K, N))
+    with pytest.raises(ValueError, match="c is not supported"):
+        engine.grouped_matmul(x, w, offsets=offsets(counts), activation="swiglu", c=data(rng, (T, N // 2)))
+
+
+def test_swiglu_in_the_list_and_k_layouts(engine, rng):
+    sizes = [(5, 8, 3), (0, 4, 5), (17, 34, 9)]
+    xs = [data(rng, (m, k)) for m, n, k in sizes]
+    ws = [data(rng, (k, n)) for m, n, k in sizes]
+    outs = engine.grouped_matmul(xs, ws, activation="swiglu")
+    assert [o.shape for o in outs] == [(m, n // 2) for m, n, _ in sizes]
+    for o, x, w in zip(outs, xs, ws):
+        if o.size:
+            close(o, contiguous_ref(x, w[None], [len(x)], activation="swiglu"))
+    with pytest.raises(ValueError, match="even number of columns"):
+        engine.grouped_matmul(xs[:1], [data(rng, (3, 7))], activation="swiglu")
+    counts = routing(rng, E, T)
+    a, dy = data(rng, (K, T)), data(rng, (T, N))
+    out = engine.grouped_matmul(a, dy, offsets=offsets(counts), activation="swiglu")
+    assert out.shape == (E, K, N // 2)
+    close(out, k_ref(a, dy, counts, activation="swiglu"))

@@ -62,6 +62,29 @@ def test_contiguous_routings_with_bias_and_routing_weights(engine, rng, kind):
     close(out, contiguous_ref(x, q.dequantize(), counts, bias=bias, row_scale=scale), "float32")
 
 
+@pytest.mark.parametrize("kind", ["int4", "int8"])
+def test_swiglu_per_expert_with_bias_and_routing_weights(engine, rng, kind):
+    """An MoE up projection in one launch: gate and up columns interleaved in each expert, the
+    routing weight applied to the gated value; contiguous (decode and prefill sizes) and masked."""
+    q = quantize(experts(rng, E, 128, 48), kind, 32, False)
+    for tokens in (6, 70):
+        counts = routing(rng, E, tokens)
+        x = (rng.standard_normal((tokens, 128)) * 0.02).astype(np.float16)     # gate * up within float16
+        terms = dict(bias=rng.standard_normal((E, 48)).astype(np.float16),
+                     row_scale=rng.random(tokens).astype(np.float32), activation="swiglu")
+        out = engine.grouped_matmul(x, q, offsets=offsets(counts), **terms)
+        assert out.shape == (tokens, 24)
+        close(out, contiguous_ref(x, q.dequantize(), counts, **terms), "float16")
+    slab = np.array([1, 8, 0, 5], np.int32)
+    xm = (rng.standard_normal((E, 8, 128)) * 0.02).astype(np.float16)
+    xm[np.arange(8)[None, :] >= slab[:, None]] = np.nan
+    live = (np.arange(8)[None, :] < slab[:, None])[..., None]
+    got = np.asarray(engine.grouped_matmul(xm, q, counts=slab, activation="swiglu"))
+    assert got.shape == (E, 8, 24) and (got[~live[..., 0]] == 0).all()
+    ref = masked_ref(np.nan_to_num(xm), q.dequantize(), slab, activation="swiglu")
+    close(np.where(live, got, 0), np.where(live, ref, 0), "float16")
+
+
 def test_masked_rows_past_the_counts(engine, rng):
     """Rows at or past a count are zeros in a fresh result and left as they were in a given out;
     their inputs (NaN here) never reach a result."""

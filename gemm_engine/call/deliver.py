@@ -109,7 +109,8 @@ def finish_list(runtime, arrays: ListArrays, request: Request, target: Target) -
     if host is not None and host.dtype != request.dtype:
         host = host.view(request.dtype)
     results, offset = [], 0
-    for i, (m, n, _) in enumerate(request.sizes):
+    for i, (m, gemm_n, _) in enumerate(request.sizes):
+        n = request.epilogue.out_columns(gemm_n)
         span = slice(offset, offset + m * n)
         offset += m * n
         part = (host if host is not None else target.array)[span].reshape(m, n)

@@ -97,7 +97,10 @@ GROUPED_DOC = """One GEMM per group in one launch, {where}.
     (groups, N); block scales: scale_a (M, ceil(K/128)) (masked: (groups, M, ceil(K/128))),
     scale_b (groups, ceil(K/128), ceil(N/128)) (DeepGEMM's 1 x 128 and 128 x 128 layout);
     ``c`` broadcasting to the output. See gemm_engine.epilogue.grouped_terms for every shape.
-    alpha, beta, activation, out, out_dtype, casting, precision: as in matmul.
+    alpha, beta, activation, out, out_dtype, casting, precision: as in matmul. A gated activation
+    ("swiglu"...) pairs each group's columns as in matmul (gate and up interleaved in b's columns,
+    N even): the output has N / 2 columns, the bias N (before the gate), ``row_scale`` multiplies
+    the gated value (an MoE up projection with its routing weight in one launch); not with ``c``.
     algorithm:   "grouped" (default: the best grouped composition that runs here), or a grouped
                  algorithm (``grouped_specialized_wgmma``, ``grouped_pipelined_wgmma``,
                  ``grouped_pipelined_mma``, ``grouped_simple_unit``, or `grouped_variant` of your own).

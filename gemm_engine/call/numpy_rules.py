@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..dtypes import SUPPORTED_NAMES, WIDENED, bfloat16_dtype, element_type, is_fp8
-from ..epilogue.activations import Derivative
+from ..epilogue.activations import Derivative, resolve_activation
 from ..epilogue.grouped_terms import GroupShape, grouped_scale
 from ..epilogue.scales import Scale, check_scale
 from ..tensors import torch_numpy_dtype
@@ -260,11 +260,12 @@ def pairs_of(activation) -> int:
     return 2 if isinstance(activation, Derivative) else 1
 
 
-def grouped_call_shape(a_shape, b_shape, groups_shape, layout: str) -> tuple[CallShape, GroupShape]:
+def grouped_call_shape(a_shape, b_shape, groups_shape, layout: str, pairs: int = 0) -> tuple[CallShape, GroupShape]:
     """The shapes of a grouped call (``groups_shape``: its offsets' or counts'; ``layout``: "offsets"
     for "contiguous" or "k", told apart by b's rank, or "masked"): "contiguous" a (M, K)
     and b (groups, K, N) -> (M, N); "masked" a (groups, M, K), b (groups, K, N) -> (groups, M, N);
-    "k" a (M, K), b (K, N) -> (groups, M, N). ValueError naming the argument that does not fit."""
+    "k" a (M, K), b (K, N) -> (groups, M, N); ``pairs`` as `call_shape`'s (a gated activation: N / 2
+    output columns). ValueError naming the argument that does not fit."""
     a_shape, b_shape, groups_shape = (tuple(int(x) for x in s) for s in (a_shape, b_shape, groups_shape))
     if layout == "offsets":      # rows grouped (b per group) or the reduction (one b)
         layout = "k" if len(b_shape) == 2 else "contiguous"
@@ -284,22 +285,27 @@ def grouped_call_shape(a_shape, b_shape, groups_shape, layout: str) -> tuple[Cal
     for label, shape in (("a", a_shape), ("b", b_shape)):
         if len(shape) == 3 and shape[0] != groups:
             raise ValueError(f"grouped_matmul: {label} has {shape[0]} groups (shape {shape}), {given} has {groups}")
+    if pairs and n % 2:
+        raise ValueError(f"grouped_matmul: a gated activation pairs b's columns (gate and up interleaved, 2j and "
+                         f"2j + 1), so b needs an even number of columns; got N = {n}")
     batch_shape = () if layout == "contiguous" else (groups,)
-    out_shape = batch_shape + (m, n)
-    return (CallShape(batch_shape, m, n, k, out_shape, False, False), GroupShape(layout, groups, m, n, k))
+    values = batch_shape + (m, n // 2 if pairs else n)
+    out_shape = values if pairs == 1 else batch_shape + (m, n)
+    return (CallShape(batch_shape, m, n, k, out_shape, False, False, values), GroupShape(layout, groups, m, n, k))
 
 
 def apply(arrays: CallArrays, out_dtype=None, casting: str = "same_kind", beta=None, plain: bool = False,
           layout: str | None = None, activation=None) -> Rules:
     """numpy's rules for one call's arrays (``beta``: the caller's, only to know whether ``c`` is
     read; ``plain``: a call with no epilogue option at all; ``layout``: a grouped call's, whose
-    ``arrays.groups`` holds its offsets or counts; ``activation``: the call's, resolved: a gated one
+    ``arrays.groups`` holds its offsets or counts; ``activation``: the call's (or its name): a gated one
     changes the output's columns)."""
     check_casting(casting)
     if layout is None:
         shape, groups = call_shape(arrays.a.shape, arrays.b.shape, pairs_of(activation)), None
     else:
-        shape, groups = grouped_call_shape(arrays.a.shape, arrays.b.shape, arrays.groups.shape, layout)
+        shape, groups = grouped_call_shape(arrays.a.shape, arrays.b.shape, arrays.groups.shape, layout,
+                                           pairs_of(resolve_activation(activation)))
     a, b = arrays.a.dtype, arrays.b.dtype
     if arrays.quantized:
         b = quantized_rhs_dtype(arrays)
@@ -362,9 +368,12 @@ def _weak(x, product: np.dtype, label: str) -> Imported | None:
     return Imported(value, value.dtype, True, "numpy", x)
 
 
-def list_rules(arrays: ListArrays, out_dtype=None, casting: str = "same_kind") -> tuple[tuple, ResultTypes]:
+def list_rules(arrays: ListArrays, out_dtype=None, casting: str = "same_kind",
+               activation=None) -> tuple[tuple, ResultTypes]:
     """numpy's rules for a list-layout grouped call: ((m, n, k) per group, the dtypes), every group
-    a 2-D product of the same operand dtypes; each given out checked as matmul checks one."""
+    a 2-D product of the same operand dtypes; each given out checked as matmul checks one (N / 2
+    columns under a gated ``activation``, each group's N even)."""
+    pairs = pairs_of(resolve_activation(activation))
     check_casting(casting)
     sizes = []
     for i, (x, y) in enumerate(zip(arrays.a, arrays.b)):
@@ -373,6 +382,9 @@ def list_rules(arrays: ListArrays, out_dtype=None, casting: str = "same_kind") -
                              f"b[{i}] {tuple(y.shape)}")
         if x.shape[1] != y.shape[0]:
             raise ValueError(f"grouped_matmul: a[{i}] {tuple(x.shape)} and b[{i}] {tuple(y.shape)} differ in K")
+        if pairs and y.shape[1] % 2:
+            raise ValueError(f"grouped_matmul: a gated activation pairs b's columns (gate and up interleaved, 2j and "
+                             f"2j + 1), so each b[i] needs an even number of columns; b[{i}] has {y.shape[1]}")
         sizes.append((int(x.shape[0]), int(y.shape[1]), int(x.shape[1])))
     for label, side in (("a", arrays.a), ("b", arrays.b)):
         kinds = {x.dtype for x in side}
@@ -382,5 +394,5 @@ def list_rules(arrays: ListArrays, out_dtype=None, casting: str = "same_kind") -
         raise ValueError("grouped_matmul: the list layout needs at least one group")
     types = result_types(arrays.a[0].dtype, arrays.b[0].dtype, out_dtype=out_dtype, casting=casting)
     for i, (o, (m, n, _)) in enumerate(zip(arrays.out or (), sizes)):
-        check_out(o.shape, o.dtype, types.result, (m, n), casting)
+        check_out(o.shape, o.dtype, types.result, (m, n // 2 if pairs == 1 else n), casting)
     return tuple(sizes), types

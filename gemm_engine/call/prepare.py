@@ -335,8 +335,9 @@ def prepare_list(runtime, arrays: ListArrays, request: Request) -> Prepared:
     rhs, rhs_at = _list_side(runtime, arrays.b, types.rhs, [(k, n) for m, n, k in sizes])
     table, out_offset = [], 0
     for (m, n, k), (lo, lld), (ro, rld) in zip(sizes, lhs_at, rhs_at):
-        table.append((m, n, k, lo, lld, ro, rld, out_offset, n))
-        out_offset += m * n
+        columns = request.epilogue.out_columns(n)          # half of them under a gated activation
+        table.append((m, n, k, lo, lld, ro, rld, out_offset, columns))
+        out_offset += m * columns
     assert len(table[0]) == len(LIST_FIELDS)
     g = request.groups
     problem = MatmulProblem(g.groups, g.m, g.n, g.k, element_type(types.lhs), element_type(types.rhs),

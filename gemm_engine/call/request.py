@@ -239,11 +239,12 @@ def make_list_request(arrays: ListArrays, sizes: tuple, types: ResultTypes, opti
         raise ValueError(f"precision: expected one of {MatmulProblem.PRECISIONS}, got {options.precision!r}")
     if options.precision == "fast_accum" and not (is_fp8(types.lhs) and is_fp8(types.rhs)):
         raise ValueError("precision='fast_accum' concerns fp8 operands (their tensor-core sums)")
-    total = sum(m * n for m, n, _ in sizes)
     big = [max(s[i] for s in sizes) for i in range(3)]
-    shape = CallShape((len(sizes),), big[0], big[1], big[2], (total,), False, False)
+    shape = CallShape((len(sizes),), big[0], big[1], big[2], (0,), False, False)
     groups = GroupShape("list", len(sizes), *big)
     request = Request(shape, types, options.precision, options.casting, _real(options.alpha, "alpha"), 0.0, None,
                       None, 1, resolve_activation(options.activation), None, None, None, IDENTITY, groups=groups,
                       sizes=tuple(sizes))
-    return replace(request, epilogue=_epilogue(request))
+    request = replace(request, epilogue=_epilogue(request))
+    total = sum(m * request.epilogue.out_columns(n) for m, n, _ in sizes)
+    return replace(request, shape=replace(shape, out_shape=(total,)))

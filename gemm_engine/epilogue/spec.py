@@ -74,9 +74,6 @@ class Epilogue:
         if self.accumulate and (self.c is None or self.activation or self.mul or self.row_scale):
             raise ValueError("Epilogue.accumulate: the output is c, added last (no activation, mul or row scale "
                              "after the sum)")
-        if self.paired and (self.row_scale or self.grouped):
-            raise ValueError(f"Epilogue: the gated activation {self.activation!r} pairs output columns, which the "
-                             f"grouped epilogue (row scales, terms per group) does not")
 
     @property
     def identity(self) -> bool:
@@ -187,10 +184,12 @@ class Epilogue:
                 results = [act.render_pair("g", "u", m)]
             else:
                 results = list(act.of.derivative_pair("g", "u", m))
+            rs = [f"{t} row_scale"] if self.row_scale else []
             out = [pre]
             for i, result in enumerate(results):
-                value = f"{result} * mul_value" if self.mul is not None else result
-                out.append(f"INLINE {t} {_PAIR}{i}({', '.join([f'{t} g', f'{t} u'] + mul)}) {{\n"
+                value = f"({result}) * mul_value" if self.mul is not None else result
+                value = f"({value}) * row_scale" if self.row_scale else value    # last, as `apply`'s
+                out.append(f"INLINE {t} {_PAIR}{i}({', '.join([f'{t} g', f'{t} u'] + mul + rs)}) {{\n"
                            f"    return {value};\n}}\n")
             return "".join(out)
         result = self.activation.render("x", m) if self.activation else "x"
@@ -267,11 +266,15 @@ class Epilogue:
         """Expression (paired epilogues): the pre-activation of accumulator ``value`` at (``row``, ``col``)."""
         return f"{_PRE}({', '.join(self._pre_args(d, value, row, col, hoist))})"
 
-    def pair_values(self, d: Dialect, g: str, u: str, row: str, pair: str) -> list[str]:
+    def pair_values(self, d: Dialect, g: str, u: str, row: str, pair: str, hoist: dict | None = None) -> list[str]:
         """Expressions (paired epilogues): the results of the pair whose pre-activations are the
-        variables ``g`` and ``u``, at global ``row`` and pair index ``pair`` (where ``mul`` is read)."""
-        mul = [self.mul_value(d, row, pair)] if self.mul is not None else []
-        return [f"{_PAIR}{i}({', '.join([g, u] + mul)})" for i in range(self.pair_outputs)]
+        variables ``g`` and ``u``, at global ``row`` and pair index ``pair`` (where ``mul`` is read);
+        ``hoist`` as `apply`'s (the row scale)."""
+        extra = [self.mul_value(d, row, pair)] if self.mul is not None else []
+        if self.row_scale:
+            extra.append(f"row_scale[({row}) * row_scale_stride]" if hoist is None
+                         else hoist.setdefault(("row_scale", row), f"ge_row_scale_{len(hoist)}"))
+        return [f"{_PAIR}{i}({', '.join([g, u] + extra)})" for i in range(self.pair_outputs)]
 
 
 def hoisted_scales(hoist: dict, bounds: dict) -> list[str]:

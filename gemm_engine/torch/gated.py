@@ -28,16 +28,9 @@ from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
-from torch.nn import functional as F
 
 from ..api import matmul
-
-#: gate name -> (the gate, its derivative: an aten op of (upstream gradient, input, *more), more).
-GATES = {
-    "swiglu": (F.silu, torch.ops.aten.silu_backward, ()),
-    "geglu": (F.gelu, torch.ops.aten.gelu_backward, ()),
-    "reglu": (F.relu, torch.ops.aten.threshold_backward, (0,)),
-}
+from .gates import GATES
 
 
 class GatedProjection(torch.autograd.Function):

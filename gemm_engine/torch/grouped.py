@@ -3,12 +3,15 @@ registered torch operator with its gradient, for training mixture-of-experts lay
 whose extents live on the device, each gradient again a grouped product of the engine (no host
 synchronization: a step with new routing replays in a captured CUDA graph).
 
-``grouped_mm(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision)``: ``y = (a_g @
-b_g + bias) * row_scale``, a column bias shared or per group ((N,) or (G, N)) and a scale per row
-(contiguous (M,), masked (G, C): a routing weight), both optional (contiguous and masked layouts).
-With ``gz = gy * row_scale``, the operands' gradients are those below of gz; ``gbias`` is gz summed
-over the rows each bias reached (per group: an index_add over each row's group, found on the
-device); ``grow_scale`` the unscaled result (one more grouped product) times gy, summed per row.
+``grouped_mm(a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision)``:
+``y = f(a_g @ b_g + bias) * row_scale``, a column bias shared or per group ((N,) or (G, N)), an
+activation (elementwise, or gated: SwiGLU, N / 2 output columns; gates.py) and a scale per
+row (contiguous (M,), masked (G, C): a routing weight), each optional (bias and row scale:
+contiguous and masked layouts). With ``gz = gy * row_scale`` (through f: gates.py, from
+the pre-activation recomputed by one more grouped product), the operands' gradients are those
+below of gz; ``gbias`` is gz summed over the rows each bias reached (per group: an index_add over
+each row's group, found on the device); ``grow_scale`` the unscaled result (one more grouped
+product) times gy, summed per row.
 
 * contiguous (``offsets``, b 3-D; torch._grouped_mm's 2-D x 3-D form): a (M, K), b (G, K, N) ->
   (M, N); the gradients ``ga = grouped(gy, b^T)`` (contiguous) and ``gb_g = a_g^T gy_g`` (the k
@@ -23,7 +26,7 @@ device); ``grow_scale`` the unscaled result (one more grouped product) times gy,
 
 The contract is `grouped_matmul`'s (``offsets[-1]`` equal to the grouped extent: rows or columns
 past it are not written, forward or backward; their gradients are zero). Other epilogue terms
-(c, activation, scales, alpha) have no gradient here: `Engine.grouped_matmul` refuses them on
+(c, scales, alpha) have no gradient here: `Engine.grouped_matmul` refuses them on
 tensors that require grad.
 The fake implementation gives the layout's shape and the engine's result dtype, so torch.compile
 traces a call.
@@ -36,17 +39,18 @@ from ..call import numpy_rules
 from ..handles import engine_of
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
 from .autograd import FUNCTIONS, call, column_major, differentiable
-from .ops import LIB, autocast_cast, engine_handle, kernel_name, op, plain
+from .gates import activation_grad, differentiable_activation
+from .ops import LIB, activation_key, activation_of, autocast_cast, engine_handle, kernel_name, op, plain
 
-SCHEMA = ("(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, Tensor? bias, Tensor? row_scale, int engine, "
-          "str? algorithm, str precision) -> Tensor")
+SCHEMA = ("(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, Tensor? bias, Tensor? row_scale, str activation, "
+          "int engine, str? algorithm, str precision) -> Tensor")
 
 
-def grouped_impl(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
+def grouped_impl(a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision):
     # run_grouped: the engine's call without the torch routing (this is what the routing reaches).
     return engine_of(engine).run_grouped(plain(a), plain(b), offsets, counts, algorithm or None, precision or None,
-                                         None, 1.0, None, None, plain(bias), -1, None, plain(row_scale), None,
-                                         "same_kind", None, None)
+                                         None, 1.0, None, None, plain(bias), -1, activation_of(activation),
+                                         plain(row_scale), None, "same_kind", None, None)
 
 
 def _layout(a, b, offsets, counts) -> str:
@@ -55,21 +59,22 @@ def _layout(a, b, offsets, counts) -> str:
     return "contiguous" if b.dim() == 3 else "k"
 
 
-def grouped_fake(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
+def grouped_fake(a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision):
     types = numpy_rules.result_types(torch_numpy_dtype(a.dtype), torch_numpy_dtype(b.dtype),
                                      bias=None if bias is None else torch_numpy_dtype(bias.dtype))
     layout = _layout(a, b, offsets, counts)
+    n = b.shape[-1] // 2 if numpy_rules.pairs_of(activation_of(activation)) == 1 else b.shape[-1]
     if layout == "contiguous":
-        shape = (a.shape[0], b.shape[-1])
+        shape = (a.shape[0], n)
     elif layout == "masked":
-        shape = (a.shape[0], a.shape[1], b.shape[-1])
+        shape = (a.shape[0], a.shape[1], n)
     else:
-        shape = (offsets.shape[0], a.shape[0], b.shape[-1])
+        shape = (offsets.shape[0], a.shape[0], n)
     return a.new_empty(shape, dtype=numpy_torch_dtype(types.result))
 
 
 def _mm(a, b, offsets, counts, options, bias=None, row_scale=None):
-    return call("grouped_mm", a, b, offsets, counts, bias, row_scale, *options)
+    return call("grouped_mm", a, b, offsets, counts, bias, row_scale, "", *options)
 
 
 def _contiguous_grads(a, b, offsets, gy, need, options):
@@ -131,29 +136,34 @@ class GroupedMm(torch.autograd.Function):
     """``torch.ops.gemm_engine.grouped_mm`` with its gradient (the module docstring's formulas)."""
 
     @staticmethod
-    def forward(ctx, a, b, offsets, counts, bias, row_scale, engine, algorithm, precision):
+    def forward(ctx, a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision):
         ctx.save_for_backward(a, b, offsets, counts, bias, row_scale)
-        ctx.options = (engine, algorithm, precision)
-        return op("grouped_mm")(a, b, offsets, counts, bias, row_scale, engine, algorithm, precision)
+        ctx.options, ctx.activation = (engine, algorithm, precision), activation
+        return op("grouped_mm")(a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision)
 
     @staticmethod
     def backward(ctx, gy):
         a, b, offsets, counts, bias, row_scale = ctx.saved_tensors
         need = ctx.needs_input_grad
         ga, gb, gbias, gscale = grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need[:2] + need[4:6],
-                                              ctx.options)
-        return ga, gb, None, None, gbias, gscale, None, None, None
+                                              ctx.options, ctx.activation)
+        return ga, gb, None, None, gbias, gscale, None, None, None, None
 
 
-def grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need, options):
-    """(ga, gb, gbias, grow_scale) of ``grouped_mm(a, b, offsets, counts, bias, row_scale)`` for
-    ``gy`` (the module docstring's formulas), each where ``need`` (four flags, in that order) says;
-    ``options``: the op's (engine, algorithm, precision) for the grouped products they take."""
+def grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need, options, activation=""):
+    """(ga, gb, gbias, grow_scale) of ``grouped_mm(a, b, offsets, counts, bias, row_scale,
+    activation)`` for ``gy`` (the module docstring's formulas), each where ``need`` (four flags, in
+    that order) says; ``options``: the op's (engine, algorithm, precision) for the grouped products
+    they take."""
     layout = _layout(a, b, offsets, counts)
     extents = counts if layout == "masked" else offsets
     gy = gy.contiguous()
     gz, gscale = gy, None
-    if row_scale is not None:
+    if activation:      # through f, from the pre-activation recomputed (rows no group holds: zeros)
+        z = _mm(a, b, offsets, counts, options, bias)
+        z = z if layout == "k" else _live_rows(z, offsets, counts, layout)[0]
+        gz, gscale = activation_grad(z, gy, row_scale, activation, row_scale is not None and need[3])
+    elif row_scale is not None:
         if need[3]:     # the routing weight's: the unscaled result's rows against gy's
             unscaled = _live_rows(_mm(a, b, offsets, counts, options, bias), offsets, counts, layout)[0]
             gscale = (unscaled * gy).sum(-1).to(row_scale.dtype)
@@ -177,8 +187,8 @@ def routed_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogu
     theirs); then a call that needs no gradient outside torch.compile runs on the engine as it is,
     and one that does goes through ``grouped_mm`` (``epilogue``: the call's out, alpha, beta, c,
     bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a and scale_b: there a column
-    bias and a row scale in the contiguous and masked layouts, the rest a plain product's, else
-    refused)."""
+    bias and a row scale in the contiguous and masked layouts, an activation (with a gradient where
+    one is needed: gates.py), the rest a plain product's, else refused)."""
     out, alpha, beta, c, bias, bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b = epilogue
     device = a.device.type
     if torch.is_autocast_enabled(device):
@@ -190,19 +200,23 @@ def routed_grouped(engine, a, b, offsets, counts, algorithm, precision, *epilogu
                                   activation, row_scale, out_dtype, casting, scale_a, scale_b)
     terms = bias is not None or row_scale is not None
     if not (type(alpha) in (int, float) and alpha == 1 and casting == "same_kind" and bias_axis in (-1, 1)
-            and all(v is None for v in (out, beta, c, activation, out_dtype, scale_a, scale_b))
+            and all(v is None for v in (out, beta, c, out_dtype, scale_a, scale_b))
             and not (terms and counts is None and getattr(b, "dim", lambda: 0)() == 2)):
         raise ValueError("grouped_matmul: on tensors that require grad or under torch.compile a grouped product "
-                         "takes a column bias and row_scale (contiguous and masked layouts) and no other epilogue "
-                         "term (out, c, beta, bias_axis, activation, scales, out_dtype, casting, alpha): their "
+                         "takes a column bias and row_scale (contiguous and masked layouts), an activation and no "
+                         "other epilogue term (out, c, beta, bias_axis, scales, out_dtype, casting, alpha): their "
                          "gradients are not built; apply them after, or detach")
+    key = activation_key(activation)
+    if grad and not differentiable_activation(key):
+        raise ValueError(f"grouped_matmul: the activation {activation!r} has no gradient in a grouped product (the "
+                         f"built-in elementwise and gated ones have); apply it after the product, or detach")
     if algorithm is not None and not isinstance(algorithm, str):
         raise TypeError(f"grouped_matmul: on tensors that require grad or under torch.compile the algorithm must "
                         f"be a registered name (got {type(algorithm).__name__})")
     bias, row_scale = (x if x is None or isinstance(x, torch.Tensor) else torch.as_tensor(x, device=a.device)
                        for x in (bias, row_scale))
     with torch.autocast(device, enabled=False):      # cast above: the routing weights keep their dtype
-        return call("grouped_mm", a, b, offsets, counts, bias, row_scale, engine_handle(engine), algorithm,
+        return call("grouped_mm", a, b, offsets, counts, bias, row_scale, key, engine_handle(engine), algorithm,
                     precision or "")
 
 

@@ -22,7 +22,8 @@ from torch import nn
 
 from ..api import matmul
 from ..epilogue.activations import resolve_activation
-from .gated import GATES, gated_projection
+from .gated import gated_projection
+from .gates import GATES
 
 
 def linear(x, weight, bias=None, activation=None):

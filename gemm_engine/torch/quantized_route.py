@@ -11,7 +11,8 @@ here). A `QuantizedWeight` is no tensor, so no registered op carries it; instead
   the compiled regions (``fullgraph=True`` reports it rather than tracing into the engine).
 
 `grouped_matmul` with a `QuantizedExperts` ``b`` comes here the same way (`routed_any_grouped`):
-x, bias and row_scale differentiable, the backward's products grouped.py's.
+x, bias and row_scale differentiable, through a built-in activation (SwiGLU...), the backward's
+products grouped.py's.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import torch
 
 from ..quant.experts import QuantizedExperts
 from .grouped import grouped_grads, routed_grouped
-from .ops import autocast_cast, engine_handle
+from .gates import differentiable_activation
+from .ops import activation_key, activation_of, autocast_cast, engine_handle
 
 
 class QuantizedProduct(torch.autograd.Function):
@@ -70,12 +72,13 @@ class QuantizedGroupedProduct(torch.autograd.Function):
     QuantizedProduct's); the experts take no gradient."""
 
     @staticmethod
-    def forward(ctx, x, bias, row_scale, experts, offsets, counts, engine, algorithm, precision):
+    def forward(ctx, x, bias, row_scale, experts, offsets, counts, engine, algorithm, precision, activation):
         ctx.save_for_backward(x, bias, row_scale, offsets, counts)
-        ctx.experts, ctx.engine, ctx.precision = experts, engine, precision
+        ctx.experts, ctx.engine, ctx.precision, ctx.activation = experts, engine, precision, activation
         detached = (None if t is None else t.detach() for t in (bias, row_scale))
         return engine.run_grouped(x.detach(), experts, offsets, counts, algorithm, precision, None, 1.0, None, None,
-                                  next(detached), -1, None, next(detached), None, "same_kind", None, None)
+                                  next(detached), -1, activation_of(activation), next(detached), None, "same_kind",
+                                  None, None)
 
     @staticmethod
     def backward(ctx, gy):
@@ -83,8 +86,8 @@ class QuantizedGroupedProduct(torch.autograd.Function):
         need = ctx.needs_input_grad
         w = torch.from_numpy(ctx.experts.dequantize()).to(device=gy.device, dtype=gy.dtype)      # (E, K, N)
         ga, _, gbias, gscale = grouped_grads(x, w, offsets, counts, bias, row_scale, gy, (need[0], False) + need[1:3],
-                                             (engine_handle(ctx.engine), None, ctx.precision or ""))
-        return ga, gbias, gscale, None, None, None, None, None, None
+                                             (engine_handle(ctx.engine), None, ctx.precision or ""), ctx.activation)
+        return ga, gbias, gscale, None, None, None, None, None, None, None
 
 
 def _routed_grouped(engine, x, experts, offsets, counts, algorithm, precision, out, alpha, beta, c, bias, bias_axis,
@@ -96,15 +99,18 @@ def _routed_grouped(engine, x, experts, offsets, counts, algorithm, precision, o
                                             for t in (x, c, bias, row_scale))):
         return engine.run_grouped(x, experts, offsets, counts, algorithm, precision, out, alpha, beta, c, bias,
                                   bias_axis, activation, row_scale, out_dtype, casting, scale_a, scale_b)
-    if not (out is None and c is None and beta is None and activation is None and out_dtype is None
+    key = activation_key(activation)
+    if not (out is None and c is None and beta is None and out_dtype is None and differentiable_activation(key)
             and scale_a is None and scale_b is None and type(alpha) in (int, float) and alpha == 1
             and casting == "same_kind" and bias_axis in (-1, 1)):
-        raise ValueError("grouped_matmul: on tensors that require grad, quantized experts take a column bias and "
-                         "row_scale and no other epilogue term (out, c, beta, alpha, bias_axis, activation, scales, "
-                         "out_dtype, casting): their gradients are not built; apply them after, or detach")
+        raise ValueError("grouped_matmul: on tensors that require grad, quantized experts take a column bias, "
+                         "row_scale and a built-in activation and no other epilogue term (out, c, beta, alpha, "
+                         "bias_axis, scales, out_dtype, casting): their gradients are not built; apply them after, "
+                         "or detach")
     bias, row_scale = (t if t is None or isinstance(t, torch.Tensor) else torch.as_tensor(t, device=x.device)
                        for t in (bias, row_scale))
-    return QuantizedGroupedProduct.apply(x, bias, row_scale, experts, offsets, counts, engine, algorithm, precision)
+    return QuantizedGroupedProduct.apply(x, bias, row_scale, experts, offsets, counts, engine, algorithm, precision,
+                                         key)
 
 
 #: `QuantizedExperts` through torch's machinery: a graph break under torch.compile too.

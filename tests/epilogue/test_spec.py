@@ -72,8 +72,10 @@ def test_identity_and_checks():
     swiglu = resolve_activation("swiglu")
     with pytest.raises(ValueError, match="c .* is not supported with it"):
         Epilogue(activation=swiglu, c=FLOAT32)
-    with pytest.raises(ValueError, match="grouped epilogue"):
-        Epilogue(activation=swiglu, row_scale=True)
+    # a gated grouped epilogue (an MoE up projection): the routing weight's row scale moves per group
+    gated = Epilogue(activation=swiglu, row_scale=True, grouped=True, bias=FLOAT32)
+    assert gated.paired and gated.grouped_terms == ("bias", "row_scale")
+    assert {"row_scale_base", "row_scale_group_stride"} <= {p.name for p in gated.params()}
 
 
 def test_paired_epilogues_halve_or_keep_the_columns():

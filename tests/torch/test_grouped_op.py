@@ -116,11 +116,11 @@ def test_the_public_op_differentiates_too():
     offsets = _ends([1, 2])
     a, b = leaf(3, 4), leaf(2, 4, 2, seed=1)
     engine = gemm_engine.torch.engine_handle(None)
-    _check(lambda a, b: torch.ops.gemm_engine.grouped_mm(a, b, offsets, None, None, None, engine, None, ""), a, b)
+    _check(lambda a, b: torch.ops.gemm_engine.grouped_mm(a, b, offsets, None, None, None, "", engine, None, ""), a, b)
 
 
 @pytest.mark.parametrize("extra", [dict(bias=torch.zeros(3, dtype=torch.float64), bias_axis=0),
-                                   dict(activation="relu"), dict(alpha=2.0),
+                                   dict(alpha=2.0),
                                    dict(out=torch.empty(3, 2, dtype=torch.float64)),
                                    dict(c=torch.zeros(3, 2, dtype=torch.float64))])
 def test_epilogue_terms_on_tensors_that_require_grad_are_refused(extra):
@@ -210,4 +210,62 @@ def test_quantized_experts_differentiate_in_x_bias_and_routing_weights(layout):
     for got, want in ((y, ref), (x.grad, xd.grad), (bias.grad, bd.grad), (scale.grad, sd.grad)):
         assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-4 * float(want.abs().max()))
     with pytest.raises(ValueError, match="quantized experts take a column bias"):
-        gemm_engine.grouped_matmul(x, q, activation="relu", **extents)
+        gemm_engine.grouped_matmul(x, q, activation="sigmoid", **extents)     # no torch formula here
+
+
+# -- activations: elementwise and gated (an MoE up projection: SwiGLU per expert, routing weights) -------
+def _interleaved(z):
+    return torch.nn.functional.silu(z[..., 0::2]) * z[..., 1::2]
+
+
+@pytest.mark.parametrize("activation", ["swiglu", "relu", "gelu_tanh"])
+def test_contiguous_activations_with_bias_and_routing_weights(activation):
+    counts = [2, 0, 3, 1]
+    offsets = _ends(counts)
+    a, b, bias = leaf(6, 5), leaf(4, 5, 4, seed=1), leaf(4, 4, seed=2)
+    # kernels read routing weights as float32: these are float32 values (the next test takes their gradient)
+    scale = torch.rand(6).double()
+    _check(lambda a, b, bias: gemm_engine.grouped_matmul(a, b, offsets=offsets, bias=bias, row_scale=scale,
+                                                         activation=activation), a, b, bias)
+
+
+def test_swiglu_per_group_matches_torch_and_its_masked_padding_stays_out():
+    counts = torch.tensor([2, 0, 3], dtype=torch.int32)
+    a = torch.randn(3, 4, 5, dtype=torch.float64)
+    a[0, 2:], a[2, 3:] = float("nan"), float("nan")            # padding rows: never read
+    a.requires_grad_()
+    b, bias = leaf(3, 5, 6, seed=1), leaf(3, 6, seed=2)
+    scale = torch.rand(3, 4).double().requires_grad_()        # float32 values: kernels read them as such
+    y = gemm_engine.grouped_matmul(a, b, counts=counts, bias=bias, row_scale=scale, activation="swiglu")
+    assert y.shape == (3, 4, 3)
+    gy = torch.randn_like(y)
+    y.backward(gy)
+    ad, bd, biasd, sd = (t.detach().nan_to_num().clone().requires_grad_() for t in (a, b, bias, scale))
+    live = (torch.arange(4)[None, :] < counts[:, None])[..., None]
+    ref = torch.where(live, _interleaved(ad @ bd + biasd[:, None, :]) * sd[..., None], 0)
+    ref.backward(gy)
+    for got, want in ((y, ref), (a.grad, ad.grad), (b.grad, bd.grad), (bias.grad, biasd.grad), (scale.grad, sd.grad)):
+        assert torch.isfinite(got).all() and torch.allclose(got, want, atol=1e-10)
+
+
+def test_swiglu_in_the_k_layout_and_under_torch_compile():
+    offsets = _ends([3, 4])
+    a, b = leaf(3, 7), leaf(7, 4, seed=1)
+    _check(lambda a, b: gemm_engine.grouped_matmul(a, b, offsets=offsets, activation="swiglu"), a, b)
+    x, w, scale = leaf(6, 4), leaf(3, 4, 6, seed=2), torch.rand(6).double().requires_grad_()
+    rows = _ends([2, 1, 3])
+    fn = torch.compile(lambda x, w, s, o: gemm_engine.grouped_matmul(x, w, offsets=o, row_scale=s, activation="swiglu"),
+                       fullgraph=True, backend="aot_eager")
+    y = fn(x, w, scale, rows)
+    gy = torch.randn_like(y)
+    grads = torch.autograd.grad(y, (x, w, scale), gy)
+    y0 = gemm_engine.grouped_matmul(x, w, offsets=rows, row_scale=scale, activation="swiglu")
+    want = torch.autograd.grad(y0, (x, w, scale), gy)
+    assert y.shape == (6, 3) and torch.allclose(y, y0)
+    assert all(torch.allclose(g, g0) for g, g0 in zip(grads, want))
+
+
+def test_an_activation_without_a_torch_gradient_is_refused_before_it_runs():
+    a, b = leaf(3, 4), leaf(2, 4, 2, seed=1)
+    with pytest.raises(ValueError, match="has no gradient in a grouped product"):
+        gemm_engine.grouped_matmul(a, b, offsets=_ends([1, 2]), activation="sigmoid")

@@ -70,6 +70,32 @@ def test_contiguous_layer_gradients(cuda_engine, weights):
     assert (gw[1] == 0).all()
 
 
+def test_swiglu_up_projection_with_routing_weights(cuda_engine):
+    """An MoE up projection in one launch per direction: SwiGLU per expert (gate and up columns
+    interleaved), per-expert bias and routing weights, forward and gradients against float64."""
+    counts = [130, 0, 1, 257, 64, 3]
+    ends = torch.tensor(counts, device="cuda").cumsum(0).to(torch.int32)
+    t, k, n, g = sum(counts), 192, 272, len(counts)
+    x, w = _randn(t, k, seed=11), _randn(g, n, k, seed=12, scale=k ** -0.5)
+    bias, scale = _randn(g, n, seed=13), torch.rand(t, device="cuda", dtype=torch.float32) + 0.5
+    gy = _randn(t, n // 2, seed=14)
+    x_, w_, bias_, scale_ = _leaves(x, w, bias, scale)
+    y = gemm_engine.grouped_matmul(x_, w_.mT, offsets=ends, bias=bias_, row_scale=scale_, activation="swiglu")
+    assert y.shape == (t, n // 2)
+    y.backward(gy)
+    xd, wd, bd, sd = (v.detach().double().requires_grad_() for v in (x, w, bias, scale))
+    outs, start = [], 0
+    for e, end in enumerate(ends.tolist()):
+        z = xd[start:end] @ wd[e].T + bd[e]
+        outs.append(torch.nn.functional.silu(z[:, 0::2]) * z[:, 1::2] * sd[start:end, None])
+        start = end
+    ref = torch.cat(outs)
+    ref.backward(gy.double())
+    for name, got, want in (("y", y, ref), ("x", x_.grad, xd.grad), ("w", w_.grad, wd.grad), ("bias", bias_.grad, bd.grad),
+                            ("row_scale", scale_.grad, sd.grad)):
+        assert _rel(got, want.detach()) < TOL, (name, _rel(got, want.detach()))
+
+
 def test_masked_layer_gradients_ignore_rows_past_the_counts(cuda_engine):
     g, c, k, n = 4, 96, 128, 200
     counts = torch.tensor([96, 0, 37, 1], device="cuda", dtype=torch.int32)

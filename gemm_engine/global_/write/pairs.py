@@ -112,7 +112,7 @@ def write_pairs(g, cfg, d, scope, staged=None) -> str:
     def emit(row, col, first, second):
         grow, gcol = f"{scope.m0} + {row}", f"{scope.n0} + {col}"
         pair = f"(({gcol}) >> 1)"
-        values = ep.pair_values(d, "ge_g", "ge_u", grow, pair)
+        values = ep.pair_values(d, "ge_g", "ge_u", grow, pair, hoist)
         if staged is not None:
             stores = [staged(row, f"(({col}) >> 1)", values[0])]
         elif ep.pair_outputs == 1:
@@ -127,7 +127,7 @@ def write_pairs(g, cfg, d, scope, staged=None) -> str:
     code = column_pairs(g.stage, cfg.stage, d, emit)
     if not hoist:
         return code
-    bounds = {**({"lhs_scale": scope.m} if cfg.check_m else {}), **({"rhs_scale": scope.n} if cfg.check_n else {})}
+    bounds = {**({"lhs_scale": scope.m, "row_scale": scope.m} if cfg.check_m else {}), **({"rhs_scale": scope.n} if cfg.check_n else {})}
     return "\n".join(["{", *hoisted_scales(hoist, bounds), code, "}"])
 
 
