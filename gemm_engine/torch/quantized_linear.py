@@ -12,12 +12,12 @@ constructor's arguments (format, group size, symmetric, scale dtype, prepacked),
 does not hold: build the module the same way before loading one. The `QuantizedWeight` a forward
 hands the engine is rebuilt from the buffers only when they moved (``.to``), were loaded
 (``load_state_dict``) or `refresh_weight` was called (after changing them in place otherwise: on
-CUDA the kernels read the buffers themselves, so until then a forward sees the new codes while the
-backward and `dequantized_weight` still use the old).
+CUDA the kernels read the buffers themselves, so until then a forward sees the new codes while an
+eager backward still uses the old).
 
-Gradients: the input's (``grad @ W.T`` by the engine on the dequantized weight, materialized for
-the backward only) and the bias's flow; the quantized weight's codes are integers and take none
-(`requires_grad_` refuses it).
+Gradients: the input's (``grad @ W.T`` by the engine on the dequantized weight, expanded from the
+buffers on their device by torch/dequantize.py for the backward only) and the bias's flow; the
+quantized weight's codes are integers and take none (`requires_grad_` refuses it).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from torch import nn
 
 from ..api import quantized_matmul
 from ..quant import QuantizedWeight, quantize
+from .dequantize import dequantized
 from .ops import autocast_cast
 from .quantized_op import forget_weight, format_key, tensor_weight
 
@@ -104,7 +105,8 @@ class QuantizedLinear(nn.Module):
 
     def dequantized_weight(self) -> torch.Tensor:
         """The float32 (out_features, in_features) values the weight stands for, on the buffers' device."""
-        return torch.from_numpy(self.quantized_weight().dequantize().T.copy()).to(self.qweight.device)
+        return dequantized(self.qweight, self.scales, self.zeros, self.format, self.in_features,
+                           self.out_features).T.contiguous()
 
     def __getattr__(self, name: str):
         if name == "weight":   # nn.Linear's attribute: say why it is missing

@@ -5,8 +5,9 @@ around it (a `QuantizedWeight` is no tensor: the op takes the module's buffers i
 ``quantized_mm(x, qweight, scales, zeros, bias, format, k, n, engine, algorithm)``: ``x (M, k) @ W +
 bias`` with W (k, n) held as the packed words ``qweight`` (int32 bits), ``scales`` and ``zeros``
 (int16 bits) of `format_key`'s format, the result in x's dtype. ``quantized_mm_t(gy, qweight,
-scales, zeros, format, k, n, engine)``: ``gy @ W^T``, the input's gradient (W dequantized on the
-host, as `QuantizedProduct`'s backward: the kernels read W only as a rhs over K). The bias's
+scales, zeros, format, k, n, engine)``: ``gy @ W^T``, the input's gradient (W expanded from the
+buffers on their device, dequantize.py, as `QuantizedProduct`'s backward: the kernels read W only
+as a rhs over K). The bias's
 gradient is gy summed over the rows; the weight's codes take none.
 
 The op finds the `QuantizedWeight` of its tensors (`tensor_weight`): the one a `QuantizedLinear`
@@ -23,6 +24,7 @@ import torch
 from ..handles import engine_of
 from ..quant import QuantizedWeight, WeightFormat
 from ..tensors import torch_memory
+from .dequantize import dequantized
 from .ops import LIB, plain
 
 SCHEMAS = {
@@ -117,8 +119,7 @@ def quantized_fake(x, qweight, scales, zeros, bias, format, k, n, engine, algori
 
 
 def transposed_impl(gy, qweight, scales, zeros, format, k, n, engine):
-    q = tensor_weight(qweight, scales, zeros, format_of(format), k, n)
-    w = torch.from_numpy(q.dequantize()).to(device=gy.device, dtype=gy.dtype)      # (k, n)
+    w = dequantized(qweight, scales, zeros, format_of(format), k, n).to(gy.dtype)      # (k, n), on the buffers' device
     return engine_of(engine).run_call(plain(gy), w.mT, None, 1.0, None, None, None, -1, None, None, "same_kind",
                                       None, None, False, None, None, None)
 

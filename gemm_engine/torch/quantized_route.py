@@ -4,7 +4,7 @@ here). A `QuantizedWeight` is no tensor, so no registered op carries it; instead
 * autocast: x, c and bias are cast to autocast's dtype first (float tensors on autocast's device),
   as torch's linear casts its input;
 * x or bias requiring grad: an autograd.Function whose forward is the engine's quantized product
-  and whose backward gives ``gx = gy @ W^T`` (W dequantized on the host, multiplied by the engine,
+  and whose backward gives ``gx = gy @ W^T`` (W expanded on gy's device, dequantize.py, multiplied by the engine,
   as QuantizedLinear's backward; the weight takes no gradient) and ``gbias`` (gy summed over the
   rows); only a column bias may join the product there;
 * torch.compile: the call is a graph break (`torch.compiler.disable`): it runs eagerly between
@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from ..quant.experts import QuantizedExperts
+from .dequantize import dequantized_weight
 from .grouped import grouped_grads, routed_grouped
 from .gates import differentiable_activation
 from .ops import activation_key, activation_of, autocast_cast, engine_handle
@@ -37,7 +38,7 @@ class QuantizedProduct(torch.autograd.Function):
     def backward(ctx, gy):
         gx = gbias = None
         if ctx.needs_input_grad[0]:
-            w = torch.from_numpy(ctx.qweight.dequantize()).to(device=gy.device, dtype=gy.dtype)     # (K, N)
+            w = dequantized_weight(ctx.qweight, gy.device, gy.dtype, ctx.engine)     # (K, N), on the device
             gx = ctx.engine.matmul(gy, w.mT)
         if ctx.has_bias and ctx.needs_input_grad[1]:
             gbias = gy.reshape(-1, gy.shape[-1]).sum(0)
@@ -68,7 +69,7 @@ routed_quantized = torch.compiler.disable(_routed)
 class QuantizedGroupedProduct(torch.autograd.Function):
     """``grouped_matmul(x, experts, ...)`` with a column bias and a routing weight per row, by the
     engine's quantized grouped kernels, with the gradients of x, bias and row_scale: grouped.py's
-    formulas with the experts dequantized on the host for the backward's products (as
+    formulas with the experts expanded on the device (dequantize.py) for the backward's products (as
     QuantizedProduct's); the experts take no gradient."""
 
     @staticmethod
@@ -84,7 +85,7 @@ class QuantizedGroupedProduct(torch.autograd.Function):
     def backward(ctx, gy):
         x, bias, row_scale, offsets, counts = ctx.saved_tensors
         need = ctx.needs_input_grad
-        w = torch.from_numpy(ctx.experts.dequantize()).to(device=gy.device, dtype=gy.dtype)      # (E, K, N)
+        w = dequantized_weight(ctx.experts, gy.device, gy.dtype, ctx.engine)      # (E, K, N), on the device
         ga, _, gbias, gscale = grouped_grads(x, w, offsets, counts, bias, row_scale, gy, (need[0], False) + need[1:3],
                                              (engine_handle(ctx.engine), None, ctx.precision or ""), ctx.activation)
         return ga, gbias, gscale, None, None, None, None, None, None, None

@@ -179,8 +179,9 @@ def test_the_list_layout_differentiates_pair_by_pair():
         gemm_engine.grouped_matmul(xs, ws[:1])
 
 
+@pytest.mark.parametrize("activation", [None, "swiglu"])
 @pytest.mark.parametrize("layout", ["contiguous", "masked"])
-def test_quantized_experts_differentiate_in_x_bias_and_routing_weights(layout):
+def test_quantized_experts_differentiate_in_x_bias_and_routing_weights(layout, activation):
     """Quantized experts (no tensor, so no op): x, a per-expert bias and the routing weights get
     their gradients (the experts dequantized for the backward's products), float32 against float64."""
     rng = np.random.default_rng(3)
@@ -197,15 +198,16 @@ def test_quantized_experts_differentiate_in_x_bias_and_routing_weights(layout):
         x, scale = torch.randn(3, 3, 64), torch.rand(3, 3)
     bias = torch.randn(3, 24)
     x, bias, scale = (t.requires_grad_() for t in (x, bias, scale))
-    y = gemm_engine.grouped_matmul(x, q, bias=bias, row_scale=scale, **extents)
+    y = gemm_engine.grouped_matmul(x, q, bias=bias, row_scale=scale, activation=activation, **extents)
     gy = torch.randn_like(y)
     y.backward(gy)
     xd, bd, sd = (t.detach().double().requires_grad_() for t in (x, bias, scale))
+    act = _interleaved if activation else (lambda z: z)
     if layout == "contiguous":
-        ref = (torch.einsum("mk,mkn->mn", xd, wd[group]) + bd[group]) * sd[:, None]
+        ref = act(torch.einsum("mk,mkn->mn", xd, wd[group]) + bd[group]) * sd[:, None]
     else:
         live = (torch.arange(3)[None, :] < counts[:, None])[..., None]
-        ref = torch.where(live, (xd @ wd + bd[:, None, :]) * sd[..., None], 0)
+        ref = torch.where(live, act(xd @ wd + bd[:, None, :]) * sd[..., None], 0)
     ref.backward(gy.double())
     for got, want in ((y, ref), (x.grad, xd.grad), (bias.grad, bd.grad), (scale.grad, sd.grad)):
         assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-4 * float(want.abs().max()))

@@ -240,6 +240,15 @@ def test_cuda_tensors_run_on_the_gpu(monkeypatch):
         assert _rel(layer(x).cpu(), _reference(other, x.cpu())) <= 1e-2
         compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")     # the registered op on CUDA
         assert _rel(compiled(x).cpu(), _reference(other, x.cpu())) <= 1e-2
+    # The input's gradient, eager and compiled: the weight expanded on the GPU (torch/dequantize.py)
+    w = torch.from_numpy(other.quantized_weight().dequantize()).cuda()                 # (in, out) float32
+    xr = x.clone().requires_grad_()
+    gy = torch.randn(5, 136, device="cuda").to(torch.bfloat16)
+    for run in (layer, torch.compile(layer, fullgraph=True, backend="aot_eager")):
+        xr.grad = None
+        run(xr).backward(gy)
+        assert xr.grad.is_cuda and _rel(xr.grad.float().cpu(), (gy.float() @ w.T).cpu()) <= 1e-2
+    assert layer.dequantized_weight().is_cuda
 
 
 def test_a_deleted_module_frees_its_buffers():

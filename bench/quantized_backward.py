@@ -1,0 +1,106 @@
+"""A frozen quantized layer in training (QLoRA's base weights): `QuantizedLinear`'s forward and the
+input's gradient against a frozen bf16 nn.Linear's, in one run (CUDA, torch).
+
+    python3 bench/quantized_backward.py [--repeat 10] [--json FILE]
+                                        (refreshes bench/results/<device>/quantized_backward.md)
+
+Per row (bf16 activations, int4 weights with group 128 scales, tokens x in -> out): the time of
+``y = layer(x); y.backward(gy)`` with only x requiring grad, for the quantized layer (its backward
+expands the weight on the GPU, torch/dequantize.py, then ``gy @ W^T`` by the engine) and for
+nn.Linear with the same weight in bf16 (torch's cuBLAS forward and backward); and, for the record,
+the old backward's way: the weight dequantized on the host and uploaded (numpy, once, timed on the
+host clock). The gradients are checked against the bf16 layer's first.
+Times: CUDA events, sampled in turns (gemm_engine.runtime.timing.device_times), median.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import date
+
+sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+import gemm_engine  # noqa: E402
+from gemm_engine.runtime.timing import device_times  # noqa: E402
+import current_tables  # noqa: E402
+
+ROWS = [(2048, 4096, 14336), (2048, 14336, 4096), (8192, 4096, 4096)]
+
+
+def run_row(torch, eng, tokens, k, n, repeat):
+    from gemm_engine.torch import QuantizedLinear
+    torch.manual_seed(0)
+    dense = torch.nn.Linear(k, n, bias=False, device="cuda", dtype=torch.bfloat16).requires_grad_(False)
+    layer = QuantizedLinear.from_linear(dense, format="int4", group_size=128).cuda()
+    with torch.no_grad():
+        dense.weight.copy_(layer.dequantized_weight().to(torch.bfloat16))       # the same values
+    x = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16).requires_grad_()
+    gy = torch.randn(tokens, n, device="cuda", dtype=torch.bfloat16)
+
+    def step(module):
+        def run():
+            x.grad = None
+            module(x).backward(gy)
+            return x.grad
+        return run
+
+    got, want = step(layer)().float(), step(dense)().float()
+    err = float((got - want).norm() / want.norm())
+    times = device_times(eng.runtime, {"quantized": step(layer), "bf16": step(dense)}, repeat=repeat)
+    start = time.perf_counter()
+    torch.from_numpy(layer.quantized_weight().dequantize()).to("cuda", torch.bfloat16)
+    torch.cuda.synchronize()
+    host = time.perf_counter() - start
+    rec = {"row": f"{tokens} x {k} -> {n}", "rel_error": err, "quantized_ms": times["quantized"] * 1e3,
+           "bf16_ms": times["bf16"] * 1e3, "host_dequantize_ms": host * 1e3,
+           "vs_bf16": times["bf16"] / times["quantized"]}
+    print(rec, flush=True)
+    return rec
+
+
+def markdown(rows) -> str:
+    lines = ["Forward + input gradient of a frozen layer (x requires grad, the weight not). vs bf16: nn.Linear's "
+             "time / QuantizedLinear's (> 1: quantized faster). host dequantize: what the backward spent before "
+             "this table, the weight dequantized by numpy and uploaded, once.", "",
+             "| tokens x in -> out | QuantizedLinear int4 g128 ms | nn.Linear bf16 ms | vs bf16 | "
+             "host dequantize ms (old) | rel err of the input gradient |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['row']} | FAILED {r['failed'][:120]} | | | | |")
+            continue
+        lines.append(f"| {r['row']} | {r['quantized_ms']:.3f} | {r['bf16_ms']:.3f} | {r['vs_bf16']:.2f} | "
+                     f"{r['host_dequantize_ms']:.0f} | {r['rel_error']:.1e} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    import torch
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--json", help="write the rows here")
+    current_tables.add_arguments(p, "quantized_backward")
+    args = p.parse_args(argv)
+    command = current_tables.command_line("quantized_backward.py", sys.argv[1:] if argv is None else argv)
+    eng = gemm_engine.default_engine()
+    rows = []
+    for row in ROWS:
+        try:
+            rows.append(run_row(torch, eng, *row, args.repeat))
+        except Exception as exc:  # noqa: BLE001 -- recorded, the run goes on
+            rows.append({"row": str(row), "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            print(rows[-1], flush=True)
+    device = eng.device.name
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "date": str(date.today()), "rows": rows}, f, indent=1)
+    current_tables.write(args, device, "a frozen quantized layer's forward and input gradient "
+                                       "(bench/quantized_backward.py)", command, markdown(rows))
+    print(markdown(rows))
+    return 1 if any("failed" in r or r.get("rel_error", 0) > 2e-2 for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
