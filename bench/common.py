@@ -224,3 +224,50 @@ def write_row_tool_outputs(args, result: dict, markdown, title: str) -> None:
     table = checks_line(result.get("checks", [])) + "\n\n" + markdown(result["rows"], result["device"])
     current_tables.write(args, result["device"], title, result["command"], table)
     print(table)
+
+
+# -- the torch layer tools (bench/grouped_swiglu.py, bench/quantized_backward.py, bench/moe_layer.py) ----
+def torch_rows_main(doc: str, script: str, table: str, title: str, rows: list, run_row, markdown, worst,
+                    make_engine, argv=None) -> int:
+    """A tool that times ``rows`` on CUDA through torch: --repeat, --json and the table options;
+    each row ``run_row(torch, engine, *row, repeat)`` (``engine = make_engine()``, made after the
+    options are read) (a failure recorded, the run going on), the
+    JSON and the current table written (``markdown(records)``); 1 where a row failed or
+    ``worst(record)`` (its check's error) is above 2e-2 (3e-2 where the tool's check allows it)."""
+    import argparse
+    import json
+    from datetime import date
+    import torch
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--json", help="write the rows here")
+    current_tables.add_arguments(p, table)
+    args = p.parse_args(argv)
+    command = current_tables.command_line(script, argv if argv is not None else __import__("sys").argv[1:])
+    records, engine = [], make_engine()
+    for row in rows:
+        try:
+            records.append(run_row(torch, engine, *row, args.repeat))
+        except Exception as exc:  # noqa: BLE001 -- recorded, the run goes on
+            records.append({"row": str(row[0]), "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            print(records[-1], flush=True)
+        torch.cuda.empty_cache()
+    device = engine.device.name
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "date": str(date.today()), "rows": records}, f, indent=1)
+    text = markdown(records)
+    current_tables.write(args, device, title, command, text)
+    print(text)
+    return 1 if any("failed" in r or worst(r) for r in records) else 0
+
+
+def rows_table(intro: str, header: list[str], records: list[dict], cells) -> str:
+    """A markdown table after ``intro``: ``header``'s columns, one line per record (``cells(record)``
+    its cells after the row's name; a failed record's error in the second column)."""
+    lines = [intro, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in records:
+        row = [str(r["row"])] + ([f"FAILED {r['failed'][:120]}"] + [""] * (len(header) - 2) if "failed" in r
+                                 else list(cells(r)))
+        lines.append("| " + " | ".join(map(str, row)) + " |")
+    return "\n".join(lines) + "\n"

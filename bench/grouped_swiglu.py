@@ -19,10 +19,7 @@ Times: CUDA events, sampled in turns (gemm_engine.runtime.timing.device_times), 
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from datetime import date
 
 import numpy as np
 
@@ -31,8 +28,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import gemm_engine  # noqa: E402
 from gemm_engine.runtime.timing import device_times  # noqa: E402
-from common import tiling  # noqa: E402
-import current_tables  # noqa: E402
+from common import rows_table, tiling, torch_rows_main  # noqa: E402
 
 #: (name, experts, tokens, K, N: gate and up columns together)
 ROWS = [("mixtral_up", 8, 4096, 4096, 28672), ("small_64", 64, 8192, 2048, 2816),
@@ -77,45 +73,22 @@ def run_row(torch, eng, rng, name, e, t, k, n, repeat):
 
 
 def markdown(rows) -> str:
-    lines = ["TF: 2 * tokens * K * N / time (N: gate and up columns together). vs: that path's time / the "
-             "fused call's (> 1: fused faster).", "",
-             "| row | experts x tokens, K -> N | choice | fused ms (TF) | engine + torch ms | _grouped_mm + torch ms "
-             "| vs engine + torch | vs _grouped_mm + torch | rel err |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "failed" in r:
-            lines.append(f"| {r['row']} | | FAILED {r['failed'][:120]} | | | | | | |")
-            continue
-        lines.append(f"| {r['row']} | {r['experts']} x {r['tokens']}, {r['k']} -> {r['n']} | {r['choice']} | "
-                     f"{r['fused_ms']:.3f} ({r['fused_TF']:.0f}) | {r['unfused_ms']:.3f} | {r['grouped_mm_ms']:.3f} | "
-                     f"{r['vs_unfused']:.2f} | {r['vs_grouped_mm']:.2f} | {r['rel_error']:.1e} |")
-    return "\n".join(lines) + "\n"
+    return rows_table("TF: 2 * tokens * K * N / time (N: gate and up columns together). vs: that path's time / "
+                      "the fused call's (> 1: fused faster).",
+                      ["row", "experts x tokens, K -> N", "choice", "fused ms (TF)", "engine + torch ms",
+                       "_grouped_mm + torch ms", "vs engine + torch", "vs _grouped_mm + torch", "rel err"], rows,
+                      lambda r: [f"{r['experts']} x {r['tokens']}, {r['k']} -> {r['n']}", r["choice"],
+                                 f"{r['fused_ms']:.3f} ({r['fused_TF']:.0f})", f"{r['unfused_ms']:.3f}",
+                                 f"{r['grouped_mm_ms']:.3f}", f"{r['vs_unfused']:.2f}", f"{r['vs_grouped_mm']:.2f}",
+                                 f"{r['rel_error']:.1e}"])
 
 
 def main(argv=None):
-    import torch
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeat", type=int, default=10)
-    p.add_argument("--json", help="write the rows here")
-    current_tables.add_arguments(p, "grouped_swiglu")
-    args = p.parse_args(argv)
-    command = current_tables.command_line("grouped_swiglu.py", sys.argv[1:] if argv is None else argv)
-    eng = gemm_engine.Engine("cuda", background_compile=False)
-    rng, rows = np.random.default_rng(0), []
-    for row in ROWS:
-        try:
-            rows.append(run_row(torch, eng, rng, *row, args.repeat))
-        except Exception as exc:  # noqa: BLE001 -- recorded, the run goes on
-            rows.append({"row": row[0], "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
-            print(rows[-1], flush=True)
-    device = eng.device.name
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": device, "date": str(date.today()), "rows": rows}, f, indent=1)
-    text = markdown(rows)
-    current_tables.write(args, device, "MoE up projection with SwiGLU and routing weights fused, against unfused "
-                                       "(bench/grouped_swiglu.py)", command, text)
-    print(text)
-    return 1 if any("failed" in r or r.get("rel_error", 0) > 2e-2 for r in rows) else 0
+    rng = np.random.default_rng(0)
+    return torch_rows_main(__doc__, "grouped_swiglu.py", "grouped_swiglu", "MoE up projection with SwiGLU and "
+                           "routing weights fused, against unfused (bench/grouped_swiglu.py)", ROWS,
+                           lambda torch, eng, *row: run_row(torch, eng, rng, *row), markdown,
+                           lambda r: r["rel_error"] > 2e-2, lambda: gemm_engine.Engine("cuda", background_compile=False), argv)
 
 
 if __name__ == "__main__":

@@ -14,18 +14,15 @@ Times: CUDA events, sampled in turns (gemm_engine.runtime.timing.device_times), 
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
-from datetime import date
 
 sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import gemm_engine  # noqa: E402
 from gemm_engine.runtime.timing import device_times  # noqa: E402
-import current_tables  # noqa: E402
+from common import rows_table, torch_rows_main  # noqa: E402
 
 ROWS = [(2048, 4096, 14336), (2048, 14336, 4096), (8192, 4096, 4096)]
 
@@ -62,44 +59,20 @@ def run_row(torch, eng, tokens, k, n, repeat):
 
 
 def markdown(rows) -> str:
-    lines = ["Forward + input gradient of a frozen layer (x requires grad, the weight not). vs bf16: nn.Linear's "
-             "time / QuantizedLinear's (> 1: quantized faster). host dequantize: what the backward spent before "
-             "this table, the weight dequantized by numpy and uploaded, once.", "",
-             "| tokens x in -> out | QuantizedLinear int4 g128 ms | nn.Linear bf16 ms | vs bf16 | "
-             "host dequantize ms (old) | rel err of the input gradient |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        if "failed" in r:
-            lines.append(f"| {r['row']} | FAILED {r['failed'][:120]} | | | | |")
-            continue
-        lines.append(f"| {r['row']} | {r['quantized_ms']:.3f} | {r['bf16_ms']:.3f} | {r['vs_bf16']:.2f} | "
-                     f"{r['host_dequantize_ms']:.0f} | {r['rel_error']:.1e} |")
-    return "\n".join(lines) + "\n"
+    return rows_table("Forward + input gradient of a frozen layer (x requires grad, the weight not). vs bf16: "
+                      "nn.Linear's time / QuantizedLinear's (> 1: quantized faster). host dequantize: what the "
+                      "backward spent before this table, the weight dequantized by numpy and uploaded, once.",
+                      ["tokens x in -> out", "QuantizedLinear int4 g128 ms", "nn.Linear bf16 ms", "vs bf16",
+                       "host dequantize ms (old)", "rel err of the input gradient"], rows,
+                      lambda r: [f"{r['quantized_ms']:.3f}", f"{r['bf16_ms']:.3f}", f"{r['vs_bf16']:.2f}",
+                                 f"{r['host_dequantize_ms']:.0f}", f"{r['rel_error']:.1e}"])
 
 
 def main(argv=None):
-    import torch
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeat", type=int, default=10)
-    p.add_argument("--json", help="write the rows here")
-    current_tables.add_arguments(p, "quantized_backward")
-    args = p.parse_args(argv)
-    command = current_tables.command_line("quantized_backward.py", sys.argv[1:] if argv is None else argv)
-    eng = gemm_engine.default_engine()
-    rows = []
-    for row in ROWS:
-        try:
-            rows.append(run_row(torch, eng, *row, args.repeat))
-        except Exception as exc:  # noqa: BLE001 -- recorded, the run goes on
-            rows.append({"row": str(row), "failed": f"{type(exc).__name__}: {str(exc)[:200]}"})
-            print(rows[-1], flush=True)
-    device = eng.device.name
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": device, "date": str(date.today()), "rows": rows}, f, indent=1)
-    current_tables.write(args, device, "a frozen quantized layer's forward and input gradient "
-                                       "(bench/quantized_backward.py)", command, markdown(rows))
-    print(markdown(rows))
-    return 1 if any("failed" in r or r.get("rel_error", 0) > 2e-2 for r in rows) else 0
+    return torch_rows_main(__doc__, "quantized_backward.py", "quantized_backward", "a frozen quantized layer's "
+                           "forward and input gradient (bench/quantized_backward.py)", ROWS,
+                           lambda torch, eng, *row: run_row(torch, eng, *row), markdown,
+                           lambda r: r["rel_error"] > 2e-2, gemm_engine.default_engine, argv)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@
   packed tensors, with the input's and bias's gradients: what `QuantizedLinear` runs under
   torch.compile (traced whole, fullgraph included).
 * `Linear`, `replace_linear`, `SwiGLU` (modules.py); `QuantizedLinear` (quantized_linear.py: int4 /
-  int8 / fp8 weights through `gemm_engine.quantized_matmul`); a small transformer block for
-  training checks (block.py).
+  int8 / fp8 weights through `gemm_engine.quantized_matmul`); `MoE` and `Experts` (moe.py: a
+  mixture-of-experts SwiGLU layer on grouped products); a small transformer block for training
+  checks (block.py).
 
 Eager calls without grad stay on the engine's direct path (no dispatcher): `gemm_engine.matmul`
 sends a call here only when it needs torch's machinery (tensors.py `torch_op_wanted`). Importing
@@ -31,7 +32,9 @@ from __future__ import annotations
 
 from . import autograd, grouped, ops, quantized_op  # noqa: F401  (registers the ops and their backward formulas)
 from .modules import Linear, SwiGLU, linear, replace_linear
+from .moe import Experts, MoE
 from .ops import activation_key, engine_handle
 from .quantized_linear import QuantizedLinear
 
-__all__ = ["Linear", "QuantizedLinear", "SwiGLU", "activation_key", "engine_handle", "linear", "replace_linear"]
+__all__ = ["Experts", "Linear", "MoE", "QuantizedLinear", "SwiGLU", "activation_key", "engine_handle", "linear",
+           "replace_linear"]

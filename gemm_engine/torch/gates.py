@@ -4,9 +4,10 @@ activations ``torch.ops.gemm_engine.grouped_mm`` differentiates, with their grad
 A grouped product's epilogue may end in an activation, elementwise (``y = f(z) * rs``) or gated
 (SwiGLU: ``y = gate(z[2j]) * z[2j + 1] * rs``, the gate and up columns interleaved in each
 expert's weights: an MoE up projection with its routing weight in one launch). Its backward
-recomputes the pre-activation ``z = a @ b + bias`` (one grouped product, as activation
-checkpointing does, instead of keeping z from the forward: z has twice a gated output's columns)
-and takes ``gz`` from torch's derivative kernels (aten's silu_backward...: vectorized, traced by
+needs the pre-activation ``z = a @ b + bias``: a product that requires grad keeps it from its
+forward (grouped.py: z by the grouped product, then ``activated``, as torch's own layers keep it),
+one that does not (quantized experts' forward is the fused kernel) recomputes it by one grouped
+product; ``gz`` comes from torch's derivative kernels (aten's silu_backward...: vectorized, traced by
 torch.compile); the operands' gradients then follow from gz as a plain grouped product's do
 (grouped.py). Only these names: an activation of one's own has no torch formula here, and a call
 that needs its gradient is refused before it runs (`differentiable_activation`).
@@ -44,6 +45,15 @@ ELEMENTWISE = {
 def differentiable_activation(key: str) -> bool:
     """Whether the activation of schema string ``key`` ("" none) has a gradient here."""
     return not key or key in ELEMENTWISE or key in GATES
+
+
+def activated(z, row_scale, key: str):
+    """``f(z) * row_scale`` (``row_scale`` None: 1) by torch's kernels, in z's dtype."""
+    if key in GATES:
+        y = GATES[key][0](z[..., 0::2]) * z[..., 1::2]
+    else:
+        y = ELEMENTWISE[key][0](z)
+    return y if row_scale is None else y * row_scale[..., None].to(y.dtype)
 
 
 def activation_grad(z, gy, row_scale, key: str, need_scale: bool):

@@ -8,7 +8,7 @@ synchronization: a step with new routing replays in a captured CUDA graph).
 activation (elementwise, or gated: SwiGLU, N / 2 output columns; gates.py) and a scale per
 row (contiguous (M,), masked (G, C): a routing weight), each optional (bias and row scale:
 contiguous and masked layouts). With ``gz = gy * row_scale`` (through f: gates.py, from
-the pre-activation recomputed by one more grouped product), the operands' gradients are those
+the pre-activation the forward keeps), the operands' gradients are those
 below of gz; ``gbias`` is gz summed over the rows each bias reached (per group: an index_add over
 each row's group, found on the device); ``grow_scale`` the unscaled result (one more grouped
 product) times gy, summed per row.
@@ -39,7 +39,7 @@ from ..call import numpy_rules
 from ..handles import engine_of
 from ..tensors import numpy_torch_dtype, torch_numpy_dtype
 from .autograd import FUNCTIONS, call, column_major, differentiable
-from .gates import activation_grad, differentiable_activation
+from .gates import activated, activation_grad, differentiable_activation
 from .ops import LIB, activation_key, activation_of, autocast_cast, engine_handle, kernel_name, op, plain
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? offsets, Tensor? counts, Tensor? bias, Tensor? row_scale, str activation, "
@@ -78,7 +78,9 @@ def _mm(a, b, offsets, counts, options, bias=None, row_scale=None):
 
 
 def _contiguous_grads(a, b, offsets, gy, need, options):
-    ga = _mm(gy, b.mT, offsets, None, options).to(a.dtype) if need[0] else None
+    ga = None
+    if need[0]:     # rows past the last offset: not written by the product, zero as gradients
+        ga = _live_rows(_mm(gy, b.mT, offsets, None, options), offsets, None, "contiguous")[0].to(a.dtype)
     gb = None
     if need[1]:
         # gb_g = a_g^T gy_g: a's rows of each group reduced (the k layout), in b's layout.
@@ -137,40 +139,74 @@ class GroupedMm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision):
-        ctx.save_for_backward(a, b, offsets, counts, bias, row_scale)
         ctx.options, ctx.activation = (engine, algorithm, precision), activation
-        return op("grouped_mm")(a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision)
+        if not activation:
+            ctx.save_for_backward(a, b, offsets, counts, bias, row_scale, None)
+            return op("grouped_mm")(a, b, offsets, counts, bias, row_scale, activation, engine, algorithm, precision)
+        # Training through an activation: the pre-activation kept for the backward, as torch's layers
+        # keep it (the fused epilogue's backward would recompute the product: one more grouped GEMM,
+        # 3 ms of a Mixtral layer's 20, bench/results/h200/moe_layer.md); f applied by torch.
+        z = op("grouped_mm")(a, b, offsets, counts, bias, None, "", engine, algorithm, precision)
+        layout = _layout(a, b, offsets, counts)
+        z = z if layout == "k" else _live_rows(z, offsets, counts, layout)[0]
+        ctx.save_for_backward(a, b, offsets, counts, bias, row_scale, z)
+        return activated(z, row_scale, activation)
 
     @staticmethod
     def backward(ctx, gy):
-        a, b, offsets, counts, bias, row_scale = ctx.saved_tensors
+        a, b, offsets, counts, bias, row_scale, z = ctx.saved_tensors
         need = ctx.needs_input_grad
         ga, gb, gbias, gscale = grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need[:2] + need[4:6],
-                                              ctx.options, ctx.activation)
+                                              ctx.options, ctx.activation, z)
         return ga, gb, None, None, gbias, gscale, None, None, None, None
 
 
-def grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need, options, activation=""):
+def grouped_grads(a, b, offsets, counts, bias, row_scale, gy, need, options, activation="", z=None):
     """(ga, gb, gbias, grow_scale) of ``grouped_mm(a, b, offsets, counts, bias, row_scale,
     activation)`` for ``gy`` (the module docstring's formulas), each where ``need`` (four flags, in
     that order) says; ``options``: the op's (engine, algorithm, precision) for the grouped products
-    they take."""
+    they take; ``z``: the pre-activation, if kept (else recomputed)."""
     layout = _layout(a, b, offsets, counts)
     extents = counts if layout == "masked" else offsets
     gy = gy.contiguous()
     gz, gscale = gy, None
-    if activation:      # through f, from the pre-activation recomputed (rows no group holds: zeros)
-        z = _mm(a, b, offsets, counts, options, bias)
-        z = z if layout == "k" else _live_rows(z, offsets, counts, layout)[0]
+    if activation:      # through f, from the pre-activation (rows no group holds: zeros)
+        if z is None:
+            z = _mm(a, b, offsets, counts, options, bias)
+            z = z if layout == "k" else _live_rows(z, offsets, counts, layout)[0]
         gz, gscale = activation_grad(z, gy, row_scale, activation, row_scale is not None and need[3])
     elif row_scale is not None:
-        if need[3]:     # the routing weight's: the unscaled result's rows against gy's
-            unscaled = _live_rows(_mm(a, b, offsets, counts, options, bias), offsets, counts, layout)[0]
-            gscale = (unscaled * gy).sum(-1).to(row_scale.dtype)
-        gz = gy * row_scale[..., None].to(gy.dtype)
+        scale = row_scale[..., None].to(gy.dtype)
+        gz = gy * scale
+        if need[3]:     # the routing weight's, with a's gradient from the same product (_scale_grad)
+            unscaled, gscale = _scale_grad(a, b, offsets, counts, bias, gy, layout, options)
+            ga = (unscaled * scale).to(a.dtype) if need[0] else None
+            gb = GRADS[layout](a, b, extents, gz, (False, need[1]), options)[1]
+            gbias = _bias_grad(bias, gz, offsets, counts, layout) if bias is not None and need[2] else None
+            return ga, gb, gbias, gscale.to(row_scale.dtype)
     ga, gb = GRADS[layout](a, b, extents, gz, need[:2], options)
     gbias = _bias_grad(bias, gz, offsets, counts, layout) if bias is not None and need[2] else None
     return ga, gb, gbias, gscale
+
+
+def _scale_grad(a, b, offsets, counts, bias, gy, layout: str, options):
+    """(``g = grouped(gy, b^T)``, the row scale's gradient) of ``(a @ b + bias) * row_scale``: the
+    gradient of row r is ``sum_n (a @ b + bias)[r, n] gy[r, n] = a[r] . g[r] + bias_r . gy[r]``,
+    so it costs no product past ``g``, which is a's gradient before the scale: one grouped product
+    fewer than recomputing the unscaled result (a mixture-of-experts down projection's backward:
+    three instead of four). Rows no group holds: zero (their a may hold anything)."""
+    g = _mm(gy, b.mT, offsets if layout == "contiguous" else None, counts, options)
+    if layout == "contiguous":      # rows past the last offset: not written, zero as gradients
+        g = _live_rows(g, offsets, counts, layout)[0]
+    grad = _live_rows((a * g).sum(-1, keepdim=True), offsets, counts, layout)[0][..., 0]
+    if bias is not None:
+        if bias.dim() == 1 or layout == "masked":
+            rows = bias if bias.dim() == 1 else bias[:, None, :]
+        else:            # each row's group's bias; rows past the last offset take zeros
+            group = _live_rows(gy[:, :1], offsets, counts, layout)[1]
+            rows = torch.cat([bias, bias.new_zeros(1, bias.shape[-1])])[group]
+        grad = grad + _live_rows((rows.to(gy.dtype) * gy).sum(-1, keepdim=True), offsets, counts, layout)[0][..., 0]
+    return g, grad
 
 
 for _defined in ("grouped_mm", kernel_name("grouped_mm")):

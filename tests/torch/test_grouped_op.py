@@ -271,3 +271,24 @@ def test_an_activation_without_a_torch_gradient_is_refused_before_it_runs():
     a, b = leaf(3, 4), leaf(2, 4, 2, seed=1)
     with pytest.raises(ValueError, match="has no gradient in a grouped product"):
         gemm_engine.grouped_matmul(a, b, offsets=_ends([1, 2]), activation="sigmoid")
+
+
+@pytest.mark.parametrize("bias_shape", [(3, 4), (4,)], ids=["per_group", "shared"])
+def test_routing_weight_gradient_without_recomputing_the_product(bias_shape):
+    """grow_scale = a . (gy b^T) + bias . gy per row (grouped.py `_scale_grad`), rows past the last
+    offset zero, against float64 autograd of the product written out."""
+    counts = [2, 0, 3]
+    offsets = _ends(counts)                              # 5 of 7 rows grouped: the last two held by none
+    a, b, bias = leaf(7, 5), leaf(3, 5, 4, seed=1), leaf(*bias_shape, seed=2)
+    scale = torch.rand(7).double().requires_grad_()
+    y = gemm_engine.grouped_matmul(a, b, offsets=offsets, bias=bias, row_scale=scale)
+    gy = torch.randn_like(y)
+    y.backward(gy)
+    ad, bd, biasd, sd = (t.detach().clone().requires_grad_() for t in (a, b, bias, scale))
+    group = torch.repeat_interleave(torch.arange(3), torch.tensor(counts))
+    rows = (torch.einsum("mk,mkn->mn", ad[:5], bd[group]) + (biasd[group] if biasd.dim() == 2 else biasd)) * sd[:5, None]
+    rows.backward(gy[:5])
+    assert torch.allclose(y[:5], rows)
+    for got, want in ((a.grad, ad.grad), (b.grad, bd.grad), (bias.grad, biasd.grad), (scale.grad, sd.grad)):
+        assert torch.allclose(got, torch.nan_to_num(want), atol=1e-12)
+    assert (scale.grad[5:] == 0).all() and (a.grad[5:] == 0).all()

@@ -164,3 +164,28 @@ def test_inductor_compiles_a_moe_layer_with_its_backward(cuda_engine):
     layer(x0, w0, ends, scale).backward()
     assert _rel(x_.grad, x0.grad.double()) < 1e-2 and _rel(w_.grad, w0.grad.double()) < 1e-2
     assert (w_.grad[1] == 0).all()
+
+
+def test_moe_layer_trains_against_float64(cuda_engine):
+    """gemm_engine.torch.MoE in bf16 on the GPU: output and the gradients of the tokens, the router
+    and both projections against the layer computed in float64 by torch (top-2 routing)."""
+    from gemm_engine.torch import MoE
+    F = torch.nn.functional
+    torch.manual_seed(21)
+    moe = MoE(64, 48, 6, 2, device="cuda", dtype=torch.bfloat16)
+    x = _randn(200, 64, seed=22).requires_grad_()
+    y = moe(x)
+    gy = _randn(200, 64, seed=23)
+    y.backward(gy)
+    xd = x.detach().double().requires_grad_()
+    router, up, down = (p.detach().double().requires_grad_() for p in moe.parameters())
+    # the layer's own choice of experts (bf16 logits can order near-ties differently from float64's)
+    chosen = moe.router(x.detach()).topk(2, dim=-1).indices
+    top = (xd @ router.T).gather(-1, chosen)
+    z = torch.einsum("tkfh,th->tkf", up[chosen], xd)                  # (tokens, 2, 2 ffn)
+    h = F.silu(z[..., 0::2]) * z[..., 1::2]
+    ref = (torch.einsum("tkhf,tkf->tkh", down[chosen], h) * top.softmax(-1)[..., None]).sum(1)
+    ref.backward(gy.double())
+    for name, got, want in (("y", y, ref), ("x", x.grad, xd.grad), ("router", moe.router.weight.grad, router.grad),
+                            ("up", moe.experts.up.grad, up.grad), ("down", moe.experts.down.grad, down.grad)):
+        assert _rel(got, want.detach()) < TOL, (name, _rel(got, want.detach()))

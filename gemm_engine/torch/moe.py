@@ -1,0 +1,110 @@
+"""A mixture-of-experts feed-forward layer on the engine's grouped products: `Experts` (every
+expert's SwiGLU MLP over tokens sorted by expert) and `MoE` (a top-k router in front of them).
+
+Per expert e, ``down_e(gate(x up_g,e^T) * (x up_u,e^T))``; `Experts` holds the up projections as
+one (experts, 2 ffn, hidden) parameter, the gate and up rows interleaved (row 2j: gate j, 2j + 1:
+up j, as `SwiGLU` keeps them: `from_weights` interleaves Mixtral's w1 / w3), and the down
+projections as (experts, hidden, ffn). Its forward is two grouped products
+(`gemm_engine.grouped_matmul`, contiguous layout):
+
+* up: gate and up of every token's expert in one launch, the gate in the epilogue (only the ffn
+  gated values written);
+* down: the routing weight of each (token, expert) pair applied in the epilogue (``row_scale``).
+
+`MoE` routes: the router's logits, the top ``top_k`` experts of each token and the softmax of their
+logits (Mixtral's), the (token, expert) pairs sorted by expert (a stable sort), each expert's count
+by a scatter-add and the end offsets by a cumulative sum, the tokens gathered in that order, and
+the experts' results put back in token order and summed per token (a gather: deterministic, no
+atomics). Everything stays on the device: no host synchronization, so a step captures in a CUDA
+graph, and every op has a static shape, so ``torch.compile(fullgraph=True)`` traces it. Gradients
+flow to the tokens, the router (through the routing weights) and both projections: torch/grouped.py's
+formulas. In training the up projection keeps its pre-activation for the gate's gradient (the gate
+then by torch's kernels, as torch's layers run it); without grad the gate is the GEMM's epilogue.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..api import grouped_matmul
+
+
+class Experts(nn.Module):
+    """``experts`` SwiGLU MLPs (hidden -> ffn -> hidden) over tokens sorted by expert (see the module
+    docstring); ``forward(x, offsets, weights=None)``: x (T, hidden) sorted by expert, offsets (E,)
+    int32 end offsets on x's device, weights (T,) a routing weight per row, or None."""
+
+    def __init__(self, experts: int, hidden: int, ffn: int, activation: str = "swiglu", device=None, dtype=None):
+        super().__init__()
+        self.experts, self.hidden, self.ffn, self.activation = experts, hidden, ffn, activation
+        kw = dict(device=device, dtype=dtype)
+        self.up = nn.Parameter(torch.empty(experts, 2 * ffn, hidden, **kw))
+        self.down = nn.Parameter(torch.empty(experts, hidden, ffn, **kw))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """nn.Linear's initialization of each expert's projections (uniform in +-1/sqrt(fan_in) after
+        kaiming's a = sqrt(5), which is the same bound)."""
+        for p, fan_in in ((self.up, self.hidden), (self.down, self.ffn)):
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            nn.init.uniform_(p, -bound, bound)
+
+    @classmethod
+    def from_weights(cls, gate, up, down, activation: str = "swiglu") -> "Experts":
+        """Experts holding copies of per-expert weights as Mixtral stores them: ``gate`` (w1) and
+        ``up`` (w3) (experts, ffn, hidden), ``down`` (w2) (experts, hidden, ffn)."""
+        e, ffn, hidden = gate.shape
+        if up.shape != gate.shape or down.shape != (e, hidden, ffn):
+            raise ValueError(f"Experts.from_weights: gate {tuple(gate.shape)} and up {tuple(up.shape)} must be "
+                             f"(experts, ffn, hidden) and down {tuple(down.shape)} (experts, hidden, ffn)")
+        new = cls(e, hidden, ffn, activation, gate.device, gate.dtype)
+        with torch.no_grad():
+            new.up.copy_(torch.stack((gate, up), dim=2).reshape(e, 2 * ffn, hidden))
+            new.down.copy_(down)
+        return new
+
+    def forward(self, x, offsets, weights=None):
+        h = grouped_matmul(x, self.up.mT, offsets=offsets, activation=self.activation)
+        return grouped_matmul(h, self.down.mT, offsets=offsets, row_scale=weights)
+
+    def extra_repr(self) -> str:
+        return f"experts={self.experts}, hidden={self.hidden}, ffn={self.ffn}, activation={self.activation!r}"
+
+
+def route(logits, top_k: int):
+    """(pairs, offsets, weights) of a top-k routing of ``logits`` (tokens, experts): the (token,
+    expert) pairs in expert order, as indices ``token * top_k + slot``; each expert's end offset
+    among them (int32); the pairs' routing weights in that order (the softmax of each token's top-k
+    logits, float32)."""
+    experts = logits.shape[-1]
+    top, chosen = logits.topk(top_k, dim=-1)
+    weights = top.float().softmax(-1).reshape(-1)
+    sorted_experts, pairs = torch.sort(chosen.reshape(-1), stable=True)
+    counts = torch.zeros(experts, dtype=torch.int64, device=logits.device).scatter_add_(
+        0, sorted_experts, torch.ones_like(sorted_experts))
+    return pairs, counts.cumsum(0).to(torch.int32), weights[pairs]
+
+
+class MoE(nn.Module):
+    """A top-``top_k`` router in front of `Experts` (see the module docstring): ``forward(x)`` for x
+    (..., hidden) returns the same shape."""
+
+    def __init__(self, hidden: int, ffn: int, experts: int, top_k: int = 2, activation: str = "swiglu",
+                 device=None, dtype=None):
+        super().__init__()
+        if not 1 <= top_k <= experts:
+            raise ValueError(f"MoE: top_k must be between 1 and experts = {experts}, got {top_k}")
+        self.top_k = top_k
+        self.router = nn.Linear(hidden, experts, bias=False, device=device, dtype=dtype)
+        self.experts = Experts(experts, hidden, ffn, activation, device=device, dtype=dtype)
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        pairs, offsets, weights = route(self.router(flat), self.top_k)
+        y = self.experts(flat[pairs // self.top_k], offsets, weights)
+        # Back in token order (the pairs' inverse permutation) and each token's top_k results summed:
+        # a gather and a sum, deterministic, where an index_add would add them by atomics.
+        inverse = torch.empty_like(pairs).scatter_(0, pairs, torch.arange(pairs.numel(), device=pairs.device))
+        return y[inverse].unflatten(0, (-1, self.top_k)).sum(1).reshape(x.shape)
