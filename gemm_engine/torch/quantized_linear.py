@@ -12,8 +12,8 @@ constructor's arguments (format, group size, symmetric, scale dtype, prepacked),
 does not hold: build the module the same way before loading one. The `QuantizedWeight` a forward
 hands the engine is rebuilt from the buffers only when they moved (``.to``), were loaded
 (``load_state_dict``) or `refresh_weight` was called (after changing them in place otherwise: on
-CUDA the kernels read the buffers themselves, so until then a forward sees the new codes while an
-eager backward still uses the old).
+CUDA the kernels and the backward's expansion read the buffers themselves and see the new codes
+at once; elsewhere the next forward after `refresh_weight` does).
 
 Gradients: the input's (``grad @ W.T`` by the engine on the dequantized weight, expanded from the
 buffers on their device by torch/dequantize.py for the backward only) and the bias's flow; the

@@ -189,3 +189,23 @@ def test_moe_layer_trains_against_float64(cuda_engine):
     for name, got, want in (("y", y, ref), ("x", x.grad, xd.grad), ("router", moe.router.weight.grad, router.grad),
                             ("up", moe.experts.up.grad, up.grad), ("down", moe.experts.down.grad, down.grad)):
         assert _rel(got, want.detach()) < TOL, (name, _rel(got, want.detach()))
+
+
+def test_moe_forward_replays_in_a_cuda_graph_with_new_routing(cuda_engine):
+    """The layer's routing stays on the device (no host synchronization): its forward captured once
+    in a CUDA graph replays with new tokens, routed anew, as an eager call computes them."""
+    from gemm_engine.torch import MoE
+    torch.manual_seed(31)
+    moe = MoE(64, 48, 6, 2, device="cuda", dtype=torch.bfloat16)
+    static_x = _randn(96, 64, seed=32)
+    with torch.no_grad():
+        moe(static_x)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = moe(static_x)
+        for seed in (33, 34):
+            static_x.copy_(_randn(96, 64, seed=seed))
+            graph.replay()
+            want = moe(static_x)
+            assert _rel(static_y, want.double()) < 1e-6

@@ -249,6 +249,19 @@ def test_cuda_tensors_run_on_the_gpu(monkeypatch):
         run(xr).backward(gy)
         assert xr.grad.is_cuda and _rel(xr.grad.float().cpu(), (gy.float() @ w.T).cpu()) <= 1e-2
     assert layer.dequantized_weight().is_cuda
+    # Buffers written in place without refresh_weight: forward and backward both read them there.
+    third = QuantizedLinear.from_linear(nn.Linear(256, 136).to(torch.bfloat16), format="int4", group_size=64,
+                                        symmetric=False).cuda()
+    with torch.no_grad():
+        for name in ("qweight", "scales", "zeros"):
+            getattr(layer, name).copy_(getattr(third, name))
+        layer.bias.copy_(third.bias)
+    w3 = torch.from_numpy(third.quantized_weight().dequantize()).cuda()
+    xr.grad = None
+    y = layer(xr)
+    y.backward(gy)
+    assert _rel(y.detach().cpu(), _reference(third, x.cpu())) <= 1e-2
+    assert _rel(xr.grad.float().cpu(), (gy.float() @ w3.T).cpu()) <= 1e-2
 
 
 def test_a_deleted_module_frees_its_buffers():
