@@ -10,7 +10,9 @@ rows as two contiguous halves (its gate reads z[:, :ffn] and z[:, ffn:]: vectori
 interleaved (the gate fused into the up projection's epilogue, the routing weight into the down
 projection's). Rows: Mixtral 8x7B's layer (hidden 4096, ffn 14336, 8 experts, top 2) at prefill
 (4096 tokens: forward, and forward + backward with the tokens and every parameter requiring grad)
-and decode (64 tokens, forward); bf16. Outputs and gradients are checked against each other first.
+and decode (64 tokens, forward); bf16. The int4 rows: the engine's layer with its experts quantized
+(`Experts.quantized("int4", 128)`, group 128 scales, prepacked), the torch layer over the bf16
+values those codes stand for. Outputs and gradients are checked against each other first.
 Times: CUDA events, the two layers sampled in turns (gemm_engine.runtime.timing.device_times), median.
 """
 from __future__ import annotations
@@ -24,7 +26,9 @@ import gemm_engine  # noqa: E402
 from gemm_engine.runtime.timing import device_times  # noqa: E402
 from common import rows_table, torch_rows_main  # noqa: E402
 
-ROWS = [("mixtral_prefill", 4096, True), ("mixtral_prefill", 4096, False), ("mixtral_decode", 64, False)]
+ROWS = [("mixtral_prefill", 4096, True), ("mixtral_prefill", 4096, False), ("mixtral_decode", 64, False),
+        ("mixtral_decode int4", 64, False, "int4"), ("mixtral_prefill int4", 4096, False, "int4")]
+_LAYERS: dict = {}       # format -> (the engine's layer, the torch layer's forward and parameters)
 HIDDEN, FFN, EXPERTS, TOP_K = 4096, 14336, 8, 2
 
 
@@ -47,11 +51,29 @@ def torch_layer(torch, moe):
     return forward, (router, halves, down)
 
 
-def run_row(torch, eng, name, tokens, train, repeat):
-    from gemm_engine.torch import MoE
-    torch.manual_seed(0)
-    moe = MoE(HIDDEN, FFN, EXPERTS, TOP_K, device="cuda", dtype=torch.bfloat16)
-    theirs, params = torch_layer(torch, moe)
+def layers(torch, fmt):
+    """(the engine's MoE, the torch layer's forward, its parameters) for experts in ``fmt`` (None:
+    bf16), made once: the torch layer's weights the values the quantized codes stand for."""
+    if fmt not in _LAYERS:
+        from gemm_engine.torch import MoE
+        _LAYERS.clear()          # one format's layers at a time: each holds the experts' weights
+        torch.manual_seed(0)
+        moe = MoE(HIDDEN, FFN, EXPERTS, TOP_K, device="cuda", dtype=torch.bfloat16)
+        if fmt:
+            quantized = moe.experts.quantized(fmt, group_size=128)
+            with torch.no_grad():
+                moe.experts.up.copy_(torch.from_numpy(quantized.up.dequantize()).mT)
+                moe.experts.down.copy_(torch.from_numpy(quantized.down.dequantize()).mT)
+        theirs, params = torch_layer(torch, moe)
+        if fmt:
+            moe.experts = quantized
+        _LAYERS[fmt] = (moe, theirs, params)
+    return _LAYERS[fmt]
+
+
+def run_row(torch, eng, name, tokens, train, *more):
+    *fmt, repeat = more
+    moe, theirs, params = layers(torch, fmt[0] if fmt else None)
     x = torch.randn(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
     gy = torch.randn(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
     xr = x.clone().requires_grad_(train)

@@ -19,12 +19,14 @@ the dense tile had matched the loop): not taken.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
 from .conditions import quantized_decode_worth_it, quantized_wgmma_worth_it
+from .quantized_wgmma import MIN_M
 from .rules import Rule
 from .specialized_wgmma import preset, store_plan
 
@@ -79,6 +81,19 @@ def grouped_member_rules(typical) -> tuple[Rule, ...]:
                                                   dialect)
     return (Rule("grouped_quantized_decode", "quantized experts at decode sizes (a group's rows <= 64): each "
                                              "expert's weights streamed once", on_a_group(quantized_decode_worth_it)),
-            Rule("grouped_quantized_wgmma", "quantized experts of 48 to 512 rows a group on Hopper: wgmma with "
+            Rule("grouped_quantized_wgmma", "quantized experts of 48 rows a group or more on Hopper: wgmma with "
                                             "the weights dequantized into its register operand",
-                 on_a_group(quantized_wgmma_worth_it)))
+                 on_a_group(grouped_wgmma_worth_it)))
+
+
+def grouped_wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dense rule's condition on a group (``problem``: the typical one), without its upper
+    bounds: past 512 rows, and past 256 over a long K, the dense rule hands a product to the
+    dequantizing pass and a dense kernel, which no grouped level has; the next grouped member is
+    the dequantizing loader under mma.sync (H200, int4 experts of 1024 rows, 4096 -> 28672: 17.1
+    ms, over ten times the register path's expected time). Its tiles take 256 rows a cube there
+    (`default_tokens`), so any group size runs."""
+    why = quantized_wgmma_worth_it(problem, dialect)
+    if why is None or problem.m < MIN_M:
+        return why
+    return quantized_wgmma_worth_it(replace(problem, m=min(problem.m, 256)), dialect)

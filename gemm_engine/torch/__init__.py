@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from . import autograd, grouped, ops, quantized_op  # noqa: F401  (registers the ops and their backward formulas)
 from .modules import Linear, SwiGLU, linear, replace_linear
-from .moe import Experts, MoE
+from .moe import Experts, MoE, QuantizedExpertMLPs
 from .ops import activation_key, engine_handle
 from .quantized_linear import QuantizedLinear
 
-__all__ = ["Experts", "Linear", "MoE", "QuantizedLinear", "SwiGLU", "activation_key", "engine_handle", "linear",
-           "replace_linear"]
+__all__ = ["Experts", "Linear", "MoE", "QuantizedExpertMLPs", "QuantizedLinear", "SwiGLU", "activation_key",
+           "engine_handle", "linear", "replace_linear"]

@@ -11,6 +11,9 @@ projections as (experts, hidden, ffn). Its forward is two grouped products
   gated values written);
 * down: the routing weight of each (token, expert) pair applied in the epilogue (``row_scale``).
 
+`Experts.quantized` gives the same experts with quantized weights (`QuantizedExpertMLPs`: int4 /
+int8 / fp8 codes read by the quantized grouped kernels, for inference); `MoE.experts` takes either.
+
 `MoE` routes: the router's logits, the top ``top_k`` experts of each token and the softmax of their
 logits (Mixtral's), the (token, expert) pairs sorted by expert (a stable sort), each expert's count
 by a scatter-add and the end offsets by a cumulative sum, the tokens gathered in that order, and
@@ -29,6 +32,8 @@ import torch
 from torch import nn
 
 from ..api import grouped_matmul
+from ..quant import QuantizedExperts, quantize
+from .gates import GATES
 
 
 class Experts(nn.Module):
@@ -71,6 +76,45 @@ class Experts(nn.Module):
 
     def extra_repr(self) -> str:
         return f"experts={self.experts}, hidden={self.hidden}, ffn={self.ffn}, activation={self.activation!r}"
+
+    def quantized(self, format: str = "int4", group_size=128, symmetric: bool = True) -> "QuantizedExpertMLPs":
+        """These experts with their weights quantized (`gemm_engine.quantize`, prepacked), for
+        inference: the same forward, the quantized grouped kernels reading the packed codes."""
+        return QuantizedExpertMLPs(self, format, group_size, symmetric)
+
+
+class QuantizedExpertMLPs(nn.Module):
+    """`Experts` whose projections are `gemm_engine.QuantizedExperts` (int4 / int8 / fp8 codes with
+    group scales; `Experts.quantized`): ``forward(x, offsets, weights=None)`` as `Experts`'s, the gate
+    and routing weight in the epilogues as there. The codes take no gradient (x does: the weights
+    expanded on the device for it, torch/dequantize.py). They are held as the engine's objects, not
+    as buffers: the engine uploads them to a device on first use there; a state_dict holds none."""
+
+    def __init__(self, experts: Experts, format: str, group_size, symmetric: bool):
+        super().__init__()
+        self.experts, self.hidden, self.ffn = experts.experts, experts.hidden, experts.ffn
+        self.activation, self.format = experts.activation, format
+
+        def packed(w):          # (experts, K, N) in matmul's b orientation, prepacked per expert
+            q = quantize(w.detach().float().cpu().numpy().transpose(0, 2, 1), format, group_size, symmetric)
+            return QuantizedExperts([q[e].prepack() for e in range(len(q))])
+        self.up, self.down = packed(experts.up), packed(experts.down)
+
+    def forward(self, x, offsets, weights=None):
+        if self.activation in GATES:
+            # The quantized kernels that stream codes fast (decode, register-operand wgmma) store
+            # element by element, so a gated epilogue falls to the slow dequantizing loader (Mixtral
+            # decode, int4: 2.68 ms fused against bf16's 0.76, bench/results/h200/moe_layer.md):
+            # the up projection's product first, the gate by torch's kernels.
+            z = grouped_matmul(x, self.up, offsets=offsets)
+            h = GATES[self.activation][0](z[..., 0::2]) * z[..., 1::2]
+        else:
+            h = grouped_matmul(x, self.up, offsets=offsets, activation=self.activation)
+        return grouped_matmul(h, self.down, offsets=offsets, row_scale=weights)
+
+    def extra_repr(self) -> str:
+        return (f"experts={self.experts}, hidden={self.hidden}, ffn={self.ffn}, activation={self.activation!r}, "
+                f"format={self.format}")
 
 
 def route(logits, top_k: int):

@@ -66,3 +66,20 @@ def test_quantized_experts_take_the_grouped_decode_tiles(layout, m, tiles):
     cfg = alg.setup(problem, SM90)
     assert (cfg.selection.row_tiles, cfg.selection.planes) == (tiles, DECODE_PLANES)
     assert cfg.batch.global_.m_tiles == tiles and cfg.batch.walk.stage_m == 8 * tiles
+
+
+@pytest.mark.parametrize("rows, k, taken", [(32, 4096, False), (100, 4096, True), (512, 4096, True),
+                                            (1024, 4096, True), (1024, 14336, True), (8192, 14336, True)])
+def test_quantized_experts_keep_the_register_path_past_the_dense_bound(rows, k, taken):
+    """Past 512 rows a group (and 256 over a long K) the dense rule hands a quantized product to the
+    dequantizing pass, which no grouped level has: the grouped rule keeps wgmma's register path
+    there (the member after it, the dequantizing loader, ran 1024-row int4 groups over ten times
+    slower); below 48 rows the decode member takes them."""
+    from gemm_engine.algorithms.grouped import typical
+    from gemm_engine.selector.grouped import grouped_wgmma_worth_it
+    weights = WeightFormat("int4", 128, True, "bf16_bits", "prepacked")
+    problem = MatmulProblem(8, 8 * rows, 4096, k, BF16, BF16, BF16, Layout.ROW, Layout.ROW, 8, 1, weights=weights,
+                            groups=Groups("contiguous"))
+    assert (grouped_wgmma_worth_it(typical(problem), SM90) is None) == taken
+    sm80 = dialect_for(nominal_cuda_device(8, 0))
+    assert grouped_wgmma_worth_it(typical(problem), sm80) is not None      # wgmma: sm_90 only

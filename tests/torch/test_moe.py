@@ -93,3 +93,25 @@ def test_torch_compile_traces_the_layer_whole():
 def test_top_k_out_of_range_is_refused():
     with pytest.raises(ValueError, match="top_k must be between 1 and experts"):
         MoE(8, 8, 4, top_k=5)
+
+
+@pytest.mark.parametrize("fmt", ["int4", "int8"])
+def test_quantized_experts_run_the_layer_on_their_codes(fmt):
+    """MoE with its experts quantized (Experts.quantized): the layer over the dequantized weights,
+    for inference and for x's gradient; the codes themselves take none."""
+    torch.manual_seed(4)
+    moe = MoE(64, 32, 5, 2)                # float32: quantized weights multiply 16- and 32-bit activations
+    x = torch.randn(11, 64)
+    quantized = moe.experts.quantized(fmt, group_size=32, symmetric=False)
+    assert "format=" + fmt in repr(quantized) and not list(quantized.parameters())
+    with torch.no_grad():        # the reference: the same layer over the weights the codes stand for
+        moe.experts.up.copy_(torch.from_numpy(quantized.up.dequantize()).mT)
+        moe.experts.down.copy_(torch.from_numpy(quantized.down.dequantize()).mT)
+        want = moe(x)
+    moe.experts = quantized
+    with torch.no_grad():
+        got = moe(x)
+    assert float((got - want).abs().max()) <= 1e-5 * float(want.abs().max())
+    xr = x.clone().requires_grad_()
+    moe(xr).sum().backward()
+    assert xr.grad is not None and torch.isfinite(xr.grad).all()
