@@ -34,7 +34,7 @@ HIDDEN, FFN, EXPERTS, TOP_K = 4096, 14336, 8, 2
 
 def torch_layer(torch, moe):
     """The torch layer's forward over ``moe``'s parameters (gate and up as halves)."""
-    from gemm_engine.torch.moe import route
+    from gemm_engine.torch.moe import combine, route
     e = EXPERTS
     halves = moe.experts.up.detach().view(e, FFN, 2, HIDDEN).transpose(1, 2).reshape(e, 2 * FFN, HIDDEN)
     halves = halves.clone().requires_grad_()
@@ -45,9 +45,7 @@ def torch_layer(torch, moe):
         pairs, offsets, weights = route(x @ router.T, TOP_K)
         z = torch._grouped_mm(x[pairs // TOP_K], halves.mT, offs=offsets)
         h = torch.nn.functional.silu(z[:, :FFN]) * z[:, FFN:]
-        y = torch._grouped_mm(h, down.mT, offs=offsets) * weights[:, None].to(z.dtype)
-        inverse = torch.empty_like(pairs).scatter_(0, pairs, torch.arange(pairs.numel(), device=pairs.device))
-        return y[inverse].unflatten(0, (-1, TOP_K)).sum(1)
+        return combine(torch._grouped_mm(h, down.mT, offs=offsets) * weights[:, None].to(z.dtype), pairs, TOP_K)
     return forward, (router, halves, down)
 
 

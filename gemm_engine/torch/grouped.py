@@ -195,18 +195,15 @@ def _scale_grad(a, b, offsets, counts, bias, gy, layout: str, options):
     so it costs no product past ``g``, which is a's gradient before the scale: one grouped product
     fewer than recomputing the unscaled result (a mixture-of-experts down projection's backward:
     three instead of four). Rows no group holds: zero (their a may hold anything)."""
-    g = _mm(gy, b.mT, offsets if layout == "contiguous" else None, counts, options)
+    g, group = _mm(gy, b.mT, offsets if layout == "contiguous" else None, counts, options), None
     if layout == "contiguous":      # rows past the last offset: not written, zero as gradients
-        g = _live_rows(g, offsets, counts, layout)[0]
-    grad = _live_rows((a * g).sum(-1, keepdim=True), offsets, counts, layout)[0][..., 0]
-    if bias is not None:
-        if bias.dim() == 1 or layout == "masked":
-            rows = bias if bias.dim() == 1 else bias[:, None, :]
-        else:            # each row's group's bias; rows past the last offset take zeros
-            group = _live_rows(gy[:, :1], offsets, counts, layout)[1]
-            rows = torch.cat([bias, bias.new_zeros(1, bias.shape[-1])])[group]
-        grad = grad + _live_rows((rows.to(gy.dtype) * gy).sum(-1, keepdim=True), offsets, counts, layout)[0][..., 0]
-    return g, grad
+        g, group = _live_rows(g, offsets, counts, layout)
+    grad = (a * g).sum(-1)
+    if bias is not None:            # each row's group's bias (past the last offset: a row of zeros)
+        rows = (bias if bias.dim() == 1 else bias[:, None, :] if layout == "masked"
+                else torch.cat([bias, bias.new_zeros(1, bias.shape[-1])])[group])
+        grad = grad + (rows.to(gy.dtype) * gy).sum(-1)
+    return g, _live_rows(grad[..., None], offsets, counts, layout)[0][..., 0]
 
 
 for _defined in ("grouped_mm", kernel_name("grouped_mm")):

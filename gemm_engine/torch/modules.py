@@ -23,7 +23,7 @@ from torch import nn
 from ..api import matmul
 from ..epilogue.activations import resolve_activation
 from .gated import gated_projection
-from .gates import GATES
+from .gates import GATES, activated
 
 
 def linear(x, weight, bias=None, activation=None):
@@ -118,7 +118,7 @@ class SwiGLU(nn.Module):
             if not torch.is_autocast_enabled(x.device.type):
                 return gated_projection(x, self.weight, self.bias, self.activation)
             z = linear(x, self.weight, self.bias)      # autocast: torch's ops cast z's halves
-            return TRAINING_GATES[self.activation](z[..., 0::2]) * z[..., 1::2]
+            return activated(z, None, self.activation)
         return linear(x, self.weight, self.bias, self.activation)
 
     def extra_repr(self) -> str:

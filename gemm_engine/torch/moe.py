@@ -33,7 +33,7 @@ from torch import nn
 
 from ..api import grouped_matmul
 from ..quant import QuantizedExperts, quantize
-from .gates import GATES
+from .gates import GATES, activated
 
 
 class Experts(nn.Module):
@@ -106,8 +106,7 @@ class QuantizedExpertMLPs(nn.Module):
             # element by element, so a gated epilogue falls to the slow dequantizing loader (Mixtral
             # decode, int4: 2.68 ms fused against bf16's 0.76, bench/results/h200/moe_layer.md):
             # the up projection's product first, the gate by torch's kernels.
-            z = grouped_matmul(x, self.up, offsets=offsets)
-            h = GATES[self.activation][0](z[..., 0::2]) * z[..., 1::2]
+            h = activated(grouped_matmul(x, self.up, offsets=offsets), None, self.activation)
         else:
             h = grouped_matmul(x, self.up, offsets=offsets, activation=self.activation)
         return grouped_matmul(h, self.down, offsets=offsets, row_scale=weights)
@@ -131,6 +130,14 @@ def route(logits, top_k: int):
     return pairs, counts.cumsum(0).to(torch.int32), weights[pairs]
 
 
+def combine(y, pairs, top_k: int):
+    """The (tokens, ...) sums of each token's ``top_k`` results ``y``, which lie in `route`'s pair
+    order: put back in token order (the pairs' inverse permutation) and summed, a gather and a sum,
+    deterministic, where an index_add would add them by atomics."""
+    inverse = torch.empty_like(pairs).scatter_(0, pairs, torch.arange(pairs.numel(), device=pairs.device))
+    return y[inverse].unflatten(0, (-1, top_k)).sum(1)
+
+
 class MoE(nn.Module):
     """A top-``top_k`` router in front of `Experts` (see the module docstring): ``forward(x)`` for x
     (..., hidden) returns the same shape."""
@@ -148,7 +155,4 @@ class MoE(nn.Module):
         flat = x.reshape(-1, x.shape[-1])
         pairs, offsets, weights = route(self.router(flat), self.top_k)
         y = self.experts(flat[pairs // self.top_k], offsets, weights)
-        # Back in token order (the pairs' inverse permutation) and each token's top_k results summed:
-        # a gather and a sum, deterministic, where an index_add would add them by atomics.
-        inverse = torch.empty_like(pairs).scatter_(0, pairs, torch.arange(pairs.numel(), device=pairs.device))
-        return y[inverse].unflatten(0, (-1, self.top_k)).sum(1).reshape(x.shape)
+        return combine(y, pairs, self.top_k).reshape(x.shape)
