@@ -77,12 +77,19 @@ class CubeScope:
     m: str = "M"            # rows of the output
     n: str = "N"            # columns of the output
     k: str = "K"            # length of this cube's K range (the whole K unless the batch splits it)
+    #: The reduction's first index in the operands' tensor-map coordinates (a grouped "k" layout:
+    #: the group's first; ``ptr`` is already moved there), and whether ``k`` is a name each tile's
+    #: body defines anew (its group's length) rather than one fixed for the kernel.
+    k_origin: str = "0"
+    k_per_tile: bool = False
     m0: str = "cube_m0"     # first output row of this cube's tile
     n0: str = "cube_n0"     # first output column
     #: Batch levels providing PERSISTENT_TILE_LOOP: ``tiles(body, first="0", step=1)`` renders the
     #: loop over this cube's tiles (only the ``first``-th and every ``step``-th after it: roles
     #: that share the tiles) around ``body`` (which then reads m0, n0, the output and the batch
-    #: coordinates of the tile at hand); global levels with roles call it once per role. None elsewhere.
+    #: coordinates of the tile at hand); global levels with roles call it once per role, and the
+    #: one unit that issues the TMA copies through ``lhs`` / ``rhs``'s maps passes ``loads=True``
+    #: (where the maps change per tile, that loop keeps them). None elsewhere.
     tiles: Callable[[str], str] | None = field(default=None, compare=False)
     #: Cubes launched together in a cluster along M (consecutive cube ids on tiles one above the
     #: other of the same column, as many tiles each), and this cube's rank in it (an expression).

@@ -16,9 +16,19 @@ encoded on the host per call from what the host knows, never from the extents:
   group's end); a group's last, partial tile is stored directly, bounds-checked, as the writer
   does where a call's output is not aligned for TMA.
 
-So no map depends on the routing: one encoding per call (cached per address by the encoder), no
-per-group maps and no device-side map updates, which a ragged M never needs (a ragged K would: its
-reduction must read zeros past a group's slice, so the "k" layout runs on the portable level).
+So no map of these layouts depends on the routing: one encoding per call (cached per address by
+the encoder), no per-group maps. The "k" layout (a weight gradient: the reduction grouped) is the
+exception: a group's reduction must read zeros past its slice, where the next group's tokens lie.
+Its tiles read both operands at K coordinates from the group's first index (`CubeScope.k_origin`),
+and the unit issuing the copies keeps its own copies of both maps in the kept scratch, their K
+extent set to the group's end on the device (`Dialect.tensor_map_extent`) whenever its tiles move
+to another group: TMA's zero fill then ends each slice at the group's end, with no host sync (a
+CUDA graph replays with new routing). Copies in flight may still read a map the unit has replaced,
+so each unit rotates through `_MAP_SLOTS_MORE` more map slots than its ring has stages: a slot is
+rewritten only after every copy through it has landed (each slot in use has at least one copy,
+and at most ``stages`` are in flight). The global level must take a reduction per tile
+(`RAGGED_REDUCTION`).
+
 Clusters (rhs slots multicast to two cubes of tiles one above the other) and the split tail (a
 last wave split along K, sized on the host) are refused: both plan the tiles on the host.
 """
@@ -28,18 +38,26 @@ from dataclasses import replace
 
 from ..codegen.dialect import Dialect
 from ..codegen.signature import KernelSignature, array, index
+from ..compose.capabilities import RAGGED_REDUCTION
+from ..dtypes import FLOAT32
 from ..errors import SetupError
 from ..problem import MatmulProblem
-from .base import CubeScope
+from ..runtime.tensor_map import MAP_BYTES
+from .base import KEPT_SCRATCH, CubeScope, Workspace
 from .group_walk import GROUPS, groups_word, tile_bound
 from .grouped import (GroupedBatchConfig, check_grouped, check_read_widths, group_origin, group_pointers, group_scope,
                       walk_for)
 from .tma_persistent import OUT_FLAG, TmaPersistentBatchMatmul
 
+#: Map slots of a unit beyond its ring's stages (see the module docstring), each holding both
+#: operands' maps.
+_MAP_SLOTS_MORE = 1
+_SLOT_BYTES = 2 * MAP_BYTES
+
 
 class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
     name = "grouped_tma_batch"
-    group_layouts = frozenset({"contiguous", "masked"})
+    group_layouts = frozenset({"contiguous", "masked", "k"})
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> GroupedBatchConfig:
         check_grouped(self.name, problem, self.global_)
@@ -58,29 +76,52 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
             raise SetupError(self.name, f"cluster_m={request.cluster_m}, split_tail={request.split_tail}: clusters "
                                         "and split tails plan tiles on the host; a grouped walk finds them on the "
                                         "device (cluster_m=1, split_tail=0)")
+        if problem.groups.layout == "k" and not (RAGGED_REDUCTION in self.global_.provides
+                                                 and request.ragged_reduction):
+            raise SetupError(self.name, f"the 'k' layout gives each tile its group's reduction, which the global "
+                                        f"level {self.global_.name} does not take as configured "
+                                        f"({RAGGED_REDUCTION.name}: one copy of the consumers, no promotion)")
         cfg = GroupedBatchConfig(global_=base.global_, dispatch=base.dispatch,
                                  persistent_cubes=base.persistent_cubes, walk=None)
         return replace(cfg, walk=walk_for(problem, cfg))
+
+    def _map_slots(self, cfg: GroupedBatchConfig) -> int:
+        """Map slots of each cube's loading unit ("k" layout; module docstring)."""
+        return cfg.global_.stages + _MAP_SLOTS_MORE
+
+    def kept_workspace(self, cfg: GroupedBatchConfig, problem: MatmulProblem) -> Workspace | None:
+        if cfg.layout != "k":
+            return super().kept_workspace(cfg, problem)
+        # Written before read (each slot when its unit moves to a group): nothing kept zero.
+        words = cfg.persistent_cubes * self._map_slots(cfg) * _SLOT_BYTES // FLOAT32.itemsize
+        return Workspace(FLOAT32, words, zeroed=0)
 
     def cube_count(self, cfg: GroupedBatchConfig, problem: MatmulProblem) -> int:
         stage = cfg.global_.stage
         return max(1, min(tile_bound(problem, stage.stage_m, stage.stage_n), cfg.persistent_cubes))
 
     def signature(self, cfg: GroupedBatchConfig) -> KernelSignature:
+        kept = (array(KEPT_SCRATCH, "f32", writable=True),) if cfg.layout == "k" else ()
         return super().signature(cfg).extended(array(f"{GROUPS}_base", groups_word(cfg.layout)),
-                                               *index(f"{GROUPS}_offset"))
+                                               *index(f"{GROUPS}_offset"), *kept)
 
     def scope(self, cfg: GroupedBatchConfig, d: Dialect | None = None) -> CubeScope:
         s = group_scope(cfg)
+        ragged_k = cfg.layout == "k"
         rows = "0" if cfg.layout == "contiguous" else "(int)b"     # the lhs and out maps' batch coordinate
         out = s.out
         if self._out_map(cfg):
-            whole = f"({OUT_FLAG} && cube_m0 + {cfg.global_.stage.stage_m} <= group_hi)"
+            # Masked and contiguous: a tile's rows past its group's are another's (or kept as they were).
+            whole = OUT_FLAG if ragged_k else f"({OUT_FLAG} && cube_m0 + {cfg.global_.stage.stage_m} <= group_hi)"
             out = replace(out, tensor_map="out_map", batch=rows, map_flag=whole)
-        return replace(s, lhs=replace(s.lhs, tensor_map="lhs_map", batch=rows),
-                       rhs=replace(s.rhs, tensor_map="rhs_map", batch="(int)b"), out=out,
-                       tiles=((lambda body, first="0", step=1, slices="": self.tile_loop(cfg, d, body, first, step, slices))
-                              if d is not None else None))
+        maps = {"lhs": "lhs_map", "rhs": "rhs_map"}
+        if ragged_k and d is not None:          # the loading unit's copies (`tile_loop`)
+            maps = {"lhs": d.tensor_map_at("lhs_map", "maps_at"), "rhs": d.tensor_map_at("rhs_map", f"maps_at + {MAP_BYTES}")}
+        return replace(s, lhs=replace(s.lhs, tensor_map=maps["lhs"], batch="0" if ragged_k else rows),
+                       rhs=replace(s.rhs, tensor_map=maps["rhs"], batch="0" if ragged_k else "(int)b"), out=out,
+                       k_origin="group_lo" if ragged_k else "0", k_per_tile=ragged_k,
+                       tiles=((lambda body, first="0", step=1, slices="", loads=False:
+                               self.tile_loop(cfg, d, body, first, step, slices, loads)) if d is not None else None))
 
     def pointers(self, cfg: GroupedBatchConfig, d: Dialect) -> list[str]:
         g = cfg.global_
@@ -88,13 +129,37 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
                               d.storage_type(g.rhs_loader.operand.element))
 
     def tile_loop(self, cfg: GroupedBatchConfig, d: Dialect, body: str, first: str = "0", step: int = 1,
-                  slices: str = "") -> str:
+                  slices: str = "", loads: bool = False) -> str:
         """The group walk over this cube's tiles; ``first``, ``step``: of them, the ``first``-th and
-        every ``step``-th after it (ping-pong copies)."""
+        every ``step``-th after it (ping-pong copies); ``loads``: the loop of the unit issuing the
+        operands' copies, which keeps their maps ("k" layout; module docstring)."""
         start = "CUBE_ID" if first == "0" else f"CUBE_ID + ({first}) * CUBE_COUNT"
         stride = "CUBE_COUNT" if step == 1 else f"{step} * CUBE_COUNT"
-        return cfg.walk.loop(start, stride, [*self.pointers(cfg, d), *group_origin(cfg)], body,
-                             lambda scope: scope.call())
+        origin = [*self.pointers(cfg, d), *group_origin(cfg)]
+        if not (loads and cfg.layout == "k"):
+            return cfg.walk.loop(start, stride, origin, body, lambda scope: scope.call())
+        slots, g = self._map_slots(cfg), cfg.global_
+        level = self.global_
+        # Each map's K axis: its first (contiguous) dimension where the operand is K-major.
+        dims = {op: 0 if getattr(level, f"{op}_loader").k_contiguous(getattr(g, f"{op}_loader").operand.layout,
+                                                                        op == "lhs") else 1 for op in ("lhs", "rhs")}
+        retarget = [
+            # A new group with a reduction to read: the next slot, both maps ending at its end.
+            "if (b != maps_b && group_hi > group_lo) {",
+            "maps_b = b;",
+            f"maps_turn = maps_turn + 1 == {slots} ? 0 : maps_turn + 1;",
+            f"maps_at = maps_base + maps_turn * {_SLOT_BYTES};",
+            d.tensor_map_extent("maps_at", "lhs_map", dims["lhs"], "group_hi"),
+            d.tensor_map_extent(f"maps_at + {MAP_BYTES}", "rhs_map", dims["rhs"], "group_hi"),
+            "}"]
+        return "\n".join([
+            "{",
+            f"unsigned char* const maps_base = (unsigned char*)({KEPT_SCRATCH}) + (i64)CUBE_ID * {slots * _SLOT_BYTES};",
+            "unsigned char* maps_at = maps_base;",
+            "i64 maps_b = -1;",
+            "int maps_turn = 0;",
+            cfg.walk.loop(start, stride, [*origin, *retarget], body, lambda scope: scope.call()),
+            "}"])
 
     def kernel(self, cfg: GroupedBatchConfig, d: Dialect) -> str:
         size = cfg.result.itemsize

@@ -159,7 +159,8 @@ class TmaPersistentBatchMatmul(PartitionedBatchMatmul):
         return CubeScope(lhs=OperandRef("lhs", "lhs_ld", "lhs_map", "(lhs_batch_stride != 0 ? (int)b : 0)"),
                          rhs=OperandRef("rhs", "rhs_ld", "rhs_map", "(rhs_batch_stride != 0 ? (int)b : 0)"),
                          out=out,
-                         tiles=((lambda body, first="0", step=1, slices="": self.tile_loop(cfg, d, body, first, step, slices))
+                         tiles=((lambda body, first="0", step=1, slices="", loads=False:
+                                 self.tile_loop(cfg, d, body, first, step, slices))
                                 if d is not None else None),
                          cluster_m=c, cluster_rank="cluster_rank" if c > 1 else "0",
                          split_tail=self.split_tail_scope(cfg) if self.split_tail(cfg) else None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from . import ptx, ptx_dequant
+from . import ptx, ptx_dequant, ptx_tma
 from .device import DeviceInfo
 from .dialect_base import Dialect
 from .ptx_intrinsics import PtxIntrinsics
@@ -202,14 +202,27 @@ INLINE unsigned short f32_to_f16(float value) {
         mask of cluster ranks): into ``dst`` of each of those cubes, completing on each one's ``bar``."""
         args = ", ".join(f"(int)({c})" for c in coords)
         if multicast is not None:
-            name = self._use(ptx.tma_load_multicast(len(coords)))
+            name = self._use(ptx_tma.tma_load_multicast(len(coords)))
             return f"{name}({dst}, &{tensor_map}, {bar}, (unsigned short)({multicast}), {args});"
-        return f"{self._use(ptx.tma_load(len(coords)))}({dst}, &{tensor_map}, {bar}, {args});"
+        return f"{self._use(ptx_tma.tma_load(len(coords)))}({dst}, &{tensor_map}, {bar}, {args});"
+
+    def tensor_map_extent(self, dst: str, tensor_map: str, dim: int, extent: str) -> str:
+        """Statement (one unit): the 128 bytes of global memory at ``dst`` (64-byte aligned) made
+        the tensor-map parameter ``tensor_map`` with its extent along dimension ``dim`` (innermost
+        0) set to ``extent``, for this unit's TMA copies through `tensor_map_at` ``dst`` from here
+        on (copies still in flight through an earlier map at ``dst`` must be complete)."""
+        return f"{self._use(ptx_tma.tensor_map_extent(dim))}((void*)({dst}), (const void*)&{tensor_map}, (unsigned)({extent}));"
+
+    @staticmethod
+    def tensor_map_at(tensor_map: str, address: str) -> str:
+        """Expression: the tensor map of the type of parameter ``tensor_map`` at global ``address``
+        (what `tma_load` takes as its map)."""
+        return f"(*(const decltype({tensor_map})*)({address}))"
 
     def bulk_load(self, dst: str, src: str, nbytes: str, bar: str) -> str:
         """Statement: ``nbytes`` (a multiple of 16) from global ``src`` to shared address ``dst``,
         completing on the mbarrier at ``bar`` (no tensor map: a contiguous run)."""
-        return f"{self._use(ptx.bulk_load())}({dst}, (const void*)({src}), {nbytes}, {bar});"
+        return f"{self._use(ptx_tma.bulk_load())}({dst}, (const void*)({src}), {nbytes}, {bar});"
 
     # -- clusters (sm_90) ----------------------------------------------------------------------------
     @staticmethod
@@ -231,14 +244,14 @@ INLINE unsigned short f32_to_f16(float value) {
         """Statement: copy the box at shared address ``src`` to the tensor-map parameter
         ``tensor_map`` at ``coords`` (innermost first), in this unit's bulk group; ``add``: add it
         into what is there."""
-        name = self._use(ptx.tma_store(len(coords), add))
+        name = self._use(ptx_tma.tma_store(len(coords), add))
         return f"{name}(&{tensor_map}, {src}, {', '.join(f'(int)({c})' for c in coords)});"
 
     def bulk_commit(self) -> str:
-        return f"{self._use(ptx.bulk_commit())}();"
+        return f"{self._use(ptx_tma.bulk_commit())}();"
 
     def bulk_wait(self, pending: int, read: bool) -> str:
-        return f"{self._use(ptx.bulk_wait(pending, read))}();"
+        return f"{self._use(ptx_tma.bulk_wait(pending, read))}();"
 
     def sync_units(self, ident, count: int) -> str:
         """Statement: ``count`` units meet at named barrier ``ident`` (a number, or an expression)."""

@@ -300,69 +300,6 @@ def cluster_sync() -> tuple[str, str]:
     return _statement("ptx_cluster_sync", "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;")
 
 
-def _tma_coords(rank: int, first: int) -> tuple[str, str, list[str]]:
-    """A TMA copy's ``rank`` coordinates: their asm operands (from ``%first``), C parameters
-    ``c0..`` and asm inputs."""
-    return (", ".join(f"%{first + i}" for i in range(rank)), ", ".join(f"int c{i}" for i in range(rank)),
-            [f'"r"(c{i})' for i in range(rank)])
-
-
-def tma_load(rank: int) -> tuple[str, str]:
-    """``cp.async.bulk.tensor.{rank}d`` of one box of the tensor map at generic address ``map``
-    (a ``__grid_constant__`` parameter), whose first element is at coordinates ``c0..``, into
-    shared memory at ``dst``, completing (bytes counted) on the mbarrier ``bar``. Coordinates
-    outside the tensor read zeros."""
-    coords, cparams, cins = _tma_coords(rank, 3)
-    return _fn(f"ptx_tma_load_{rank}d", f"unsigned dst, const void* map, unsigned bar, {cparams}",
-               _asm(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                    f"[%0], [%1, {{{coords}}}], [%2];", ins=['"r"(dst)', '"l"(map)', '"r"(bar)', *cins], memory=True))
-
-
-def bulk_load() -> tuple[str, str]:
-    """``cp.async.bulk`` of ``bytes`` (a multiple of 16) from global ``src`` to shared ``dst`` (both
-    16-byte aligned), completing (bytes counted) on the mbarrier ``bar``: a run with no tensor map."""
-    return _fn("ptx_bulk_load", "unsigned dst, const void* src, unsigned bytes, unsigned bar",
-               _asm("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];",
-                    ins=['"r"(dst)', '"l"(src)', '"r"(bytes)', '"r"(bar)'], memory=True))
-
-
-def tma_load_multicast(rank: int) -> tuple[str, str]:
-    """`tma_load` delivered to every cube of the cluster whose bit is set in ``mask``: the box lands
-    at shared address ``dst`` in each of them and completes on the mbarrier at ``bar`` in each."""
-    coords, cparams, cins = _tma_coords(rank, 4)
-    return _fn(f"ptx_tma_load_{rank}d_multicast",
-               f"unsigned dst, const void* map, unsigned bar, unsigned short mask, {cparams}",
-               _asm(f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                    f".multicast::cluster [%0], [%1, {{{coords}}}], [%2], %3;",
-                    ins=['"r"(dst)', '"l"(map)', '"r"(bar)', '"h"(mask)', *cins], memory=True))
-
-
-def tma_store(rank: int, add: bool = False) -> tuple[str, str]:
-    """``cp.async.bulk.tensor.{rank}d`` of one box from shared memory at ``src`` to the tensor map
-    at generic address ``map`` (a ``__grid_constant__`` parameter) at coordinates ``c0..``, in this
-    unit's bulk group; ``add``: ``cp.reduce.async.bulk.tensor`` adding the box into the tensor (in
-    the map's element type). Elements of the box outside the tensor are not written."""
-    coords, cparams, cins = _tma_coords(rank, 2)
-    op, reduce = ("add", ".add") if add else ("store", "")
-    return _fn(f"ptx_tma_{op}_{rank}d", f"const void* map, unsigned src, {cparams}",
-               _asm(f"cp{'.reduce' if add else ''}.async.bulk.tensor.{rank}d.global.shared::cta{reduce}.tile.bulk_group "
-                    f"[%0, {{{coords}}}], [%1];", ins=['"l"(map)', '"r"(src)', *cins], memory=True))
-
-
-def bulk_commit() -> tuple[str, str]:
-    """Close this unit's bulk group of TMA stores issued since the last one."""
-    return _statement("ptx_bulk_commit", "cp.async.bulk.commit_group;")
-
-
-def bulk_wait(pending: int, read: bool) -> tuple[str, str]:
-    """Wait until at most ``pending`` of this unit's bulk groups are outstanding: ``read``, until
-    their sources in shared memory have been read (the buffer may be written again); else until
-    their writes are done."""
-    suffix = ".read" if read else ""
-    return _statement(f"ptx_bulk_wait{'_read' if read else ''}_{pending}",
-                      f"cp.async.bulk.wait_group{suffix} {pending};")
-
-
 def named_barrier() -> tuple[str, str]:
     """``bar.sync id, count``: the ``count`` units (a multiple of 32) that reach barrier ``id``
     wait for each other; the rest of the cube goes on."""

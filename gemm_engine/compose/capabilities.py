@@ -118,6 +118,9 @@ STORE_STAGING = Capability("store staging", "a shared-memory buffer of one outpu
 # -- what a global level and its batch level offer each other (the Hopper pipeline) -----------------
 OWN_TILE_LOOP = Capability("own tile loop", "a global level that runs the batch level's tile loop "
                                             "inside each of its roles (scope.tiles)")
+RAGGED_REDUCTION = Capability("ragged reduction", "a global level with its own tile loop that takes each "
+                                                  "tile's reduction from the scope per tile (`CubeScope.k_per_tile`, "
+                                                  "`k_origin`) and issues its map loads in the loop marked ``loads``")
 PERSISTENT_TILE_LOOP = Capability("persistent tile loop", "a batch level that hands its global level "
                                                           "the loop over a persistent cube's tiles")
 TENSOR_MAPS = Capability("tensor maps", "a batch level that passes each operand's TMA tensor map as a "

@@ -62,11 +62,14 @@ class TileLoopRequest:
     ``split_tail``: the last wave's tiles split along K into at most this many parts (0: none,
     batch/split_tail.py); ``split_waits``: a split tile's parts wait for one another (its owner for
     the later parts: the kernel is launched co-resident), else the last part to finish adds them
-    and nothing waits. The batch level answers in the `CubeScope`, which the global level checks."""
+    and nothing waits; ``ragged_reduction``: this configuration takes a reduction of its own per
+    tile (`CubeScope.k_per_tile`; a level providing `RAGGED_REDUCTION` says which of its
+    configurations do). The batch level answers in the `CubeScope`, which the global level checks."""
 
     cluster_m: int = 1
     split_tail: int = 0
     split_waits: bool = True
+    ragged_reduction: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ..codegen.dialect import Dialect
-from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE, CONVERTING_LOADER, PERSISTENT_TILE_LOOP, TMA_LOADER
+from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, CONVERTING_LOADER, PERSISTENT_TILE_LOOP, RAGGED_REDUCTION,
+                                    TMA_LOADER)
 from ..compose.contracts import Requirement
 from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import WARPGROUP
 from .pipelined import check_ring_fits
-from .tma_specialized import TmaSpecializedConfig, TmaSpecializedGlobalMatmul
+from .tma_specialized import TmaSpecializedGlobalMatmul
+from .tma_specialized_config import TmaSpecializedConfig
 
 #: Registers per unit: the producer warpgroup's (the converters': at 64-80 they spilled), then the
 #: consumers', all within what the launch gave the cube (2 consumer warpgroups: 128 x 88 + 256 x 208 =
@@ -48,6 +50,8 @@ class TmaConvertingConfig(TmaSpecializedConfig):
 
 class TmaConvertingGlobalMatmul(TmaSpecializedGlobalMatmul):
     name = "tma_converting_global"
+    # Its converting roles count a tile's slices once for the kernel: no reduction per tile.
+    provides = TmaSpecializedGlobalMatmul.provides - {RAGGED_REDUCTION}
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
                 Requirement.of("rhs_loader", CONVERTING_LOADER,

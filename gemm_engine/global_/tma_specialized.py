@@ -47,7 +47,7 @@ role calls ``scope.tiles(body)`` once, and the batch level renders the loop over
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..codegen.dialect import Dialect
 from ..compose.contracts import Requirement
@@ -55,83 +55,18 @@ from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
 from ..tile.wgmma import ATOM_BYTES, WARPGROUP, check_wgmma_device
-from .base import GlobalConfig, GlobalMatmul, StoreStaging, TileLoopRequest
-from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, STORE_STAGING,
-                                    TMA_LOADER)
+from .base import GlobalMatmul, StoreStaging
+from ..compose.capabilities import (ASYNC_DESCRIPTOR_STAGE, OWN_TILE_LOOP, PERSISTENT_TILE_LOOP, RAGGED_REDUCTION,
+                                    STORE_STAGING, TMA_LOADER)
 from .pipelined import check_ring_fits, edge_checks
 from .simple import operand_tiles
 from .split_fixup import split_store
-from .promotion import Promotion, check_promotion
+from .promotion import check_promotion
+from .tma_specialized_config import BARRIER_BYTES, CONSUMER_REGISTERS, PRODUCER_REGISTERS, TmaSpecializedConfig
 from .read.swizzled_loader import SwizzledOperandTile
 
-#: Registers per unit after reallocation: the producer keeps few, the consumers take the rest of
-#: the 64 Ki register file (2 consumer warpgroups: 128 x 40 + 256 x 232 = 64512). A request the
-#: file cannot meet blocks ``setmaxnreg.inc`` for ever: 3 consumers asking for 160 (128 x 40 +
-#: 384 x 160 = 66560) hung on the H100; 152 fits (63488). Multiples of 8, at most 240.
-PRODUCER_REGISTERS = 40
-REGISTER_FILE = 64 * 1024
-CONSUMER_REGISTERS = {1: 240, 2: 232, 3: 152}
-_BARRIER_BYTES = 8
 #: Named barrier of the consumer units around a split tile's partial sums (1: the writer's).
 _SPLIT_BARRIER = 2
-
-
-@dataclass(frozen=True)
-class TmaSpecializedConfig(GlobalConfig):
-    stages: int = 4
-    promotion: Promotion | None = None     # global_/promotion.py
-    staging: int = 0                       # bytes of the writer's staging tile (STORE_STAGING)
-    cluster_m: int = 1                     # cubes of a cluster along M sharing each rhs slot
-    schedule: str = "cooperative"          # or "pingpong": copies of the stage take tiles in turns
-    split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
-    split_fixup: str = "owner"             # who adds a split tile's parts: "owner" (part 0) or "last"
-    converters: int = 0                    # producer warps converting each rhs slot (global_/tma_converting.py)
-
-    @property
-    def tile_loop(self) -> TileLoopRequest:
-        return TileLoopRequest(self.cluster_m, self.split_tail, self.split_fixup == "owner")
-
-    @property
-    def groups(self) -> int:
-        """Copies of the stage's consumer warpgroups, each on its own tiles."""
-        return 2 if self.schedule == "pingpong" else 1
-
-    @property
-    def slot_readers(self) -> int:
-        """Warpgroups reading each ring slot (those of one copy of the stage)."""
-        return self.stage.units // WARPGROUP
-
-    @property
-    def consumers(self) -> int:
-        """Consumer warpgroups in all."""
-        return self.slot_readers * self.groups
-
-    consumer_units = property(lambda self: self.stage.units * self.groups)
-    consumer_registers = property(lambda self: CONSUMER_REGISTERS[self.consumers])
-
-    @property
-    def units(self) -> int:
-        return self.consumer_units + WARPGROUP
-
-    @property
-    def ring_bytes(self) -> int:
-        return self.stages * self.shared_memory_bytes
-
-    @property
-    def dynamic_shared_bytes(self) -> int:
-        # The ring, the writer's staging tile (one per copy of the stage), a full and an empty
-        # barrier per slot, and slack to align the ring to 1 KiB.
-        bars = (3 if self.converters else 2) * self.stages + self.turn_barriers   # converters: a packed-full each
-        return self.ring_bytes + self.staging * self.groups + bars * _BARRIER_BYTES + ATOM_BYTES
-
-    @property
-    def turn_barriers(self) -> int:
-        """Ping-pong: one mbarrier per copy, its turn to run a main loop."""
-        return self.groups if self.groups > 1 else 0
-
-    @property
-    def slot_bytes(self) -> int:
-        return self.lhs_loader.slot_bytes + self.rhs_loader.slot_bytes
 
 
 class TmaSpecializedGlobalMatmul(GlobalMatmul):
@@ -147,7 +82,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    "that fill the device, partial sums added across cubes (0, 1: no split)"),
              Knob("split_fixup", "owner", "who adds a split tile's sums: its first part, waiting for the others "
                   "(owner; a co-resident launch), or the last to finish (last; a plain launch)", choices=("owner", "last")))
-    provides = frozenset({OWN_TILE_LOOP, STORE_STAGING})
+    provides = frozenset({OWN_TILE_LOOP, STORE_STAGING, RAGGED_REDUCTION})
     requires = (Requirement.of("stage", ASYNC_DESCRIPTOR_STAGE),
                 Requirement.of("lhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
                 Requirement.of("rhs_loader", TMA_LOADER, why="its producer unit issues whole-slot TMA copies"),
@@ -217,17 +152,17 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
 
     @staticmethod
     def _full(slot: str) -> str:
-        return f"(ring_bars + {_BARRIER_BYTES}u * ({slot}))"
+        return f"(ring_bars + {BARRIER_BYTES}u * ({slot}))"
 
     def _empty(self, cfg: TmaSpecializedConfig, slot: str) -> str:
-        return f"(ring_bars + {_BARRIER_BYTES}u * ({cfg.stages}u + ({slot})))"
+        return f"(ring_bars + {BARRIER_BYTES}u * ({cfg.stages}u + ({slot})))"
 
     def _turn(self, cfg: TmaSpecializedConfig, group: str) -> str:
-        return f"(ring_bars + {_BARRIER_BYTES}u * ({2 * cfg.stages}u + ({group})))"
+        return f"(ring_bars + {BARRIER_BYTES}u * ({2 * cfg.stages}u + ({group})))"
 
     def _packed_full(self, cfg: TmaSpecializedConfig, slot: str) -> str:
         """Converters: the mbarrier on which slot ``slot``'s packed words arrive (bulk copies)."""
-        return f"(ring_bars + {_BARRIER_BYTES}u * ({2 * cfg.stages + cfg.turn_barriers}u + ({slot})))"
+        return f"(ring_bars + {BARRIER_BYTES}u * ({2 * cfg.stages + cfg.turn_barriers}u + ({slot})))"
 
     def _turn_wait(self, cfg: TmaSpecializedConfig, d: Dialect) -> list[str]:
         """Ping-pong, before a copy's main loop: its n-th tile waits until the other copy is past the
@@ -252,12 +187,14 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _producer(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         s, sk, lb = cfg.stages, cfg.stage.stage_k, cfg.lhs_loader.smem_bytes
         lo, hi = self._k_bounds(scope)
+        k0 = f"step * {sk}" if scope.k_origin == "0" else f"(int)({scope.k_origin}) + step * {sk}"
         return self._producer_roles(cfg, d, scope, "\n".join([
+            *self._tile_steps(cfg, scope),
             f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
             f"const unsigned slot = it % {s}u;",
             d.mbarrier_wait(self._empty(cfg, "slot"), f"((it / {s}u) & 1u) ^ 1u"),
             d.mbarrier_arrive_expect_tx(self._full("slot"), f"{cfg.slot_bytes}u"),
-            f"const int k0 = step * {sk};",
+            f"const int k0 = {k0};",
             self.lhs_loader.issue(cfg.lhs_loader, d, scope.lhs.tensor_map, scope.lhs.batch,
                                   f"lhs_ring + slot * {lb}u", self._full("slot"), f"(int){scope.m0}", "k0"),
             self._rhs_issue(cfg, d, scope), "}"]))
@@ -270,7 +207,17 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
     def _producer_roles(self, cfg: TmaSpecializedConfig, d: Dialect, scope, issue: str) -> str:
         """The producer warpgroup: its first unit runs ``issue`` over every tile's slices."""
         return "\n".join([d.setmaxnreg(False, PRODUCER_REGISTERS), f"if (UNIT_ID == {cfg.consumer_units}) {{",
-                          "unsigned it = 0;", scope.tiles(issue, slices="k_steps"), "}"])
+                          "unsigned it = 0;", scope.tiles(issue, slices="k_steps", loads=True), "}"])
+
+    @staticmethod
+    def _k_steps(cfg, scope) -> str:
+        """The declaration of ``k_steps``, the K slices of a tile (of every tile but where the scope
+        gives each its own reduction: `_tile_steps`)."""
+        return f"const int k_steps = (int)(({scope.k} + {cfg.stage.stage_k - 1}) / {cfg.stage.stage_k});"
+
+    def _tile_steps(self, cfg, scope) -> list[str]:
+        """At the start of a role's tile: ``k_steps`` of this tile, where tiles differ in it."""
+        return [self._k_steps(cfg, scope)] if scope.k_per_tile else []
 
     def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False,
                     acc: str = "") -> list[str]:
@@ -299,6 +246,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         release = self._release(cfg, d, f"(it - 1u) % {s}u")
         lo, hi = self._k_bounds(scope)
         tile = "\n".join([
+            *self._tile_steps(cfg, scope),
             self.stage.init_accumulators(st, d),
             *self._turn_wait(cfg, d),
             f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
@@ -309,7 +257,8 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             "}",
             *self._turn_pass(cfg, d),
             self.stage.finish(st, d),
-            release,
+            # A tile of no slices (an empty group's reduction) read no slot: none to release.
+            f"if ({hi} > {lo}) {{\n{release}\n}}" if scope.k_per_tile else release,
             *self._store(cfg, d, scope, listener),
         ])
         return "\n".join([
@@ -392,7 +341,11 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         if cfg.split_tail and scope.split_tail.partial_words != self.stage.partial_words(cfg.stage):
             raise SetupError(self.name, f"the batch level's partial slots hold {scope.split_tail.partial_words} words; "
                                         f"the stage's partial sums are {self.stage.partial_words(cfg.stage)}")
-        s, sk = cfg.stages, cfg.stage.stage_k
+        if scope.k_per_tile and not cfg.tile_loop.ragged_reduction:
+            raise SetupError(self.name, "tiles of their own reductions (a grouped 'k' layout) run the cooperative "
+                                        "schedule without promotion, split tail or converters: ping-pong copies "
+                                        "skip each other's slices by one count for every tile")
+        s = cfg.stages
         listener = self.chain()
         inits = "\n".join([d.mbarrier_init(self._full(str(i)), 1 + cfg.converters) + "\n"
                            + d.mbarrier_init(self._empty(cfg, str(i)), cfg.slot_readers * cfg.cluster_m) for i in range(s)]
@@ -404,7 +357,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
             f"if (UNIT_ID == 0) {{\n{inits}\n{d.fence_mbarrier_init()}\n}}",
             # With clusters, the partner's producer and consumers use this cube's barriers too.
             d.cluster_sync() if clustered else "SYNC_CUBE();",
-            f"const int k_steps = (int)(({scope.k} + {sk - 1}) / {sk});",
+            *([] if scope.k_per_tile else [self._k_steps(cfg, scope)]),
             f"if (UNIT_ID >= {cfg.consumer_units}) {{",
             self._producer(cfg, d, scope),
             "} else {",

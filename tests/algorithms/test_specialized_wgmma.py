@@ -475,8 +475,8 @@ def test_direct_launches_of_a_plan_with_copies_share_a_fresh_workspace():
 def test_register_reallocation_fits_the_register_file():
     """setmaxnreg.inc blocks until the registers exist: the consumers' request plus the producer's
     keep must fit the file (3 consumers at 160 hung on the H100), in multiples of 8."""
-    from gemm_engine.global_.tma_specialized import (CONSUMER_REGISTERS, PRODUCER_REGISTERS,
-                                                     REGISTER_FILE)
+    from gemm_engine.global_.tma_specialized_config import (CONSUMER_REGISTERS, PRODUCER_REGISTERS,
+                                                            REGISTER_FILE)
     for consumers, regs in CONSUMER_REGISTERS.items():
         assert regs % 8 == 0 and regs <= 240
         assert (consumers * regs + PRODUCER_REGISTERS) * 128 <= REGISTER_FILE, consumers

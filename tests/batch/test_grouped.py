@@ -78,13 +78,47 @@ def test_grouped_levels_refuse_dense_problems(name):
         resolve(name).setup(dense, SM90)
 
 
-@pytest.mark.parametrize("layout", ["k", "list"])
-def test_the_tma_level_refuses_ragged_reductions(layout):
-    with pytest.raises(SetupError, match="grouped_tma_batch.*walks \\['contiguous', 'masked'\\] only"):
-        resolve("grouped_specialized_wgmma").setup(grouped(layout), SM90)
+def test_the_tma_level_refuses_the_list_layout():
+    with pytest.raises(SetupError, match="grouped_tma_batch.*walks \\['contiguous', 'k', 'masked'\\] only"):
+        resolve("grouped_specialized_wgmma").setup(grouped("list"), SM90)
     # ... which the family runs on the cp.async wgmma ring instead
-    cfg = resolve("grouped").setup(grouped(layout), SM90)
+    cfg = resolve("grouped").setup(grouped("list"), SM90)
     assert cfg.algorithm.endswith("GroupedPipelinedWgmmaAlgorithm")
+
+
+@pytest.mark.parametrize("layouts", [(COL, ROW), (ROW, COL), (ROW, ROW)])
+def test_ragged_reductions_take_the_tma_level_with_maps_ending_at_each_group(layouts):
+    # a weight gradient (x^T @ dy): its maps are the loading unit's, their K extent the group's end
+    problem = grouped("k", layouts=layouts)
+    cfg = resolve("grouped").setup(problem, SM90)
+    assert cfg.algorithm.endswith("GroupedSpecializedWgmmaAlgorithm")
+    text = source(problem, "grouped")
+    # K is the lines of an MN-major operand (map dimension 1), the contiguous axis of a K-major one (0)
+    dims = {op: 0 if layout is (ROW if op == "lhs" else COL) else 1 for op, layout in zip(("lhs", "rhs"), layouts)}
+    assert f"ptx_tensor_map_extent_{dims['lhs']}((void*)(maps_at), (const void*)&lhs_map, (unsigned)(group_hi));" in text
+    assert (f"ptx_tensor_map_extent_{dims['rhs']}((void*)(maps_at + 128), (const void*)&rhs_map, "
+            "(unsigned)(group_hi));") in text
+    assert "tensormap.replace.tile.global_dim.global.b1024.b32" in text
+    assert "const int k0 = (int)(group_lo) + step * 64;" in text
+    # the slices a tile reads are its group's, counted per tile; an empty group's tile releases no slot
+    assert text.count("const int k_steps = (int)((group_k + 63) / 64);") == 2
+    assert "if (k_steps > 0) {" in text
+    # the map slots: more than the ring's stages, per cube, in the kept scratch (nothing kept zero)
+    slots = cfg.batch.global_.stages + 1
+    kept = resolve("grouped").chosen(cfg).components.kept_workspace(cfg.batch, problem)
+    assert kept.zeroed == 0 and kept.count * 4 == cfg.batch.persistent_cubes * slots * 256
+    # whole output tiles go through the map: a group's output is all of its (M, N)
+    assert "out_tma && cube_m0" not in flat(text)
+
+
+@pytest.mark.parametrize("knobs, why", [(dict(schedule="pingpong", warpgroups_m=1, warpgroups_n=1, partition_m=1,
+                                              tile_n=128, stages=4), "one copy of the consumers"),
+                                        (dict(promote_behind=True), "no promotion")])
+def test_ragged_reductions_refuse_what_counts_slices_once_a_kernel(knobs, why):
+    alg = REGISTRY["grouped_specialized_wgmma"](**knobs)
+    problem = fp8("k", k=4096) if "promote_behind" in knobs else grouped("k", layouts=(COL, ROW))
+    with pytest.raises(SetupError, match=f"'k' layout gives each tile its group's reduction.*{why}"):
+        alg.setup(problem, SM90)
 
 
 @pytest.mark.parametrize("knobs", [dict(cluster_m=2), dict(split_tail=2)])
@@ -201,8 +235,8 @@ def test_ragged_axes_keep_tma_and_the_other_operand_wide():
     # TMA boxes are addressed by coordinates: a column-major token matrix keeps the TMA pipeline
     cfg = resolve("grouped").setup(grouped(layouts=(COL, ROW)), SM90)
     assert cfg.algorithm.endswith("GroupedSpecializedWgmmaAlgorithm")
-    # a weight gradient of x^T (M contiguous) and dy (N contiguous): both 16-byte chunks
-    g = resolve("grouped").setup(grouped("k", layouts=(COL, ROW)), SM90).batch.global_
+    # a weight gradient of x^T (M contiguous) and dy (N contiguous) on the cp.async ring: 16-byte chunks
+    g = resolve("grouped_pipelined_wgmma").setup(grouped("k", layouts=(COL, ROW)), SM90).batch.global_
     assert (g.lhs_loader.piece, g.rhs_loader.piece) == (8, 8)
 
 
@@ -241,7 +275,7 @@ def test_a_reduction_starting_anywhere_is_read_element_by_element():
     text = source(grouped("k", "float32"), "grouped_simple_unit")
     assert "lhs = lhs_base + lhs_offset + group_lo * 1;" in text
     assert re.search(r"float v = \(float\)\(lhs\[", text) and not re.search(r"float\d v = .*\(lhs \+", text)
-    ring = source(grouped("k", layouts=(ROW, COL)))        # the wgmma ring: both on the register path
+    ring = source(grouped("k", layouts=(ROW, COL)), "grouped_pipelined_wgmma")   # the ring: the register path
     assert "(const GLOBAL unsigned short*)(lhs_sw_src" in ring and "(const GLOBAL unsigned short*)(rhs_sw_src" in ring
     assert not re.search(r"ptx_cp_async\w*\([^;]*[lr]hs_sw_dst", flat(ring))
 
@@ -257,14 +291,16 @@ COMPILE_CASES = [  # (name, problem, dialect, arch)
     ("grouped", fp8(groups=256, m=32768, n=7168, k=2048, lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),
     ("grouped", fp8(groups=32, m=32768, n=4096, k=7168, lhs_scale="block", rhs_scale="block"), SM90, SM90A_FLAG),
     ("grouped", grouped(groups=256, m=8192, n=4096, k=7168), SM90, SM90A_FLAG),        # 64 x 128, bf16
-    ("grouped", grouped("k", layouts=(COL, ROW)), SM90, SM90A_FLAG),                    # wgmma ring
+    ("grouped", grouped("k", layouts=(COL, ROW)), SM90, SM90A_FLAG),                    # TMA, maps per group
+    ("grouped", grouped("k", layouts=(ROW, COL), bias=BY_NAME["bfloat16"]), SM90, SM90A_FLAG),
+    ("grouped_pipelined_wgmma", grouped("k", layouts=(COL, ROW)), SM90, SM90A_FLAG),    # wgmma ring
     ("grouped", grouped("list", "float16", align=1), SM90, SM90A_FLAG),
     ("grouped_pipelined_mma", grouped("contiguous", "float16", layouts=(ROW, COL)), SM80, SM80_FLAG),
     ("grouped_pipelined_mma", grouped("k", "bfloat16", layouts=(COL, ROW), align=1, row_scale=True), SM80, SM80_FLAG),
     ("grouped_simple_unit", grouped("masked", "float64", bias=BY_NAME["float64"]), SM80, SM80_FLAG),
     ("grouped_simple_unit", grouped("list", "float32"), SM80, SM80_FLAG),
     # groups starting anywhere along a contiguous axis: element-by-element reads
-    ("grouped", grouped("k", layouts=(ROW, COL)), SM90, SM90A_FLAG),                    # wgmma ring, registers
+    ("grouped_pipelined_wgmma", grouped("k", layouts=(ROW, COL)), SM90, SM90A_FLAG),    # wgmma ring, registers
     ("grouped_pipelined_mma", grouped("contiguous", "float16", layouts=(COL, COL)), SM80, SM80_FLAG),
     ("grouped_simple_unit", grouped("k", "float32"), SM90, SM90A_FLAG),
 ]

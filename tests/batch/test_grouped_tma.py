@@ -1,5 +1,5 @@
 """batch/grouped_tma.py (rendered for the nominal sm_90 device): the grouped TMA level's setup --
-contiguous and masked layouts only, K = 0 and host-planned tile loops refused by name -- its grid
+contiguous, masked and k layouts (list refused), K = 0 and host-planned tile loops refused by name -- its grid
 (persistent, never more than the tile bound), its signature (maps, then the groups) and its kernel
 walking the groups."""
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _p(layout="contiguous", groups=8, m=1024, k=512):
     return MatmulProblem(groups, m, 256, k, BF16, BF16, BF16, Layout.ROW, Layout.ROW, 8, 8, groups=Groups(layout))
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+@pytest.mark.parametrize("layout", ["contiguous", "masked", "k"])
 def test_grid_signature_and_kernel(layout):
     alg = ALG()
     problem = _p(layout)
@@ -36,14 +36,16 @@ def test_grid_signature_and_kernel(layout):
     assert alg.cube_count(cfg, problem) == max(1, min(tile_bound(problem, stage.stage_m, stage.stage_n),
                                                       SM90.device.compute_units))
     names = alg.signature(cfg).names
-    assert names[-2:] == ("groups_base", "groups_offset") and "rhs_map" in names
+    # the "k" layout's maps per group live in the kept scratch, after the groups
+    tail = ("groups_base", "groups_offset") + (("kept_scratch",) if layout == "k" else ())
+    assert names[-len(tail):] == tail and "rhs_map" in names
     source = alg.render(cfg, SM90)
     assert f"{EXTENT_FUNCTION}(" in source and "ptx_tma_load_" in source
 
 
 def test_other_layouts_and_k_zero_are_refused():
-    with pytest.raises(SetupError):
-        ALG().setup(_p("k"), SM90)
+    with pytest.raises(SetupError, match="list"):
+        ALG().setup(_p("list"), SM90)
     with pytest.raises(SetupError, match="K = 0"):
         GroupedTmaBatchMatmul(ALG().build().global_).setup(_p(k=0), ALG().selection_for(_p(), SM90), SM90)
 

@@ -56,9 +56,12 @@ def test_split_tail_units_are_mapped_by_the_function_in_both_copies_of_the_body(
 def test_what_the_loop_reads_of_the_global_level_is_its_declared_request():
     alg = SpecializedWgmmaAlgorithm()
     cfg = alg.setup(_bf16(), SM90).batch
-    assert cfg.global_.tile_loop == TileLoopRequest(cluster_m=1, split_tail=0)
+    # one copy of the consumers, no promotion or split tail: a reduction per tile is taken
+    assert cfg.global_.tile_loop == TileLoopRequest(cluster_m=1, split_tail=0, ragged_reduction=True)
     asked = replace(cfg, global_=replace(cfg.global_, cluster_m=2, split_tail=0))
-    assert asked.global_.tile_loop == TileLoopRequest(cluster_m=2)
+    assert asked.global_.tile_loop == TileLoopRequest(cluster_m=2, ragged_reduction=True)
+    split = replace(cfg, global_=replace(cfg.global_, split_tail=4))
+    assert split.global_.tile_loop == TileLoopRequest(split_tail=4)
     assert TmaPersistentBatchMatmul.cluster_m(asked) == 2 and TmaPersistentBatchMatmul.split_tail(asked) == 0
     # The output's tensor map follows the writer's declared config.
     no_store = replace(cfg, global_=replace(cfg.global_, writer=replace(cfg.global_.writer, tma_store=False)))

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from gemm_engine.codegen import ptx, ptx_dequant
+from gemm_engine.codegen import ptx, ptx_dequant, ptx_tma
 from gemm_engine.codegen.cuda_dialect import CudaDialect
 
 from cuda_compile import SM90A, compile_cuda, nvcc_or_skip
@@ -34,8 +34,10 @@ BUILDS = [
     "cp_async_commit()", "cp_async_wait(0)", "cp_async_wait(2)", "cp_async_wait_all()", "st_shared_v4()",
     "mbarrier_init()", "fence_mbarrier_init()", "mbarrier_arrive()", "mbarrier_arrive_expect_tx()",
     "mbarrier_wait()", "cluster_rank()", "mbarrier_arrive_remote()", "cluster_sync()",
-    "tma_load(2)", "tma_load(3)", "tma_load_multicast(2)", "tma_load_multicast(3)", "tma_store(2)", "tma_store(3)",
-    "bulk_commit()", "bulk_wait(0, True)", "bulk_wait(0, False)", "bulk_wait(1, True)", "named_barrier()",
+    "ptx_tma.tma_load(2)", "ptx_tma.tma_load(3)", "ptx_tma.tma_load_multicast(2)", "ptx_tma.tma_load_multicast(3)",
+    "ptx_tma.tma_store(2)", "ptx_tma.tma_store(3)", "ptx_tma.bulk_load()", "ptx_tma.tensor_map_extent(0)",
+    "ptx_tma.tensor_map_extent(1)", "ptx_tma.bulk_commit()", "ptx_tma.bulk_wait(0, True)",
+    "ptx_tma.bulk_wait(0, False)", "ptx_tma.bulk_wait(1, True)", "named_barrier()",
     "setmaxnreg(True, 240)", "setmaxnreg(False, 40)", "st_global_v4('f32')", "st_global_v4('i32')",
     "ld_global_cg_v4('f32')", "ld_global_cg_v4('i32')", "flag_release()", "flag_acquire_clear()",
 ]
@@ -43,7 +45,7 @@ BUILDS = [
 
 def build(call: str) -> tuple[str, str]:
     qualified = "." in call.split("(")[0]
-    return eval(call if qualified else f"ptx.{call}", {"ptx": ptx, "ptx_dequant": ptx_dequant})
+    return eval(call if qualified else f"ptx.{call}", {"ptx": ptx, "ptx_dequant": ptx_dequant, "ptx_tma": ptx_tma})
 
 
 _HEAD = re.compile(r"^INLINE (\w+) (\w+)\(([^)]*)\) \{\n", re.M)
@@ -100,7 +102,8 @@ def test_builders_are_deterministic():
 
 
 @pytest.mark.parametrize("call", ["cp_async('cg', 16, True)", "mbarrier_wait()",
-                                  "tma_load(2)", "tma_store(3)", "cluster_sync()", "bulk_wait(0, True)",
+                                  "ptx_tma.tma_load(2)", "ptx_tma.tma_store(3)", "cluster_sync()",
+                                  "ptx_tma.bulk_wait(0, True)", "ptx_tma.tensor_map_extent(1)",
                                   "fence_proxy_async()", "wgmma_fence()", "named_barrier()", "flag_release()",
                                   "st_global_v4('f32')", "st_shared_v4()", "mbarrier_arrive_remote()"])
 def test_memory_ordering_statements_are_volatile_with_memory_clobber(call):
@@ -172,7 +175,7 @@ def test_wait_counts_and_variants_are_in_names_and_text():
     assert ptx.cp_async_wait(3) == ("ptx_cp_async_wait_3", ptx.cp_async_wait(3)[1])
     assert "cp.async.wait_group 3;" in ptx.cp_async_wait(3)[1]
     assert "wgmma.wait_group.sync.aligned 1;" in ptx.wgmma_wait(1)[1]
-    read, write = ptx.bulk_wait(2, True), ptx.bulk_wait(2, False)
+    read, write = ptx_tma.bulk_wait(2, True), ptx_tma.bulk_wait(2, False)
     assert read[0] != write[0]
     assert "wait_group.read 2;" in read[1] and "wait_group 2;" in write[1]
     inc, dec = ptx.setmaxnreg(True, 232), ptx.setmaxnreg(False, 40)
@@ -188,13 +191,24 @@ def test_cp_async_zfill_reads_src_bytes():
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 5])
 def test_tma_coordinates(rank):
-    for builder, first in ((ptx.tma_load, 3), (ptx.tma_load_multicast, 4), (ptx.tma_store, 2)):
+    for builder, first in ((ptx_tma.tma_load, 3), (ptx_tma.tma_load_multicast, 4), (ptx_tma.tma_store, 2)):
         name, definition = builder(rank)
         assert f"_{rank}d" in name and f".tensor.{rank}d." in definition
         assert ", ".join(f"int c{i}" for i in range(rank)) in definition
         coords = ", ".join(f"%{first + i}" for i in range(rank))
         [(text, bound, used)] = _asm_operands(definition)
         assert "{" + coords + "}" in text and bound == used + 1 == first + rank
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_tensor_map_rewritten_on_the_device_is_released_and_acquired(dim):
+    name, definition = ptx_tma.tensor_map_extent(dim)
+    assert name == f"ptx_tensor_map_extent_{dim}"
+    # the copy, then the extent, then the generic proxy's writes made visible to the tensor-map proxy
+    order = ["((uint4*)map)[i] = ((const uint4*)src)[i]", f"tensormap.replace.tile.global_dim.global.b1024.b32 [%0], {dim}, %1;",
+             "fence.proxy.tensormap::generic.release.gpu;", "fence.proxy.tensormap::generic.acquire.gpu [%0], 128;"]
+    at = [definition.index(piece) for piece in order]
+    assert at == sorted(at)
 
 
 def test_pin_registers_reads_and_writes_each_register():

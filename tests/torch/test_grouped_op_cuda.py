@@ -115,6 +115,45 @@ def test_masked_layer_gradients_ignore_rows_past_the_counts(cuda_engine):
     assert _rel(x_.grad, gyd @ w.double().mT) < TOL
 
 
+def test_weight_gradients_on_the_tma_level_read_only_their_groups_tokens(cuda_engine):
+    """The "k" layout (x^T @ dy per group) on the Hopper TMA pipeline, whose copies read zeros past
+    a group's last token because the loading unit sets its maps' K extent to the group's end on the
+    device. The tokens of one group are infinite in both operands: a slice of the group before it
+    that read them (or read zeros in one operand only: 0 * inf) would make that group's sums
+    infinite or NaN. Empty groups give zeros; a poisoned given out is written everywhere."""
+    from dataclasses import replace
+
+    import ml_dtypes
+
+    from gemm_engine.algorithms import resolve
+    from gemm_engine.call.prepare import dense_problem
+    from gemm_engine.problem import Groups, Layout
+
+    counts = [0, 130, 1, 0, 257, 64, 3, 0, 70]           # the group of 257 tokens is infinite
+    ends = torch.tensor(counts, device="cuda").cumsum(0).to(torch.int32)
+    t, h, n, g = sum(counts), 200, 328, len(counts)
+    x, dy = _randn(t, h, seed=21), _randn(t, n, seed=22)
+    lo, hi = sum(counts[:4]), sum(counts[:5])
+    x[lo:hi], dy[lo:hi] = float("inf"), float("inf")
+    problem = replace(dense_problem(g, h, n, t, ml_dtypes.bfloat16, lhs_layout=Layout.COL), groups=Groups("k"))
+    chosen = resolve("grouped").setup(problem, cuda_engine.runtime.dialect)
+    if not chosen.algorithm.endswith("GroupedSpecializedWgmmaAlgorithm"):
+        pytest.skip(f"the TMA level does not run here ({chosen.algorithm})")
+    out = torch.full((g, h, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm_engine.grouped_matmul(x.T, dy, offsets=ends, out=out)
+    torch.cuda.synchronize()
+    start = 0
+    for e, count in enumerate(counts):
+        if e != 4:
+            want = x[start:start + count].double().T @ dy[start:start + count].double()
+            assert torch.isfinite(out[e]).all(), e
+            if count:
+                assert _rel(out[e], want) < TOL, (e, _rel(out[e], want))
+            else:
+                assert (out[e] == 0).all(), e
+        start += count
+
+
 def test_forward_and_backward_in_one_graph_replayed_with_new_routing(cuda_engine):
     t, k, n, g = 512, 128, 256, 4
     x, w = _randn(t, k, seed=8), _randn(g, k, n, seed=9, scale=k ** -0.5)
