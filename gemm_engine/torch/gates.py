@@ -66,8 +66,16 @@ def activation_grad(z, gy, row_scale, key: str, need_scale: bool):
         g, u = z[..., 0::2], z[..., 1::2]
         gated = gate(g)
         values = gated * u if need_scale else None
-        # both partial derivatives, interleaved back into z's columns
-        gz = torch.stack((derivative(gz * u, g, *more), gz * gated), dim=-1).flatten(-2)
+        if torch.compiler.is_compiling():
+            # Traced: interleaved by a stack, which inductor fuses with the elementwise kernels.
+            gz = torch.stack((derivative(gz * u, g, *more), gz * gated), dim=-1).flatten(-2)
+        else:
+            # Both partial derivatives written into z's interleaved columns where they go: a stack
+            # of them was a pass of its own over twice their bytes (Mixtral's up projection at
+            # 8192 routed rows: 1.15 ms of a 19.7 ms training step on the H200).
+            scaled, gz = gz, torch.empty_like(z)
+            derivative.grad_input(scaled * u, g, *more, grad_input=gz[..., 0::2])
+            torch.mul(scaled, gated, out=gz[..., 1::2])
     else:
         function, derivative, more = ELEMENTWISE[key]
         values = function(z) if need_scale else None
