@@ -92,8 +92,8 @@ def main(argv=None):
     return torch_rows_main(__doc__, "grouped_wgrad.py", "grouped_wgrad", "MoE weight gradients (the 'k' layout) "
                            "against torch._grouped_mm (bench/grouped_wgrad.py)", ROWS,
                            lambda torch, eng, *row: run_row(torch, eng, rng, *row), markdown,
-                           lambda r: r["rel_error"] > 2e-2, lambda: gemm_engine.Engine("cuda", background_compile=False),
-                           argv)
+                           lambda r: r["rel_error"] > 2e-2,
+                           lambda: gemm_engine.Engine("cuda", background_compile=False), argv)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,15 @@ _KINDS = {"f16_bits": "f16", "bf16_bits": "bf16", "f32": None}
 
 def dense_view(problem: MatmulProblem) -> MatmulProblem:
     """The dense problem the kernels after the pass see: the rhs the activations' type, K-major
-    (column-major (K, N)), 16-byte aligned (the copy's rows are whole 16-byte chunks)."""
-    return replace(problem, weights=None, rhs_layout=Layout.COL, rhs_align=16 // problem.rhs.itemsize)
+    (column-major (K, N)), 16-byte aligned (the copy's rows are whole 16-byte chunks). A transposed
+    weight's copy (the same rows, of the weight's K: the product's N) is a row-major rhs."""
+    layout = Layout.ROW if problem.weights is not None and problem.weights.transposed else Layout.COL
+    return replace(problem, weights=None, rhs_layout=layout, rhs_align=16 // problem.rhs.itemsize)
+
+
+def weight_extents(problem: MatmulProblem) -> tuple:
+    """(K, N) of the stored weight: the product's, or swapped for a transposed one."""
+    return (problem.n, problem.k) if problem.weights.transposed else (problem.k, problem.n)
 
 
 @dataclass(frozen=True)
@@ -98,16 +105,19 @@ class DequantizePass:
         base = super().setup(dense_view(problem), selection, dialect)
         kept = {f.name: getattr(base, f.name) for f in fields(base)}
         piece = piece_values(w, problem.rhs)
-        # rows of whole pieces: whole words and whole 16-byte chunks (both powers of two)
-        kept.update(rhs_copy=True, dequantized=w, k_ragged=problem.k % piece != 0, pitch_align=piece)
+        # rows of whole pieces: whole words and whole 16-byte chunks (both powers of two); a
+        # transposed weight's copy is the row-major rhs the dense view reads (rows of its N)
+        kept.update(rhs_copy=True, dequantized=w, k_ragged=weight_extents(problem)[0] % piece != 0,
+                    pitch_align=piece, mn_major_copies=("rhs",) if w.transposed else ())
         return DequantizeFirstConfig(**kept)
 
     def workspace(self, cfg: BatchConfig, problem: MatmulProblem) -> Workspace | None:
         if not isinstance(cfg, DequantizeFirstConfig):
             return super().workspace(cfg, problem)
         # The weight is one for every batch entry: its copy once, after the lhs copies if any.
-        rows = (problem.batch * problem.m if cfg.lhs_copy else 0) + problem.n
-        return Workspace(problem.lhs, rows * k_pitch(problem.k, cfg.pitch_align))
+        lhs = problem.batch * problem.m * k_pitch(problem.k, cfg.pitch_align) if cfg.lhs_copy else 0
+        rows, length = self.copy_shape(cfg, "rhs", problem.m, problem.n, problem.k)
+        return Workspace(problem.lhs, lhs + rows * k_pitch(length, cfg.pitch_align))
 
     def signature(self, cfg: BatchConfig) -> KernelSignature:
         signature = super().signature(cfg)
@@ -121,8 +131,9 @@ class DequantizePass:
         if op != "rhs" or not isinstance(cfg, DequantizeFirstConfig):
             return super().copy_launch(cfg, problem, op)
         w = cfg.dequantized
-        words = k_pitch(problem.k, cfg.pitch_align) // w.per_word      # word rows of the copy's rows
-        cubes = -(-problem.n // _COLUMNS) * -(-words // cube_word_rows(w, problem.rhs))
+        k, n = weight_extents(problem)
+        words = k_pitch(k, cfg.pitch_align) // w.per_word      # word rows of the copy's rows
+        cubes = -(-n // _COLUMNS) * -(-words // cube_word_rows(w, problem.rhs))
         return Launch(DEQUANTIZE_KERNEL, cubes, _UNITS, dynamic_shared=False)
 
     def copy_kernel(self, cfg: KMajorBatchConfig, d: Dialect, op: str) -> str:
@@ -133,7 +144,8 @@ class DequantizePass:
             f"KERNEL LAUNCH_BOUNDS({_UNITS}) void {DEQUANTIZE_KERNEL}(\n    {self.signature(cfg).render(d)})",
             "{",
             self._pitch(cfg),
-            *dequantize_body(cfg.dequantized, d, element, f"workspace + {self._regions(cfg)['rhs']}", cfg.k_ragged),
+            *dequantize_body(cfg.dequantized, d, element, f"workspace + {self._regions(cfg)['rhs']}", cfg.k_ragged,
+                             self.pitch_name(cfg, "rhs")),
             "}"])
 
 
@@ -147,11 +159,13 @@ def cube_word_rows(w: WeightFormat, element) -> int:
     return _PIECES * piece_values(w, element) // w.per_word
 
 
-def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged: bool) -> list[str]:
+def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged: bool,
+                    row_pitch: str = "k_pitch") -> list[str]:
     """Statements of the pass (module docstring): this cube's 64 columns by `cube_word_rows` word
     rows, read from ``rhs`` (the kernel's packed words and ``qscale`` / ``qzero``) into shared
-    memory, then written as ``element`` values into the copy at ``region`` (rows of ``k_pitch``,
-    which the caller declares), a plane's units writing consecutive pieces of one row."""
+    memory, then written as ``element`` values into the copy at ``region`` (rows of ``row_pitch``,
+    which the caller declares), a plane's units writing consecutive pieces of one row. The
+    weight's K and N are the kernel's, swapped where the product reads it transposed."""
     p, u32 = w.per_word, d.c_type("u32")
     kind = _KINDS[element.storage]
     piece = piece_values(w, element)
@@ -159,12 +173,14 @@ def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged:
     reads, writes, pitch = _COLUMNS * rows // _UNITS, _COLUMNS * _PIECES // _UNITS, _COLUMNS + 1
     # One scale for the whole piece where no group boundary falls inside it (groups are whole words).
     one_scale = not w.group_size or w.group_size % piece == 0
+    k, n = ("N", "K") if w.transposed else ("K", "N")
     lines = [
         # A padded row: a plane's reads down one column (stride 65 words) hit 32 different banks.
         f"LOCAL {u32} dq_tile[{rows * pitch}];",
-        f"const i64 words_k = (K + {p - 1}) / {p};",
-        f"const i64 pitch_words = k_pitch / {p};",
-        f"const i64 strips = (N + {_COLUMNS - 1}) / {_COLUMNS};",
+        f"const i64 dq_k = {k}, dq_n = {n};",
+        "const i64 words_k = (dq_k + " + f"{p - 1}) / {p};",
+        f"const i64 pitch_words = {row_pitch} / {p};",
+        f"const i64 strips = (dq_n + {_COLUMNS - 1}) / {_COLUMNS};",
         # Neighbouring cubes take neighbouring columns of the same word rows.
         f"const i64 n0 = (CUBE_ID % strips) * {_COLUMNS};",
         f"const i64 kw0 = (CUBE_ID / strips) * {rows};",
@@ -177,7 +193,7 @@ def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged:
         f"for (int i = 0; i < {reads}; ++i) {{",
         f"const int e = i * {_UNITS} + UNIT_ID;",
         f"const i64 kw = kw0 + e / {_COLUMNS}, col = n0 + e % {_COLUMNS};",
-        f"dq_r[i] = kw < words_k && col < N ? packed[{w.word_index('kw', 'col', 'rhs_ld')}] : 0u;",
+        f"dq_r[i] = kw < words_k && col < dq_n ? packed[{w.word_index('kw', 'col', 'rhs_ld', 'dq_k')}] : 0u;",
         "}",
         "#pragma unroll",
         f"for (int i = 0; i < {reads}; ++i) {{",
@@ -191,21 +207,21 @@ def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged:
         f"const int e = i * {_UNITS} + UNIT_ID;",
         f"const int c = e / {_PIECES}, q = e % {_PIECES};",
         f"const i64 col = n0 + c, kw = kw0 + q * {per_piece};",
-        "if (col < N && kw < pitch_words) {",
+        "if (col < dq_n && kw < pitch_words) {",
         *(f"const {u32} dq_w{h} = dq_tile[(q * {per_piece} + {h}) * {pitch} + c];" for h in range(per_piece)),
     ]
     if one_scale:
-        lines += _scale_zero(w, d, f"kw * {p}", "")   # a piece starts before K (k_pitch - piece < K)
+        lines += _scale_zero(w, d, f"kw * {p}", "")   # a piece starts before K (the pitch less a piece < K)
     values = []
     for h in range(per_piece):
         k0 = f"(kw + {h}) * {p}"
         if not one_scale:   # a word past K (the row's padding) takes the last row's scale
-            lines += _scale_zero(w, d, f"({k0} < K ? {k0} : K - 1)" if k_ragged else k0, str(h))
+            lines += _scale_zero(w, d, f"({k0} < dq_k ? {k0} : dq_k - 1)" if k_ragged else k0, str(h))
         suffix = "" if one_scale else str(h)
         for j in range(p):
             value = w.value(d, f"dq_w{h}", j, f"dq_s{suffix}", f"dq_z{suffix}")
-            values.append(f"({k0} + {j} < K ? {value} : 0.0f)" if k_ragged and (h or j) else value)
-    return lines + [*_store(d, kind, values, "dst", f"col * k_pitch + kw * {p}"), "}", "}"]
+            values.append(f"({k0} + {j} < dq_k ? {value} : 0.0f)" if k_ragged and (h or j) else value)
+    return lines + [*_store(d, kind, values, "dst", f"col * {row_pitch} + kw * {p}"), "}", "}"]
 
 
 def _scale_zero(w: WeightFormat, d: Dialect, k: str, suffix: str) -> list[str]:

@@ -185,6 +185,9 @@ class GlobalMatmul(ABC):
         elif not self.reads_weights():
             raise SetupError(reader, f"reads dense rhs elements; {problem.weights.kind} weights need a "
                                      "dequantizing loader (QUANTIZED_WEIGHTS) or the quantized decode level")
+        elif problem.weights.transposed:
+            raise SetupError(reader, "reads packed codes along K, and a transposed weight (W.T) has them along "
+                                     "the product's N: the dequantizing pass (dequantized_*) reads it")
 
     def setup_stage(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool | None = None,
                     rhs_k_contiguous: bool | None = None) -> StageConfig:

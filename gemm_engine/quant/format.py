@@ -44,6 +44,10 @@ class WeightFormat:
     zeros: bool = False         # an array of zero points (asymmetric), else the implicit zero
     scale: str = "f16_bits"     # storage word of the scales and zeros: "f16_bits" or "bf16_bits"
     layout: str = "k_packed"    # "k_packed" or "prepacked" (module docstring)
+    #: The product reads the (K, N) weight transposed, as an (N, K) ``b`` (``W.T``: a backward's
+    #: ``gy @ W^T``; `TransposedQuantizedWeight`): only the dequantizing pass does
+    #: (batch/dequantize_first.py).
+    transposed: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:

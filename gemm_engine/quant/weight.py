@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -107,6 +107,15 @@ class QuantizedWeight:
     @property
     def shape(self) -> tuple[int, int]:
         return (self.k, self.n)
+
+    @property
+    def T(self) -> "QuantizedWeight":
+        """This weight read transposed: the (N, K) ``b`` of ``x @ W^T`` (`TransposedQuantizedWeight`), made
+        once and kept; its ``T`` is this weight again (`TransposedQuantizedWeight`)."""
+        view = self.__dict__.get("_transposed")
+        if view is None:
+            view = self._transposed = TransposedQuantizedWeight(self)
+        return view
 
     @property
     def scale_dtype(self) -> np.dtype:
@@ -202,3 +211,49 @@ def kept_on_device(weight, runtime, copies, lock, experts: bool = False) -> Devi
 
 
 __all__ = ["DeviceWeight", "QuantizedWeight", "kept_on_device"]
+
+
+class TransposedQuantizedWeight(QuantizedWeight):
+    """``weight.T``: the (N, K) operand ``b`` of products such as a backward pass's ``gy @ W^T`` (the
+    input's gradient of ``x @ W``); ``shape`` (N, K), ``k`` and ``n`` the stored weight's, as its
+    arrays are. Made by `QuantizedWeight.T`, not directly.
+
+    It shares W's packed words, scales and zeros, on the host and on each device (a module's buffers
+    included: `QuantizedWeight.device`); only its format differs (`WeightFormat.transposed`). The
+    levels that stream packed words along K would read them along the product's N, which none
+    does: they refuse it (global_/base.py `check_weights`). The dequantizing pass
+    (batch/dequantize_first.py) writes W's values once per call as it always does, and the dense
+    kernel after it reads that copy as the row-major (N, K) ``b`` it is: W^T costs what W costs on
+    that path."""
+
+    def __init__(self, weight: QuantizedWeight):       # its arrays were checked when it was made
+        self.base = weight
+        self.format = replace(weight.format, transposed=True)
+        self.k, self.n = weight.k, weight.n
+        self.packed, self.scales, self.zeros = weight.packed, weight.scales, weight.zeros
+        self._device: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self.device_source = None                      # the stored weight's copies serve (`device`)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.k)
+
+    @property
+    def T(self) -> QuantizedWeight:
+        return self.base
+
+    def codes(self) -> np.ndarray:
+        return self.base.codes().T
+
+    def dequantize(self, rounded_to=None) -> np.ndarray:
+        return self.base.dequantize(rounded_to).T
+
+    def prepack(self) -> QuantizedWeight:
+        return self.base.prepack().T
+
+    def device(self, runtime) -> DeviceWeight:
+        return replace(self.base.device(runtime), weight=self)
+
+    def __repr__(self) -> str:
+        return f"{self.base!r}.T"

@@ -70,6 +70,14 @@ def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None if problem.weights is not None else "the rhs is not a quantized weight"
 
 
+def transposed_weights(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """The dequantizing pass by register FMA for a transposed quantized weight (``W.T``: the pass is
+    its one reader, `TransposedQuantizedWeight`) where no tensor-core pass rule above took it."""
+    if problem.weights is None or not problem.weights.transposed:
+        return "the rhs is not a transposed quantized weight (the loaders read the others in place)"
+    return None
+
+
 #: Largest M the quantized decode kernel takes (its x rows live in registers: 8 tiles of 8).
 DECODE_MAX_M = 64
 
@@ -135,6 +143,8 @@ def dequantize_first_worth_it(problem: MatmulProblem, dialect: Dialect) -> str |
     of M (int4; 46 for 8-bit codes); the decode kernels (M <= 64) are ranked before it."""
     if problem.weights is None:
         return "the rhs is not a quantized weight"
+    if problem.weights.transposed:
+        return None          # the pass is its one reader (`TransposedQuantizedWeight`)
     saved = problem.flops * (1 / LOADER_TFLOPS - 1 / DENSE_TFLOPS) / 1e12
     spent = dequantize_first_seconds(problem)
     if spent >= saved:

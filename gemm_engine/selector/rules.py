@@ -25,6 +25,7 @@ from .conditions import (always, dequantize_first_worth_it, dequantized_speciali
                          quantized, quantized_decode_split_worth_it, quantized_decode_worth_it,
                          quantized_wgmma_split_worth_it, quantized_wgmma_worth_it,
                          skinny_split_worth_it, skinny_worth_it, specialized_worth_it, split_k_worth_it,
+                         transposed_weights,
                          wgmma_worth_it, without_cp_async)
 
 
@@ -111,12 +112,12 @@ RULES: tuple[Rule, ...] = (
                                            "activations)", quantized),
     Rule("quantized_simple_unit", "quantized weights by register FMA: every backend and activation type, "
                                   "the fallback of quantized problems", quantized),
+    Rule("dequantized_simple_unit", "a transposed quantized weight (W.T, a backward's gy @ W^T) where no "
+                                    "tensor-core pass runs: the dequantizing pass, then register FMA; every "
+                                    "backend", transposed_weights),
 )
 
 UNRANKED: tuple[Unranked, ...] = (
-    Unranked("dequantized_simple_unit", "the dequantizing pass before register FMA: what PoCL checks the pass "
-                                        "with; quantized_simple_unit converts in the loader instead (not measured "
-                                        "against it)"),
     Unranked("quantized_simple_mma", "quantized weights on mma.sync without double buffering: "
                                      "quantized_double_buffering_mma spreads its loads between tile matmuls"),
     Unranked("double_buffering_unit", "measured behind simple_unit (f32 4096^3 on the H100: 0.81 vs "

@@ -5,10 +5,10 @@ around it (a `QuantizedWeight` is no tensor: the op takes the module's buffers i
 ``quantized_mm(x, qweight, scales, zeros, bias, format, k, n, engine, algorithm)``: ``x (M, k) @ W +
 bias`` with W (k, n) held as the packed words ``qweight`` (int32 bits), ``scales`` and ``zeros``
 (int16 bits) of `format_key`'s format, the result in x's dtype. ``quantized_mm_t(gy, qweight,
-scales, zeros, format, k, n, engine)``: ``gy @ W^T``, the input's gradient (W expanded from the
-buffers on their device, dequantize.py, as `QuantizedProduct`'s backward: the kernels read W only
-as a rhs over K). The bias's
-gradient is gy summed over the rows; the weight's codes take none.
+scales, zeros, format, k, n, engine)``: ``gy @ W^T``, the input's gradient (on CUDA the transposed
+weight, `TransposedQuantizedWeight`, through the engine's dequantizing pass; elsewhere W expanded
+from the buffers by torch, dequantize.py, as `QuantizedProduct`'s backward). The bias's gradient is
+gy summed over the rows; the weight's codes take none.
 
 The op finds the `QuantizedWeight` of its tensors (`tensor_weight`): the one a `QuantizedLinear`
 built from these buffers, else one made from them (a host copy, once per buffer), whose device
@@ -119,9 +119,15 @@ def quantized_fake(x, qweight, scales, zeros, bias, format, k, n, engine, algori
 
 
 def transposed_impl(gy, qweight, scales, zeros, format, k, n, engine):
-    w = dequantized(qweight, scales, zeros, format_of(format), k, n).to(gy.dtype)      # (k, n), on the buffers' device
-    return engine_of(engine).run_call(plain(gy), w.mT, None, 1.0, None, None, None, -1, None, None, "same_kind",
-                                      None, None, False, None, None, None)
+    eng, fmt = engine_of(engine), format_of(format)
+    if gy.device.type == "cuda" and eng.runtime.backend == "cuda":
+        # The transposed weight (`TransposedQuantizedWeight`): the engine's dequantizing pass writes
+        # W from the buffers' words and a dense kernel reads it as W^T, each call.
+        w = tensor_weight(qweight, scales, zeros, fmt, k, n).T
+    else:
+        w = dequantized(qweight, scales, zeros, fmt, k, n).to(gy.dtype).mT    # (n, k), on the buffers' device
+    return eng.run_call(plain(gy), w, None, 1.0, None, None, None, -1, None, None, "same_kind",
+                        None, None, False, None, None, None)
 
 
 def transposed_fake(gy, qweight, scales, zeros, format, k, n, engine):

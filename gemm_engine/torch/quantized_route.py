@@ -38,8 +38,13 @@ class QuantizedProduct(torch.autograd.Function):
     def backward(ctx, gy):
         gx = gbias = None
         if ctx.needs_input_grad[0]:
-            w = dequantized_weight(ctx.qweight, gy.device, gy.dtype, ctx.engine)     # (K, N), on the device
-            gx = ctx.engine.matmul(gy, w.mT)
+            if gy.device.type == "cuda" and ctx.engine.runtime.backend == "cuda":
+                # W^T through the dequantizing pass (`TransposedQuantizedWeight`): its words where they lie
+                gx = ctx.engine.run_call(gy, ctx.qweight.T, None, 1.0, None, None, None, -1, None, None,
+                                         "same_kind", None, None, False, None, None, None)
+            else:
+                w = dequantized_weight(ctx.qweight, gy.device, gy.dtype, ctx.engine)     # (K, N), on the device
+                gx = ctx.engine.matmul(gy, w.mT)
         if ctx.has_bias and ctx.needs_input_grad[1]:
             gbias = gy.reshape(-1, gy.shape[-1]).sum(0)
         return gx, gbias, None, None, None

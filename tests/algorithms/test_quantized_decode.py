@@ -218,11 +218,12 @@ def test_auto_takes_decode_on_cuda_and_splits_few_strips():
     assert (wide.planes, wide.unroll, wide.prefetch) == (16, 2, False)
     assert picks[(4096, 65)] == "QuantizedWgmmaAlgorithm"
     assert auto.setup(_problem(m=1024), d).algorithm.endswith("DequantizedSpecializedWgmmaAlgorithm")  # the pass first
-    assert [r.algorithm for r in RULES[-9:]] == ["quantized_wgmma_split_k", "quantized_wgmma",
-                                                 "quantized_decode_split_k", "quantized_decode",
-                                                 "dequantized_specialized_wgmma", "dequantized_pipelined_wgmma",
-                                                 "dequantized_pipelined_mma", "quantized_double_buffering_mma",
-                                                 "quantized_simple_unit"]
+    # last, the pass by register FMA for transposed weights only (W.T: tests/batch/test_dequantize_transposed.py)
+    assert [r.algorithm for r in RULES[-10:]] == ["quantized_wgmma_split_k", "quantized_wgmma",
+                                                  "quantized_decode_split_k", "quantized_decode",
+                                                  "dequantized_specialized_wgmma", "dequantized_pipelined_wgmma",
+                                                  "dequantized_pipelined_mma", "quantized_double_buffering_mma",
+                                                  "quantized_simple_unit", "dequantized_simple_unit"]
 
 
 # -- CUDA sources ----------------------------------------------------------------------------------

@@ -28,62 +28,7 @@ from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.quant import AWQ_ORDER, WeightFormat, from_awq, from_gptq, quantize
 from gemm_engine.selector.conditions import dequantize_first_worth_it
 from helpers import BF16, TOLERANCE, np_dtype, rel_error
-
-NAMES = ("dequantized_simple_unit", "dequantized_pipelined_mma", "dequantized_pipelined_wgmma",
-         "dequantized_specialized_wgmma")
-
-
-def weight(rng, k, n):
-    """Rows scaled differently (so a wrong group's scale shows)."""
-    return rng.standard_normal((k, n)) * rng.uniform(0.05, 20.0, size=(k, 1))
-
-
-def run_or_skip(engine, x, q, name, **kw):
-    try:
-        return engine.quantized_matmul(x, q, algorithm=name, **kw)
-    except SetupError as exc:
-        cc = engine.device.compute_capability or (0, 0)
-        meant = name == "dequantized_simple_unit" or (
-            engine.backend == "cuda" and x.dtype != np.float32 and
-            cc >= ((9, 0) if "wgmma" in name else (8, 0)))
-        if meant:
-            raise
-        pytest.skip(f"{name} does not run here: {exc.reason}")
-
-
-#: (format, symmetric, group, K, N, layout, dtype): K past the last word / group, odd N, per column.
-CASES = [
-    ("int4", False, 32, 100, 37, "k_packed", "bfloat16"),
-    ("int4", True, 64, 131, 70, "prepacked", "float16"),
-    ("int4", False, None, 77, 65, "prepacked", "bfloat16"),
-    ("int4", True, 128, 256, 40, "k_packed", "float32"),
-    ("int8", False, 32, 130, 24, "prepacked", "bfloat16"),
-    ("int8", True, None, 66, 17, "k_packed", "float16"),
-    ("fp8_e4m3", True, 32, 72, 41, "prepacked", "bfloat16"),
-    ("fp8_e4m3", True, None, 64, 30, "k_packed", "float32"),
-    # every group size of each code with and without zeros; K past the last group; K < a word; N = 1
-    ("int4", False, 128, 300, 65, "k_packed", "float16"),
-    ("int4", True, 32, 5, 1, "prepacked", "bfloat16"),
-    ("int4", False, 64, 64, 129, "prepacked", "float32"),
-    ("int8", False, 128, 260, 33, "k_packed", "float32"),
-    ("int8", True, 64, 129, 64, "prepacked", "bfloat16"),
-    ("fp8_e4m3", True, 128, 200, 19, "k_packed", "float16"),
-    ("fp8_e4m3", True, None, 3, 70, "prepacked", "bfloat16"),
-    # groups that end inside a unit's run of word rows: a scale per word
-    ("int4", False, 48, 100, 37, "prepacked", "float16"),
-    ("int8", True, 8, 70, 20, "k_packed", "bfloat16"),
-    # groups of one word inside a two-word piece, the piece's second word wholly past K (its scale
-    # row would be past the scales); several cubes along K and N (cubes of 64 word rows)
-    ("int8", False, 4, 68, 20, "prepacked", "float16"),
-    ("fp8_e4m3", True, 32, 520, 130, "k_packed", "bfloat16"),
-    ("int8", False, 32, 300, 66, "prepacked", "float32"),
-]
-
-
-#: Every case through the portable kernel and the Hopper prefill path; the other two dense kernels
-#: read the same copy (one pass kernel for all four), so they take the first eight (CUDA compile time).
-FULL = ("dequantized_simple_unit", "dequantized_specialized_wgmma")
-
+from pass_cases import CASES, FULL, NAMES, run_or_skip, weight
 
 def _name_cases(cases, few):
     return [pytest.param(name, case, id=f"{name}-" + "-".join(map(str, case)))
@@ -319,14 +264,14 @@ def test_cuda_pass_source_structure():
     body = body[: body.index("\n}\n")]
     assert "cvt.rn.bf16x2.f32" in src and body.count("uint4 dq_v;") == 1      # 16-byte stores, pairs rounded once
     assert body.count("qscale[") == 1          # one scale a piece (group 128 holds the piece's 8 rows)
-    assert "< K ?" not in body                 # K a whole number of pieces: no per-row guard
+    assert "< dq_k ?" not in body              # K a whole number of pieces: no per-row guard
     # Coalesced both ways: words read columns fastest into shared memory, then a plane's 32 units
     # write 32 consecutive 16-byte pieces of one column's row (not 32 columns' rows, 8 KB apart).
     assert "dq_tile[" in body and "SYNC_CUBE();" in body
     assert "const int c = e / 32, q = e % 32;" in body and "const i64 col = n0 + c, kw = kw0 + q * 1;" in body
     assert "(GLOBAL uint4*)dst + (col * k_pitch + kw * 8) / 8" in body
     ragged = cuda_sources()["dequantized_pipelined_mma-int4-32-k_packed-float16-sm80"]
-    assert "< K ?" in ragged and "cvt.rn.f16x2.f32" in ragged
+    assert "< dq_k ?" in ragged and "cvt.rn.f16x2.f32" in ragged
     per_word = cuda_sources()["dequantized_pipelined_mma-int8-4-prepacked-bfloat16-sm80"]
     body = per_word[per_word.index(f"void {DEQUANTIZE_KERNEL}("):]
     assert body[: body.index("\n}\n")].count("qscale[") == 2      # groups of 4 rows: a scale for each word of a piece
