@@ -6,10 +6,13 @@ input's gradient against a frozen bf16 nn.Linear's, in one run (CUDA, torch).
 
 Per row (bf16 activations, int4 weights with group 128 scales, tokens x in -> out): the time of
 ``y = layer(x); y.backward(gy)`` with only x requiring grad, for the quantized layer (its backward
-expands the weight on the GPU, torch/dequantize.py, then ``gy @ W^T`` by the engine) and for
-nn.Linear with the same weight in bf16 (torch's cuBLAS forward and backward); and, for the record,
-the old backward's way: the weight dequantized on the host and uploaded (numpy, once, timed on the
-host clock). The gradients are checked against the bf16 layer's first.
+is ``gy @ W^T`` with the transposed weight, `TransposedQuantizedWeight`: the engine's dequantizing
+pass, then its dense kernel) and for nn.Linear with the same weight in bf16 (torch's cuBLAS
+forward and backward). The backward's product alone two ways: through the pass (``qw.T``), and as
+session 20 ran it (the weight expanded by torch's kernels from the buffers, torch/dequantize.py, then
+the engine's dense product). For the record, the first backward's way: the weight dequantized on
+the host and uploaded (numpy, once, timed on the host clock). The gradients are checked against
+the bf16 layer's first.
 Times: CUDA events, sampled in turns (gemm_engine.runtime.timing.device_times), median.
 """
 from __future__ import annotations
@@ -46,13 +49,24 @@ def run_row(torch, eng, tokens, k, n, repeat):
 
     got, want = step(layer)().float(), step(dense)().float()
     err = float((got - want).norm() / want.norm())
-    times = device_times(eng.runtime, {"quantized": step(layer), "bf16": step(dense)}, repeat=repeat)
+    from gemm_engine.torch.dequantize import dequantized_weight
+    q = layer.quantized_weight()
+
+    def through_pass():
+        return eng.quantized_matmul(gy, q.T)
+
+    def expanded():
+        return eng.matmul(gy, dequantized_weight(q, gy.device, gy.dtype, eng).mT)
+
+    times = device_times(eng.runtime, {"quantized": step(layer), "bf16": step(dense), "pass": through_pass,
+                                       "expanded": expanded}, repeat=repeat)
     start = time.perf_counter()
     torch.from_numpy(layer.quantized_weight().dequantize()).to("cuda", torch.bfloat16)
     torch.cuda.synchronize()
     host = time.perf_counter() - start
     rec = {"row": f"{tokens} x {k} -> {n}", "rel_error": err, "quantized_ms": times["quantized"] * 1e3,
-           "bf16_ms": times["bf16"] * 1e3, "host_dequantize_ms": host * 1e3,
+           "bf16_ms": times["bf16"] * 1e3, "host_dequantize_ms": host * 1e3, "pass_ms": times["pass"] * 1e3,
+           "expanded_ms": times["expanded"] * 1e3,
            "vs_bf16": times["bf16"] / times["quantized"]}
     print(rec, flush=True)
     return rec
@@ -60,11 +74,15 @@ def run_row(torch, eng, tokens, k, n, repeat):
 
 def markdown(rows) -> str:
     return rows_table("Forward + input gradient of a frozen layer (x requires grad, the weight not). vs bf16: "
-                      "nn.Linear's time / QuantizedLinear's (> 1: quantized faster). host dequantize: what the "
-                      "backward spent before this table, the weight dequantized by numpy and uploaded, once.",
+                      "nn.Linear's time / QuantizedLinear's (> 1: quantized faster). gy @ W^T: the backward's "
+                      "product alone, through the dequantizing pass (qw.T, what the layer runs) and with the "
+                      "weight expanded by torch first (session 20's way). host dequantize: the first backward's "
+                      "way, the weight dequantized by numpy and uploaded, once.",
                       ["tokens x in -> out", "QuantizedLinear int4 g128 ms", "nn.Linear bf16 ms", "vs bf16",
-                       "host dequantize ms (old)", "rel err of the input gradient"], rows,
+                       "gy @ W^T ms: pass / torch expansion", "host dequantize ms (old)",
+                       "rel err of the input gradient"], rows,
                       lambda r: [f"{r['quantized_ms']:.3f}", f"{r['bf16_ms']:.3f}", f"{r['vs_bf16']:.2f}",
+                                 f"{r['pass_ms']:.3f} / {r['expanded_ms']:.3f}",
                                  f"{r['host_dequantize_ms']:.0f}", f"{r['rel_error']:.1e}"])
 
 
