@@ -20,7 +20,8 @@ So no map of these layouts depends on the routing: one encoding per call (cached
 the encoder), no per-group maps. The "k" layout (a weight gradient: the reduction grouped) is the
 exception: a group's reduction must read zeros past its slice, where the next group's tokens lie.
 Its tiles read both operands at K coordinates from the group's first index (`CubeScope.k_origin`),
-and the unit issuing the copies keeps its own copies of both maps in the kept scratch, their K
+and the unit issuing the copies keeps its own copies of both maps in the kept scratch (after the
+split tail's flags, which it leaves zero for the kernels that share the queue's buffer), their K
 extent set to the group's end on the device (`Dialect.tensor_map_extent`) whenever its tiles move
 to another group: TMA's zero fill then ends each slice at the group's end, with no host sync (a
 CUDA graph replays with new routing). Copies in flight may still read a map the unit has replaced,
@@ -43,6 +44,7 @@ from ..dtypes import FLOAT32
 from ..errors import SetupError
 from ..problem import MatmulProblem
 from ..runtime.tensor_map import MAP_BYTES
+from . import split_tail
 from .base import KEPT_SCRATCH, CubeScope, Workspace
 from .group_walk import GROUPS, groups_word, tile_bound
 from .grouped import (GroupedBatchConfig, check_grouped, check_read_widths, group_origin, group_pointers, group_scope,
@@ -89,12 +91,22 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
         """Map slots of each cube's loading unit ("k" layout; module docstring)."""
         return cfg.global_.stages + _MAP_SLOTS_MORE
 
+    @staticmethod
+    def _maps_offset(cfg: GroupedBatchConfig) -> int:
+        """Words of the kept scratch before the map slots: the split tail's flags on this device,
+        which other kernels on the queue keep zero (the buffer is the queue's: runtime/base.py
+        `kept_scratch`), rounded up to whole 128-byte lines (a map is 64-byte aligned)."""
+        line = 128 // FLOAT32.itemsize
+        return -(-split_tail.flag_words(cfg.persistent_cubes) // line) * line
+
     def kept_workspace(self, cfg: GroupedBatchConfig, problem: MatmulProblem) -> Workspace | None:
         if cfg.layout != "k":
             return super().kept_workspace(cfg, problem)
-        # Written before read (each slot when its unit moves to a group): nothing kept zero.
+        # The slots are written before they are read (each when its unit moves to a group); the
+        # flags before them are left as they are: zero.
+        offset = self._maps_offset(cfg)
         words = cfg.persistent_cubes * self._map_slots(cfg) * _SLOT_BYTES // FLOAT32.itemsize
-        return Workspace(FLOAT32, words, zeroed=0)
+        return Workspace(FLOAT32, offset + words, zeroed=offset)
 
     def cube_count(self, cfg: GroupedBatchConfig, problem: MatmulProblem) -> int:
         stage = cfg.global_.stage
@@ -154,7 +166,8 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
             "}"]
         return "\n".join([
             "{",
-            f"unsigned char* const maps_base = (unsigned char*)({KEPT_SCRATCH}) + (i64)CUBE_ID * {slots * _SLOT_BYTES};",
+            f"unsigned char* const maps_base = (unsigned char*)({KEPT_SCRATCH} + {self._maps_offset(cfg)}) + "
+            f"(i64)CUBE_ID * {slots * _SLOT_BYTES};",
             "unsigned char* maps_at = maps_base;",
             "i64 maps_b = -1;",
             "int maps_turn = 0;",

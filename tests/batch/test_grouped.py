@@ -16,6 +16,7 @@ from renders import flat
 from cuda_compile import SM80 as SM80_FLAG, SM90A as SM90A_FLAG, compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
 from gemm_engine.algorithms import REGISTRY, resolve
 from gemm_engine.algorithms.grouped import grouped_variant
+from gemm_engine.batch import split_tail
 from gemm_engine.batch.group_walk import tile_bound
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
@@ -103,10 +104,14 @@ def test_ragged_reductions_take_the_tma_level_with_maps_ending_at_each_group(lay
     # the slices a tile reads are its group's, counted per tile; an empty group's tile releases no slot
     assert text.count("const int k_steps = (int)((group_k + 63) / 64);") == 2
     assert "if (k_steps > 0) {" in text
-    # the map slots: more than the ring's stages, per cube, in the kept scratch (nothing kept zero)
+    # the map slots: more than the ring's stages, per cube, in the kept scratch after the split
+    # tail's flags (the queue's buffer is shared: those stay zero), on whole 128-byte lines
     slots = cfg.batch.global_.stages + 1
     kept = resolve("grouped").chosen(cfg).components.kept_workspace(cfg.batch, problem)
-    assert kept.zeroed == 0 and kept.count * 4 == cfg.batch.persistent_cubes * slots * 256
+    flags = split_tail.flag_words(cfg.batch.persistent_cubes)
+    assert kept.zeroed >= flags and kept.zeroed % 32 == 0
+    assert (kept.count - kept.zeroed) * 4 == cfg.batch.persistent_cubes * slots * 256
+    assert f"(unsigned char*)(kept_scratch + {kept.zeroed})" in text
     # whole output tiles go through the map: a group's output is all of its (M, N)
     assert "out_tma && cube_m0" not in flat(text)
 
