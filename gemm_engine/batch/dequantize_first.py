@@ -10,7 +10,10 @@ once to the activations' type (float32 activations: exact), as rows of k (``(k, 
 k_pitch + k``). The kernels after it see `dense_view` of the problem: a column-major (K-major)
 rhs of the activations' type, 16-byte aligned, which every dense global level reads (wgmma without
 transposes, TMA boxes of whole rows). So each dense algorithm has a quantized twin that differs in
-its batch slot only (algorithms/dequantized.py).
+its batch slot only (algorithms/dequantized.py). A weight read transposed (``W.T``,
+`TransposedQuantizedWeight`: the (N, K) ``b`` of a backward's ``gy @ W^T``) is the same copy: the pass
+swaps the kernel's K and N back to the weight's, and the kernels after it read the copy as a
+row-major rhs (an MN-major copy of the K-major level, rows of ``rhs_pitch``).
 
 Why a pass and not the dequantizing loader (global_/read/dequantizing_loader.py): the loader
 converts each weight once per tile row of M (and through registers, so it loses cp.async / TMA);
@@ -178,7 +181,7 @@ def dequantize_body(w: WeightFormat, d: Dialect, element, region: str, k_ragged:
         # A padded row: a plane's reads down one column (stride 65 words) hit 32 different banks.
         f"LOCAL {u32} dq_tile[{rows * pitch}];",
         f"const i64 dq_k = {k}, dq_n = {n};",
-        "const i64 words_k = (dq_k + " + f"{p - 1}) / {p};",
+        f"const i64 words_k = (dq_k + {p - 1}) / {p};",
         f"const i64 pitch_words = {row_pitch} / {p};",
         f"const i64 strips = (dq_n + {_COLUMNS - 1}) / {_COLUMNS};",
         # Neighbouring cubes take neighbouring columns of the same word rows.
