@@ -129,14 +129,7 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    promotion=promotion, cluster_m=cluster_m, schedule=schedule,
                                    split_tail=split, split_fixup=selection.split_fixup,
                                    epilogue=problem.epilogue)      # the staging tile's size follows it
-        # Groups end anywhere along M (a contiguous or masked grouped problem): a tile's warpgroups
-        # past its group's last row have nothing to compute, and the others then have the tensor
-        # cores to themselves. Cooperative stages of one 64-row tile a warpgroup, unpromoted only
-        # (promotion would add the skipped batch's stale sums into rows that are never stored).
-        skip = (problem.groups is not None and problem.ragged("m") and schedule == "cooperative"
-                and promotion is None and getattr(stage, "warpgroups_m", 1) > 1
-                and getattr(stage, "partition_m", 0) == 1 and hasattr(self.stage, "rows_live"))
-        cfg = replace(cfg, staging=self.writer.staging_bytes(cfg), skip_dead_rows=skip)
+        cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
         return cfg
 
@@ -232,19 +225,11 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         (``fresh``: overwriting accumulator set ``acc`` of the stage's fragments, for promotion)."""
         s = cfg.stages
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
-        batch = self.stage.execute(cfg.stage, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
-                                   f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh,
-                                   acc=acc)
         return [f"const unsigned slot = it % {s}u;",
                 d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
-                f"if (wg_live) {{\n{batch}\n}}" if cfg.skip_dead_rows else batch]
-
-    def _live_rows(self, cfg: TmaSpecializedConfig, scope) -> list[str]:
-        """At a consumer's tile: ``wg_live``, whether this warpgroup has a row of the tile before
-        M (`skip_dead_rows`: the same for its whole warpgroup, as wgmma needs)."""
-        if not cfg.skip_dead_rows:
-            return []
-        return [f"const bool wg_live = {self.stage.rows_live(cfg.stage, f'({scope.m}) - ({scope.m0})')};"]
+                self.stage.execute(cfg.stage, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
+                                   f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh,
+                                   acc=acc)]
 
     def _release(self, cfg: TmaSpecializedConfig, d: Dialect, slot: str) -> str:
         """Statement: this warpgroup is done reading ``slot`` (one arrival on its *empty* barrier, in
@@ -262,7 +247,6 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         lo, hi = self._k_bounds(scope)
         tile = "\n".join([
             *self._tile_steps(cfg, scope),
-            *self._live_rows(cfg, scope),
             self.stage.init_accumulators(st, d),
             *self._turn_wait(cfg, d),
             f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",

@@ -29,9 +29,6 @@ class TmaSpecializedConfig(GlobalConfig):
     split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
     split_fixup: str = "owner"             # who adds a split tile's parts: "owner" (part 0) or "last"
     converters: int = 0                    # producer warps converting each rhs slot (global_/tma_converting.py)
-    #: A consumer warpgroup whose rows of a tile all lie past M issues no wgmma for it (M ragged
-    #: per tile: a group's last tile; global_/tma_specialized.py `_live_rows`).
-    skip_dead_rows: bool = False
 
     @property
     def tile_loop(self) -> TileLoopRequest:

@@ -163,12 +163,6 @@ class WarpgroupPartitionedStage(StageMatmul):
         out += [t.commit(d), listener.on_event(Finish())]
         return "\n".join(c for c in out if c)
 
-    @staticmethod
-    def rows_live(cfg: WarpgroupStageConfig, rows: str) -> str:
-        """Condition: this warpgroup's rows of the tile include one of its first ``rows`` (an
-        expression); uniform over the warpgroup."""
-        return f"(wg_m0 < ({rows}))"
-
     def wait(self, cfg: WarpgroupStageConfig, d: Dialect, pending: int) -> str:
         """Until at most ``pending`` committed batches (stages) are still running."""
         return self.tile.wait(d, pending)
