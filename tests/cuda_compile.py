@@ -311,6 +311,13 @@ def spill_problems_of(results: dict) -> dict:
     return out
 
 
+def assert_no_spills(jobs: list, keep=lambda name, problem: True) -> None:
+    """Compile ``jobs`` ((name, source, arch); a skip without nvcc) and fail naming the first few
+    that did not compile or spill (``keep(name, problem)``: the ones this test answers for)."""
+    problems = {k: v for k, v in spill_problems_of(compile_jobs(jobs, nvcc_or_skip())).items() if keep(k, v)}
+    assert not problems, "\n\n".join(f"{k}: {v[-1500:]}" for k, v in list(problems.items())[:3])
+
+
 def compile_all(sources: dict, nvcc: str, archs: tuple[str, ...] = ARCHS) -> dict:
     """{bundle label: error text} for every bundle of ``sources`` ({name: source}) that failed on an
     arch; {} when all compiled."""

@@ -17,7 +17,7 @@ import pytest
 import re
 import subprocess
 
-from cuda_compile import compile_jobs, nvcc_or_skip, prefetched, spill_problems_of
+from cuda_compile import assert_no_spills, nvcc_or_skip, prefetched
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.batch.dequantize_first import DEQUANTIZE_KERNEL, DequantizeFirstConfig, dense_view
 from gemm_engine.codegen.device import nominal_cuda_device
@@ -253,9 +253,7 @@ def _jobs():
 
 @prefetched(_jobs)
 def test_cuda_sources_compile_without_spills():
-    nvcc_or_skip()
-    problems = spill_problems_of(compile_jobs(_jobs(), nvcc_or_skip()))
-    assert not problems, "\n\n".join(f"{k}: {v[-1500:]}" for k, v in list(problems.items())[:3])
+    assert_no_spills(_jobs())
 
 
 def test_cuda_pass_source_structure():

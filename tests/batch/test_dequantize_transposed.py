@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from cuda_compile import compile_jobs, jobs_by_suffix, nvcc_or_skip, prefetched, spill_problems_of
+from cuda_compile import assert_no_spills, jobs_by_suffix, prefetched
 from gemm_engine.algorithms import REGISTRY
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
@@ -117,6 +117,4 @@ def _jobs():
 
 @prefetched(_jobs)
 def test_cuda_sources_compile_without_spills():
-    nvcc_or_skip()
-    problems = spill_problems_of(compile_jobs(_jobs(), nvcc_or_skip()))
-    assert not problems, "\n\n".join(f"{k}: {v[-1500:]}" for k, v in list(problems.items())[:3])
+    assert_no_spills(_jobs())
