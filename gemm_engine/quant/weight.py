@@ -110,8 +110,8 @@ class QuantizedWeight:
 
     @property
     def T(self) -> "QuantizedWeight":
-        """This weight read transposed: the (N, K) ``b`` of ``x @ W^T`` (`TransposedQuantizedWeight`), made
-        once and kept; its ``T`` is this weight again (`TransposedQuantizedWeight`)."""
+        """This weight read transposed: the (N, K) ``b`` of ``x @ W^T``, made once and kept; its
+        ``T`` is this weight again (`TransposedQuantizedWeight`)."""
         view = self.__dict__.get("_transposed")
         if view is None:
             view = self._transposed = TransposedQuantizedWeight(self)
