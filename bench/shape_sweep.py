@@ -212,6 +212,7 @@ def load(path) -> dict:
 
 
 def save(path, result: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
         json.dump(result, f, indent=0)

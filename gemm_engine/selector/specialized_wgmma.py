@@ -53,13 +53,15 @@ PROMOTED_WAVES = 8
 SMALL = (1, 1, 1, 128, 6)
 SMALL_MAX_K = 65536
 #: Operands whose rows are not whole 128-byte lines (`ragged_copies`): the share of an aligned
-#: kernel's time each costs the tile loads (bf16 3000^3 0.133 ms against 3008^3's 0.085: 0.56 for
-#: two), a copy's bytes a second (one read and one write) and launch, the 16-bit kernel's rate on
-#: whole lines (3008^3: 640 TFLOP/s; fp8 and int8 twice, tf32 half).
+#: kernel's time each costs the tile loads (bf16 3000^3 in 192 x 128 tiles 0.133 ms against
+#: 3008^3's 0.085: 0.56 for two; tiles with their own in `RAGGED_SHARE_TILES`: 192 x 192 94.5 us
+#: against 77.8 on an H200, bench/SELECTION_NOTES.md "192 x 192 tiles"), a copy's bytes a second (one
+#: read and one write) and launch, the 16-bit kernel's rate on whole lines (3008^3: 640 TFLOP/s;
+#: fp8 and int8 twice, tf32 half).
 RAGGED_SHARE, COPY_BPS, COPY_LAUNCH_US = 0.25, 2.6e12, 2.0
+RAGGED_SHARE_TILES = {(192, 192): 0.1}
 KERNEL_FLOPS = {1: 1.28e15, 2: 6.4e14, 4: 3.2e14}
-#: Block-scaled 192 x 128 tiles run faster on 3 slots than on 4.
-BLOCK_SCALED_STAGES = 3
+BLOCK_SCALED_STAGES = 3       # block-scaled 192 x 128 tiles ran faster on 3 slots than on 4
 #: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
 #: at least this many waves of tiles.
 CLUSTER_MIN_K, CLUSTER_MIN_WAVES = 8192, 4
@@ -103,10 +105,14 @@ NARROW_STAGES = {1: 12, 2: 8}
 #: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
 #: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
-#: 192 x 128: not measured for 16-bit, taken as 128 x 128's), and the margin a tile must beat the
-#: first by to be taken instead.
-WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975)]
+#: 192 x 128: not measured for 16-bit, taken as 128 x 128's; 192 x 192: 0.95-1.025 from 2560^3 to
+#: 6144^3 on an H200, bench/SELECTION_NOTES.md "192 x 192 tiles"), and the margin a tile must beat
+#: the first by to be taken instead.
+WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975),
+              ((3, 1, 1, 192, 4), 1.0)]
 WAVE_MARGIN = 0.05
+#: Tiles never split along K: beside 192 x 192's 96 accumulators a unit the split tail spills (ptxas).
+UNSPLIT_TILES = {(192, 192)}
 
 
 def split_parts(problem: MatmulProblem, sms: int, tiles: int) -> int:
@@ -131,7 +137,7 @@ def preset(wm, wn, pm, tn, stages, **more) -> dict:
 def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: int, stages: int,
                groups: int = 1) -> dict:
     """``stages``, ``tma_store`` and ``store_parts``: the output tile staged for TMA stores in the
-    fewest column parts (1, 2 or 4, each whole 128-byte bands) that leave room for all ``stages``
+    fewest column parts (1 to 4, each whole 128-byte bands) that leave room for all ``stages``
     ring slots; failing that, whole, with as many slots as fit beside it, at least `MIN_STAGES`;
     else direct stores and all the slots. A slot holds 128 bytes of K for each of the tile's
     tile_m + tile_n lines, whatever the type; ``groups`` staging tiles (ping-pong: one per copy)."""
@@ -146,9 +152,9 @@ def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: in
         if problem.epilogue.pair_outputs == 1 and (tile_n // 2) % band == 0 and fit >= MIN_STAGES:
             return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
         return dict(stages=stages, tma_store=False, store_parts=1)
-    for parts in (1, 2, 4):
-        if (tile_n // parts) % band:
-            break
+    for parts in (1, 2, 3, 4):
+        if tile_n % (parts * band):
+            continue        # not whole bands (a 192-column tile: 1 or 3 parts)
         if (room - whole // parts) // slot >= stages:
             return dict(stages=stages, tma_store=True, store_parts=parts)
     fit = (room - whole) // slot
@@ -276,14 +282,13 @@ def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:
     wm, wn, pm, tn, _ = shape
     tiles = tile_count(problem, wm * pm * 64, wn * tn)
     tail = tiles % sms
-    parts = max(1, split_parts(problem, sms, tiles))
+    parts = 1 if (wm * pm * 64, wn * tn) in UNSPLIT_TILES else max(1, split_parts(problem, sms, tiles))
     return (tiles // sms + (1 / parts if tail else 0)) * (wm * pm * 64 * wn * tn) / (128 * 256) / rate
 
 
 def wave_shape(problem: MatmulProblem, sms: int):
     """The tile of `WAVE_TILES` that takes the least time by `wave_cost`; the first unless another
-    is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 384 of 192 x 128
-    2.9 of them)."""
+    is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 256 of 192 x 192 1.9)."""
     costs = [(wave_cost(problem, sms, shape, rate), shape) for shape, rate in WAVE_TILES]
     cost, shape = min(costs, key=lambda c: c[0])
     return costs[0][1] if cost > (1 - WAVE_MARGIN) * costs[0][0] else shape
@@ -321,11 +326,11 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     cluster = (not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K
                and tiles >= CLUSTER_MIN_WAVES * sms)
     behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
-    parts = split_parts(problem, sms, tiles)
+    parts = 1 if (wm * pm * 64, wn * tn) in UNSPLIT_TILES else split_parts(problem, sms, tiles)
     if problem.epilogue.block_scales and wm == 3:
         parts = max(parts, 2)     # its loop over whole tiles compiles without spills then
     split = dict(split_tail=parts) if parts > 1 and not cluster else {}
-    ragged = dict(copy_ragged=True) if ragged_copies(problem) else {}
+    ragged = dict(copy_ragged=True) if ragged_copies(problem, (wm * pm * 64, wn * tn)) else {}
     return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
                   **(dict(cluster_m=2) if cluster else {}), **behind, **split, **ragged)
 
@@ -334,11 +339,12 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
 HALF_LINE_BYTES = 64
 
 
-def ragged_copies(problem: MatmulProblem) -> bool:
+def ragged_copies(problem: MatmulProblem, tile: tuple[int, int] = (128, 256)) -> bool:
     """Whether to copy the operands whose rows are not whole 128-byte lines into rows that are
     (batch/k_major.py ``copy_ragged``): where each copy's pass (`COPY_BPS`, `COPY_LAUNCH_US`) costs
-    less than the `RAGGED_SHARE` of the kernel it saves (bf16 squares from about 2100), or where
-    they are copied anyway (TMA's 16 bytes, a K-major tile: then only the pitch changes)."""
+    less than the share of the kernel it saves (`RAGGED_SHARE`, or the ``tile``'s own in
+    `RAGGED_SHARE_TILES`; bf16 squares from about 2100), or where they are copied anyway (TMA's 16
+    bytes, a K-major tile: then only the pitch changes)."""
     forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
     # Rows of whole 64-byte halves are not copied for the copy's sake: 4000^3 bf16 (8000-byte rows)
     # ran 17% slower with the copy, 3000^3 (6000) 14% faster (bench/SELECTION_NOTES.md, "Ragged rows").
@@ -349,7 +355,7 @@ def ragged_copies(problem: MatmulProblem) -> bool:
     kernel_us = problem.flops / KERNEL_FLOPS.get(problem.lhs.itemsize, KERNEL_FLOPS[4]) * 1e6
     for op in extra:
         size = problem.batch * problem.k * (problem.m if op == "lhs" else problem.n) * problem.lhs.itemsize
-        if 2 * size / COPY_BPS * 1e6 + COPY_LAUNCH_US >= RAGGED_SHARE * kernel_us:
+        if 2 * size / COPY_BPS * 1e6 + COPY_LAUNCH_US >= RAGGED_SHARE_TILES.get(tile, RAGGED_SHARE) * kernel_us:
             return False
     return True
 
@@ -374,8 +380,8 @@ def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
 
 def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Mapping) -> list:
     """``first``, then each candidate in every order, with and without clusters, promotion behind
-    (two consumers), split tails of 2 and `SPLIT_MAX` parts; 16-bit: the 192 x 128 wave tile, whole
-    and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
+    (two consumers), split tails of 2 and `SPLIT_MAX` parts; 16-bit: the 192 x 128 and 192 x 192
+    wave tiles, whole and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
     ping-pong tilings."""
     space = [first]
     if ragged_operands(problem):     # whole 128-byte lines by a copy, or not
@@ -392,10 +398,11 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
         for parts in (2, SPLIT_MAX):
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
     if not promoted:
-        shape = WAVE_TILES[1][0]     # 192 x 128: the wave rule's other tile
-        stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
-        space += [preset(*shape[:4], **stored, dispatch="grouped", dispatch_width=8, **split)
-                  for split in ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))]
+        for shape in (WAVE_TILES[1][0], WAVE_TILES[3][0]):     # 192 x 128, 192 x 192: the wave rule's others
+            stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
+            splits = ({},) if (shape[0] * 64, shape[3]) in UNSPLIT_TILES else \
+                ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))
+            space += [preset(*shape[:4], **stored, dispatch="grouped", dispatch_width=8, **split) for split in splits]
     if streams_weights(problem):
         space += decode_space(problem, dialect)
     for pm, tn in PINGPONG:

@@ -72,7 +72,7 @@ KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "e4m3": 1, "e5m2": 1}
 STORAGE_BYTES = {storage: KIND_BYTES[kind] for storage, (kind, _, _) in _KINDS.items()}
 #: Accumulator of a kind: (compute word, PTX type); float32 unless listed.
 _ACCUMULATORS = {"s8": ("i32", "s32")}
-_INSTRUCTION_N = (64, 128, 256)
+_INSTRUCTION_N = (64, 128, 192, 256)
 
 
 @dataclass(frozen=True)

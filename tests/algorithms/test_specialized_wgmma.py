@@ -161,6 +161,64 @@ def test_output_tile_staged_in_column_parts(parts):
         assert f"(int)(cube_n0 + {col})" in kernel
 
 
+#: The wave rule's 192 x 192 tile (selector/specialized_wgmma.py `WAVE_TILES`): three consumer
+#: warpgroups of 64 x 192, the staged tile in three 64-column parts beside four ring slots.
+WIDE_192 = dict(warpgroups_m=3, tile_n=192, stages=4, store_parts=3)
+
+
+def test_192_column_tiles_stage_three_parts():
+    alg, cfg = setup(problem(m=3000, n=3000, k=3000, layouts=("row", "row")), **WIDE_192)
+    g = cfg.batch.global_
+    assert (g.stage.stage_m, g.stage.stage_n, g.consumers, g.stages) == (192, 192, 3, 4)
+    assert g.staging == 192 * 64 * 2 and g.slot_bytes == (192 + 192) * 64 * 2
+    kernel = alg.render(cfg, SM90)
+    kernel = kernel[kernel.index("void gemm_engine_kernel("):]
+    # a row-major rhs: three 64-wide boxes a slot; one store a part, each part its own commit
+    assert kernel.count("ptx_tma_load_3d(") == 4
+    assert kernel.count("ptx_tma_store_3d(") == 3 and kernel.count("ptx_bulk_commit()") == 3
+    for col in (0, 64, 128):
+        assert f"(int)(cube_n0 + {col})" in kernel
+    with pytest.raises(SetupError, match="column part"):     # 96 columns: half a box
+        setup(problem(m=3000, n=3000, k=3000), **dict(WIDE_192, store_parts=2, stages=3))
+
+
+def _wide_sources() -> dict:
+    out = {}
+    for m, n, k, layouts, dtype in ((3000, 3000, 3000, ("row", "row"), "bfloat16"),
+                                    (2335, 3542, 607, ("col", "col"), "float16"),
+                                    (3008, 3008, 3008, ("row", "col"), "bfloat16")):
+        alg, cfg = setup(problem(m=m, n=n, k=k, dtype=dtype, layouts=layouts), **WIDE_192)
+        out[f"wide192-{m}x{n}x{k}-{layouts[0]}{layouts[1]}-{dtype}"] = alg.render(cfg, SM90)
+    return out
+
+
+def _wide_jobs():
+    return [(name, src, arch) for name, src in _wide_sources().items() for arch in archs_for("sm_90a")]
+
+
+@pytest.mark.nvcc
+@prefetched(_wide_jobs)
+def test_192_column_tiles_compile_without_spills():
+    """96 accumulators a consumer unit beside the ring's bookkeeping: no spills, no serialized wgmma."""
+    from cuda_compile import assert_no_spills
+    assert_no_spills(_wide_jobs())
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("case", [(1, 3000, 3000, 3000, ("row", "row"), 0), (1, 385, 577, 129, ("col", "row"), 5),
+                                  (2, 200, 190, 70, ("row", "col"), 3)], ids=lambda c: "x".join(map(str, c[:4])))
+def test_numerics_of_192_column_tiles(rng, case, dtype):
+    """Partial tiles along both edges (3000 = 15 x 192 + 120), a ragged K, a batch; NaN-poisoned out."""
+    engine = sm90_engine()
+    b, m, n, k, layouts, pad = case
+    lead = (b,) if b > 1 else ()
+    a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
+    da, db = padded(engine, a, layouts[0], pad), padded(engine, bb, layouts[1], pad)
+    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
+    engine.matmul(da, db, out=out, algorithm=SpecializedWgmmaAlgorithm(**WIDE_192))
+    assert_close(engine.runtime.to_host(out), a, bb, dtype)
+
+
 @pytest.mark.parametrize("overrides, why", [
     (dict(store_parts=2, warpgroups_m=1, warpgroups_n=2, tile_n=128), "one warpgroup along n"),
     (dict(store_parts=4, tile_n=128), "column part"),           # 128 / 4 = 32 columns: half a 64-wide box

@@ -177,10 +177,18 @@ def test_decode_space_offers_each_shape_in_several_parts():
 
 def test_waves_choose_the_tile_past_half_a_wave():
     from gemm_engine.selector.specialized_wgmma import WAVE_TILES, wave_cost
-    # 3000^3: 288 tiles of 128 x 256 fill 2.2 waves (3 tile times); 384 of 192 x 128 fill 2.9 (3 of 0.75).
+    # 3000^3: 288 tiles of 128 x 256 fill 2.2 waves (3 tile times); 384 of 192 x 128 fill 2.9 (3 of
+    # 0.75 / 0.975); 256 of 192 x 192 fill 1.9 (2 of 1.125): 192 x 192 (H200: 94.6 us against 106.1).
     p = any_problem((1, 3000, 3000, 3000), "bfloat16")
     assert wave_cost(p, SMS, WAVE_TILES[0][0], WAVE_TILES[0][1]) == 3.0
-    assert selected_tiles(select_specialized_tiling(p, SM90)) == (192, 128)
+    assert wave_cost(p, SMS, WAVE_TILES[3][0], WAVE_TILES[3][1]) == 2.25
+    chosen = select_specialized_tiling(p, SM90)
+    assert selected_tiles(chosen) == (192, 192)
+    # Four slots beside the staged tile in three 64-column parts; never split along K.
+    assert (chosen["stages"], chosen["store_parts"], chosen["tma_store"]) == (4, 3, True)
+    for shape in ((2863, 3869, 3069), (3598, 1687, 6642), (5698, 4406, 7813), (3072, 3072, 3072)):
+        sel = select_specialized_tiling(any_problem((1, *shape), "bfloat16"), SM90)
+        assert selected_tiles(sel) != (192, 192) or "split_tail" not in sel, (shape, sel)
     assert selected_tiles(select_specialized_tiling(any_problem((1, 1536, 1536, 1536), "bfloat16"), SM90)) == (192, 128)
     # The measured rows keep 128 x 256: full waves (4096^3, 2048^3, 8192^3, 8192 x 12288 x 4096, 8192 x
     # 4096 x 11008) and tails the other tiles fill no better by 5% (5120^3, 6144^3, 7168^3).
@@ -194,11 +202,15 @@ def test_waves_choose_the_tile_past_half_a_wave():
 
 
 def test_ragged_rows_are_copied_where_the_pass_costs_less_than_it_saves():
-    """bf16 3000^3 ran 0.133 ms against 3008^3's 0.085 (rows of whole 128-byte lines); a pass over
-    an 18 MB operand costs about 16 us: copied from about 2100 cubed (bench/SELECTION_NOTES.md,
-    "ragged_copies")."""
+    """bf16 3000^3 in 192 x 128 tiles ran 0.133 ms against 3008^3's 0.085 (rows of whole 128-byte
+    lines); a pass over an 18 MB operand costs about 16 us: copied from about 2100 cubed
+    (bench/SELECTION_NOTES.md, "ragged_copies"). 192 x 192 tiles lose less to ragged rows than the
+    passes cost: not copied."""
     from gemm_engine.selector.specialized_wgmma import ragged_copies
-    assert select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "bfloat16"), SM90)["copy_ragged"]
+    assert ragged_copies(any_problem((1, 3000, 3000, 3000), "bfloat16"), (192, 128))
+    assert not ragged_copies(any_problem((1, 3000, 3000, 3000), "bfloat16"), (192, 192))
+    assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "bfloat16"), SM90)
+    assert select_specialized_tiling(any_problem((1, 2500, 2500, 2500), "bfloat16"), SM90)["copy_ragged"]   # 128 x 256
     assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 3008, 3008, 3008), "bfloat16"), SM90)
     assert not ragged_copies(any_problem((1, 2000, 2000, 2000), "bfloat16"))        # 8 us of copies, 3 saved
     assert not ragged_copies(any_problem((1, 5101, 6008, 64), "bfloat16"))          # a short K: little to save

@@ -56,7 +56,7 @@ class TmaStoreWriter(PairedWriter):
     knobs = (Knob("tma_store", True, "store each output tile through shared memory with TMA bulk stores "
                                      "(asynchronous) where the call's output allows it"),
              Knob("store_parts", 1, "stage and store the output tile in this many column parts, one after "
-                                    "another (less shared memory for the staging tile)", choices=(1, 2, 4)))
+                                    "another (less shared memory for the staging tile)", choices=(1, 2, 3, 4)))
     requires = (Requirement.of("global_", STORE_STAGING, why="the tile is staged in shared memory and stored "
                                                              "by one elected unit"),
                 Requirement.of("batch", OUTPUT_TENSOR_MAP, why="TMA stores write through the output's tensor map"))
