@@ -209,14 +209,7 @@ def test_192_column_tiles_compile_without_spills():
                                   (2, 200, 190, 70, ("row", "col"), 3)], ids=lambda c: "x".join(map(str, c[:4])))
 def test_numerics_of_192_column_tiles(rng, case, dtype):
     """Partial tiles along both edges (3000 = 15 x 192 + 120), a ragged K, a batch; NaN-poisoned out."""
-    engine = sm90_engine()
-    b, m, n, k, layouts, pad = case
-    lead = (b,) if b > 1 else ()
-    a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
-    da, db = padded(engine, a, layouts[0], pad), padded(engine, bb, layouts[1], pad)
-    out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
-    engine.matmul(da, db, out=out, algorithm=SpecializedWgmmaAlgorithm(**WIDE_192))
-    assert_close(engine.runtime.to_host(out), a, bb, dtype)
+    check_numerics(rng, dtype, case, SpecializedWgmmaAlgorithm(**WIDE_192))
 
 
 @pytest.mark.parametrize("overrides, why", [
@@ -373,13 +366,19 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("case", NUMERIC_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}x{c[3]}-{''.join(x[0] for x in c[4])}")
 def test_numerics(rng, dtype, case):
+    check_numerics(rng, dtype, case, "specialized_wgmma")
+
+
+def check_numerics(rng, dtype, case, algorithm):
+    """``algorithm``'s product of fresh operands in ``case``'s layouts and pads into a NaN-poisoned
+    output, against float64."""
     engine = sm90_engine()
     b, m, n, k, layouts, pad = case
     lead = (b,) if b > 1 else ()
     a, bb = random(rng, lead + (m, k), dtype), random(rng, lead + (k, n), dtype)
     da, db = padded(engine, a, layouts[0], pad), padded(engine, bb, layouts[1], pad)
     out = engine.runtime.to_device(np.full(lead + (m, n), np.nan, dtype=np_dtype(dtype)))
-    engine.matmul(da, db, out=out, algorithm="specialized_wgmma")
+    engine.matmul(da, db, out=out, algorithm=algorithm)
     assert_close(engine.runtime.to_host(out), a, bb, dtype)
 
 
