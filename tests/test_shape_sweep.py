@@ -130,11 +130,12 @@ def test_probe_candidates_on_a_nominal_h100():
     assert not any(n.split()[0] in shape_probe.FALLBACKS for n in names)
     square = shape_probe.candidates(engine, any_problem((1, 3000, 3000, 3000), "bfloat16"), 16)
     assert any("cluster_m=2" in label for label, _ in square)
-    # Ragged rows: the default copies them (copy_ragged), and the same tiling without the copy comes
-    # right after the rules' own choices (the rules preset times the two with --max-candidates 4).
+    # Ragged rows: the default (192 x 192) reads them uncopied, and the same tiling with the copy
+    # (copy_ragged) comes right after the rules' own choices (the rules preset times the two with
+    # --max-candidates 4).
     labels = [label for label, _ in square]
-    assert "copy_ragged=True" in labels[0]
-    assert labels[2] == labels[0].replace(" copy_ragged=True", "")
+    assert "copy_ragged" not in labels[0]
+    assert labels[2] == labels[0].replace(" dispatch=", " copy_ragged=True dispatch=")
 
 
 def test_a_first_table_carries_its_history(tmp_path):

@@ -10,7 +10,7 @@ An operand is copied (batch/k_major.py's copy kernels, then the persistent kerne
   to 16 bytes (transposed too where its source is MN-major, which the tile reads as well).
 
 * with ``copy_ragged`` (the selector's choice where the pass costs less than it saves: selector/
-  specialized_wgmma.py `ragged_copies`), where its rows are not whole 128-byte lines: re-pitched
+  ragged.py `ragged_copies`), where its rows are not whole 128-byte lines: re-pitched
   to whole lines in its own layout (TMA's boxes of 128-byte rows then each read one line, not two).
 
 Nothing to copy: exactly the persistent level (one kernel, no workspace). The copied operand's

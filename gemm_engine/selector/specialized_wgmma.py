@@ -11,8 +11,9 @@ waves, else 128 x 128, whose two warpgroups promote each slice behind their next
 tile is staged in as many column parts as leave room for the whole ring. Long-K 16-bit problems of
 many tiles run in clusters of two cubes along M that share each rhs slot (``cluster_m=2``). A last
 wave of at most half the device's cubes is split along K into parts that fill it (``split_tail``:
-batch/split_tail.py). Ping-pong consumers (``schedule="pingpong"``) are in the tuning space, not
-chosen: slower on every row measured.
+batch/split_tail.py). Ping-pong consumers (``schedule="pingpong"``: two one-warpgroup copies taking
+tiles in turns) only for short K (`PINGPONG_MAX_K`), where a tile is mostly its epilogue; slower
+elsewhere.
 
 The measurements behind each choice: bench/SELECTION_NOTES.md, "specialized_wgmma tilings".
 """
@@ -20,13 +21,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..batch.k_major import ragged_operands, row_bytes
-from ..batch.tma_k_major import copies_needed
+from ..batch.k_major import ragged_operands
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
-from ..tile.wgmma import WgmmaTile
 from .base import distinct, tile_count
+from .ragged import ragged_copies
 from .waves import big_operand_bytes, compute_us, stream_us, streams_weights
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest tile first.
@@ -52,15 +52,6 @@ PROMOTED_WAVES = 8
 #: faster split along K (512 x 1024 x 16384 in 2 parts 42.4 us); 512 x 512 x 65536 keeps it.
 SMALL = (1, 1, 1, 128, 6)
 SMALL_MAX_K = 65536
-#: Operands whose rows are not whole 128-byte lines (`ragged_copies`): the share of an aligned
-#: kernel's time each costs the tile loads (bf16 3000^3 in 192 x 128 tiles 0.133 ms against
-#: 3008^3's 0.085: 0.56 for two; tiles with their own in `RAGGED_SHARE_TILES`: 192 x 192 94.5 us
-#: against 77.8 on an H200, bench/SELECTION_NOTES.md "192 x 192 tiles"), a copy's bytes a second (one
-#: read and one write) and launch, the 16-bit kernel's rate on whole lines (3008^3: 640 TFLOP/s;
-#: fp8 and int8 twice, tf32 half).
-RAGGED_SHARE, COPY_BPS, COPY_LAUNCH_US = 0.25, 2.6e12, 2.0
-RAGGED_SHARE_TILES = {(192, 192): 0.1}
-KERNEL_FLOPS = {1: 1.28e15, 2: 6.4e14, 4: 3.2e14}
 BLOCK_SCALED_STAGES = 3       # block-scaled 192 x 128 tiles ran faster on 3 slots than on 4
 #: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
 #: at least this many waves of tiles.
@@ -70,6 +61,11 @@ CLUSTER_MIN_K, CLUSTER_MIN_WAVES = 8192, 4
 SPLIT_MAX, SPLIT_MIN_SLICES = 4, 24
 #: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
 PINGPONG = [(2, 128), (1, 256)]
+#: 16-bit products of at most this K and at least a wave of 128 x 128 tiles take ping-pong 128 x
+#: 128: a tile of a few slots is mostly its epilogue, which one copy runs beside the other's main
+#: loop (H200 kernels: 8192^2 x 256 65.2 us against 81.0, 5101 x 6008 x 64 42.0 against 45.6,
+#: 4096^2 x 64 12.0 against 13.0; bench/SELECTION_NOTES.md, "Short K: ping-pong").
+PINGPONG_MAX_K = 256
 #: Weight-streaming products (selector/waves.py): each tile split along K into up to this many
 #: parts of at least this many ring slots where that makes the call faster (`decode_call_us`);
 #: taken where at least half the device can stream (else split-K spreads it wider).
@@ -317,6 +313,10 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
             and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
         wm, wn, pm, tn, stages = SMALL
         tiles = tile_count(problem, 64, tn)
+    if (not promoted and problem.lhs.itemsize == 2 and problem.k <= PINGPONG_MAX_K
+            and tile_count(problem, 128, 128) >= sms):
+        return {**pingpong_preset(problem, dialect, 2, 128),
+                **(dict(copy_ragged=True) if ragged_copies(problem, (128, 128)) else {})}
     if problem.epilogue.block_scales and wm == 3:
         stages = BLOCK_SCALED_STAGES
     # Grouped by 8 tile rows from about a wave of tiles: neighbouring cubes' operands stay in L2.
@@ -335,38 +335,18 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
                   **(dict(cluster_m=2) if cluster else {}), **behind, **split, **ragged)
 
 
-#: Row lengths (bytes) whose misalignment the copy does not pay for: whole halves of a 128-byte line.
-HALF_LINE_BYTES = 64
-
-
-def ragged_copies(problem: MatmulProblem, tile: tuple[int, int] = (128, 256)) -> bool:
-    """Whether to copy the operands whose rows are not whole 128-byte lines into rows that are
-    (batch/k_major.py ``copy_ragged``): where each copy's pass (`COPY_BPS`, `COPY_LAUNCH_US`) costs
-    less than the share of the kernel it saves (`RAGGED_SHARE`, or the ``tile``'s own in
-    `RAGGED_SHARE_TILES`; bf16 squares from about 2100), or where they are copied anyway (TMA's 16
-    bytes, a K-major tile: then only the pitch changes)."""
-    forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
-    # Rows of whole 64-byte halves are not copied for the copy's sake: 4000^3 bf16 (8000-byte rows)
-    # ran 17% slower with the copy, 3000^3 (6000) 14% faster (bench/SELECTION_NOTES.md, "Ragged rows").
-    ragged = [op for op in ragged_operands(problem) if op in forced or row_bytes(problem, op) % HALF_LINE_BYTES]
-    extra = [op for op in ragged if op not in forced]
-    if not extra:
-        return bool(ragged)
-    kernel_us = problem.flops / KERNEL_FLOPS.get(problem.lhs.itemsize, KERNEL_FLOPS[4]) * 1e6
-    for op in extra:
-        size = problem.batch * problem.k * (problem.m if op == "lhs" else problem.n) * problem.lhs.itemsize
-        if 2 * size / COPY_BPS * 1e6 + COPY_LAUNCH_US >= RAGGED_SHARE_TILES.get(tile, RAGGED_SHARE) * kernel_us:
-            return False
-    return True
-
-
 def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
     """The rule's split tail goes with clusters or ping-pong the caller asks for (a split part is one
     cube's, on all its consumers) and its clusters with a split the caller asks for; promotion
     behind goes with three consumer warpgroups (three accumulator sets do not fit their
-    registers); unless the caller asked for both."""
+    registers); its ping-pong (and that tile's rows) with cooperative warpgroups the caller names;
+    unless the caller asked for both."""
     out = dict(chosen)
-    knob = {**chosen, **overrides}.get
+    if chosen.get("schedule") == "pingpong" and "schedule" not in overrides and \
+            overrides.get("warpgroups_m", 1) * overrides.get("warpgroups_n", 1) > 1:
+        out.pop("schedule")
+        out.pop("partition_m", None)
+    knob = {**out, **overrides}.get
     if "split_tail" not in overrides and (knob("cluster_m", 1) > 1 or knob("schedule", "cooperative") != "cooperative"):
         out.pop("split_tail", None)
     if overrides.get("split_tail", 0) > 1:

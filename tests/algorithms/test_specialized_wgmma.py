@@ -166,6 +166,14 @@ def test_output_tile_staged_in_column_parts(parts):
 WIDE_192 = dict(warpgroups_m=3, tile_n=192, stages=4, store_parts=3)
 
 
+def test_short_k_default_is_ping_pong_unless_the_caller_names_cooperative_warpgroups():
+    _, cfg = setup(problem(m=2100, n=2300, k=200))
+    assert cfg.batch.global_.schedule == "pingpong"
+    _, cfg = setup(problem(m=2100, n=2300, k=200), warpgroups_m=2, tile_n=256, stages=4, store_parts=2)
+    g = cfg.batch.global_
+    assert (g.schedule, g.stage.stage_m, g.stage.stage_n) == ("cooperative", 128, 256)
+
+
 def test_192_column_tiles_stage_three_parts():
     alg, cfg = setup(problem(m=3000, n=3000, k=3000, layouts=("row", "row")), **WIDE_192)
     g = cfg.batch.global_
@@ -360,6 +368,8 @@ NUMERIC_CASES = [  # (batch, m, n, k, layouts, ld pad)
     (1, 2, 3, 5, ("row", "row"), 11),
     (1, 200, 384, 300, ("row", "row"), 0),      # 64 x 128 tiles (small 16-bit problems), M edge
     (2, 100, 512, 130, ("col", "col"), 8),      # the same, batch
+    (1, 2100, 2300, 200, ("row", "row"), 3),    # short K from a wave of tiles: ping-pong 128 x 128
+    (1, 2049, 2111, 64, ("col", "row"), 0),
 ]
 
 

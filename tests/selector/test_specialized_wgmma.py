@@ -9,8 +9,9 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.dtypes import BFLOAT16
 from gemm_engine.problem import Layout, MatmulProblem
+from gemm_engine.selector.ragged import ragged_copies
 from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
-                                                    pingpong_preset, ragged_copies, select_specialized_tiling, selected_tiles,
+                                                    pingpong_preset, select_specialized_tiling, selected_tiles,
                                                     specialized_tuning_space, specialized_yield_to, split_parts,
                                                     store_plan)
 from renders import any_problem
@@ -80,6 +81,27 @@ def test_yield_to_drops_what_goes_with_a_knob_the_caller_overrides():
     assert "cluster_m" not in specialized_yield_to(dict(chosen, cluster_m=2), dict(split_tail=3))
     assert "promote_behind" not in specialized_yield_to(chosen, dict(warpgroups_m=3))
     assert specialized_yield_to(chosen, {}) == chosen
+    # The short-K ping-pong tile gives way to cooperative warpgroups the caller names.
+    pp = select_specialized_tiling(any_problem((1, 8192, 8192, 256), "bfloat16"), SM90)
+    assert pp["schedule"] == "pingpong"
+    cooperative = specialized_yield_to(pp, dict(warpgroups_m=2, tile_n=256))
+    assert "schedule" not in cooperative and "partition_m" not in cooperative
+    assert specialized_yield_to(pp, dict(tile_n=64)) == pp
+
+
+def test_short_k_takes_ping_pong_from_a_wave_of_tiles():
+    """K <= PINGPONG_MAX_K (a tile of a few slots: mostly its epilogue), 16-bit, at least a wave of
+    128 x 128 tiles: ping-pong 128 x 128 (H200: 8192^2 x 256 67.1 us a call against 75.8, 16384 x
+    4096 x 128 46.9 against 56.4; bench/SELECTION_NOTES.md "Short K: ping-pong")."""
+    from gemm_engine.selector.specialized_wgmma import PINGPONG_MAX_K
+    for shape in ((8192, 8192, 256), (5101, 6008, 64), (16384, 4096, PINGPONG_MAX_K // 2)):
+        sel = select_specialized_tiling(any_problem((1, *shape), "bfloat16"), SM90)
+        assert (sel["schedule"], sel["partition_m"], sel["tile_n"]) == ("pingpong", 2, 128), shape
+    for shape, dtype in (((8192, 8192, PINGPONG_MAX_K + 64), "bfloat16"),    # a longer K: cooperative
+                         ((1024, 1024, 64), "bfloat16"),                       # under a wave of tiles
+                         ((8192, 8192, 256), "float8_e4m3fn")):               # promoted
+        sel = select_specialized_tiling(any_problem((1, *shape), dtype, **(FP8 if dtype != "bfloat16" else {})), SM90)
+        assert sel.get("schedule", "cooperative") == "cooperative", (shape, dtype)
 
 
 def test_tuning_space_and_pingpong():
@@ -206,7 +228,6 @@ def test_ragged_rows_are_copied_where_the_pass_costs_less_than_it_saves():
     lines); a pass over an 18 MB operand costs about 16 us: copied from about 2100 cubed
     (bench/SELECTION_NOTES.md, "ragged_copies"). 192 x 192 tiles lose less to ragged rows than the
     passes cost: not copied."""
-    from gemm_engine.selector.specialized_wgmma import ragged_copies
     assert ragged_copies(any_problem((1, 3000, 3000, 3000), "bfloat16"), (192, 128))
     assert not ragged_copies(any_problem((1, 3000, 3000, 3000), "bfloat16"), (192, 192))
     assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "bfloat16"), SM90)
