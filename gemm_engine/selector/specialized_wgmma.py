@@ -64,7 +64,8 @@ PINGPONG = [(2, 128), (1, 256)]
 #: 16-bit products of at most this K and at least a wave of 128 x 128 tiles take ping-pong 128 x
 #: 128: a tile of a few slots is mostly its epilogue, which one copy runs beside the other's main
 #: loop (H200 kernels: 8192^2 x 256 65.2 us against 81.0, 5101 x 6008 x 64 42.0 against 45.6,
-#: 4096^2 x 64 12.0 against 13.0; bench/SELECTION_NOTES.md, "Short K: ping-pong").
+#: 4096^2 x 64 12.0 against 13.0; bench/SELECTION_NOTES.md, "Short K: ping-pong"). Not for a gated
+#: (paired) epilogue: a ping-pong copy's SwiGLU pairs spill (ptxas sm_90a: 96 bytes).
 PINGPONG_MAX_K = 256
 #: Weight-streaming products (selector/waves.py): each tile split along K into up to this many
 #: parts of at least this many ring slots where that makes the call faster (`decode_call_us`);
@@ -313,7 +314,7 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
             and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
         wm, wn, pm, tn, stages = SMALL
         tiles = tile_count(problem, 64, tn)
-    if (not promoted and problem.lhs.itemsize == 2 and problem.k <= PINGPONG_MAX_K
+    if (not promoted and problem.lhs.itemsize == 2 and problem.k <= PINGPONG_MAX_K and not problem.epilogue.paired
             and tile_count(problem, 128, 128) >= sms):
         return {**pingpong_preset(problem, dialect, 2, 128),
                 **(dict(copy_ragged=True) if ragged_copies(problem, (128, 128)) else {})}

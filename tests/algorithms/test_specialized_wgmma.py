@@ -191,12 +191,33 @@ def test_192_column_tiles_stage_three_parts():
 
 
 def _wide_sources() -> dict:
+    """The 192 x 192 tile as the wave rule takes it: plain, and with the epilogues a model's layers
+    fuse (bias and an activation, c, the gated pair of SwiGLU, accumulating into out)."""
+    from dataclasses import replace
+    from gemm_engine.epilogue.activations import resolve_activation
+    from gemm_engine.epilogue.spec import Epilogue
     out = {}
+    bf16 = BY_NAME["bfloat16"]
+    epilogues = {"": Epilogue(), "-bias-gelu": Epilogue(bias=bf16, activation=resolve_activation("gelu")),
+                 "-c": Epilogue(c=bf16, scaled=True), "-swiglu": Epilogue(activation=resolve_activation("swiglu")),
+                 "-accumulate": Epilogue(c=bf16, accumulate=True)}
     for m, n, k, layouts, dtype in ((3000, 3000, 3000, ("row", "row"), "bfloat16"),
                                     (2335, 3542, 607, ("col", "col"), "float16"),
                                     (3008, 3008, 3008, ("row", "col"), "bfloat16")):
-        alg, cfg = setup(problem(m=m, n=n, k=k, dtype=dtype, layouts=layouts), **WIDE_192)
-        out[f"wide192-{m}x{n}x{k}-{layouts[0]}{layouts[1]}-{dtype}"] = alg.render(cfg, SM90)
+        for label, ep in (epilogues.items() if dtype == "bfloat16" and m == 3000 else [("", Epilogue())]):
+            p = replace(problem(m=m, n=n, k=k, dtype=dtype, layouts=layouts), epilogue=ep)
+            alg = SpecializedWgmmaAlgorithm()           # the rule's own choice: 192 x 192 for these
+            cfg = alg.setup(p, SM90)
+            assert (cfg.batch.global_.stage.stage_m, cfg.batch.global_.stage.stage_n) == (192, 192), label
+            out[f"wide192-{m}x{n}x{k}-{layouts[0]}{layouts[1]}-{dtype}{label}"] = alg.render(cfg, SM90)
+    # The short-K rule's ping-pong 128 x 128 with the same epilogues (a gated one stays cooperative).
+    for b, layouts in ((1, ("row", "row")), (3, ("col", "col"))):
+        for label, ep in epilogues.items():
+            p = replace(problem(b=b, m=4096, n=4096, k=128, dtype="bfloat16", layouts=layouts), epilogue=ep)
+            alg = SpecializedWgmmaAlgorithm()
+            cfg = alg.setup(p, SM90)
+            assert cfg.batch.global_.schedule == ("cooperative" if ep.paired else "pingpong"), label
+            out[f"short-k-{b}x4096x4096x128-{layouts[0]}{layouts[1]}{label}"] = alg.render(cfg, SM90)
     return out
 
 
@@ -207,7 +228,8 @@ def _wide_jobs():
 @pytest.mark.nvcc
 @prefetched(_wide_jobs)
 def test_192_column_tiles_compile_without_spills():
-    """96 accumulators a consumer unit beside the ring's bookkeeping: no spills, no serialized wgmma."""
+    """96 accumulators a consumer unit beside the ring's bookkeeping (and the short-K rule's
+    ping-pong tiles): no spills, no serialized wgmma."""
     from cuda_compile import assert_no_spills
     assert_no_spills(_wide_jobs())
 
