@@ -59,6 +59,7 @@ class GroupedAlgorithm(Algorithm):
     """Mixin of the grouped variants (`grouped_variant`): the dense member's rule on `typical`."""
 
     dispatch = ColMajorDispatch
+    dense_rules = False       # the grouped tilings were measured without the dense-only choices
 
     def select(self, problem, dialect):
         like = typical(problem) if problem.groups is not None else problem

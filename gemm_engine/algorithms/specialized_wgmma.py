@@ -30,6 +30,9 @@ from ..tile.wgmma import WgmmaTile
 from .base import Algorithm, register
 
 
+_TILE_KNOBS = {"schedule", "warpgroups_m", "warpgroups_n", "partition_m", "tile_n"}
+
+
 @register
 class SpecializedWgmmaAlgorithm(Algorithm):
     name = "specialized_wgmma"
@@ -43,8 +46,17 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     writer = TmaStoreWriter
     batch = TmaKMajorBatchMatmul
 
+    #: The rule's choices measured on plain dense products only (selector/specialized_wgmma.py
+    #: `select_specialized_tiling`); the grouped variants' tilings were measured without them.
+    dense_rules = True
+
     def select(self, problem, dialect):
-        return select_specialized_tiling(problem, dialect)
+        # A caller naming the tile (its warpgroups, rows, columns or a cooperative schedule) gets
+        # the cooperative rule's choice to override, not short K's ping-pong tile.
+        named = _TILE_KNOBS & set(self.overrides or ())
+        if (self.overrides or {}).get("schedule") == "pingpong":
+            named -= {"schedule"}
+        return select_specialized_tiling(problem, dialect, self.dense_rules, short_k=not named)
 
     def yield_to(self, chosen, overrides):
         return specialized_yield_to(chosen, overrides)

@@ -18,7 +18,7 @@ WIDE = dict(warpgroups_m=2, warpgroups_n=1, partition_m=2, tile_n=128, stages=4,
 
 
 def converting_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
-    chosen = dict(select_specialized_tiling(dense_view(problem), dialect))
+    chosen = dict(select_specialized_tiling(dense_view(problem), dialect, dense_rules=False))
     chosen.pop("cluster_m", None)
     if (chosen["warpgroups_m"], chosen["partition_m"], chosen["tile_n"]) == (2, 1, 256):
         wide = {**chosen, **WIDE}

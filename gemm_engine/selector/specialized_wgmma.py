@@ -64,8 +64,9 @@ PINGPONG = [(2, 128), (1, 256)]
 #: 16-bit products of at most this K and at least a wave of 128 x 128 tiles take ping-pong 128 x
 #: 128: a tile of a few slots is mostly its epilogue, which one copy runs beside the other's main
 #: loop (H200 kernels: 8192^2 x 256 65.2 us against 81.0, 5101 x 6008 x 64 42.0 against 45.6,
-#: 4096^2 x 64 12.0 against 13.0; bench/SELECTION_NOTES.md, "Short K: ping-pong"). Not for a gated
-#: (paired) epilogue: a ping-pong copy's SwiGLU pairs spill (ptxas sm_90a: 96 bytes).
+#: 4096^2 x 64 12.0 against 13.0; bench/SELECTION_NOTES.md, "Short K: ping-pong"). 16-bit outputs
+#: without a gated epilogue only: a ping-pong copy's SwiGLU pairs spill (ptxas sm_90a: 96 bytes), and
+#: a float32 output's with c (8).
 PINGPONG_MAX_K = 256
 #: Weight-streaming products (selector/waves.py): each tile split along K into up to this many
 #: parts of at least this many ring slots where that makes the call faster (`decode_call_us`);
@@ -283,15 +284,28 @@ def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:
     return (tiles // sms + (1 / parts if tail else 0)) * (wm * pm * 64 * wn * tn) / (128 * 256) / rate
 
 
-def wave_shape(problem: MatmulProblem, sms: int):
+def wave_shape(problem: MatmulProblem, dialect: Dialect, wide: bool = True):
     """The tile of `WAVE_TILES` that takes the least time by `wave_cost`; the first unless another
-    is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 256 of 192 x 192 1.9)."""
-    costs = [(wave_cost(problem, sms, shape, rate), shape) for shape, rate in WAVE_TILES]
+    is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 256 of 192 x 192 1.9).
+    192 x 192 only where ``wide`` and its output is staged beside all its slots, as it was measured
+    (not a float32 output, not a gated one's half-width tile)."""
+    sms = max(1, dialect.device.compute_units)
+
+    def measured(shape) -> bool:
+        if shape[3] != 192:
+            return True
+        plan = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
+        return wide and plan["tma_store"] and plan["stages"] == shape[4]
+    costs = [(wave_cost(problem, sms, shape, rate), shape) for shape, rate in WAVE_TILES if measured(shape)]
     cost, shape = min(costs, key=lambda c: c[0])
     return costs[0][1] if cost > (1 - WAVE_MARGIN) * costs[0][0] else shape
 
 
-def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
+def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_rules: bool = True,
+                              short_k: bool = True) -> dict:
+    """The rule's tiling. ``dense_rules``: the choices measured on plain dense products only (the
+    192 x 192 wave tile, short K's ping-pong), which the grouped and converting callers' tilings were
+    not; ``short_k``: the ping-pong one (off where a caller names the tile itself)."""
     sms = max(1, dialect.device.compute_units)
     promoted = wants_promotion(problem)
     if streams_weights(problem) and not problem.epilogue.block_scales:
@@ -306,7 +320,7 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
             break
     if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256):
         # From half a wave of 128 x 256 tiles up, the tile whose waves fill the device best.
-        wm, wn, pm, tn, stages = wave_shape(problem, sms)
+        wm, wn, pm, tn, stages = wave_shape(problem, dialect, dense_rules)
         tiles = tile_count(problem, wm * pm * 64, wn * tn)
     if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
             and tile_count(problem, 64, SMALL[3]) <= sms
@@ -314,8 +328,8 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
             and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
         wm, wn, pm, tn, stages = SMALL
         tiles = tile_count(problem, 64, tn)
-    if (not promoted and problem.lhs.itemsize == 2 and problem.k <= PINGPONG_MAX_K and not problem.epilogue.paired
-            and tile_count(problem, 128, 128) >= sms):
+    if (dense_rules and short_k and not promoted and problem.lhs.itemsize == 2 and problem.out.itemsize == 2
+            and problem.k <= PINGPONG_MAX_K and not problem.epilogue.paired and tile_count(problem, 128, 128) >= sms):
         return {**pingpong_preset(problem, dialect, 2, 128),
                 **(dict(copy_ragged=True) if ragged_copies(problem, (128, 128)) else {})}
     if problem.epilogue.block_scales and wm == 3:
@@ -340,14 +354,10 @@ def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
     """The rule's split tail goes with clusters or ping-pong the caller asks for (a split part is one
     cube's, on all its consumers) and its clusters with a split the caller asks for; promotion
     behind goes with three consumer warpgroups (three accumulator sets do not fit their
-    registers); its ping-pong (and that tile's rows) with cooperative warpgroups the caller names;
-    unless the caller asked for both."""
+    registers); unless the caller asked for both. (A caller naming the tile gets the rule without
+    short K's ping-pong: `SpecializedWgmmaAlgorithm.select`.)"""
     out = dict(chosen)
-    if chosen.get("schedule") == "pingpong" and "schedule" not in overrides and \
-            overrides.get("warpgroups_m", 1) * overrides.get("warpgroups_n", 1) > 1:
-        out.pop("schedule")
-        out.pop("partition_m", None)
-    knob = {**out, **overrides}.get
+    knob = {**chosen, **overrides}.get
     if "split_tail" not in overrides and (knob("cluster_m", 1) > 1 or knob("schedule", "cooperative") != "cooperative"):
         out.pop("split_tail", None)
     if overrides.get("split_tail", 0) > 1:

@@ -166,12 +166,19 @@ def test_output_tile_staged_in_column_parts(parts):
 WIDE_192 = dict(warpgroups_m=3, tile_n=192, stages=4, store_parts=3)
 
 
-def test_short_k_default_is_ping_pong_unless_the_caller_names_cooperative_warpgroups():
-    _, cfg = setup(problem(m=2100, n=2300, k=200))
+def test_short_k_default_is_ping_pong_unless_the_caller_names_the_tile():
+    """A caller naming the tile overrides the cooperative rule's choice (its ring and staging fit
+    the tile), not short K's ping-pong one; naming the ping-pong schedule alone keeps the rule's."""
+    short = problem(m=8192, n=8192, k=256)
+    _, cfg = setup(short)
     assert cfg.batch.global_.schedule == "pingpong"
-    _, cfg = setup(problem(m=2100, n=2300, k=200), warpgroups_m=2, tile_n=256, stages=4, store_parts=2)
-    g = cfg.batch.global_
-    assert (g.schedule, g.stage.stage_m, g.stage.stage_n) == ("cooperative", 128, 256)
+    for overrides, tile in ((dict(warpgroups_m=2, tile_n=256), (128, 256)), (dict(tile_n=256), (128, 256)),
+                            (dict(schedule="cooperative"), (128, 256))):
+        _, cfg = setup(short, **overrides)
+        g = cfg.batch.global_
+        assert (g.schedule, g.stage.stage_m, g.stage.stage_n) == ("cooperative", *tile), overrides
+    _, cfg = setup(short, schedule="pingpong")
+    assert cfg.batch.global_.schedule == "pingpong" and cfg.batch.global_.stage.stage_n == 128
 
 
 def test_192_column_tiles_stage_three_parts():
@@ -208,7 +215,9 @@ def _wide_sources() -> dict:
             p = replace(problem(m=m, n=n, k=k, dtype=dtype, layouts=layouts), epilogue=ep)
             alg = SpecializedWgmmaAlgorithm()           # the rule's own choice: 192 x 192 for these
             cfg = alg.setup(p, SM90)
-            assert (cfg.batch.global_.stage.stage_m, cfg.batch.global_.stage.stage_n) == (192, 192), label
+            # a gated epilogue's half-width output is not whole staging bands: not 192 x 192
+            wide = (cfg.batch.global_.stage.stage_m, cfg.batch.global_.stage.stage_n) == (192, 192)
+            assert wide != ep.paired, label
             out[f"wide192-{m}x{n}x{k}-{layouts[0]}{layouts[1]}-{dtype}{label}"] = alg.render(cfg, SM90)
     # The short-K rule's ping-pong 128 x 128 with the same epilogues (a gated one stays cooperative).
     for b, layouts in ((1, ("row", "row")), (3, ("col", "col"))):

@@ -26,6 +26,18 @@ def _p(layout="contiguous", groups=8, m=1024, k=512):
     return MatmulProblem(groups, m, 256, k, BF16, BF16, BF16, Layout.ROW, Layout.ROW, 8, 8, groups=Groups(layout))
 
 
+def test_grouped_tilings_keep_out_of_the_dense_only_rules():
+    """Short K's ping-pong and the 192 x 192 wave tile were measured on dense products: a weight
+    gradient's groups (short K each: the "k" layout's ragged reduction needs one copy of the
+    consumers) and the other layouts keep the cooperative tiles."""
+    for layout, m, k in (("k", 2048, 64 * 128), ("contiguous", 4096, 256), ("masked", 3000, 3000)):
+        p = MatmulProblem(64, m, 1408, k, BF16, BF16, BF16, Layout.COL if layout == "k" else Layout.ROW, Layout.ROW,
+                          8, 8, groups=Groups(layout))
+        cfg = ALG().setup(p, SM90)
+        g = cfg.batch.global_
+        assert g.schedule == "cooperative" and g.stage.stage_n != 192, layout
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "masked", "k"])
 def test_grid_signature_and_kernel(layout):
     alg = ALG()

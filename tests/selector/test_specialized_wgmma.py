@@ -10,10 +10,10 @@ from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.dtypes import BFLOAT16
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.selector.ragged import ragged_copies
-from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX,
+from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX, WAVE_TILES,
                                                     pingpong_preset, select_specialized_tiling, selected_tiles,
                                                     specialized_tuning_space, specialized_yield_to, split_parts,
-                                                    store_plan)
+                                                    store_plan, wave_cost)
 from renders import any_problem
 
 DEVICE = nominal_cuda_device(9, 0)
@@ -81,12 +81,6 @@ def test_yield_to_drops_what_goes_with_a_knob_the_caller_overrides():
     assert "cluster_m" not in specialized_yield_to(dict(chosen, cluster_m=2), dict(split_tail=3))
     assert "promote_behind" not in specialized_yield_to(chosen, dict(warpgroups_m=3))
     assert specialized_yield_to(chosen, {}) == chosen
-    # The short-K ping-pong tile gives way to cooperative warpgroups the caller names.
-    pp = select_specialized_tiling(any_problem((1, 8192, 8192, 256), "bfloat16"), SM90)
-    assert pp["schedule"] == "pingpong"
-    cooperative = specialized_yield_to(pp, dict(warpgroups_m=2, tile_n=256))
-    assert "schedule" not in cooperative and "partition_m" not in cooperative
-    assert specialized_yield_to(pp, dict(tile_n=64)) == pp
 
 
 def test_short_k_takes_ping_pong_from_a_wave_of_tiles():
@@ -102,6 +96,12 @@ def test_short_k_takes_ping_pong_from_a_wave_of_tiles():
                          ((8192, 8192, 256), "float8_e4m3fn")):               # promoted
         sel = select_specialized_tiling(any_problem((1, *shape), dtype, **(FP8 if dtype != "bfloat16" else {})), SM90)
         assert sel.get("schedule", "cooperative") == "cooperative", (shape, dtype)
+    # Not a float32 output (with c its ping-pong copy spills), nor where the dense-only rules are off.
+    wide_out = any_problem((1, 8192, 8192, 256), "bfloat16", out="float32")
+    assert select_specialized_tiling(wide_out, SM90).get("schedule", "cooperative") == "cooperative"
+    short = any_problem((1, 8192, 8192, 256), "bfloat16")
+    assert "schedule" not in select_specialized_tiling(short, SM90, dense_rules=False)
+    assert "schedule" not in select_specialized_tiling(short, SM90, short_k=False)
 
 
 def test_tuning_space_and_pingpong():
@@ -198,7 +198,7 @@ def test_decode_space_offers_each_shape_in_several_parts():
 
 
 def test_waves_choose_the_tile_past_half_a_wave():
-    from gemm_engine.selector.specialized_wgmma import WAVE_TILES, wave_cost
+
     # 3000^3: 288 tiles of 128 x 256 fill 2.2 waves (3 tile times); 384 of 192 x 128 fill 2.9 (3 of
     # 0.75 / 0.975); 256 of 192 x 192 fill 1.9 (2 of 1.125): 192 x 192 (H200: 94.6 us against 106.1).
     p = any_problem((1, 3000, 3000, 3000), "bfloat16")
@@ -208,9 +208,14 @@ def test_waves_choose_the_tile_past_half_a_wave():
     assert selected_tiles(chosen) == (192, 192)
     # Four slots beside the staged tile in three 64-column parts; never split along K.
     assert (chosen["stages"], chosen["store_parts"], chosen["tma_store"]) == (4, 3, True)
-    for shape in ((2863, 3869, 3069), (3598, 1687, 6642), (5698, 4406, 7813), (3072, 3072, 3072)):
-        sel = select_specialized_tiling(any_problem((1, *shape), "bfloat16"), SM90)
-        assert selected_tiles(sel) != (192, 192) or "split_tail" not in sel, (shape, sel)
+    # ... timed whole even where a split would fill the last wave (2863 x 3869 x 3069: 315 tiles, a
+    # last wave of 51 the rule would split in 2 for other tiles): three whole waves of 1.125.
+    odd = any_problem((1, 2863, 3869, 3069), "bfloat16")
+    assert split_parts(odd, SMS, 15 * 21) == 2 and wave_cost(odd, SMS, WAVE_TILES[3][0], 1.0) == 3 * 1.125
+    # Only where its output is staged beside all four slots (as measured): not a float32 output.
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "bfloat16", out="float32"),
+                                                    SM90)) != (192, 192)
+    assert selected_tiles(select_specialized_tiling(p, SM90, dense_rules=False)) == (192, 128)
     assert selected_tiles(select_specialized_tiling(any_problem((1, 1536, 1536, 1536), "bfloat16"), SM90)) == (192, 128)
     # The measured rows keep 128 x 256: full waves (4096^3, 2048^3, 8192^3, 8192 x 12288 x 4096, 8192 x
     # 4096 x 11008) and tails the other tiles fill no better by 5% (5120^3, 6144^3, 7168^3).
