@@ -30,7 +30,9 @@ from ..tile.wgmma import WgmmaTile
 from .base import Algorithm, register
 
 
-_TILE_KNOBS = {"schedule", "warpgroups_m", "warpgroups_n", "partition_m", "tile_n"}
+#: Knobs whose naming takes short K's ping-pong tile out of the rule's choice: the tile's own, and the
+#: split tail and clusters ping-pong does not run with.
+_TILE_KNOBS = {"schedule", "warpgroups_m", "warpgroups_n", "partition_m", "tile_n", "split_tail", "cluster_m"}
 
 
 @register
@@ -51,8 +53,8 @@ class SpecializedWgmmaAlgorithm(Algorithm):
     dense_rules = True
 
     def select(self, problem, dialect):
-        # A caller naming the tile (its warpgroups, rows, columns or a cooperative schedule) gets
-        # the cooperative rule's choice to override, not short K's ping-pong tile.
+        # A caller naming the tile (its warpgroups, rows, columns, a cooperative schedule, a split
+        # tail or clusters) gets the cooperative rule's choice to override, not short K's ping-pong.
         named = _TILE_KNOBS & set(self.overrides or ())
         if (self.overrides or {}).get("schedule") == "pingpong":
             named -= {"schedule"}

@@ -173,7 +173,7 @@ def test_short_k_default_is_ping_pong_unless_the_caller_names_the_tile():
     _, cfg = setup(short)
     assert cfg.batch.global_.schedule == "pingpong"
     for overrides, tile in ((dict(warpgroups_m=2, tile_n=256), (128, 256)), (dict(tile_n=256), (128, 256)),
-                            (dict(schedule="cooperative"), (128, 256))):
+                            (dict(schedule="cooperative"), (128, 256)), (dict(split_tail=2), (128, 256))):
         _, cfg = setup(short, **overrides)
         g = cfg.batch.global_
         assert (g.schedule, g.stage.stage_m, g.stage.stage_n) == ("cooperative", *tile), overrides
