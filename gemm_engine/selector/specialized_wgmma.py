@@ -106,8 +106,8 @@ NARROW_STAGES = {1: 12, 2: 8}
 #: 192 x 128: not measured for 16-bit, taken as 128 x 128's; 192 x 192: 0.95-1.025 from 2560^3 to
 #: 6144^3 on an H200, bench/SELECTION_NOTES.md "192 x 192 tiles"), and the margin a tile must beat
 #: the first by to be taken instead.
-WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975),
-              ((3, 1, 1, 192, 4), 1.0)]
+WIDE_TILE = (3, 1, 1, 192, 4)       # 192 x 192: three consumer warpgroups of 64 x 192
+WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975), (WIDE_TILE, 1.0)]
 WAVE_MARGIN = 0.05
 #: Tiles never split along K: beside 192 x 192's 96 accumulators a unit the split tail spills (ptxas).
 UNSPLIT_TILES = {(192, 192)}
@@ -292,7 +292,7 @@ def wave_shape(problem: MatmulProblem, dialect: Dialect, wide: bool = True):
     sms = max(1, dialect.device.compute_units)
 
     def measured(shape) -> bool:
-        if shape[3] != 192:
+        if shape != WIDE_TILE:
             return True
         plan = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
         return wide and plan["tma_store"] and plan["stages"] == shape[4]
@@ -341,12 +341,13 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
     cluster = (not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K
                and tiles >= CLUSTER_MIN_WAVES * sms)
     behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
-    parts = 1 if (wm * pm * 64, wn * tn) in UNSPLIT_TILES else split_parts(problem, sms, tiles)
+    tile = (wm * pm * 64, wn * tn)
+    parts = 1 if tile in UNSPLIT_TILES else split_parts(problem, sms, tiles)
     if problem.epilogue.block_scales and wm == 3:
         parts = max(parts, 2)     # its loop over whole tiles compiles without spills then
     split = dict(split_tail=parts) if parts > 1 and not cluster else {}
-    ragged = dict(copy_ragged=True) if ragged_copies(problem, (wm * pm * 64, wn * tn)) else {}
-    return preset(wm, wn, pm, tn, **store_plan(problem, dialect, wm * pm * 64, wn * tn, stages), **order,
+    ragged = dict(copy_ragged=True) if ragged_copies(problem, tile) else {}
+    return preset(wm, wn, pm, tn, **store_plan(problem, dialect, *tile, stages), **order,
                   **(dict(cluster_m=2) if cluster else {}), **behind, **split, **ragged)
 
 
@@ -389,7 +390,7 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
         for parts in (2, SPLIT_MAX):
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
     if not promoted:
-        for shape in (WAVE_TILES[1][0], WAVE_TILES[3][0]):     # 192 x 128, 192 x 192: the wave rule's others
+        for shape in (WAVE_TILES[1][0], WIDE_TILE):     # 192 x 128, 192 x 192: the wave rule's others
             stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
             splits = ({},) if (shape[0] * 64, shape[3]) in UNSPLIT_TILES else \
                 ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))
