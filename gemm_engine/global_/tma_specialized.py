@@ -67,6 +67,10 @@ from .read.swizzled_loader import SwizzledOperandTile
 
 #: Named barrier of the consumer units around a split tile's partial sums (1: the writer's).
 _SPLIT_BARRIER = 2
+#: The widest tile whose idle warpgroups skip their wgmma by default (`_skips_rows`).
+IDLE_SKIP_MAX_N = 128
+#: The first named barrier of one consumer warpgroup each, after a tile it had no rows of (3 to 5).
+_IDLE_BARRIER = 3
 
 
 class TmaSpecializedGlobalMatmul(GlobalMatmul):
@@ -80,6 +84,10 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                   choices=("cooperative", "pingpong")),
              Knob("split_tail", 0, "split each tile of the last, partial wave along K into up to this many parts "
                                    "that fill the device, partial sums added across cubes (0, 1: no split)"),
+             Knob("idle_warpgroups", "auto", "a consumer warpgroup with no rows of a tile inside the problem (a group's "
+                  "last tile, a ragged M): skips its wgmma, only waiting for and releasing the slots (skip), computes "
+                  "like the others (compute), or auto: skip in tiles of at most 128 columns that do not promote",
+                  choices=("auto", "skip", "compute")),
              Knob("split_fixup", "owner", "who adds a split tile's sums: its first part, waiting for the others "
                   "(owner; a co-resident launch), or the last to finish (last; a plain launch)", choices=("owner", "last")))
     provides = frozenset({OWN_TILE_LOOP, STORE_STAGING, RAGGED_REDUCTION})
@@ -128,6 +136,9 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
                                    stages=stages, writer=self.writer.setup(problem, selection, dialect),
                                    promotion=promotion, cluster_m=cluster_m, schedule=schedule,
                                    split_tail=split, split_fixup=selection.split_fixup,
+                                   skip_idle=(promotion is None and stage.stage_n <= IDLE_SKIP_MAX_N
+                                              if selection.idle_warpgroups == "auto"
+                                              else selection.idle_warpgroups == "skip"),
                                    epilogue=problem.epilogue)      # the staging tile's size follows it
         cfg = replace(cfg, staging=self.writer.staging_bytes(cfg))
         check_ring_fits(self.name, cfg, dialect)
@@ -219,6 +230,40 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         """At the start of a role's tile: ``k_steps`` of this tile, where tiles differ in it."""
         return [self._k_steps(cfg, scope)] if scope.k_per_tile else []
 
+    @staticmethod
+    def _skips_rows(cfg: TmaSpecializedConfig) -> bool:
+        """Whether a consumer warpgroup may find all its rows of a tile past the problem's (a group's
+        last tile, a ragged M: cooperative warpgroups stacked along M) and then skips its wgmma
+        (the ``idle_warpgroups`` knob). By default only in tiles of at most 128 columns that do not
+        promote: grouped bf16 128 x 128 tiles ran 6.5-8% faster skipping on an H200 (64 experts, a
+        third of the tiles half idle), 128 x 256 ones 1-6% and promoting fp8 ones 4-10% slower
+        (bench/SELECTION_NOTES.md "Idle warpgroups")."""
+        return cfg.skip_idle and cfg.check_m and cfg.groups == 1 and getattr(cfg.stage, "warpgroups_m", 1) > 1
+
+    def _tile_rows(self, cfg: TmaSpecializedConfig, scope) -> list[str]:
+        """At a consumer's tile's start: ``tile_rows``, its rows inside the problem."""
+        return [f"const i64 tile_rows = (i64)({scope.m}) - (i64)({scope.m0});"] if self._skips_rows(cfg) else []
+
+    def _rows_or_idle(self, cfg: TmaSpecializedConfig, d: Dialect, scope, main: list[str]) -> list[str]:
+        """``main`` (a consumer's loop over its slices, releasing every slot it reads) where this
+        warpgroup has rows of the tile inside the problem; else the same slots only waited for and
+        released, no wgmma issued. Two loops, not a condition around each batch: ptxas serializes a
+        promoting loop's wgmma when its accumulators may be skipped."""
+        if not self._skips_rows(cfg):
+            return main
+        lo, hi = self._k_bounds(scope)
+        # Only the first warp waits for each slot and releases it: another, waiting too, could lag
+        # behind those releases past the slot's next fill and read its parity a phase off (a hang).
+        # The warpgroup meets after, so no warp starts the next tile before the first warp is done.
+        idle = [f"if (UNIT_ID % {WARPGROUP} < 32) {{",
+                f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
+                f"const unsigned slot = it % {cfg.stages}u;",
+                d.mbarrier_wait(self._full("slot"), f"(it / {cfg.stages}u) & 1u"),
+                self._release(cfg, d, "slot"), "}",
+                f"}} else if ({hi} > {lo}) {{\nit += (unsigned)({hi} - {lo});\n}}",
+                d.sync_units(f"{_IDLE_BARRIER} + UNIT_ID / {WARPGROUP}", WARPGROUP)]
+        return [f"if ({self.stage.first_row(cfg.stage)} < tile_rows) {{", *main, "} else {", *idle, "}"]
+
     def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False,
                     acc: str = "") -> list[str]:
         """A consumer's step: wait until slot ``it % stages`` is full, then issue its wgmma batch
@@ -245,20 +290,25 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         st, s = cfg.stage, cfg.stages
         release = self._release(cfg, d, f"(it - 1u) % {s}u")
         lo, hi = self._k_bounds(scope)
+        loop = [f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
+                *self._slot_batch(cfg, d, listener),
+                # The batch of the slice before this one is done: its slot may be filled again.
+                self.stage.wait(st, d, 1),
+                f"if (step > {lo}) {{\n{release}\n}}",
+                "}"]
+        # A tile of no slices (an empty group's reduction) read no slot: none to release.
+        last = f"if ({hi} > {lo}) {{\n{release}\n}}" if scope.k_per_tile else release
+        if self._skips_rows(cfg):      # cooperative: no turn to pass
+            main = [*self._rows_or_idle(cfg, d, scope, [*loop, self.stage.wait(st, d, 0), last]),
+                    self.stage.finish(st, d)]
+        else:
+            main = [*loop, *self._turn_pass(cfg, d), self.stage.finish(st, d), last]
         tile = "\n".join([
             *self._tile_steps(cfg, scope),
+            *self._tile_rows(cfg, scope),
             self.stage.init_accumulators(st, d),
             *self._turn_wait(cfg, d),
-            f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
-            *self._slot_batch(cfg, d, listener),
-            # The batch of the slice before this one is done: its slot may be filled again.
-            self.stage.wait(st, d, 1),
-            f"if (step > {lo}) {{\n{release}\n}}",
-            "}",
-            *self._turn_pass(cfg, d),
-            self.stage.finish(st, d),
-            # A tile of no slices (an empty group's reduction) read no slot: none to release.
-            f"if ({hi} > {lo}) {{\n{release}\n}}" if scope.k_per_tile else release,
+            *main,
             *self._store(cfg, d, scope, listener),
         ])
         return "\n".join([
@@ -288,11 +338,12 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         (global_/promotion.py)."""
         st, s = cfg.stage, cfg.stages
         tile = "\n".join([
+            *self._tile_rows(cfg, scope),
             self.stage.init_promoted(st, d),
             *self._turn_wait(cfg, d),
-            *cfg.promotion.main_loop(self.stage, st, d, scope,
-                                     lambda acc: ["{", *self._slot_batch(cfg, d, listener, True, acc), "}"],
-                                     lambda i: self._release(cfg, d, f"({i}) % {s}u"), *self._k_bounds(scope)),
+            *self._rows_or_idle(cfg, d, scope, cfg.promotion.main_loop(
+                self.stage, st, d, scope, lambda acc: ["{", *self._slot_batch(cfg, d, listener, True, acc), "}"],
+                lambda i: self._release(cfg, d, f"({i}) % {s}u"), *self._k_bounds(scope))),
             *self._turn_pass(cfg, d),
             self.stage.take_promoted(st, d),
             *self._store(cfg, d, scope, listener),

@@ -29,6 +29,7 @@ class TmaSpecializedConfig(GlobalConfig):
     split_tail: int = 0                    # most parts of a last-wave tile along K (batch/split_tail.py)
     split_fixup: str = "owner"             # who adds a split tile's parts: "owner" (part 0) or "last"
     converters: int = 0                    # producer warps converting each rhs slot (global_/tma_converting.py)
+    skip_idle: bool = True                 # a consumer warpgroup with no rows of a tile issues no wgmma (_skips_rows)
 
     @property
     def tile_loop(self) -> TileLoopRequest:

@@ -138,6 +138,12 @@ class WarpgroupPartitionedStage(StageMatmul):
         lines += [self.tile.declare_acc(tc, d, f"{acc}_{i}") for i in range(cfg.partition_m)]
         return "\n".join(lines)
 
+    @staticmethod
+    def first_row(cfg: WarpgroupStageConfig) -> str:
+        """C expression: the first row of the stage tile this unit's warpgroup computes (its
+        ``partition_m`` 64-row tiles follow it), for a global level that skips what lies past M."""
+        return "wg_m0"
+
     def init_accumulators(self, cfg, d):
         return "\n".join(self.tile.init_acc(cfg.tile, d, f"{cfg.fragments.acc}_{i}") for i in range(cfg.partition_m))
 

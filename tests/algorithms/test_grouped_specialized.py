@@ -4,12 +4,15 @@ so that it, not a portable member, runs: every output path (whole tiles through 
 a group's last partial tile directly), every tile the grouped rule picks (64 x 128, 128 x 256;
 fp8's promoted 64 x 128 and 128 x 128), routings with empty groups and all tokens in one group,
 the masked layout (padding rows NaN, never read), per-group epilogues and DeepGEMM's block scales,
-and a poisoned output buffer beyond M and N that must stay untouched."""
+and a poisoned output buffer beyond M and N that must stay untouched; routing that mixes tiles a
+consumer warpgroup has no rows of with whole ones, that warpgroup skipping its wgmma or not (the
+routing that hung the kernel while every warp of an idle warpgroup waited for each slot)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from gemm_engine.algorithms import REGISTRY
 from grouped_support import contiguous_ref, masked_ref, routing
 from helpers import random, rel_error
 from hopper_support import sm90_engine
@@ -46,6 +49,30 @@ def test_contiguous(rng, case):
     host = rt.to_host(buf).astype(np.float64)
     assert rel_error(host[:tokens, :n], contiguous_ref(x, w, counts, bias=bias, row_scale=rs, activation="silu")) < 2e-3
     assert np.isnan(host[tokens:]).all() and np.isnan(host[:, n:]).all()
+
+
+@pytest.mark.parametrize("idle", ["skip", "compute"])
+def test_idle_warpgroups_beside_whole_tiles(rng, idle):
+    """Dirichlet routing over 64 experts (groups of 1 to 700 rows, one empty): in 128-row tiles the
+    second consumer warpgroup has no rows of a group's last tile whenever it holds 64 rows or fewer,
+    and skips its wgmma there, beside whole tiles, each tile 8 slices over a ring of 4. With every
+    warp of the idle warpgroup waiting for each slot this routing hung on an H200 (two runs of two);
+    repeated calls, each checked."""
+    engine = sm90_engine()
+    route = np.random.default_rng(0)
+    counts = route.multinomial(8192, route.dirichlet(np.ones(64)))
+    tokens, k, n = int(counts.sum()), 512, 1024
+    x, w = random(rng, (tokens, k), "float16"), random(rng, (64, k, n), "float16")
+    rt = engine.runtime
+    dx, dw = rt.to_device(x), device_weights(engine, w)
+    offs = rt.to_device(np.cumsum(counts).astype(np.int32))
+    alg = REGISTRY["grouped_specialized_wgmma"](idle_warpgroups=idle)
+    ref = contiguous_ref(x, w, counts)
+    for _ in range(3):
+        out = engine.grouped_matmul(dx, dw, offsets=offs, algorithm=alg)
+        cfg = engine.last_choice[1]
+        assert cfg.batch.global_.stage.stage_m == 128 and cfg.batch.global_.skip_idle == (idle == "skip")
+        assert rel_error(rt.to_host(out).astype(np.float64), ref) < 2e-3
 
 
 def test_masked_padding_is_never_read(rng):

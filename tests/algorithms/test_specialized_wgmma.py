@@ -9,7 +9,7 @@ import pytest
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
 from helpers import BF16, assert_close, np_dtype, random
 from renders import OPENCL_DEVICE, flat
-from hopper_support import SM90, padded, problem, setup, sm90_engine
+from hopper_support import SM90, fp8_problem, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
 from gemm_engine.algorithms.wgmma import PipelinedWgmmaAlgorithm
 from gemm_engine.batch import tma_persistent
@@ -143,6 +143,28 @@ def test_kernel_structure():
     assert kernel.count("ptx_bulk_wait_read_0()") == 2 and kernel.count("ptx_bulk_wait_0()") == 1
     assert kernel.count("ptx_named_barrier(1u, 256u)") == 4 and "if (out_tma) {" in kernel
     assert cfg.batch.persistent_cubes == SM90.device.compute_units
+
+
+def test_idle_warpgroups_skip_their_wgmma_where_the_kernel_does_not_promote():
+    """A ragged M (3000 in 128 x 128 tiles: the last tile's second warpgroup has no rows) renders
+    each consumer's main loop behind a check of its first row, the other branch only waiting for
+    the slots (first warp) and releasing them, then meeting at its warpgroup's own barrier; wider
+    tiles, promoting kernels and an aligned M keep the one loop unless asked."""
+    narrow = dict(warpgroups_m=2, tile_n=128, store_parts=1)
+    alg, cfg = setup(problem(m=3000, n=3000, k=3000, dtype="bfloat16"), **narrow)
+    assert cfg.batch.global_.skip_idle
+    kernel = alg.render(cfg, SM90)
+    assert "if (wg_m0 < tile_rows) {" in kernel and "if (UNIT_ID % 128 < 32) {" in kernel
+    assert "ptx_named_barrier((unsigned)(3 + UNIT_ID / 128), 128u);" in kernel
+    off = setup(problem(m=3000, n=3000, k=3000, dtype="bfloat16"), idle_warpgroups="compute", **narrow)
+    wide = setup(problem(m=3000, n=3000, k=3000, dtype="bfloat16"), warpgroups_m=2, tile_n=256, store_parts=2)
+    aligned = setup(problem(m=4096, n=4096, k=4096, dtype="bfloat16"), **narrow)
+    promoted = setup(fp8_problem(m=3000, n=3072, k=1024, scales="block"))
+    assert not promoted[1].batch.global_.skip_idle
+    for a, c in (off, wide, aligned, promoted):
+        assert "tile_rows" not in a.render(c, SM90)
+    asked = setup(fp8_problem(m=3000, n=3072, k=1024, scales="block"), idle_warpgroups="skip")
+    assert "if (wg_m0 < tile_rows) {" in asked[0].render(asked[1], SM90)
 
 
 @pytest.mark.parametrize("parts", [2, 4])
