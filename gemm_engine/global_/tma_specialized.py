@@ -257,21 +257,21 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         # The warpgroup meets after, so no warp starts the next tile before the first warp is done.
         idle = [f"if (UNIT_ID % {WARPGROUP} < 32) {{",
                 f"for (int step = {lo}; step < {hi}; ++step, ++it) {{",
-                f"const unsigned slot = it % {cfg.stages}u;",
-                d.mbarrier_wait(self._full("slot"), f"(it / {cfg.stages}u) & 1u"),
-                self._release(cfg, d, "slot"), "}",
+                *self._wait_full(cfg, d), self._release(cfg, d, "slot"), "}",
                 f"}} else if ({hi} > {lo}) {{\nit += (unsigned)({hi} - {lo});\n}}",
                 d.sync_units(f"{_IDLE_BARRIER} + UNIT_ID / {WARPGROUP}", WARPGROUP)]
         return [f"if ({self.stage.first_row(cfg.stage)} < tile_rows) {{", *main, "} else {", *idle, "}"]
+
+    def _wait_full(self, cfg: TmaSpecializedConfig, d: Dialect) -> list[str]:
+        """A consumer's wait until slot ``it % stages`` (declared as ``slot``) is full."""
+        return [f"const unsigned slot = it % {cfg.stages}u;", d.mbarrier_wait(self._full("slot"), f"(it / {cfg.stages}u) & 1u")]
 
     def _slot_batch(self, cfg: TmaSpecializedConfig, d: Dialect, listener, fresh: bool = False,
                     acc: str = "") -> list[str]:
         """A consumer's step: wait until slot ``it % stages`` is full, then issue its wgmma batch
         (``fresh``: overwriting accumulator set ``acc`` of the stage's fragments, for promotion)."""
-        s = cfg.stages
         lb, rb = cfg.lhs_loader.smem_bytes >> 4, cfg.rhs_loader.smem_bytes >> 4
-        return [f"const unsigned slot = it % {s}u;",
-                d.mbarrier_wait(self._full("slot"), f"(it / {s}u) & 1u"),
+        return [*self._wait_full(cfg, d),
                 self.stage.execute(cfg.stage, d, f"(lhs_desc0 + (unsigned long long)(slot * {lb}u))",
                                    f"(rhs_desc0 + (unsigned long long)(slot * {rb}u))", listener, fresh=fresh,
                                    acc=acc)]
