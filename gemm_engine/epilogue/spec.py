@@ -80,6 +80,12 @@ class Epilogue:
         return not (self.scaled or self.c or self.bias or self.activation or self.lhs_scale
                     or self.rhs_scale or self.mul or self.row_scale)
 
+    def reads_elements(self, c_value: str | None = None) -> bool:
+        """Whether `apply` reads an array at each output element (c unless ``c_value`` stands for
+        it, bias, mul): such reads are in range only where the element is. Scales and row scales are
+        read once each, under their own bounds (`hoisted_scales`)."""
+        return (self.c is not None and c_value is None) or self.bias is not None or self.mul is not None
+
     @property
     def paired(self) -> bool:
         """Whether results come from pairs of output columns (a gated activation or its derivative)."""

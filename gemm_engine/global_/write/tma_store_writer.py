@@ -122,6 +122,11 @@ class TmaStoreWriter(PairedWriter):
         # 16-bit outputs only: the float32 reduction has not been run on a GPU here, so it reads c.
         add = cfg.epilogue.accumulate and cfg.out.storage in _ADDED
         c_value = d.zero(cfg.epilogue.compute) if add else None
+        # The bulk stores clip each box at the output's edges, so the staging tile's elements past M
+        # or N are never stored: written unchecked unless the epilogue reads arrays there. (The
+        # checks cost 28-78% of a short-K product's time: H200, 12000 x 6000 x 96 93.5 us against
+        # 52.6 at 12000 x 6016; bench/SELECTION_NOTES.md, "Staged stores without bounds".)
+        bounded = cfg.epilogue.reads_elements(c_value)
         width = cfg.stage.stage_n // parts
         code = [f"if ({out.map_flag}) {{"]
         for part in range(parts):
@@ -137,12 +142,13 @@ class TmaStoreWriter(PairedWriter):
             def single(row, col, value, hoist, at=at):
                 store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
                                        g.output_value(cfg, d, scope, row, col, value, hoist, c_value))
-                return g.guarded(cfg, scope, row, col, store)
+                return g.guarded(cfg, scope, row, col, store) if bounded else store
 
             bands = [(f"{scope.n0} + {first + j * band}", bool(first + j * band)) for j in range(width // band)]
             code += self._staged_part(cfg, d, scope, stg, out, bands, scope.n,
                                       self.paired(g, cfg, d, scope, pair, single, None,
-                                                  range(first, first + width) if parts > 1 else None, c_value),
+                                                  range(first, first + width) if parts > 1 else None, c_value,
+                                                  bounded),
                                       add)
         return "\n".join([*code, "} else {", direct, "}"])
 

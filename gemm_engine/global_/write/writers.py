@@ -98,14 +98,16 @@ class PairedWriter(DirectWriter):
 
     @staticmethod
     def paired(g, cfg, d, scope, pair, single, flag: str | None, columns: range | None = None,
-               c_value: str | None = None) -> str:
+               c_value: str | None = None, bounded: bool = True) -> str:
         """The stage's accumulators (those of the stage tile's ``columns`` where given) written two
         at a time where two in a row are (row, col) and (row, col + 1), ``flag`` (if any) holds and
         both are in range: ``pair(row, col, lo, hi)`` with the converted outputs, else
         ``single(row, col, value, hoist)`` each (bounds checked there). Where only ``flag`` decides
         and the stage renders its stores as loops, it is tested once, around a version of each.
         The epilogue's scale values are read once each, ahead of the stores
-        (`epilogue.hoisted_scales`), in a block of their own. ``c_value``: `Epilogue.apply`'s."""
+        (`epilogue.hoisted_scales`), in a block of their own. ``c_value``: `Epilogue.apply`'s.
+        ``bounded`` False (a staging tile whose bulk stores clip at the output's edges, and an
+        epilogue that reads no array per element): every pair is written, no bound tested."""
         hoist: dict = {}
 
         def stores(writer):
@@ -137,14 +139,15 @@ class PairedWriter(DirectWriter):
             return code + ("\n" + single(*pending.pop(), hoist) if pending else "")
 
         paired_only = two_at_a_time(lambda r0, c0: [])
-        if flag and not (cfg.check_m or cfg.check_n) and has_loop(paired_only):
+        check_m, check_n = cfg.check_m and bounded, cfg.check_n and bounded
+        if flag and not (check_m or check_n) and has_loop(paired_only):
             # nvcc merges the tests of unrolled stores into one branch, not those of a loop's iterations
             code = (f"if ({flag}) {{\n{paired_only}\n}} else {{\n"
                     f"{stores(lambda row, col, value: single(row, col, value, hoist))}\n}}")
         else:
             code = two_at_a_time(lambda r0, c0: (([flag] if flag else [])
-                                                 + ([f"{scope.m0} + {r0} < {scope.m}"] if cfg.check_m else [])
-                                                 + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if cfg.check_n else [])))
+                                                 + ([f"{scope.m0} + {r0} < {scope.m}"] if check_m else [])
+                                                 + ([f"{scope.n0} + {c0} + 1 < {scope.n}"] if check_n else [])))
         if not hoist:
             return code
         bounds = {**({"lhs_scale": scope.m, "row_scale": scope.m} if cfg.check_m else {}),
