@@ -65,6 +65,11 @@ class OperandRef:
     #: A condition true when this call may use ``tensor_map`` (the output's: its alignment is
     #: known per call only); empty where the map is always usable.
     map_flag: str = ""
+    #: The output's: a condition true when the tile may pass through a staging tile in shared
+    #: memory but its map would store rows it must not (a grouped tile past its group's end: those
+    #: rows are another group's); the units then copy the rows below ``CubeScope.m`` from the
+    #: staging tile. Empty where no such tile exists.
+    staging_flag: str = ""
 
 
 @dataclass(frozen=True)

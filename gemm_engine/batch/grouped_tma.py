@@ -125,7 +125,8 @@ class GroupedTmaBatchMatmul(TmaPersistentBatchMatmul):
         if self._out_map(cfg):
             # Masked and contiguous: a tile's rows past its group's are another's (or kept as they were).
             whole = OUT_FLAG if ragged_k else f"({OUT_FLAG} && cube_m0 + {cfg.global_.stage.stage_m} <= group_hi)"
-            out = replace(out, tensor_map="out_map", batch=rows, map_flag=whole)
+            out = replace(out, tensor_map="out_map", batch=rows, map_flag=whole,
+                          staging_flag="" if ragged_k else OUT_FLAG)
         maps = {"lhs": "lhs_map", "rhs": "rhs_map"}
         if ragged_k and d is not None:          # the loading unit's copies (`tile_loop`)
             maps = {"lhs": d.tensor_map_at("lhs_map", "maps_at"), "rhs": d.tensor_map_at("rhs_map", f"maps_at + {MAP_BYTES}")}

@@ -296,10 +296,13 @@ class StoreStaging:
     """A shared-memory buffer a global level keeps for its writer's output tile (`STORE_STAGING`):
     ``address`` (its 32-bit shared address, 1024-byte aligned) and ``pointer`` (a byte pointer to
     it), ``bytes``; ``sync`` (a statement: every unit that stores meets there), ``elected`` (a
-    condition true in exactly one of those units)."""
+    condition true in exactly one of those units); ``unit`` (this unit's index among them, an
+    expression) and ``units`` (how many), for stores that every one of them shares."""
 
     address: str
     pointer: str
     bytes: int
     sync: str
     elected: str
+    unit: str
+    units: int

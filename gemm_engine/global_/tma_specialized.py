@@ -370,13 +370,13 @@ class TmaSpecializedGlobalMatmul(GlobalMatmul):
         """The writer's staging tile after the ring; the consumer units meet on named barrier 1."""
         if not cfg.staging:
             return None
+        units = cfg.stage.units
         if cfg.groups == 1:
-            return StoreStaging("stage_out", "stage_out_ptr", cfg.staging,
-                                d.sync_units(1, cfg.stage.units), "UNIT_ID == 0")
+            return StoreStaging("stage_out", "stage_out_ptr", cfg.staging, d.sync_units(1, units), "UNIT_ID == 0", "UNIT_ID", units)
         # Ping-pong: each copy of the stage its own staging tile, named barrier and elected unit.
-        return StoreStaging(f"(stage_out + (unsigned)pp_group * {cfg.staging}u)",
-                            f"(stage_out_ptr + pp_group * {cfg.staging})", cfg.staging,
-                            d.sync_units("1 + pp_group", cfg.stage.units), f"UNIT_ID % {cfg.stage.units} == 0")
+        return StoreStaging(f"(stage_out + (unsigned)pp_group * {cfg.staging}u)", f"(stage_out_ptr + pp_group * "
+                            f"{cfg.staging})", cfg.staging, d.sync_units("1 + pp_group", units),
+                            f"UNIT_ID % {units} == 0", f"(UNIT_ID % {units})", units)
 
     def body(self, cfg: TmaSpecializedConfig, d: Dialect, scope) -> str:
         if scope.tiles is None:

@@ -1,12 +1,13 @@
 """grouped_specialized_wgmma on an sm_90 GPU (skipped elsewhere): the TMA pipeline under the grouped
 walk against float64 references per group, on TMA-addressable shapes (16-byte leading dimensions)
 so that it, not a portable member, runs: every output path (whole tiles through the output's map,
-a group's last partial tile directly), every tile the grouped rule picks (64 x 128, 128 x 256;
-fp8's promoted 64 x 128 and 128 x 128), routings with empty groups and all tokens in one group,
+a group's last partial tile copied from the staging tile), every tile the grouped rule picks (64 x
+128, 128 x 256; fp8's promoted 64 x 128 and 128 x 128), routings with empty groups and all tokens in one group,
 the masked layout (padding rows NaN, never read), per-group epilogues and DeepGEMM's block scales,
 and a poisoned output buffer beyond M and N that must stay untouched; routing that mixes tiles a
 consumer warpgroup has no rows of with whole ones, that warpgroup skipping its wgmma or not (the
-routing that hung the kernel while every warp of an idle warpgroup waited for each slot)."""
+routing that hung the kernel while every warp of an idle warpgroup waited for each slot); tiles past
+a group's end copied row by row from the staging tile, nothing past the group written."""
 from __future__ import annotations
 
 import numpy as np
@@ -73,6 +74,40 @@ def test_idle_warpgroups_beside_whole_tiles(rng, idle):
         cfg = engine.last_choice[1]
         assert cfg.batch.global_.stage.stage_m == 128 and cfg.batch.global_.skip_idle == (idle == "skip")
         assert rel_error(rt.to_host(out).astype(np.float64), ref) < 2e-3
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "masked"])
+def test_tiles_past_a_groups_end_are_copied_from_the_staging_tile(rng, layout):
+    """A tile that runs past its group's end goes through the staging tile like a whole one, then
+    its units copy the rows inside the group (the output's map would write the next group's rows,
+    or a masked slab's rows past its count). No epilogue (the staging tile filled unchecked), N =
+    1000 (a partial last column tile), inside a NaN buffer: every group's rows right, nothing past
+    N, the tokens or a count written."""
+    engine = sm90_engine()
+    counts = np.array([127, 1, 129, 0, 65, 300, 64, 128])
+    groups, k, n, rt = len(counts), 256, 1000, engine.runtime
+    w = random(rng, (groups, k, n), "float16")
+    if layout == "contiguous":
+        tokens = int(counts.sum())
+        x = random(rng, (tokens, k), "float16")
+        buf = rt.to_device(np.full((tokens + 3, n + 8), np.nan, np.float16))
+        engine.grouped_matmul(rt.to_device(x), device_weights(engine, w), out=buf[:tokens, :n],
+                              offsets=rt.to_device(np.cumsum(counts).astype(np.int32)))
+        host = rt.to_host(buf).astype(np.float64)
+        assert rel_error(host[:tokens, :n], contiguous_ref(x, w, counts)) < 2e-3
+        assert np.isnan(host[tokens:]).all() and np.isnan(host[:, n:]).all()
+    else:
+        cap = 300
+        x = random(rng, (groups, cap, k), "float16")
+        buf = rt.to_device(np.full((groups, cap, n + 8), np.nan, np.float16))
+        engine.grouped_matmul(rt.to_device(x), device_weights(engine, w), out=buf[:, :, :n],
+                              counts=rt.to_device(counts.astype(np.int32)))
+        host = rt.to_host(buf).astype(np.float64)
+        ref = masked_ref(x, w, counts)
+        for g, c in enumerate(counts):
+            assert rel_error(host[g, :c, :n], ref[g, :c]) < 2e-3, g
+            assert np.isnan(host[g, c:]).all() and np.isnan(host[g, :, n:]).all(), g
+    assert engine.last_choice[0].name == "grouped_specialized_wgmma"
 
 
 def test_masked_padding_is_never_read(rng):

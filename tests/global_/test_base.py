@@ -104,7 +104,7 @@ def test_shared_ring_and_staging_are_none_by_default_and_frozen_values():
     ring = SharedRing("p", 1024, ("wait();",))
     with pytest.raises(dataclasses.FrozenInstanceError):
         ring.bytes = 0
-    assert StoreStaging("a", "p", 2048, "sync();", "UNIT_ID == 0").bytes == 2048
+    assert StoreStaging("a", "p", 2048, "sync();", "UNIT_ID == 0", "UNIT_ID", 256).bytes == 2048
 
 
 # -- the stage config's own loader requirements (setup_stage): swizzled rows need swizzling loaders

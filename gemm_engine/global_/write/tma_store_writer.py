@@ -128,7 +128,7 @@ class TmaStoreWriter(PairedWriter):
         # 52.6 at 12000 x 6016; bench/SELECTION_NOTES.md, "Staged stores without bounds".)
         bounded = cfg.epilogue.reads_elements(c_value)
         width = cfg.stage.stage_n // parts
-        code = [f"if ({out.map_flag}) {{"]
+        code = [f"if ({self._staged_flag(out, add)}) {{"]
         for part in range(parts):
             first = part * width
 
@@ -161,18 +161,51 @@ class TmaStoreWriter(PairedWriter):
                                         "output tensor map")
         return stg, out
 
+    @staticmethod
+    def _staged_flag(out, add: bool) -> str:
+        """When a tile goes through the staging tile: where its map may store it, and where the
+        units may copy its rows from there instead (`OperandRef.staging_flag`; not for reducing
+        stores, which only TMA adds)."""
+        return f"({out.map_flag} || {out.staging_flag})" if out.staging_flag and not add else out.map_flag
+
     def _staged_part(self, cfg, d, scope, stg, out, bands, bound: str, fill: str, add: bool = False) -> list[str]:
         """One staged part: wait until the last bulk stores (this tile's previous part, or the last
         tile's) have read the staging tile, ``fill`` it, make it visible to TMA, and store one box
-        per band (``add``: add it into the output): ``bands`` holds each band's output column and
-        whether it is checked against ``bound``."""
+        per band (``add``: add it into the output): ``bands`` holds each band's output column (the
+        first's plus the band's width each) and whether it is checked against ``bound``. Where the
+        map may not store the tile (`_staged_flag`), the units copy its rows instead."""
         rows, stores = cfg.stage.stage_m, []
         for j, (col, checked) in enumerate(bands):
             store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch],
                                 add)
             stores.append(f"if ({col} < {bound}) {store}" if cfg.check_n and checked else store)
+        tma = [f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}"]
+        if self._staged_flag(out, add) != out.map_flag:
+            tma = [f"if ({out.map_flag}) {{", *tma, "} else {", self._copy_rows(cfg, d, scope, stg, out, bands, bound),
+                   "}"]
         return [f"if ({stg.elected}) {d.bulk_wait(0, read=True)}", stg.sync, fill, d.fence_proxy_async(), stg.sync,
-                f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}"]
+                *tma]
+
+    def _copy_rows(self, cfg, d, scope, stg, out, bands, bound: str) -> str:
+        """Every unit copies 16-byte chunks of the staging tile's rows inside the problem (below
+        ``scope.m``, columns below ``bound``) to the output, consecutive units along a row: a tile
+        whose rows past ``scope.m`` its map would overwrite (a grouped tile past its group's end)."""
+        rows, size, ctype = cfg.stage.stage_m, cfg.out.itemsize, d.storage_type(cfg.out)
+        per, chunks, nb = 16 // size, SWIZZLE // 16, len(bands)
+        chunk = [f"{d.vector_ref('global', 'u32', 4, 'cp_dst')} = {d.vector_ref('local', 'u32', 4, 'cp_src', const=True)};"]
+        if cfg.check_n:
+            chunk = [f"if (cp_col + {per} <= {bound}) {chunk[0]}",
+                     f"else for (int ce = 0; cp_col + ce < {bound}; ++ce) cp_dst[ce] = (({ctype}*)cp_src)[ce];"]
+        return "\n".join([
+            "#pragma unroll 1",       # unrolled, its loads ahead spill the promoted fp8 kernels (ptxas sm_90a)
+            f"for (int cp_i = {stg.unit}; cp_i < {rows * nb * chunks}; cp_i += {stg.units}) {{",
+            f"const int cp_c = cp_i % {chunks}, cp_b = (cp_i / {chunks}) % {nb}, cp_r = cp_i / {chunks * nb};",
+            f"const i64 cp_col = {bands[0][0]} + cp_b * {self.band(cfg)} + cp_c * {per};",
+            f"if ({scope.m0} + cp_r < {scope.m}{f' && cp_col < {bound}' if cfg.check_n else ''}) {{",
+            f"const unsigned char* cp_src = {stg.pointer} + cp_b * {rows * SWIZZLE} + cp_r * {SWIZZLE} + "
+            f"((cp_c ^ (cp_r & 7)) << 4);",
+            f"GLOBAL {ctype}* cp_dst = {out.ptr} + ({scope.m0} + cp_r) * {out.ld} + cp_col;",
+            *chunk, "}", "}"])
 
     def write_paired(self, g, cfg, d, scope) -> str:
         """A paired epilogue's results (`stages_pairs`): each into the staging tile at its half-width
@@ -191,7 +224,7 @@ class TmaStoreWriter(PairedWriter):
 
         band = self.band(cfg)
         bands = [(f"({scope.n0} >> 1) + {j * band}", bool(j)) for j in range(cfg.stage.stage_n // 2 // band)]
-        return "\n".join([f"if ({out.map_flag}) {{",
+        return "\n".join([f"if ({self._staged_flag(out, False)}) {{",
                           *self._staged_part(cfg, d, scope, stg, out, bands, f"({scope.n} >> 1)",
                                              write_pairs(g, cfg, d, scope, staged)),
                           "} else {", direct, "}"])
