@@ -80,12 +80,6 @@ class Epilogue:
         return not (self.scaled or self.c or self.bias or self.activation or self.lhs_scale
                     or self.rhs_scale or self.mul or self.row_scale)
 
-    def reads_elements(self, c_value: str | None = None) -> bool:
-        """Whether `apply` reads an array at each output element (c unless ``c_value`` stands for
-        it, bias, mul): such reads are in range only where the element is. Scales and row scales are
-        read once each, under their own bounds (`hoisted_scales`)."""
-        return (self.c is not None and c_value is None) or self.bias is not None or self.mul is not None
-
     @property
     def paired(self) -> bool:
         """Whether results come from pairs of output columns (a gated activation or its derivative)."""
@@ -228,27 +222,32 @@ class Epilogue:
         return params, lines
 
     def apply(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None = None,
-              c_value: str | None = None) -> str:
+              c_value: str | None = None, limits: tuple[str | None, str | None] = (None, None)) -> str:
         """Expression: the epilogue of accumulator ``value`` at global output (``row``, ``col``).
         ``hoist``: the scale values are read into variables first (`hoisted_scales` declares
         them): ``hoist`` maps (scale name, index expression) to the variable's name. ``c_value``:
-        an expression standing for c there (an accumulating writer's 0: it adds into c itself)."""
+        an expression standing for c there (an accumulating writer's 0: it adds into c itself).
+        ``limits``: the rows' and columns' exclusive bounds (None: in range) where the element may lie
+        past them and its value is never stored (a staging tile whose stores clip): the arrays read
+        per element (c, bias, mul) are read at the last row or column instead, in range."""
         if self.identity:
             return value
         if self.paired:
             raise ValueError("Epilogue.apply: a paired epilogue is stored a column pair at a time "
                              "(global_/write/pairs.py)")
-        args = self._pre_args(d, value, row, col, hoist, c_value)
+        at = tuple(_clamped(index, limit) for index, limit in zip((row, col), limits))
+        args = self._pre_args(d, value, row, col, hoist, c_value, at)
         if self.mul is not None:
-            args.append(self.mul_value(d, row, col))
+            args.append(self.mul_value(d, *at))
         if self.row_scale:
             args.append(f"row_scale[({row}) * row_scale_stride]" if hoist is None
                         else hoist.setdefault(("row_scale", row), f"ge_row_scale_{len(hoist)}"))
         return f"{_FUNCTION}({', '.join(args)})"
 
     def _pre_args(self, d: Dialect, value: str, row: str, col: str, hoist: dict | None,
-                  c_value: str | None = None) -> list[str]:
-        args = [value]
+                  c_value: str | None = None, at: tuple[str, str] | None = None) -> list[str]:
+        """``at``: where c and bias are read (``row``, ``col`` unless `apply`'s limits move them)."""
+        args, (c_row, c_col) = [value], at or (row, col)
         for name, index in (("lhs_scale", row), ("rhs_scale", col)):
             if name in self.vector_scales:
                 if hoist is None:
@@ -258,9 +257,10 @@ class Epilogue:
         if self.scaled:
             args.append("alpha")
         if self.c is not None:
-            args += [c_value or d.load_global(self.c, "c", f"({row}) * c_row_stride + ({col}) * c_col_stride"), "beta"]
+            args += [c_value or d.load_global(self.c, "c", f"({c_row}) * c_row_stride + ({c_col}) * c_col_stride"),
+                     "beta"]
         if self.bias is not None:
-            index = col if self.bias_axis == 1 else row
+            index = c_col if self.bias_axis == 1 else c_row
             args.append(d.load_global(self.bias, "bias", f"({index}) * bias_stride"))
         return args
 
@@ -281,6 +281,10 @@ class Epilogue:
             extra.append(f"row_scale[({row}) * row_scale_stride]" if hoist is None
                          else hoist.setdefault(("row_scale", row), f"ge_row_scale_{len(hoist)}"))
         return [f"{_PAIR}{i}({', '.join([g, u] + extra)})" for i in range(self.pair_outputs)]
+
+
+def _clamped(index: str, limit: str | None) -> str:
+    return index if limit is None else f"(({index}) < ({limit}) ? ({index}) : ({limit}) - 1)"
 
 
 def hoisted_scales(hoist: dict, bounds: dict) -> list[str]:

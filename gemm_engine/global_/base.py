@@ -250,10 +250,13 @@ class GlobalMatmul(ABC):
 
     @staticmethod
     def output_value(cfg: GlobalConfig, d: Dialect, scope, row: str, col: str, value: str,
-                     hoist: dict | None = None, c_value: str | None = None) -> str:
+                     hoist: dict | None = None, c_value: str | None = None, clamped: bool = False) -> str:
         """Expression: what is stored for accumulator ``value`` of tile element (row, col): the
-        accumulator through the problem's fused epilogue (``hoist``, ``c_value``: `Epilogue.apply`'s)."""
-        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}", hoist, c_value)
+        accumulator through the problem's fused epilogue (``hoist``, ``c_value``: `Epilogue.apply`'s;
+        ``clamped``: the element may lie past the problem, its value never stored, so the epilogue's
+        arrays are read in range: `Epilogue.apply`'s ``limits``)."""
+        limits = (scope.m if cfg.check_m else None, scope.n if cfg.check_n else None) if clamped else (None, None)
+        return cfg.epilogue.apply(d, value, f"{scope.m0} + {row}", f"{scope.n0} + {col}", hoist, c_value, limits)
 
     @staticmethod
     def bounds(cfg: GlobalConfig, scope, row: str, col: str) -> list[str]:

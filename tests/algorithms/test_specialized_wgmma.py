@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cuda_compile import archs_for, compile_all, jobs_of, nvcc_or_skip, prefetched
-from helpers import BF16, assert_close, np_dtype, random
+from helpers import BF16, assert_close, np_dtype, random, rel_error
 from renders import OPENCL_DEVICE, flat
 from hopper_support import SM90, fp8_problem, padded, problem, setup, sm90_engine
 from gemm_engine.algorithms.specialized_wgmma import SpecializedWgmmaAlgorithm
@@ -467,6 +467,34 @@ def test_numerics_of_each_output_path(rng, case, parts):
     assert_close(host[..., col0:col0 + n], a, bb, "float16")
     # Nothing outside the output was written (TMA clips its boxes at M and N).
     assert np.isnan(host[..., :col0]).all() and np.isnan(host[..., col0 + n:]).all()
+
+
+@pytest.mark.parametrize("terms", ["bias", "bias_rows", "c", "mul"])
+@pytest.mark.parametrize("case", [OUTPUT_CASES[0], OUTPUT_CASES[2], OUTPUT_CASES[3]], ids=lambda c: "x".join(map(str, c)))
+def test_epilogue_arrays_on_tiles_past_the_edges(rng, case, terms):
+    """The staging tile is filled past M and N without bounds tests, the epilogue's arrays read at
+    the last row or column there (never stored); an output whose rows are not 16-byte multiples
+    keeps the checked fill and its direct stores: each against float64, nothing outside written."""
+    engine = sm90_engine()
+    b, m, n, k, ld, _ = case
+    lead = (b,) if b > 1 else ()
+    a, bb = random(rng, lead + (m, k), "float16"), random(rng, lead + (k, n), "float16")
+    ref = np.matmul(a.astype(np.float64), bb.astype(np.float64))
+    kw = {}
+    if terms.startswith("bias"):
+        vec = random(rng, (m,) if terms == "bias_rows" else (n,), "float16")
+        kw = {"bias": engine.runtime.to_device(vec), "bias_axis": 0 if terms == "bias_rows" else -1}
+        ref = ref + (vec.astype(np.float64)[:, None] if terms == "bias_rows" else vec.astype(np.float64))
+    else:
+        arr = random(rng, lead + (m, n), "float16")
+        kw = {"c": engine.runtime.to_device(arr), "beta": 0.5} if terms == "c" else {"mul": engine.runtime.to_device(arr)}
+        ref = ref + 0.5 * arr if terms == "c" else ref * arr
+    buf = engine.runtime.to_device(np.full(lead + (m, ld), np.nan, dtype=np.float16))
+    engine.matmul(padded(engine, a, "row", 0), padded(engine, bb, "row", 0), out=buf[..., :n],
+                  algorithm=SpecializedWgmmaAlgorithm(tile_n=256, stages=3, store_parts=2), **kw)
+    host = engine.runtime.to_host(buf).astype(np.float64)
+    assert rel_error(host[..., :n], ref) < 2e-3
+    assert np.isnan(host[..., n:]).all()
 
 
 #: (batch, m, n, k, layouts, broadcast b): contiguous operands with odd extents, which TMA cannot

@@ -63,8 +63,15 @@ class TmaStoreWriter(PairedWriter):
 
     def setup(self, problem, selection, dialect) -> WriterConfig:
         paired = super().setup(problem, selection, dialect)
+        # The staging tile's elements past M or N are written (never stored: the bulk stores clip),
+        # the epilogue's arrays read in range there, unless the epilogue reads arrays and a contiguous
+        # output's rows are not 16-byte multiples (so its tiles are stored directly): the checked fill
+        # then (H200, 4096 x 4093 x 4096 with a bias 252 us against 331 unchecked, the direct stores
+        # slower beside the other fill; 12000 x 6000 x 96 with a bias 212 checked, 70 unchecked).
+        ep = problem.epilogue
+        checked = (ep.c is not None or ep.bias is not None or ep.mul is not None) and (problem.n * problem.out.itemsize) % 16
         return WriterConfig(pairs=paired.pairs, tma_store=selection.tma_store and problem.out.storage in _WORDS,
-                            store_parts=selection.store_parts)
+                            store_parts=selection.store_parts, checked_fill=bool(checked))
 
     # -- what the global and batch levels ask ------------------------------------------------------
     @staticmethod
@@ -123,10 +130,10 @@ class TmaStoreWriter(PairedWriter):
         add = cfg.epilogue.accumulate and cfg.out.storage in _ADDED
         c_value = d.zero(cfg.epilogue.compute) if add else None
         # The bulk stores clip each box at the output's edges, so the staging tile's elements past M
-        # or N are never stored: written unchecked unless the epilogue reads arrays there. (The
-        # checks cost 28-78% of a short-K product's time: H200, 12000 x 6000 x 96 93.5 us against
-        # 52.6 at 12000 x 6016; bench/SELECTION_NOTES.md, "Staged stores without bounds".)
-        bounded = cfg.epilogue.reads_elements(c_value)
+        # or N are never stored: written unchecked, the epilogue's arrays read in range (`setup`).
+        # (The checks cost 28-78% of a short-K product's time: H200, 12000 x 6000 x 96 93.5 us
+        # against 52.6 at 12000 x 6016; bench/SELECTION_NOTES.md, "Staged stores without bounds".)
+        bounded = cfg.writer.checked_fill
         width = cfg.stage.stage_n // parts
         code = [f"if ({self._staged_flag(out, add)}) {{"]
         for part in range(parts):
@@ -141,7 +148,7 @@ class TmaStoreWriter(PairedWriter):
 
             def single(row, col, value, hoist, at=at):
                 store = d.store_global(cfg.out, f"(({ctype}*){at(row, col)})", "0",
-                                       g.output_value(cfg, d, scope, row, col, value, hoist, c_value))
+                                       g.output_value(cfg, d, scope, row, col, value, hoist, c_value, not bounded))
                 return g.guarded(cfg, scope, row, col, store) if bounded else store
 
             bands = [(f"{scope.n0} + {first + j * band}", bool(first + j * band)) for j in range(width // band)]

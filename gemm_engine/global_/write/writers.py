@@ -40,6 +40,7 @@ class WriterConfig:
     staged: bool = False      # StagedWriter: through the shared ring
     tma_store: bool = False   # TmaStoreWriter: through a staging tile and TMA (global_/write/tma_store_writer.py)
     store_parts: int = 1      # TmaStoreWriter: the tile staged in this many column parts, one after another
+    checked_fill: bool = False  # TmaStoreWriter: the staging tile's elements past M or N left unwritten
 
 
 class DirectWriter:
@@ -106,8 +107,8 @@ class PairedWriter(DirectWriter):
         and the stage renders its stores as loops, it is tested once, around a version of each.
         The epilogue's scale values are read once each, ahead of the stores
         (`epilogue.hoisted_scales`), in a block of their own. ``c_value``: `Epilogue.apply`'s.
-        ``bounded`` False (a staging tile whose bulk stores clip at the output's edges, and an
-        epilogue that reads no array per element): every pair is written, no bound tested."""
+        ``bounded`` False (a staging tile whose bulk stores clip at the output's edges): every pair is
+        written, no bound tested, the epilogue's arrays read in range (`output_value`'s ``clamped``)."""
         hoist: dict = {}
 
         def stores(writer):
@@ -127,8 +128,8 @@ class PairedWriter(DirectWriter):
                 if (row, col) != (r0, f"{c0} + 1"):          # not a pair after all: one by one
                     return single(r0, c0, v0, hoist) + "\n" + single(row, col, value, hoist)
                 conds = conds_of(r0, c0)
-                hi = g.output_value(cfg, d, scope, row, col, value, hoist, c_value)
-                lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist, c_value)
+                hi = g.output_value(cfg, d, scope, row, col, value, hoist, c_value, not bounded)
+                lo = g.output_value(cfg, d, scope, r0, c0, v0, hoist, c_value, not bounded)
                 both = pair(r0, c0, lo, hi)
                 if not conds:
                     return both

@@ -83,14 +83,14 @@ def test_each_element_has_its_own_staging_bytes(out):
     assert len(seen) == 64 * 128
 
 
-def _staged_branch(epilogue_kwargs):
-    """The TMA branch of a ragged product's tile store (specialized_wgmma, 1000 x 1000 x 96)."""
+def _staged_branch(epilogue_kwargs, n=1000):
+    """The TMA branch of a ragged product's tile store (specialized_wgmma, 1000 x n x 96)."""
     from gemm_engine.algorithms import REGISTRY
     from gemm_engine.batch.tma_persistent import OUT_FLAG
     from gemm_engine.call.prepare import dense_problem
     from gemm_engine.dtypes import bfloat16_dtype
     from dataclasses import replace
-    p = dense_problem(1, 1000, 1000, 96, bfloat16_dtype())
+    p = dense_problem(1, 1000, n, 96, bfloat16_dtype())
     p = replace(p, epilogue=Epilogue(**epilogue_kwargs))
     alg = REGISTRY["specialized_wgmma"](schedule="pingpong", warpgroups_m=1, partition_m=2, tile_n=128, stages=4)
     src = alg.render(alg.setup(p, SM90), SM90)
@@ -98,12 +98,20 @@ def _staged_branch(epilogue_kwargs):
     return src[start:src.index("} else {", start)]
 
 
-def test_the_staging_tile_is_filled_without_bounds_unless_the_epilogue_reads_there():
+def test_the_staging_tile_is_filled_without_bounds_and_reads_the_epilogue_arrays_in_range():
     """Bulk stores clip their boxes at the output's edges, so the staging tile's elements past M
     and N are written unchecked (bounds tested there cost up to 78% of a short-K product on an
-    H200); an epilogue that reads bias, c or mul per element keeps its reads in range."""
+    H200); an epilogue that reads bias or mul per element reads them at the last row or column
+    instead (the value is never stored), in range -- unless a contiguous output's rows are not
+    16-byte multiples (its tiles then stored directly, measured faster beside the checked fill)."""
     plain = _staged_branch({})
     assert "< M" not in plain and "< N)" not in plain.replace("+ 64 < N)", "")
     assert "alpha" in _staged_branch({"scaled": True}) and "< M" not in _staged_branch({"scaled": True})
-    for reads in ({"bias": FLOAT32}, {"mul": BY_NAME["bfloat16"]}):
-        assert "< M" in _staged_branch(reads), reads
+    bias, mul = _staged_branch({"bias": FLOAT32}), _staged_branch({"mul": BY_NAME["bfloat16"]})
+    for branch in (bias, mul):
+        assert "< M" not in branch and "< N)" not in branch.replace("+ 64 < N)", "")
+        assert ": (N) - 1" in branch
+    assert ": (M) - 1" in mul and ": (M) - 1" not in bias
+    odd = _staged_branch({"bias": FLOAT32}, n=1004)
+    assert "< M" in odd and ": (N) - 1" not in odd
+    assert "< M" not in _staged_branch({}, n=1004)
