@@ -13,8 +13,9 @@ encoded on the host per call from what the host knows, never from the extents:
 * rhs: the (groups, K, N) weights, the group as the batch coordinate;
 * out: the (M, N) or (groups, M, N) output. TMA stores write whole boxes, so a tile stores through
   the map only where it lies wholly inside its group (``out_tma`` and the tile's last row below the
-  group's end); a group's last, partial tile is stored directly, bounds-checked, as the writer
-  does where a call's output is not aligned for TMA.
+  group's end); a group's last, partial tile goes through the staging tile too and its units copy
+  the rows inside the group from there (``OperandRef.staging_flag``); where a call's output is not
+  aligned for TMA, every tile is stored directly, bounds-checked.
 
 So no map of these layouts depends on the routing: one encoding per call (cached per address by
 the encoder), no per-group maps. The "k" layout (a weight gradient: the reduction grouped) is the

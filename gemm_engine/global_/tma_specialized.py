@@ -17,7 +17,7 @@ them. Roles, each one branch of a single if/else (what ``setmaxnreg`` needs):
   the last slot, and store through the writer (the fused epilogue included). The level keeps the
   writer's staging tile after the ring where the writer asks for one (`STORE_STAGING`: TmaStoreWriter,
   whose TMA stores run on under the next tile's main loop); the consumer units meet on named
-  barrier 1 for it, and unit 0 issues the stores.
+  barrier 1 for it, and unit 0 issues the stores (or every unit copies the rows: the writer's).
 
 Schedules (``schedule``): *cooperative*, the consumer warpgroups are the stage's units and share
 each tile; *pingpong*, two copies of a one-warpgroup stage take the cube's tiles in turns (copy g

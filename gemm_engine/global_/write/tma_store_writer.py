@@ -13,7 +13,9 @@ Per tile, in the units the global level names (`STORE_STAGING`):
    the units meet (``sync``);
 2. every unit writes its outputs, converted, into the staging tile (pairs as one 4- / 8-byte store),
    then makes them visible to the async proxy (``fence.proxy.async``); the units meet again;
-3. the elected unit issues one TMA store per 128-byte column band of the tile and commits them.
+3. the elected unit issues one TMA store per 128-byte column band of the tile and commits them;
+   or, for a tile whose map would store rows it must not (``OperandRef.staging_flag``: a grouped
+   tile past its group's end), every unit copies 16-byte chunks of the rows inside the problem.
 
 The staging tile is ``stage_n * size / 128`` bands of ``stage_m`` rows of 128 bytes, each in TMA's
 128-byte swizzle (16-byte chunk ``c`` of row ``r`` at chunk ``c ^ (r % 8)``): the eight rows of one
@@ -24,7 +26,9 @@ staging tile of one part: the ring keeps the shared memory the rest would take (
 slots beside a 32 KiB part instead of 3 beside 64 KiB), at the price of a wait and two meetings per
 part. The stage must tell its elements' columns apart when the kernel is rendered
 (`StageMatmul.write_columns`). TMA clips the box at the output's edges, so outputs
-past M or N are never written (the epilogue reads ``c`` and ``bias`` in range only, as every writer).
+past M or N are never written: the staging tile is filled there too, without bounds tests, the
+epilogue's arrays (c, bias, mul) read at the last row or column instead (`Epilogue.apply`'s
+``limits``), except where `WriterConfig.checked_fill` keeps the tests (`setup`).
 
 Whether a call's output may be stored this way is decided per call (the problem does not describe
 the output's address): the batch level encodes the output's tensor map and sets the flag the scope
@@ -69,7 +73,8 @@ class TmaStoreWriter(PairedWriter):
         # then (H200, 4096 x 4093 x 4096 with a bias 252 us against 331 unchecked, the direct stores
         # slower beside the other fill; 12000 x 6000 x 96 with a bias 212 checked, 70 unchecked).
         ep = problem.epilogue
-        checked = (ep.c is not None or ep.bias is not None or ep.mul is not None) and (problem.n * problem.out.itemsize) % 16
+        reads_c = ep.c is not None and not (ep.accumulate and problem.out.storage in _ADDED)
+        checked = (reads_c or ep.bias is not None or ep.mul is not None) and (problem.n * problem.out.itemsize) % 16
         return WriterConfig(pairs=paired.pairs, tma_store=selection.tma_store and problem.out.storage in _WORDS,
                             store_parts=selection.store_parts, checked_fill=bool(checked))
 

@@ -37,6 +37,18 @@ def test_setup_follows_the_knob_and_output_type():
     assert w.setup(p, _sel(parts=2), SM90).store_parts == 2
 
 
+def test_the_fill_stays_checked_only_for_arrays_read_beside_rows_of_no_map():
+    """`checked_fill`: an epilogue that reads c, bias or mul, and N's rows not 16-byte multiples (a
+    contiguous output then has no map: its tiles go direct, measured faster beside the checked
+    fill); c added by reducing stores is not read."""
+    def checked(n, **ep):
+        p = MatmulProblem(1, 64, n, 64, FLOAT16, FLOAT16, FLOAT16, epilogue=Epilogue(**ep))
+        return TmaStoreWriter().setup(p, _sel(), SM90).checked_fill
+    assert checked(1004, bias=FLOAT16) and checked(1004, mul=FLOAT16) and checked(1004, c=FLOAT16)
+    assert not checked(1000, bias=FLOAT16) and not checked(1004) and not checked(1004, scaled=True)
+    assert not checked(1004, c=FLOAT16, accumulate=True)
+
+
 @pytest.mark.parametrize("out, band", [(FLOAT16, 64), (BY_NAME["bfloat16"], 64), (FLOAT32, 32)])
 def test_band_and_staging_bytes(out, band):
     w = TmaStoreWriter()
