@@ -214,8 +214,8 @@ class TmaStoreWriter(PairedWriter):
             f"const int cp_c = cp_i % {chunks}, cp_b = (cp_i / {chunks}) % {nb}, cp_r = cp_i / {chunks * nb};",
             f"const i64 cp_col = {bands[0][0]} + cp_b * {self.band(cfg)} + cp_c * {per};",
             f"if ({scope.m0} + cp_r < {scope.m}{f' && cp_col < {bound}' if cfg.check_n else ''}) {{",
-            f"const unsigned char* cp_src = {stg.pointer} + cp_b * {rows * SWIZZLE} + cp_r * {SWIZZLE} + "
-            f"((cp_c ^ (cp_r & 7)) << 4);",
+            f"const unsigned char* cp_src = {stg.pointer} + "
+            f"{self._offset(cfg, 'cp_r', f'(cp_b * {self.band(cfg)} + cp_c * {per})')};",
             f"GLOBAL {ctype}* cp_dst = {out.ptr} + ({scope.m0} + cp_r) * {out.ld} + cp_col;",
             *chunk, "}", "}"])
 
