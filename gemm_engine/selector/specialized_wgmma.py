@@ -4,7 +4,8 @@ split of the last wave along K, and the alternatives the tuner times.
 
 The cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128 accumulators
 per unit) for large outputs; 128 x 128 where at most half a wave of 128 x 256 tiles would leave
-multiprocessors idle (the 128 x 128 tiles then run in one wave); 16-bit problems under a wave of
+multiprocessors idle (the 128 x 128 tiles then run in one wave), unless K is long enough that 128
+x 256 tiles split along K keep as many busy at the larger tile's rate; 16-bit problems under a wave of
 128 x 128 tiles take 64 x 128 (one consumer warpgroup). fp8 and block scales promote (a second set
 of float32 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8
 waves, else 128 x 128, whose two warpgroups promote each slice behind their next batch. The output
@@ -47,8 +48,8 @@ PROMOTED_WAVES = 8
 #: tiles, where an output row (and a row-major b's) is whole 128-byte lines and they fit a wave;
 #: not from SMALL_MAX_K where 128 x 128 tiles split along K still give more than half the
 #: multiprocessors a part: two consumer warpgroups a multiprocessor at a small cost (1024 x 1024 x
-#: 65536 in 64 x 128 tiles: 646 TFLOP/s, 5.0 a multiprocessor, cuBLAS 775; 128 x 128 in 2 parts
-#: predicted: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"). Below it 64 x 128 was measured
+#: 65536 in 64 x 128 tiles: 646 TFLOP/s, 5.0 a multiprocessor, cuBLAS 775; 128 x 256 in 4 parts
+#: now, `select_specialized_tiling`'s long-K case: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"). Below it 64 x 128 was measured
 #: faster split along K (512 x 1024 x 16384 in 2 parts 42.4 us); 512 x 512 x 65536 keeps it.
 SMALL = (1, 1, 1, 128, 6)
 SMALL_MAX_K = 65536
@@ -318,6 +319,13 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
         enough = (PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
         if tiles >= enough:
             break
+    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 128) and problem.k >= SMALL_MAX_K:
+        # Long K under half a wave of 128 x 256 tiles: where they are fewer than 128 x 128's and split
+        # along K keep as many parts busy, the larger tile runs them at its better rate (H200 calls:
+        # 1024^2 x 65536 179 us against 186; bench/SELECTION_NOTES.md, "Long K in 128 x 256 tiles").
+        wide = tile_count(problem, 128, 256)
+        if wide < tiles and wide * split_parts(problem, sms, wide) >= tiles * split_parts(problem, sms, tiles):
+            wm, wn, pm, tn, stages = CANDIDATES[0]
     if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256):
         # From half a wave of 128 x 256 tiles up, the tile whose waves fill the device best.
         wm, wn, pm, tn, stages = wave_shape(problem, dialect, dense_rules)

@@ -250,14 +250,19 @@ def test_ragged_rows_are_copied_where_the_pass_costs_less_than_it_saves():
 
 def test_long_k_under_a_wave_keeps_two_consumer_warpgroups():
     """1024 x 1024: 64 x 128 tiles (one consumer warpgroup) at K = 4096 and 16384, where they
-    measured fastest; from K = 65536, 128 x 128 tiles in 2 parts along K (two consumer warpgroups a
-    multiprocessor, predicted); not where those would leave most multiprocessors idle (512 x 512)."""
+    measured fastest; from K = 65536, 128 x 256 tiles in 4 parts along K, as many parts busy as 128
+    x 128 tiles in 2 at the larger tile's rate (H200: 179 us against 186); 2048 x 1024 x 65536 in 2
+    parts against 128 unsplit 128 x 128 tiles (339 against 361); not where the larger tiles would
+    not be fewer (128 x 128 x 65536) or would leave most multiprocessors idle (512 x 512)."""
     sel = select_specialized_tiling(any_problem((1, 1024, 1024, 4096), "bfloat16"), SM90)
     assert selected_tiles(sel) == (64, 128)
     assert selected_tiles(select_specialized_tiling(any_problem((1, 1024, 1024, 16384), "bfloat16"), SM90)) == (64, 128)
     sel = select_specialized_tiling(any_problem((1, 1024, 1024, 65536), "bfloat16"), SM90)
-    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
+    assert selected_tiles(sel) == (128, 256) and sel["split_tail"] == 4
+    sel = select_specialized_tiling(any_problem((1, 2048, 1024, 65536), "float16"), SM90)
+    assert selected_tiles(sel) == (128, 256) and sel["split_tail"] == 2
     assert selected_tiles(select_specialized_tiling(any_problem((1, 512, 512, 65536), "bfloat16"), SM90)) == (64, 128)
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 128, 128, 65536), "bfloat16"), SM90)) == (64, 128)
 
 
 def test_rows_of_whole_64_byte_halves_are_not_copied_for_the_copys_sake():
