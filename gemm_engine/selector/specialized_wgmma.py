@@ -28,6 +28,7 @@ from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
 from .base import distinct, tile_count
 from .ragged import ragged_copies
+from .split_tail import SPLIT_MAX, long_k_wide, split_parts
 from .waves import big_operand_bytes, compute_us, stream_us, streams_weights
 
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages), largest tile first.
@@ -57,9 +58,6 @@ BLOCK_SCALED_STAGES = 3       # block-scaled 192 x 128 tiles ran faster on 3 slo
 #: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
 #: at least this many waves of tiles.
 CLUSTER_MIN_K, CLUSTER_MIN_WAVES = 8192, 4
-#: The last wave, when at most half full, split along K into at most this many parts, each at least
-#: this many ring slots long (a part's partial sums cost a few slots' time to store and add).
-SPLIT_MAX, SPLIT_MIN_SLICES = 4, 24
 #: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
 PINGPONG = [(2, 128), (1, 256)]
 #: 16-bit products of at most this K and at least a wave of 128 x 128 tiles take ping-pong 128 x
@@ -112,15 +110,6 @@ WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 1
 WAVE_MARGIN = 0.05
 #: Tiles never split along K: beside 192 x 192's 96 accumulators a unit the split tail spills (ptxas).
 UNSPLIT_TILES = {(192, 192)}
-
-
-def split_parts(problem: MatmulProblem, sms: int, tiles: int) -> int:
-    """The parts the rule splits each tile of the last wave into (1: none). The kernel takes the
-    fewest of this, its grid over the tail and the tile's slices (batch/split_tail.py): the same
-    where the grid is the device's multiprocessors, as the persistent grid is."""
-    tail = tiles % sms
-    slices = -(-problem.k * problem.lhs.itemsize // 128)     # ring slots of 128 bytes of K
-    return min(SPLIT_MAX, sms // tail, slices // SPLIT_MIN_SLICES) if tail else 1
 
 
 def selected_tiles(selection: Mapping) -> tuple[int, int]:
@@ -319,14 +308,13 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
         enough = (PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
         if tiles >= enough:
             break
+    long_parts = 0
     if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 128) and problem.k >= SMALL_MAX_K:
-        # Long K under half a wave of 128 x 256 tiles: where they are fewer than 128 x 128's and split
-        # along K keep as many parts busy, the larger tile runs them at its better rate (H200 calls:
-        # 1024^2 x 65536 179 us against 186; bench/SELECTION_NOTES.md, "Long K in 128 x 256 tiles").
-        wide = tile_count(problem, 128, 256)
-        if wide < tiles and wide * split_parts(problem, sms, wide) >= tiles * split_parts(problem, sms, tiles):
+        long_parts = long_k_wide(problem, sms, tiles)
+        if long_parts:
             wm, wn, pm, tn, stages = CANDIDATES[0]
-    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256):
+            tiles = tile_count(problem, 128, 256)
+    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256) and not long_parts:
         # From half a wave of 128 x 256 tiles up, the tile whose waves fill the device best.
         wm, wn, pm, tn, stages = wave_shape(problem, dialect, dense_rules)
         tiles = tile_count(problem, wm * pm * 64, wn * tn)
@@ -350,7 +338,7 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
                and tiles >= CLUSTER_MIN_WAVES * sms)
     behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
     tile = (wm * pm * 64, wn * tn)
-    parts = 1 if tile in UNSPLIT_TILES else split_parts(problem, sms, tiles)
+    parts = 1 if tile in UNSPLIT_TILES else long_parts or split_parts(problem, sms, tiles)
     if problem.epilogue.block_scales and wm == 3:
         parts = max(parts, 2)     # its loop over whole tiles compiles without spills then
     split = dict(split_tail=parts) if parts > 1 and not cluster else {}

@@ -10,6 +10,7 @@ from gemm_engine.epilogue.spec import Epilogue
 from gemm_engine.dtypes import BFLOAT16
 from gemm_engine.problem import Layout, MatmulProblem
 from gemm_engine.selector.ragged import ragged_copies
+from gemm_engine.selector.split_tail import long_k_wide
 from gemm_engine.selector.specialized_wgmma import (BLOCK_SCALED_STAGES, CLUSTER_MIN_K, MIN_STAGES, SPLIT_MAX, WAVE_TILES,
                                                     pingpong_preset, select_specialized_tiling, selected_tiles,
                                                     specialized_tuning_space, specialized_yield_to, split_parts,
@@ -263,6 +264,19 @@ def test_long_k_under_a_wave_keeps_two_consumer_warpgroups():
     assert selected_tiles(sel) == (128, 256) and sel["split_tail"] == 2
     assert selected_tiles(select_specialized_tiling(any_problem((1, 512, 512, 65536), "bfloat16"), SM90)) == (64, 128)
     assert selected_tiles(select_specialized_tiling(any_problem((1, 128, 128, 65536), "bfloat16"), SM90)) == (64, 128)
+
+
+def test_long_k_splits_128_x_256_tiles_into_more_parts_where_more_are_busy():
+    """From K = 65536 the 128 x 256 tiles split into up to 8 parts where that busies more
+    multiprocessors than 128 x 128's parts (1024 x 768: 24 tiles in 5 parts, 120 busy against 96;
+    768 x 768 x 131072 in 7, 126 against 108), not where as many are busy in more parts than
+    SPLIT_MAX (1024 x 512: 16 tiles in 8 against 32 in 4, measured slower)."""
+    for shape, parts in (((1, 1024, 768, 65536), 5), ((1, 768, 768, 131072), 7)):
+        sel = select_specialized_tiling(any_problem(shape, "bfloat16"), SM90)
+        assert selected_tiles(sel) == (128, 256) and sel["split_tail"] == parts, shape
+    sel = select_specialized_tiling(any_problem((1, 1024, 512, 65536), "bfloat16"), SM90)
+    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == SPLIT_MAX
+    assert long_k_wide(any_problem((1, 1024, 512, 65536), "bfloat16"), SMS, 32) == 0
 
 
 def test_rows_of_whole_64_byte_halves_are_not_copied_for_the_copys_sake():
