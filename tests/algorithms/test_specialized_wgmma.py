@@ -204,7 +204,7 @@ def test_short_k_default_is_ping_pong_unless_the_caller_names_the_tile():
 
 
 def test_192_column_tiles_stage_three_parts():
-    alg, cfg = setup(problem(m=3000, n=3000, k=3000, layouts=("row", "row")), **WIDE_192)
+    alg, cfg = setup(problem(m=3000, n=3000, k=3000, layouts=("row", "row")), **WIDE_192, cluster_m=1)
     g = cfg.batch.global_
     assert (g.stage.stage_m, g.stage.stage_n, g.consumers, g.stages) == (192, 192, 3, 4)
     assert g.staging == 192 * 64 * 2 and g.slot_bytes == (192 + 192) * 64 * 2
@@ -271,6 +271,15 @@ def test_192_column_tiles_compile_without_spills():
 def test_numerics_of_192_column_tiles(rng, case, dtype):
     """Partial tiles along both edges (3000 = 15 x 192 + 120), a ragged K, a batch; NaN-poisoned out."""
     check_numerics(rng, dtype, case, SpecializedWgmmaAlgorithm(**WIDE_192))
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("case", [(1, 3000, 3000, 3000, ("row", "row"), 0), (1, 3100, 2990, 2500, ("row", "col"), 0),
+                                  (2, 400, 190, 2100, ("col", "row"), 3)], ids=lambda c: "x".join(map(str, c[:4])))
+def test_numerics_of_192_column_tiles_in_clusters(rng, case, dtype):
+    """192 x 192 tiles in clusters of two sharing each rhs slot, as the rule takes them over ragged
+    rows: 17 tile rows (3100: a cluster's second cube past the edge), a batch; NaN-poisoned out."""
+    check_numerics(rng, dtype, case, SpecializedWgmmaAlgorithm(**WIDE_192, cluster_m=2))
 
 
 @pytest.mark.parametrize("overrides, why", [
