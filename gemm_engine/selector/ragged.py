@@ -1,7 +1,8 @@
 """Whether the Hopper tiles read operands whose rows are not whole 128-byte lines as they are or
 from copies re-pitched to whole lines (batch/k_major.py ``copy_ragged``): a box row of a ragged
 operand spans two L2 lines, which the tile loads pay for; a copy costs a read and a write of the
-operand. selector/specialized_wgmma.py asks for its chosen tile."""
+operand; or, where the rhs the tile reads is not whole 32-byte sectors, two cubes of a cluster
+sharing each rhs slot (`sector_cluster`). selector/specialized_wgmma.py asks for its chosen tile."""
 from __future__ import annotations
 
 from ..batch.k_major import ragged_operands, row_bytes
@@ -41,3 +42,27 @@ def ragged_copies(problem: MatmulProblem, tile: tuple[int, int] = (128, 256)) ->
         if 2 * size / COPY_BPS * 1e6 + COPY_LAUNCH_US >= RAGGED_SHARE_TILES.get(tile, RAGGED_SHARE) * kernel_us:
             return False
     return True
+
+
+#: Clusters over ragged sectors (`sector_cluster`): the sector, and the K the cluster must pass.
+SECTOR_BYTES, SECTOR_CLUSTER_MIN_K = 32, 2048
+
+
+def sector_cluster(problem: MatmulProblem, tile: tuple[int, int], copy: bool) -> bool:
+    """Whether ``tile`` takes clusters of two cubes sharing each rhs slot (``cluster_m=2``) because
+    the rhs rows it reads (as they are, or re-pitched to 16 bytes by a copy TMA needs) are not whole
+    `SECTOR_BYTES`: each box row then starts inside a sector, and the multicast halves the rhs's L2
+    requests (H200: bf16 3000^3 in 192 x 192 tiles 78.8 us against 90.8, cuBLAS 76.8; 5000 x 3000 x
+    3000 in 128 x 256 tiles 134.7 against 160.1 with the ragged copies; bench/SELECTION_NOTES.md,
+    "Clusters over ragged rows"). 192 x 192 tiles where the rows are not copied to whole lines
+    (``copy``: copies won at 2900^3); 128 x 256 tiles in place of the ragged copies where no copy is
+    needed otherwise; K past `SECTOR_CLUSTER_MIN_K` (3000^2 x 2048 level); not where the epilogue
+    reads c (4 bytes of spills beside the multicast, ptxas sm_90a)."""
+    ep = problem.epilogue
+    if problem.k <= SECTOR_CLUSTER_MIN_K or (ep.c is not None and not ep.accumulate) or problem.lhs.itemsize != 2:
+        return False
+    forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
+    if not ((tile == (192, 192) and not copy) or (tile == (128, 256) and not forced)):
+        return False
+    pitch = row_bytes(problem, "rhs")
+    return (-(-pitch // 16) * 16 if "rhs" in forced else pitch) % SECTOR_BYTES != 0

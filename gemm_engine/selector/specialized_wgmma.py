@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..batch.k_major import ragged_operands, row_bytes
+from ..batch.k_major import ragged_operands
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
 from .base import distinct, tile_count
-from .ragged import ragged_copies
+from .ragged import ragged_copies, sector_cluster
 from .split_tail import SPLIT_MAX, long_k_wide, split_parts
 from .waves import big_operand_bytes, compute_us, stream_us, streams_weights
 
@@ -56,10 +56,8 @@ SMALL = (1, 1, 1, 128, 6)
 SMALL_MAX_K = 65536
 BLOCK_SCALED_STAGES = 3       # block-scaled 192 x 128 tiles ran faster on 3 slots than on 4
 #: Clusters of two cubes along M sharing each rhs slot: 16-bit 128 x 256 tiles, K from this, and
-#: at least this many waves of tiles; and 192 x 192 tiles over an uncopied rhs whose rows are not
-#: whole SECTOR_BYTES, K past SECTOR_CLUSTER_MIN_K (bench/SELECTION_NOTES.md, "Clusters over ragged rows").
+#: at least this many waves of tiles; and over rhs rows of ragged sectors (selector/ragged.py).
 CLUSTER_MIN_K, CLUSTER_MIN_WAVES = 8192, 4
-SECTOR_BYTES, SECTOR_CLUSTER_MIN_K = 32, 2048
 #: Ping-pong tiles, one consumer warpgroup each (partition_m, tile_n): 128 x 128, 64 x 256.
 PINGPONG = [(2, 128), (1, 256)]
 #: 16-bit products of at most this K and at least a wave of 128 x 128 tiles take ping-pong 128 x
@@ -337,12 +335,10 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
              if tiles >= sms or ((tn == 256 or wm * pm == 1) and 2 * tiles > sms)
              else dict(dispatch="row_major"))
     tile = (wm * pm * 64, wn * tn)
-    ragged = dict(copy_ragged=True) if ragged_copies(problem, tile) else {}
-    cluster = ((not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K and tiles >= CLUSTER_MIN_WAVES * sms)
-               or (tile == (192, 192) and not ragged and problem.k > SECTOR_CLUSTER_MIN_K
-                   and row_bytes(problem, "rhs") % SECTOR_BYTES != 0
-                   # c read beside the cluster's multicast: 4 bytes of spills (ptxas sm_90a)
-                   and (problem.epilogue.c is None or problem.epilogue.accumulate)))
+    copy = ragged_copies(problem, tile)
+    sector = not promoted and dense_rules and sector_cluster(problem, tile, copy)
+    ragged = dict(copy_ragged=True) if copy and not sector else {}
+    cluster = sector or (not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K and tiles >= CLUSTER_MIN_WAVES * sms)
     behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}
     parts = 1 if tile in UNSPLIT_TILES else long_parts or split_parts(problem, sms, tiles)
     if problem.epilogue.block_scales and wm == 3:

@@ -114,6 +114,7 @@ CASES = [  # (batch, m, n, k, layouts, ld pad, tile_n)
     (1, 1000, 1000, 1000, ("col", "row"), 0, 128),  # several cluster tiles per cluster
     (1, 2, 3, 5, ("row", "col"), 11, 256),
     (1, 4096, 2048, 512, ("row", "col"), 0, 256),   # every multiprocessor, many tiles each
+    (1, 1000, 3000, 3000, ("row", "row"), 0, 256),  # rows of 6000 bytes, uncopied (the ragged-sector rule's)
 ]
 
 

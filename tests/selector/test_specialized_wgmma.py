@@ -238,7 +238,10 @@ def test_ragged_rows_are_copied_where_the_pass_costs_less_than_it_saves():
     assert ragged_copies(any_problem((1, 3000, 3000, 3000), "bfloat16"), (192, 128))
     assert not ragged_copies(any_problem((1, 3000, 3000, 3000), "bfloat16"), (192, 192))
     assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 3000, 3000, 3000), "bfloat16"), SM90)
-    assert select_specialized_tiling(any_problem((1, 2500, 2500, 2500), "bfloat16"), SM90)["copy_ragged"]   # 128 x 256
+    # 128 x 256: copied where TMA needs a copy anyway (5000-byte rows), else clusters over its sectors
+    assert select_specialized_tiling(dense_problem(1, 2500, 2500, 2500, bfloat16_dtype()), SM90)["copy_ragged"]
+    sel = select_specialized_tiling(any_problem((1, 2500, 2500, 2500), "bfloat16"), SM90)
+    assert "copy_ragged" not in sel and sel["cluster_m"] == 2
     assert "copy_ragged" not in select_specialized_tiling(any_problem((1, 3008, 3008, 3008), "bfloat16"), SM90)
     assert not ragged_copies(any_problem((1, 2000, 2000, 2000), "bfloat16"))        # 8 us of copies, 3 saved
     assert not ragged_copies(any_problem((1, 5101, 6008, 64), "bfloat16"))          # a short K: little to save
@@ -288,7 +291,7 @@ def test_rows_of_whole_64_byte_halves_are_not_copied_for_the_copys_sake():
     assert ragged_copies(square(3000)) and not ragged_copies(square(4000)) and not ragged_copies(square(4096))
 
 
-def test_192_column_tiles_cluster_over_an_rhs_of_ragged_sectors():
+def test_clusters_over_an_rhs_of_ragged_sectors():
     """192 x 192 tiles take clusters of two sharing each rhs slot where the rhs is left uncopied and
     its rows are not whole 32-byte sectors (3000^3: 6000-byte rows; H200 90.9 -> 77.8 us), K past
     2048; not over whole sectors (4000-byte rows of a column-major rhs measured 1.5% slower), nor
@@ -299,6 +302,16 @@ def test_192_column_tiles_cluster_over_an_rhs_of_ragged_sectors():
     for shape, layout in (((1, 4500, 3900, 2000), "col"), ((1, 3000, 3000, 2048), "row"), ((1, 3000, 6000, 3000), "row")):
         sel = select_specialized_tiling(any_problem(shape, "bfloat16", ("row", layout)), SM90)
         assert "cluster_m" not in sel, shape
-    for shape in ((1, 2900, 2900, 2900), (1, 2335, 3542, 607), (1, 3129, 5917, 7677)):
+    for shape in ((1, 2900, 2900, 2900), (1, 2335, 3542, 607), (1, 3129, 5917, 7677), (1, 3500, 3500, 3500)):
         sel = select_specialized_tiling(dense_problem(*shape, bfloat16_dtype()), SM90)     # rows copied
         assert sel.get("copy_ragged") and "cluster_m" not in sel, shape
+    # 128 x 256 tiles: the cluster in place of copies made for the lines' sake alone (5000 x 3000 x
+    # 3000 134.7 us against 160.1), not over whole sectors (6000^2 x 3000: 12000-byte rhs rows)
+    for shape in ((1, 5000, 3000, 3000), (1, 7000, 5000, 3000)):
+        sel = select_specialized_tiling(dense_problem(*shape, bfloat16_dtype()), SM90)
+        assert selected_tiles(sel) == (128, 256) and "copy_ragged" not in sel and sel["cluster_m"] == 2, shape
+    sel = select_specialized_tiling(dense_problem(1, 6000, 6000, 3000, bfloat16_dtype()), SM90)
+    assert sel["copy_ragged"] and "cluster_m" not in sel
+    # a c read beside the multicast spills: no cluster there
+    c_read = replace(any_problem((1, 3000, 3000, 3000), "bfloat16"), epilogue=Epilogue(c=BFLOAT16, scaled=True))
+    assert "cluster_m" not in select_specialized_tiling(c_read, SM90)
