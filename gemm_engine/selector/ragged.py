@@ -55,14 +55,15 @@ def sector_cluster(problem: MatmulProblem, tile: tuple[int, int], copy: bool) ->
     requests (H200: bf16 3000^3 in 192 x 192 tiles 78.8 us against 90.8, cuBLAS 76.8; 5000 x 3000 x
     3000 in 128 x 256 tiles 134.7 against 160.1 with the ragged copies; bench/SELECTION_NOTES.md,
     "Clusters over ragged rows"). 192 x 192 tiles where the rows are not copied to whole lines
-    (``copy``: copies won at 2900^3); 128 x 256 tiles in place of the ragged copies where no copy is
-    needed otherwise; K past `SECTOR_CLUSTER_MIN_K` (3000^2 x 2048 level); not where the epilogue
-    reads c (4 bytes of spills beside the multicast, ptxas sm_90a)."""
+    (``copy``: copies won at 2900^3); 128 x 256 tiles in place of the ragged copies (``copy``) where
+    no copy is needed otherwise, as measured; K past `SECTOR_CLUSTER_MIN_K` (3000^2 x 2048 level);
+    not where the epilogue reads a c of its own (4 bytes of spills beside the multicast, ptxas
+    sm_90a; accumulating stores add into out without reading it)."""
     ep = problem.epilogue
     if problem.k <= SECTOR_CLUSTER_MIN_K or (ep.c is not None and not ep.accumulate) or problem.lhs.itemsize != 2:
         return False
     forced = copies_needed(problem, WgmmaTile().requires_k_major(problem))
-    if not ((tile == (192, 192) and not copy) or (tile == (128, 256) and not forced)):
+    if not ((tile == (192, 192) and not copy) or (tile == (128, 256) and copy and not forced)):
         return False
     pitch = row_bytes(problem, "rhs")
     return (-(-pitch // 16) * 16 if "rhs" in forced else pitch) % SECTOR_BYTES != 0

@@ -5,12 +5,13 @@ split of the last wave along K, and the alternatives the tuner times.
 The cooperative 128 x 256 tile (two consumer warpgroups of 64 x 256, m64n256k16, 128 accumulators
 per unit) for large outputs; 128 x 128 where at most half a wave of 128 x 256 tiles would leave
 multiprocessors idle (the 128 x 128 tiles then run in one wave), unless K is long enough that 128
-x 256 tiles split along K keep as many busy at the larger tile's rate; 16-bit problems under a wave of
-128 x 128 tiles take 64 x 128 (one consumer warpgroup). fp8 and block scales promote (a second set
+x 256 tiles split along K run shorter parts (selector/split_tail.py); 16-bit problems under a wave
+of 128 x 128 tiles take 64 x 128 (one consumer warpgroup). fp8 and block scales promote (a second set
 of float32 accumulators, global_/promotion.py): 192 x 128 (three consumer warpgroups) from 8
 waves, else 128 x 128, whose two warpgroups promote each slice behind their next batch. The output
 tile is staged in as many column parts as leave room for the whole ring. Long-K 16-bit problems of
-many tiles run in clusters of two cubes along M that share each rhs slot (``cluster_m=2``). A last
+many tiles run in clusters of two cubes along M that share each rhs slot (``cluster_m=2``), as do
+tiles over rhs rows that are not whole 32-byte sectors (selector/ragged.py `sector_cluster`). A last
 wave of at most half the device's cubes is split along K into parts that fill it (``split_tail``:
 batch/split_tail.py). Ping-pong consumers (``schedule="pingpong"``: two one-warpgroup copies taking
 tiles in turns) only for short K (`PINGPONG_MAX_K`), where a tile is mostly its epilogue; slower
@@ -50,8 +51,9 @@ PROMOTED_WAVES = 8
 #: not from SMALL_MAX_K where 128 x 128 tiles split along K still give more than half the
 #: multiprocessors a part: two consumer warpgroups a multiprocessor at a small cost (1024 x 1024 x
 #: 65536 in 64 x 128 tiles: 646 TFLOP/s, 5.0 a multiprocessor, cuBLAS 775; 128 x 256 in 4 parts
-#: now, `select_specialized_tiling`'s long-K case: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"). Below it 64 x 128 was measured
-#: faster split along K (512 x 1024 x 16384 in 2 parts 42.4 us); 512 x 512 x 65536 keeps it.
+#: now, selector/split_tail.py `long_k_wide`; bench/SELECTION_NOTES.md, "specialized_wgmma
+#: tilings"). Below it 64 x 128 was measured faster split along K (512 x 1024 x 16384 in 2 parts
+#: 42.4 us); 512 x 512 x 65536 keeps it.
 SMALL = (1, 1, 1, 128, 6)
 SMALL_MAX_K = 65536
 BLOCK_SCALED_STAGES = 3       # block-scaled 192 x 128 tiles ran faster on 3 slots than on 4
@@ -294,8 +296,9 @@ def wave_shape(problem: MatmulProblem, dialect: Dialect, wide: bool = True):
 def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_rules: bool = True,
                               short_k: bool = True) -> dict:
     """The rule's tiling. ``dense_rules``: the choices measured on plain dense products only (the
-    192 x 192 wave tile, short K's ping-pong), which the grouped and converting callers' tilings were
-    not; ``short_k``: the ping-pong one (off where a caller names the tile itself)."""
+    192 x 192 wave tile, short K's ping-pong, long K's 128 x 256 split, clusters over ragged
+    sectors), which the grouped and converting callers' tilings were not; ``short_k``: the ping-pong
+    one (off where a caller names the tile itself)."""
     sms = max(1, dialect.device.compute_units)
     promoted = wants_promotion(problem)
     if streams_weights(problem) and not problem.epilogue.block_scales:
@@ -308,13 +311,7 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
         enough = (PROMOTED_WAVES * sms if wm == 3 else sms) if promoted else sms // 2 + 1
         if tiles >= enough:
             break
-    long_parts = 0
-    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 128) and problem.k >= SMALL_MAX_K:
-        long_parts = long_k_wide(problem, sms, tiles)
-        if long_parts:
-            wm, wn, pm, tn, stages = CANDIDATES[0]
-            tiles = tile_count(problem, 128, 256)
-    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256) and not long_parts:
+    if not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 256):
         # From half a wave of 128 x 256 tiles up, the tile whose waves fill the device best.
         wm, wn, pm, tn, stages = wave_shape(problem, dialect, dense_rules)
         tiles = tile_count(problem, wm * pm * 64, wn * tn)
@@ -324,6 +321,13 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
             and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
         wm, wn, pm, tn, stages = SMALL
         tiles = tile_count(problem, 64, tn)
+    long_parts = 0
+    if (dense_rules and not promoted and problem.lhs.itemsize == 2 and (wm, tn) == (2, 128)
+            and problem.k >= SMALL_MAX_K):
+        long_parts = long_k_wide(problem, sms, tiles)       # 128 x 256 tiles in shorter parts
+        if long_parts:
+            wm, wn, pm, tn, stages = CANDIDATES[0]
+            tiles = tile_count(problem, 128, 256)
     if (dense_rules and short_k and not promoted and problem.lhs.itemsize == 2 and problem.out.itemsize == 2
             and problem.k <= PINGPONG_MAX_K and not problem.epilogue.paired and tile_count(problem, 128, 128) >= sms):
         return {**pingpong_preset(problem, dialect, 2, 128),
@@ -336,7 +340,8 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
              else dict(dispatch="row_major"))
     tile = (wm * pm * 64, wn * tn)
     copy = ragged_copies(problem, tile)
-    sector = not promoted and dense_rules and sector_cluster(problem, tile, copy)
+    # (not over a long-K split: a cluster runs its tiles whole)
+    sector = not promoted and dense_rules and not long_parts and sector_cluster(problem, tile, copy)
     ragged = dict(copy_ragged=True) if copy and not sector else {}
     cluster = sector or (not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K and tiles >= CLUSTER_MIN_WAVES * sms)
     behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}

@@ -28,12 +28,16 @@ def split_parts(problem: MatmulProblem, sms: int, tiles: int, most: int = SPLIT_
 
 def long_k_wide(problem: MatmulProblem, sms: int, tiles: int) -> int:
     """Parts of 128 x 256 tiles (0: keep the ``tiles`` of 128 x 128) for a 16-bit problem from
-    SMALL_MAX_K under half a wave of 128 x 256 tiles: where they are fewer and their parts keep more
-    multiprocessors busy, or as many in at most SPLIT_MAX parts (each further part's partial tile is
-    added by its owner: 1024 x 512 x 65536 in 8 parts of 128 x 256 107 us against 4 of 128 x 128's
-    99.6), the larger tile runs them at its better rate (bench/SELECTION_NOTES.md, "Long K in 128 x
-    256 tiles")."""
+    SMALL_MAX_K under half a wave of 128 x 256 tiles, where the 64 x 128 tiles do not take it: where
+    fewer 128 x 256 tiles in their parts give each part less work than the 128 x 128 tiles' parts
+    (both run in one round), or as much in at most SPLIT_MAX parts, the larger tile at its better
+    rate (1024^2 x 65536: 4 parts of 128 x 256 182 us, 2 of 128 x 128 190). Not as much in more
+    parts: each further part's partial tile is added by its owner (1024 x 512 x 65536 in 8 parts of
+    128 x 256 107 us against 4 of 128 x 128's 99.6). A part's work counts padded tiles: 384 columns
+    are two 128 x 256 tiles, one half empty (bench/SELECTION_NOTES.md, "Long K in 128 x 256 tiles")."""
     wide = tile_count(problem, 128, 256)
     parts = split_parts(problem, sms, wide, LONG_SPLIT_MAX, LONG_MIN_SLICES)
-    busy, narrow = wide * parts, tiles * split_parts(problem, sms, tiles)
-    return parts if wide < tiles and (busy > narrow or (busy == narrow and parts <= SPLIT_MAX)) else 0
+    narrow = split_parts(problem, sms, tiles)
+    # work a part, in 128 x 128 tiles' K: 2 / parts against 1 / narrow
+    shorter = 2 * narrow < parts or (2 * narrow == parts and parts <= SPLIT_MAX)
+    return parts if wide < tiles and shorter else 0

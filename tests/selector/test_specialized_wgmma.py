@@ -281,6 +281,18 @@ def test_long_k_splits_128_x_256_tiles_into_more_parts_where_more_are_busy():
     sel = select_specialized_tiling(any_problem((1, 1024, 512, 65536), "bfloat16"), SM90)
     assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == SPLIT_MAX
     assert long_k_wide(any_problem((1, 1024, 512, 65536), "bfloat16"), SMS, 32) == 0
+    # A part's work counts padded tiles: 384 or 640 columns leave a 128 x 256 tile half empty, so
+    # more parts of them are not shorter (1536 x 384: 5 against 128 x 128's 3; 768 x 640: 7 against 4).
+    for shape, tile, parts in (((1, 1536, 384, 65536), (128, 128), 3), ((1, 768, 640, 65536), (128, 128), 4),
+                               ((1, 512, 640, 65536), (128, 128), 4), ((1, 384, 384, 65536), (64, 128), 4)):
+        sel = select_specialized_tiling(any_problem(shape, "bfloat16"), SM90)
+        assert (selected_tiles(sel), sel["split_tail"]) == (tile, parts), shape
+    # Rows of ragged sectors keep the long-K split (a cluster would run the tiles whole).
+    sel = select_specialized_tiling(dense_problem(1, 1000, 1000, 70000, bfloat16_dtype()), SM90)
+    assert selected_tiles(sel) == (128, 256) and sel["split_tail"] == 4 and "cluster_m" not in sel
+    # The grouped and converting callers' tilings were measured without it.
+    sel = select_specialized_tiling(any_problem((1, 1024, 1024, 65536), "bfloat16"), SM90, dense_rules=False)
+    assert selected_tiles(sel) == (128, 128) and sel["split_tail"] == 2
 
 
 def test_rows_of_whole_64_byte_halves_are_not_copied_for_the_copys_sake():
@@ -299,9 +311,12 @@ def test_clusters_over_an_rhs_of_ragged_sectors():
     for shape, layout in (((1, 3000, 3000, 3000), "row"), ((1, 3000, 3000, 3000), "col"), ((1, 2990, 3010, 3000), "row")):
         sel = select_specialized_tiling(any_problem(shape, "bfloat16", ("row", layout)), SM90)
         assert selected_tiles(sel) == (192, 192) and sel.get("cluster_m") == 2, shape
-    for shape, layout in (((1, 4500, 3900, 2000), "col"), ((1, 3000, 3000, 2048), "row"), ((1, 3000, 6000, 3000), "row")):
+    for shape, layout in (((1, 3000, 3000, 4064), "col"), ((1, 3000, 3000, 2048), "row"), ((1, 3000, 6000, 3000), "row")):
         sel = select_specialized_tiling(any_problem(shape, "bfloat16", ("row", layout)), SM90)
-        assert "cluster_m" not in sel, shape
+        # 8128- / 12000-byte rhs rows: whole sectors; K at 2048
+        assert selected_tiles(sel) == (192, 192) and "cluster_m" not in sel, shape
+    # 128 x 256 tiles only in place of copies, as measured: never-copied rows keep their kernel
+    assert "cluster_m" not in select_specialized_tiling(dense_problem(1, 1000, 3000, 3000, bfloat16_dtype()), SM90)
     for shape in ((1, 2900, 2900, 2900), (1, 2335, 3542, 607), (1, 3129, 5917, 7677), (1, 3500, 3500, 3500)):
         sel = select_specialized_tiling(dense_problem(*shape, bfloat16_dtype()), SM90)     # rows copied
         assert sel.get("copy_ragged") and "cluster_m" not in sel, shape
