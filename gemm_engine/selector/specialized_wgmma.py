@@ -26,6 +26,7 @@ from typing import Mapping
 from ..batch.k_major import ragged_operands
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
+from ..global_.write.tma_store_writer import band_bytes
 from ..problem import MatmulProblem
 from .base import distinct, tile_count
 from .ragged import ragged_copies, sector_cluster
@@ -107,8 +108,12 @@ NARROW_STAGES = {1: 12, 2: 8}
 #: 192 x 128: not measured for 16-bit, taken as 128 x 128's; 192 x 192: 0.95-1.025 from 2560^3 to
 #: 6144^3 on an H200, bench/SELECTION_NOTES.md "192 x 192 tiles"), and the margin a tile must beat
 #: the first by to be taken instead.
+#: 192 x 96: 0.87, H200 kernels against 192 x 128's in one wave each (bf16 1536^3 13.0 us against 15.5,
+#: 1536^2 x 3072 22.6 against 27.6; cuBLAS 11.6, 22.1; bench/SELECTION_NOTES.md "192 x 96 tiles").
 WIDE_TILE = (3, 1, 1, 192, 4)       # 192 x 192: three consumer warpgroups of 64 x 192
-WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975), (WIDE_TILE, 1.0)]
+NARROW_TILE = (3, 1, 1, 96, 5)      # 192 x 96: three consumer warpgroups of 64 x 96
+WAVE_TILES = [((2, 1, 1, 256, 4), 1.0), ((3, 1, 1, 128, 5), 0.975), ((2, 1, 1, 128, 6), 0.975), (WIDE_TILE, 1.0),
+              (NARROW_TILE, 0.87)]
 WAVE_MARGIN = 0.05
 #: Tiles never split along K: beside 192 x 192's 96 accumulators a unit the split tail spills (ptxas).
 UNSPLIT_TILES = {(192, 192)}
@@ -127,19 +132,19 @@ def preset(wm, wn, pm, tn, stages, **more) -> dict:
 def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: int, stages: int,
                groups: int = 1) -> dict:
     """``stages``, ``tma_store`` and ``store_parts``: the output tile staged for TMA stores in the
-    fewest column parts (1 to 4, each whole 128-byte bands) that leave room for all ``stages``
+    fewest column parts (1 to 4, each whole bands: `band_bytes`) that leave room for all ``stages``
     ring slots; failing that, whole, with as many slots as fit beside it, at least `MIN_STAGES`;
     else direct stores and all the slots. A slot holds 128 bytes of K for each of the tile's
     tile_m + tile_n lines, whatever the type; ``groups`` staging tiles (ping-pong: one per copy)."""
     slot, whole = (tile_m + tile_n) * 128, tile_m * tile_n * problem.out.itemsize * groups
-    band = 128 // problem.out.itemsize
+    band = band_bytes(tile_n, problem.out.itemsize) // problem.out.itemsize
     room = dialect.device.max_shared_memory - SLACK
     if problem.epilogue.paired:
         # A gated epilogue's one result a pair is staged at half the width, in one part
         # (TmaStoreWriter.write_paired; bench/SELECTION_NOTES.md "Paired stores"); two results a pair (the
         # gated derivative) are stored directly, and every slot stays.
         fit = (room - whole // 2) // slot
-        if problem.epilogue.pair_outputs == 1 and (tile_n // 2) % band == 0 and fit >= MIN_STAGES:
+        if problem.epilogue.pair_outputs == 1 and (tile_n // 2) % (128 // problem.out.itemsize) == 0 and fit >= MIN_STAGES:
             return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
         return dict(stages=stages, tma_store=False, store_parts=1)
     for parts in (1, 2, 3, 4):
@@ -279,15 +284,16 @@ def wave_cost(problem: MatmulProblem, sms: int, shape, rate: float) -> float:
 def wave_shape(problem: MatmulProblem, dialect: Dialect, wide: bool = True):
     """The tile of `WAVE_TILES` that takes the least time by `wave_cost`; the first unless another
     is `WAVE_MARGIN` faster (3000^3: 288 tiles of 128 x 256 fill 2.2 waves of 132, 256 of 192 x 192 1.9).
-    192 x 192 only where ``wide`` and its output is staged beside all its slots, as it was measured
-    (not a float32 output, not a gated one's half-width tile)."""
+    192 x 192 and 192 x 96 only where ``wide`` and their output is staged beside all their slots, as
+    they were measured (not a float32 output, not a gated one's half-width tile)."""
     sms = max(1, dialect.device.compute_units)
 
     def measured(shape) -> bool:
-        if shape != WIDE_TILE:
+        if shape not in (WIDE_TILE, NARROW_TILE):
             return True
         plan = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
-        return wide and plan["tma_store"] and plan["stages"] == shape[4]
+        parts = 3 if shape == WIDE_TILE else 1
+        return wide and plan["tma_store"] and plan["stages"] == shape[4] and plan["store_parts"] == parts
     costs = [(wave_cost(problem, sms, shape, rate), shape) for shape, rate in WAVE_TILES if measured(shape)]
     cost, shape = min(costs, key=lambda c: c[0])
     return costs[0][1] if cost > (1 - WAVE_MARGIN) * costs[0][0] else shape
@@ -374,9 +380,9 @@ def specialized_yield_to(chosen: Mapping, overrides: Mapping) -> dict:
 
 def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Mapping) -> list:
     """``first``, then each candidate in every order, with and without clusters, promotion behind
-    (two consumers), split tails of 2 and `SPLIT_MAX` parts; 16-bit: the 192 x 128 and 192 x 192
-    wave tiles, whole and split; weight streaming: the decode shapes in several parts (`decode_space`); last the
-    ping-pong tilings."""
+    (two consumers), split tails of 2 and `SPLIT_MAX` parts; 16-bit: the 192 x 128, 192 x 192 and
+    192 x 96 wave tiles, whole and split; weight streaming: the decode shapes in several parts
+    (`decode_space`); last the ping-pong tilings."""
     space = [first]
     if ragged_operands(problem):     # whole 128-byte lines by a copy, or not
         space.append({**first, "copy_ragged": not first.get("copy_ragged", False)})
@@ -392,7 +398,7 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
         for parts in (2, SPLIT_MAX):
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
     if not promoted:
-        for shape in (WAVE_TILES[1][0], WIDE_TILE):     # 192 x 128, 192 x 192: the wave rule's others
+        for shape in (WAVE_TILES[1][0], WIDE_TILE, NARROW_TILE):     # the wave rule's others
             stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
             splits = ({},) if (shape[0] * 64, shape[3]) in UNSPLIT_TILES else \
                 ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))

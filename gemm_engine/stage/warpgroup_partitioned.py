@@ -33,7 +33,7 @@ from ..errors import SetupError
 from ..compose.capabilities import ASYNC_DESCRIPTOR_STAGE, SWIZZLED_SMEM, WARPGROUP_SCOPE
 from ..problem import MatmulProblem
 from ..compose.selection import Knob
-from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout
+from ..tile.wgmma import SWIZZLE_BYTES, WARPGROUP, SwizzledOperandLayout, operand_swizzle
 from .base import StageConfig, StageMatmul, Writer, stores
 from .events import Begin, Finish, StageEventListener, TileMatmulCompleted
 
@@ -110,10 +110,13 @@ class WarpgroupPartitionedStage(StageMatmul):
                                         f"accumulator registers per unit (at most {_MAX_ACC_REGS})")
         units = self._groups_units(wm * wn, "warpgroups", WARPGROUP, dialect)
         sm, sn = wm * pm * 64, wn * tc.tile_n
-        lhs = SwizzledOperandLayout(tc.lhs_mn_major, sm, sk, itemsize)
-        rhs = SwizzledOperandLayout(tc.rhs_mn_major, sn, sk, itemsize)
+        # The swizzle by one warpgroup's tile: each one's first x must start a swizzled row.
+        lhs = SwizzledOperandLayout(tc.lhs_mn_major, sm, sk, itemsize, operand_swizzle(tc.lhs_mn_major, pm * 64, itemsize))
+        rhs = SwizzledOperandLayout(tc.rhs_mn_major, sn, sk, itemsize, operand_swizzle(tc.rhs_mn_major, tc.tile_n, itemsize))
+        lhs.check(self.name, "lhs")
+        rhs.check(self.name, "rhs")
         return WarpgroupStageConfig(tile=tc, stage_m=sm, stage_n=sn, stage_k=sk, units=units,
-                                    lhs_ld=row, rhs_ld=row,   # elements per swizzled row
+                                    lhs_ld=lhs.row_elems, rhs_ld=rhs.row_elems,   # elements per swizzled row
                                     lhs_k_contiguous=not tc.lhs_mn_major,
                                     rhs_k_contiguous=not tc.rhs_mn_major,
                                     warpgroups_m=wm, warpgroups_n=wn, partition_m=pm,

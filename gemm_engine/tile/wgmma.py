@@ -19,7 +19,8 @@ The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesse
 pending (only then may the shared memory they read be overwritten, or the accumulators be read).
 
 Shared-memory layout (`SwizzledOperandLayout`): 128-byte swizzle, the mode the descriptor's bits
-62-63 = 1 name. Shared memory is cut into 128-byte rows of 64 contiguous 16-bit (32 tf32, 128 int8)
+62-63 = 1 name (an MN-major operand whose extent is not whole 128-byte rows, as a 96-column rhs
+tile: 64-byte swizzle, mode 2, described after the list). Shared memory is cut into 128-byte rows of 64 contiguous 16-bit (32 tf32, 128 int8)
 elements; 8 rows
 form a 1024-byte atom, and inside an atom the 16-byte chunk c of row r is stored at chunk
 ``c ^ (r & 7)`` (the hardware applies that XOR to address bits 4-6 from bits 7-9, so atoms must
@@ -34,6 +35,11 @@ start 1024-byte aligned). Two operand orientations (CUTLASS cute's canonical GMM
 * MN-major (m or n contiguous: a column-major lhs, a row-major rhs; the instruction's transpose
   bit is set): row k holds 64 consecutive x; 64-wide x atoms are LBO = stage_k * 128 bytes apart,
   8-row k groups SBO = 1024 bytes apart, and k slice kk starts 16 * 128 * kk bytes in.
+
+The 64-byte swizzle (`operand_swizzle`; MN-major only here) is the same with 64-byte rows of 32
+16-bit elements: chunk c of row r at ``c ^ ((r >> 1) & 3)`` (address bits 4-5 from bits 7-8),
+512-byte atoms of 8 rows, x atoms 32 wide LBO = stage_k * 64 bytes apart, SBO = 512, k slice kk at
+16 * 64 * kk bytes (CUTLASS cute's SW64 MN-major layout; TMA's 64-byte swizzle writes it).
 
 Descriptor: bits 0-13 start address >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 49-51 base offset (0:
 atoms are 1024-aligned), 62-63 swizzle mode. Tile origins are added to the start-address field
@@ -72,25 +78,46 @@ KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "e4m3": 1, "e5m2": 1}
 STORAGE_BYTES = {storage: KIND_BYTES[kind] for storage, (kind, _, _) in _KINDS.items()}
 #: Accumulator of a kind: (compute word, PTX type); float32 unless listed.
 _ACCUMULATORS = {"s8": ("i32", "s32")}
-_INSTRUCTION_N = (64, 128, 192, 256)
+#: The tile widths offered: 96 (whole 32-wide atoms of the 64-byte swizzle where the rhs is MN-major)
+#: fills a wave where 128 leaves a quarter of it idle (1536^3: 128 tiles of 192 x 96, 96 of 192 x 128).
+_INSTRUCTION_N = (64, 96, 128, 192, 256)
+#: The descriptor's swizzle-mode field (bits 62-63) by swizzled row bytes.
+_SWIZZLE_MODES = {128: 1, 64: 2}
+
+
+def operand_swizzle(mn_major: bool, extent: int, itemsize: int) -> int:
+    """Bytes of one swizzled row of an operand's stage: 128, except an MN-major extent that is not
+    whole 128-byte rows (a 96-column rhs tile) takes the 64-byte swizzle;
+    `SwizzledOperandLayout.check` refuses what neither serves."""
+    return SWIZZLE_BYTES if not mn_major or (extent * itemsize) % SWIZZLE_BYTES == 0 else 64
 
 
 @dataclass(frozen=True)
 class SwizzledOperandLayout:
-    """Where one operand's stage lies in shared memory (128-byte swizzle).
+    """Where one operand's stage lies in shared memory (128-byte swizzle, or 64 where ``swizzle``
+    says: `operand_swizzle`).
 
     ``extent``: the stage's m (lhs) or n (rhs); ``mn_major``: x (m or n) is the contiguous axis;
-    ``itemsize``: bytes per element (2; 4 for tf32 and 1 for int8, K-major only)."""
+    ``itemsize``: bytes per element (2; 4 for tf32 and 1 for int8, K-major only); ``swizzle``:
+    bytes of one swizzled row."""
 
     mn_major: bool
     extent: int
     stage_k: int
     itemsize: int = 2
+    swizzle: int = SWIZZLE_BYTES
 
     @property
     def row_elems(self) -> int:
-        """Elements in one 128-byte swizzled row."""
-        return SWIZZLE_BYTES // self.itemsize
+        """Elements in one swizzled row."""
+        return self.swizzle // self.itemsize
+
+    def check(self, name: str, operand: str) -> None:
+        """SetupError unless the layout is whole swizzled rows of a mode the descriptor has."""
+        whole = (self.extent if self.mn_major else self.stage_k) % self.row_elems == 0
+        if self.swizzle not in _SWIZZLE_MODES or not whole:
+            raise SetupError(name, f"the {operand} stage ({self.extent} x {self.stage_k}) is not whole "
+                                   f"{self.swizzle}-byte swizzled rows (modes {tuple(_SWIZZLE_MODES)})")
 
     @property
     def smem_bytes(self) -> int:
@@ -98,39 +125,40 @@ class SwizzledOperandLayout:
 
     @property
     def atom_stride(self) -> int:
-        """Bytes between a line's consecutive 128-byte runs (8 chunks): MN-major, the next 64-wide x
-        atom (stage_k rows on); K-major, the next k-atom (extent rows on)."""
-        return (self.stage_k if self.mn_major else self.extent) * SWIZZLE_BYTES
+        """Bytes between a line's consecutive swizzled runs (one row of chunks): MN-major, the next
+        x atom (stage_k rows on); K-major, the next k-atom (extent rows on)."""
+        return (self.stage_k if self.mn_major else self.extent) * self.swizzle
 
     @property
     def lbo(self) -> int:
-        # MN-major: the stride between 64-wide x atoms (CUTLASS cute's canonical layout; checked
-        # on the H100: the other way round reads outside the stage and faults). K-major: unused
-        # with swizzling (field value 1).
-        return self.stage_k * SWIZZLE_BYTES if self.mn_major else 16
+        # MN-major: the stride between x atoms (CUTLASS cute's canonical layout; checked on the
+        # H100: the other way round reads outside the stage and faults). K-major: unused with
+        # swizzling (field value 1).
+        return self.stage_k * self.swizzle if self.mn_major else 16
 
     @property
     def sbo(self) -> int:
-        return ATOM_BYTES          # between 8-row groups: of x (K-major) or of k (MN-major)
+        return 8 * self.swizzle    # between 8-row groups: of x (K-major) or of k (MN-major)
 
     def tile_offset(self, x0: str, k0: int) -> str:
         """Bytes from the stage's start to the tile whose first x is ``x0`` (an expression, a
-        multiple of 64) and first k is ``k0`` (a multiple of the instruction's k)."""
+        multiple of `row_elems` where MN-major) and first k is ``k0`` (a multiple of the
+        instruction's k)."""
         if self.mn_major:
-            return f"(({x0}) / {self.row_elems}) * {self.atom_stride} + {k0 * SWIZZLE_BYTES}"
+            return f"(({x0}) / {self.row_elems}) * {self.atom_stride} + {k0 * self.swizzle}"
         run, within = divmod(k0, self.row_elems)
-        return f"({x0}) * {SWIZZLE_BYTES} + {run * self.atom_stride + within * self.itemsize}"
+        return f"({x0}) * {self.swizzle} + {run * self.atom_stride + within * self.itemsize}"
 
     def tile_offset_bytes(self, x0: int, k0: int) -> int:
         """`tile_offset` of a tile whose first x is a number: the bytes, computed here."""
         if self.mn_major:
-            return (x0 // self.row_elems) * self.atom_stride + k0 * SWIZZLE_BYTES
+            return (x0 // self.row_elems) * self.atom_stride + k0 * self.swizzle
         run, within = divmod(k0, self.row_elems)
-        return x0 * SWIZZLE_BYTES + run * self.atom_stride + within * self.itemsize
+        return x0 * self.swizzle + run * self.atom_stride + within * self.itemsize
 
     def descriptor_bits(self) -> int:
         """The constant fields of the descriptor (everything but the start address)."""
-        return ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32) | (1 << 62)
+        return ((self.lbo >> 4) << 16) | ((self.sbo >> 4) << 32) | (_SWIZZLE_MODES[self.swizzle] << 62)
 
     def descriptor(self, address: str) -> str:
         """Expression: the descriptor of the stage at 32-bit shared address ``address``. The start

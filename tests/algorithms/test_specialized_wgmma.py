@@ -241,6 +241,16 @@ def _wide_sources() -> dict:
             wide = (cfg.batch.global_.stage.stage_m, cfg.batch.global_.stage.stage_n) == (192, 192)
             assert wide != ep.paired, label
             out[f"wide192-{m}x{n}x{k}-{layouts[0]}{layouts[1]}-{dtype}{label}"] = alg.render(cfg, SM90)
+    # The wave rule's 192 x 96 (a row-major rhs in the 64-byte swizzle, the output in 64-byte bands).
+    for m, n, k, layouts, dtype in ((1536, 1536, 1536, ("row", "row"), "bfloat16"),
+                                    (1536, 1536, 2048, ("col", "col"), "float16")):
+        for label, ep in (epilogues.items() if dtype == "bfloat16" else [("", Epilogue())]):
+            p = replace(problem(m=m, n=n, k=k, dtype=dtype, layouts=layouts), epilogue=ep)
+            alg = SpecializedWgmmaAlgorithm()
+            cfg = alg.setup(p, SM90)
+            narrow = (cfg.batch.global_.stage.stage_m, cfg.batch.global_.stage.stage_n) == (192, 96)
+            assert narrow != ep.paired, label
+            out[f"narrow96-{m}x{n}x{k}-{layouts[0]}{layouts[1]}-{dtype}{label}"] = alg.render(cfg, SM90)
     # The short-K rule's ping-pong 128 x 128 with the same epilogues (a gated one stays cooperative).
     for b, layouts in ((1, ("row", "row")), (3, ("col", "col"))):
         for label, ep in epilogues.items():
@@ -280,6 +290,50 @@ def test_numerics_of_192_column_tiles_in_clusters(rng, case, dtype):
     """192 x 192 tiles in clusters of two sharing each rhs slot, as the rule takes them over ragged
     rows: 17 tile rows (3100: a cluster's second cube past the edge), a batch; NaN-poisoned out."""
     check_numerics(rng, dtype, case, SpecializedWgmmaAlgorithm(**WIDE_192, cluster_m=2))
+
+
+NARROW_96 = dict(warpgroups_m=3, tile_n=96, stages=5)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("variant", [{}, dict(cluster_m=2), dict(split_tail=2), dict(store_parts=3, stages=4),
+                                     dict(tma_store=False), dict(warpgroups_m=1, warpgroups_n=2, stages=6)],
+                         ids=["plain", "cluster", "split", "parts3", "direct", "wn2"])
+@pytest.mark.parametrize("case", [(1, 1536, 1536, 1536, ("row", "row"), 0), (1, 1000, 1001, 777, ("row", "row"), 0),
+                                  (2, 300, 190, 200, ("col", "row"), 3), (1, 517, 300, 1000, ("row", "col"), 0)],
+                         ids=lambda c: "x".join(map(str, c[:4])) + "-" + "".join(x[0] for x in c[4]))
+def test_numerics_of_96_column_tiles(rng, case, variant, dtype):
+    """96-column tiles: a row-major rhs in the 64-byte swizzle (32-wide TMA boxes and atoms), the
+    output staged in 64-byte bands; edges on both sides (1001 = 10 x 96 + 41), a batch, a column-major
+    lhs, a K-major rhs; in clusters (the rhs's three boxes shared line by line), split along K, in
+    three column parts, stored directly, two warpgroups side by side; NaN-poisoned out."""
+    check_numerics(rng, dtype, case, SpecializedWgmmaAlgorithm(**{**NARROW_96, **variant}))
+
+
+@pytest.mark.parametrize("terms", ["bias_gelu", "c", "accumulate"])
+def test_epilogues_of_96_column_tiles(rng, terms):
+    """The epilogue's arrays and the reducing stores through the 64-byte-swizzled output map."""
+    engine = sm90_engine()
+    m, n, k = 1000, 1001, 777
+    a, b = random(rng, (m, k), "float16"), random(rng, (k, n), "float16")
+    c = random(rng, (m, n), "float16")
+    alg = SpecializedWgmmaAlgorithm(**NARROW_96)
+    da, db = padded(engine, a, "row", 0), padded(engine, b, "row", 0)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if terms == "bias_gelu":
+        bias = random(rng, (n,), "float16")
+        got = engine.matmul(da, db, bias=engine.runtime.to_device(bias), activation="gelu", algorithm=alg)
+        from gemm_engine.epilogue.activations import resolve_activation
+        want, tol = resolve_activation("gelu").reference(ref + bias), 1e-2
+    elif terms == "c":
+        got = engine.matmul(da, db, c=engine.runtime.to_device(c), beta=0.5, algorithm=alg)
+        want, tol = ref + 0.5 * c, 1e-2
+    else:
+        got = engine.runtime.to_device(c.copy())
+        engine.matmul(da, db, out=got, c=got, beta=1.0, algorithm=alg)
+        want, tol = ref + c, 1e-2
+    host = engine.runtime.to_host(got).astype(np.float64)
+    assert rel_error(host, want) < tol
 
 
 @pytest.mark.parametrize("overrides, why", [

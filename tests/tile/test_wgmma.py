@@ -15,7 +15,7 @@ from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import BY_NAME, FLOAT16, FLOAT32, INT8, INT32
 from gemm_engine.errors import SetupError
 from gemm_engine.problem import Layout, MatmulProblem
-from gemm_engine.tile.wgmma import SwizzledOperandLayout, WgmmaTile, check_wgmma_device
+from gemm_engine.tile.wgmma import SwizzledOperandLayout, WgmmaTile, check_wgmma_device, operand_swizzle
 from helpers import acc_coverage
 
 SM90, SM80 = dialect_for(nominal_cuda_device(9, 0)), dialect_for(nominal_cuda_device(8, 0))
@@ -56,7 +56,7 @@ def test_transposes_follow_the_layouts_for_16_bit_kinds():
     (_p(INT8, rhs_layout=Layout.ROW), _sel(), SM90, "only K-major"),
     (_p(FLOAT16, BF16, FLOAT32), _sel(), SM90, "must share a dtype"),
     (_p(BY_NAME["float64"]), _sel(), SM90, "not float64"),
-    (_p(FLOAT16), _sel(96), SM90, "tile_n=96"),
+    (_p(FLOAT16), _sel(80), SM90, "tile_n=80"),
     (_p(FLOAT16), _sel(), SM80, "needs wgmma"),
     (_p(FLOAT16), _sel(), dialect_for(dataclasses.replace(nominal_cuda_device(), plane_size=64)), "4 warps of 32"),
 ])
@@ -92,14 +92,30 @@ def test_columns_select_whole_groups():
     assert {r for r, _ in held} == set(range(64))
 
 
-@pytest.mark.parametrize("mn_major, itemsize", [(False, 2), (True, 2), (False, 1), (False, 4)])
-def test_tile_offsets_agree_in_both_forms(mn_major, itemsize):
-    layout = SwizzledOperandLayout(mn_major=mn_major, extent=256, stage_k=64, itemsize=itemsize)
-    for x0 in (0, 64, 192):
+@pytest.mark.parametrize("mn_major, itemsize, swizzle", [(False, 2, 128), (True, 2, 128), (False, 1, 128),
+                                                       (False, 4, 128), (True, 2, 64)])
+def test_tile_offsets_agree_in_both_forms(mn_major, itemsize, swizzle):
+    layout = SwizzledOperandLayout(mn_major=mn_major, extent=256, stage_k=64, itemsize=itemsize, swizzle=swizzle)
+    for x0 in (0, 64, 192) if swizzle == 128 else (0, 32, 96, 224):
         for k0 in (0, 16, 32, 48):
             expr = layout.tile_offset(str(x0), k0)
             assert eval(expr.replace("/", "//")) == layout.tile_offset_bytes(x0, k0)
-    assert layout.smem_bytes == 256 * 64 * itemsize and layout.row_elems == 128 // itemsize
+    assert layout.smem_bytes == 256 * 64 * itemsize and layout.row_elems == swizzle // itemsize
+
+
+def test_mn_major_tiles_of_rows_not_whole_128_bytes_take_the_64_byte_swizzle():
+    """A 96-column row-major rhs (192-byte rows of n): 64-byte rows of 32 n, x atoms stage_k x 64
+    bytes apart (LBO), 8-row k groups 512 apart (SBO), mode 2 in bits 62-63; K-major operands and
+    whole 128-byte rows keep the 128-byte swizzle; the stage refuses neither-nor (`check`)."""
+    assert operand_swizzle(True, 96, 2) == 64 and operand_swizzle(True, 128, 2) == 128
+    assert operand_swizzle(False, 96, 2) == 128 and operand_swizzle(True, 64, 2) == 128
+    mn = SwizzledOperandLayout(True, 96, 64, 2, 64)
+    bits = mn.descriptor_bits()
+    assert bits >> 62 == 2 and (bits >> 16) & 0x3FFF == (64 * 64) >> 4 and (bits >> 32) & 0x3FFF == 512 >> 4
+    assert (mn.row_elems, mn.atom_stride, mn.tile_offset_bytes(32, 16)) == (32, 64 * 64, 4096 + 16 * 64)
+    mn.check("stage", "rhs")
+    with pytest.raises(SetupError, match="not whole 64-byte swizzled rows"):
+        SwizzledOperandLayout(True, 80, 64, 2, 64).check("stage", "rhs")
 
 
 def test_descriptor_fields():

@@ -85,6 +85,10 @@ class SwizzledChunkLoader(Loader):
     def setup(self, operand: OperandTile, units: int, selection=None) -> SwizzledLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
             raise SetupError(self.name, "needs a SwizzledOperandTile")
+        if operand.swizzle.swizzle != SWIZZLE_BYTES:
+            raise SetupError(self.name, f"{operand.ident}: writes the 128-byte swizzle only; this stage's "
+                                        f"{operand.swizzle.extent}-wide tile takes the "
+                                        f"{operand.swizzle.swizzle}-byte one (the TMA loader writes it)")
         size = STORAGE_BYTES.get(operand.element.storage)
         if operand.converts or size is None:
             raise SetupError(self.name, f"copies int8, fp8, 16-bit or 32-bit float elements; "

@@ -10,7 +10,9 @@ of a column-major one) of contiguous elements:
 * K-major (row-major lhs, column-major rhs): a box is the whole tile extent of lines (m or n, at most
   256) by one 128-byte run of k; a slot of stage_k = 64 16-bit elements is one copy;
 * MN-major (column-major lhs, row-major rhs): a box is stage_k lines of k by 64 contiguous m or n;
-  the tile's extent takes ``extent / 64`` copies, each one 64-wide atom ``atom_stride`` bytes on.
+  the tile's extent takes ``extent / 64`` copies, each one 64-wide atom ``atom_stride`` bytes on
+  (a layout of the 64-byte swizzle, as a 96-column tile's: 32-wide boxes and atoms, the map's
+  swizzle 64 bytes).
 
 Edges need no code: coordinates past the operand's extents (M, N or K not a multiple of the tile)
 read zeros, so the main loop has no bounds branches. One exception: where the problem's M (a
@@ -43,7 +45,7 @@ from ...codegen.dialect import Dialect
 from ...runtime.tensor_map import TensorMapSpec
 from ...errors import SetupError
 from ...problem import Layout
-from ...tile.wgmma import STORAGE_BYTES, SWIZZLE_BYTES
+from ...tile.wgmma import STORAGE_BYTES
 from ...compose.contracts import Requirement
 from ...compose.capabilities import SWIZZLED_SMEM, TENSOR_MAPS, TMA_LOADER
 from .loaders import Loader, LoaderConfig, OperandTile
@@ -77,8 +79,8 @@ class TmaLoaderConfig(LoaderConfig):
 
     @property
     def row_elems(self) -> int:
-        """Elements in one box row (one 128-byte swizzled row)."""
-        return SWIZZLE_BYTES // self.size
+        """Elements in one box row (one swizzled row of the layout: 128 bytes, or 64)."""
+        return self.operand.swizzle.row_elems
 
     @property
     def copies(self) -> int:
@@ -135,7 +137,7 @@ class TmaLoader(Loader):
             raise SetupError(self.name, f"{operand.ident}: TMA needs the address, leading dimension and batch "
                                         f"stride to be multiples of 16 bytes ({16 // size} {operand.element.name} "
                                         f"elements); this operand is aligned to {operand.align}")
-        row = SWIZZLE_BYTES // size
+        row = operand.swizzle.swizzle // size
         if operand.contiguous_extent % row or operand.lines > MAX_BOX:
             raise SetupError(self.name, f"{operand.ident}: a {operand.lines} x {operand.contiguous_extent} tile "
                                         f"is not whole boxes of at most {MAX_BOX} lines x {row}")
@@ -171,7 +173,7 @@ class TmaLoader(Loader):
         else:                           # this cube's run of lines of every copy
             atoms = [str(j) for j in range(cfg.copies)]
             lines = cfg.box[1]
-            line_offset, smem_offset = f" + ({rank}) * {lines}", f" + ({rank}) * {lines * SWIZZLE_BYTES}u"
+            line_offset, smem_offset = f" + ({rank}) * {lines}", f" + ({rank}) * {lines * op.swizzle.swizzle}u"
         out = []
         for atom in atoms:
             dst = f"{slot} + {atom} * {op.swizzle.atom_stride}u{smem_offset}"
@@ -190,5 +192,5 @@ class TmaLoader(Loader):
         entries = batch if batch_stride else 1
         step = batch_stride * size if batch_stride else ld * size * lines
         return TensorMapSpec(op.element.storage, (contiguous, lines, max(1, entries)),
-                             (ld * size, step), (*cfg.box, 1), SWIZZLE_BYTES, l2_promotion(ld * size))
+                             (ld * size, step), (*cfg.box, 1), op.swizzle.swizzle, l2_promotion(ld * size))
 

@@ -19,7 +19,9 @@ Per tile, in the units the global level names (`STORE_STAGING`):
 
 The staging tile is ``stage_n * size / 128`` bands of ``stage_m`` rows of 128 bytes, each in TMA's
 128-byte swizzle (16-byte chunk ``c`` of row ``r`` at chunk ``c ^ (r % 8)``): the eight rows of one
-fragment store then fall in different banks.
+fragment store then fall in different banks. A tile whose rows are not whole 128 bytes (96 columns
+of 16 bits) takes bands of 64-byte rows in TMA's 64-byte swizzle (chunk ``c ^ ((r >> 1) % 4)``):
+`band_bytes`.
 
 ``store_parts`` > 1 stages the tile in that many column parts, steps 1-3 once per part through a
 staging tile of one part: the ring keeps the shared memory the rest would take (bf16 128 x 256: 4
@@ -47,12 +49,20 @@ from .pairs import write_pairs
 from .writers import PairedWriter, WriterConfig
 
 SWIZZLE = 128
+#: The 64-byte swizzle's band rows, for tiles whose rows are not whole 128 bytes.
+NARROW_SWIZZLE = 64
 #: TMA box extents are at most 256 along every dimension.
 _MAX_ROWS = 256
 #: Output words a tensor map describes (the wgmma pipelines' results).
 _WORDS = ("f16_bits", "bf16_bits", "f32", "i32")
 #: Output words an accumulating epilogue adds into the output by reducing TMA stores.
 _ADDED = ("f16_bits", "bf16_bits")
+
+
+def band_bytes(stage_n: int, itemsize: int) -> int:
+    """Bytes of a staging band's row (the TMA swizzle of the output's map): 128 where the tile's rows
+    are whole 128 bytes, else 64; the tile's parts must be whole bands of it (`staging_bytes`)."""
+    return SWIZZLE if (stage_n * itemsize) % SWIZZLE == 0 else NARROW_SWIZZLE
 
 
 class TmaStoreWriter(PairedWriter):
@@ -80,9 +90,13 @@ class TmaStoreWriter(PairedWriter):
 
     # -- what the global and batch levels ask ------------------------------------------------------
     @staticmethod
-    def band(cfg) -> int:
-        """Output elements in one 128-byte row of a staging band."""
-        return SWIZZLE // cfg.out.itemsize
+    def span(cfg) -> int:
+        """Bytes of one row of a staging band: `band_bytes` (a gated epilogue's half-width tile: 128)."""
+        return SWIZZLE if cfg.epilogue.paired else band_bytes(cfg.stage.stage_n, cfg.out.itemsize)
+
+    def band(self, cfg) -> int:
+        """Output elements in one row of a staging band."""
+        return self.span(cfg) // cfg.out.itemsize
 
     def stages_pairs(self, cfg) -> bool:
         """A paired epilogue's one result a pair goes through a staging tile of half the stage's
@@ -113,15 +127,18 @@ class TmaStoreWriter(PairedWriter):
             cols //= 2             # a paired epilogue's output: one result a pair of columns
         step = batch_stride * size if batch > 1 else ld * size * rows
         return TensorMapSpec(cfg.out.storage, (cols, rows, batch), (ld * size, step),
-                             (self.band(cfg), cfg.stage.stage_m, 1), SWIZZLE)
+                             (self.band(cfg), cfg.stage.stage_m, 1), self.span(cfg))
 
     # -- device side -------------------------------------------------------------------------------
     def _offset(self, cfg, row: str, col: str) -> str:
         """Byte offset in the staging tile of tile element (``row``, ``col``)."""
-        size, band, rows = cfg.out.itemsize, self.band(cfg), cfg.stage.stage_m
+        size, band, rows, span = cfg.out.itemsize, self.band(cfg), cfg.stage.stage_m, self.span(cfg)
         inner = f"((({col}) % {band}) * {size})"
-        return (f"(({col}) / {band}) * {rows * SWIZZLE} + ({row}) * {SWIZZLE} + "
-                f"((({inner} >> 4) ^ (({row}) & 7)) << 4) + ({inner} & 15)")
+        # TMA's swizzle: the chunk's bits XOR address bits 7-9 (128-byte rows: the row's low 3 bits;
+        # 64-byte rows, two to 128 bytes: bits 1-2 of the row).
+        phase = f"(({row}) & 7)" if span == SWIZZLE else f"((({row}) >> 1) & 3)"
+        return (f"(({col}) / {band}) * {rows * span} + ({row}) * {span} + "
+                f"((({inner} >> 4) ^ {phase}) << 4) + ({inner} & 15)")
 
     def write(self, g, cfg, d, scope) -> str:
         direct = super().write(g, cfg, d, scope)
@@ -188,7 +205,7 @@ class TmaStoreWriter(PairedWriter):
         map may not store the tile (`_staged_flag`), the units copy its rows instead."""
         rows, stores = cfg.stage.stage_m, []
         for j, (col, checked) in enumerate(bands):
-            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * SWIZZLE}u", [col, scope.m0, out.batch],
+            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * self.span(cfg)}u", [col, scope.m0, out.batch],
                                 add)
             stores.append(f"if ({col} < {bound}) {store}" if cfg.check_n and checked else store)
         tma = [f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}"]
@@ -203,7 +220,7 @@ class TmaStoreWriter(PairedWriter):
         ``scope.m``, columns below ``bound``) to the output, consecutive units along a row: a tile
         whose rows past ``scope.m`` its map would overwrite (a grouped tile past its group's end)."""
         rows, size, ctype = cfg.stage.stage_m, cfg.out.itemsize, d.storage_type(cfg.out)
-        per, chunks, nb = 16 // size, SWIZZLE // 16, len(bands)
+        per, chunks, nb = 16 // size, self.span(cfg) // 16, len(bands)
         chunk = [f"{d.vector_ref('global', 'u32', 4, 'cp_dst')} = {d.vector_ref('local', 'u32', 4, 'cp_src', const=True)};"]
         if cfg.check_n:
             chunk = [f"if (cp_col + {per} <= {bound}) {chunk[0]}",

@@ -70,8 +70,10 @@ def test_a_gated_epilogue_stages_half_the_tile_in_one_part():
 
 
 def test_tiles_that_are_not_whole_boxes_are_refused():
-    with pytest.raises(SetupError, match="a 128 x 96 tile in 1 column part"):
-        TmaStoreWriter().staging_bytes(_cfg(n=96))
+    with pytest.raises(SetupError, match="a 128 x 80 tile in 1 column part"):
+        TmaStoreWriter().staging_bytes(_cfg(n=80))
+    with pytest.raises(SetupError, match="a 128 x 96 tile in 2 column part"):     # 48 columns: 96 bytes
+        TmaStoreWriter().staging_bytes(_cfg(n=96, parts=2))
     with pytest.raises(SetupError, match="in 4 column part"):
         TmaStoreWriter().staging_bytes(_cfg(n=128, parts=4))
 
@@ -83,16 +85,34 @@ def test_output_tensor_map(batch):
     assert spec.strides == (4104 * 2, (1000 * 4104 if batch > 1 else 4104 * 1000) * 2)
 
 
-@pytest.mark.parametrize("out", [FLOAT16, FLOAT32])
-def test_each_element_has_its_own_staging_bytes(out):
-    w, cfg = TmaStoreWriter(), _cfg(out, m=64, n=128)
-    size, seen = out.itemsize, set()
+def test_tiles_of_rows_not_whole_128_bytes_take_64_byte_bands():
+    """A 96-column 16-bit tile (192-byte rows): three bands of 64-byte rows, the map's swizzle 64;
+    whole 128-byte rows (float32's 384) keep 128; a gated epilogue's half-width tile keeps 128."""
+    w = TmaStoreWriter()
+    narrow = _cfg(n=96, m=192)
+    assert (w.span(narrow), w.band(narrow), w.staging_bytes(narrow)) == (64, 32, 192 * 96 * 2)
+    assert w.staging_bytes(_cfg(n=96, parts=3)) == 128 * 32 * 2
+    spec = w.tensor_map_spec(narrow, 1536, 1536, 1536, 0, 1)
+    assert spec.box == (32, 192, 1) and spec.swizzle == 64
+    assert (w.span(_cfg(FLOAT32, n=96)), w.band(_cfg(FLOAT32, n=96))) == (128, 32)
+
+
+@pytest.mark.parametrize("out, n", [(FLOAT16, 128), (FLOAT32, 128), (FLOAT16, 96), (FLOAT16, 160)])
+def test_each_element_lands_where_tma_swizzles_it(out, n):
+    """Each element's staging bytes are its own, inside the staging tile, and where TMA's swizzle of
+    the band's rows puts it: the unswizzled address's 16-byte chunk bits XOR its bits 7 up (three
+    for 128-byte rows, two for 64; bands start on 1024-byte boundaries)."""
+    w, cfg = TmaStoreWriter(), _cfg(out, m=64, n=n)
+    size, span, seen = out.itemsize, w.span(cfg), set()
+    band, mask = span // size, 7 if span == 128 else 3
     for row in range(64):
-        for col in range(128):
+        for col in range(n):
             at = eval(w._offset(cfg, str(row), str(col)).replace("/", "//"))
+            plain = (col // band) * 64 * span + row * span + (col % band) * size
+            assert at == plain ^ (((plain >> 7) & mask) << 4)
             assert at % size == 0 and 0 <= at < w.staging_bytes(cfg)
             seen.add(at)
-    assert len(seen) == 64 * 128
+    assert len(seen) == 64 * n
 
 
 def _staged_branch(epilogue_kwargs, n=1000):
