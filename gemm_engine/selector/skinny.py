@@ -33,12 +33,12 @@ MAX_ROWS, MAX_ACCUMULATORS = 16, 64
 #: with one a unit; 8 rows 22.4 against 27.2 (2) and 42.1 (1); 8 x 14336 x 4096 59.8 against 82.4
 #: and 146.9 (bench/SELECTION_NOTES.md, "Skinny rows"). One row keeps its measured GEMV tiling.
 UNIT_OUTPUTS = ((1, 1), (MAX_ROWS, 4))
-#: One-row 16-bit dot products on CUDA (M = 1 against an nn.Linear weight): 16 outputs a cube of 512
-#: units where that still gives every multiprocessor a cube, else 8 of 256 (H200 kernels, us, 8 -> 16:
-#: 4096^2 10.0 -> 8.4, 4096 x 14336 32.9 -> 31.2, 8192^2 37.6 -> 35.4; held out 4096 x 11008 29.1 ->
-#: 25.7, 7168 x 2048 10.5 -> 8.7, f16 3072^2 8.5 -> 6.6, 14336 x 4096 33.9 -> 34.4, f16 6144 x 4096
-#: 16.1 -> 16.5; bench/SELECTION_NOTES.md "Skinny rows").
-ONE_ROW_OUTPUTS, ONE_ROW_UNITS = 16, 512
+#: One-row 16-bit dot products on CUDA (M = 1 against an nn.Linear weight): 16 lanes an output (16
+#: outputs a cube of 256 units) where that still gives every multiprocessor a cube, else 32 (8 outputs)
+#: (H200 kernels, us, 32 -> 16 lanes: 4096^2 10.0 -> 8.4, 4096 x 14336 32.9 -> 31.2, 8192^2 37.6 ->
+#: 35.4; held out 4096 x 11008 29.1 -> 25.7, 7168 x 2048 10.5 -> 8.7, f16 3072^2 8.5 -> 6.6, 14336 x
+#: 4096 33.9 -> 34.4, f16 6144 x 4096 16.1 -> 16.5; bench/SELECTION_NOTES.md "Skinny rows").
+ONE_ROW_LANES, ONE_ROW_OUTPUTS = 16, 16
 
 
 #: Storage words the skinny kernel reads (floating point: its accumulators are float32 / float64).
@@ -110,12 +110,11 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
         target = 3 * max(1, dialect.device.compute_units) // 2
         if selection.unit_outputs or rows == 1:
             # `lanes` for every group of ``reuse`` outputs.
+            if (rows == 1 and reuse == 1 and lanes == LANES and not (selection.outputs or selection.units)
+                    and dialect.backend == "cuda" and big.itemsize == 2 and most // ONE_ROW_LANES >= ONE_ROW_OUTPUTS
+                    and problem.batch * -(-extent // ONE_ROW_OUTPUTS) >= dialect.device.compute_units):
+                lanes = ONE_ROW_LANES
             outputs = selection.outputs or min(most // lanes * reuse, pow2_at_least(extent))
-            wider = (rows == 1 and reuse == 1 and lanes == LANES and dialect.backend == "cuda" and big.itemsize == 2
-                     and dialect.device.max_threads_per_cube >= ONE_ROW_UNITS
-                     and problem.batch * -(-extent // ONE_ROW_OUTPUTS) >= dialect.device.compute_units)
-            if not selection.outputs and wider:
-                outputs = ONE_ROW_OUTPUTS
             # Fewer outputs a cube where the cubes would not give every multiprocessor one and a half.
             # One row keeps the measured GEMV tiling.
             while not selection.outputs and rows > 1 and outputs > reuse and problem.batch * -(-extent // outputs) < target:

@@ -170,7 +170,7 @@ def test_bandwidth_tiling_for_bf16_vector_matrix():
 
 def test_dot_tiling_for_matrix_vector():
     g = SkinnyAlgorithm().setup(problem(8192, 1, 8192), H100).batch.global_
-    assert (g.dot, g.big.width, g.lanes, g.outputs, g.units) == (True, 8, 32, 16, 512)
+    assert (g.dot, g.big.width, g.lanes, g.outputs, g.units) == (True, 8, 16, 16, 256)
     g = SkinnyAlgorithm().setup(problem(8192, 1, 8192, et=BY_NAME["float32"]), H100).batch.global_
     assert (g.dot, g.big.width, g.lanes, g.outputs, g.units) == (True, 4, 32, 8, 256)
 

@@ -109,28 +109,29 @@ def test_tiling_by_rows():
     assert (g.dot, g.rows, g.unit_outputs, g.big.width, g.lanes) == (True, 8, 4, 8, 128)
     assert g.chunk * g.rows * 4 <= 32 * 1024 and g.shared_memory_bytes <= 48 * 1024
     g = SkinnyAlgorithm().setup(problem(1, 4096, 4096, rhs="col"), H100).batch.global_
-    assert (g.unit_outputs, g.lanes, g.outputs) == (1, 32, 16)        # `test_one_row_takes_512_units`
+    assert (g.unit_outputs, g.lanes, g.outputs) == (1, 16, 16)        # `test_one_row_takes_16_lanes_an_output`
     g = SkinnyAlgorithm(SkinnySelection(unit_outputs=1)).setup(problem(2, 4096, 4096, rhs="col"), H100).batch.global_
     assert (g.unit_outputs, g.lanes, g.outputs) == (1, 32, 8)        # the tuner's alternative: the old tiling
     g = SkinnyAlgorithm().setup(problem(8, 4096, 4096), H100).batch.global_
     assert (g.dot, g.rows, g.per_unit) == (False, 8, 8)
 
 
-def test_one_row_takes_512_units_where_their_cubes_fill_the_device():
-    """One row against a 16-bit weight contiguous along K, on CUDA: 16 outputs a cube of 512 units
-    where the cubes still give every multiprocessor one (4096 outputs: 256 cubes), else 8 of 256
-    (1024 outputs: 64 cubes of 16 measured slower on an H200, 4.8 us against 3.9); float32 weights
-    and OpenCL devices keep 8 (not measured); a short K keeps its fewer lanes."""
-    def tiling(p, dialect=H100):
-        g = SkinnyAlgorithm().setup(p, dialect).batch.global_
+def test_one_row_takes_16_lanes_an_output_where_its_cubes_fill_the_device():
+    """One row against a 16-bit weight contiguous along K, on CUDA: 16 lanes an output, 16 outputs a
+    cube of 256 units, where the cubes still give every multiprocessor one (4096 outputs: 256 cubes),
+    else 32 lanes and 8 outputs (1024 outputs: 64 cubes); float32 weights and OpenCL devices keep
+    32 (not measured); a short K keeps its fewer lanes; a caller's outputs or units are kept."""
+    def tiling(p, dialect=H100, **knobs):
+        g = SkinnyAlgorithm(SkinnySelection(**knobs)).setup(p, dialect).batch.global_
         return g.lanes, g.outputs, g.stage.units
-    assert tiling(problem(1, 4096, 4096, rhs="col")) == (32, 16, 512)
-    assert tiling(problem(1, 14336, 4096, "float16", rhs="col")) == (32, 16, 512)
+    assert tiling(problem(1, 4096, 4096, rhs="col")) == (16, 16, 256)
+    assert tiling(problem(1, 14336, 4096, "float16", rhs="col")) == (16, 16, 256)
     assert tiling(problem(1, 1024, 4096, rhs="col")) == (32, 8, 256)
     assert tiling(problem(1, 4096, 4096, "float32", rhs="col")) == (32, 8, 256)
     assert tiling(problem(1, 4096, 1024, rhs="col")) == (16, 16, 256)
-    opencl = dialect_for(OPENCL_DEVICE)
-    assert tiling(problem(1, 4096, 4096, rhs="col"), opencl)[1:] != (16, 512)
+    assert tiling(problem(1, 4096, 4096, rhs="col"), outputs=8) == (32, 8, 256)
+    assert tiling(problem(1, 4096, 4096, rhs="col"), units=512) == (64, 8, 512)
+    assert tiling(problem(1, 4096, 4096, rhs="col"), dialect_for(OPENCL_DEVICE))[0] != 16
 
 
 def test_chunk_is_whole_loads_and_whole_steps_of_the_units():
