@@ -118,6 +118,10 @@ def check_promotion(component: str, problem: MatmulProblem, stage, behind: bool 
         raise SetupError(component, f"promotion keeps two accumulator sets: partition_m={stage.partition_m} x "
                                     f"tile_n={stage.tile.tile_n} needs {regs} registers per unit (at most "
                                     f"{MAX_PROMOTED_REGS}; tile_n=128 fits)")
+    tn = stage.tile.tile_n
+    if problem.epilogue.rhs_scale == "block" and BLOCK % tn and tn % BLOCK:
+        raise SetupError(component, f"rhs block scales are read once per {BLOCK}-column block of a warpgroup's "
+                                    f"columns: tile_n={tn} tiles straddle blocks (tile_n=64 or 128)")
     if behind and (3 * regs // 2 > MAX_BEHIND_REGS or registers < MIN_BEHIND_REGISTERS):
         raise SetupError(component, f"promote_behind keeps three accumulator sets: {3 * regs // 2} registers "
                                     f"per unit of a consumer's {registers} (at most {MAX_BEHIND_REGS}, and "

@@ -33,8 +33,9 @@ MAX_ROWS, MAX_ACCUMULATORS = 16, 64
 #: with one a unit; 8 rows 22.4 against 27.2 (2) and 42.1 (1); 8 x 14336 x 4096 59.8 against 82.4
 #: and 146.9 (bench/SELECTION_NOTES.md, "Skinny rows"). One row keeps its measured GEMV tiling.
 UNIT_OUTPUTS = ((1, 1), (MAX_ROWS, 4))
-#: One-row 16-bit dot products on CUDA (M = 1 against an nn.Linear weight): 16 lanes an output (16
-#: outputs a cube of 256 units) where that still gives every multiprocessor a cube, else 32 (8 outputs)
+#: One-row 16-bit dot products on CUDA sm_90 (M = 1 against an nn.Linear weight; the tuner keeps the
+#: other): 16 lanes an output (16 outputs a cube of 256 units) where that still gives every
+#: multiprocessor a cube, else 32 (8 outputs)
 #: (H200 kernels, us, 32 -> 16 lanes: 4096^2 10.0 -> 8.4, 4096 x 14336 32.9 -> 31.2, 8192^2 37.6 ->
 #: 35.4; held out 4096 x 11008 29.1 -> 25.7, 7168 x 2048 10.5 -> 8.7, f16 3072^2 8.5 -> 6.6, 14336 x
 #: 4096 33.9 -> 34.4, f16 6144 x 4096 16.1 -> 16.5; bench/SELECTION_NOTES.md "Skinny rows").
@@ -111,7 +112,8 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
         if selection.unit_outputs or rows == 1:
             # `lanes` for every group of ``reuse`` outputs.
             if (rows == 1 and reuse == 1 and lanes == LANES and not (selection.outputs or selection.units)
-                    and dialect.backend == "cuda" and big.itemsize == 2 and most // ONE_ROW_LANES >= ONE_ROW_OUTPUTS
+                    and dialect.backend == "cuda" and (dialect.device.compute_capability or (0,)) >= (9, 0)
+                    and big.itemsize == 2 and most // ONE_ROW_LANES >= ONE_ROW_OUTPUTS <= extent
                     and problem.batch * -(-extent // ONE_ROW_OUTPUTS) >= dialect.device.compute_units):
                 lanes = ONE_ROW_LANES
             outputs = selection.outputs or min(most // lanes * reuse, pow2_at_least(extent))
@@ -160,10 +162,13 @@ def resolve_tiling(selection, problem: MatmulProblem, dialect: Dialect):
 
 def skinny_tuning_space(selection_class, problem: MatmulProblem, dialect: Dialect) -> list:
     """The rule's tiling, then each of 2, 4, 8 loads in flight per unit (the one knob the bandwidth
-    sweeps found sensitive); dot products of several rows also 1, 2 and 4 outputs a unit (each
-    staged vector's reuse); ``selection_class`` is the skinny algorithm's selection type."""
+    sweeps found sensitive), one row also 8 outputs a cube; dot products of several rows also 1, 2
+    and 4 outputs a unit (each staged vector's reuse); ``selection_class`` is the skinny algorithm's
+    selection type."""
     space = [resolve_tiling(selection_class(), problem, dialect)]
     space += [resolve_tiling(selection_class(unroll=u), problem, dialect) for u in (2, 4, 8)]
+    if skinny_rows(problem) == 1:       # 32 lanes an output (`ONE_ROW_LANES`' other)
+        space.append(resolve_tiling(selection_class(outputs=8), problem, dialect))
     if skinny_rows(problem) > 1 and skinny_axis(problem)[1]:
         space += [resolve_tiling(selection_class(unit_outputs=r), problem, dialect) for r in (1, 2, 4)
                   if r * skinny_rows(problem) <= MAX_ACCUMULATORS]

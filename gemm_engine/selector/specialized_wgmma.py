@@ -397,8 +397,8 @@ def specialized_tuning_space(problem: MatmulProblem, dialect: Dialect, first: Ma
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, promote_behind=True))
         for parts in (2, SPLIT_MAX):
             space.append(preset(*c[:4], **stored, dispatch="grouped", dispatch_width=8, split_tail=parts))
-    if not promoted:
-        for shape in (WAVE_TILES[1][0], WIDE_TILE, NARROW_TILE):     # the wave rule's others
+    if not promoted:        # the wave rule's others (192 x 96: 16-bit, its rows of 192 bytes)
+        for shape in (WAVE_TILES[1][0], WIDE_TILE) + ((NARROW_TILE,) if problem.lhs.itemsize == 2 else ()):
             stored = store_plan(problem, dialect, shape[0] * 64, shape[3], shape[4])
             splits = ({},) if (shape[0] * 64, shape[3]) in UNSPLIT_TILES else \
                 ({}, dict(split_tail=2), dict(split_tail=SPLIT_MAX))

@@ -82,8 +82,8 @@ class WarpgroupPartitionedStage(StageMatmul):
     selection_properties = {"stage_m": lambda s: s.warpgroups_m * s.partition_m * 64,
                             "stage_n": lambda s: s.warpgroups_n * s.tile_n}
     requires = (Requirement.of("tile", WARPGROUP_SCOPE),
-                Requirement.of("lhs_loader", SWIZZLED_SMEM, why="wgmma reads 128-byte-swizzled stages"),
-                Requirement.of("rhs_loader", SWIZZLED_SMEM, why="wgmma reads 128-byte-swizzled stages"))
+                Requirement.of("lhs_loader", SWIZZLED_SMEM, why="wgmma reads swizzled stages"),
+                Requirement.of("rhs_loader", SWIZZLED_SMEM, why="wgmma reads swizzled stages"))
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect, lhs_k_contiguous: bool = False,
               rhs_k_contiguous: bool = False) -> WarpgroupStageConfig:
@@ -200,7 +200,7 @@ class WarpgroupPartitionedStage(StageMatmul):
     def promotion_factors(self, cfg: WarpgroupStageConfig, row_scale=None, col_scale=None) -> str:
         """Declarations of this unit's factors for `promote`: ``row_scale(row)`` / ``col_scale(col)``
         map a stage-relative row / first column of a 128-column block to a float expression (None:
-        no such scale). Emit them before the wait, so that their loads overlap the wgmma batch."""
+        no such scale; a warpgroup's columns lie in whole blocks: `check_promotion`). Emit them before the wait, so that their loads overlap the wgmma batch."""
         lines, row = [], self.tile.acc_row(cfg.tile)
         for i in range(cfg.partition_m):
             for dr in (0, 8):

@@ -19,12 +19,11 @@ The instruction is asynchronous: ``wgmma.fence`` orders earlier register accesse
 pending (only then may the shared memory they read be overwritten, or the accumulators be read).
 
 Shared-memory layout (`SwizzledOperandLayout`): 128-byte swizzle, the mode the descriptor's bits
-62-63 = 1 name (an MN-major operand whose extent is not whole 128-byte rows, as a 96-column rhs
-tile: 64-byte swizzle, mode 2, described after the list). Shared memory is cut into 128-byte rows of 64 contiguous 16-bit (32 tf32, 128 int8)
-elements; 8 rows
-form a 1024-byte atom, and inside an atom the 16-byte chunk c of row r is stored at chunk
-``c ^ (r & 7)`` (the hardware applies that XOR to address bits 4-6 from bits 7-9, so atoms must
-start 1024-byte aligned). Two operand orientations (CUTLASS cute's canonical GMMA layouts):
+62-63 = 1 name (an MN-major operand whose warpgroup tile is not whole 128-byte rows, as a 96-column
+rhs tile: 64-byte swizzle, mode 2, described after the list). Shared memory is cut into 128-byte
+rows of 64 contiguous 16-bit (32 tf32, 128 int8) elements; 8 rows form a 1024-byte atom, and
+inside an atom the 16-byte chunk c of row r is stored at chunk ``c ^ (r & 7)`` (the hardware
+applies that XOR to address bits 4-6 from bits 7-9, so atoms must start 1024-byte aligned). Two operand orientations (CUTLASS cute's canonical GMMA layouts):
 
 * K-major (k contiguous: a row-major lhs, a column-major rhs): row x (an m or n index) holds one
   128-byte run of k (64 16-bit or 32 tf32 elements); a stage_k of several runs stacks whole

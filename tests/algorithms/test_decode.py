@@ -52,8 +52,8 @@ def decode_sources() -> dict:
         for fixup in FIXUPS:
             alg = _forced(case, fixup)
             out[f"decode-{b}x{m}x{n}x{k}-{dtype}-{'/'.join(layouts)}-{fixup}"] = alg.render(alg.setup(p, SM90), SM90)
-    for dtype in ("bfloat16", "float16"):     # the wave rule's 192 x 192 (3000^3) and 192 x 128 (1536^3)
-        for size, label in ((3000, "192x192"), (1536, "192x128")):
+    for dtype in ("bfloat16", "float16"):     # the wave rule's 192 x 192 (3000^3) and 192 x 96 (1536^3)
+        for size, label in ((3000, "192x192"), (1536, "192x96")):
             p = problem(1, size, size, size, dtype)
             alg = SpecializedWgmmaAlgorithm()
             out[f"wave-{label}-{dtype}"] = alg.render(alg.setup(p, SM90), SM90)
@@ -73,7 +73,7 @@ def test_wave_tiles_for_3000_and_1536_cubed():
     sel = SpecializedWgmmaAlgorithm().selection_for(problem(1, 3000, 3000, 3000, "bfloat16"), SM90)
     assert (sel.warpgroups_m, sel.tile_n) == (3, 192)
     sel = SpecializedWgmmaAlgorithm().selection_for(problem(1, 1536, 1536, 1536, "bfloat16"), SM90)
-    assert (sel.warpgroups_m, sel.tile_n) == (3, 128)
+    assert (sel.warpgroups_m, sel.tile_n) == (3, 96)
 
 
 @pytest.mark.nvcc

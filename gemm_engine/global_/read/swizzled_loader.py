@@ -87,7 +87,7 @@ class SwizzledChunkLoader(Loader):
             raise SetupError(self.name, "needs a SwizzledOperandTile")
         if operand.swizzle.swizzle != SWIZZLE_BYTES:
             raise SetupError(self.name, f"{operand.ident}: writes the 128-byte swizzle only; this stage's "
-                                        f"{operand.swizzle.extent}-wide tile takes the "
+                                        f"warpgroup tiles (not whole 128-byte rows) take the "
                                         f"{operand.swizzle.swizzle}-byte one (the TMA loader writes it)")
         size = STORAGE_BYTES.get(operand.element.storage)
         if operand.converts or size is None:

@@ -1,10 +1,10 @@
 """TMA loader: one operand's ring slot filled by the bulk tensor copy engine, completing on an mbarrier.
 
 CUDA sm_90 only. One unit issues ``cp.async.bulk.tensor`` copies of *boxes* of the operand, each a
-``lines x 64`` (16-bit elements; 32 for 4-byte ones, 128 for int8) block that the engine writes into shared memory
-in the 128-byte-swizzled layout wgmma reads (`SwizzledOperandLayout`, the same layout the swizzled
-chunk loader builds by hand: TMA's 128-byte swizzle is that XOR of 16-byte chunks by row within
-1024-byte atoms). The operand is described as *lines* (global rows of a row-major operand, columns
+``lines x 64`` (16-bit elements; 32 for 4-byte ones, 128 for int8) block that the engine writes into
+shared memory in the 128-byte-swizzled layout wgmma reads (`SwizzledOperandLayout`, the same layout
+the swizzled chunk loader builds by hand: TMA's 128-byte swizzle is that XOR of 16-byte chunks by row
+within 1024-byte atoms); a layout of the 64-byte swizzle takes boxes half as wide. The operand is described as *lines* (global rows of a row-major operand, columns
 of a column-major one) of contiguous elements:
 
 * K-major (row-major lhs, column-major rhs): a box is the whole tile extent of lines (m or n, at most
@@ -27,9 +27,9 @@ completes on the slot's *full* mbarrier, whose expected bytes the global level r
 Shared slots (``shared_by`` cubes of a cluster read the same tile of this operand): each cube issues
 its share of the slot's boxes, multicast into the same slot of every cube of the cluster and
 completing on each one's *full* barrier, so every cube still receives the whole slot. The share is
-a run of whole copies where the copies divide evenly (MN-major tiles, several 64-wide atoms), else a
-run of lines of each copy (a K-major tile of one copy: boxes of ``lines / shared_by`` lines, whole
-1024-byte swizzle atoms, so the shared layout is the same).
+a run of whole copies where the copies divide evenly (MN-major tiles, several atoms), else a run of
+lines of each copy (a K-major tile of one copy, or a 96-wide MN-major one of three: boxes of ``lines
+/ shared_by`` lines, whole 8-line swizzle atoms, so the shared layout is the same).
 
 The tensor map (runtime/tensor_map.py) is a kernel parameter the batch level declares and encodes
 per call (it holds the address); its third dimension is the batch (extent 1 for a broadcast
@@ -84,7 +84,7 @@ class TmaLoaderConfig(LoaderConfig):
 
     @property
     def copies(self) -> int:
-        """64-wide atoms (copies of whole lines) of one slot."""
+        """Atoms (copies of whole lines, `row_elems` wide) of one slot."""
         return self.operand.contiguous_extent // self.row_elems
 
     @property
@@ -128,7 +128,7 @@ class TmaLoader(Loader):
 
     def setup(self, operand: OperandTile, units: int, selection=None, shared_by: int = 1) -> TmaLoaderConfig:
         if not isinstance(operand, SwizzledOperandTile) or operand.swizzle is None:
-            raise SetupError(self.name, "needs a SwizzledOperandTile (the 128-byte-swizzled layout)")
+            raise SetupError(self.name, "needs a SwizzledOperandTile (the swizzled layout wgmma reads)")
         size = STORAGE_BYTES.get(operand.element.storage)
         if operand.converts or size is None:
             raise SetupError(self.name, f"copies int8, fp8, 16-bit or 32-bit float elements; "

@@ -13,7 +13,8 @@ Per tile, in the units the global level names (`STORE_STAGING`):
    the units meet (``sync``);
 2. every unit writes its outputs, converted, into the staging tile (pairs as one 4- / 8-byte store),
    then makes them visible to the async proxy (``fence.proxy.async``); the units meet again;
-3. the elected unit issues one TMA store per 128-byte column band of the tile and commits them;
+3. the elected unit issues one TMA store per column band of the tile (rows of 128 bytes, or 64) and
+   commits them;
    or, for a tile whose map would store rows it must not (``OperandRef.staging_flag``: a grouped
    tile past its group's end), every unit copies 16-byte chunks of the rows inside the problem.
 

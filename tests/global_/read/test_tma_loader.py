@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from gemm_engine.codegen.device import nominal_cuda_device
+from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.dtypes import FLOAT16, FLOAT32, FLOAT64, INT8
 from gemm_engine.errors import SetupError
 from gemm_engine.global_.read.swizzled_loader import SwizzledOperandTile
 from gemm_engine.global_.read.tma_loader import MAX_BOX, TmaLoader, l2_promotion
 from gemm_engine.problem import Layout
 from gemm_engine.tile.wgmma import SwizzledOperandLayout
+
+SM90 = dialect_for(nominal_cuda_device(9, 0))
 
 
 def _tile(et=FLOAT16, layout=Layout.ROW, rows=128, cols=64, align=8, ident="lhs", line_extent=0):
@@ -55,6 +59,25 @@ def test_shared_slots_split_copies_or_lines_among_cubes():
     assert split.line_split == 2 and split.box == (64, 64) and split.issued == 1
     with pytest.raises(SetupError, match="cannot share a 8-line tile"):
         TmaLoader().setup(_tile(rows=8, cols=64), 128, shared_by=2)
+
+
+def test_a_96_column_mn_major_tile_takes_three_64_byte_boxes():
+    """A row-major rhs of 96 columns a warpgroup (64-byte swizzle, tile/wgmma.py `operand_swizzle`):
+    three 32-wide boxes by stage_k lines, each one 32-wide atom (64 rows x 64 bytes) on, the map's
+    swizzle 64; two cubes of a cluster split each copy's lines (three copies do not divide), at
+    multiples of the 512-byte atom."""
+    swz = SwizzledOperandLayout(True, 96, 64, 2, 64)
+    tile = SwizzledOperandTile("rhs", FLOAT16, Layout.ROW, 64, 96, False, False, 0, k_along_rows=True,
+                               smem_word="f16_bits", align=8, swizzle=swz)
+    cfg = TmaLoader().setup(tile, 128)
+    assert (cfg.copies, cfg.box, cfg.slot_bytes) == (3, (32, 64), 96 * 64 * 2)
+    src = TmaLoader().issue(cfg, SM90, "rhs_map", "0", "slot", "bar", "k0", "n0")
+    assert [f"slot + {j * 4096}u" in src for j in (1, 2)] == [True, True] and "n0 + 64" in src
+    assert TmaLoader.tensor_map_spec(cfg, 1536, 1536, 1536, 0, 1).swizzle == 64
+    shared = TmaLoader().setup(tile, 128, shared_by=2)
+    assert (shared.line_split, shared.box, shared.issued) == (2, (32, 32), 3)
+    assert "(rank) * 2048u" in TmaLoader().issue(shared, SM90, "rhs_map", "0", "slot", "bar", "k0", "n0",
+                                                  "rank")
 
 
 def test_refusals():
