@@ -26,7 +26,7 @@ from typing import Mapping
 from ..batch.k_major import ragged_operands
 from ..codegen.dialect import Dialect
 from ..global_.promotion import wants_promotion
-from ..global_.write.tma_store_writer import band_bytes
+from ..global_.write.tma_store_writer import SWIZZLE, band_bytes
 from ..problem import MatmulProblem
 from .base import distinct, tile_count
 from .ragged import ragged_copies, sector_cluster
@@ -144,7 +144,7 @@ def store_plan(problem: MatmulProblem, dialect: Dialect, tile_m: int, tile_n: in
         # (TmaStoreWriter.write_paired; bench/SELECTION_NOTES.md "Paired stores"); two results a pair (the
         # gated derivative) are stored directly, and every slot stays.
         fit = (room - whole // 2) // slot
-        if problem.epilogue.pair_outputs == 1 and (tile_n // 2) % (128 // problem.out.itemsize) == 0 and fit >= MIN_STAGES:
+        if problem.epilogue.pair_outputs == 1 and (tile_n // 2) % (SWIZZLE // problem.out.itemsize) == 0 and fit >= MIN_STAGES:
             return dict(stages=min(stages, fit), tma_store=True, store_parts=1)
         return dict(stages=stages, tma_store=False, store_parts=1)
     for parts in (1, 2, 3, 4):

@@ -84,11 +84,18 @@ _INSTRUCTION_N = (64, 96, 128, 192, 256)
 _SWIZZLE_MODES = {128: 1, 64: 2}
 
 
+def swizzle_span(row_bytes: int) -> int:
+    """The swizzle (bytes of one swizzled row) for rows of ``row_bytes``: 128 where they are whole
+    128-byte rows, else 64. One rule for the operands' stages (`operand_swizzle`) and the staged
+    output's bands (global_/write/tma_store_writer.py `band_bytes`)."""
+    return SWIZZLE_BYTES if row_bytes % SWIZZLE_BYTES == 0 else 64
+
+
 def operand_swizzle(mn_major: bool, extent: int, itemsize: int) -> int:
     """Bytes of one swizzled row of an operand's stage: 128, except an MN-major extent that is not
     whole 128-byte rows (a 96-column rhs tile) takes the 64-byte swizzle;
     `SwizzledOperandLayout.check` refuses what neither serves."""
-    return SWIZZLE_BYTES if not mn_major or (extent * itemsize) % SWIZZLE_BYTES == 0 else 64
+    return swizzle_span(extent * itemsize) if mn_major else SWIZZLE_BYTES
 
 
 @dataclass(frozen=True)

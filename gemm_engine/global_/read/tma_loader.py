@@ -4,8 +4,9 @@ CUDA sm_90 only. One unit issues ``cp.async.bulk.tensor`` copies of *boxes* of t
 ``lines x 64`` (16-bit elements; 32 for 4-byte ones, 128 for int8) block that the engine writes into
 shared memory in the 128-byte-swizzled layout wgmma reads (`SwizzledOperandLayout`, the same layout
 the swizzled chunk loader builds by hand: TMA's 128-byte swizzle is that XOR of 16-byte chunks by row
-within 1024-byte atoms); a layout of the 64-byte swizzle takes boxes half as wide. The operand is described as *lines* (global rows of a row-major operand, columns
-of a column-major one) of contiguous elements:
+within 1024-byte atoms); a layout of the 64-byte swizzle takes boxes half as wide. The operand is
+described as *lines* (global rows of a row-major operand, columns of a column-major one) of
+contiguous elements:
 
 * K-major (row-major lhs, column-major rhs): a box is the whole tile extent of lines (m or n, at most
   256) by one 128-byte run of k; a slot of stage_k = 64 16-bit elements is one copy;
@@ -137,7 +138,7 @@ class TmaLoader(Loader):
             raise SetupError(self.name, f"{operand.ident}: TMA needs the address, leading dimension and batch "
                                         f"stride to be multiples of 16 bytes ({16 // size} {operand.element.name} "
                                         f"elements); this operand is aligned to {operand.align}")
-        row = operand.swizzle.swizzle // size
+        row = operand.swizzle.row_elems
         if operand.contiguous_extent % row or operand.lines > MAX_BOX:
             raise SetupError(self.name, f"{operand.ident}: a {operand.lines} x {operand.contiguous_extent} tile "
                                         f"is not whole boxes of at most {MAX_BOX} lines x {row}")

@@ -46,12 +46,11 @@ from ...compose.contracts import Requirement
 from ...errors import SetupError
 from ...compose.selection import Knob
 from ...compose.capabilities import OUTPUT_TENSOR_MAP, STORE_STAGING
+from ...tile.wgmma import SWIZZLE_BYTES, swizzle_span
 from .pairs import write_pairs
 from .writers import PairedWriter, WriterConfig
 
-SWIZZLE = 128
-#: The 64-byte swizzle's band rows, for tiles whose rows are not whole 128 bytes.
-NARROW_SWIZZLE = 64
+SWIZZLE = SWIZZLE_BYTES
 #: TMA box extents are at most 256 along every dimension.
 _MAX_ROWS = 256
 #: Output words a tensor map describes (the wgmma pipelines' results).
@@ -62,8 +61,9 @@ _ADDED = ("f16_bits", "bf16_bits")
 
 def band_bytes(stage_n: int, itemsize: int) -> int:
     """Bytes of a staging band's row (the TMA swizzle of the output's map): 128 where the tile's rows
-    are whole 128 bytes, else 64; the tile's parts must be whole bands of it (`staging_bytes`)."""
-    return SWIZZLE if (stage_n * itemsize) % SWIZZLE == 0 else NARROW_SWIZZLE
+    are whole 128 bytes, else 64 (tile/wgmma.py `swizzle_span`, the operands' rule); the tile's
+    parts must be whole bands of it (`staging_bytes`)."""
+    return swizzle_span(stage_n * itemsize)
 
 
 class TmaStoreWriter(PairedWriter):
@@ -206,8 +206,8 @@ class TmaStoreWriter(PairedWriter):
         map may not store the tile (`_staged_flag`), the units copy its rows instead."""
         rows, stores = cfg.stage.stage_m, []
         for j, (col, checked) in enumerate(bands):
-            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * self.span(cfg)}u", [col, scope.m0, out.batch],
-                                add)
+            store = d.tma_store(out.tensor_map, f"{stg.address} + {j * rows * self.span(cfg)}u",
+                                [col, scope.m0, out.batch], add)
             stores.append(f"if ({col} < {bound}) {store}" if cfg.check_n and checked else store)
         tma = [f"if ({stg.elected}) {{", *stores, d.bulk_commit(), "}"]
         if self._staged_flag(out, add) != out.map_flag:
