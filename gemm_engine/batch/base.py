@@ -250,7 +250,7 @@ class BatchMatmul(ABC):
 
     def launch_bounds(self, cfg: BatchConfig) -> str:
         """The main kernel's launch bounds: its units, and the global matmul's occupancy hint."""
-        hint = self.global_.occupancy
+        hint = self.global_.occupancy or cfg.global_.occupancy
         return f"LAUNCH_BOUNDS_MIN({cfg.units}, {hint})" if hint else f"LAUNCH_BOUNDS({cfg.units})"
 
     def launches(self, cfg: BatchConfig, problem: MatmulProblem) -> list[Launch]:

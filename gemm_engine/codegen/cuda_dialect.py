@@ -187,6 +187,10 @@ INLINE unsigned short f32_to_f16(float value) {
     def mbarrier_arrive_expect_tx(self, bar: str, nbytes) -> str:
         return f"{self._use(ptx.mbarrier_arrive_expect_tx())}({bar}, {nbytes});"
 
+    def cp_async_mbarrier_arrive(self, bar: str) -> str:
+        """Statement: one arrival on ``bar`` once this unit's earlier ``cp.async`` copies are done."""
+        return f"{self._use(ptx.cp_async_mbarrier_arrive())}({bar});"
+
     def mbarrier_wait(self, bar: str, parity: str) -> str:
         """Statement: wait until the phase of ``bar`` with parity ``parity`` (0 / 1) has completed."""
         return f"{self._use(ptx.mbarrier_wait())}({bar}, {parity});"

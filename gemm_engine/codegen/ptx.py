@@ -262,6 +262,14 @@ def mbarrier_arrive_expect_tx() -> tuple[str, str]:
                     ins=['"r"(bar)', '"r"(bytes)'], memory=True))
 
 
+def cp_async_mbarrier_arrive() -> tuple[str, str]:
+    """One arrival on the mbarrier at ``bar`` made when every ``cp.async`` this thread issued
+    before has completed (``.noinc``: the barrier's expected count includes it), so a thread that
+    issues copies need not wait for them."""
+    return _fn("ptx_cp_async_mbarrier_arrive", "unsigned bar",
+               _asm("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];", ins=['"r"(bar)'], memory=True))
+
+
 def mbarrier_wait() -> tuple[str, str]:
     """Spin until the phase of ``bar`` with parity ``parity`` has completed. ``try_wait`` suspends
     the thread for a while in hardware before it fails, so the loop is not a busy spin; a C loop

@@ -114,6 +114,12 @@ class GlobalConfig:
         units of its own (e.g. load-only units)."""
         return self.stage.units
 
+    @property
+    def occupancy(self) -> int:
+        """Cubes a multiprocessor must hold, where this config needs the register count fixed at
+        entry (``setmaxnreg``: 1), beside the level's own `GlobalMatmul.occupancy`; 0: no hint."""
+        return 0
+
 
 class GlobalMatmul(ABC):
     """A global matmul family, generic over its stage, loaders, writer and listener."""

@@ -15,9 +15,10 @@ each owning ``a_tiles`` A tiles of 64 weight columns (``64 * a_tiles * warpgroup
 and ``tokens`` output rows a cube), and with ``k_split = 2`` two warpgroups a column group, each
 multiplying its half (``sub_k`` rows) of every slot's rows of K; at the end the second leaves its
 sums in the ring (every copy and batch done) and the first adds them and stores. Every unit
-takes part in the copies: a ring of ``stages`` slots, each ``block_k`` rows of K of x (swizzled) and the
-same rows of the weight's packed words (the cube's columns, row by row), filled by ``cp.async``
-``stages - a_buffers`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
+takes part in the copies (with ``producer=1`` a producer warpgroup issues them instead:
+quantized_wgmma_roles.py): a ring of ``stages`` slots, each ``block_k`` rows of K of x (swizzled)
+and the same rows of the weight's packed words (the cube's columns, row by row), filled by
+``cp.async`` ``stages - a_buffers`` slots ahead. Per slot, each lane reads the words its A fragments need (lane (g, t)
 of warp w: columns ``16 w + g`` and ``+ 8`` of each tile, rows of K ``2t, 2t + 1`` and ``2t + 8,
 2t + 9`` of each 16: one pair of codes of one word each, the word shifted once so that the pair is
 its lowest), dequantizes them into one of ``a_buffers`` (B) A register buffers, fences, issues the
@@ -59,7 +60,9 @@ from .base import GlobalMatmul
 from .dequant_words import (fast_pairs, fragment_weights, fragment_word, raw_scale_loads, scale_registers,
                             scale_statements)
 from .quantized_decode_config import DecodeRead, DecodeTiling, KINDS
-from .quantized_wgmma_config import A_ROWS, BLOCK_K, WARPGROUP, QuantizedWgmmaConfig
+from .quantized_wgmma_config import (A_ROWS, BLOCK_K, CONSUMER_REGISTERS, PRODUCER_UNITS, WARPGROUP,
+                                     QuantizedWgmmaConfig, default_tokens)
+from .quantized_wgmma_roles import producer_body
 from .read.loaders import OperandTile
 from .read.swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 
@@ -71,8 +74,7 @@ REGISTER_FILE = 64 * 1024
 
 
 class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
-    """Copies x and the packed words itself (its x copies are a `SwizzledChunkLoader`'s): no stage,
-    loaders or writer of the algorithm's."""
+    """Copies x and the words itself (x's by a `SwizzledChunkLoader`): no stage, loaders or writer."""
 
     name = "quantized_wgmma_global"
     uses = ()
@@ -90,7 +92,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                                 "of K (1 or 2; their sums added through shared memory at the end; 2 measured "
                                 "slower or level on the H100: bench/SELECTION_NOTES.md)"),
              Knob("a_buffers", 0, "A register buffers: wgmma batches left pending (a_buffers - 1) while the "
-                                  "next block converts (2 or 3; 0: 2, measured faster than 3 at every size tried)"))
+                                  "next block converts (2 or 3; 0: 2, measured faster than 3 at every size tried)"),
+             Knob("producer", 0, "1: a producer warpgroup issues every copy on mbarriers, two consumer warpgroups "
+                                 "only convert and multiply (global_/quantized_wgmma_roles.py); 0: every unit copies"))
     x_loader = SwizzledChunkLoader()
 
     def setup(self, problem: MatmulProblem, selection, dialect: Dialect) -> QuantizedWgmmaConfig:
@@ -110,8 +114,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         x_layout = Layout(problem.lhs_layout)
         tokens = selection.tokens or min(default_tokens(problem.m, 64 if x_layout is Layout.COL else 32),
                                          2 * MAX_ACCUMULATORS // max(1, a_tiles))
-        for label, value in (("warpgroups", warpgroups), ("a_tiles", a_tiles), ("stages", stages),
-                             ("tokens", tokens)):
+        for label, value in (("warpgroups", warpgroups), ("a_tiles", a_tiles), ("stages", stages), ("tokens", tokens)):
             if not isinstance(value, int) or value < 1:
                 raise SetupError(self.name, f"{label}={value!r} must be a positive int")
         if 8 % a_tiles:
@@ -125,14 +128,21 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if a_tiles * tokens // 2 > MAX_ACCUMULATORS:
             raise SetupError(self.name, f"a_tiles={a_tiles} x tokens={tokens}: {a_tiles * tokens // 2} accumulators "
                                         f"a unit; at most {MAX_ACCUMULATORS}")
-        # Two: a third buffer's registers and slot cost more cubes a multiprocessor than its
-        # overlap gains (int4 14336 x 4096 M = 64: 32.2 us against 37.7 with 3 buffers and 5
-        # slots), and spill beside 128 accumulators.
+        # Two: a third buffer costs more than its overlap gains (SELECTION_NOTES "Quantized wgmma").
         buffers = buffers or 2
         if buffers not in (2, 3):
             raise SetupError(self.name, f"a_buffers={buffers!r}: 2 or 3")
         if stages <= buffers:
             raise SetupError(self.name, f"stages={stages}: more than a_buffers={buffers} (a slot in flight)")
+        if selection.producer not in (0, 1):
+            raise SetupError(self.name, f"producer={selection.producer!r}: 0 or 1")
+        producer = bool(selection.producer)
+        if producer and ks > 1:
+            raise SetupError(self.name, f"producer=1 with k_split={ks}: the split warpgroups' sums meet through the "
+                                        "ring, which the producer may still be filling (k_split=1)")
+        if producer and selection.warpgroups != 2:
+            raise SetupError(self.name, f"producer=1 with warpgroups={selection.warpgroups}: its register split needs "
+                                        "three warpgroups (warpgroups=2)")
         stage_n = A_ROWS * a_tiles * warpgroups
         units = WARPGROUP * warpgroups * ks
         stage_k = bk * g // math.gcd(bk, g) if g else bk
@@ -144,18 +154,21 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                                      extent=problem.k if x_layout is Layout.ROW else problem.m, swizzle=swizzle)
         rhs = DecodeRead(OperandTile("rhs", PACKED_WORDS, Layout.ROW, bk, stage_n, check_k, check_n, 0,
                                      k_along_rows=True, weights=w))
-        cfg = QuantizedWgmmaConfig(stage=stage, lhs_loader=self.x_loader.setup(x_tile, units), rhs_loader=rhs,
+        x_loader = self.x_loader.setup(x_tile, PRODUCER_UNITS if producer else units)
+        cfg = QuantizedWgmmaConfig(stage=stage, lhs_loader=x_loader, rhs_loader=rhs,
                                    out=problem.out, check_m=check_m, check_n=check_n, check_k=check_k, weights=w,
                                    warpgroups=warpgroups, a_tiles=a_tiles, tokens=tokens, stages=stages,
-                                   a_buffers=buffers, block_k=bk, k_split=ks,
-                                   kind=KINDS[problem.lhs.name],
-                                   fast_pairs=fast_pairs(problem, dialect),
-                                   x_layout=swizzle)
-        # Accumulators, the A buffers and about 32 more (addresses, scales): ptxas serializes the
-        # batches (C7511) or spills past the unit's share of the register file.
+                                   a_buffers=buffers, block_k=bk, k_split=ks, kind=KINDS[problem.lhs.name],
+                                   fast_pairs=fast_pairs(problem, dialect), x_layout=swizzle, producer=producer)
+        if producer and cfg.lhs_loader.registers:
+            raise SetupError(self.name, "producer=1: x's rows are not 4-byte aligned, so its copies go through the "
+                                        "copying unit's registers, which only the copying form has (producer=0)")
+        # Accumulators, the A buffers and about 32 more (addresses, scales): ptxas serializes the batches
+        # (C7511) or spills past the unit's share (with a producer: what it gives back by setmaxnreg).
         need = a_tiles * tokens // 2 + buffers * 4 * a_tiles * (bk // ks // 16) + 32
-        if need > min(255, REGISTER_FILE // units):
-            raise SetupError(self.name, f"{units} units have at most {min(255, REGISTER_FILE // units)} registers each: "
+        limit = CONSUMER_REGISTERS if producer else min(255, REGISTER_FILE // cfg.units)
+        if need > limit:
+            raise SetupError(self.name, f"{cfg.units} units have at most {limit} registers each: "
                                         f"too few for {a_tiles * tokens // 2} accumulators and {buffers} A buffers "
                                         f"(fewer tokens, a_tiles or rows of K a slot, or k_split=1)")
         if ks > 1 and cfg.stages * cfg.slot_bytes < 4 * WARPGROUP * warpgroups * a_tiles * tokens // 2:
@@ -173,6 +186,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             f"const unsigned qw_ring_base = ({d.shared_address('qw_ring')} + {ATOM_BYTES - 1}u) & ~{ATOM_BYTES - 1}u;",
             # The same bytes through a generic pointer: the lanes' reads of the weight words.
             f"const unsigned char* qw_ring_ptr = qw_ring + (qw_ring_base - {d.shared_address('qw_ring')});",
+            # With a producer: a full and an empty mbarrier a slot, after the ring.
+            *([f"const unsigned qw_bars = qw_ring_base + {cfg.stages * cfg.slot_bytes}u;"] if cfg.producer else []),
         ])
 
     def _a_columns(self, cfg: QuantizedWgmmaConfig) -> str:
@@ -180,8 +195,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         return f"{A_ROWS * cfg.a_tiles} * qw_wg + 16 * qw_warp + qw_g"
 
     def _weight_copies(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, slot: str) -> list[str]:
-        """Statements: this unit's 16-byte copies of the block's packed words (``qw_kw``: its first
-        word row) into slot ``slot``."""
+        """Statements: this unit's 16-byte copies of the block's words (from row ``qw_kw``) into ``slot``."""
         chunks_per_row = cfg.stage.stage_n // 4
         step = cfg.stage.units // chunks_per_row
         lines = []
@@ -297,63 +311,25 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             "}"])
 
     def body(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> str:
-        w, p = cfg.weights, cfg.per_word
-        accs = cfg.a_tiles * cfg.tokens // 2
-        nb = cfg.a_buffers
-        a_regs = 4 * cfg.a_tiles * (cfg.sub_k // 16)
-        scale_count = cfg.scale_rows * cfg.a_tiles * 2
+        if cfg.producer:
+            return producer_body(self, cfg, d, scope)
+        p, accs = cfg.per_word, cfg.a_tiles * cfg.tokens // 2
         listener = self.chain()
         chunks_per_row = cfg.stage.stage_n // 4
-        # The lane's pair (rows 2u, 2u + 1 of its words, u = t for int4, t % 2 for 8-bit codes) moved
-        # to where rows 0 and 1 lie: linear in u in either layout (`WeightFormat.position`).
-        u = "qw_t" if p == 8 else "(qw_t & 1)"
-        shift = f"{w.bits * w.position(2)} * {u}"
         lines = [
             *self.kernel_start(listener),
-            f"const int qw_wg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP} % {cfg.warpgroups}')};",
-            # The warpgroup's part of each slot (k_split): its first row of K, bytes into x's slot.
-            f"const int qw_kg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP * cfg.warpgroups}')};",
-            f"const int qw_ksub = qw_kg * {cfg.sub_k};",
-            f"const unsigned qw_xsub = (unsigned)qw_kg * {cfg.x_layout.tile_offset_bytes(0, cfg.sub_k) if cfg.k_split > 1 else 0}u;",
-            "const int qw_lane = UNIT_ID % 32, qw_warp = (UNIT_ID / 32) % 4;",
-            "const int qw_g = qw_lane >> 2, qw_t = qw_lane & 3;",
-            f"const unsigned qw_shift = {shift};",
-            # The lane's first word of a slot: its word row (8-bit codes: t / 2 rows on) and column.
-            f"const int qw_woff = ({'(qw_t >> 1) + ' if p == 4 else ''}qw_ksub / {p}) * {cfg.row_words} + "
-            f"{self._a_columns(cfg)};",
+            *self.lane_state(cfg, d, scope),
             f"const int qw_wchunk = UNIT_ID % {chunks_per_row}, qw_wrow = UNIT_ID / {chunks_per_row};",
             f"const i64 qw_wcol = {scope.n0} + 4 * qw_wchunk;",
             f"const i64 qw_kwords = ({scope.k} + {p - 1}) / {p};",
             f"const i64 qw_blocks = ({scope.k} + {cfg.block_k - 1}) / {cfg.block_k};",
-            f"const unsigned long long qw_xdesc0 = {cfg.x_layout.descriptor('qw_ring_base')};",
             self.x_loader.declare(cfg.lhs_loader, d, scope.lhs, scope.m0, "0"),
         ]
-        for r in range(cfg.a_tiles):
-            for h in range(2):
-                col = f"{scope.n0} + {self._a_columns(cfg)} + {A_ROWS * r + 8 * h}"
-                col = f"({col} < {scope.n} ? {col} : {scope.n} - 1)" if cfg.check_n else col
-                lines.append(f"const i64 qw_scol{r}{h} = {col};")
-        lines += [f"float qw_acc[{accs}];",
-                  f"for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] = 0.0f;",
-                  f"{d.c_type('u32')} " + ", ".join(f"qw_a{b}[{a_regs}]" for b in range(cfg.a_buffers)) + ";"]
-        raw = d.c_type(w.scale)
-        for buf in ((0,) if cfg.scales_per == "once" else range(cfg.a_buffers)):
-            lines.append(f"{raw} qw_rs{buf}[{scale_count}];" + (f" {raw} qw_rz{buf}[{scale_count}];" if w.zeros else ""))
-        lines += scale_registers(w, d, cfg.fast_pairs, "qw_s", "qw_z", scale_count)
-        lines += self._scale_loads(cfg, scope, "0", 0)
-        if cfg.scales_per == "once":
-            lines += self._scale_values(cfg, d, 0)
+        lines += self.scale_state(cfg, d, scope)
         lines += [f"if ({i} < qw_blocks) {self._issue(cfg, d, scope, str(i))}\n{d.cp_async_commit()}"
                   for i in range(cfg.stages - cfg.a_buffers)]
         lines += [
-            # Blocks in runs of a_buffers, the A buffers taking turns; the last blocks after. No
-            # block is conditional inside the loop: ptxas must see each buffer's batch retired (by a
-            # later block's wait) on every path before the buffer is written again, or it serializes.
-            "i64 qw_b = 0;",
-            f"for (; qw_b + {nb - 1} < qw_blocks; qw_b += {nb}) {{",
-            *(self._block(cfg, d, scope, f"qw_b + {j}", j) for j in range(nb)),
-            "}",
-            *(f"if (qw_b + {j} < qw_blocks) {self._block(cfg, d, scope, f'qw_b + {j}', j)}" for j in range(nb - 1)),
+            *self.block_runs(cfg, lambda block, buf: self._block(cfg, d, scope, block, buf)),
             d.wgmma_wait(0),
             d.pin_registers("qw_acc", accs),
             d.cp_async_wait_all(),
@@ -364,6 +340,56 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         if cfg.k_split > 1:
             stores = ["if (qw_kg == 0) {", *stores, "}"]
         return "\n".join(lines + stores)
+
+    def lane_state(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
+        """A multiplying unit's declarations: its warpgroup, part of a slot, lane, words' offset and
+        shift, x's descriptor, its scale columns, accumulators and A buffers."""
+        w, p, accs = cfg.weights, cfg.per_word, cfg.a_tiles * cfg.tokens // 2
+        # The lane's pair (rows 2u, 2u + 1 of its words, u = t for int4, t % 2 for 8-bit codes) moved
+        # to where rows 0 and 1 lie: linear in u in either layout (`WeightFormat.position`).
+        u = "qw_t" if p == 8 else "(qw_t & 1)"
+        lines = [
+            f"const int qw_wg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP} % {cfg.warpgroups}')};",
+            # The warpgroup's part of each slot (k_split): its first row of K, bytes into x's slot.
+            f"const int qw_kg = {d.plane_uniform(f'UNIT_ID / {WARPGROUP * cfg.warpgroups}')};",
+            f"const int qw_ksub = qw_kg * {cfg.sub_k};",
+            f"const unsigned qw_xsub = (unsigned)qw_kg * {cfg.x_layout.tile_offset_bytes(0, cfg.sub_k) if cfg.k_split > 1 else 0}u;",
+            "const int qw_lane = UNIT_ID % 32, qw_warp = (UNIT_ID / 32) % 4;",
+            "const int qw_g = qw_lane >> 2, qw_t = qw_lane & 3;",
+            f"const unsigned qw_shift = {w.bits * w.position(2)} * {u};",
+            # The lane's first word of a slot: its word row (8-bit codes: t / 2 rows on) and column.
+            f"const int qw_woff = ({'(qw_t >> 1) + ' if p == 4 else ''}qw_ksub / {p}) * {cfg.row_words} + "
+            f"{self._a_columns(cfg)};",
+            f"const unsigned long long qw_xdesc0 = {cfg.x_layout.descriptor('qw_ring_base')};",
+        ]
+        for r in range(cfg.a_tiles):
+            for h in range(2):
+                col = f"{scope.n0} + {self._a_columns(cfg)} + {A_ROWS * r + 8 * h}"
+                col = f"({col} < {scope.n} ? {col} : {scope.n} - 1)" if cfg.check_n else col
+                lines.append(f"const i64 qw_scol{r}{h} = {col};")
+        a_regs = 4 * cfg.a_tiles * (cfg.sub_k // 16)
+        return lines + [f"float qw_acc[{accs}];", f"for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] = 0.0f;",
+                        f"{d.c_type('u32')} " + ", ".join(f"qw_a{b}[{a_regs}]" for b in range(cfg.a_buffers)) + ";"]
+
+    def scale_state(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
+        """Declarations of the scales' raw buffers and registers, and block 0's loads."""
+        w, count = cfg.weights, cfg.scale_rows * cfg.a_tiles * 2
+        raw, lines = d.c_type(w.scale), []
+        for buf in ((0,) if cfg.scales_per == "once" else range(cfg.a_buffers)):
+            lines.append(f"{raw} qw_rs{buf}[{count}];" + (f" {raw} qw_rz{buf}[{count}];" if w.zeros else ""))
+        lines += scale_registers(w, d, cfg.fast_pairs, "qw_s", "qw_z", count)
+        lines += self._scale_loads(cfg, scope, "0", 0)
+        return lines + (self._scale_values(cfg, d, 0) if cfg.scales_per == "once" else [])
+
+    @staticmethod
+    def block_runs(cfg: QuantizedWgmmaConfig, block) -> list[str]:
+        """The blocks of K: ``block(expression, buffer)`` in runs of a_buffers, then the last ones. None
+        is conditional inside the loop: ptxas must see each buffer's batch retired (by a later block's
+        wait) on every path before the buffer is written again, or it serializes."""
+        nb = cfg.a_buffers
+        return ["i64 qw_b = 0;", f"for (; qw_b + {nb - 1} < qw_blocks; qw_b += {nb}) {{",
+                *(block(f"qw_b + {j}", j) for j in range(nb)), "}",
+                *(f"if (qw_b + {j} < qw_blocks) {block(f'qw_b + {j}', j)}" for j in range(nb - 1))]
 
     @staticmethod
     def _add_parts(cfg: QuantizedWgmmaConfig, accs: int) -> list[str]:
@@ -390,10 +416,4 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         return lines
 
 
-def default_tokens(m: int, multiple: int = 32) -> int:
-    """Rows of x per cube for M rows: all of them up to 256 (each weight value dequantized once a
-    cube serves them all), in ``multiple``s (32; a column-major x's atoms: 64); past 256, 256."""
-    return min(256, max(multiple, -(-m // multiple) * multiple))
-
-
-__all__ = ["QuantizedWgmmaGlobalMatmul", "default_tokens"]
+__all__ = ["QuantizedWgmmaGlobalMatmul"]

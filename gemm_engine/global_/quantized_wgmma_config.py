@@ -12,6 +12,16 @@ from .base import GlobalConfig
 BLOCK_K = 64
 #: Units of a warpgroup, and the weight columns (rows of the transposed product) of one A tile.
 WARPGROUP, A_ROWS = 128, 64
+#: Units of the producer warpgroup (``producer``): they issue every copy, the consumer warpgroups only
+#: convert and multiply. A whole warpgroup: ptxas budgets a wgmma kernel's registers for whole
+#: warpgroups (288 units compiled to 168 registers, as 384 would), and ``setmaxnreg`` then moves
+#: the producer's to the consumers.
+PRODUCER_UNITS = 128
+#: Registers a unit after ``setmaxnreg``: the producer's (at 40 its k_packed address arithmetic
+#: spilled 120 bytes; ptxas sm_90a) and the two consumer warpgroups' (128 x 56 + 256 x 224 = 64512).
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 56, 224
+#: Bytes of one mbarrier (a slot's *full* and *empty* ones with a producer).
+BARRIER_BYTES = 8
 #: Words a slot's weight rows are padded by: 8-bit codes put lanes t and t + 2 on word rows one
 #: apart, which the padding moves to other banks.
 ROW_PAD = 8
@@ -29,6 +39,21 @@ class QuantizedWgmmaConfig(GlobalConfig):
     kind: str                # the activations' 16-bit PTX type: "f16" / "bf16"
     fast_pairs: bool         # codes dequantized by pairs (scales of x's type: dequant_words.py)
     x_layout: SwizzledOperandLayout
+    producer: bool = False   # a producer warp issues the copies on mbarriers (global_/quantized_wgmma_roles.py)
+
+    @property
+    def consumer_units(self) -> int:
+        """The warpgroups' units (the stage's): UNIT_ID below this."""
+        return self.stage.units
+
+    @property
+    def units(self) -> int:
+        return self.stage.units + (PRODUCER_UNITS if self.producer else 0)
+
+    @property
+    def occupancy(self) -> int:
+        # setmaxnreg needs the register count fixed at entry: ptxas ignores it otherwise (C7508).
+        return 1 if self.producer else 0
 
     @property
     def per_word(self) -> int:
@@ -79,7 +104,15 @@ class QuantizedWgmmaConfig(GlobalConfig):
 
     @property
     def dynamic_shared_bytes(self) -> int:
-        return self.stages * self.slot_bytes + ATOM_BYTES      # + the alignment slack
+        bars = 2 * self.stages * BARRIER_BYTES if self.producer else 0      # a full and an empty one a slot
+        return self.stages * self.slot_bytes + bars + ATOM_BYTES      # + the alignment slack
 
 
-__all__ = ["A_ROWS", "BLOCK_K", "QuantizedWgmmaConfig", "ROW_PAD", "WARPGROUP"]
+def default_tokens(m: int, multiple: int = 32) -> int:
+    """Rows of x per cube for M rows: all of them up to 256 (each weight value dequantized once a
+    cube serves them all), in ``multiple``s (32; a column-major x's atoms: 64); past 256, 256."""
+    return min(256, max(multiple, -(-m // multiple) * multiple))
+
+
+__all__ = ["A_ROWS", "BARRIER_BYTES", "BLOCK_K", "CONSUMER_REGISTERS", "PRODUCER_REGISTERS", "PRODUCER_UNITS", "QuantizedWgmmaConfig", "ROW_PAD", "WARPGROUP",
+           "default_tokens"]

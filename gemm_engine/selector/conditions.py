@@ -13,7 +13,7 @@ from ..problem import Layout, MatmulProblem
 from ..tile.wgmma import WgmmaTile
 from .base import tile_count
 from .quantized_decode import one_launch_fills
-from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, past_256_loses
+from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, past_256_loses, past_512_loses
 from .quantized_wgmma import split_worth_it as wgmma_one_launch_reason
 from .skinny import MAX_ROWS, skinny_axis
 from .specialized_wgmma import decode_choice, select_specialized_tiling, selected_tiles
@@ -106,7 +106,7 @@ def quantized_wgmma_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | 
     if not WGMMA_MIN_M <= problem.m <= WGMMA_MAX_M:
         return (f"M = {problem.m} outside {WGMMA_MIN_M}..{WGMMA_MAX_M}: the decode kernel (below) or the "
                 f"dequantizing pass and the dense kernel (above) were measured faster")
-    return past_256_loses(problem, dialect)
+    return past_512_loses(problem, dialect) or past_256_loses(problem, dialect)
 
 
 def quantized_wgmma_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:

@@ -23,10 +23,14 @@ at M = 32 to 2048; 8-bit codes at a few):
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
-from ..global_.quantized_wgmma import default_tokens
-from ..global_.quantized_wgmma_config import A_ROWS
+from ..global_.quantized_wgmma_config import A_ROWS, default_tokens
 from ..problem import Layout, MatmulProblem
 
+#: Two-warpgroup cubes with a producer warpgroup issuing the copies (global_/quantized_wgmma_roles.py;
+#: H200, int4 g128, graph replay, against the copying form: 14336 x 4096 M = 256 52.2 us with 128
+#: rows of K a slot against 57.4; 4096 x 14336 M = 256 split in 4 75.9 against 86.5; M = 1024 at
+#: 4096 x 4096 52.1 against 57.3 (the dequantizing pass: 62.3), 4096 x 14336 175.7 against 188.4 (197.6)).
+PRODUCER = {"producer": 1}
 #: Share of the compute units two-warpgroup cubes of 256 rows must cover to be chosen.
 WIDE_FILL = 0.8
 #: Cubes below this share of the compute units take the split-K form (over a long K).
@@ -36,8 +40,9 @@ LONG_K, SPLITS = 8192, 4
 #: Rows of M from which the tiled kernel takes over from the decode kernel (held out: 28672 x 4096
 #: M = 48 57.5 us against 78.8; below, 4096 x 4096 M = 40 22.1 against 18.3 and 14336 x 4096
 #: M = 32 27.9 against 25.4), and past which the dequantizing pass and the dense kernel win (M =
-#: 1024: 232.7 us against 227.6 at 14336 x 4096).
-MIN_M, MAX_M = 48, 512
+#: 1024: 232.7 us against 227.6 at 14336 x 4096); between `WAVE_M` and `MAX_M` only where the
+#: producer form's two-warpgroup cubes are one wave (`past_512_loses`).
+MIN_M, WAVE_M, MAX_M = 48, 512, 1024
 
 
 def _cubes(problem: MatmulProblem, tokens: int, warpgroups: int) -> int:
@@ -67,9 +72,11 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     if tokens <= 128:
         return _long_blocks(problem, {"warpgroups": 1}, stages=3)
     if _cubes(problem, tokens, 2) >= WIDE_FILL * units:
-        return {"warpgroups": 2}
+        # 128 rows of K a slot for 4-bit codes (three slots of 8-bit codes' words do not fit).
+        wide = {"warpgroups": 2, **PRODUCER}
+        return _long_blocks(problem, wide, stages=3) if problem.weights.per_word == 8 else wide
     if problem.k >= LONG_K and _cubes(problem, 128, 1) < units:
-        return {"warpgroups": 2}                  # the split form's
+        return {"warpgroups": 2, **PRODUCER}      # the split form's
     return _long_blocks(problem, {"tokens": 128, "warpgroups": 1}, stages=3)
 
 
@@ -92,6 +99,22 @@ def split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     if cubes >= SPLIT_BELOW * units:
         return f"{cubes} cubes cover at least {SPLIT_BELOW:.0%} of the {units} compute units: one launch"
     return None
+
+
+def past_512_loses(problem: MatmulProblem, dialect: Dialect) -> str | None:
+    """Why quantized_wgmma should not take a problem of more than `WAVE_M` rows (None: it should):
+    there only the producer form's cubes of 256 rows in one wave beat the dequantizing pass and the
+    dense kernel (4096 x 4096 and 4096 x 14336 M = 1024: 128 cubes, 52.1 / 175.7 us against 62.3 /
+    197.6); over more waves the dense kernel's tiles win (14336 x 4096 M = 1024, 448 cubes: 216.4
+    against 209.9)."""
+    if problem.m <= WAVE_M:
+        return None
+    units = max(1, dialect.device.compute_units)
+    cubes = _cubes(problem, 256, 2)
+    if WIDE_FILL * units <= cubes <= units:
+        return None
+    return (f"M = {problem.m} > {WAVE_M} with {cubes} cubes of 256 rows, not one wave of the {units} compute units: "
+            f"the dequantizing pass and the dense kernel")
 
 
 def past_256_loses(problem: MatmulProblem, dialect: Dialect) -> str | None:

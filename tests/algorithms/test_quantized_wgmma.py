@@ -67,10 +67,21 @@ CASES = [
     ("int4", True, 32, 150, 333, 140, "float16", dict(tokens=160, warpgroups=2, block_k=64, layout="prepacked")),
     ("int8", False, 64, 64, 640, 136, "bfloat16", dict(a_buffers=3, stages=5, block_k=64)),
     ("int4", False, 64, 100, 900, 129, "bfloat16", dict(a_buffers=3, stages=5, block_k=128, tokens=128)),
+    # A producer warpgroup issuing the copies on mbarriers (global_/quantized_wgmma_roles.py): both
+    # packed layouts, every format, ragged axes, 128 rows of K a slot, three A buffers, the float path.
+    ("int4", False, 128, 256, 1000, 300, "bfloat16", dict(tokens=256, warpgroups=2, block_k=64, producer=1,
+                                                           layout="prepacked")),
+    ("int4", True, 32, 150, 334, 140, "float16", dict(tokens=160, warpgroups=2, block_k=64, producer=1)),  # 4-byte x rows
+    ("int4", False, None, 77, 1100, 200, "bfloat16", dict(tokens=96, warpgroups=2, block_k=128, stages=3,
+                                                          producer=1, layout="prepacked")),
+    ("int8", False, 64, 200, 640, 136, "bfloat16", dict(warpgroups=2, block_k=64, producer=1, layout="prepacked")),
+    ("fp8_e4m3", True, None, 100, 300, 200, "float16", dict(warpgroups=2, block_k=64, producer=1)),
+    ("int4", False, 128, 300, 700, 260, "bfloat16", dict(tokens=128, warpgroups=2, block_k=64, stages=5, a_buffers=3,
+                                                           producer=1, scales="float16")),
 ]
 
 #: The knobs of a case that must come back in the level's config as given (not the preset's).
-PINNED = ("tokens", "warpgroups", "block_k", "stages", "a_buffers", "a_tiles", "k_split")
+PINNED = ("tokens", "warpgroups", "block_k", "stages", "a_buffers", "a_tiles", "k_split", "producer")
 
 
 def run(engine, rng, kind, symmetric, group, m, k, n, dtype, algorithm="quantized_wgmma", scales=None,
@@ -121,6 +132,21 @@ def test_split_k_column_major_x_batch_and_bias(engine, rng):
     run(engine, rng, "int8", False, 64, 40, 192, 72, "bfloat16", batch=(3,))
     bias = rng.standard_normal(200).astype(np.float32)
     run(engine, rng, "int4", False, 128, 96, 256, 200, "bfloat16", epilogue={"bias": bias})
+
+
+def test_producer_split_k_column_major_x_batch_and_bias(engine, rng):
+    """The producer warpgroup's form under the split-K fixup (its units run the fixup's barriers
+    too), with a column-major x, a batch and a fused bias."""
+    _hopper_or_skip(engine)
+    knobs = dict(warpgroups=2, block_k=64, producer=1)
+    run(engine, rng, "int4", False, 128, 256, 4296, 136, "bfloat16", "quantized_wgmma_split_k", layout="prepacked",
+        split_k=3, **knobs)
+    assert engine.last_choice[1].batch.splits == 3
+    g = run(engine, rng, "int4", True, 64, 128, 320, 136, "float16", x_layout="col", **knobs)
+    assert g.x_layout.mn_major and g.producer
+    run(engine, rng, "int8", False, 64, 40, 192, 72, "bfloat16", batch=(3,), **knobs)
+    bias = rng.standard_normal(200).astype(np.float32)
+    run(engine, rng, "int4", False, 128, 96, 256, 200, "bfloat16", epilogue={"bias": bias}, **knobs)
 
 
 def test_unaligned_x_takes_the_register_path(engine, rng):
@@ -185,6 +211,10 @@ def _problem(m=256, n=4096, k=4096, et=BFLOAT16, fmt=WeightFormat("int4", 128, s
     (_problem(), dict(a_buffers=4), "a_buffers=4"),
     (_problem(layout=Layout.COL), dict(tokens=96), "atoms of 64"),
     (_problem(), dict(stages=12), "shared memory"),
+    (_problem(), dict(producer=1, warpgroups=1), "warpgroups=1"),
+    (_problem(), dict(producer=1, warpgroups=2, k_split=2, tokens=64), "k_split=2"),
+    (_problem(align=1), dict(producer=1, warpgroups=2), "4-byte aligned"),
+    (_problem(), dict(producer=2, warpgroups=2), "producer=2"),
 ])
 def test_refusals(problem, knobs, words):
     with pytest.raises(SetupError, match=words):
@@ -212,6 +242,10 @@ SOURCE_CASES = [
                                                                           stages=4)),
     ("quantized_wgmma", "int4", 128, False, 64, "bfloat16", Layout.ROW, dict(block_k=128, k_split=2)),
     ("quantized_wgmma", "int8", 64, False, 200, "float16", Layout.COL, dict(k_split=2, warpgroups=2, block_k=64)),
+    ("quantized_wgmma", "int4", 128, True, 256, "bfloat16", Layout.ROW, dict(tokens=256, warpgroups=2, block_k=128,
+                                                                          stages=3, producer=1, layout="prepacked")),
+    ("quantized_wgmma", "int8", 0, False, 200, "float16", Layout.COL, dict(warpgroups=2, block_k=64, producer=1)),
+    ("quantized_wgmma_split_k", "int4", 128, True, 256, "bfloat16", Layout.ROW, dict(warpgroups=2, producer=1)),
 ]
 
 
@@ -226,7 +260,8 @@ def cuda_sources() -> dict:
         fmt = WeightFormat(kind, group, zeros and kind != "fp8_e4m3", scale, words)
         alg = REGISTRY[name](**knobs)
         cfg = alg.setup(_problem(m=m, n=4096 + 40, k=4096 + 72, et=et, fmt=fmt, layout=layout), d)
-        out[f"{name}-{kind}-{group}-{m}-{dtype}-{layout.value}-{scale}-{words}-sm90"] = alg.render(cfg, d)
+        mark = "-producer" if knobs.get("producer") else ""
+        out[f"{name}-{kind}-{group}-{m}-{dtype}-{layout.value}-{scale}-{words}{mark}-sm90"] = alg.render(cfg, d)
     return out
 
 
@@ -256,6 +291,12 @@ def test_cuda_source_structure():
     assert "wgmma.wait_group.sync.aligned 1;" in src
     col = cuda_sources()["quantized_wgmma-fp8_e4m3-128-200-float16-col-f16_bits-k_packed-sm90"]
     assert "k16_f32_f16_t1(" in col                        # x N-major: imm-trans-b
+    # the producer warpgroup: its copies complete on mbarriers, the registers move to the consumers
+    prod = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-prepacked-producer-sm90"]
+    assert "cp.async.mbarrier.arrive.noinc" in prod and "cp.async.mbarrier" not in src
+    assert "LAUNCH_BOUNDS_MIN(384, 1)" in prod and "setmaxnreg.inc.sync.aligned.u32 224" in prod
+    # the cube meets once, after the barriers' initialization: no barrier a slot
+    assert prod.split("gemm_engine_kernel(")[1].count("SYNC_CUBE()") == 1
     # prepacked int4: the lane's pair one shift and one lop3 (mask and magic) away
     pre = cuda_sources()["quantized_wgmma-int4-128-256-bfloat16-row-bf16_bits-prepacked-sm90"]
     assert "ptx_dequant_pair_bf16_m000f000f_43004300(" in pre and "4 * qw_t" in pre
@@ -264,28 +305,39 @@ def test_cuda_source_structure():
 def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
     """The measured rules (selector/quantized_wgmma.py): one warpgroup up to 128 rows; two for 256-row
     cubes that cover the units; 128-row cubes over a short K where they do not; K in 4 ranges over a
-    long K with few cubes; the decode kernel below 48 rows; the dequantizing pass past 512 rows and
-    past 256 rows where only the split form would fill the device."""
+    long K with few cubes; the decode kernel below 48 rows; the dequantizing pass past 512 rows (but
+    for one wave of 256-row cubes, to 1024) and past 256 rows where only the split form would fill
+    the device."""
     d = dialect_for(nominal_cuda_device(9, 0))
     fmt = WeightFormat("int4", 128, True, "bf16_bits", "prepacked")
 
-    def pick(m, n, k):
-        cfg = REGISTRY["auto"]().setup(_problem(m=m, n=n, k=k, fmt=fmt), d)
+    def pick(m, n, k, f=fmt):
+        cfg = REGISTRY["auto"]().setup(_problem(m=m, n=n, k=k, fmt=f), d)
         g = cfg.batch.global_
         return (cfg.algorithm.rsplit(".", 1)[1], getattr(g, "tokens", None), getattr(g, "warpgroups", None),
                 getattr(cfg.batch, "splits", None), getattr(g, "block_k", None))
 
+    def producer(m, n, k, f=fmt):
+        return REGISTRY["auto"]().setup(_problem(m=m, n=n, k=k, fmt=f), d).batch.global_.producer
+
     assert pick(64, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
-    assert pick(256, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
+    # Two warpgroups a cube take the producer warpgroup (128 rows of K a slot for 4-bit codes).
+    assert pick(256, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 128) and producer(256, 14336, 4096)
+    int8 = WeightFormat("int8", 0, False, "bf16_bits", "prepacked")
+    assert pick(256, 14336, 4096, int8) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
+    assert producer(256, 14336, 4096, int8) and not producer(64, 14336, 4096)
     assert pick(256, 4096, 4096) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
     assert pick(64, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 64, 1, 4, 128)
     assert pick(128, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 128, 1, 4, 64)
-    assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4, 64)
+    assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4, 64) and producer(256, 4096, 14336)
     assert pick(40, 4096, 4096)[0].startswith("QuantizedDecode")
     assert pick(48, 28672, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
     assert pick(200, 8192, 8192) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
     assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
-    assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
+    assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 128)
+    # Past 512 rows only one wave of the producer form's cubes (128 on 132 units), not more.
+    assert pick(1024, 4096, 4096) == pick(1024, 4096, 14336) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 128)
+    assert pick(2048, 4096, 4096)[0] == pick(1024, 2048, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
 
 
 @pytest.mark.parametrize("name", ["quantized_wgmma", "quantized_decode"])

@@ -104,15 +104,16 @@ class SwizzledChunkLoader(Loader):
         return SwizzledLoaderConfig(operand=operand, units=units, tasks=total // units,
                                     piece=min(vec, max(1, operand.vector_align)), size=size)
 
-    def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, src, row0: str, col0: str) -> str:
+    def declare(self, cfg: SwizzledLoaderConfig, d: Dialect, src, row0: str, col0: str, unit: str = "UNIT_ID") -> str:
         """Loop-invariant state: this unit's source pointer (moved by `advance`), its first shared
-        offset inside a stage (swizzle included) and, on the register path, staging registers."""
+        offset inside a stage (swizzle included) and, on the register path, staging registers.
+        ``unit``: this unit's index among the loader's (the cube's unit index where all copy)."""
         op, p, cpl = cfg.operand, cfg.operand.ident + "_sw", cfg.chunks_per_line
         cc = f"{p}_cc * {cfg.vec}"
         r, c = (f"{p}_line0", cc) if op.layout is Layout.ROW else (cc, f"{p}_line0")
         ctype = d.c_type(op.smem_type_word)
-        lines = [f"const int {p}_line0 = UNIT_ID / {cpl};",
-                 f"const int {p}_cc = UNIT_ID % {cpl};",
+        lines = [f"const int {p}_line0 = ({unit}) / {cpl};",
+                 f"const int {p}_cc = ({unit}) % {cpl};",
                  f"const GLOBAL {ctype}* {p}_src = {src.ptr} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}', src.ld)};",
                  f"const unsigned {p}_dst = {self._offset(cfg, f'{p}_line0')};"]
         if cfg.registers:
