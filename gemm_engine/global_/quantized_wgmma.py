@@ -139,7 +139,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         producer = bool(selection.producer)
         if producer and ks > 1:
             raise SetupError(self.name, f"producer=1 with k_split={ks}: the split warpgroups' sums meet through the "
-                                        "ring, which the producer may still be filling (k_split=1)")
+                                        "ring, which the producer may still be filling (k_split=1, or producer=0)")
         if producer and selection.warpgroups != 2:
             raise SetupError(self.name, f"producer=1 with warpgroups={selection.warpgroups}: its register split needs "
                                         "three warpgroups (warpgroups=2)")
@@ -223,9 +223,9 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             *self._weight_copies(cfg, d, scope, slot),
             "}"])
 
-    def _scale_loads(self, cfg: QuantizedWgmmaConfig, scope, block: str, buf: int) -> list[str]:
+    def scale_loads(self, cfg: QuantizedWgmmaConfig, scope, block: str, buf: int) -> list[str]:
         """Statements: the stored bits of the scales (and zeros) of the lane's columns for block
-        ``block`` into raw buffer ``buf`` (converted when the block starts: `_scale_values`)."""
+        ``block`` into raw buffer ``buf`` (converted when the block starts: `scale_values`)."""
         lines = []
         for q in range(cfg.scale_rows):
             k = f"({block}) * {cfg.block_k} + qw_ksub + {q * cfg.weights.group_size if cfg.scales_per == 'step' else 0}"
@@ -237,7 +237,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                                                  f"qw_rz{buf}[{i}]"))
         return lines
 
-    def _scale_values(self, cfg: QuantizedWgmmaConfig, d: Dialect, buf: int) -> list[str]:
+    def scale_values(self, cfg: QuantizedWgmmaConfig, d: Dialect, buf: int) -> list[str]:
         """Statements: raw buffer ``buf`` converted into the registers `fragment_word` reads."""
         w, lines = cfg.weights, []
         for i in range(cfg.scale_rows * cfg.a_tiles * 2):
@@ -251,8 +251,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
     def _scale_index(cfg: QuantizedWgmmaConfig, q: int, r: int, h: int) -> int:
         return (q * cfg.a_tiles + r) * 2 + h
 
-    def _dequantize(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
-        """Statements: A buffer ``buf`` from block ``block``'s words (the scales of `_scale_values`)."""
+    def dequantize(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
+        """Statements: A buffer ``buf`` from block ``block``'s words (the scales of `scale_values`)."""
         w, p = cfg.weights, cfg.per_word
         words = f"((const unsigned*)(qw_ring_ptr + (({block}) % {cfg.stages}) * {cfg.slot_bytes} + {cfg.x_bytes}))"
         lines = []
@@ -276,7 +276,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
     def _a_index(cfg: QuantizedWgmmaConfig, s: int, r: int) -> int:
         return (s * cfg.a_tiles + r) * 4
 
-    def _batch(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
+    def wgmma_batch(self, cfg: QuantizedWgmmaConfig, d: Dialect, block: str, buf: int) -> list[str]:
         """Statements: the block's wgmma batch on A buffer ``buf``, committed."""
         # Every A value computed before the fence: ptxas serializes the batch (waits after each
         # instruction) if anything defines an A register between the fence and the commit.
@@ -295,7 +295,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
     def _block(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf: int) -> str:
         ahead = cfg.stages - cfg.a_buffers
         once = cfg.scales_per == "once"
-        scales = [] if once else self._scale_loads(cfg, scope, f"{block} + 1", (buf + 1) % cfg.a_buffers)
+        scales = [] if once else self.scale_loads(cfg, scope, f"{block} + 1", (buf + 1) % cfg.a_buffers)
         return "\n".join([
             "{",
             d.cp_async_wait(ahead - 1),
@@ -303,10 +303,10 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             "SYNC_CUBE();",
             f"if ({block} + {ahead} < qw_blocks) {self._issue(cfg, d, scope, f'{block} + {ahead}')}",
             d.cp_async_commit(),
-            *([] if once else self._scale_values(cfg, d, buf)),
-            *self._dequantize(cfg, d, block, buf),
+            *([] if once else self.scale_values(cfg, d, buf)),
+            *self.dequantize(cfg, d, block, buf),
             *scales,
-            *self._batch(cfg, d, block, buf),
+            *self.wgmma_batch(cfg, d, block, buf),
             d.wgmma_wait(cfg.a_buffers - 1),
             "}"])
 
@@ -336,7 +336,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
             *self._add_parts(cfg, accs),
             *self.before_store(listener),
         ]
-        stores = self._stores(cfg, d, scope)
+        stores = self.stores(cfg, d, scope)
         if cfg.k_split > 1:
             stores = ["if (qw_kg == 0) {", *stores, "}"]
         return "\n".join(lines + stores)
@@ -378,8 +378,8 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         for buf in ((0,) if cfg.scales_per == "once" else range(cfg.a_buffers)):
             lines.append(f"{raw} qw_rs{buf}[{count}];" + (f" {raw} qw_rz{buf}[{count}];" if w.zeros else ""))
         lines += scale_registers(w, d, cfg.fast_pairs, "qw_s", "qw_z", count)
-        lines += self._scale_loads(cfg, scope, "0", 0)
-        return lines + (self._scale_values(cfg, d, 0) if cfg.scales_per == "once" else [])
+        lines += self.scale_loads(cfg, scope, "0", 0)
+        return lines + (self.scale_values(cfg, d, 0) if cfg.scales_per == "once" else [])
 
     @staticmethod
     def block_runs(cfg: QuantizedWgmmaConfig, block) -> list[str]:
@@ -403,7 +403,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
                 "SYNC_CUBE();",
                 f"if (qw_kg == 0) for (int qw_i = 0; qw_i < {accs}; ++qw_i) qw_acc[qw_i] += {at};"]
 
-    def _stores(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
+    def stores(self, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
         """Each accumulator through the epilogue: register 4j + e of tile r holds output row (token)
         ``8j + 2t + e % 2`` and column ``16 w + g + 8 (e / 2)`` of the tile."""
         lines = []

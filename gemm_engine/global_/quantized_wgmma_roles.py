@@ -39,11 +39,11 @@ from .quantized_wgmma_config import (BARRIER_BYTES, CONSUMER_REGISTERS, PRODUCER
                                      QuantizedWgmmaConfig)
 
 
-def full_barrier(slot: str) -> str:
+def slot_full(slot: str) -> str:
     return f"(qw_bars + {BARRIER_BYTES}u * ({slot}))"
 
 
-def empty_barrier(cfg: QuantizedWgmmaConfig, slot: str) -> str:
+def slot_empty(cfg: QuantizedWgmmaConfig, slot: str) -> str:
     return f"(qw_bars + {BARRIER_BYTES}u * ({cfg.stages}u + ({slot})))"
 
 
@@ -75,14 +75,14 @@ def _producer(level, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> list[str]:
         x.declare(cfg.lhs_loader, d, scope.lhs, scope.m0, "0", unit="qp_lane"),
         "for (i64 qp_b = 0; qp_b < qw_blocks; ++qp_b) {",
         f"const unsigned qp_slot = (unsigned)(qp_b % {s});",
-        d.mbarrier_wait(empty_barrier(cfg, "qp_slot"), f"((unsigned)(qp_b / {s}) & 1u) ^ 1u"),
+        d.mbarrier_wait(slot_empty(cfg, "qp_slot"), f"((unsigned)(qp_b / {s}) & 1u) ^ 1u"),
         "{",
         f"const i64 qw_kw = qp_b * {cfg.word_rows};",
         x.issue(cfg.lhs_loader, d, scope.lhs, slot, scope.m0, f"qp_b * {cfg.block_k}", scope.m, scope.k),
         x.advance(cfg.lhs_loader, scope.lhs, cfg.block_k),
         *_word_copies(cfg, d, scope, slot),
         "}",
-        d.cp_async_mbarrier_arrive(full_barrier("qp_slot")),
+        d.cp_async_mbarrier_arrive(slot_full("qp_slot")),
         "}",
         d.cp_async_wait_all(),
     ]
@@ -92,17 +92,17 @@ def _block(level, cfg: QuantizedWgmmaConfig, d: Dialect, scope, block: str, buf:
     """The warpgroups' block ``block`` on A buffer ``buf`` (the level's `_block` without copies)."""
     s, nb = cfg.stages, cfg.a_buffers
     once = cfg.scales_per == "once"
-    scales = [] if once else level._scale_loads(cfg, scope, f"{block} + 1", (buf + 1) % nb)
+    scales = [] if once else level.scale_loads(cfg, scope, f"{block} + 1", (buf + 1) % nb)
     done = f"({block}) - {nb - 1}"          # the block whose batch the wait below retires
-    release = d.mbarrier_arrive(empty_barrier(cfg, f"(unsigned)(({done}) % {s})"))
+    release = d.mbarrier_arrive(slot_empty(cfg, f"(unsigned)(({done}) % {s})"))
     return "\n".join([
         "{",
-        d.mbarrier_wait(full_barrier(f"(unsigned)(({block}) % {s})"), f"(unsigned)(({block}) / {s}) & 1u"),
+        d.mbarrier_wait(slot_full(f"(unsigned)(({block}) % {s})"), f"(unsigned)(({block}) / {s}) & 1u"),
         d.fence_proxy_async(),
-        *([] if once else level._scale_values(cfg, d, buf)),
-        *level._dequantize(cfg, d, block, buf),
+        *([] if once else level.scale_values(cfg, d, buf)),
+        *level.dequantize(cfg, d, block, buf),
         *scales,
-        *level._batch(cfg, d, block, buf),
+        *level.wgmma_batch(cfg, d, block, buf),
         d.wgmma_wait(nb - 1),
         f"if ({done} >= 0 && UNIT_ID % {WARPGROUP} == 0) {release}",
         "}"])
@@ -118,15 +118,15 @@ def _consumers(level, cfg: QuantizedWgmmaConfig, d: Dialect, scope, listener) ->
         d.wgmma_wait(0),
         d.pin_registers("qw_acc", accs),
         *level.before_store(listener),
-        *level._stores(cfg, d, scope),
+        *level.stores(cfg, d, scope),
     ]
 
 
 def producer_body(level, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> str:
     """The kernel body of the level with a producer warpgroup (the module docstring)."""
     listener = level.chain()
-    inits = "\n".join(d.mbarrier_init(full_barrier(str(i)), PRODUCER_UNITS) + "\n"
-                      + d.mbarrier_init(empty_barrier(cfg, str(i)), cfg.warpgroups) for i in range(cfg.stages))
+    inits = "\n".join(d.mbarrier_init(slot_full(str(i)), PRODUCER_UNITS) + "\n"
+                      + d.mbarrier_init(slot_empty(cfg, str(i)), cfg.warpgroups) for i in range(cfg.stages))
     return "\n".join([
         *level.kernel_start(listener),
         f"const i64 qw_kwords = ({scope.k} + {cfg.per_word - 1}) / {cfg.per_word};",

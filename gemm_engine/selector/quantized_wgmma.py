@@ -31,6 +31,20 @@ from ..problem import Layout, MatmulProblem
 #: rows of K a slot against 57.4; 4096 x 14336 M = 256 split in 4 75.9 against 86.5; M = 1024 at
 #: 4096 x 4096 52.1 against 57.3 (the dequantizing pass: 62.3), 4096 x 14336 175.7 against 188.4 (197.6)).
 PRODUCER = {"producer": 1}
+#: Cubes of up to 128 rows: two warpgroups with the producer and 128 rows of K a slot (4 slots)
+#: where such cubes cover `NARROW_PRODUCER_FILL` of the units, and in the split form (H200, int4 g128,
+#: graph replay, against one warpgroup: 14336 x 4096 M = 64 25.0 us against 26.2, M = 128 34.7
+#: against 36.3; 11008 x 4096 M = 64 (0.65 of the units) 25.0 against 26.5; 28672 x 4096 M = 128 70.4
+#: against 78.0, M = 64 57.4 against 56.9; split in 4: 4096 x 14336 M = 64 30.8 against 35.1, M = 128
+#: 44.8 against 60.7, 4096 x 11008 M = 64 26.3 against 30.4). Not with fewer cubes (8192 x 8192
+#: M = 64: 64 cubes, 47.4 against 36.9; 4096 x 4096 M = 128: 33.6 against 22.7), nor in one launch for
+#: 8-bit codes (held out: int8 14336 x 4096 M = 64 30.9 against 30.1, fp8 11008 x 4096 31.8 against
+#: 30.5; their split form gains: int8 4096 x 14336 M = 128 48.4 against 58.6). Held out, int4: 22016 x
+#: 4096 M = 96 62.4 against 74.5, 10240 x 4096 M = 128 34.8 / 37.0, 13824 x 5120 M = 48 31.6 / 35.7,
+#: 4096 x 14336 M = 100 (split) 44.2 / 59.1; level: 4096 x 28672 M = 64 59.2 / 59.7, 2048 x 8192 M = 128
+#: 32.9 / 32.3.
+NARROW_PRODUCER = {"warpgroups": 2, **PRODUCER, "block_k": 128, "stages": 4}
+NARROW_PRODUCER_FILL = 0.6
 #: Share of the compute units two-warpgroup cubes of 256 rows must cover to be chosen.
 WIDE_FILL = 0.8
 #: Cubes below this share of the compute units take the split-K form (over a long K).
@@ -67,6 +81,10 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     rows (three slots at 128)."""
     units = max(1, dialect.device.compute_units)
     tokens = _tokens(problem, {})
+    four_bit = problem.weights is not None and problem.weights.per_word == 8
+    if tokens <= 128 and four_bit and "block_k" in _long_blocks(problem, {}) and \
+            _cubes(problem, tokens, 2) >= NARROW_PRODUCER_FILL * units:
+        return NARROW_PRODUCER
     if tokens <= 64:
         return _long_blocks(problem, {"warpgroups": 1})
     if tokens <= 128:
@@ -74,7 +92,7 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     if _cubes(problem, tokens, 2) >= WIDE_FILL * units:
         # 128 rows of K a slot for 4-bit codes (three slots of 8-bit codes' words do not fit).
         wide = {"warpgroups": 2, **PRODUCER}
-        return _long_blocks(problem, wide, stages=3) if problem.weights.per_word == 8 else wide
+        return _long_blocks(problem, wide, stages=3) if four_bit else wide
     if problem.k >= LONG_K and _cubes(problem, 128, 1) < units:
         return {"warpgroups": 2, **PRODUCER}      # the split form's
     return _long_blocks(problem, {"tokens": 128, "warpgroups": 1}, stages=3)
@@ -84,6 +102,8 @@ def split_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     """quantized_wgmma_split_k's knobs: `wgmma_preset`'s and `SPLITS` K ranges; 64 rows of K a slot
     past 64 rows of M (4096 x 14336 M = 128: 61.1 us against 88.5 at 128)."""
     preset = wgmma_preset(problem, dialect)
+    if _tokens(problem, {}) <= 128 and "block_k" in _long_blocks(problem, {}):     # M up to 128 (measured)
+        return {**NARROW_PRODUCER, "split_k": SPLITS}
     if _tokens(problem, preset) > 64:
         preset = {k: v for k, v in preset.items() if k not in ("block_k", "stages")}
     return {**preset, "split_k": SPLITS}

@@ -78,6 +78,8 @@ CASES = [
     ("fp8_e4m3", True, None, 100, 300, 200, "float16", dict(warpgroups=2, block_k=64, producer=1)),
     ("int4", False, 128, 300, 700, 260, "bfloat16", dict(tokens=128, warpgroups=2, block_k=64, stages=5, a_buffers=3,
                                                            producer=1, scales="float16")),
+    ("int8", True, None, 60, 900, 300, "float16", dict(tokens=64, warpgroups=2, block_k=128, stages=4, producer=1,
+                                                       layout="prepacked")),     # the narrow rule's tiling
 ]
 
 #: The knobs of a case that must come back in the level's config as given (not the preset's).
@@ -125,7 +127,7 @@ def test_split_k_column_major_x_batch_and_bias(engine, rng):
     # and with two warpgroups a column tile
     run(engine, rng, "int4", False, 32, 64, 4296, 136, "bfloat16", "quantized_wgmma_split_k", layout="prepacked",
         split_k=4)
-    run(engine, rng, "int8", True, 64, 96, 3000, 72, "float16", "quantized_wgmma_split_k", split_k=3, k_split=2,
+    run(engine, rng, "int8", True, 64, 96, 3000, 72, "float16", "quantized_wgmma_split_k", split_k=3, k_split=2, producer=0,
         block_k=128)
     g = run(engine, rng, "int4", True, 64, 128, 320, 136, "float16", x_layout="col")
     assert g.x_layout.mn_major
@@ -145,6 +147,8 @@ def test_producer_split_k_column_major_x_batch_and_bias(engine, rng):
     g = run(engine, rng, "int4", True, 64, 128, 320, 136, "float16", x_layout="col", **knobs)
     assert g.x_layout.mn_major and g.producer
     run(engine, rng, "int8", False, 64, 40, 192, 72, "bfloat16", batch=(3,), **knobs)
+    run(engine, rng, "int4", False, 128, 100, 9000, 200, "bfloat16", "quantized_wgmma_split_k", layout="prepacked",
+        split_k=4, tokens=128, block_k=128, stages=4, **{k: v for k, v in knobs.items() if k != "block_k"})
     bias = rng.standard_normal(200).astype(np.float32)
     run(engine, rng, "int4", False, 128, 96, 256, 200, "bfloat16", epilogue={"bias": bias}, **knobs)
 
@@ -320,18 +324,24 @@ def test_auto_takes_the_wgmma_kernel_between_decode_and_prefill():
     def producer(m, n, k, f=fmt):
         return REGISTRY["auto"]().setup(_problem(m=m, n=n, k=k, fmt=f), d).batch.global_.producer
 
-    assert pick(64, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
+    # cubes of up to 128 rows: two warpgroups with the producer where they cover 0.6 of the units, and
+    # in the split form; else one warpgroup
+    assert pick(64, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 64, 2, None, 128) and producer(64, 14336, 4096)
+    assert pick(64, 8192, 8192) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
     # Two warpgroups a cube take the producer warpgroup (128 rows of K a slot for 4-bit codes).
     assert pick(256, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 128) and producer(256, 14336, 4096)
     int8 = WeightFormat("int8", 0, False, "bf16_bits", "prepacked")
     assert pick(256, 14336, 4096, int8) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 64)
-    assert producer(256, 14336, 4096, int8) and not producer(64, 14336, 4096)
+    assert producer(256, 14336, 4096, int8) and not producer(64, 8192, 8192)
+    # 8-bit codes: the narrow cubes' producer only in the split form
+    assert pick(64, 14336, 4096, int8) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
+    assert pick(128, 4096, 14336, int8) == ("QuantizedWgmmaSplitKAlgorithm", 128, 2, 4, 128)
     assert pick(256, 4096, 4096) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
-    assert pick(64, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 64, 1, 4, 128)
-    assert pick(128, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 128, 1, 4, 64)
+    assert pick(64, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 64, 2, 4, 128)
+    assert pick(128, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 128, 2, 4, 128)
     assert pick(256, 4096, 14336) == ("QuantizedWgmmaSplitKAlgorithm", 256, 2, 4, 64) and producer(256, 4096, 14336)
     assert pick(40, 4096, 4096)[0].startswith("QuantizedDecode")
-    assert pick(48, 28672, 4096) == ("QuantizedWgmmaAlgorithm", 64, 1, None, 128)
+    assert pick(48, 28672, 4096) == ("QuantizedWgmmaAlgorithm", 64, 2, None, 128)
     assert pick(200, 8192, 8192) == ("QuantizedWgmmaAlgorithm", 128, 1, None, 128)
     assert pick(512, 4096, 14336)[0] == pick(1024, 14336, 4096)[0] == "DequantizedSpecializedWgmmaAlgorithm"
     assert pick(512, 14336, 4096) == ("QuantizedWgmmaAlgorithm", 256, 2, None, 128)

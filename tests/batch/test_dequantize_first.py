@@ -210,8 +210,10 @@ def _auto(problem, dialect) -> str:
 def test_auto_takes_the_pass_past_decode_sizes():
     sm90, sm80 = dialect_for(nominal_cuda_device(9, 0)), dialect_for(nominal_cuda_device(8, 0))
     # Hopper: the register-operand wgmma kernel to 512 rows (test_quantized_wgmma.py), the pass past it
+    # but for one wave of its producer form's 256-row cubes (to 1024 rows)
     assert _auto(_problem(m=256), sm90) == "quantized_wgmma"
-    assert _auto(_problem(m=1024), sm90) == "dequantized_specialized_wgmma"
+    assert _auto(_problem(m=1024), sm90) == "quantized_wgmma"
+    assert _auto(_problem(m=2048), sm90) == "dequantized_specialized_wgmma"
     assert _auto(_problem(m=4096, n=14336), sm90) == "dequantized_specialized_wgmma"
     assert _auto(_problem(m=256), sm80) == "dequantized_pipelined_mma"
     assert _auto(_problem(m=40), sm90).startswith("quantized_decode")

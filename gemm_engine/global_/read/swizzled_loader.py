@@ -112,8 +112,8 @@ class SwizzledChunkLoader(Loader):
         cc = f"{p}_cc * {cfg.vec}"
         r, c = (f"{p}_line0", cc) if op.layout is Layout.ROW else (cc, f"{p}_line0")
         ctype = d.c_type(op.smem_type_word)
-        lines = [f"const int {p}_line0 = ({unit}) / {cpl};",
-                 f"const int {p}_cc = ({unit}) % {cpl};",
+        lines = [f"const int {p}_line0 = {unit} / {cpl};",      # a name or the parenthesized UNIT_ID
+                 f"const int {p}_cc = {unit} % {cpl};",
                  f"const GLOBAL {ctype}* {p}_src = {src.ptr} + {op.global_index(f'{row0} + {r}', f'{col0} + {c}', src.ld)};",
                  f"const unsigned {p}_dst = {self._offset(cfg, f'{p}_line0')};"]
         if cfg.registers:
