@@ -60,6 +60,7 @@ class GroupedAlgorithm(Algorithm):
 
     dispatch = ColMajorDispatch
     dense_rules = False       # the grouped tilings were measured without the dense-only choices
+    narrow_producer = False   # quantized experts: the narrow cubes' producer is measured on dense problems only
 
     def select(self, problem, dialect):
         like = typical(problem) if problem.groups is not None else problem

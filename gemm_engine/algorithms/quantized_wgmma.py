@@ -21,8 +21,12 @@ class QuantizedWgmmaAlgorithm(Algorithm):
     tile = stage = lhs_loader = rhs_loader = writer = None
     global_ = QuantizedWgmmaGlobalMatmul
 
+    #: Whether cubes of up to 128 rows take two warpgroups and the producer (selector/quantized_wgmma.py
+    #: `NARROW_PRODUCER`): measured on dense problems; the grouped variant keeps one warpgroup.
+    narrow_producer = True
+
     def select(self, problem, dialect):
-        return wgmma_preset(problem, dialect)
+        return wgmma_preset(problem, dialect, self.narrow_producer)
 
 
 #: The level's knobs (tokens, warpgroups, a_tiles, stages, block_k, k_split, a_buffers) and the

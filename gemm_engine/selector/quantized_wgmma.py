@@ -75,14 +75,16 @@ def _long_blocks(problem: MatmulProblem, preset: dict, stages: int | None = None
     return {**preset, "block_k": 128, **({"stages": stages} if stages else {})}
 
 
-def wgmma_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
+def wgmma_preset(problem: MatmulProblem, dialect: Dialect, narrow: bool = True) -> dict:
     """quantized_wgmma's knobs (the module docstring): ``warpgroups``, ``tokens`` where the level's
     own (all of M's rows, up to 256) is not taken, and 128 rows of K a slot for cubes of up to 128
-    rows (three slots at 128)."""
+    rows (three slots at 128); ``narrow``: `NARROW_PRODUCER` where it applies (measured on dense
+    problems only: a grouped level's cubes take their tokens from the whole M, where these 128-row
+    cubes' four slots would not fit)."""
     units = max(1, dialect.device.compute_units)
     tokens = _tokens(problem, {})
     four_bit = problem.weights is not None and problem.weights.per_word == 8
-    if tokens <= 128 and four_bit and "block_k" in _long_blocks(problem, {}) and \
+    if narrow and tokens <= 128 and four_bit and "block_k" in _long_blocks(problem, {}) and \
             _cubes(problem, tokens, 2) >= NARROW_PRODUCER_FILL * units:
         return NARROW_PRODUCER
     if tokens <= 64:

@@ -357,3 +357,24 @@ def test_gated_epilogue_refused_by_the_quantized_levels(name):
     problem = replace(_problem(m=64), epilogue=Epilogue(activation=resolve_activation("swiglu")))
     with pytest.raises(SetupError, match="stores element by element"):
         REGISTRY[name]().setup(problem, dialect_for(nominal_cuda_device(9, 0)))
+
+
+def test_grouped_quantized_experts_keep_their_measured_tilings():
+    """The narrow cubes' producer preset is the dense problems': quantized experts of about 128 rows
+    a group keep one warpgroup (with it, their level's 256-token cubes in four slots did not fit,
+    and auto fell through to a kernel 9-20x slower on the H200); at prefill (512 rows a group) the
+    two-warpgroup cubes take the producer (Mixtral up, int4: 1.28 ms against 1.40)."""
+    from gemm_engine.problem import Groups
+    d = dialect_for(nominal_cuda_device(9, 0))
+    fmt = WeightFormat("int4", 128, True, "bf16_bits", "prepacked")
+
+    def pick(groups, m, n, k):
+        problem = MatmulProblem(groups, m, n, k, BFLOAT16, BFLOAT16, BFLOAT16, lhs_align=8, weights=fmt,
+                                groups=Groups("contiguous"))
+        cfg = REGISTRY["grouped"]().setup(problem, d)
+        g = cfg.batch.global_
+        return cfg.algorithm.rsplit(".", 1)[1], g.warpgroups, g.block_k, g.stages, g.producer
+
+    assert pick(8, 1024, 14336, 4096) == pick(64, 8192, 2816, 2048) == ("GroupedQuantizedWgmmaAlgorithm", 1, 128, 3,
+                                                                         False)
+    assert pick(8, 4096, 14336, 4096) == ("GroupedQuantizedWgmmaAlgorithm", 2, 128, 3, True)
