@@ -62,7 +62,7 @@ from .dequant_words import (fast_pairs, fragment_weights, fragment_word, raw_sca
 from .quantized_decode_config import DecodeRead, DecodeTiling, KINDS
 from .quantized_wgmma_config import (A_ROWS, BLOCK_K, CONSUMER_REGISTERS, PRODUCER_UNITS, WARPGROUP,
                                      QuantizedWgmmaConfig, default_tokens)
-from .quantized_wgmma_roles import producer_body
+from .quantized_wgmma_roles import check_register_split, producer_body
 from .read.loaders import OperandTile
 from .read.swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 
@@ -167,6 +167,7 @@ class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
         # (C7511) or spills past the unit's share (with a producer: what it gives back by setmaxnreg).
         need = a_tiles * tokens // 2 + buffers * 4 * a_tiles * (bk // ks // 16) + 32
         limit = CONSUMER_REGISTERS if producer else min(255, REGISTER_FILE // cfg.units)
+        check_register_split(self.name, cfg)
         if need > limit:
             raise SetupError(self.name, f"{cfg.units} units have at most {limit} registers each: "
                                         f"too few for {a_tiles * tokens // 2} accumulators and {buffers} A buffers "

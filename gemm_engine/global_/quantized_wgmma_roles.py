@@ -27,7 +27,8 @@ config's occupancy hint).
   releases that slot (one arrival each on its *empty* barrier).
 
 The producer falls through to the end of the body with the others (a batch level's code after the
-body, as the split-K fixup's cube barriers, runs in every unit). Setup refuses it with one
+body, as the split-K fixup's cube barriers, runs in every unit); a listener's before-store code runs
+in the consumers' units only (a listener that meets the whole cube there would wait for ever). Setup refuses it with one
 warpgroup (no fixed register count at entry for the split), with ``k_split`` (its sums meet
 through the ring at the end) and on x's register path (rows not 4-byte aligned: stored by the
 copying unit itself).
@@ -35,8 +36,23 @@ copying unit itself).
 from __future__ import annotations
 
 from ..codegen.dialect import Dialect
+from ..errors import SetupError
 from .quantized_wgmma_config import (BARRIER_BYTES, CONSUMER_REGISTERS, PRODUCER_REGISTERS, PRODUCER_UNITS, WARPGROUP,
                                      QuantizedWgmmaConfig)
+from .tma_specialized_config import REGISTER_FILE
+
+
+def check_register_split(name: str, cfg: QuantizedWgmmaConfig) -> None:
+    """SetupError (naming level ``name``) unless the producer's registers given back cover what the
+    consumers take: ``setmaxnreg.inc`` waits for ever for registers no warpgroup freed. At entry
+    every unit holds the launch's share of the file (a multiple of 8, fixed by the occupancy hint)."""
+    if not cfg.producer:
+        return
+    entry = (REGISTER_FILE // cfg.units) & ~7
+    freed, taken = PRODUCER_UNITS * (entry - PRODUCER_REGISTERS), cfg.consumer_units * (CONSUMER_REGISTERS - entry)
+    if freed < taken:
+        raise SetupError(name, f"{cfg.units} units enter with {entry} registers each: the producer's "
+                               f"{PRODUCER_REGISTERS} free {freed}, the consumers' {CONSUMER_REGISTERS} take {taken}")
 
 
 def slot_full(slot: str) -> str:

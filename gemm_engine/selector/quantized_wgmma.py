@@ -84,7 +84,8 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect, narrow: bool = True) 
     units = max(1, dialect.device.compute_units)
     tokens = _tokens(problem, {})
     four_bit = problem.weights is not None and problem.weights.per_word == 8
-    if narrow and tokens <= 128 and four_bit and "block_k" in _long_blocks(problem, {}) and \
+    producer = PRODUCER if producer_reads(problem) else {}
+    if narrow and producer and tokens <= 128 and four_bit and "block_k" in _long_blocks(problem, {}) and \
             _cubes(problem, tokens, 2) >= NARROW_PRODUCER_FILL * units:
         return NARROW_PRODUCER
     if tokens <= 64:
@@ -93,10 +94,10 @@ def wgmma_preset(problem: MatmulProblem, dialect: Dialect, narrow: bool = True) 
         return _long_blocks(problem, {"warpgroups": 1}, stages=3)
     if _cubes(problem, tokens, 2) >= WIDE_FILL * units:
         # 128 rows of K a slot for 4-bit codes (three slots of 8-bit codes' words do not fit).
-        wide = {"warpgroups": 2, **PRODUCER}
-        return _long_blocks(problem, wide, stages=3) if four_bit else wide
+        wide = {"warpgroups": 2, **producer}
+        return _long_blocks(problem, wide, stages=3) if four_bit and producer else wide
     if problem.k >= LONG_K and _cubes(problem, 128, 1) < units:
-        return {"warpgroups": 2, **PRODUCER}      # the split form's
+        return {"warpgroups": 2, **producer}      # the split form's
     return _long_blocks(problem, {"tokens": 128, "warpgroups": 1}, stages=3)
 
 
@@ -104,7 +105,7 @@ def split_preset(problem: MatmulProblem, dialect: Dialect) -> dict:
     """quantized_wgmma_split_k's knobs: `wgmma_preset`'s and `SPLITS` K ranges; 64 rows of K a slot
     past 64 rows of M (4096 x 14336 M = 128: 61.1 us against 88.5 at 128)."""
     preset = wgmma_preset(problem, dialect)
-    if _tokens(problem, {}) <= 128 and "block_k" in _long_blocks(problem, {}):     # M up to 128 (measured)
+    if producer_reads(problem) and _tokens(problem, {}) <= 128 and "block_k" in _long_blocks(problem, {}):
         return {**NARROW_PRODUCER, "split_k": SPLITS}
     if _tokens(problem, preset) > 64:
         preset = {k: v for k, v in preset.items() if k not in ("block_k", "stages")}
@@ -123,6 +124,12 @@ def split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     return None
 
 
+def producer_reads(problem: MatmulProblem) -> bool:
+    """Whether the producer warpgroup can copy x: its rows 4-byte aligned (else x goes through the
+    copying units' registers, which only the copying form has)."""
+    return problem.vector_align("lhs") * problem.lhs.itemsize >= 4
+
+
 def past_512_loses(problem: MatmulProblem, dialect: Dialect) -> str | None:
     """Why quantized_wgmma should not take a problem of more than `WAVE_M` rows (None: it should):
     there only the producer form's cubes of 256 rows in one wave beat the dequantizing pass and the
@@ -131,6 +138,8 @@ def past_512_loses(problem: MatmulProblem, dialect: Dialect) -> str | None:
     against 209.9)."""
     if problem.m <= WAVE_M:
         return None
+    if not producer_reads(problem):
+        return f"M = {problem.m} > {WAVE_M} with x's rows not 4-byte aligned: no producer form, the dequantizing pass"
     units = max(1, dialect.device.compute_units)
     cubes = _cubes(problem, 256, 2)
     if WIDE_FILL * units <= cubes <= units:

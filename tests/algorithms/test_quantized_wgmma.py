@@ -378,3 +378,23 @@ def test_grouped_quantized_experts_keep_their_measured_tilings():
     assert pick(8, 1024, 14336, 4096) == pick(64, 8192, 2816, 2048) == ("GroupedQuantizedWgmmaAlgorithm", 1, 128, 3,
                                                                          False)
     assert pick(8, 4096, 14336, 4096) == ("GroupedQuantizedWgmmaAlgorithm", 2, 128, 3, True)
+
+
+def test_producer_only_where_x_rows_are_4_byte_aligned():
+    """x with rows not 4-byte aligned goes through the copying units' registers, which the producer
+    form lacks: the presets keep the copying form there (by name and under auto), and past 512 rows
+    the dequantizing pass; the register split is checked against the launch's entry share."""
+    from types import SimpleNamespace
+    from gemm_engine.global_.quantized_wgmma_roles import check_register_split
+    d = dialect_for(nominal_cuda_device(9, 0))
+    for m in (64, 256):
+        cfg = REGISTRY["quantized_wgmma"]().setup(_problem(m=m, n=14336, k=4096, et=FLOAT16,
+                                                           fmt=WeightFormat("int4", 128, scale="f16_bits"), align=1), d)
+        assert not cfg.batch.global_.producer
+    aligned = REGISTRY["quantized_wgmma"]().setup(_problem(m=256, n=14336, k=4096), d)
+    assert aligned.batch.global_.producer
+    unaligned = _problem(m=1024, n=4096, k=4096, align=1)
+    assert REGISTRY["auto"]().setup(unaligned, d).algorithm.endswith("DequantizedSpecializedWgmmaAlgorithm")
+    check_register_split("level", SimpleNamespace(producer=True, units=384, consumer_units=256))
+    with pytest.raises(SetupError, match="take"):
+        check_register_split("level", SimpleNamespace(producer=True, units=512, consumer_units=384))
