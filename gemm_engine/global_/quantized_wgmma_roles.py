@@ -157,4 +157,4 @@ def producer_body(level, cfg: QuantizedWgmmaConfig, d: Dialect, scope) -> str:
     ])
 
 
-__all__ = ["producer_body"]
+__all__ = ["check_register_split", "producer_body", "slot_empty", "slot_full"]
