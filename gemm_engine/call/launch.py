@@ -134,6 +134,9 @@ class DirectLaunches:
         #: The first address pair's parameters, and whether readdressing them gives another pair's
         #: (None: not yet seen; checked once, against a full derivation).
         self._first, self._readdress = None, None
+        #: The one launch where a call needs nothing but its maps (`__call__`'s short path), else None.
+        self._one = self.launches[0] if (len(self.launches) == 1 and self.derive is not None
+                                         and self.workspace is None and self.kept is None) else None
 
     def _derived(self, key: tuple, scratch: tuple) -> list:
         """The by-value parameters for the addresses ``key``: the first pair's maps readdressed
@@ -161,6 +164,17 @@ class DirectLaunches:
             return (rt.scratch(self.workspace.count, device_dtype(self.workspace.element)),)
 
     def __call__(self, a, b, out, *more, stream=None) -> bool:
+        one = self._one
+        if one is not None and type(a) is int and type(b) is int and type(out) is int:
+            # The common repeated call (torch's path: addresses already; one kernel, maps derived
+            # from the addresses, no scratch): a lookup and the launch. The general form below cost
+            # about 1.6 us more a call on the host, what made a TMA kernel's call dearer than a
+            # pipelined one's (bench/results/h200/per_call_steps.md).
+            key = (a, b, out)
+            structs = self._structs.get(key)
+            if structs is None:
+                structs = self._remember(key, ())
+            return one(a, b, out, *more, stream=stream, structs=structs)
         scratch = self._scratch(stream)
         structs = None
         if self.derive is not None:
@@ -170,9 +184,7 @@ class DirectLaunches:
                 key = tuple(x if type(x) is int else x.data.ptr for x in (a, b, out, *scratch))
             structs = self._structs.get(key)
             if structs is None:
-                structs = self._structs[key] = self._derived(key, scratch)
-                if len(self._structs) > self.PAIRS:
-                    self._structs.popitem(last=False)
+                structs = self._remember(key, scratch)
         kept = ()
         if self.kept is not None:
             count, dtype, zeroed = self.kept
@@ -182,6 +194,13 @@ class DirectLaunches:
             if not launch(a, b, out, *more, *scratch, *kept, stream=stream, structs=structs):
                 return False
         return True
+
+    def _remember(self, key: tuple, scratch: tuple) -> list:
+        """The by-value parameters of a new address tuple, kept for the last `PAIRS` tuples."""
+        structs = self._structs[key] = self._derived(key, scratch)
+        if len(self._structs) > self.PAIRS:
+            self._structs.popitem(last=False)
+        return structs
 
 
 @dataclass

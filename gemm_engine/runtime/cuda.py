@@ -184,8 +184,11 @@ class CudaRuntime(Runtime):
         return PreparedLaunch(self, kernel, cubes, units, args, shared_bytes, arrays, co_resident)
 
     def _raise_shared_limit(self, kernel, shared_bytes):
-        """A block gets more than 48 KiB of dynamic shared memory only after an opt-in per kernel
-        (cudaFuncSetAttribute). Kernels stay alive in the runtime's cache, so their id is a key."""
+        """A block gets more than 48 KiB of shared memory only after an opt-in per kernel
+        (cudaFuncSetAttribute); without it the dynamic part is bounded by 48 KiB less the kernel's
+        static part, so every kernel asking for dynamic bytes opts in once (48 KiB of dynamic shared
+        memory beside 16 KiB of static failed to launch, CUDA_ERROR_INVALID_VALUE, on an H200).
+        Kernels stay alive in the runtime's cache, so their id is a key."""
         if hasattr(kernel, "max_dynamic_shared_size_bytes"):     # cupy.RawKernel
             kernel.max_dynamic_shared_size_bytes = shared_bytes
         else:                                                    # cupy.cuda.function.Function
@@ -196,7 +199,7 @@ class CudaRuntime(Runtime):
 
     def _shared_limit(self, kernel) -> int:
         entry = self._dyn_smem.get(id(kernel))
-        return entry[1] if entry is not None and entry[0] is kernel else 48 * 1024
+        return entry[1] if entry is not None and entry[0] is kernel else 0
 
     def check_native(self, x, label):
         if x.device.id != self.cuda_device.id:

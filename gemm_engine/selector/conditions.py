@@ -16,6 +16,7 @@ from .quantized_decode import one_launch_fills
 from .quantized_wgmma import MAX_M as WGMMA_MAX_M, MIN_M as WGMMA_MIN_M, past_256_loses, past_512_loses
 from .quantized_wgmma import split_worth_it as wgmma_one_launch_reason
 from .skinny import MAX_ROWS, skinny_axis
+from .small_wave import small_wave
 from .specialized_wgmma import decode_choice, select_specialized_tiling, selected_tiles
 from .waves import STREAM_MIN_BYTES, big_operand_bytes, short_side, streams_weights
 
@@ -336,7 +337,8 @@ def specialized_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None
     except (KeyError, TypeError):
         staged = False
     if staged:
-        if tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or not _specialized_home(problem, dialect)):
+        if (tiles < SPECIALIZED_MIN_TILES and (flop < SPECIALIZED_MIN_FLOP or not _specialized_home(problem, dialect))
+                and not small_wave(problem, dialect)):      # one wave of 64 x 128 tiles: selector/small_wave.py
             return (f"{tiles} tiles of 128 x 256 are fewer than {SPECIALIZED_MIN_TILES} and the problem is "
                     f"small (16-bit and fp8 from 2^32 operations, int8 also with K >= "
                     f"{INT8_SPECIALIZED_MIN_K_RATIO} max(M, N)): pipelined_wgmma is faster there")

@@ -30,6 +30,7 @@ from ..global_.write.tma_store_writer import SWIZZLE, band_bytes
 from ..problem import MatmulProblem
 from .base import distinct, tile_count
 from .ragged import ragged_copies, sector_cluster
+from .small_wave import small_rows, small_wave_cluster
 from .split_tail import SPLIT_MAX, long_k_wide, split_parts
 from .waves import big_operand_bytes, compute_us, stream_us, streams_weights
 
@@ -48,13 +49,11 @@ PROMOTED = [
 ]
 PROMOTED_WAVES = 8
 #: 16-bit problems under a wave of 128 x 128 tiles: 64 x 128 (one consumer warpgroup), twice the
-#: tiles, where an output row (and a row-major b's) is whole 128-byte lines and they fit a wave;
-#: not from SMALL_MAX_K where 128 x 128 tiles split along K still give more than half the
-#: multiprocessors a part: two consumer warpgroups a multiprocessor at a small cost (1024 x 1024 x
-#: 65536 in 64 x 128 tiles: 646 TFLOP/s, 5.0 a multiprocessor, cuBLAS 775; 128 x 256 in 4 parts
-#: now, selector/split_tail.py `long_k_wide`; bench/SELECTION_NOTES.md, "specialized_wgmma
-#: tilings"). Below it 64 x 128 was measured faster split along K (512 x 1024 x 16384 in 2 parts
-#: 42.4 us); 512 x 512 x 65536 keeps it.
+#: tiles, where an output row (and a row-major b's) is whole 128-byte lines (or any rows under 2^32
+#: operations: selector/small_wave.py) and they fit a wave; not from SMALL_MAX_K where 128 x 128 tiles
+#: split along K still give more than half the multiprocessors a part (1024 x 1024 x 65536 in 64 x
+#: 128: 646 TFLOP/s, cuBLAS 775; 128 x 256 in 4 parts now, split_tail.py `long_k_wide`;
+#: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"); 512 x 512 x 65536 keeps it.
 SMALL = (1, 1, 1, 128, 6)
 SMALL_MAX_K = 65536
 BLOCK_SCALED_STAGES = 3       # block-scaled 192 x 128 tiles ran faster on 3 slots than on 4
@@ -324,7 +323,7 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
     if (not promoted and (wm, tn) == (2, 128) and tiles < sms and problem.lhs.itemsize == 2
             and tile_count(problem, 64, SMALL[3]) <= sms
             and (problem.k < SMALL_MAX_K or tiles * split_parts(problem, sms, tiles) <= sms // 2)
-            and problem.n * problem.out.itemsize % 128 == 0 and problem.n * problem.rhs.itemsize % 128 == 0):
+            and small_rows(problem, dialect, dense_rules)):
         wm, wn, pm, tn, stages = SMALL
         tiles = tile_count(problem, 64, tn)
     long_parts = 0
@@ -347,7 +346,8 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
     tile = (wm * pm * 64, wn * tn)
     copy = ragged_copies(problem, tile)
     # (not over a long-K split: a cluster runs its tiles whole)
-    sector = not promoted and dense_rules and not long_parts and sector_cluster(problem, tile, copy)
+    sector = not promoted and dense_rules and not long_parts and (sector_cluster(problem, tile, copy)
+                                                                   or small_wave_cluster(problem, dialect, tile))
     ragged = dict(copy_ragged=True) if copy and not sector else {}
     cluster = sector or (not promoted and tn == 256 and problem.k >= CLUSTER_MIN_K and tiles >= CLUSTER_MIN_WAVES * sms)
     behind = dict(promote_behind=True) if promoted and wm * wn == 2 else {}

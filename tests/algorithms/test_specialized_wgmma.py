@@ -623,6 +623,28 @@ def test_repeated_calls_derive_maps_once_per_address_pair():
     assert all(s == [b"L" * MAP_BYTES, b"R" * MAP_BYTES, b"O" * MAP_BYTES] for s in launched) and len(launched) == 4
 
 
+def test_direct_launches_take_arrays_and_addresses_alike():
+    """The short path (torch's addresses as ints) and the general one (runtime arrays) share the
+    maps derived per address triple, and pass the launch the same values."""
+    from types import SimpleNamespace
+    from gemm_engine.batch.base import CallValues
+    from gemm_engine.call.launch import DirectLaunches
+    alg, cfg = setup(problem())
+    derived, launched = [], []
+
+    def derive(values):
+        derived.append((values["lhs_base"], values["rhs_base"], values["out_base"]))
+        return {"lhs_map": b"L" * MAP_BYTES, "rhs_map": b"R" * MAP_BYTES, "out_map": b"O" * MAP_BYTES}
+    plan = SimpleNamespace(call_values=CallValues(("lhs_map", "rhs_map", "out_map"), derive), signature=alg.signature(cfg),
+                           workspace=None, kept=None)
+    direct = DirectLaunches([lambda a, b, out, *more, stream=None, structs=None: launched.append((a, more, stream))
+                             or True], plan, {})
+    array = lambda ptr: SimpleNamespace(data=SimpleNamespace(ptr=ptr))    # noqa: E731 -- a runtime array's address
+    assert direct(4096, 8192, 0, 1.5, stream=3) and direct(array(4096), array(8192), array(0), stream=3)
+    assert derived == [(4096, 8192, 0)]                      # one derivation for both forms
+    assert launched[0] == (4096, (1.5,), 3) and launched[1][1:] == ((), 3)
+
+
 @pytest.mark.parametrize("only_addresses", [True, False])
 def test_maps_at_new_addresses_are_readdressed_once_seen_to_match(only_addresses):
     """A map holds its operand's address in its first 8 bytes: after a second address triple has
@@ -695,7 +717,8 @@ def test_register_reallocation_fits_the_register_file():
 
 @pytest.mark.parametrize("m, n, k, wm", [
     (1024, 1024, 4096, 1),   # 64 tiles of 128 x 128: under a wave, 64 x 128 tiles
-    (1024, 1000, 1024, 2),   # rows of 2000 bytes: 64-row tiles would read b twice as often
+    (1024, 1000, 4096, 2),   # rows of 2000 bytes from 2^32 operations: 64-row tiles would read b twice as often
+    (1024, 1000, 1024, 1),   # ... below, one wave of them (clusters sharing b: selector/small_wave.py)
     (2048, 2048, 2048, 2),   # 128 x 256 tiles
     (128, 14336, 4096, 2),   # 112 tiles of 128 x 128: 224 of 64 x 128 would overflow a wave
 ])
@@ -708,8 +731,9 @@ def test_auto_takes_the_specialized_kernel_for_mid_size_16_bit_problems():
     from gemm_engine.algorithms import REGISTRY
     auto = REGISTRY["auto"]()
     # A long K over tiles that fill half the device once split along K (split_tail) runs in one
-    # kernel; over fewer it still splits in two kernels; a small problem stays on the kernel cheaper
-    # to call.
-    for (m, n, k), name in {(1024, 1024, 4096): "specialized_wgmma", (1000, 1000, 1000): "pipelined_wgmma",
+    # kernel; over fewer it still splits in two kernels; a small problem takes it where its 64 x 128
+    # tiles fill a wave (selector/small_wave.py) and stays on the kernel cheaper to call below.
+    for (m, n, k), name in {(1024, 1024, 4096): "specialized_wgmma", (1000, 1000, 1000): "specialized_wgmma",
+                            (512, 512, 512): "pipelined_wgmma",
                             (512, 512, 65536): "specialized_wgmma", (256, 256, 16384): "split_k_wgmma"}.items():
         assert auto.chosen(auto.setup(problem(m=m, n=n, k=k), SM90)).name == name

@@ -50,8 +50,10 @@ def test_wgmma_transposes_only_past_the_extent_bound():
 
 def test_specialized_from_a_third_of_a_wave_or_many_operations():
     assert specialized_worth_it(any_problem((1, 4096, 4096, 4096)), SM90) is None
-    few = any_problem((1, 1000, 1000, 1000))                          # 32 tiles of 128 x 256, 2^31 operations
+    few = any_problem((1, 640, 640, 2560))                  # 15 tiles of 128 x 256, 50 of 64 x 128, 2^31 operations
     assert f"fewer than {SPECIALIZED_MIN_TILES}" in specialized_worth_it(few, SM90)
+    # ... but a wave of 64 x 128 tiles takes it (selector/small_wave.py).
+    assert specialized_worth_it(any_problem((1, 1000, 1000, 1000)), SM90) is None
     assert specialized_worth_it(any_problem((1, 1024, 1024, 4096)), SM90) is None   # 2^33 operations
     block = any_problem((1, 64, 64, 128), "float8_e4m3fn", out="bfloat16",
                         epilogue=Epilogue(lhs_scale="block", rhs_scale="block"))
