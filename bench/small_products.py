@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     from gemm_engine.runtime.timing import device_times
     engine = gemm_engine.Engine("cuda", background_compile=False)   # the chosen kernel, not a stand-in
     before = REGISTRY["pipelined_wgmma"]()
-    lines = ["| set | dtype, M x N x K, b | choice | kernel: default | rule before | torch | default / torch | "
+    lines = ["| set | dtype, M x N x K, b | choice | kernel: default | rule before | torch | torch / default | "
              "call: default | rule before | torch |", "|---|---|---|---|---|---|---|---|---|---|"]
     for label, rows in (("train", TRAIN), ("held out", HELD_OUT)):
         for dtype, m, n, k, b_layout in rows:

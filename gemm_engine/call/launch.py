@@ -101,7 +101,7 @@ class Launcher:
             return False
         if len(prepared) == 1 and plan.workspace is None and plan.call_values is None and plan.kept is None:
             return prepared[0]
-        return DirectLaunches(prepared, plan, fixed, self.runtime)
+        return DirectLaunches(prepared, plan, fixed, self.runtime).direct()
 
     def run(self, plan: Plan, values: dict) -> None:
         """Launch ``plan`` with a call's values by name (`CallArguments.values`)."""
@@ -134,7 +134,7 @@ class DirectLaunches:
         #: The first address pair's parameters, and whether readdressing them gives another pair's
         #: (None: not yet seen; checked once, against a full derivation).
         self._first, self._readdress = None, None
-        #: The one launch where a call needs nothing but its maps (`__call__`'s short path), else None.
+        #: The one launch where a call needs nothing but its maps (`direct`), else None.
         self._one = self.launches[0] if (len(self.launches) == 1 and self.derive is not None
                                          and self.workspace is None and self.kept is None) else None
 
@@ -163,18 +163,19 @@ class DirectLaunches:
         with rt.on_stream(stream):
             return (rt.scratch(self.workspace.count, device_dtype(self.workspace.element)),)
 
+    def direct(self):
+        """What a call plan launches with (`CallPlan.direct`): the one prepared launch itself where a
+        call needs nothing but its maps (it looks them up in this object's cache, deriving missing
+        ones through it: `PreparedLaunch.derived`), else this object. This wrapper's frame (scratch,
+        keys, a loop, keyword star-calls) cost about 1 us a call on an H200's host, what made a TMA
+        kernel's call dearer than a pipelined one's (bench/SELECTION_NOTES.md, "One wave of 64 x 128
+        tiles")."""
+        if self._one is None or not hasattr(self._one, "derived"):
+            return self
+        self._one.derived = (self._structs, lambda key: self._remember(key, ()))
+        return self._one
+
     def __call__(self, a, b, out, *more, stream=None) -> bool:
-        one = self._one
-        if one is not None and type(a) is int and type(b) is int and type(out) is int:
-            # The common repeated call (torch's path: addresses already; one kernel, maps derived
-            # from the addresses, no scratch): a lookup and the launch. The general form below cost
-            # about 1.6 us more a call on the host, what made a TMA kernel's call dearer than a
-            # pipelined one's (bench/results/h200/per_call_steps.md).
-            key = (a, b, out)
-            structs = self._structs.get(key)
-            if structs is None:
-                structs = self._remember(key, ())
-            return one(a, b, out, *more, stream=stream, structs=structs)
         scratch = self._scratch(stream)
         structs = None
         if self.derive is not None:

@@ -251,15 +251,28 @@ class PreparedLaunch:
         # launcher's cooperative launch.
         self._launch = launcher.launch_kernel
         self._cooperative = (lambda *a: launcher.launch(*a, True)) if co_resident else None
+        #: ``(cache, derive)`` where the by-value parameters follow from the first three arrays'
+        #: addresses (the call layer's tensor maps, call/launch.py `DirectLaunches`): ``cache`` maps
+        #: an address triple to them, ``derive(triple)`` makes (and keeps) a missing one. Looked up
+        #: here, not in a wrapper, where no ``structs`` are given: a wrapper's frame cost about 1 us a
+        #: call on an H200's host (bench/SELECTION_NOTES.md, "One wave of 64 x 128 tiles").
+        self.derived = None
 
     def __call__(self, *arrays, stream: int | None = None, structs=None) -> bool:
         """Launch with these values at the positions (CuPy arrays or addresses as ints where the
         parameter is an array, ints for indices, Python or numpy floats for float parameters:
         `slot_encoder`), on ``stream`` (a raw stream handle) or CuPy's current stream; ``structs``:
         new values of the by-value parameters, in order (``bytes``), where the plan derives them
-        per call."""
+        per call (else `derived`'s, where set)."""
         if self._get_device() != self.device:
             return False
+        if structs is None and self.derived is not None:
+            cache, derive = self.derived
+            key = arrays[:3] if type(arrays[0]) is int and type(arrays[1]) is int and type(arrays[2]) is int \
+                else tuple(x if type(x) is int else x.data.ptr for x in arrays[:3])
+            structs = cache.get(key)
+            if structs is None:
+                structs = derive(key)
         cp = self.cp
         block = getattr(self._local, "block", None)
         if block is None:

@@ -66,7 +66,8 @@ RULES: tuple[Rule, ...] = (
                               "cuBLAS against 0.81; relu(a@b+bias) 8192 x 8192 x 64: 2.0x torch "
                               "against 1.6), "
                               "operands TMA cannot address or the tile cannot read copied first (f16 "
-                              "4093^3: 2.5x cuBLAS); a small problem passes it by; weight-streaming "
+                              "4093^3: 2.5x cuBLAS); a small problem passes it by unless its 64 x 128 "
+                              "tiles fill a wave (f16 1000^3: 8.2 us against 11.8 on an H200); weight-streaming "
                               "products (a short side up to 128 against 8 MiB up) with every tile split "
                               "along K over the device (predicted)", specialized_worth_it),
     Rule("pipelined_wgmma", "the fastest tensor-core kernel on Hopper (f16 4096^3: 0.85x cuBLAS, against "

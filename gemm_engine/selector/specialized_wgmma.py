@@ -49,8 +49,8 @@ PROMOTED = [
 ]
 PROMOTED_WAVES = 8
 #: 16-bit problems under a wave of 128 x 128 tiles: 64 x 128 (one consumer warpgroup), twice the
-#: tiles, where an output row (and a row-major b's) is whole 128-byte lines (or any rows under 2^32
-#: operations: selector/small_wave.py) and they fit a wave; not from SMALL_MAX_K where 128 x 128 tiles
+#: tiles, where an output row (and a row-major b's) is whole 128-byte lines (any rows of the small dense
+#: products of selector/small_wave.py) and they fit a wave; not from SMALL_MAX_K where 128 x 128 tiles
 #: split along K still give more than half the multiprocessors a part (1024 x 1024 x 65536 in 64 x
 #: 128: 646 TFLOP/s, cuBLAS 775; 128 x 256 in 4 parts now, split_tail.py `long_k_wide`;
 #: bench/SELECTION_NOTES.md, "specialized_wgmma tilings"); 512 x 512 x 65536 keeps it.

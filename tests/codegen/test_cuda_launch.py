@@ -257,3 +257,35 @@ def test_co_resident_launch_without_a_cooperative_launch_is_refused():
     with pytest.raises(RuntimeError, match="no cooperative launch"):
         DriverLauncher(cp)(type("K", (), {"ptr": 5})(), 132, 384, (np.int64(1),), 0, co_resident=True)
     assert calls == []
+
+
+def test_prepared_launch_derives_by_value_parameters_from_the_addresses():
+    """A TMA plan's one launch looks its maps up by the first three addresses (`derived`: the call
+    layer's cache and derivation), ints and runtime arrays alike, deriving each triple once; and
+    writes them into its by-value buffers."""
+    import ctypes
+
+    from gemm_engine.runtime.cuda_launch import PreparedLaunch
+
+    class Arr:
+        def __init__(self, ptr):
+            self.data = type("M", (), {"ptr": ptr})()
+
+    rt = _FakeRuntime()
+    rt.slots_read = 4
+    launch = PreparedLaunch(rt, None, 2, 32, (FakeArray(), FakeArray(), FakeArray(), bytes(128)), 0, (0, 1, 2))
+    cache, derived = {}, []
+
+    def derive(key):
+        derived.append(key)
+        structs = cache[key] = [bytes([len(derived)]) * 128]
+        return structs
+    launch.derived = (cache, derive)
+    assert launch(100, 200, 300) and launch(100, 200, 300) and launch(Arr(100), Arr(200), Arr(300))
+    assert launch(100, 200, 400)
+    assert derived == [(100, 200, 300), (100, 200, 400)]
+    assert [s[:3] for s in rt.launched] == [[100, 200, 300]] * 3 + [[100, 200, 400]]
+    (_, address, size), = launch._local.block.by_value
+    assert ctypes.string_at(address, size) == bytes([2]) * 128
+    assert launch(100, 200, 300, structs=[bytes([7]) * 128]) and derived == [(100, 200, 300), (100, 200, 400)]
+    assert ctypes.string_at(address, size) == bytes([7]) * 128      # given structs win

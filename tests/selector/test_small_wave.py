@@ -20,7 +20,15 @@ def test_one_wave_of_small_tiles_only():
     assert not small_wave(any_problem((1, 512, 512, 512)), SM90)               # 32: level with pipelined_wgmma
     assert not small_wave(any_problem((1, 2000, 1000, 1000)), SM90)            # 256: two waves
     assert not small_wave(any_problem((1, 1024, 1024, 4096)), SM90)            # 2^33 operations: its usual rules
-    assert not small_wave(any_problem((2, 1000, 1000, 1000)), SM90)            # a batch of two: two waves
+    assert not small_wave(any_problem((2, 500, 1000, 1000)), SM90)             # a batch: not measured
+    assert not small_wave(any_problem((1, 64, 12792, 256)), SM90)              # 50 tiles of 128 x 256: its own rules
+    assert not small_wave(any_problem((1, 1000, 1000, 1002), align=(2, 2)), SM90)   # copied first for TMA
+
+
+def test_the_wide_tile_bound_is_the_specialized_rules():
+    from gemm_engine.selector.conditions import SPECIALIZED_MIN_TILES
+    from gemm_engine.selector.small_wave import WIDE_TILES_BELOW
+    assert WIDE_TILES_BELOW == SPECIALIZED_MIN_TILES
 
 
 def test_sixteen_bit_on_hopper_cuda_only():
