@@ -63,14 +63,13 @@ from .quantized_decode_config import DecodeRead, DecodeTiling, KINDS
 from .quantized_wgmma_config import (A_ROWS, BLOCK_K, CONSUMER_REGISTERS, PRODUCER_UNITS, WARPGROUP,
                                      QuantizedWgmmaConfig, default_tokens)
 from .quantized_wgmma_roles import check_register_split, producer_body
+from .tma_specialized_config import REGISTER_FILE   # 32-bit registers of a multiprocessor
 from .read.loaders import OperandTile
 from .read.swizzled_loader import SwizzledChunkLoader, SwizzledOperandTile
 
 #: Accumulator registers a unit may hold (a_tiles x tokens / 2); setup also counts the A buffers
 #: against the 255 a unit can have (auto's tilings reach 205-255).
 MAX_ACCUMULATORS = 128
-#: 32-bit registers of a multiprocessor (what a cube of more units divides).
-REGISTER_FILE = 64 * 1024
 
 
 class QuantizedWgmmaGlobalMatmul(GlobalMatmul):
