@@ -17,6 +17,7 @@ from ..global_.promotion import wants_promotion
 from ..problem import MatmulProblem
 from ..tile.wgmma import WgmmaTile
 from .base import tile_count
+from .ragged import SECTOR_BYTES     # rhs rows that are not whole sectors take the cluster
 
 #: The tile (rows, columns), and the operations below which the specialized kernel's other bounds
 #: send 16-bit products to pipelined_wgmma (selector/conditions.py `SPECIALIZED_MIN_FLOP`).
@@ -25,8 +26,6 @@ SMALL_WAVE_MAX_FLOP = 1 << 32
 #: The specialized rule's own bound on tiles of 128 x 256 (selector/conditions.py
 #: `SPECIALIZED_MIN_TILES`): problems with as many already ran the kernel, on tilings of their own.
 WIDE_TILES_BELOW = 48
-#: Bytes of an L2 sector: rhs rows that are not whole ones take the cluster.
-SECTOR_BYTES = 32
 
 
 def small_wave(problem: MatmulProblem, dialect: Dialect) -> bool:
