@@ -96,11 +96,11 @@ LAST_OVER_US = 3.0
 #: Weight-streaming 16-bit products whose 64-column tiles fit one wave: 64 columns a tile (twice
 #: the streaming cubes of 128), the rows the problem's (64, or 128 for 65-128; the copies read only
 #: the rows inside it, global_/read/tma_loader.py), a ring of this many slots (16 or 24 KiB each).
-#: bf16 x 4096 x 4096 kernels, M = 1 / 8 / 16 / 32 / 64: 9.7 / 9.2 / 9.3 / 10.0 / 11.1 us against
-#: 10.0 (skinny) / 17.1 / 18.0 (pipelined_wgmma) / 11.7 / 12.6 (64 x 128 in 4 parts); M = 80 / 96 /
-#: 112 / 128 in 128 x 64 tiles: 12.0 / 12.3 / 12.8 / 13.6 against 17.1-18.6 (64 x 128 over two row
-#: blocks); cuBLAS 8.4-10.2 and 14.2 (bench/SELECTION_NOTES.md, "Short problems").
+#: M = 80-128 of 4096 x 4096 in 128 x 64 tiles: 12.0-13.6 us kernels against 17.1-18.6 in 64 x 128
+#: over two row blocks (bench/SELECTION_NOTES.md, "Short problems").
 NARROW_STAGES = {1: 12, 2: 8}
+#: Up to 64 rows, 32-column tiles (unsplit, 16 slots of 12 KiB) where they fill more than
+THIN_STAGES, THIN_MIN_FILL = 16, 2 / 3     # of a wave (bench/SELECTION_NOTES.md, "32-column tiles")
 #: 16-bit products of more than half a wave of 128 x 256 tiles: the tiles the waves choose from,
 #: (warpgroups_m, warpgroups_n, partition_m, tile_n, stages) and each one's rate per operation
 #: against 128 x 256's (128 x 128: 2048^3 in two waves 25.2 us against one of 128 x 256 in 24.6;
@@ -168,11 +168,9 @@ def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, 
 def decode_shapes(problem: MatmulProblem, dialect: Dialect) -> list[tuple]:
     """The tiles of a weight-streaming product, (warpgroups_m, warpgroups_n, partition_m, tile_n,
     stages), the rule's first: the short side 64 or 128 rows (M short) or columns (N short); the long
-    side 64 where a 16-bit product's 64-column tiles fit a wave (`NARROW_STAGES`), else 128; then
-    256 (two warpgroups of 128 side by side, or 256 rows), for the tuner only: slower on every row
-    measured (bf16 2 x 4096 x 4096 in 8 parts 15.3 us against 13.5, 64 x 4096 x 4096 whole 25.4
-    against 16.5, 8 x 14336 x 4096 43.6 against 42.4). Promoting problems: 128, whose two
-    accumulator sets fit."""
+    side 32 or 64 where a 16-bit product's tiles fill a wave (`THIN_STAGES`, `NARROW_STAGES`), else
+    128; then 256 (two warpgroups of 128 side by side, or 256 rows) for the tuner only (slower on
+    every row measured: bench/SELECTION_NOTES.md, "decode_tiling"). Promoting problems: 128."""
     promoted = wants_promotion(problem)
     if problem.m <= problem.n:
         wm = 1 if problem.m <= 64 else 2
@@ -180,6 +178,8 @@ def decode_shapes(problem: MatmulProblem, dialect: Dialect) -> list[tuple]:
         narrow_fits = tile_count(problem, 64 * wm, 64) <= dialect.device.compute_units
         if not promoted and problem.lhs.itemsize == 2 and narrow_fits:
             wide = [(wm, 1, 1, 64, NARROW_STAGES[wm])] + wide
+            if wm == 1 and THIN_MIN_FILL < tile_count(problem, 64, 32) / dialect.device.compute_units <= 1:
+                wide = [(1, 1, 1, 32, THIN_STAGES)] + wide
         # 256 columns as two warpgroups of 128 side by side: one warpgroup of 64 x 256 spills at 240 registers.
         return wide + ([] if promoted else [(wm, 2, 1, 128, 4)])
     tn = 64 if problem.n <= 64 else 128

@@ -78,8 +78,9 @@ STORAGE_BYTES = {storage: KIND_BYTES[kind] for storage, (kind, _, _) in _KINDS.i
 #: Accumulator of a kind: (compute word, PTX type); float32 unless listed.
 _ACCUMULATORS = {"s8": ("i32", "s32")}
 #: The tile widths offered: 96 (whole 32-wide atoms of the 64-byte swizzle where the rhs is MN-major)
-#: fills a wave where 128 leaves a quarter of it idle (1536^3: 128 tiles of 192 x 96, 96 of 192 x 128).
-_INSTRUCTION_N = (64, 96, 128, 192, 256)
+#: fills a wave where 128 leaves a quarter of it idle (1536^3: 128 tiles of 192 x 96, 96 of 192 x 128);
+#: 32 (one such atom) streams a 4096-column weight on 128 cubes where 64 takes 64.
+_INSTRUCTION_N = (32, 64, 96, 128, 192, 256)
 #: The descriptor's swizzle-mode field (bits 62-63) by swizzled row bytes.
 _SWIZZLE_MODES = {128: 1, 64: 2}
 

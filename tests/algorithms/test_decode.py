@@ -19,16 +19,18 @@ from hopper_support import SM90, fp8_operands, fp8_problem, padded, problem, sm9
 #: the numerics tests run besides: the default's selection with these overrides (split parts where
 #: the default has none, so that every case checks the split's sums too)
 CASES = [
-    (1, 16, 4096, 4096, "bfloat16", ("row", "col"), (64, 64, 0), dict(split_tail=4)),
-    (1, 5, 4096, 2048, "float16", ("row", "col"), (64, 64, 0), dict(split_tail=4)),     # 5 rows: three warps skip their sums
+    (1, 16, 4096, 4096, "bfloat16", ("row", "col"), (64, 32, 0), dict(tile_n=64, stages=12, split_tail=4)),
+    (1, 5, 4096, 2048, "float16", ("row", "col"), (64, 32, 0), {}),     # 5 rows: three warps skip their sums
+    (1, 7, 1024, 4096, "bfloat16", ("row", "row"), (64, 64, 0), dict(tile_n=32, split_tail=4)),  # 32-column parts
     (1, 100, 4096, 4096, "bfloat16", ("row", "col"), (128, 64, 0), dict(split_tail=2)),  # one row block, 104 rows read
     (1, 33, 6144, 4096, "bfloat16", ("row", "row"), (64, 64, 0),                     # a row-major weight (MN-major B),
      dict(warpgroups_n=2, stages=4, split_tail=5)),                                 # 128 columns in 5 parts
     (1, 64, 14336, 4096, "bfloat16", ("row", "col"), (64, 128, 0), {}),                # 112 tiles: no split
     (1, 4096, 16, 4096, "bfloat16", ("row", "row"), (128, 64, 4), dict(split_tail=4)),  # N short: the weight is a
-    (2, 16, 2048, 4096, "float16", ("row", "col"), (64, 64, 0), dict(split_tail=4)),    # a batch of two weights
-    (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 64, 0), dict(split_tail=4)),    # K not a whole slot
-    (1, 16, 4096, 14336, "bfloat16", ("row", "col"), (64, 64, 2), {}),                 # a long K: split by default
+    (2, 16, 2048, 4096, "float16", ("row", "col"), (64, 32, 0), dict(tile_n=64, stages=12, split_tail=4)),  # a batch of two weights
+    (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 32, 0), {}),    # K not a whole slot
+    (1, 16, 2560, 14336, "bfloat16", ("row", "col"), (64, 64, 3), {}),                 # a long K: split by default
+    (1, 16, 4096, 14336, "bfloat16", ("row", "col"), (64, 32, 0), {}),                 # 128 tiles of 32 columns
 ]
 
 #: The split tail's two fixups: the owner waits for the later parts, or the last part adds them all.
@@ -111,17 +113,17 @@ def test_numerics_and_same_bits_twice(rng, case, fixup):
 
 
 def test_default_decode_call_with_a_fused_epilogue(rng):
-    """24 rows of a 4096 x 14336 weight (split in 2 by default), relu(x @ W.T + bias), called three
+    """24 rows of a 2560 x 14336 weight (split in 3 by default), relu(x @ W.T + bias), called three
     times (the repeated calls take the fast path, whose fused values once included the kept scratch)."""
     engine = sm90_engine()
-    m, n, k = 24, 4096, 14336
+    m, n, k = 24, 2560, 14336
     x, w = random(rng, (m, k), "bfloat16"), random(rng, (n, k), "bfloat16")
     bias = random(rng, (n,), "bfloat16")
     ref = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + bias.astype(np.float64), 0)
     for _ in range(3):
         got = engine.matmul(x, w.T, bias=bias, activation="relu")
         alg, cfg = engine.last_choice
-        assert alg.name == "specialized_wgmma" and cfg.batch.global_.split_tail == 2
+        assert alg.name == "specialized_wgmma" and cfg.batch.global_.split_tail == 3
         got = np.asarray(got, np.float64)
         assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1.5e-2
 
@@ -152,7 +154,7 @@ def test_wave_tile_numerics(rng, dtype):
 def test_auto_takes_the_decode_tiling():
     auto = REGISTRY["auto"]()
     for m, n, k, name, parts in ((64, 4096, 4096, "specialized_wgmma", 0), (128, 4096, 4096, "specialized_wgmma", 0),
-                                 (16, 4096, 14336, "specialized_wgmma", 2), (16, 4096, 4096, "specialized_wgmma", 0),
+                                 (16, 2560, 14336, "specialized_wgmma", 3), (16, 4096, 4096, "specialized_wgmma", 0),
                                  (2, 4096, 4096, "specialized_wgmma", 0), (1, 4096, 4096, "skinny", None)):
         cfg = auto.setup(problem(1, m, n, k, "bfloat16", ("row", "col")), SM90)
         assert auto.chosen(cfg).name == name, (m, n, k)

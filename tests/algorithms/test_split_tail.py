@@ -279,10 +279,10 @@ HALF_CASES = [  # (batch, m, n, k, dtype, knobs, parts on 132 multiprocessors): 
     # a wave split in 2 to 4, whole waves then a split tail, a tail that stays whole, one K slice
     (1, 1000, 1000, 1000, "float16", dict(CO128, split_tail=4), 2),
     (1, 1024, 2048, 1024, "bfloat16", dict(CO256, split_tail=4), 2),
-    (1, 4096, 2176, 512, "float16", dict(CO128, split_tail=4), 4),
+    (1, 4096, 2176, 512, "float16", dict(CO128, store_parts=1, split_tail=4), 4),
     (1, 4096, 4096, 256, "float16", dict(CO256, split_tail=4), 1),
     (2, 300, 1300, 777, "bfloat16", dict(CO256, split_tail=3), 3),
-    (1, 3000, 2900, 64, "float16", dict(CO128, split_tail=4), 1),
+    (1, 3000, 2900, 64, "float16", dict(CO128, store_parts=1, split_tail=4), 1),
     (3, 129, 257, 1500, "float16", dict(warpgroups_m=1, tile_n=128, stages=6, split_tail=4), 4),
 ]
 

@@ -126,11 +126,11 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     whatever its kernel; the last-arriver fixup's (64-row tiles) about 3 us over it
     (bench/SELECTION_NOTES.md, "decode_tiling", "split_fixup"): the tiles split only where the call
     gains. 16-bit tiles are 64 columns wide where those fit a wave ("Short problems")."""
-    # 1-64 rows of a 4096 x 4096 weight: 64 tiles of 64 x 64, whole (M = 64: 11.1 us against 12.6
-    # in 4 parts of 64 x 128; the copies read only the rows inside M).
+    # 1-64 rows of a 4096 x 4096 weight: 128 tiles of 64 x 32, whole (test_thin_tiles_fill_a_wave...;
+    # the copies read only the rows inside M).
     for rows in (2, 16, 64):
         sel = select_specialized_tiling(any_problem((1, rows, 4096, 4096), "bfloat16", LINEAR), SM90)
-        assert selected_tiles(sel) == (64, 64) and "split_tail" not in sel and sel["stages"] == 12
+        assert selected_tiles(sel) == (64, 32) and "split_tail" not in sel and sel["stages"] == 16
         assert sel["dispatch"] == "row_major"
     # 65-128 rows: 128 x 64 tiles (80 rows: 12.0 us against 17.1 in 64 x 128 tiles over two row blocks).
     for rows in (80, 100, 128):
@@ -147,9 +147,10 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     wide = any_problem((1, 100, 1024, 65536), "bfloat16", LINEAR)
     assert decode_fixups(wide, (2, 1, 1, 128, 6)) == ("owner",) and decode_parts_max(wide, SM90, (2, 1, 1, 128, 6)) == 2
     assert decode_fixups(wide, (2, 1, 1, 64, 8)) == ("owner", "last") and decode_parts_max(wide, SM90, (2, 1, 1, 64, 8)) == 8
-    # A long K (4096 x 14336: 112 MiB) streams on twice the cubes in 2 parts (the owner adds fewer partials).
-    sel = select_specialized_tiling(any_problem((1, 16, 4096, 14336), "bfloat16", LINEAR), SM90)
-    assert selected_tiles(sel) == (64, 64) and sel["split_tail"] == 2 and "split_fixup" not in sel
+    # A long K of 2560 columns streams on three times the cubes, the owner adding the parts (a long part's
+    # fixup is a small share); 4096 columns take 128 whole tiles of 64 x 32.
+    sel = select_specialized_tiling(any_problem((1, 16, 2560, 14336), "bfloat16", LINEAR), SM90)
+    assert selected_tiles(sel) == (64, 64) and sel["split_tail"] == 3 and "split_fixup" not in sel
     # 14336 columns: 224 tiles of 64 columns would not fit a wave; 112 tiles of 64 x 128 already stream
     # on 112 multiprocessors, no split (as 128 x 14336 x 4096 ran at cuBLAS's speed in 112 tiles of 128 x 128).
     sel = select_specialized_tiling(any_problem((1, 64, 14336, 4096), "bfloat16", LINEAR), SM90)
@@ -170,6 +171,27 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     assert selected_tiles(f8) == (64, 128) and "split_tail" not in f8
     f8 = select_specialized_tiling(any_problem((1, 16, 8192, 16384), "float8_e4m3fn", LINEAR, **FP8), SM90)
     assert selected_tiles(f8) == (64, 128) and f8["split_tail"] == 2
+
+
+def test_thin_tiles_fill_a_wave_where_64_columns_fill_half():
+    """Up to 64 rows, 32-column tiles where they fill more than two thirds of a wave, whole, 16 slots
+    (bench/SELECTION_NOTES.md, "32-column tiles": H200 kernels of weights read once, us, against the
+    rule before: 8 x 4096 x 14336 31.0 / 34.8, 4 x 4096 x 11008 24.5 / 28.7, 16 x 3072 x 8192 18.0 /
+    20.6); 64 columns split where they would leave more idle (48 x 2048 x 8192 17.4 against 12.5,
+    56 x 2560 x 10240 22.4 against 21.9); not past 64 rows, nor for promoting problems."""
+    from gemm_engine.selector.specialized_wgmma import THIN_MIN_FILL, THIN_STAGES
+    assert (THIN_STAGES, THIN_MIN_FILL) == (16, 2 / 3)
+    for shape, layout, dtype in (((8, 4096, 14336), LINEAR, "bfloat16"), ((4, 4096, 11008), LINEAR, "bfloat16"),
+                                 ((16, 3072, 8192), LINEAR, "bfloat16"), ((40, 4000, 5120), LINEAR, "bfloat16"),
+                                 ((12, 4096, 6144), ("row", "row"), "float16"), ((24, 4224, 4096), LINEAR, "float16")):
+        sel = select_specialized_tiling(any_problem((1, *shape), dtype, layout), SM90)
+        assert selected_tiles(sel) == (64, 32) and "split_tail" not in sel and sel["stages"] == 16, shape
+    for shape, parts in (((48, 2048, 8192), 4), ((56, 2560, 10240), 3), ((64, 4352, 4096), 0)):
+        sel = select_specialized_tiling(any_problem((1, *shape), "bfloat16", LINEAR), SM90)
+        assert selected_tiles(sel) == (64, 64) and sel.get("split_tail", 0) == parts, shape
+    assert selected_tiles(select_specialized_tiling(any_problem((1, 80, 4096, 4096), "bfloat16", LINEAR), SM90)) == (128, 64)
+    f8 = select_specialized_tiling(any_problem((1, 16, 4096, 4096), "float8_e4m3fn", LINEAR, **FP8), SM90)
+    assert selected_tiles(f8) == (64, 128)
 
 
 def test_decode_call_model_reproduces_the_measured_calls():
