@@ -41,13 +41,17 @@ SKINNY_AUTO_ROWS = 4
 
 
 def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
-    """skinny for M = 1 or N = 1 on every device; for 2 to `SKINNY_AUTO_ROWS` rows on CUDA where
+    """skinny for M = 1 or N = 1 on every device (but one row of a 16-bit weight on Hopper where
+    `one_row_streams`); for 2 to `SKINNY_AUTO_ROWS` rows on CUDA where
     it streams a big operand (`STREAM_MIN_BYTES`) contiguous along K (dot products: each staged
     vector serves four weight rows), except where the Hopper specialized kernel's decode tiling takes
     it (bf16 2 / 4 x 4096 x 4096: 9.8 us kernels against 11.6 / 16.0); a few rows against a weight
     contiguous along the outputs run on tensor cores (4 rows of a row-major 4096 x 14336: skinny
     65.7 us, skinny_split_k 48.0, the specialized kernel 43.9)."""
     rows = short_side(problem)
+    if rows == 1 and one_row_streams(problem, dialect):
+        return ("one row of a streamed 16-bit weight: the Hopper specialized kernel's decode tiles stream it "
+                "whole in one wave, faster")
     if rows <= 1 or rows > MAX_ROWS:
         return None   # one row: the bandwidth kernel; past MAX_ROWS its setup refuses
     if rows > SKINNY_AUTO_ROWS:
@@ -64,6 +68,27 @@ def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
         return (f"{rows} rows of a weight contiguous along the outputs: the tensor-core kernels stream it faster "
                 f"than a sum per row of each output")
     return None
+
+
+#: One row (M = 1) of a 16-bit weight contiguous along K takes the decode tiles from this size,
+#: where they read it whole in at most one wave (bench/SELECTION_NOTES.md, "One-row products": H200
+#: kernels, 1 x 4096 x 14336 30.7 us against skinny's 31.8, 1 x 5120 x 13824 38.2 against 51.0;
+#: 1 x 3072 x 8192 18.3 against 15.9, so not below it).
+ONE_ROW_MIN_BYTES = 64 << 20
+
+
+def one_row_streams(problem: MatmulProblem, dialect: Dialect) -> bool:
+    """Whether one row of a 16-bit weight streams faster on the specialized kernel's decode tiles
+    than on the skinny kernels: always where the weight is contiguous along the outputs (skinny_split_k's
+    two launches), else from `ONE_ROW_MIN_BYTES` in at most a wave of unsplit tiles."""
+    if problem.m != 1 or problem.batch != 1 or problem.lhs.itemsize != 2 or problem.weights is not None:
+        return False
+    choice = _decode(problem, dialect)
+    if choice is None or not skinny_axis(problem)[1]:
+        return choice is not None
+    wm, wn, pm, tn, _ = choice[1]
+    return (choice[2] == 1 and tile_count(problem, 64 * wm * pm, wn * tn) <= dialect.device.compute_units
+            and big_operand_bytes(problem) >= ONE_ROW_MIN_BYTES)
 
 
 def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:

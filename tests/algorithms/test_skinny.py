@@ -189,11 +189,14 @@ def test_registered_and_first_in_auto():
     assert [rule.algorithm for rule in RULES][:2] == ["skinny_split_k", "skinny"]
     cfg = resolve("auto").setup(problem(1, 300, 64), H100)
     assert cfg.algorithm.endswith(".SkinnyAlgorithm")
-    # A big operand (16 MiB up) contiguous along the outputs: K split over cubes.
-    cfg = resolve("auto").setup(problem(1, 8192, 8192), H100)
+    # A big operand (16 MiB up) contiguous along the outputs: K split over cubes (sm_80; on Hopper one row of a
+    # 16-bit weight takes the specialized kernel's decode tiles: selector/conditions.py `one_row_streams`).
+    sm80 = dialect_for(nominal_cuda_device(8, 0))
+    cfg = resolve("auto").setup(problem(1, 8192, 8192), sm80)
     assert cfg.algorithm.endswith(".SkinnySplitKAlgorithm")
+    assert resolve("auto").setup(problem(1, 8192, 8192), H100).algorithm.endswith(".SpecializedWgmmaAlgorithm")
     # K shorter than the outputs: one launch.
-    cfg = resolve("auto").setup(problem(1, 14336, 4096), H100)
+    cfg = resolve("auto").setup(problem(1, 14336, 4096), sm80)
     assert cfg.algorithm.endswith(".SkinnyAlgorithm")
     # Contiguous along K: dot products of whole rows, one launch.
     cfg = resolve("auto").setup(problem(8192, 1, 8192), H100)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
 from gemm_engine.epilogue.spec import Epilogue
-from gemm_engine.selector.conditions import (INT8_SPECIALIZED_MIN_K_RATIO, SPECIALIZED_MIN_TILES,
-                                             SPLIT_SKINNY_MIN_BYTES, WGMMA_TRANSPOSE_MIN_EXTENT, always,
+from gemm_engine.selector.conditions import (INT8_SPECIALIZED_MIN_K_RATIO, ONE_ROW_MIN_BYTES, SPECIALIZED_MIN_TILES,
+                                             SPLIT_SKINNY_MIN_BYTES, one_row_streams, WGMMA_TRANSPOSE_MIN_EXTENT, always,
                                              skinny_split_worth_it, specialized_worth_it, split_k_worth_it,
                                              wgmma_worth_it)
 from renders import OPENCL_DEVICE, any_problem
@@ -19,14 +19,34 @@ def test_always():
 
 
 def test_skinny_split_only_on_cuda_with_a_long_k_and_a_big_operand():
-    assert skinny_split_worth_it(any_problem((1, 1, 8192, 8192), "bfloat16"), SM90) is None
+    # (On Hopper one row of a 16-bit weight takes the decode tiles instead: the test below.)
+    assert skinny_split_worth_it(any_problem((1, 1, 8192, 8192), "bfloat16"), SM80) is None
+    assert skinny_split_worth_it(any_problem((1, 1, 8192, 8192), "float32"), SM90) is None
     assert "CUDA" in skinny_split_worth_it(any_problem((1, 1, 8192, 8192), "bfloat16"), OPENCL)
-    assert "shorter than" in skinny_split_worth_it(any_problem((1, 1, 14336, 4096), "bfloat16"), SM90)
+    assert "shorter than" in skinny_split_worth_it(any_problem((1, 1, 14336, 4096), "bfloat16"), SM80)
     # 4096 x 2048 bf16: 16 MiB exactly is enough, one row of K less is not.
-    assert skinny_split_worth_it(any_problem((1, 1, 2048, 4096), "bfloat16"), SM90) is None
+    assert skinny_split_worth_it(any_problem((1, 1, 2048, 4096), "bfloat16"), SM80) is None
     assert 2048 * 4096 * 2 == SPLIT_SKINNY_MIN_BYTES
-    assert "streamed fast enough" in skinny_split_worth_it(any_problem((1, 1, 2048, 4095), "bfloat16"), SM90)
+    assert "streamed fast enough" in skinny_split_worth_it(any_problem((1, 1, 2048, 4095), "bfloat16"), SM80)
     assert skinny_split_worth_it(any_problem((1, 64, 64, 64)), SM90) is None      # not skinny: setup refuses
+
+
+def test_one_row_takes_the_decode_tiles_on_hopper():
+    """One row of a 16-bit weight on sm_90 (bench/SELECTION_NOTES.md, "One-row products"): a weight
+    contiguous along the outputs always (skinny_split_k's calls took 34-65 us for 19-24 us kernels),
+    one contiguous along K from 64 MiB where unsplit tiles fill at most a wave."""
+    linear = ("row", "col")
+    for shape, layout in (((1, 1, 4096, 4096), ("row", "row")), ((1, 1, 2048, 8192), ("row", "row")),
+                          ((1, 1, 14336, 4096), linear), ((1, 1, 4096, 14336), linear), ((1, 1, 5120, 13824), linear)):
+        assert one_row_streams(any_problem(shape, "bfloat16", layout), SM90), shape
+        assert "decode tiles" in skinny_split_worth_it(any_problem(shape, "bfloat16", layout), SM90)
+    assert ONE_ROW_MIN_BYTES == 64 << 20
+    for shape, dtype, device in (((1, 1, 4096, 4096), "bfloat16", SM90),     # 32 MiB contiguous along K
+                                 ((1, 1, 3072, 8192), "bfloat16", SM90),
+                                 ((1, 1, 28672, 4096), "bfloat16", SM90),    # 224 tiles: more than a wave
+                                 ((1, 2, 14336, 4096), "bfloat16", SM90),    # two rows: their own rule
+                                 ((1, 1, 14336, 4096), "float32", SM90), ((1, 1, 14336, 4096), "bfloat16", SM80)):
+        assert not one_row_streams(any_problem(shape, dtype, linear), device), (shape, dtype)
 
 
 def test_split_k_where_k_is_long_against_the_output():
