@@ -11,7 +11,7 @@ from ..batch.dequantize_first import dense_view
 from ..batch.tma_quantized import TmaQuantizedBatchMatmul
 from ..global_.read.converting_loader import ConvertingLoader
 from ..global_.tma_converting import TmaConvertingGlobalMatmul
-from ..selector.quantized_specialized import converting_tiling, fit_ring
+from ..selector.quantized_specialized import converting_tiling, fit_ring, whole_strips
 from .base import register
 from .specialized_wgmma import SpecializedWgmmaAlgorithm
 
@@ -31,7 +31,7 @@ class QuantizedSpecializedWgmmaAlgorithm(SpecializedWgmmaAlgorithm):
         if problem.weights is None:
             return super().tuning_space(problem, dialect)
         space = super().tuning_space(dense_view(problem), dialect)
-        return [{**c, **fit_ring(problem, dialect, c)} for c in space if c.get("cluster_m", 1) == 1]
+        return [{**c, **fit_ring(problem, dialect, c)} for c in space if c.get("cluster_m", 1) == 1 and whole_strips(c)]
 
 
 QuantizedSpecializedWgmmaSelection = QuantizedSpecializedWgmmaAlgorithm.selection_class

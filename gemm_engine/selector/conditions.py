@@ -51,7 +51,7 @@ def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
     rows = short_side(problem)
     if rows == 1 and one_row_streams(problem, dialect):
         return ("one row of a streamed 16-bit weight: the Hopper specialized kernel's decode tiles stream it "
-                "whole in one wave, faster")
+                "faster")
     if rows <= 1 or rows > MAX_ROWS:
         return None   # one row: the bandwidth kernel; past MAX_ROWS its setup refuses
     if rows > SKINNY_AUTO_ROWS:
@@ -73,22 +73,27 @@ def skinny_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | None:
 #: One row (M = 1) of a 16-bit weight contiguous along K takes the decode tiles from this size,
 #: where they read it whole in at most one wave (bench/SELECTION_NOTES.md, "One-row products": H200
 #: kernels, 1 x 4096 x 14336 30.7 us against skinny's 31.8, 1 x 5120 x 13824 38.2 against 51.0;
-#: 1 x 3072 x 8192 18.3 against 15.9, so not below it).
-ONE_ROW_MIN_BYTES = 64 << 20
+#: 1 x 3072 x 8192 18.3 against 15.9, so not below it); one contiguous along the outputs in up to
+#: ONE_ROW_MAX_WAVES waves of tiles (measured to 224 tiles: 1 x 28672 x 4096 63.0 against 63.2).
+ONE_ROW_MIN_BYTES, ONE_ROW_MAX_WAVES = 64 << 20, 2
 
 
 def one_row_streams(problem: MatmulProblem, dialect: Dialect) -> bool:
     """Whether one row of a 16-bit weight streams faster on the specialized kernel's decode tiles
-    than on the skinny kernels: always where the weight is contiguous along the outputs (skinny_split_k's
-    two launches), else from `ONE_ROW_MIN_BYTES` in at most a wave of unsplit tiles."""
-    if problem.m != 1 or problem.batch != 1 or problem.lhs.itemsize != 2 or problem.weights is not None:
+    than on the skinny kernels: where the weight is contiguous along the outputs (skinny_split_k's
+    two launches) in up to `ONE_ROW_MAX_WAVES` waves of tiles, else from `ONE_ROW_MIN_BYTES` in at
+    most a wave of unsplit tiles."""
+    if (problem.m != 1 or problem.batch != 1 or problem.lhs.itemsize != 2 or problem.lhs != problem.rhs
+            or problem.weights is not None):
         return False
     choice = _decode(problem, dialect)
-    if choice is None or not skinny_axis(problem)[1]:
-        return choice is not None
+    if choice is None:
+        return False
     wm, wn, pm, tn, _ = choice[1]
-    return (choice[2] == 1 and tile_count(problem, 64 * wm * pm, wn * tn) <= dialect.device.compute_units
-            and big_operand_bytes(problem) >= ONE_ROW_MIN_BYTES)
+    tiles, sms = tile_count(problem, 64 * wm * pm, wn * tn), dialect.device.compute_units
+    if not skinny_axis(problem)[1]:
+        return tiles <= ONE_ROW_MAX_WAVES * sms
+    return choice[2] == 1 and tiles <= sms and big_operand_bytes(problem) >= ONE_ROW_MIN_BYTES
 
 
 def quantized(problem: MatmulProblem, dialect: Dialect) -> str | None:
@@ -195,7 +200,7 @@ def skinny_split_worth_it(problem: MatmulProblem, dialect: Dialect) -> str | Non
     """skinny_split_k only on CUDA (where it was measured), where the big operand is large enough
     that a second launch is small against streaming it, and where K is at least the output extent
     (the one-launch kernel's cubes then walk a long K over short runs of each row); several rows
-    where skinny would take them (`skinny_worth_it`)."""
+    where skinny would take them, and not one row the decode tiles take (`skinny_worth_it`)."""
     if dialect.backend != "cuda":
         return "measured on CUDA GPUs only; other devices take skinny"
     if short_side(problem) > MAX_ROWS:

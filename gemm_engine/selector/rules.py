@@ -54,7 +54,8 @@ class Unranked:
 RULES: tuple[Rule, ...] = (
     Rule("skinny_split_k", "first: M = 1 or N = 1 with a big operand (16 MiB up) contiguous along the "
                            "outputs: K split over a wave of cubes, each reading long runs of rows "
-                           "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch)", skinny_split_worth_it),
+                           "(bf16 1x8192x8192: 0.051 ms against 0.053 in one launch); not one row of a "
+                           "16-bit weight on Hopper (the decode tiles)", skinny_split_worth_it),
     Rule("skinny", "for M = 1 or N = 1 a bandwidth kernel beats any tiled one (one tile row used) but the Hopper "
                    "decode tiles on big 16-bit weights; for 2 to 8 rows streaming a big operand on CUDA, each "
                    "element read once for every row (predicted)", skinny_worth_it),

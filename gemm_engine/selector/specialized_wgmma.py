@@ -256,8 +256,8 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
 
 def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
     """A weight-streaming product's tiling (`decode_choice`): the tile's short side fit to the
-    problem's (64 rows for a short side up to 64, else 128; along N, 64 or 128 columns), 64 or 128
-    long (`decode_shapes`), split along K into parts (``split_tail``: all tiles are the last wave)
+    problem's (64 rows for a short side up to 64, else 128; along N, 64 or 128 columns), 32, 64 or
+    128 long (`decode_shapes`), split along K into parts (``split_tail``: all tiles are the last wave)
     where the stream it saves outweighs a split call's cost."""
     choice = decode_choice(problem, dialect)
     if choice is None:

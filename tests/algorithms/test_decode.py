@@ -31,6 +31,12 @@ CASES = [
     (1, 8, 4096, 4104, "bfloat16", ("row", "col"), (64, 32, 0), {}),    # K not a whole slot
     (1, 16, 2560, 14336, "bfloat16", ("row", "col"), (64, 64, 3), {}),                 # a long K: split by default
     (1, 16, 4096, 14336, "bfloat16", ("row", "col"), (64, 32, 0), {}),                 # 128 tiles of 32 columns
+    # One row (auto takes these past the skinny kernels: selector/conditions.py `one_row_streams`)
+    (1, 1, 4096, 14336, "bfloat16", ("row", "col"), (64, 32, 0), {}),
+    (1, 1, 14336, 4096, "bfloat16", ("row", "col"), (64, 128, 0), {}),
+    (1, 1, 4096, 4096, "bfloat16", ("row", "row"), (64, 32, 0), {}),
+    (1, 1, 4096, 14336, "bfloat16", ("col", "col"), (64, 32, 0), {}),                  # a strided one-row x
+    (1, 1, 2048, 8192, "float16", ("col", "row"), (64, 64, 4), {}),
 ]
 
 #: The split tail's two fixups: the owner waits for the later parts, or the last part adds them all.
@@ -39,7 +45,7 @@ FIXUPS = ("owner", "last")
 
 def _forced(case, fixup=None):
     """The default's selection for the case with its overrides, as an algorithm (the tests run it
-    whatever auto takes; a row takes the skinny kernel by default);
+    whatever auto takes; one row takes the skinny kernel by default below 64 MiB of a K-major weight);
     ``fixup``: the split tail's fixup too."""
     b, m, n, k, dtype, layouts, _, more = case
     chosen = SpecializedWgmmaAlgorithm().select(problem(b, m, n, k, dtype, layouts), SM90)
@@ -155,7 +161,8 @@ def test_auto_takes_the_decode_tiling():
     auto = REGISTRY["auto"]()
     for m, n, k, name, parts in ((64, 4096, 4096, "specialized_wgmma", 0), (128, 4096, 4096, "specialized_wgmma", 0),
                                  (16, 2560, 14336, "specialized_wgmma", 3), (16, 4096, 4096, "specialized_wgmma", 0),
-                                 (2, 4096, 4096, "specialized_wgmma", 0), (1, 4096, 4096, "skinny", None)):
+                                 (2, 4096, 4096, "specialized_wgmma", 0), (1, 4096, 4096, "skinny", None),
+                                 (1, 14336, 4096, "specialized_wgmma", 0)):
         cfg = auto.setup(problem(1, m, n, k, "bfloat16", ("row", "col")), SM90)
         assert auto.chosen(cfg).name == name, (m, n, k)
         if parts is not None:

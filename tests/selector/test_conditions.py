@@ -1,11 +1,15 @@
 """selector/conditions.py: each rule condition's bounds (None: take the algorithm; a reason: not here)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gemm_engine.codegen.device import nominal_cuda_device
 from gemm_engine.codegen.dialect import dialect_for
+from gemm_engine.dtypes import BY_NAME
 from gemm_engine.epilogue.spec import Epilogue
-from gemm_engine.selector.conditions import (INT8_SPECIALIZED_MIN_K_RATIO, ONE_ROW_MIN_BYTES, SPECIALIZED_MIN_TILES,
-                                             SPLIT_SKINNY_MIN_BYTES, one_row_streams, WGMMA_TRANSPOSE_MIN_EXTENT, always,
+from gemm_engine.selector.conditions import (INT8_SPECIALIZED_MIN_K_RATIO, ONE_ROW_MAX_WAVES, ONE_ROW_MIN_BYTES,
+                                             SPECIALIZED_MIN_TILES, SPLIT_SKINNY_MIN_BYTES,
+                                             WGMMA_TRANSPOSE_MIN_EXTENT, always, one_row_streams,
                                              skinny_split_worth_it, specialized_worth_it, split_k_worth_it,
                                              wgmma_worth_it)
 from renders import OPENCL_DEVICE, any_problem
@@ -45,8 +49,19 @@ def test_one_row_takes_the_decode_tiles_on_hopper():
                                  ((1, 1, 3072, 8192), "bfloat16", SM90),
                                  ((1, 1, 28672, 4096), "bfloat16", SM90),    # 224 tiles: more than a wave
                                  ((1, 2, 14336, 4096), "bfloat16", SM90),    # two rows: their own rule
-                                 ((1, 1, 14336, 4096), "float32", SM90), ((1, 1, 14336, 4096), "bfloat16", SM80)):
+                                 ((1, 1, 14336, 4096), "float32", SM90), ((1, 1, 14336, 4096), "bfloat16", SM80),
+                                 ((2, 1, 14336, 4096), "bfloat16", SM90)):   # a batch: not measured
         assert not one_row_streams(any_problem(shape, dtype, linear), device), (shape, dtype)
+    # Contiguous along the outputs, up to ONE_ROW_MAX_WAVES waves of tiles (28672 columns: 224 tiles).
+    assert ONE_ROW_MAX_WAVES == 2
+    assert one_row_streams(any_problem((1, 1, 28672, 4096), "bfloat16"), SM90)
+    assert not one_row_streams(any_problem((1, 1, 65536, 1024), "bfloat16"), SM90)      # 512 tiles
+    assert not one_row_streams(any_problem((1, 1, 8388608, 1), "bfloat16"), SM90)
+    mixed = any_problem((1, 1, 14336, 4096), "bfloat16", linear)
+    assert not one_row_streams(replace(mixed, rhs=BY_NAME["float16"]), SM90)          # bf16 x f16: no wgmma
+    from gemm_engine.quant import WeightFormat
+    quantized = replace(mixed, weights=WeightFormat("int4", 128, True, "bf16_bits", "prepacked"))
+    assert not one_row_streams(quantized, SM90)
 
 
 def test_split_k_where_k_is_long_against_the_output():
@@ -113,8 +128,8 @@ def test_weight_streaming_takes_the_specialized_kernel_before_split_k():
 def test_few_rows_stream_on_the_specialized_kernel_not_pipelined_or_skinny():
     """bf16 2-16 x 4096 x 4096: the specialized kernel's 64 x 64 tiles, which read only the rows
     inside the problem (9.2-9.8 us kernels against skinny's 11.6 / 16.0 at 2 / 4 rows and
-    pipelined_wgmma's 17.1 / 18.0 at 8 / 16: bench/SELECTION_NOTES.md, "Short problems"); one row
-    keeps the skinny (GEMV) kernel."""
+    pipelined_wgmma's 17.1 / 18.0 at 8 / 16: bench/SELECTION_NOTES.md, "Short problems"; 32 columns
+    a tile since "32-column tiles"); one row of this 32 MiB weight keeps the skinny (GEMV) kernel."""
     from gemm_engine.selector.conditions import skinny_worth_it
     linear = ("row", "col")
     for rows in (2, 4, 8, 16):

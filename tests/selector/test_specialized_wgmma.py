@@ -125,7 +125,8 @@ def test_decode_tiles_fit_the_short_side_and_split_only_where_the_call_gains():
     """A split kernel whose owners wait is launched cooperatively, and its calls took 17-20 us
     whatever its kernel; the last-arriver fixup's (64-row tiles) about 3 us over it
     (bench/SELECTION_NOTES.md, "decode_tiling", "split_fixup"): the tiles split only where the call
-    gains. 16-bit tiles are 64 columns wide where those fit a wave ("Short problems")."""
+    gains. 16-bit tiles are 64 columns wide where those fit a wave ("Short problems"), 32 where
+    those fill most of one ("32-column tiles")."""
     # 1-64 rows of a 4096 x 4096 weight: 128 tiles of 64 x 32, whole (test_thin_tiles_fill_a_wave...;
     # the copies read only the rows inside M).
     for rows in (2, 16, 64):
