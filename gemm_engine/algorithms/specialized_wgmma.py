@@ -24,7 +24,7 @@ from ..global_.read.tma_loader import TmaLoader
 from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
 from ..global_.write.tma_store_writer import TmaStoreWriter
 from ..selector.specialized_wgmma import (select_specialized_tiling, specialized_tuning_space,
-                                          specialized_yield_to)
+                                          specialized_yield_to, store_plan)
 from ..stage.warpgroup_partitioned import WarpgroupPartitionedStage
 from ..tile.wgmma import WgmmaTile
 from .base import Algorithm, register
@@ -33,6 +33,9 @@ from .base import Algorithm, register
 #: Knobs whose naming takes short K's ping-pong tile out of the rule's choice: the tile's own, and the
 #: split tail and clusters ping-pong does not run with.
 _TILE_KNOBS = {"schedule", "warpgroups_m", "warpgroups_n", "partition_m", "tile_n", "split_tail", "cluster_m"}
+#: A caller naming the tile's shape and not the output's staging gets the staging (and, unless named,
+#: the ring's slots) fitted to that tile (`store_plan`), not the rule's tile's (which may not fit it).
+_SHAPE_KNOBS, _STAGING_KNOBS = {"warpgroups_m", "warpgroups_n", "partition_m", "tile_n"}, {"tma_store", "store_parts"}
 
 
 @register
@@ -58,7 +61,14 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         named = _TILE_KNOBS & set(self.overrides or ())
         if (self.overrides or {}).get("schedule") == "pingpong":
             named -= {"schedule"}
-        return select_specialized_tiling(problem, dialect, self.dense_rules, short_k=not named)
+        chosen = select_specialized_tiling(problem, dialect, self.dense_rules, short_k=not named)
+        asked = set(self.overrides or ())
+        if _SHAPE_KNOBS & asked and not _STAGING_KNOBS & asked:
+            shape = {**chosen, **self.overrides}
+            groups = 2 if shape.get("schedule") == "pingpong" else 1
+            chosen = {**chosen, **store_plan(problem, dialect, 64 * shape["warpgroups_m"] * shape["partition_m"],
+                                             shape["warpgroups_n"] * shape["tile_n"], shape["stages"], groups)}
+        return chosen
 
     def yield_to(self, chosen, overrides):
         return specialized_yield_to(chosen, overrides)

@@ -203,6 +203,22 @@ def test_short_k_default_is_ping_pong_unless_the_caller_names_the_tile():
     assert cfg.batch.global_.schedule == "pingpong" and cfg.batch.global_.stage.stage_n == 128
 
 
+def test_a_named_tile_gets_its_own_staging_and_ring():
+    """Naming the tile's shape (not its staging) fits the output's staging, and the ring unless named,
+    to that tile: the rule's 192 x 192 tile of 3000^3 stages in 3 parts, which a 128 x 128 tile cannot
+    tell apart; 16 x 4096^2's 16 slots of 64 x 32 do not fit 64 x 64 tiles. Named staging stays as named."""
+    cases = ((problem(1, 3000, 3000, 3000, "bfloat16"), dict(warpgroups_m=2, tile_n=128), (4, 1)),
+             (problem(1, 16, 4096, 4096, "bfloat16", ("row", "col")), dict(tile_n=64), (13, 1)),
+             (problem(1, 4096, 2176, 512, "float16"), dict(warpgroups_m=2, partition_m=1, tile_n=128, stages=6), (6, 1)))
+    for p, knobs, (stages, parts) in cases:
+        chosen = SpecializedWgmmaAlgorithm().selection_for(p, SM90)
+        sel = setup(p, **knobs)[1].selection
+        assert (sel.tile_n, sel.stages, sel.store_parts, sel.tma_store) == (knobs["tile_n"], stages, parts, True)
+        assert (chosen.tile_n, chosen.stages, chosen.store_parts) != (sel.tile_n, sel.stages, sel.store_parts)
+    with pytest.raises(SetupError, match="column part"):
+        setup(problem(1, 3000, 3000, 3000, "bfloat16"), warpgroups_m=2, tile_n=128, store_parts=3)
+
+
 def test_192_column_tiles_stage_three_parts():
     alg, cfg = setup(problem(m=3000, n=3000, k=3000, layouts=("row", "row")), **WIDE_192, cluster_m=1)
     g = cfg.batch.global_
