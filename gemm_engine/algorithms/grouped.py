@@ -32,7 +32,7 @@ from .quantized import QuantizedDoubleBufferingMmaAlgorithm, QuantizedSimpleUnit
 from .quantized_decode import QuantizedDecodeAlgorithm
 from .quantized_wgmma import QuantizedWgmmaAlgorithm
 from .simple import SimpleUnitAlgorithm
-from .specialized_wgmma import SpecializedWgmmaAlgorithm
+from .specialized_wgmma import SpecializedWgmmaAlgorithm, fit_named_tile
 from .wgmma import PipelinedWgmmaAlgorithm
 
 #: Cubes per compute unit of the grouped levels' persistent grid (a reentrant global level).
@@ -67,7 +67,7 @@ class GroupedAlgorithm(Algorithm):
         dense = super().select(like, dialect)
         chosen = dict(dense) if isinstance(dense, Mapping) else dense.changed()
         if isinstance(self, SpecializedWgmmaAlgorithm):
-            chosen = grouped_specialized_tiling(like, dialect, chosen)
+            chosen = fit_named_tile(grouped_specialized_tiling(like, dialect, chosen), self.overrides, like, dialect)
         elif isinstance(self, QuantizedDecodeAlgorithm) and problem.groups is not None:
             chosen = grouped_decode_tiling(problem, like)
         chosen = {k: v for k, v in chosen.items() if k not in _DROPPED}

@@ -13,7 +13,7 @@ from ..global_.read.converting_loader import ConvertingLoader
 from ..global_.tma_converting import TmaConvertingGlobalMatmul
 from ..selector.quantized_specialized import converting_tiling, fit_ring, whole_strips
 from .base import register
-from .specialized_wgmma import SpecializedWgmmaAlgorithm
+from .specialized_wgmma import SHAPE_KNOBS, STAGING_KNOBS, SpecializedWgmmaAlgorithm
 
 
 @register
@@ -25,7 +25,13 @@ class QuantizedSpecializedWgmmaAlgorithm(SpecializedWgmmaAlgorithm):
     batch = TmaQuantizedBatchMatmul
 
     def select(self, problem, dialect):
-        return converting_tiling(problem, dialect) if problem.weights is not None else super().select(problem, dialect)
+        if problem.weights is None:
+            return super().select(problem, dialect)
+        chosen = converting_tiling(problem, dialect)
+        asked = set(self.overrides or ())
+        if SHAPE_KNOBS & asked and not STAGING_KNOBS & asked:     # slots and staging for the named tile
+            chosen.update(fit_ring(problem, dialect, {**chosen, **self.overrides}))
+        return chosen
 
     def tuning_space(self, problem, dialect):
         if problem.weights is None:

@@ -35,7 +35,19 @@ from .base import Algorithm, register
 _TILE_KNOBS = {"schedule", "warpgroups_m", "warpgroups_n", "partition_m", "tile_n", "split_tail", "cluster_m"}
 #: A caller naming the tile's shape and not the output's staging gets the staging (and, unless named,
 #: the ring's slots) fitted to that tile (`store_plan`), not the rule's tile's (which may not fit it).
-_SHAPE_KNOBS, _STAGING_KNOBS = {"warpgroups_m", "warpgroups_n", "partition_m", "tile_n"}, {"tma_store", "store_parts"}
+SHAPE_KNOBS, STAGING_KNOBS = {"warpgroups_m", "warpgroups_n", "partition_m", "tile_n"}, {"tma_store", "store_parts"}
+
+
+def fit_named_tile(chosen: dict, overrides, problem, dialect) -> dict:
+    """``chosen`` with the output's staging (and the ring's slots, unless named) fitted to the tile the
+    caller's ``overrides`` name, where they name its shape and not its staging (`SHAPE_KNOBS`)."""
+    asked = set(overrides or ())
+    if not SHAPE_KNOBS & asked or STAGING_KNOBS & asked:
+        return chosen
+    shape = {**chosen, **overrides}
+    groups = 2 if shape.get("schedule") == "pingpong" else 1
+    return {**chosen, **store_plan(problem, dialect, 64 * shape["warpgroups_m"] * shape["partition_m"],
+                                   shape["warpgroups_n"] * shape["tile_n"], shape["stages"], groups)}
 
 
 @register
@@ -62,13 +74,7 @@ class SpecializedWgmmaAlgorithm(Algorithm):
         if (self.overrides or {}).get("schedule") == "pingpong":
             named -= {"schedule"}
         chosen = select_specialized_tiling(problem, dialect, self.dense_rules, short_k=not named)
-        asked = set(self.overrides or ())
-        if _SHAPE_KNOBS & asked and not _STAGING_KNOBS & asked:
-            shape = {**chosen, **self.overrides}
-            groups = 2 if shape.get("schedule") == "pingpong" else 1
-            chosen = {**chosen, **store_plan(problem, dialect, 64 * shape["warpgroups_m"] * shape["partition_m"],
-                                             shape["warpgroups_n"] * shape["tile_n"], shape["stages"], groups)}
-        return chosen
+        return fit_named_tile(chosen, self.overrides, problem, dialect)
 
     def yield_to(self, chosen, overrides):
         return specialized_yield_to(chosen, overrides)

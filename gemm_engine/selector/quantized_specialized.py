@@ -9,7 +9,7 @@ from ..codegen.dialect import Dialect
 from ..problem import MatmulProblem
 from ..global_.read.converting_loader import SLOT_K, slot_bytes
 from ..quant.format import STRIP_COLUMNS
-from .specialized_wgmma import MIN_STAGES, NARROW_STAGES, SLACK, select_specialized_tiling
+from .specialized_wgmma import MIN_STAGES, SLACK, select_specialized_tiling
 
 #: The dense kernel's 128 x 256 tile becomes 256 x 128 where 4 slots of it fit (int4): half the
 #: converted columns a slot for the same products (the converting warps are what limits the kernel),
@@ -20,15 +20,13 @@ WIDE = dict(warpgroups_m=2, warpgroups_n=1, partition_m=2, tile_n=128, stages=4,
 
 def whole_strips(tiling: dict) -> bool:
     """Whether a tiling's columns are whole packed-word strips (`STRIP_COLUMNS`), which the
-    converting loader writes: not the dense decode rule's 32-column tiles."""
+    converting loader writes (the dense tuning space's 32- and 96-column tiles are not)."""
     return tiling.get("warpgroups_n", 1) * tiling["tile_n"] % STRIP_COLUMNS == 0
 
 
 def converting_tiling(problem: MatmulProblem, dialect: Dialect) -> dict:
     chosen = dict(select_specialized_tiling(dense_view(problem), dialect, dense_rules=False))
     chosen.pop("cluster_m", None)
-    if not whole_strips(chosen):      # the dense rule's 32-column decode tiles: 64 columns, their ring
-        chosen.update(tile_n=STRIP_COLUMNS, stages=NARROW_STAGES[chosen["warpgroups_m"]])
     if (chosen["warpgroups_m"], chosen["partition_m"], chosen["tile_n"]) == (2, 1, 256):
         wide = {**chosen, **WIDE}
         ring = fit_ring(problem, dialect, wide)

@@ -165,11 +165,11 @@ def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, 
                   **store_plan(problem, dialect, 64 * partition_m, tile_n, stages, groups=2))
 
 
-def decode_shapes(problem: MatmulProblem, dialect: Dialect) -> list[tuple]:
+def decode_shapes(problem: MatmulProblem, dialect: Dialect, thin: bool = True) -> list[tuple]:
     """The tiles of a weight-streaming product, (warpgroups_m, warpgroups_n, partition_m, tile_n,
     stages), the rule's first: the short side 64 or 128 rows (M short) or columns (N short); the long
-    side 32 or 64 where a 16-bit product's tiles fill a wave (`THIN_STAGES`, `NARROW_STAGES`), else
-    128; then 256 (two warpgroups of 128 side by side, or 256 rows) for the tuner only (slower on
+    side 32 (``thin``) or 64 where a 16-bit product's tiles fill a wave (`THIN_STAGES`,
+    `NARROW_STAGES`), else 128; then 256 (two warpgroups of 128 side by side, or 256 rows) for the tuner only (slower on
     every row measured: bench/SELECTION_NOTES.md, "decode_tiling"). Promoting problems: 128."""
     promoted = wants_promotion(problem)
     if problem.m <= problem.n:
@@ -178,7 +178,7 @@ def decode_shapes(problem: MatmulProblem, dialect: Dialect) -> list[tuple]:
         narrow_fits = tile_count(problem, 64 * wm, 64) <= dialect.device.compute_units
         if not promoted and problem.lhs.itemsize == 2 and narrow_fits:
             wide = [(wm, 1, 1, 64, NARROW_STAGES[wm])] + wide
-            if wm == 1 and THIN_MIN_FILL < tile_count(problem, 64, 32) / dialect.device.compute_units <= 1:
+            if thin and wm == 1 and THIN_MIN_FILL < tile_count(problem, 64, 32) / dialect.device.compute_units <= 1:
                 wide = [(1, 1, 1, 32, THIN_STAGES)] + wide
         # 256 columns as two warpgroups of 128 side by side: one warpgroup of 64 x 256 spills at 240 registers.
         return wide + ([] if promoted else [(wm, 2, 1, 128, 4)])
@@ -235,7 +235,7 @@ def decode_fixups(problem: MatmulProblem, shape) -> tuple[str, ...]:
     return ("owner", "last") if small_partial(shape) else ("owner",)
 
 
-def decode_choice(problem: MatmulProblem, dialect: Dialect):
+def decode_choice(problem: MatmulProblem, dialect: Dialect, thin: bool = True):
     """(predicted call microseconds, shape, parts, fixup) of a weight-streaming product's tiling
     (the first of `decode_shapes`, in the parts and split fixup `decode_call_us` predicts fastest,
     fewer parts and the owner on ties), or None where fewer than `DECODE_MIN_BUSY` of the device
@@ -243,7 +243,7 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
     if problem.lhs.storage in ("i8", "f32"):
         return None     # int8 and tf32 tiles and stores were measured apart: their rules stay
     sms = max(1, dialect.device.compute_units)
-    shape = decode_shapes(problem, dialect)[0]
+    shape = decode_shapes(problem, dialect, thin)[0]
     wm, wn, pm, tn, _ = shape
     if tile_count(problem, wm * pm * 64, wn * tn) * decode_parts_max(problem, dialect, shape, False) < DECODE_MIN_BUSY * sms:
         return None
@@ -254,12 +254,12 @@ def decode_choice(problem: MatmulProblem, dialect: Dialect):
     return us, shape, parts, fixup
 
 
-def decode_tiling(problem: MatmulProblem, dialect: Dialect) -> dict | None:
+def decode_tiling(problem: MatmulProblem, dialect: Dialect, thin: bool = True) -> dict | None:
     """A weight-streaming product's tiling (`decode_choice`): the tile's short side fit to the
     problem's (64 rows for a short side up to 64, else 128; along N, 64 or 128 columns), 32, 64 or
     128 long (`decode_shapes`), split along K into parts (``split_tail``: all tiles are the last wave)
     where the stream it saves outweighs a split call's cost."""
-    choice = decode_choice(problem, dialect)
+    choice = decode_choice(problem, dialect, thin)
     if choice is None:
         return None
     _, (wm, wn, pm, tn, stages), parts, fixup = choice
@@ -301,13 +301,13 @@ def wave_shape(problem: MatmulProblem, dialect: Dialect, wide: bool = True):
 def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_rules: bool = True,
                               short_k: bool = True) -> dict:
     """The rule's tiling. ``dense_rules``: the choices measured on plain dense products only (the
-    192 x 192 wave tile, short K's ping-pong, long K's 128 x 256 split, clusters over ragged
-    sectors), which the grouped and converting callers' tilings were not; ``short_k``: the ping-pong
+    192 x 192 wave tile, short K's ping-pong, long K's 128 x 256 split, clusters over ragged sectors,
+    32-column decode tiles), which the grouped and converting callers' tilings were not; ``short_k``: the ping-pong
     one (off where a caller names the tile itself)."""
     sms = max(1, dialect.device.compute_units)
     promoted = wants_promotion(problem)
     if streams_weights(problem) and not problem.epilogue.block_scales:
-        decode = decode_tiling(problem, dialect)
+        decode = decode_tiling(problem, dialect, dense_rules)    # 32-column tiles: measured dense only
         if decode is not None:
             return decode
     for wm, wn, pm, tn, stages in PROMOTED if promoted else CANDIDATES:

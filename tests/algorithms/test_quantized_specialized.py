@@ -144,8 +144,9 @@ def test_the_default_tile_is_256_x_128_where_four_slots_fit():
 
 def test_a_few_rows_take_whole_strips_where_the_dense_rule_takes_32_columns():
     """The dense rule's 32-column decode tiles (bench/SELECTION_NOTES.md, "32-column tiles") are
-    not whole packed-word strips: the converting kernel takes 64 columns, and its tuning space
-    only tilings of whole strips."""
+    not whole packed-word strips, nor measured beyond dense products: the converting kernel takes
+    64 columns split as before them (8 x 4096 x 14336: 2 parts), and its tuning space only tilings
+    of whole strips."""
     from gemm_engine.quant.format import STRIP_COLUMNS
     for m, n, k, kind in ((1, 4096, 4096, "int4"), (16, 4096, 4096, "int8"), (64, 4096, 4096, "int4"),
                           (8, 4096, 14336, "int4")):
@@ -153,6 +154,7 @@ def test_a_few_rows_take_whole_strips_where_the_dense_rule_takes_32_columns():
         p = _problem(m=m, n=n, k=k, fmt=fmt)
         g = REGISTRY[NAME]().setup(p, SM90).batch.global_
         assert g.stage.stage_n == STRIP_COLUMNS, (m, n, k, kind)
+        assert g.split_tail == (2 if (m, n, k) == (8, 4096, 14336) else 0), (m, n, k)
         space = REGISTRY[NAME]().tuning_space(p, SM90)
         assert space and all(c.get("warpgroups_n", 1) * c["tile_n"] % STRIP_COLUMNS == 0 for c in space)
 

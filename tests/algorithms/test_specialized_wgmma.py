@@ -217,6 +217,13 @@ def test_a_named_tile_gets_its_own_staging_and_ring():
         assert (chosen.tile_n, chosen.stages, chosen.store_parts) != (sel.tile_n, sel.stages, sel.store_parts)
     with pytest.raises(SetupError, match="column part"):
         setup(problem(1, 3000, 3000, 3000, "bfloat16"), warpgroups_m=2, tile_n=128, store_parts=3)
+    # The grouped variant too, after its own rule for small groups (32 rows an expert: 64 x 128, 8 slots).
+    from dataclasses import replace
+    from gemm_engine.algorithms import REGISTRY
+    from gemm_engine.problem import Groups
+    grouped = replace(problem(8, 256, 4096, 2048, "bfloat16", ("row", "col")), groups=Groups("contiguous"))
+    sel = REGISTRY["grouped_specialized_wgmma"](tile_n=256).setup(grouped, SM90).selection
+    assert (sel.tile_n, sel.stages, sel.store_parts) == (256, 4, 1)
 
 
 def test_192_column_tiles_stage_three_parts():
