@@ -106,8 +106,7 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     table = markdown(result, sizes)
-    path = current_tables.write(args, dev.name, "the CPU path against numpy and CLBlast", result["command"], table)
-    current_tables.ensure_history(path)
+    current_tables.write(args, dev.name, "the CPU path against numpy and CLBlast", result["command"], table)
     print(table)
     return 0
 

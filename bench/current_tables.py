@@ -104,12 +104,13 @@ def render(device: str, title: str, command: str, table: str, old: str = "", whe
 
 def write(args, device: str, title: str, command: str, table: str, quiet: bool = False) -> Path:
     """Write the run's table where ``args`` (`add_arguments`) say: ``--markdown PATH``, else the
-    current table ``--table`` of ``device``, keeping the old file's notes and history; say where
-    unless ``quiet``."""
+    current table ``--table`` of ``device``, keeping the old file's notes and history (a first
+    table gets its History section: `ensure_history`); say where unless ``quiet``."""
     path = Path(args.markdown) if getattr(args, "markdown", None) else path_for(device, args.table)
     text = render(device, title, command, table, existing(device, args.table, path))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    ensure_history(path)
     if not quiet:
         print(f"wrote {path}")
     return path

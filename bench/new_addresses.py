@@ -75,9 +75,8 @@ def main(argv=None) -> int:
     table = ("Microseconds per call, back-to-back calls, results dropped (the same addresses come back) and "
              f"kept (new ones each call); best of {args.rounds} rounds of {args.calls} calls.\n\n" + "\n".join(lines))
     command = current_tables.command_line("new_addresses.py", sys.argv[1:] if argv is None else argv)
-    path = current_tables.write(args, engine.device.name, "calls at new addresses (bench/new_addresses.py)", command,
+    current_tables.write(args, engine.device.name, "calls at new addresses (bench/new_addresses.py)", command,
                                 table)
-    current_tables.ensure_history(path)
     return 0
 
 

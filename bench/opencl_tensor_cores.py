@@ -116,8 +116,7 @@ def main(argv=None) -> int:
     result["seconds"] = time.perf_counter() - t_start
     save(args.json, result)
     table = markdown(result)
-    path = current_tables.write(args, result["device"], "tensor cores through NVIDIA's OpenCL driver", result["command"], table)
-    current_tables.ensure_history(path)
+    current_tables.write(args, result["device"], "tensor cores through NVIDIA's OpenCL driver", result["command"], table)
     print(table)
     return 0 if all(c["ok"] for c in result["checks"]) and all(r.get("ok", True) for r in result["rows"]) else 1
 

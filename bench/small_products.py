@@ -69,9 +69,8 @@ def main(argv=None) -> int:
     table = ("Microseconds: kernels by CUDA-graph replay (median), whole calls back to back (median of "
              f"{args.repeat} batches in turns); every result checked against float64 first.\n\n" + "\n".join(lines))
     command = current_tables.command_line("small_products.py", sys.argv[1:] if argv is None else argv)
-    path = current_tables.write(args, engine.device.name, "small 16-bit products (bench/small_products.py)",
+    current_tables.write(args, engine.device.name, "small 16-bit products (bench/small_products.py)",
                                 command, table)
-    current_tables.ensure_history(path)
     return 0
 
 

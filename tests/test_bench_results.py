@@ -61,6 +61,17 @@ def test_rewrite_keeps_notes_and_history(tmp_path, monkeypatch):
     assert text.endswith("## Notes\n\nwhy it is so\n\n## History\n\n- 2026-01-01: the first run\n")
 
 
+def test_a_first_table_gets_its_history(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_RESULTS", str(tmp_path))
+    args = types.SimpleNamespace(markdown=None, table="fresh")
+    path = current_tables.write(args, "NVIDIA H200", "a first run", "python3 bench/x.py", "| a |\n|---|\n| 1 |\n",
+                                quiet=True)
+    text = path.read_text()
+    assert text.count("## History") == 1 and text.rstrip().endswith(": the first run.")
+    current_tables.write(args, "NVIDIA H200", "a first run", "python3 bench/x.py", "| a |\n|---|\n| 2 |\n", quiet=True)
+    assert path.read_text().count("## History") == 1
+
+
 @pytest.mark.parametrize("device, folder", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
                                             ("NVIDIA A100-SXM4-80GB", "a100"),
                                             ("Portable Computing Language: pthread-skylake-avx512-AMD EPYC", "cpu")])
