@@ -64,11 +64,11 @@ def test_rewrite_keeps_notes_and_history(tmp_path, monkeypatch):
 def test_a_first_table_gets_its_history(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_RESULTS", str(tmp_path))
     args = types.SimpleNamespace(markdown=None, table="fresh")
-    path = current_tables.write(args, "NVIDIA H200", "a first run", "python3 bench/x.py", "| a |\n|---|\n| 1 |\n",
+    path = current_tables.write(args, "NVIDIA H200", "a first run", "python3 bench/overhead.py", "| a |\n|---|\n| 1 |\n",
                                 quiet=True)
     text = path.read_text()
     assert text.count("## History") == 1 and text.rstrip().endswith(": the first run.")
-    current_tables.write(args, "NVIDIA H200", "a first run", "python3 bench/x.py", "| a |\n|---|\n| 2 |\n", quiet=True)
+    current_tables.write(args, "NVIDIA H200", "a first run", "python3 bench/overhead.py", "| a |\n|---|\n| 2 |\n", quiet=True)
     assert path.read_text().count("## History") == 1
 
 

@@ -13,7 +13,7 @@ from ..global_.read.converting_loader import ConvertingLoader
 from ..global_.tma_converting import TmaConvertingGlobalMatmul
 from ..selector.quantized_specialized import converting_tiling, fit_ring, whole_strips
 from .base import register
-from .specialized_wgmma import SHAPE_KNOBS, STAGING_KNOBS, SpecializedWgmmaAlgorithm
+from .specialized_wgmma import SpecializedWgmmaAlgorithm, named_tile
 
 
 @register
@@ -28,10 +28,8 @@ class QuantizedSpecializedWgmmaAlgorithm(SpecializedWgmmaAlgorithm):
         if problem.weights is None:
             return super().select(problem, dialect)
         chosen = converting_tiling(problem, dialect)
-        asked = set(self.overrides or ())
-        if SHAPE_KNOBS & asked and not STAGING_KNOBS & asked:     # slots and staging for the named tile
-            chosen.update(fit_ring(problem, dialect, {**chosen, **self.overrides}))
-        return chosen
+        shape = named_tile(chosen, self.overrides)      # slots of packed words and staging for a named tile
+        return chosen if shape is None else {**chosen, **fit_ring(problem, dialect, shape)}
 
     def tuning_space(self, problem, dialect):
         if problem.weights is None:

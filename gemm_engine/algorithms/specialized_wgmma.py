@@ -19,6 +19,8 @@ staged in as many column parts as leave room for the ring; clusters of two cubes
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..batch.tma_k_major import TmaKMajorBatchMatmul
 from ..global_.read.tma_loader import TmaLoader
 from ..global_.tma_specialized import TmaSpecializedGlobalMatmul
@@ -38,13 +40,19 @@ _TILE_KNOBS = {"schedule", "warpgroups_m", "warpgroups_n", "partition_m", "tile_
 SHAPE_KNOBS, STAGING_KNOBS = {"warpgroups_m", "warpgroups_n", "partition_m", "tile_n"}, {"tma_store", "store_parts"}
 
 
+def named_tile(chosen: Mapping, overrides) -> dict | None:
+    """The rule's ``chosen`` with the caller's ``overrides`` where they name the tile's shape and
+    not the output's staging (`SHAPE_KNOBS`: the staging and slots are then to be fitted to it), else None."""
+    asked = set(overrides or ())
+    return {**chosen, **overrides} if SHAPE_KNOBS & asked and not STAGING_KNOBS & asked else None
+
+
 def fit_named_tile(chosen: dict, overrides, problem, dialect) -> dict:
     """``chosen`` with the output's staging (and the ring's slots, unless named) fitted to the tile the
-    caller's ``overrides`` name, where they name its shape and not its staging (`SHAPE_KNOBS`)."""
-    asked = set(overrides or ())
-    if not SHAPE_KNOBS & asked or STAGING_KNOBS & asked:
+    caller's ``overrides`` name (`named_tile`; as it was where they name none)."""
+    shape = named_tile(chosen, overrides)
+    if shape is None:
         return chosen
-    shape = {**chosen, **overrides}
     groups = 2 if shape.get("schedule") == "pingpong" else 1
     return {**chosen, **store_plan(problem, dialect, 64 * shape["warpgroups_m"] * shape["partition_m"],
                                    shape["warpgroups_n"] * shape["tile_n"], shape["stages"], groups)}

@@ -168,9 +168,9 @@ def pingpong_preset(problem: MatmulProblem, dialect: Dialect, partition_m: int, 
 def decode_shapes(problem: MatmulProblem, dialect: Dialect, thin: bool = True) -> list[tuple]:
     """The tiles of a weight-streaming product, (warpgroups_m, warpgroups_n, partition_m, tile_n,
     stages), the rule's first: the short side 64 or 128 rows (M short) or columns (N short); the long
-    side 32 (``thin``) or 64 where a 16-bit product's tiles fill a wave (`THIN_STAGES`,
-    `NARROW_STAGES`), else 128; then 256 (two warpgroups of 128 side by side, or 256 rows) for the tuner only (slower on
-    every row measured: bench/SELECTION_NOTES.md, "decode_tiling"). Promoting problems: 128."""
+    side 32 (``thin``) or 64 where a 16-bit product's tiles fill a wave (`THIN_STAGES`, `NARROW_STAGES`),
+    else 128; then 256 (two warpgroups side by side, or 256 rows) for the tuner only (slower on every
+    row measured: bench/SELECTION_NOTES.md, "decode_tiling"). Promoting problems: 128."""
     promoted = wants_promotion(problem)
     if problem.m <= problem.n:
         wm = 1 if problem.m <= 64 else 2
@@ -302,8 +302,8 @@ def select_specialized_tiling(problem: MatmulProblem, dialect: Dialect, dense_ru
                               short_k: bool = True) -> dict:
     """The rule's tiling. ``dense_rules``: the choices measured on plain dense products only (the
     192 x 192 wave tile, short K's ping-pong, long K's 128 x 256 split, clusters over ragged sectors,
-    32-column decode tiles), which the grouped and converting callers' tilings were not; ``short_k``: the ping-pong
-    one (off where a caller names the tile itself)."""
+    32-column decode tiles), which the grouped and converting callers' tilings were not; ``short_k``:
+    the ping-pong one (off where a caller names the tile itself)."""
     sms = max(1, dialect.device.compute_units)
     promoted = wants_promotion(problem)
     if streams_weights(problem) and not problem.epilogue.block_scales:
