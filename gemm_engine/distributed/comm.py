@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -25,6 +26,9 @@ DEFAULT_TIMEOUT = 300.0
 _lock = threading.Lock()
 _engines: dict = {}
 _streams: dict = {}
+#: id(group) -> (a weak reference to the group, (rank, size)): a group's ranks never change, and
+#: torch.distributed's lookups cost ~3 us a call (a decode step's small products feel its host time).
+_ranks: dict = {}
 
 
 def engine_for(device: torch.device, engine=None, max_compute_units: int | None = None) -> Engine:
@@ -57,11 +61,19 @@ def comm_stream(device: torch.device):
 
 
 def group_ranks(group) -> tuple[int, int]:
-    """(this rank's index in ``group``, the group's size)."""
-    if not dist.is_initialized():
+    """(this rank's index in ``group`` (None: the default group), the group's size)."""
+    group = group if group is not None else dist.group.WORLD    # None before init_process_group
+    found = _ranks.get(id(group))
+    if found is not None and found[0]() is group:
+        return found[1]
+    if group is None or not dist.is_initialized():
         raise RuntimeError("gemm_engine.distributed: torch.distributed is not initialized "
                            "(call torch.distributed.init_process_group first)")
-    return dist.get_rank(group), dist.get_world_size(group)
+    ranks = dist.get_rank(group), dist.get_world_size(group)
+    if len(_ranks) > 256:
+        _ranks.clear()
+    _ranks[id(group)] = (weakref.ref(group), ranks)
+    return ranks
 
 
 def seconds(timeout) -> float:

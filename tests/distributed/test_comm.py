@@ -53,3 +53,18 @@ def test_one_rank_group(gloo_world_of_one):
     assert side.ready(None) is None
     side.before_send()
     side.finish()
+
+
+def test_group_ranks_follows_a_new_default_group(gloo_world_of_one):
+    """The answer kept per group is the group's own: a default group made after the last one is
+    asked afresh, and none is answered once the default group is gone."""
+    first = torch.distributed.group.WORLD
+    assert comm.group_ranks(None) == comm.group_ranks(first) == (0, 1)
+    torch.distributed.destroy_process_group()
+    try:
+        with pytest.raises(RuntimeError, match="init_process_group"):
+            comm.group_ranks(None)
+    finally:
+        torch.distributed.init_process_group("gloo", rank=0, world_size=1, store=torch.distributed.HashStore())
+    assert torch.distributed.group.WORLD is not first
+    assert comm.group_ranks(None) == (0, 1)
