@@ -144,3 +144,24 @@ def test_fp8_block_scales(rng, tokens):
     fb = np.repeat(np.repeat(sb, 128, 1), 128, 2)[:, :k, :n]
     ref = contiguous_ref(x.astype(np.float64) * fa, w.transpose(0, 2, 1).astype(np.float64) * fb, counts)
     assert rel_error(out.cpu().numpy(), ref) < 1e-3
+
+
+@pytest.mark.parametrize("knobs", [dict(tile_n=256), dict(tile_n=128), dict(warpgroups_m=2, partition_m=2, tile_n=128),
+                                   dict(warpgroups_m=1, tile_n=256)], ids=lambda k: "-".join(f"{a}{b}" for a, b in k.items()))
+def test_named_tiles(rng, knobs):
+    """A tile named by its shape alone gets its staging and ring fitted to it (algorithms/
+    specialized_wgmma.py `fit_named_tile`) after the grouped rule's own small-group choice: the
+    product of each with a bias and silu, against float64 into a poisoned out."""
+    engine = sm90_engine()
+    counts = routing(rng, 8, 600, "random")
+    tokens, k, n = int(counts.sum()), 512, 768
+    x, w = random(rng, (tokens, k), "bfloat16"), random(rng, (8, k, n), "bfloat16")
+    bias = random(rng, (8, n), "bfloat16")
+    rt = engine.runtime
+    buf = rt.to_device(np.full((tokens, n), np.nan, ml_dtypes.bfloat16))
+    engine.grouped_matmul(rt.to_device(x), device_weights(engine, w), offsets=rt.to_device(np.cumsum(counts).astype(np.int32)),
+                          out=buf, bias=bias, activation="silu", algorithm=REGISTRY["grouped_specialized_wgmma"](**knobs))
+    g = engine.last_choice[1].batch.global_
+    assert g.stage.stage_n == knobs["tile_n"]
+    want = contiguous_ref(x, w, counts, bias=bias, activation="silu")
+    assert rel_error(rt.to_host(buf).astype(np.float64), want) < 1e-2

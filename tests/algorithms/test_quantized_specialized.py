@@ -50,6 +50,9 @@ CASES = [
     ("int4", False, 128, 1000, 2000, 3000, "bfloat16", None, dict(tile_n=128, stages=4)),
     ("int4", False, 128, 300, 4104, 4100, "bfloat16", None, WIDE),
     ("int8", True, 64, 333, 1500, 3000, "float16", None, dict(WIDE, stages=3, tma_store=True, store_parts=2)),
+    # a tile named by its shape alone: its ring and staging fitted to it (algorithms/specialized_wgmma.py)
+    ("int4", False, 128, 48, 4096, 4096, "bfloat16", None, dict(tile_n=64)),
+    ("int4", True, 64, 700, 2048, 1536, "float16", None, dict(warpgroups_m=2, partition_m=2, tile_n=128)),
 ]
 
 

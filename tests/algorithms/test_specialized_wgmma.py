@@ -226,6 +226,18 @@ def test_a_named_tile_gets_its_own_staging_and_ring():
     assert (sel.tile_n, sel.stages, sel.store_parts) == (256, 4, 1)
 
 
+@pytest.mark.parametrize("case, knobs", [
+    ((1, 3000, 3000, 3000, ("row", "row"), 0), dict(warpgroups_m=2, tile_n=128)),
+    ((1, 16, 4096, 4096, ("row", "col"), 0), dict(tile_n=64)),
+    ((1, 4096, 2176, 512, ("row", "row"), 3), dict(warpgroups_m=2, partition_m=1, tile_n=128, stages=6)),
+    ((2, 1000, 1001, 777, ("col", "row"), 5), dict(tile_n=192)),
+], ids=["3000cube-128", "16rows-64", "4096x2176-stages6", "batch-192"])
+def test_numerics_of_named_tiles(rng, case, knobs):
+    """Tiles named by their shape alone, their staging and ring fitted to them (`fit_named_tile`):
+    the products against float64 into NaN-poisoned outputs."""
+    check_numerics(rng, "bfloat16", case, SpecializedWgmmaAlgorithm(**knobs))
+
+
 def test_192_column_tiles_stage_three_parts():
     alg, cfg = setup(problem(m=3000, n=3000, k=3000, layouts=("row", "row")), **WIDE_192, cluster_m=1)
     g = cfg.batch.global_
