@@ -18,7 +18,9 @@ on every GPU count:
   matmul reduce-scatter and the GEMM alone;
 * a tensor-parallel MLP block (ColumnParallelLinear -> gelu -> RowParallelLinear, sequence
   parallel) forward + backward against the same block on one GPU (the engine's Linear and torch's);
-* small rows (128 and 1024 rows: SMALL), where "auto" turns from the sequential to the peer strategy.
+* small rows (128 and 1024 rows: SMALL), where "auto" turns from the sequential to the peer strategy;
+  there the sequential pair and "auto" are also timed as CUDA-graph replays (a decode step run as a
+  graph: no host time per product; auto takes the sequential strategy under capture).
 
 Times: milliseconds per call, the slowest rank's (max over ranks of the mean of ``--repeat`` calls
 between CUDA events, the window opened behind ``LEAD`` untimed calls). Every output is compared with the float64 product of the whole on every rank
@@ -137,11 +139,13 @@ def _measure(env, rows, name, fn, want, repeat):
 def _time_in_turns(env, rows, repeat, rounds=ROUNDS):
     """Each queued row's ms: the median of ``rounds`` turns, a turn timing every row once (its share
     of ``repeat`` calls), so that no row's time depends on what ran just before it (timed one after
-    another, the first engine row of the small sections ran 10-30% above the same path timed next)."""
+    another, the first engine row of the small sections ran 10-30% above the same path timed next);
+    each turn starts one row further on, so no row is always timed first."""
     queued = [r for r in rows if "fn" in r]
     samples = {id(r): [] for r in queued}
-    for _ in range(rounds):
-        for r in queued:
+    for turn in range(rounds):
+        shift = turn * max(1, len(queued) // rounds)
+        for r in queued[shift:] + queued[:shift]:
             if r.get("error") is None:
                 try:
                     samples[id(r)].append(env.ms(r["fn"], max(3, repeat // rounds)))
@@ -153,6 +157,44 @@ def _time_in_turns(env, rows, repeat, rounds=ROUNDS):
         if r.get("error") is None:
             r["ms"] = statistics.median(samples[id(r)])
     return rows
+
+
+def _graphed(env, fn):
+    """``fn`` captured once in a CUDA graph (after warm-up calls on a side stream, which NCCL and the
+    engine's first builds need), the graph's replay as the call: what a decode step run as a graph
+    (the small rows' case) pays, no host time per product. Every rank captures together."""
+    torch = env.torch
+    side = torch.cuda.Stream(env.device)
+    side.wait_stream(torch.cuda.current_stream(env.device))
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream(env.device).wait_stream(side)
+    env.sync()
+    torch.distributed.barrier()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = fn()
+    env.sync()
+
+    def replay():
+        graph.replay()
+        return result
+    return replay
+
+
+def _graph_rows(env, rows, name, fn, want, repeat, m):
+    """The row ``name`` replayed from a CUDA graph, for the small sections only (SMALL: host-bound
+    calls); a capture that fails is the row's value."""
+    if env.cpu or m > max(s[0] for s in SMALL):
+        return
+    try:
+        replay = _graphed(env, fn)
+    except Exception as exc:  # noqa: BLE001 -- reported as the row's value
+        env.torch.distributed.barrier()
+        rows.append(dict(method=f"{name}, CUDA graph", ms=None, err=None, error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+        return
+    _measure(env, rows, f"{name}, CUDA graph", replay, want, repeat)
 
 
 def _symm_mem(torch, group):
@@ -201,6 +243,9 @@ def bench_gather(env, ge, dist_ops, engines, shape, repeat, symm):
     for label, strategy, eng in _strategies(engines):
         _measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.all_gather_matmul(
             shard, w, shard_sizes=sizes, strategy=s, engine=e), want, repeat)
+    _graph_rows(env, rows, "NCCL all_gather + torch.matmul", seq_torch, want, repeat, m)
+    _graph_rows(env, rows, "engine auto", lambda: dist_ops.all_gather_matmul(shard, w, shard_sizes=sizes,
+                                                                            engine=engines["all"]), want, repeat, m)
     _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), want, repeat)
     _measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, want, repeat)
     return _time_in_turns(env, rows, repeat)
@@ -238,6 +283,10 @@ def bench_scatter(env, ge, dist_ops, engines, shape, repeat, symm):
     for label, strategy, eng in _strategies(engines):
         _measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.matmul_reduce_scatter(
             x, w, strategy=s, engine=e), want, repeat)
+    if not env.cpu:
+        _graph_rows(env, rows, "torch.matmul + NCCL reduce_scatter", seq_torch, want, repeat, m)
+    _graph_rows(env, rows, "engine auto", lambda: dist_ops.matmul_reduce_scatter(x, w, engine=engines["all"]),
+                want, repeat, m)
     _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), None, repeat)
     _measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, None, repeat)
     return _time_in_turns(env, rows, repeat)

@@ -90,6 +90,8 @@ class Product:
         """The product of ``a``, rows ``rows`` of x (for a per-row scale_a), into ``out`` (+ ``c``)."""
         if a.shape[0] == 0:
             return out if out is not None else a.new_zeros((0, self.w.shape[1]), dtype=self.dtype(a))
+        if c is None and self.scale_a is None and self.scale_b is None and self.out_dtype is None:
+            return self.engine.compute(a, self.w, out=out, bias=self.bias)     # the common call, no terms to sort
         sa = self.scale_a
         if isinstance(sa, torch.Tensor) and sa.dim() == 2:
             sa = sa[rows]
@@ -105,7 +107,7 @@ def gather_rows(x, blocks: Blocks, group, rank: int):
     if blocks.even:
         full = wire.new_empty((blocks.total, x.shape[1]))
         all_gather_rows_into(full, wire.contiguous(), group=group)
-        return full.view(x.dtype)
+        return full if wire is x else full.view(x.dtype)
     # Uneven: gathered padded to the largest block, then the valid rows put together.
     top = max(blocks.sizes)
     padded = wire.new_zeros((top, x.shape[1]))
