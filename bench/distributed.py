@@ -23,7 +23,7 @@ on every GPU count:
   graph: no host time per product; auto takes the sequential strategy under capture).
 
 Times: milliseconds per call, the slowest rank's (max over ranks of the mean of ``--repeat`` calls
-between CUDA events, the window opened behind ``LEAD`` untimed calls). Every output is compared with the float64 product of the whole on every rank
+between CUDA events, the window opened behind untimed calls: distributed_timing.py). Every output is compared with the float64 product of the whole on every rank
 before it is timed. The table goes to bench/results/<device>/distributed_<P>gpu.md.
 """
 from __future__ import annotations
@@ -46,6 +46,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 import current_tables  # noqa: E402
+from distributed_timing import MLP_ROUNDS, Env, graph_rows, measure, time_in_turns  # noqa: E402
 
 #: (M, N, K) of each rank's local GEMM (workload-anchors.md, tensor parallelism on 2 GPUs).
 SHAPES = ((8192, 4096, 8192), (16384, 7168, 4096))
@@ -54,147 +55,8 @@ SMALL = ((128, 4096, 4096), (1024, 4096, 4096))
 QUICK = ((512, 256, 384), (768, 384, 256))
 #: The MLP block: tokens, hidden, ffn (a size one GPU holds, forward + backward).
 MLP, MLP_QUICK = (8192, 4096, 16384), (256, 128, 512)
-#: Untimed calls a CUDA window opens behind (`Env.ms`).
-LEAD = 2
 #: SMs left to NCCL by the capped overlap.
 RESERVED_SMS = 16
-
-
-class Env:
-    """The device side of a rank: CUDA (NCCL, events) or CPU (gloo, the host clock)."""
-
-    def __init__(self, torch, rank, world, cpu):
-        self.torch, self.rank, self.world, self.cpu = torch, rank, world, cpu
-        self.device = torch.device("cpu") if cpu else torch.device("cuda", rank)
-        self.dtype = torch.float32 if cpu else torch.bfloat16
-        self.tol = 1e-4 if cpu else 2e-2
-
-    def sync(self):
-        if not self.cpu:
-            self.torch.cuda.synchronize(self.device)
-
-    def ms(self, fn, repeat, warmup=3):
-        """Mean ms per call of ``fn`` on this rank, the slowest rank's (all ranks call together).
-        On CUDA the window opens behind ``LEAD`` untimed calls, the project's timing rule
-        (runtime/timing.py `time_batch`): a window opened on an idle device counts the host time
-        and launch latency before its first kernel (the peer all-gather's first GEMM starts ~0.25 ms
-        after its call, its steady state ~1.3% above the GEMM alone: bench/results/h200/
-        distributed_2gpu.md), which a model's stream of calls hides."""
-        torch, dist = self.torch, self.torch.distributed
-        for _ in range(warmup):
-            fn()
-        self.sync()
-        dist.barrier()
-        if self.cpu:
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                fn()
-            value = (time.perf_counter() - t0) * 1e3 / repeat
-        else:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            for _ in range(LEAD):
-                fn()
-            start.record()
-            for _ in range(repeat):
-                fn()
-            end.record()
-            end.synchronize()
-            value = start.elapsed_time(end) / repeat
-        t = torch.tensor([value], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.item())
-
-    def randn(self, shape, seed):
-        g = self.torch.Generator(device=self.device).manual_seed(seed)
-        return self.torch.randn(shape, generator=g, device=self.device, dtype=self.torch.float32).to(self.dtype)
-
-    def check(self, got, want, what):
-        """Relative error against the float64 reference; every rank's worst, raising above tol."""
-        torch = self.torch
-        err = float((got.double() - want).norm() / want.norm().clamp_min(1e-30))
-        t = torch.tensor([err], dtype=torch.float64, device=self.device)
-        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-        if not t.item() <= self.tol:
-            raise AssertionError(f"{what}: relative error {t.item():.2e} > {self.tol:.0e} on some rank")
-        return t.item()
-
-
-#: Turns of `_time_in_turns`: each row's time is the median of its turns.
-ROUNDS = 3
-#: The MLP block's turns (its tensor-parallel and one-GPU rows alike).
-MLP_ROUNDS = 5
-
-
-def _measure(env, rows, name, fn, want, repeat):
-    """Check ``fn()`` against ``want`` (None: no check) and queue it for `_time_in_turns`; a failure
-    is the row's value."""
-    try:
-        err = env.check(fn(), want, name) if want is not None else None
-        rows.append(dict(method=name, ms=None, err=err, fn=fn))
-    except Exception as exc:  # noqa: BLE001 -- one method's failure is reported, the rest run
-        env.torch.distributed.barrier()
-        rows.append(dict(method=name, ms=None, err=None, error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-
-
-def _time_in_turns(env, rows, repeat, rounds=ROUNDS):
-    """Each queued row's ms: the median of ``rounds`` turns, a turn timing every row once (its share
-    of ``repeat`` calls), so that no row's time depends on what ran just before it (timed one after
-    another, the first engine row of the small sections ran 10-30% above the same path timed next);
-    each turn starts one row further on, so no row is always timed first."""
-    queued = [r for r in rows if "fn" in r]
-    samples = {id(r): [] for r in queued}
-    for turn in range(rounds):
-        shift = turn * max(1, len(queued) // rounds)
-        for r in queued[shift:] + queued[:shift]:
-            if r.get("error") is None:
-                try:
-                    samples[id(r)].append(env.ms(r["fn"], max(3, repeat // rounds)))
-                except Exception as exc:  # noqa: BLE001 -- as in _measure
-                    env.torch.distributed.barrier()
-                    r["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
-    for r in queued:
-        r.pop("fn")
-        if r.get("error") is None:
-            r["ms"] = statistics.median(samples[id(r)])
-    return rows
-
-
-def _graphed(env, fn):
-    """``fn`` captured once in a CUDA graph (after warm-up calls on a side stream, which NCCL and the
-    engine's first builds need), the graph's replay as the call: what a decode step run as a graph
-    (the small rows' case) pays, no host time per product. Every rank captures together."""
-    torch = env.torch
-    side = torch.cuda.Stream(env.device)
-    side.wait_stream(torch.cuda.current_stream(env.device))
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream(env.device).wait_stream(side)
-    env.sync()
-    torch.distributed.barrier()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        result = fn()
-    env.sync()
-
-    def replay():
-        graph.replay()
-        return result
-    return replay
-
-
-def _graph_rows(env, rows, name, fn, want, repeat, m):
-    """The row ``name`` replayed from a CUDA graph, for the small sections only (SMALL: host-bound
-    calls); a capture that fails is the row's value."""
-    if env.cpu or m > max(s[0] for s in SMALL):
-        return
-    try:
-        replay = _graphed(env, fn)
-    except Exception as exc:  # noqa: BLE001 -- reported as the row's value
-        env.torch.distributed.barrier()
-        rows.append(dict(method=f"{name}, CUDA graph", ms=None, err=None, error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-        return
-    _measure(env, rows, f"{name}, CUDA graph", replay, want, repeat)
 
 
 def _symm_mem(torch, group):
@@ -233,22 +95,24 @@ def bench_gather(env, ge, dist_ops, engines, shape, repeat, symm):
         full = torch.empty((m, k), dtype=env.dtype, device=env.device)
         gather(full, shard)
         return full @ w
-    _measure(env, rows, "NCCL all_gather + torch.matmul", seq_torch, want, repeat)
+    measure(env, rows, "NCCL all_gather + torch.matmul", seq_torch, want, repeat)
     if isinstance(symm, str):
         rows.append(dict(method="torch fused_all_gather_matmul", ms=None, err=None, error=symm))
     else:
-        _measure(env, rows, "torch fused_all_gather_matmul",
+        measure(env, rows, "torch fused_all_gather_matmul",
                  lambda: symm.fused_all_gather_matmul(shard, [w], 0, group.group_name)[1][0],
                  want, repeat)
     for label, strategy, eng in _strategies(engines):
-        _measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.all_gather_matmul(
+        measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.all_gather_matmul(
             shard, w, shard_sizes=sizes, strategy=s, engine=e), want, repeat)
-    _graph_rows(env, rows, "NCCL all_gather + torch.matmul", seq_torch, want, repeat, m)
-    _graph_rows(env, rows, "engine auto", lambda: dist_ops.all_gather_matmul(shard, w, shard_sizes=sizes,
-                                                                            engine=engines["all"]), want, repeat, m)
-    _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), want, repeat)
-    _measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, want, repeat)
-    return _time_in_turns(env, rows, repeat)
+    if shape in SMALL:      # host-bound calls: also as a decode step run as a CUDA graph runs them
+        graph_rows(env, rows, "NCCL all_gather + torch.matmul", seq_torch, want, repeat)
+        graph_rows(env, rows, "engine auto", lambda: dist_ops.all_gather_matmul(shard, w, shard_sizes=sizes,
+                                                                               engine=engines["all"]), want, repeat,
+                   engines["all"])
+    measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), want, repeat)
+    measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, want, repeat)
+    return time_in_turns(env, rows, repeat)
 
 
 def bench_scatter(env, ge, dist_ops, engines, shape, repeat, symm):
@@ -273,23 +137,23 @@ def bench_scatter(env, ge, dist_ops, engines, shape, repeat, symm):
     if env.cpu:     # gloo has no reduce_scatter_tensor
         rows.append(dict(method="torch.matmul + NCCL reduce_scatter", ms=None, err=None, error="gloo: none"))
     else:
-        _measure(env, rows, "torch.matmul + NCCL reduce_scatter", seq_torch, want, repeat)
+        measure(env, rows, "torch.matmul + NCCL reduce_scatter", seq_torch, want, repeat)
     if isinstance(symm, str):
         rows.append(dict(method="torch fused_matmul_reduce_scatter", ms=None, err=None, error=symm))
     else:
-        _measure(env, rows, "torch fused_matmul_reduce_scatter",
+        measure(env, rows, "torch fused_matmul_reduce_scatter",
                  lambda: symm.fused_matmul_reduce_scatter(x, w, "sum", 0, group.group_name),
                  want, repeat)
     for label, strategy, eng in _strategies(engines):
-        _measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.matmul_reduce_scatter(
+        measure(env, rows, label, lambda s=strategy, e=eng: dist_ops.matmul_reduce_scatter(
             x, w, strategy=s, engine=e), want, repeat)
-    if not env.cpu:
-        _graph_rows(env, rows, "torch.matmul + NCCL reduce_scatter", seq_torch, want, repeat, m)
-    _graph_rows(env, rows, "engine auto", lambda: dist_ops.matmul_reduce_scatter(x, w, engine=engines["all"]),
-                want, repeat, m)
-    _measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), None, repeat)
-    _measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, None, repeat)
-    return _time_in_turns(env, rows, repeat)
+    if shape in SMALL:
+        graph_rows(env, rows, "torch.matmul + NCCL reduce_scatter", seq_torch, want, repeat)
+        graph_rows(env, rows, "engine auto", lambda: dist_ops.matmul_reduce_scatter(x, w, engine=engines["all"]),
+                   want, repeat, engines["all"])
+    measure(env, rows, "local GEMM alone: engine", lambda: engines["all"].matmul(x, w), None, repeat)
+    measure(env, rows, "local GEMM alone: torch.matmul", lambda: x @ w, None, repeat)
+    return time_in_turns(env, rows, repeat)
 
 
 def _profile(env, fn, name, steps=3):
@@ -340,9 +204,9 @@ def bench_mlp(env, ge, dist_ops, engines, size, repeat):
     for tp in steps.values():      # every strategy's buffers and kernels made before any is timed
         tp()
     for strategy, tp in steps.items():
-        _measure(env, rows, f"{P} GPUs tensor-parallel (engine, {strategy})", tp, None, repeat)
+        measure(env, rows, f"{P} GPUs tensor-parallel (engine, {strategy})", tp, None, repeat)
     # Five turns of at least 6 steps: the block's rows moved by 5% between runs timed in 3 turns of 3.
-    _time_in_turns(env, rows, max(30, repeat), rounds=MLP_ROUNDS)
+    time_in_turns(env, rows, max(30, repeat), rounds=MLP_ROUNDS)
     _profile(env, steps["auto"], f"distributed_profile_mlp_{P}gpu.txt")
     single = {}
     ones = {}

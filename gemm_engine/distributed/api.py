@@ -138,8 +138,10 @@ class _Options:
 
 
 def _detached(t):
-    """``t`` out of autograd's graph (None as it is; a tensor outside it as it is: a call's host time)."""
-    return t.detach() if t is not None and t.requires_grad else t
+    """``t`` out of autograd's graph as a plain tensor (a frozen ``nn.Parameter`` too: the engine's
+    fast path takes plain tensors only); None, or a plain tensor outside the graph, as it is (a
+    call's host time)."""
+    return t.detach() if t is not None and (t.requires_grad or type(t) is not torch.Tensor) else t
 
 
 def _gather_forward(x2, w, bias, opts, keep: bool):

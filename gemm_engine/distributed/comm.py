@@ -62,13 +62,16 @@ def comm_stream(device: torch.device):
 
 def group_ranks(group) -> tuple[int, int]:
     """(this rank's index in ``group`` (None: the default group), the group's size)."""
-    group = group if group is not None else dist.group.WORLD    # None before init_process_group
+    if not dist.is_initialized():
+        raise RuntimeError("gemm_engine.distributed: torch.distributed is not initialized "
+                           "(call torch.distributed.init_process_group first)")
+    if group is dist.GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("group: this rank is not a member of the group (torch.distributed.new_group gave it "
+                         "GroupMember.NON_GROUP_MEMBER); call the collective on the group's ranks only")
+    group = group if group is not None else dist.group.WORLD
     found = _ranks.get(id(group))
     if found is not None and found[0]() is group:
         return found[1]
-    if group is None or not dist.is_initialized():
-        raise RuntimeError("gemm_engine.distributed: torch.distributed is not initialized "
-                           "(call torch.distributed.init_process_group first)")
     ranks = dist.get_rank(group), dist.get_world_size(group)
     if len(_ranks) > 256:
         _ranks.clear()

@@ -87,3 +87,29 @@ def test_autograd_records_only_calls_it_must(gloo_world_of_one, fn, grad):
         y.sum().backward()
         src = x if grad == "x" else w
         torch.testing.assert_close(src.grad, torch.autograd.grad((x @ w).sum(), src)[0])
+
+
+class _TypeRecorder(TorchEngine):
+    """The stand-in, noting the types of what it is given (the engine's fast path takes plain tensors)."""
+
+    def __init__(self):
+        super().__init__()
+        self.types = set()
+
+    def compute(self, a, b, out=None, bias=None):
+        self.types |= {type(t) for t in (a, b, bias) if t is not None}
+        return super().compute(a, b, out=out, bias=bias)
+
+
+@pytest.mark.parametrize("fn", [all_gather_matmul, matmul_reduce_scatter])
+def test_frozen_parameters_reach_the_engine_as_plain_tensors(gloo_world_of_one, fn):
+    """A frozen layer's weight and bias (``nn.Parameter`` without gradients) under grad mode: no
+    gradient to record, and the engine is given plain tensors, the values unchanged."""
+    w = torch.nn.Parameter(torch.randn(3, 2, **F64), requires_grad=False)
+    bias = torch.nn.Parameter(torch.randn(2, **F64), requires_grad=False)
+    x = torch.randn(4, 3, **F64)
+    engine = _TypeRecorder()
+    with torch.enable_grad():
+        y = fn(x, w, bias=bias, engine=engine)
+    assert engine.types == {torch.Tensor} and not y.requires_grad
+    torch.testing.assert_close(y, x @ w + bias)

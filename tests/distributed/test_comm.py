@@ -55,16 +55,27 @@ def test_one_rank_group(gloo_world_of_one):
     side.finish()
 
 
-def test_group_ranks_follows_a_new_default_group(gloo_world_of_one):
-    """The answer kept per group is the group's own: a default group made after the last one is
-    asked afresh, and none is answered once the default group is gone."""
-    first = torch.distributed.group.WORLD
-    assert comm.group_ranks(None) == comm.group_ranks(first) == (0, 1)
-    torch.distributed.destroy_process_group()
+def test_group_ranks_kept_per_group_and_asked_afresh_for_a_new_one(gloo_world_of_one, monkeypatch):
+    """A group's ranks are asked of torch.distributed once and kept (its lookups cost host time each
+    call); a default group made after the last one is asked afresh, and none is answered once the
+    default group is gone."""
+    dist = torch.distributed
+    asked = []
+    real = dist.get_rank
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: asked.append(group) or real(group))
+    first = dist.group.WORLD
+    assert comm.group_ranks(None) == comm.group_ranks(first) == comm.group_ranks(None) == (0, 1)
+    assert asked == [first]
+    dist.destroy_process_group()
     try:
         with pytest.raises(RuntimeError, match="init_process_group"):
-            comm.group_ranks(None)
+            comm.group_ranks(first)         # a kept group is not answered once the process group is gone
     finally:
-        torch.distributed.init_process_group("gloo", rank=0, world_size=1, store=torch.distributed.HashStore())
-    assert torch.distributed.group.WORLD is not first
-    assert comm.group_ranks(None) == (0, 1)
+        dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    second = dist.group.WORLD
+    assert second is not first and comm.group_ranks(None) == (0, 1) and asked == [first, second]
+
+
+def test_group_ranks_refuses_a_group_this_rank_is_not_in(gloo_world_of_one):
+    with pytest.raises(ValueError, match="not a member"):
+        comm.group_ranks(torch.distributed.GroupMember.NON_GROUP_MEMBER)
