@@ -26,9 +26,21 @@ DEFAULT_TIMEOUT = 300.0
 _lock = threading.Lock()
 _engines: dict = {}
 _streams: dict = {}
-#: id(group) -> (a weak reference to the group, (rank, size)): a group's ranks never change, and
-#: torch.distributed's lookups cost ~3 us a call (a decode step's small products feel its host time).
+#: id(group) -> (a weak reference to the group, (rank, size)) (`kept_per_group`): a group's ranks
+#: never change, and torch.distributed's lookups cost ~3 us a call (a decode step's small products
+#: feel its host time).
 _ranks: dict = {}
+
+
+def kept_per_group(cache: dict, key, group, make, *args):
+    """``make(*args)``, kept in ``cache`` under ``key`` (naming ``group``) while ``group`` lives: a
+    group gone may leave its id to another, whose answer is made afresh."""
+    found = cache.get(key)
+    if found is None or found[0]() is not group:
+        if len(cache) > 256:
+            cache.clear()
+        found = cache[key] = (weakref.ref(group), make(*args))
+    return found[1]
 
 
 def engine_for(device: torch.device, engine=None, max_compute_units: int | None = None) -> Engine:
@@ -69,14 +81,11 @@ def group_ranks(group) -> tuple[int, int]:
         raise ValueError("group: this rank is not a member of the group (torch.distributed.new_group gave it "
                          "GroupMember.NON_GROUP_MEMBER); call the collective on the group's ranks only")
     group = group if group is not None else dist.group.WORLD
-    found = _ranks.get(id(group))
-    if found is not None and found[0]() is group:
-        return found[1]
-    ranks = dist.get_rank(group), dist.get_world_size(group)
-    if len(_ranks) > 256:
-        _ranks.clear()
-    _ranks[id(group)] = (weakref.ref(group), ranks)
-    return ranks
+    return kept_per_group(_ranks, id(group), group, _ranks_now, group)
+
+
+def _ranks_now(group) -> tuple[int, int]:
+    return dist.get_rank(group), dist.get_world_size(group)
 
 
 def seconds(timeout) -> float:

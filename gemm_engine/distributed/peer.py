@@ -41,12 +41,12 @@ import os
 import socket
 import threading
 import warnings
-import weakref
 
 import torch
 import torch.distributed as dist
 
 from ..codegen import flag_wait
+from .comm import kept_per_group
 from .order import Blocks
 
 #: Bytes of the flag page at each buffer's start: ``arrived[set][source]``.
@@ -69,11 +69,7 @@ def available(device: torch.device, group) -> str | None:
     per device and group: nothing it depends on changes while the group lives)."""
     if device.type != "cuda":
         return "not a CUDA device"
-    key = (device, id(group))
-    found = _available.get(key)
-    if found is None or found[0]() is not group:    # a group gone: its id may come back for another
-        found = _available[key] = (weakref.ref(group), _available_now(device, group))
-    return found[1]
+    return kept_per_group(_available, (device, id(group)), group, _available_now, device, group)
 
 
 def _available_now(device: torch.device, group) -> str | None:
