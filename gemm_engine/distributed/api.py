@@ -134,7 +134,7 @@ class _Options:
         rows = max(b.sizes) if b.sizes else 0
         width, item = ((x.shape[1], x.element_size()) if kind == "gather" else
                        (product.w.shape[1], product.dtype(x).itemsize))
-        return choose(self.strategy, x.device, rows * width * item, len(b.sizes), self.group, kind)
+        return choose(self.strategy, x.device, rows * width * item, len(b.sizes), self.group)
 
 
 def _detached(t):

@@ -34,22 +34,23 @@ STRATEGIES = ("auto", "sequential", "overlap", "peer")
 #: and two flag kernels per block, ~0.1-0.15 ms of host time a block on the H100 hosts. Measured
 #: (bench/results/h100/distributed_{2,4}gpu.md): it won from 32 MiB blocks on 2 GPUs (1.21-1.36x
 #: NCCL + torch.matmul) and the all-gather's on 4 (1.14-1.24x), lost at 4 MiB (2 GPUs, 0.3x) and
-#: in the 4-GPU MLP block (16 MiB: 4.1-5.3 against 3.4 ms). Bytes, not flop: the rule must give
-#: every rank the same answer, and a reduce-scatter's contraction slice may differ between ranks.
+#: in the 4-GPU MLP block (16 MiB: 4.1-5.3 against 3.4 ms). On 4 H200s, with partial sums pushed by
+#: the copy engines, the reduce-scatter's won from 56 MiB too (1.54 ms against NCCL + torch's 1.98:
+#: bench/results/h200/distributed_4gpu.md) and at 16 MiB (0.80 against 0.90), but the MLP block,
+#: 16 MiB blocks both ways, still lost (4.2 ms against 3.1): one threshold for both kinds. Bytes,
+#: not flop: the rule must give every rank the same answer, and a reduce-scatter's contraction
+#: slice may differ between ranks.
 PEER_MIN_BYTES = 32 << 20
 #: The tensor collectives (torch 2.13 renamed them: the old names warn; older torch has only those).
 all_gather_rows_into = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
-def choose(strategy: str, device: torch.device, block_bytes: int, world: int, group=None,
-           kind: str = "gather") -> str:
-    """The strategy a call of ``kind`` ("gather": all-gather + GEMM, "scatter": GEMM +
-    reduce-scatter) takes: ``strategy`` where named (ValueError where "peer" cannot run), else
-    auto's choice: the peer strategy for blocks moving ``block_bytes`` >= PEER_MIN_BYTES, its
-    reduce-scatter only on 2 ranks (where the partial sum is added in the GEMM's epilogue: on 4
-    H100s the adds after left it at 1.00-1.12x), never while a CUDA graph is being captured. Every
-    input is the same on every rank of the call (the ranks must agree)."""
+def choose(strategy: str, device: torch.device, block_bytes: int, world: int, group=None) -> str:
+    """The strategy an all-gather + GEMM or GEMM + reduce-scatter takes: ``strategy`` where named (ValueError where "peer" cannot run), else
+    auto's choice: the peer strategy for blocks moving ``block_bytes`` >= PEER_MIN_BYTES, never
+    while a CUDA graph is being captured. Every input is the same on every rank of the call (the
+    ranks must agree)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy in ("sequential", "overlap"):
@@ -62,7 +63,7 @@ def choose(strategy: str, device: torch.device, block_bytes: int, world: int, gr
         if why is not None:
             raise ValueError(f"strategy='peer' cannot run here: {why}")
         return strategy
-    if why is None and world > 1 and block_bytes >= PEER_MIN_BYTES and (kind == "gather" or world == 2):
+    if why is None and world > 1 and block_bytes >= PEER_MIN_BYTES:
         return "peer"
     return "sequential"
 

@@ -63,12 +63,15 @@ def as_wire(t):
     return t.view(torch.uint8) if t.element_size() == 1 else t
 
 
-def comm_stream(device: torch.device):
-    """The device's communication stream (one per device, made at first use)."""
+def comm_stream(device: torch.device, role: str = "transfers"):
+    """The device's communication stream for ``role`` (one per device and role, made at first use):
+    "transfers" carries copies and collectives, "flags" the peer strategy's flag kernels (apart, so
+    a flag kernel waiting for an SM the GEMM holds does not hold back the next copy)."""
+    key = (device, role)
     with _lock:
-        found = _streams.get(device)
+        found = _streams.get(key)
         if found is None:
-            found = _streams[device] = torch.cuda.Stream(device)
+            found = _streams[key] = torch.cuda.Stream(device)
     return found
 
 
