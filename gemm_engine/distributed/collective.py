@@ -37,7 +37,7 @@ STRATEGIES = ("auto", "sequential", "overlap", "peer")
 #: in the 4-GPU MLP block (16 MiB: 4.1-5.3 against 3.4 ms). On 4 H200s, with partial sums pushed by
 #: the copy engines, the reduce-scatter's won from 56 MiB too (1.54 ms against NCCL + torch's 1.98:
 #: bench/results/h200/distributed_4gpu.md) and at 16 MiB (0.80 against 0.90), but the MLP block,
-#: 16 MiB blocks both ways, still lost (4.2 ms against 3.1): one threshold for both kinds. Bytes,
+#: 16 MiB blocks both ways, still lost (4.2-6.0 ms against 3.2: host time): one threshold. Bytes,
 #: not flop: the rule must give every rank the same answer, and a reduce-scatter's contraction
 #: slice may differ between ranks.
 PEER_MIN_BYTES = 32 << 20
