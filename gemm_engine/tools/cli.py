@@ -199,7 +199,8 @@ def tune(args) -> int:
             e = cache.get(key)
             print(f"{key}\n    {e.algorithm if e else '(stale entry)'}  "
                   f"{'' if e is None else f'{e.seconds * 1e3:.4f} ms  {e.selection!r}'}")
-        print(f"{len(cache.keys())} entries in {cache.path} ({cache.status})")
+        count = len(cache.keys())
+        print(f"{count} {'entry' if count == 1 else 'entries'} in {cache.path} ({cache.status})")
         return 0
     problems = []
     if args.suite:
