@@ -85,3 +85,12 @@ def test_gradients_and_the_mlp_block(world):
             assert max(errs.values()) < TOL, (strategy, errs)
         for errs in pool.run("mlp", strategy, True, 4 * size, 2, 32, 16 * size):
             assert max(errs.values()) < TOL, (strategy, errs)
+
+
+def test_fp8_blocks_with_scales(world):
+    """Per-row scale_a gathered with (or summed over) the blocks, bfloat16 partial sums."""
+    pool, size, strategies = world
+    for strategy in strategies:
+        assert max(pool.run("scaled_gather", strategy, _uneven(size, 12, 5, empty=1), 64, 24)) < 1e-2, strategy
+        assert max(pool.run("scaled_scatter", strategy, 16 * size, _uneven(size, 32, 16, empty=0), 40)) < 1e-2, \
+            strategy
