@@ -47,10 +47,10 @@ reduce_scatter_rows_into = getattr(dist, "reduce_scatter_single", None) or dist.
 
 
 def choose(strategy: str, device: torch.device, block_bytes: int, world: int, group=None) -> str:
-    """The strategy an all-gather + GEMM or GEMM + reduce-scatter takes: ``strategy`` where named (ValueError where "peer" cannot run), else
-    auto's choice: the peer strategy for blocks moving ``block_bytes`` >= PEER_MIN_BYTES, never
-    while a CUDA graph is being captured. Every input is the same on every rank of the call (the
-    ranks must agree)."""
+    """The strategy an all-gather + GEMM or GEMM + reduce-scatter takes: ``strategy`` where named
+    (ValueError where "peer" cannot run), else auto's choice: the peer strategy for blocks moving
+    ``block_bytes`` >= PEER_MIN_BYTES, never while a CUDA graph is being captured. Every input is
+    the same on every rank of the call (the ranks must agree)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if strategy in ("sequential", "overlap"):

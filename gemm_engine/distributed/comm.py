@@ -65,8 +65,9 @@ def as_wire(t):
 
 def comm_stream(device: torch.device, role: str = "transfers"):
     """The device's communication stream for ``role`` (one per device and role, made at first use):
-    "transfers" carries copies and collectives, "flags" the peer strategy's flag kernels (apart, so
-    a flag kernel waiting for an SM the GEMM holds does not hold back the next copy)."""
+    "transfers" carries copies and collectives, "flags" the flag kernels the peer strategy raises
+    after its copies (apart, so a flag kernel waiting for an SM the GEMM holds does not hold back
+    the next copy; flags after a GEMM go on the compute stream)."""
     key = (device, role)
     with _lock:
         found = _streams.get(key)

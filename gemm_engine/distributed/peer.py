@@ -11,7 +11,8 @@ written over NVLink was seen ~300 us late and a wait found unmet re-polled only 
 measured on 2 H100s, bench/results/h100/distributed_2gpu.md.)
 
 * all-gather + GEMM: the communication stream pushes this rank's shard into its slot on every peer
-  with the copy engines (``copy_`` into the peer's buffer), then raises the peer's flag for it. The
+  with the copy engines (``copy_`` into the peer's buffer); after each copy a stream of flag
+  kernels (waiting for the communication stream) raises that peer's flag. The
   compute stream multiplies the local shard at once, then each peer's slot as its flag arrives (the
   peer that pushes to this rank first, first), each into its rows of the output. Where the gathered
   x is kept (w's gradient), the communication stream copies the shard and each arrived slot into it,
@@ -23,21 +24,25 @@ measured on 2 H100s, bench/results/h100/distributed_2gpu.md.)
   block's GEMM adds the arrived partial in its epilogue (``c``, ``beta = 1``). On more, each
   partial goes to a local buffer that the communication stream pushes with the copy engines (the
   epilogue's NVLink stores to three peers cost a 4-H200 run 0.93 ms against 0.80, 8192 x 4096 x
-  8192 a rank; on 2 they won, 0.78 against 0.84), the flag raised after its copy; the own block's
-  GEMM writes this rank's own slot and one pass sums the slots.
+  8192 a rank; on 2 they won, 0.78 against 0.84), the flag stream raising the peer's flag after
+  the copy; the own block's GEMM writes this rank's own slot and one pass sums the slots.
 
 Why no "slot free" flags: a write into a peer's set ``p`` at call ``e`` must follow the peer's last
 read of it, at call ``e - 2``. Every rank hears from every other at every call, and a rank raises
-its flags for call ``e - 1`` only after its streams have passed call ``e - 2`` (the pushes wait for
-the compute stream and follow the communication stream's copies out of the slots; the partial sums'
-stores follow the compute stream, their pushes a wait for it at the call's start). This rank's stream waited for that flag in call
-``e - 1``, and its writes of call ``e`` follow its stream. Two sets make the stream order enough.
+its flags for call ``e - 1`` only after its streams have passed call ``e - 2``: a flag raised on the
+compute stream follows it; one raised on the flag stream waits for the communication stream, which
+waits for the compute stream at the call's start (and after each partial sum it pushes) and has
+made the copies out of the slots first. This rank's stream waited for that flag in call ``e - 1``,
+and its writes of call ``e`` follow its stream (the pushes: the communication stream's wait for it).
+Two sets make the stream order enough. The call ends with the compute stream waiting for the
+communication and flag streams, so the next call's GEMMs rewrite ``Area.outgoing`` after its pushes.
 
 A call that runs on another stream than the last one first waits for the last one's end
 (`Area.next_epoch`), so the argument holds across streams. As with any collective, every rank must
 make the same calls in the same order (a rank one call behind waits for a flag that never comes, and
-the timeout stops it; two calls behind, nothing would catch it). Not under CUDA-graph capture (the epochs are host counters: a replayed graph
-would repeat them): collective.choose takes the sequential strategy there.
+the timeout stops it; two calls behind, nothing would catch it). Not under CUDA-graph capture (the
+epochs are host counters: a replayed graph would repeat them): collective.choose takes the
+sequential strategy there.
 """
 from __future__ import annotations
 
@@ -163,12 +168,13 @@ class Area:
         """This rank's buffer (its own memory, made at first use, kept: no allocation per call) for
         its partial sum of ``peer``'s block, pushed from there into ``peer``'s slot. A call's GEMM
         rewrites it after the last call's push: the call's end waits for the pushes."""
-        if self._outgoing is None:
-            self._outgoing = torch.empty(self.world * self.slot_bytes, dtype=torch.uint8, device=self.buffer.device)
+        if self._outgoing is None:      # one slot a peer (none for this rank's own block)
+            self._outgoing = torch.empty((self.world - 1) * self.slot_bytes, dtype=torch.uint8,
+                                         device=self.buffer.device)
         return self._kept(("outgoing", peer, tuple(shape), dtype), self._outgoing_view, peer, shape, dtype)
 
     def _outgoing_view(self, peer: int, shape, dtype) -> torch.Tensor:
-        start = peer * self.slot_bytes
+        start = ((peer - self.rank) % self.world - 1) * self.slot_bytes
         return self._outgoing[start:start + shape[0] * shape[1] * dtype.itemsize].view(dtype).view(tuple(shape))
 
     def _kept(self, key, make, *args) -> torch.Tensor:
@@ -288,8 +294,8 @@ def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=
         shape = (blocks.sizes[source], k)
         slot = area.slot(rank, parity, source, shape, x.dtype)
         if shape[0] and full is not None:
-            # Its slot is rewritten two calls on, after this rank's next flags, which the side
-            # stream raises after this copy.
+            # Its slot is rewritten two calls on, after this rank's next flags, which the flag
+            # stream raises after the communication stream has made this copy.
             arrived = torch.cuda.Event()
             arrived.record(compute)
             comm.wait_event(arrived)

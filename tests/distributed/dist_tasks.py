@@ -284,6 +284,62 @@ def auto_peer(rank, world):
     return errors
 
 
+class _Slowed:
+    """An engine whose every product first holds its stream (a sleep kernel): the rank that uses
+    it falls behind the others by its sleeps."""
+
+    def __init__(self, engine, cycles: int):
+        self._engine, self._cycles = engine, cycles
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def compute(self, *args, **kwargs):
+        torch.cuda._sleep(self._cycles)
+        return self._engine.compute(*args, **kwargs)
+
+
+def back_to_back(rank, world, strategy, sizes, k, n, calls=6):
+    """``calls`` all-gather + GEMM and GEMM + reduce-scatter pairs in a row, every input made first
+    and every result checked only at the end. On CUDA the GPU is held (a sleep kernel) while the
+    host enqueues them all, and they alternate between the current stream and a side stream: only
+    the streams' order keeps a call's writes into the peers' slots behind the earlier calls' reads
+    (a write that overtook one shows as a wrong result). Rank 1's products each wait ~1 ms first,
+    so the others run ahead of it as far as the flags let them. Row blocks ``sizes``; the
+    reduce-scatter's contraction slices differ per rank."""
+    k_sizes = tuple(k + 8 * r for r in range(world))
+    kt = sum(k_sizes)
+    gx = [_randn((sum(sizes), k), 100 + i) for i in range(calls)]
+    gw = [_randn((k, n), 200 + i) for i in range(calls)]
+    sx = [_randn((sum(sizes), kt), 300 + i) for i in range(calls)]
+    sw = [_randn((kt, n), 400 + i) for i in range(calls)]
+    rows, ks = _bounds(sizes, rank), _bounds(k_sizes, rank)
+    mine = [(gx[i][rows].contiguous(), sx[i][:, ks].contiguous(), sw[i][ks].contiguous()) for i in range(calls)]
+
+    from gemm_engine.distributed.comm import engine_for
+    engine = _Slowed(engine_for(DEVICE), 2_000_000) if DEVICE.type == "cuda" and rank == 1 else None
+
+    def run(i):
+        return (all_gather_matmul(mine[i][0], gw[i], shard_sizes=sizes, strategy=strategy, engine=engine),
+                matmul_reduce_scatter(mine[i][1], mine[i][2], shard_sizes=sizes, strategy=strategy, engine=engine))
+    run(0)                  # the buffers made (a first call synchronizes) and the kernels built
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+        current, side = torch.cuda.current_stream(DEVICE), torch.cuda.Stream(DEVICE)
+        torch.cuda._sleep(200_000_000)      # ~0.1 s of GPU clock: every call is enqueued before any runs
+        side.wait_stream(current)
+        results = []
+        for i in range(calls):
+            with torch.cuda.stream(side if i % 2 else current):
+                results.append(run(i))
+        current.wait_stream(side)
+        torch.cuda.synchronize(DEVICE)
+    else:
+        results = [run(i) for i in range(calls)]
+    return max(max(_err(y, gx[i].double() @ gw[i].double()), _err(z, (sx[i].double() @ sw[i].double())[rows]))
+               for i, (y, z) in enumerate(results))
+
+
 def dtensors(rank, world, sizes_total, k, n):
     """all_gather_matmul and matmul_reduce_scatter on DTensors of a 1-D mesh (uneven chunks when
     ``sizes_total`` does not divide): results placed as documented, equal to the whole product,

@@ -94,3 +94,10 @@ def test_fp8_blocks_with_scales(world):
         assert max(pool.run("scaled_gather", strategy, _uneven(size, 12, 5, empty=1), 64, 24)) < 1e-2, strategy
         assert max(pool.run("scaled_scatter", strategy, 16 * size, _uneven(size, 32, 16, empty=0), 40)) < 1e-2, \
             strategy
+
+
+def test_calls_back_to_back_without_host_synchronization(world):
+    pool, size, strategies = world
+    for strategy in strategies:
+        errs = pool.run("back_to_back", strategy, _uneven(size, 160, 48, empty=size - 1), 96, 64)
+        assert max(errs) < TOL, (strategy, errs)

@@ -78,6 +78,13 @@ def test_auto_takes_the_peer_strategy_across_streams_and_growing_shapes(nccl_pai
         assert max(errs) < TOL, errs
 
 
+@pytest.mark.parametrize("strategy", ["peer", "auto"])
+def test_calls_back_to_back_without_host_synchronization_peer(nccl_pair, strategy):
+    """Six pairs of calls enqueued while the GPU is held, alternating streams, checked at the end."""
+    errs = nccl_pair.run("back_to_back", strategy, (300, 211), 96, 64)
+    assert max(errs) < TOL, errs
+
+
 def test_gradients_through_both_peer(nccl_pair):
     for errs in nccl_pair.run("gradients", "peer", (12, 5), 24, 16):
         assert max(errs.values()) < TOL, errs
