@@ -242,6 +242,17 @@ def _kernel(rt, name: str):
     return found[1]
 
 
+def _push(engine, area: Area, comm, flags, peer: int, parity: int, rank: int, epoch: int, block) -> None:
+    """``block`` (None: nothing to send) copied into this rank's slot on ``peer`` by the
+    communication stream ``comm`` (the copy engines), then ``peer``'s flag for it raised on the
+    flag stream ``flags`` once the copy is done."""
+    if block is not None:
+        with torch.cuda.stream(comm):
+            area.slot(peer, parity, rank, block.shape, block.dtype).copy_(block)
+    flags.wait_stream(comm)
+    raise_flag(engine, flags, area.flag(peer, parity, rank), epoch)
+
+
 def wait_arrival(engine, stream, address: int, epoch: int, source: int, timeout: float) -> None:
     """``stream`` waits (codegen/flag_wait.py's kernel: a flag a peer writes does not wake the front
     end for about a millisecond) until the flag at ``address`` reaches ``epoch``; past ``timeout``
@@ -281,10 +292,7 @@ def all_gather_matmul_peer(x, product, blocks: Blocks, group, rank: int, *, out=
         # for an SM the GEMM holds, and the next copies (copy engines) should not wait behind it.
         # (With every flag after every copy, 4 ranks waited ~0.1 ms for their first peer block.)
         for peer in peers:
-            if mine.shape[0]:
-                area.slot(peer, parity, rank, mine.shape, mine.dtype).copy_(mine)
-            flags.wait_stream(comm)
-            raise_flag(engine, flags, area.flag(peer, parity, rank), epoch)
+            _push(engine, area, comm, flags, peer, parity, rank, epoch, mine if mine.shape[0] else None)
         if full is not None:
             full[blocks.rows(rank)].copy_(mine)
     mine.record_stream(comm)
@@ -340,14 +348,12 @@ def matmul_reduce_scatter_peer(x, product, blocks: Blocks, group, rank: int, *, 
     comm.wait_stream(compute)               # this call's flags follow the last call's reads of the slots
     for hop in range(1, world):
         peer = (rank + hop) % world
+        part = None
         if blocks.sizes[peer]:
             part = area.outgoing(peer, (blocks.sizes[peer], n), dtype)
             product.partial()(x[blocks.rows(peer)], blocks.rows(peer), part)
             comm.wait_stream(compute)
-            with torch.cuda.stream(comm):
-                area.slot(peer, parity, rank, part.shape, dtype).copy_(part)
-        flags.wait_stream(comm)
-        raise_flag(engine, flags, area.flag(peer, parity, rank), epoch)
+        _push(engine, area, comm, flags, peer, parity, rank, epoch, part)
     # The own block's GEMM into this rank's own slot of the set, then one pass summing every slot
     # of the set (world reads and one write; an add per arrival read and wrote the result world - 1
     # times: 4 H200s, 16384 x 7168 x 4096 a rank, 1.74 ms against 1.62).

@@ -20,14 +20,8 @@ if HERE not in sys.path:
 @pytest.fixture(scope="session")
 def gloo_pair():
     pytest.importorskip("torch", reason="gemm_engine.distributed needs torch")
-    import gemm_engine
-    if "opencl" not in os.environ.get("GEMM_ENGINE_TEST_BACKENDS", "opencl"):
-        pytest.skip("backend opencl excluded by GEMM_ENGINE_TEST_BACKENDS")
-    try:
-        gemm_engine.Engine("opencl")
-    except (gemm_engine.BackendUnavailableError, ImportError) as exc:
-        pytest.skip(f"the gloo workers run the engine's OpenCL backend on CPU tensors: unavailable here ({exc})")
     import dist_pool
+    dist_pool.require_gloo_engine()
     pool = dist_pool.Pool(2)
     try:
         yield pool

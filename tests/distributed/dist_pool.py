@@ -23,6 +23,19 @@ class PoolStopped(AssertionError):
         self.ended = ended
 
 
+def require_gloo_engine() -> None:
+    """Skips the calling test unless the gloo workers' default engine (OpenCL, through PoCL on CPU
+    tensors) can run here and GEMM_ENGINE_TEST_BACKENDS lets OpenCL tests run."""
+    import pytest
+    import gemm_engine
+    if "opencl" not in os.environ.get("GEMM_ENGINE_TEST_BACKENDS", "opencl"):
+        pytest.skip("backend opencl excluded by GEMM_ENGINE_TEST_BACKENDS")
+    try:
+        gemm_engine.Engine("opencl")
+    except (gemm_engine.BackendUnavailableError, ImportError) as exc:
+        pytest.skip(f"the gloo workers run the engine's OpenCL backend on CPU tensors: unavailable here ({exc})")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

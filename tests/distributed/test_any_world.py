@@ -15,13 +15,8 @@ TOL = 1e-4          # float32 products of K <= 1024 terms, every element written
 
 
 def _gloo_three():
-    import gemm_engine
-    if "opencl" not in os.environ.get("GEMM_ENGINE_TEST_BACKENDS", "opencl"):
-        pytest.skip("backend opencl excluded by GEMM_ENGINE_TEST_BACKENDS")
-    try:
-        gemm_engine.Engine("opencl")
-    except (gemm_engine.BackendUnavailableError, ImportError) as exc:
-        pytest.skip(f"the gloo workers run the engine's OpenCL backend on CPU tensors: unavailable here ({exc})")
+    import dist_pool
+    dist_pool.require_gloo_engine()
     return 3, "gloo", ("sequential", "overlap")
 
 
